@@ -1,0 +1,465 @@
+"""The functional transforms: grad, value_and_grad, vjp, jvp, jacobian, hessian, trace.
+
+Every transform works the same way: trace the function on its (concrete)
+arguments into a graph, derive a new graph with a pass, and evaluate that
+graph. Evaluating it on traced arguments inlines it into the enclosing trace,
+which is how transforms compose: ``tg.hessian(f)`` traces ``tg.grad(f)`` and
+so differentiates the adjoint graph again.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+
+import numpy as np
+
+from . import passes
+from .errors import TraceError
+from .ir import REGISTRY, Aval, Graph, apply
+from .ir.dtypes import is_float
+from .runtime import run
+from .tracer import Tracer, coerce, flatten, new_trace, replay, unflatten, user_src
+from .tracer.core import _stack
+
+__all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "trace",
+           "stop_gradient", "custom_vjp"]
+
+
+# -- shared machinery --------------------------------------------------------------------
+def _at(src):
+    return f" (at {src})" if src else ""
+
+
+def _fun_name(fun):
+    return getattr(fun, "__name__", None) or type(fun).__name__
+
+
+def _argnums(argnums, nargs, src, fun):
+    single = isinstance(argnums, (int, np.integer))
+    nums = (int(argnums),) if single else tuple(argnums)
+    if not nums or not all(isinstance(i, (int, np.integer)) for i in nums):
+        raise TraceError(f"argnums must be an int or a non-empty tuple of ints, got "
+                         f"{argnums!r}{_at(src)}")
+    for i in nums:
+        if not -nargs <= i < nargs:
+            raise TraceError(f"argnums={argnums!r} is out of range: {_fun_name(fun)} was "
+                             f"called with {nargs} positional argument(s){_at(src)}")
+    return tuple(i % nargs for i in nums), single
+
+
+def _leaf_aval(x, src, differentiable):
+    """The aval of argument leaf ``x``; gradients need floating-point leaves."""
+    if isinstance(x, Tracer):
+        aval = Aval(x.shape, x.dtype)
+    else:
+        try:
+            arr = np.asarray(x)
+        except Exception:
+            arr = np.asarray(None, dtype=object)
+        if arr.dtype == object:
+            raise TraceError(f"arguments must be arrays, Python numbers, or tuples/lists/dicts "
+                             f"of them; got {type(x).__name__}{_at(src)}")
+        aval = Aval(arr.shape, arr.dtype)
+    if differentiable and not is_float(aval.dtype):
+        raise TraceError(f"cannot differentiate with respect to an argument of dtype "
+                         f"{aval.dtype.name}: only floating-point inputs have gradients. "
+                         f"Pass it as a float (e.g. np.asarray(x, dtype=float)) or leave it "
+                         f"out of argnums{_at(src)}")
+    if differentiable and aval.dtype.kind == "c":
+        raise TraceError(f"differentiating with respect to complex inputs is not supported "
+                         f"yet{_at(src)}")
+    return aval
+
+
+class _Traced:
+    """A function traced at some arguments, ready for a pass."""
+
+    def __init__(self, fun, args, kwargs, argnums, src, *, has_aux=False,
+                 differentiable=True):
+        self.src = src
+        self.trees, leaves = [], []
+        for i in argnums:
+            arg_leaves, tree = flatten(args[i])
+            self.trees.append(tree)
+            leaves.extend(arg_leaves)
+        avals = [_leaf_aval(x, src, differentiable) for x in leaves]
+        with new_trace() as trace:
+            inputs = [trace.new_input(x._value if isinstance(x, Tracer) else x, aval)
+                      for x, aval in zip(leaves, avals)]
+            new_args, it = list(args), iter(inputs)
+            for i, tree in zip(argnums, self.trees):
+                new_args[i] = unflatten(tree, [next(it) for _ in range(tree.num_leaves)])
+            out = fun(*new_args, **kwargs)
+            aux = None
+            if has_aux:
+                if not (isinstance(out, (tuple, list)) and len(out) == 2):
+                    raise TraceError(f"with has_aux=True, {_fun_name(fun)} must return a pair "
+                                     f"(output, aux){_at(src)}")
+                out, aux = out
+            out_leaves, self.out_tree = flatten(out)
+            aux_leaves, self.aux_tree = flatten(aux)
+            self.out_values = [self._as_node_value(trace, x) for x in out_leaves]
+            self.aux_values = [self._as_node_value(trace, x) for x in aux_leaves]
+        self.graph: Graph = trace.graph
+        self.graph.outputs = [v._node for v in self.out_values + self.aux_values]
+        self.n_out = len(self.out_values)
+        self.n_in = len(inputs)
+        # Evaluating a derived graph takes the arguments, then the outer values
+        # the function closed over (captured while tracing).
+        self.eval_args = list(leaves) + trace.captured_outer
+        self.concrete = not any(isinstance(a, Tracer) for a in self.eval_args)
+
+    def _as_node_value(self, trace, x):
+        x = coerce(x)
+        if isinstance(x, Tracer):
+            return x if x._trace is trace else trace.lift(x)
+        try:
+            arr = np.asarray(x)
+        except Exception:
+            arr = np.asarray(None, dtype=object)
+        if arr.dtype == object:
+            raise TraceError(f"outputs must be arrays, Python numbers, or tuples/lists/dicts "
+                             f"of them; got {type(x).__name__}{_at(self.src)}")
+        return trace.const(arr)
+
+    def unflatten_inputs(self, leaves, single):
+        out, it = [], iter(leaves)
+        for tree in self.trees:
+            out.append(unflatten(tree, [next(it) for _ in range(tree.num_leaves)]))
+        return out[0] if single else tuple(out)
+
+    def out_aval(self, k):
+        d = self.graph.node(self.graph.outputs[k])
+        return d["shape"], np.dtype(d["dtype"])
+
+
+def _evaluate(graph: Graph, args):
+    if any(isinstance(a, Tracer) for a in args):
+        if not _stack:
+            raise TraceError("a traced value was used after the transform that made it "
+                             "finished (was it stored in a global?)")
+        env = replay(graph, args)
+        return [env[o] for o in graph.outputs]
+    return [_writeable(v) for v in run(graph, [np.asarray(a) for a in args])]
+
+
+def _writeable(v):
+    if isinstance(v, np.ndarray) and not v.flags.writeable:
+        return np.array(v)  # broadcast zeros and views of constants: hand out real arrays
+    return v
+
+
+def _check_cotangent(ct, shape, dtype, src, what):
+    if isinstance(ct, Tracer):
+        ct_shape = ct.shape
+    else:
+        ct = np.asarray(ct, dtype=dtype if not is_float(np.result_type(ct)) else None)
+        ct_shape = ct.shape
+    if tuple(ct_shape) != tuple(shape):
+        raise TraceError(f"{what} has shape {tuple(ct_shape)} but the value it pairs with has "
+                         f"shape {tuple(shape)}{_at(src)}")
+    return ct
+
+
+def _transform(make):
+    """Let a transform be used as ``@t``, ``@t(...)`` and ``t(f, ...)``."""
+    @functools.wraps(make)
+    def transform(fun=None, *args, **kwargs):
+        if fun is None:
+            return lambda f: make(f, *args, **kwargs)
+        return make(fun, *args, **kwargs)
+    return transform
+
+
+# -- grad / value_and_grad -------------------------------------------------------------------
+@_transform
+def value_and_grad(fun, argnums=0, has_aux=False):
+    """A function returning ``(f(*args), df/dargs[argnums])`` (``((value, aux), grad)``
+    with ``has_aux``)."""
+
+    @functools.wraps(fun)
+    def value_and_grad_fun(*args, **kwargs):
+        src = user_src()
+        nums, single = _argnums(argnums, len(args), src, fun)
+        t = _Traced(fun, args, kwargs, nums, src, has_aux=has_aux)
+        if t.n_out != 1 or t.out_tree.kind != "leaf":
+            raise TraceError(f"tg.grad needs {_fun_name(fun)} to return one scalar, but it "
+                             f"returned {t.out_tree!r}; use tg.jacobian or tg.vjp for several "
+                             f"outputs{_at(src)}")
+        shape, dtype = t.out_aval(0)
+        out_src = t.graph.node(t.graph.outputs[0])["src"]
+        if int(np.prod(shape)) != 1:
+            raise TraceError(
+                f"tg.grad needs {_fun_name(fun)} to return a scalar, but it returned an array "
+                f"of shape {shape} (made at {out_src}). Reduce it (e.g. np.sum) or use "
+                f"tg.jacobian for the full derivative, or tg.vjp to pull back a "
+                f"cotangent{_at(src)}")
+        if not is_float(dtype) or dtype.kind == "c":
+            raise TraceError(f"tg.grad needs a real floating-point output, but "
+                             f"{_fun_name(fun)} returned dtype {dtype.name}{_at(src)}")
+        adj = passes.adjoint(t.graph, seeds=[0])
+        n_fwd = len(t.graph.outputs)
+        adj = passes.prune(adj, adj.outputs[:n_fwd + t.n_in])
+        outs = _evaluate(adj, t.eval_args + [np.ones(shape, dtype)])
+        value = outs[0]
+        grads = t.unflatten_inputs(outs[n_fwd:], single)
+        if has_aux:
+            aux = unflatten(t.aux_tree, outs[1:n_fwd])
+            return (value, aux), grads
+        return value, grads
+
+    return value_and_grad_fun
+
+
+@_transform
+def grad(fun, argnums=0, has_aux=False):
+    """The gradient of scalar-valued ``fun`` with respect to ``args[argnums]``."""
+    vg = value_and_grad(fun, argnums, has_aux)
+
+    @functools.wraps(fun)
+    def grad_fun(*args, **kwargs):
+        value, g = vg(*args, **kwargs)
+        return (g, value[1]) if has_aux else g
+
+    return grad_fun
+
+
+# -- vjp / jvp --------------------------------------------------------------------------------
+def vjp(fun, *primals, has_aux=False):
+    """``(fun(*primals), vjp_fn)``; ``vjp_fn(cotangent)`` gives one cotangent per primal."""
+    src = user_src()
+    nums = tuple(range(len(primals)))
+    t = _Traced(fun, primals, {}, nums, src, has_aux=has_aux)
+    n_fwd = len(t.graph.outputs)
+    forward = passes.prune(t.graph)
+    outs = ([v._value for v in t.out_values + t.aux_values] if t.concrete
+            else _evaluate(forward, t.eval_args))
+    out = unflatten(t.out_tree, [_writeable(np.asarray(v)) if not isinstance(v, Tracer) else v
+                                 for v in outs[:t.n_out]])
+    adj = passes.adjoint(t.graph, seeds=range(t.n_out))
+    adj = passes.prune(adj, adj.outputs[n_fwd:n_fwd + t.n_in])
+
+    def vjp_fn(cotangent):
+        call_src = user_src()
+        leaves, tree = flatten(cotangent)
+        if tree != t.out_tree:
+            raise TraceError(f"the cotangent has structure {tree!r} but the output has "
+                             f"structure {t.out_tree!r}{_at(call_src)}")
+        cts = [_check_cotangent(c, *t.out_aval(k), call_src, "the cotangent")
+               for k, c in enumerate(leaves)]
+        grads = _evaluate(adj, t.eval_args + cts)
+        return t.unflatten_inputs(grads, single=False)
+
+    if has_aux:
+        return out, vjp_fn, unflatten(t.aux_tree, outs[t.n_out:])
+    return out, vjp_fn
+
+
+def jvp(fun, primals, tangents):
+    """``(fun(*primals), tangent_out)``: forward mode, one Jacobian-vector product."""
+    src = user_src()
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TraceError(f"tg.jvp takes primals and tangents as tuples, e.g. "
+                         f"tg.jvp(f, (x,), (v,)){_at(src)}")
+    if len(primals) != len(tangents):
+        raise TraceError(f"tg.jvp got {len(primals)} primals but {len(tangents)} tangents"
+                         f"{_at(src)}")
+    nums = tuple(range(len(primals)))
+    t = _Traced(fun, tuple(primals), {}, nums, src, differentiable=False)
+    tan_leaves, tan_tree = flatten(tuple(tangents))
+    if tan_tree != flatten(tuple(primals))[1]:
+        raise TraceError(f"tangents have structure {tan_tree!r}, primals "
+                         f"{flatten(tuple(primals))[1]!r}{_at(src)}")
+    tans = []
+    for n, tl in zip(t.graph.inputs, tan_leaves):
+        d = t.graph.node(n)
+        tans.append(_check_cotangent(tl, d["shape"], np.dtype(d["dtype"]), src, "a tangent"))
+    # values the function closed over are constants for this jvp: zero tangents
+    captured_zeros = [np.zeros(t.graph.node(n)["shape"], t.graph.node(n)["dtype"])
+                      for n in t.graph.inputs[t.n_in:]]
+    tangent_graph = passes.jvp(t.graph)
+    n_fwd = len(t.graph.outputs)
+    keep = tangent_graph.outputs[:t.n_out] + tangent_graph.outputs[n_fwd:n_fwd + t.n_out]
+    tangent_graph = passes.prune(tangent_graph, keep)
+    outs = _evaluate(tangent_graph, t.eval_args + tans + captured_zeros)
+    return unflatten(t.out_tree, outs[:t.n_out]), unflatten(t.out_tree, outs[t.n_out:])
+
+
+# -- jacobian / hessian ------------------------------------------------------------------------
+@_transform
+def jacobian(fun, argnums=0, has_aux=False):
+    """The Jacobian: for each output leaf, an array of shape ``out.shape + arg.shape``.
+
+    The function is traced once; its adjoint graph is evaluated once per output
+    element (the part that does not depend on the cotangent only once).
+    """
+
+    @functools.wraps(fun)
+    def jacobian_fun(*args, **kwargs):
+        src = user_src()
+        nums, single = _argnums(argnums, len(args), src, fun)
+        t = _Traced(fun, args, kwargs, nums, src, has_aux=has_aux)
+        n_fwd = len(t.graph.outputs)
+        per_output = []
+        for k in range(t.n_out):
+            shape, dtype = t.out_aval(k)
+            if not is_float(dtype):
+                raise TraceError(f"tg.jacobian needs floating-point outputs; output {k} of "
+                                 f"{_fun_name(fun)} has dtype {dtype.name}{_at(src)}")
+            adj = passes.adjoint(t.graph, seeds=[k])
+            adj = passes.prune(adj, adj.outputs[n_fwd:n_fwd + t.n_in])
+            rows = _rows(adj, t.eval_args, shape, dtype, t.concrete)
+            in_shapes = [t.graph.node(n)["shape"] for n in t.graph.inputs[:t.n_in]]
+            blocks = [_stack_rows([r[i] for r in rows], shape, s, t.concrete)
+                      for i, s in enumerate(in_shapes)]
+            per_output.append(t.unflatten_inputs(blocks, single))
+        jac = unflatten(t.out_tree, per_output)
+        if has_aux:
+            outs = _evaluate(passes.prune(t.graph), t.eval_args)
+            return jac, unflatten(t.aux_tree, outs[t.n_out:])
+        return jac
+
+    return jacobian_fun
+
+
+def _rows(adj: Graph, eval_args, shape, dtype, concrete):
+    """The adjoint graph evaluated for every one-hot cotangent of an output of ``shape``."""
+    size = int(np.prod(shape))
+    eye = np.eye(size, dtype=dtype)
+    if not concrete:
+        return [_evaluate(adj, eval_args + [eye[i].reshape(shape)]) for i in range(size)]
+    args = [np.asarray(a) for a in eval_args]
+    fixed = _fixed_part(adj, args)
+    ct_input = adj.inputs[-1]
+    return [[_writeable(v) for v in run(adj, args + [eye[i].reshape(shape)],
+                                        env={**fixed, ct_input: eye[i].reshape(shape)})]
+            for i in range(size)]
+
+
+def _fixed_part(graph: Graph, args):
+    """Values of the nodes that do not depend on the last input (the cotangent)."""
+    env = dict(zip(graph.inputs[:-1], args))
+    varying = {graph.inputs[-1]}
+    nodes = graph.nx.nodes
+    for n in graph:
+        d = nodes[n]
+        if d["op"] == "input":
+            continue
+        if any(a in varying for a in d["args"]):
+            varying.add(n)
+        elif d["op"] == "const":
+            env[n] = d["params"]["value"]
+        else:
+            env[n] = REGISTRY[d["op"]].impl(*[env[a] for a in d["args"]], **d["params"])
+    return env
+
+
+def _stack_rows(rows, out_shape, in_shape, concrete):
+    shape = tuple(out_shape) + tuple(in_shape)
+    if not rows:
+        return np.zeros(shape)
+    if concrete:
+        return np.stack([np.asarray(r) for r in rows]).reshape(shape)
+    return np.reshape(np.stack(rows), shape)
+
+
+@_transform
+def hessian(fun, argnums=0):
+    """The Hessian, ``arg.shape + arg.shape``: the Jacobian of the gradient, i.e. the
+    adjoint pass applied to the adjoint graph."""
+    return jacobian(grad(fun, argnums), argnums)
+
+
+# -- tracing and gradient control ----------------------------------------------------------------
+def trace(fun, *example_args, **kwargs) -> Graph:
+    """The IR of ``fun`` at the shapes and dtypes of ``example_args``: every array leaf of
+    every argument is a graph input, every leaf of the result a graph output."""
+    src = user_src()
+    t = _Traced(fun, example_args, kwargs, tuple(range(len(example_args))), src,
+                differentiable=False)
+    if len(t.eval_args) != t.n_in:
+        raise TraceError(f"tg.trace was called inside another transform on a function that "
+                         f"closes over its traced values{_at(src)}")
+    return t.graph
+
+
+def stop_gradient(x):
+    """``x`` itself, with no gradient flowing through it."""
+    leaves, tree = flatten(x)
+    return unflatten(tree, [apply("stop_gradient", leaf) if isinstance(leaf, Tracer) else leaf
+                            for leaf in leaves])
+
+
+class _CustomRule:
+    """What a ``custom_vjp_call`` node needs to run the user's ``bwd``."""
+
+    def __init__(self, name, bwd, out_avals, out_tree, res_tree, res_leaves, arg_tree,
+                 arg_leaves):
+        self.name, self.bwd = name, bwd
+        self.out_avals, self.out_tree = out_avals, out_tree
+        self.res_tree, self.arg_tree = res_tree, arg_tree
+        # Traced leaves travel as node operands; the rest is kept here by value.
+        self.res_static = [None if isinstance(r, Tracer) else r for r in res_leaves]
+        self.arg_traced = [isinstance(a, Tracer) for a in arg_leaves]
+        self.n_res = sum(isinstance(r, Tracer) for r in res_leaves)
+
+    def __repr__(self):
+        return f"custom_vjp({self.name})"
+
+    def backward(self, g, index, operands):
+        it = iter(operands[:self.n_res])
+        res = unflatten(self.res_tree, [next(it) if s is None else s for s in self.res_static])
+        cts = [g if k == index else np.zeros(shape, dtype)
+               for k, (shape, dtype) in enumerate(self.out_avals)]
+        result = self.bwd(res, unflatten(self.out_tree, cts))
+        n_args = len(self.arg_tree.children)
+        if not isinstance(result, (tuple, list)) or len(result) != n_args:
+            raise TraceError(f"the bwd rule of custom_vjp function {self.name} must return a "
+                             f"tuple with one cotangent per argument ({n_args}), got "
+                             f"{type(result).__name__}")
+        leaves = []
+        for ct, sub in zip(result, self.arg_tree.children):
+            leaves.extend([None] * sub.num_leaves if ct is None else flatten(ct)[0])
+        return [ct for ct, traced in zip(leaves, self.arg_traced) if traced]
+
+
+class custom_vjp:
+    """A function with a hand-written reverse-mode rule, as in JAX::
+
+        @tg.custom_vjp
+        def f(x, c): ...
+        f.defvjp(fwd, bwd)   # fwd(*args) -> (out, residuals); bwd(residuals, g) -> tuple
+    """
+
+    def __init__(self, fun):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.fwd = self.bwd = None
+
+    def defvjp(self, fwd, bwd):
+        self.fwd, self.bwd = fwd, bwd
+        return self
+
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            args = inspect.signature(self.fun).bind(*args, **kwargs).args
+        arg_leaves, arg_tree = flatten(tuple(args))
+        if not any(isinstance(a, Tracer) for a in arg_leaves):
+            return self.fun(*args)
+        if self.fwd is None:
+            raise TraceError(f"custom_vjp function {_fun_name(self.fun)} has no rule yet: call "
+                             f"{_fun_name(self.fun)}.defvjp(fwd, bwd) first{_at(user_src())}")
+        out, res = self.fwd(*args)
+        out_leaves, out_tree = flatten(out)
+        out_leaves = [coerce(o) for o in out_leaves]
+        res_leaves, res_tree = flatten(res)
+        out_avals = [(tuple(np.shape(o)), np.dtype(getattr(o, "dtype", np.result_type(o))))
+                     for o in out_leaves]
+        rule = _CustomRule(_fun_name(self.fun), self.bwd, out_avals, out_tree, res_tree,
+                           res_leaves, arg_tree, arg_leaves)
+        operands = [r for r in res_leaves if isinstance(r, Tracer)] + [
+            a for a in arg_leaves if isinstance(a, Tracer)]
+        marked = [apply("custom_vjp_call", o, *operands, rule=rule, index=k)
+                  if is_float(aval[1]) else o for k, (o, aval) in enumerate(zip(out_leaves,
+                                                                                 out_avals))]
+        return unflatten(out_tree, marked)

@@ -1,0 +1,146 @@
+"""The IR: a networkx graph of primitive applications.
+
+Every node is one value. Its attributes are ``op`` (a primitive name, or
+``"input"`` / ``"const"``), ``args`` (the ordered operand ids; the edges carry
+the same information as ``pos``), ``shape``, ``dtype`` (a NumPy dtype name),
+``params`` (a dict) and ``src`` (``"file.py:LINE"`` of the user's code).
+
+Nodes are kept in topological order: tracing appends operations as they run
+and every pass builds its output graph front to back, so the insertion order
+networkx preserves is an evaluation order.
+"""
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+
+from .dtypes import aval_str
+from .printing import format_params
+
+
+class Graph:
+    def __init__(self):
+        self.nx = nx.MultiDiGraph()
+        self.inputs: list[int] = []
+        self.outputs: list[int] = []
+        # Branch decisions taken while tracing: (node id, expected value).
+        # A graph is only valid for inputs on which every guard node still
+        # evaluates to its expected value.
+        self.guards: list[tuple[int, object]] = []
+        self._next_id = 0
+
+    # -- building -----------------------------------------------------------
+    def add_node(self, op, args=(), params=None, *, shape, dtype, src=None) -> int:
+        n = self._next_id
+        self._next_id += 1
+        args = tuple(args)
+        self.nx.add_node(n, op=op, args=args, shape=tuple(shape),
+                         dtype=np.dtype(dtype).name, params=params or {}, src=src)
+        for pos, a in enumerate(args):
+            self.nx.add_edge(a, n, key=pos, pos=pos)
+        return n
+
+    def add_input(self, shape, dtype, src=None) -> int:
+        n = self.add_node("input", (), {"index": len(self.inputs)}, shape=shape, dtype=dtype, src=src)
+        self.inputs.append(n)
+        return n
+
+    def add_const(self, value, src=None) -> int:
+        value = np.asarray(value)
+        return self.add_node("const", (), {"value": value}, shape=value.shape, dtype=value.dtype, src=src)
+
+    # -- reading ------------------------------------------------------------
+    def __iter__(self):
+        """Node ids in evaluation order."""
+        return iter(self.nx.nodes)
+
+    def __len__(self):
+        return self.nx.number_of_nodes()
+
+    def __contains__(self, n):
+        return n in self.nx
+
+    def node(self, n) -> dict:
+        return self.nx.nodes[n]
+
+    def op(self, n) -> str:
+        return self.nx.nodes[n]["op"]
+
+    def args(self, n) -> tuple:
+        return self.nx.nodes[n]["args"]
+
+    def users(self, n) -> list[int]:
+        return sorted(set(self.nx.successors(n)))
+
+    def ops(self) -> list[str]:
+        return [d["op"] for _, d in self.nx.nodes(data=True)]
+
+    # -- running ------------------------------------------------------------
+    def __call__(self, *args):
+        """Run the graph on the NumPy runtime (or inline it into an active trace)."""
+        from ..runtime import call_graph  # the runtime sits above the IR
+
+        outs = call_graph(self, args)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    # -- printing -----------------------------------------------------------
+    def dump(self) -> str:
+        lines = []
+        sig = ", ".join(f"%{n}:{self._aval(n)}" for n in self.inputs)
+        lines.append(f"graph({sig}):")
+        width = 0
+        body = []
+        for n, d in self.nx.nodes(data=True):
+            if d["op"] == "input":
+                continue
+            if d["op"] == "const":
+                rhs = "const " + format_params({"value": d["params"]["value"]}, bare=True)
+            else:
+                rhs = d["op"] + "".join(f" %{a}" for a in d["args"])
+                extra = format_params(d["params"])
+                if extra:
+                    rhs += " " + extra
+            text = f"  %{n}:{self._aval(n)} = {rhs}"
+            width = max(width, len(text))
+            body.append((text, d["src"]))
+        for text, src in body:
+            lines.append(f"{text.ljust(width)}   # {src}" if src else text)
+        for node, expected in self.guards:
+            lines.append(f"  guard %{node} == {format_params({'v': expected}, bare=True)}")
+        lines.append("  return " + ", ".join(f"%{o}" for o in self.outputs))
+        return "\n".join(lines)
+
+    def _aval(self, n) -> str:
+        d = self.nx.nodes[n]
+        return aval_str(d["shape"], d["dtype"])
+
+    def __str__(self):
+        return self.dump()
+
+    def __repr__(self):
+        return (f"<tg.Graph {len(self.inputs)} inputs, {len(self)} nodes, "
+                f"{len(self.outputs)} outputs>")
+
+    def to_dot(self) -> str:
+        """Graphviz DOT source (no Graphviz install needed for the text)."""
+        from .dot import to_dot
+
+        return to_dot(self)
+
+    # -- copying ------------------------------------------------------------
+    def subgraph(self, outputs, keep=None) -> Graph:
+        """A copy holding only ``keep`` (default: every node), with new outputs.
+
+        Node ids are preserved, so dumps of a graph and its pruned copy line up.
+        """
+        g = Graph()
+        g._next_id = self._next_id
+        for n, d in self.nx.nodes(data=True):
+            if keep is None or n in keep:
+                g.nx.add_node(n, **d)
+                for pos, a in enumerate(d["args"]):
+                    g.nx.add_edge(a, n, key=pos, pos=pos)
+        g.inputs = list(self.inputs)
+        g.outputs = list(outputs)
+        g.guards = [(n, v) for n, v in self.guards if keep is None or n in keep]
+        return g

@@ -1,0 +1,170 @@
+"""Elementwise primitives: NumPy ufuncs, ``select`` (3-argument ``where``), casts.
+
+Most rows give the ufunc and its partial derivatives as functions of
+``(out, *args)``; the VJP (``g * d``) and JVP (``sum t * d``) follow from them.
+Broadcasting is undone once, in the adjoint pass, not here.
+"""
+import numpy as np
+
+from ..registry import register
+from .util import jnp_fn
+
+LN2 = float(np.log(2.0))  # Python floats keep float32 rules float32 (NEP 50)
+LN10 = float(np.log(10.0))
+
+
+def _broadcast_rule(impl):
+    def abstract(*avals, **params):
+        shape = np.broadcast_shapes(*(a.shape for a in avals))
+        with np.errstate(all="ignore"):
+            dtype = impl(*(np.ones((), a.dtype) for a in avals), **params).dtype
+        return shape, dtype
+    return abstract
+
+
+def _partials_rules(partials):
+    """VJP and JVP from per-operand partial derivatives ``partials(out, *args)``."""
+    def vjp(g, out, *args):
+        return tuple(None if d is None else g * d for d in partials(out, *args))
+
+    def jvp(tangents, out, *args):
+        total = None
+        for t, d in zip(tangents, partials(out, *args)):
+            if t is not None and d is not None:
+                total = t * d if total is None else total + t * d
+        return total
+    return vjp, jvp
+
+
+def elementwise(name, ufunc, partials=None, jax_name=None, **extra):
+    """Register a ufunc. ``partials=None``: no gradient (comparisons, floor, ...)."""
+    vjp = jvp = None
+    if partials is not None:
+        vjp, jvp = _partials_rules(partials)
+    extra.setdefault("vjp", vjp)
+    extra.setdefault("jvp", jvp)
+    return register(name, ufunc, abstract=_broadcast_rule(ufunc),
+                    jax=jnp_fn(jax_name or ufunc.__name__), family="elementwise",
+                    extra={"ufunc": ufunc}, **extra)
+
+
+# -- unary, differentiable ---------------------------------------------------
+elementwise("neg", np.negative, lambda out, x: (-1.0,),
+            vjp=lambda g, out, x: (-g,), jvp=lambda t, out, x: -t[0])
+elementwise("exp", np.exp, lambda out, x: (out,))
+elementwise("expm1", np.expm1, lambda out, x: (out + 1.0,))
+elementwise("log", np.log, lambda out, x: (1.0 / x,))
+elementwise("log1p", np.log1p, lambda out, x: (1.0 / (x + 1.0),))
+elementwise("log2", np.log2, lambda out, x: (1.0 / (x * LN2),))
+elementwise("log10", np.log10, lambda out, x: (1.0 / (x * LN10),))
+elementwise("sqrt", np.sqrt, lambda out, x: (0.5 / out,))
+elementwise("cbrt", np.cbrt, lambda out, x: (1.0 / (3.0 * out * out),))
+elementwise("sin", np.sin, lambda out, x: (np.cos(x),))
+elementwise("cos", np.cos, lambda out, x: (-np.sin(x),))
+elementwise("tan", np.tan, lambda out, x: (1.0 + out * out,))
+elementwise("arcsin", np.arcsin, lambda out, x: (1.0 / np.sqrt(1.0 - x * x),))
+elementwise("arccos", np.arccos, lambda out, x: (-1.0 / np.sqrt(1.0 - x * x),))
+elementwise("arctan", np.arctan, lambda out, x: (1.0 / (1.0 + x * x),))
+elementwise("sinh", np.sinh, lambda out, x: (np.cosh(x),))
+elementwise("cosh", np.cosh, lambda out, x: (np.sinh(x),))
+elementwise("tanh", np.tanh, lambda out, x: (1.0 - out * out,))
+elementwise("arcsinh", np.arcsinh, lambda out, x: (1.0 / np.sqrt(x * x + 1.0),))
+# sqrt(x-1)*sqrt(x+1) rather than sqrt(x*x-1): no cancellation near x = 1
+elementwise("arccosh", np.arccosh, lambda out, x: (1.0 / (np.sqrt(x - 1.0) * np.sqrt(x + 1.0)),))
+elementwise("arctanh", np.arctanh, lambda out, x: (1.0 / (1.0 - x * x),))
+elementwise("abs", np.absolute, lambda out, x: (np.sign(x),), jax_name="abs")
+
+# -- unary, zero gradient (piecewise constant) and boolean ------------------
+for _name, _uf in [("sign", np.sign), ("floor", np.floor), ("ceil", np.ceil),
+                   ("rint", np.rint), ("trunc", np.trunc)]:
+    elementwise(_name, _uf)
+for _name, _uf in [("isnan", np.isnan), ("isinf", np.isinf), ("isfinite", np.isfinite),
+                   ("logical_not", np.logical_not), ("invert", np.invert)]:
+    elementwise(_name, _uf)
+
+# -- binary, differentiable ---------------------------------------------------
+elementwise("add", np.add, lambda out, x, y: (1.0, 1.0),
+            vjp=lambda g, out, x, y: (g, g),
+            jvp=lambda t, out, x, y: t[0] if t[1] is None else (t[1] if t[0] is None else t[0] + t[1]))
+elementwise("sub", np.subtract, lambda out, x, y: (1.0, -1.0),
+            vjp=lambda g, out, x, y: (g, -g),
+            jvp=lambda t, out, x, y: -t[1] if t[0] is None else (t[0] if t[1] is None else t[0] - t[1]))
+elementwise("mul", np.multiply, lambda out, x, y: (y, x))
+elementwise("div", np.true_divide, lambda out, x, y: (1.0 / y, -out / y), jax_name="true_divide")
+
+
+def _pow_partials(out, x, y):
+    # d/dy uses log(x) with x == 0 replaced by 1: the limit 0**y * log(0) is 0
+    # for y > 0, and it keeps a NaN out of gradients w.r.t. a base of zero.
+    return (y * x ** (y - 1.0), np.log(np.where(x == 0, 1.0, x)) * out)
+
+
+elementwise("pow", np.power, _pow_partials, jax_name="power")
+
+
+def _chooser(out, x, y):
+    # JAX's convention: at a tie each side gets half of the gradient.
+    return (np.where(x == out, np.where(y == out, 0.5, 1.0), 0.0),
+            np.where(y == out, np.where(x == out, 0.5, 1.0), 0.0))
+
+
+elementwise("maximum", np.maximum, _chooser)
+elementwise("minimum", np.minimum, _chooser)
+elementwise("fmax", np.fmax, _chooser)
+elementwise("fmin", np.fmin, _chooser)
+elementwise("arctan2", np.arctan2,
+            lambda out, x, y: (y / (x * x + y * y), -x / (x * x + y * y)))
+elementwise("hypot", np.hypot, lambda out, x, y: (x / out, y / out))
+elementwise("logaddexp", np.logaddexp, lambda out, x, y: (np.exp(x - out), np.exp(y - out)))
+elementwise("remainder", np.remainder,
+            lambda out, x, y: (1.0, -np.floor_divide(x, y)))
+elementwise("floor_divide", np.floor_divide)
+
+# -- comparisons and logic: boolean results, no gradient ----------------------
+for _name, _uf in [("equal", np.equal), ("not_equal", np.not_equal), ("less", np.less),
+                   ("less_equal", np.less_equal), ("greater", np.greater),
+                   ("greater_equal", np.greater_equal), ("logical_and", np.logical_and),
+                   ("logical_or", np.logical_or), ("logical_xor", np.logical_xor),
+                   ("bitwise_and", np.bitwise_and), ("bitwise_or", np.bitwise_or),
+                   ("bitwise_xor", np.bitwise_xor)]:
+    elementwise(_name, _uf)
+
+
+# -- select: np.where(c, x, y) --------------------------------------------------
+def _select_impl(c, x, y):
+    return np.where(c, x, y)
+
+
+register(
+    "select", _select_impl,
+    abstract=_broadcast_rule(_select_impl),
+    vjp=lambda g, out, c, x, y: (None, np.where(c, g, 0.0), np.where(c, 0.0, g)),
+    jvp=lambda t, out, c, x, y: np.where(
+        c, 0.0 if t[1] is None else t[1], 0.0 if t[2] is None else t[2]),
+    jax=jnp_fn("where"), nondiff_args=(0,), family="elementwise",
+    doc="np.where(c, x, y)",
+)
+
+
+# -- casts and gradient barriers -------------------------------------------------
+def _convert_impl(x, dtype):
+    return np.asarray(x).astype(dtype, copy=False)
+
+
+def _convert_vjp(g, out, x, dtype):
+    return (g.astype(x.dtype) if np.dtype(x.dtype).kind in "fc" else None,)
+
+
+register(
+    "convert", _convert_impl,
+    abstract=lambda x, dtype: (x.shape, dtype),
+    vjp=_convert_vjp,
+    jvp=lambda t, out, x, dtype: t[0].astype(out.dtype),
+    jax=lambda x, dtype: x.astype(dtype), family="elementwise",
+    doc="x.astype(dtype)",
+)
+register(
+    "stop_gradient", lambda x: x,
+    abstract=lambda x: (x.shape, x.dtype), jax=jnp_fn("lax.stop_gradient"),
+    family="elementwise", doc="identity that blocks gradients",
+)

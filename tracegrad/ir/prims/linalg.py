@@ -1,0 +1,230 @@
+"""Linear algebra: matmul, einsum and the np.linalg primitives (batched over leading axes)."""
+import numpy as np
+
+from ..registry import register
+from .util import mT, unbroadcast
+
+
+def _jax(fn):
+    def lower(*args, **params):
+        import jax.numpy as jnp
+        return fn(jnp, *args, **params)
+    return lower
+
+
+# -- matmul ---------------------------------------------------------------------------
+def _as_matrices(a, b):
+    """Shapes of ``a`` and ``b`` after NumPy's 1-D promotion, and of their product."""
+    if len(a) == 0 or len(b) == 0:
+        raise ValueError("matmul: a 0-d operand is not allowed (use * for scalars)")
+    a2 = tuple(a) if len(a) > 1 else (1,) + tuple(a)
+    b2 = tuple(b) if len(b) > 1 else tuple(b) + (1,)
+    if a2[-1] != b2[-2]:
+        raise ValueError(f"matmul: shapes {tuple(a)} and {tuple(b)} do not line up "
+                         f"({a2[-1]} != {b2[-2]})")
+    out2 = np.broadcast_shapes(a2[:-2], b2[:-2]) + (a2[-2], b2[-1])
+    return a2, b2, out2
+
+
+def _matmul_abstract(a, b):
+    _, _, out2 = _as_matrices(a.shape, b.shape)
+    shape = out2
+    if b.ndim == 1:
+        shape = shape[:-1]
+    if a.ndim == 1:
+        shape = shape[:-2] + shape[-1:] if b.ndim > 1 else shape[:-1]
+    return shape, np.result_type(a.dtype, b.dtype)
+
+
+def _matmul_vjp(g, out, a, b):
+    a2s, b2s, out2 = _as_matrices(a.shape, b.shape)
+    a2, b2 = np.reshape(a, a2s), np.reshape(b, b2s)
+    g2 = np.reshape(g, out2)
+    ga = np.reshape(unbroadcast(g2 @ mT(b2), a2s), a.shape)
+    gb = np.reshape(unbroadcast(mT(a2) @ g2, b2s), b.shape)
+    return ga, gb
+
+
+def _bilinear_jvp(op):
+    def jvp(t, out, a, b):
+        parts = []
+        if t[0] is not None:
+            parts.append(op(t[0], b))
+        if t[1] is not None:
+            parts.append(op(a, t[1]))
+        return parts[0] if len(parts) == 1 else parts[0] + parts[1]
+    return jvp
+
+
+register(
+    "matmul", np.matmul, abstract=_matmul_abstract, vjp=_matmul_vjp,
+    jvp=_bilinear_jvp(np.matmul), jax=_jax(lambda jnp, a, b: jnp.matmul(a, b)), family="linalg",
+)
+
+
+# -- einsum (explicit subscripts, no letter repeated within one operand) ----------------------
+def parse_subscripts(subscripts):
+    ins, out = subscripts.split("->")
+    return ins.split(","), out
+
+
+def _einsum_impl(*ops, subscripts):
+    return np.einsum(subscripts, *ops, optimize=len(ops) > 2)
+
+
+def _einsum_abstract(*ops, subscripts):
+    ins, out = parse_subscripts(subscripts)
+    sizes = {}
+    for letters, op in zip(ins, ops):
+        if len(letters) != op.ndim:
+            raise ValueError(f"einsum: operand of shape {op.shape} does not match '{letters}'")
+        for c, n in zip(letters, op.shape):
+            if sizes.setdefault(c, n) != n:
+                raise ValueError(f"einsum: index '{c}' has sizes {sizes[c]} and {n}")
+    return tuple(sizes[c] for c in out), np.result_type(*(op.dtype for op in ops))
+
+
+def _einsum_vjp(g, out, *ops, subscripts):
+    ins, out_s = parse_subscripts(subscripts)
+    cts = []
+    for k, op in enumerate(ops):
+        others = [j for j in range(len(ops)) if j != k]
+        available = set(out_s).union(*(ins[j] for j in others))
+        kept = "".join(c for c in ins[k] if c in available)
+        spec = ",".join([out_s] + [ins[j] for j in others]) + "->" + kept
+        ct = np.einsum(spec, g, *(ops[j] for j in others))
+        if kept != ins[k]:  # letters summed within operand k alone: broadcast back
+            ct = np.reshape(ct, tuple(n if c in kept else 1 for c, n in zip(ins[k], op.shape)))
+            ct = np.broadcast_to(ct, op.shape)
+        cts.append(ct)
+    return tuple(cts)
+
+
+def _einsum_jvp(t, out, *ops, subscripts):
+    total = None
+    for k, tk in enumerate(t):
+        if tk is None:
+            continue
+        term = np.einsum(subscripts, *(tk if j == k else op for j, op in enumerate(ops)))
+        total = term if total is None else total + term
+    return total
+
+
+register(
+    "einsum", _einsum_impl, abstract=_einsum_abstract, vjp=_einsum_vjp, jvp=_einsum_jvp,
+    jax=_jax(lambda jnp, *ops, subscripts: jnp.einsum(subscripts, *ops)), family="linalg",
+)
+
+
+# -- np.linalg --------------------------------------------------------------------------
+def _square_abstract(a):
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"expected a square matrix (or a batch of them), got shape {a.shape}")
+    return a
+
+
+def _inv_vjp(g, out, a):
+    return (-(mT(out) @ g @ mT(out)),)
+
+
+register(
+    "inv", np.linalg.inv,
+    abstract=lambda a: (_square_abstract(a).shape, np.result_type(a.dtype, np.float64)),
+    vjp=_inv_vjp, jvp=lambda t, out, a: -(out @ t[0] @ out),
+    jax=_jax(lambda jnp, a: jnp.linalg.inv(a)), family="linalg",
+)
+
+
+def _solve_abstract(a, b):
+    _square_abstract(a)
+    vector = b.ndim == 1
+    if b.shape[0 if vector else -2] != a.shape[-1]:
+        raise ValueError(f"solve: a of shape {a.shape} and b of shape {b.shape} do not match")
+    batch = np.broadcast_shapes(a.shape[:-2], () if vector else b.shape[:-2])
+    shape = batch + ((a.shape[-1],) if vector else (a.shape[-1], b.shape[-1]))
+    return shape, np.result_type(a.dtype, b.dtype, np.float64)
+
+
+def _solve_vjp(g, out, a, b):
+    if b.ndim == 1:  # NumPy 2: a 1-D b is one right-hand side vector
+        gb = np.linalg.solve(mT(a), g[..., None])
+        return -(gb @ mT(out[..., None])), gb[..., 0]
+    gb = np.linalg.solve(mT(a), g)
+    return -(gb @ mT(out)), gb
+
+
+def _solve_jvp(t, out, a, b):
+    vector = b.ndim == 1
+    x = out[..., None] if vector else out
+    rhs = None
+    if t[1] is not None:
+        rhs = t[1][..., None] if vector else t[1]
+    if t[0] is not None:
+        rhs = -(t[0] @ x) if rhs is None else rhs - t[0] @ x
+    dx = np.linalg.solve(a, rhs)
+    return dx[..., 0] if vector else dx
+
+
+register(
+    "solve", np.linalg.solve, abstract=_solve_abstract, vjp=_solve_vjp, jvp=_solve_jvp,
+    jax=_jax(lambda jnp, a, b: jnp.linalg.solve(a, b)), family="linalg",
+)
+
+
+def _batch_scalar_abstract(a):
+    return _square_abstract(a).shape[:-2], np.result_type(a.dtype, np.float64)
+
+
+def _trace_of_product(p, q):
+    """trace(p @ q) over the last two axes, batched."""
+    return np.sum(mT(p) * q, axis=(-2, -1))
+
+
+register(
+    "det", np.linalg.det, abstract=_batch_scalar_abstract,
+    vjp=lambda g, out, a: ((g * out)[..., None, None] * mT(np.linalg.inv(a)),),
+    jvp=lambda t, out, a: out * _trace_of_product(np.linalg.inv(a), t[0]),
+    jax=_jax(lambda jnp, a: jnp.linalg.det(a)), family="linalg",
+)
+register(
+    "logabsdet", lambda a: np.linalg.slogdet(a)[1], abstract=_batch_scalar_abstract,
+    vjp=lambda g, out, a: (g[..., None, None] * mT(np.linalg.inv(a)),),
+    jvp=lambda t, out, a: _trace_of_product(np.linalg.inv(a), t[0]),
+    jax=_jax(lambda jnp, a: jnp.linalg.slogdet(a)[1]), family="linalg",
+    doc="the second result of np.linalg.slogdet",
+)
+register(
+    "slogdet_sign", lambda a: np.linalg.slogdet(a)[0], abstract=_batch_scalar_abstract,
+    jax=_jax(lambda jnp, a: jnp.linalg.slogdet(a)[0]), family="linalg",
+    doc="the first result of np.linalg.slogdet (no gradient)",
+)
+
+
+def _phi_mask(n, dtype):
+    """Lower triangle with the diagonal halved: the map Cholesky's derivative goes through."""
+    return (np.tril(np.ones((n, n))) - 0.5 * np.eye(n)).astype(dtype)
+
+
+def _cholesky_vjp(g, out, a):
+    # From L L^T = A: Abar = sym(L^-T phi(L^T Lbar) L^-1), the input tangent
+    # symmetrised as JAX does (only symmetric perturbations keep A an SPD matrix).
+    n = a.shape[-1]
+    linv = np.linalg.inv(out)
+    p = (mT(out) @ g) * _phi_mask(n, out.dtype)
+    s = mT(linv) @ p @ linv
+    return (0.5 * (s + mT(s)),)
+
+
+def _cholesky_jvp(t, out, a):
+    n = a.shape[-1]
+    linv = np.linalg.inv(out)
+    sym = 0.5 * (t[0] + mT(t[0]))
+    return out @ ((linv @ sym @ mT(linv)) * _phi_mask(n, out.dtype))
+
+
+register(
+    "cholesky", np.linalg.cholesky,
+    abstract=lambda a: (_square_abstract(a).shape, np.result_type(a.dtype, np.float64)),
+    vjp=_cholesky_vjp, jvp=_cholesky_jvp,
+    jax=_jax(lambda jnp, a: jnp.linalg.cholesky(a)), family="linalg",
+)

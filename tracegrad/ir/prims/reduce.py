@@ -1,0 +1,134 @@
+"""Reductions and scans. ``axis`` params are normalised tuples of ints."""
+import numpy as np
+
+from ..registry import register
+from .util import jnp_fn
+
+
+def _reduced_shape(shape, axis, keepdims):
+    if keepdims:
+        return tuple(1 if i in axis else n for i, n in enumerate(shape))
+    return tuple(n for i, n in enumerate(shape) if i not in axis)
+
+
+def _reduce_rule(impl):
+    def abstract(x, axis, keepdims):
+        dtype = impl(np.ones((1,) * x.ndim, x.dtype), axis=axis, keepdims=keepdims).dtype
+        return _reduced_shape(x.shape, axis, keepdims), dtype
+    return abstract
+
+
+def _keep(g, axis, keepdims):
+    """``g`` with the reduced axes put back as size-1 axes."""
+    return g if keepdims or not axis else np.expand_dims(g, axis)
+
+
+def _jax_reduce(name):
+    def lower(x, axis, keepdims):
+        import jax.numpy as jnp
+        return getattr(jnp, name)(x, axis=axis, keepdims=keepdims)
+    return lower
+
+
+# -- sum --------------------------------------------------------------------------
+def _sum_impl(x, axis, keepdims):
+    return np.sum(x, axis=axis, keepdims=keepdims)
+
+
+register(
+    "sum", _sum_impl, abstract=_reduce_rule(_sum_impl),
+    vjp=lambda g, out, x, axis, keepdims: (np.broadcast_to(_keep(g, axis, keepdims), x.shape),),
+    jvp=lambda t, out, x, axis, keepdims: np.sum(t[0], axis=axis, keepdims=keepdims),
+    jax=_jax_reduce("sum"), family="reduce",
+)
+
+
+# -- max / min: the gradient is shared equally between tied maxima (as in JAX) --
+def _chooser_weights(out, x, axis, keepdims):
+    hit = x == _keep(out, axis, keepdims)
+    return hit / np.sum(hit, axis=axis, keepdims=True)
+
+
+def _register_chooser(name, np_fn):
+    def impl(x, axis, keepdims):
+        return np_fn(x, axis=axis, keepdims=keepdims)
+
+    register(
+        name, impl, abstract=_reduce_rule(impl),
+        vjp=lambda g, out, x, axis, keepdims: (
+            _keep(g, axis, keepdims) * _chooser_weights(out, x, axis, keepdims),),
+        jvp=lambda t, out, x, axis, keepdims: np.sum(
+            t[0] * _chooser_weights(out, x, axis, keepdims), axis=axis, keepdims=keepdims),
+        jax=_jax_reduce(name), family="reduce",
+    )
+
+
+_register_chooser("max", np.max)
+_register_chooser("min", np.min)
+
+
+# -- prod: exact at zeros, where g * out / x would give 0/0 ---------------------------
+def _prod_impl(x, axis, keepdims):
+    return np.prod(x, axis=axis, keepdims=keepdims)
+
+
+def _prod_others(out, x, axis, keepdims):
+    """For each element, the product of the other elements of its slice."""
+    zero = x == 0
+    safe = np.where(zero, 1.0, x)
+    nonzero_prod = np.prod(safe, axis=axis, keepdims=True)
+    n_zeros = np.sum(zero, axis=axis, keepdims=True)
+    # no zero in the slice: out / x; one zero: the product of the non-zeros at
+    # the zero, 0 elsewhere; two or more: 0 everywhere
+    at_zero = np.where(n_zeros == 1, nonzero_prod, 0.0)
+    return np.where(zero, at_zero, np.where(n_zeros == 0, nonzero_prod / safe, 0.0))
+
+
+register(
+    "prod", _prod_impl, abstract=_reduce_rule(_prod_impl),
+    vjp=lambda g, out, x, axis, keepdims: (
+        _keep(g, axis, keepdims) * _prod_others(out, x, axis, keepdims),),
+    jvp=lambda t, out, x, axis, keepdims: np.sum(
+        t[0] * _prod_others(out, x, axis, keepdims), axis=axis, keepdims=keepdims),
+    jax=_jax_reduce("prod"), family="reduce",
+)
+
+
+# -- argmax / argmin: integer results, no gradient ----------------------------------
+def _register_arg(name, np_fn):
+    def impl(x, axis, keepdims):
+        return np.asarray(np_fn(x, axis=axis, keepdims=keepdims))
+
+    def abstract(x, axis, keepdims):
+        axes = tuple(range(x.ndim)) if axis is None else (axis,)
+        if axis is None and keepdims:
+            return (1,) * x.ndim, np.int64
+        return _reduced_shape(x.shape, axes, keepdims), np.int64
+
+    def lower(x, axis, keepdims):
+        import jax.numpy as jnp
+        return getattr(jnp, name)(x, axis=axis, keepdims=keepdims)
+
+    register(name, impl, abstract=abstract, jax=lower, family="reduce")
+
+
+_register_arg("argmax", np.argmax)
+_register_arg("argmin", np.argmin)
+
+
+# -- cumsum -----------------------------------------------------------------------
+def _cumsum_impl(x, axis):
+    return np.cumsum(x, axis=axis)
+
+
+def _reverse_cumsum(g, axis):
+    return np.flip(np.cumsum(np.flip(g, axis), axis=axis), axis)
+
+
+register(
+    "cumsum", _cumsum_impl,
+    abstract=lambda x, axis: (x.shape, _cumsum_impl(np.ones((1,) * x.ndim, x.dtype), axis).dtype),
+    vjp=lambda g, out, x, axis: (_reverse_cumsum(g, axis),),
+    jvp=lambda t, out, x, axis: np.cumsum(t[0], axis=axis),
+    jax=jnp_fn("cumsum"), family="reduce",
+)

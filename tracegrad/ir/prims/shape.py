@@ -1,0 +1,154 @@
+"""Shape primitives: reshape, transpose, broadcast, concatenate, pad, indexing.
+
+Everything else that moves data (squeeze, stack, flip, roll, tile, repeat,
+split, diag, ...) is composed from these by the tracer.
+"""
+import numpy as np
+
+from ..indexspec import Index, Slice
+from ..registry import apply, register
+from .util import unbroadcast
+
+
+def _jax(fn):
+    def lower(*args, **params):
+        import jax.numpy as jnp
+        return fn(jnp, *args, **params)
+    return lower
+
+
+register(
+    "reshape", lambda x, shape: np.reshape(x, shape),
+    abstract=lambda x, shape: (shape, x.dtype),
+    vjp=lambda g, out, x, shape: (np.reshape(g, x.shape),),
+    jvp=lambda t, out, x, shape: np.reshape(t[0], shape),
+    jax=_jax(lambda jnp, x, shape: jnp.reshape(x, shape)), family="shape",
+)
+register(
+    "transpose", lambda x, axes: np.transpose(x, axes),
+    abstract=lambda x, axes: (tuple(x.shape[a] for a in axes), x.dtype),
+    vjp=lambda g, out, x, axes: (np.transpose(g, tuple(np.argsort(axes).tolist())),),
+    jvp=lambda t, out, x, axes: np.transpose(t[0], axes),
+    jax=_jax(lambda jnp, x, axes: jnp.transpose(x, axes)), family="shape",
+)
+
+
+def _broadcast_abstract(x, shape):
+    np.broadcast_shapes(x.shape, shape)  # raises on a bad target
+    if len(shape) < x.ndim or np.broadcast_shapes(x.shape, shape) != tuple(shape):
+        raise ValueError(f"cannot broadcast {x.shape} to {shape}")
+    return shape, x.dtype
+
+
+register(
+    "broadcast_to", lambda x, shape: np.broadcast_to(x, shape),
+    abstract=_broadcast_abstract,
+    vjp=lambda g, out, x, shape: (unbroadcast(g, x.shape),),
+    jvp=lambda t, out, x, shape: np.broadcast_to(t[0], shape),
+    jax=_jax(lambda jnp, x, shape: jnp.broadcast_to(x, shape)), family="shape",
+)
+
+
+# -- concatenate ------------------------------------------------------------------
+def _concat_abstract(*xs, axis):
+    first = xs[0]
+    for x in xs[1:]:
+        if x.ndim != first.ndim or any(
+                a != b for i, (a, b) in enumerate(zip(x.shape, first.shape)) if i != axis):
+            raise ValueError("all the input array dimensions except for the concatenation "
+                             f"axis must match exactly, got {[tuple(x.shape) for x in xs]}")
+    shape = list(first.shape)
+    shape[axis] = sum(x.shape[axis] for x in xs)
+    return tuple(shape), np.result_type(*(x.dtype for x in xs))
+
+
+def _concat_vjp(g, out, *xs, axis):
+    cts, start = [], 0
+    for x in xs:
+        stop = start + x.shape[axis]
+        index = (slice(None),) * axis + (slice(start, stop),)
+        cts.append(g[index])
+        start = stop
+    return tuple(cts)
+
+
+register(
+    "concatenate", lambda *xs, axis: np.concatenate(xs, axis=axis),
+    abstract=_concat_abstract, vjp=_concat_vjp,
+    jvp=lambda t, out, *xs, axis: np.concatenate(
+        [np.zeros_like(x) if tx is None else tx for tx, x in zip(t, xs)], axis=axis),
+    jax=_jax(lambda jnp, *xs, axis: jnp.concatenate(xs, axis=axis)), family="shape",
+)
+
+
+# -- pad with a constant ----------------------------------------------------------
+register(
+    "pad", lambda x, widths, value: np.pad(x, widths, mode="constant", constant_values=value),
+    abstract=lambda x, widths, value: (
+        tuple(n + lo + hi for n, (lo, hi) in zip(x.shape, widths)), x.dtype),
+    vjp=lambda g, out, x, widths, value: (
+        g[tuple(slice(lo, lo + n) for n, (lo, _) in zip(x.shape, widths))],),
+    jvp=lambda t, out, x, widths, value: np.pad(t[0], widths, mode="constant"),
+    jax=_jax(lambda jnp, x, widths, value: jnp.pad(x, widths, constant_values=value)),
+    family="shape",
+)
+
+
+# -- indexing ---------------------------------------------------------------------
+def _getitem_impl(x, *idx, index):
+    return x[index.to_numpy(idx)]
+
+
+def _getitem_vjp(g, out, x, *idx, index):
+    zeros = np.zeros_like(x)
+    return (apply("index_update", zeros, g, *idx, index=index, mode="add"),) + (None,) * len(idx)
+
+
+register(
+    "getitem", _getitem_impl, vjp=_getitem_vjp,
+    jvp=lambda t, out, x, *idx, index: apply("getitem", t[0], *idx, index=index),
+    jax=lambda x, *idx, index: x[index.to_numpy(idx)],
+    nondiff_args=(), family="shape", doc="x[index]",
+)
+
+
+def _index_update_impl(x, v, *idx, index, mode):
+    out = np.array(x, copy=True)
+    where = index.to_numpy(idx)
+    if mode == "set":
+        out[where] = v
+    elif index.is_basic:
+        out[where] += v
+    else:  # integer arrays may repeat positions: accumulate every one of them
+        np.add.at(out, where, v)
+    return out
+
+
+def _index_update_vjp(g, out, x, v, *idx, index, mode):
+    gx = apply("index_update", g, 0.0, *idx, index=index, mode="set") if mode == "set" else g
+    gv = apply("getitem", g, *idx, index=index)
+    return (gx, gv) + (None,) * len(idx)
+
+
+def _index_update_jvp(t, out, x, v, *idx, index, mode):
+    tx, tv = t[0], t[1]
+    if tv is None:
+        return tx if mode == "add" else apply("index_update", tx, 0.0, *idx, index=index, mode="set")
+    if tx is None:
+        tx = np.zeros_like(x)
+    return apply("index_update", tx, tv, *idx, index=index, mode=mode)
+
+
+def _index_update_jax(x, v, *idx, index, mode):
+    ref = x.at[index.to_numpy(idx)]
+    return ref.set(v) if mode == "set" else ref.add(v)
+
+
+register(
+    "index_update", _index_update_impl,
+    abstract=lambda x, v, *idx, index, mode: (x.shape, x.dtype),
+    vjp=_index_update_vjp, jvp=_index_update_jvp, jax=_index_update_jax,
+    family="shape", doc="functional x[index] = v (mode='set') or x[index] += v (mode='add')",
+)
+
+__all__ = ["Index", "Slice"]

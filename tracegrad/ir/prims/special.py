@@ -1,0 +1,25 @@
+"""Primitives that carry user code: the output marker of a ``tg.custom_vjp`` function."""
+from ...errors import TraceError
+from ..registry import register
+
+
+def _custom_vjp_vjp(g, out, primal_out, *operands, rule, index):
+    # The user's bwd replaces the derivative of everything fwd computed, so
+    # nothing flows to primal_out (fwd's own graph) or to the residuals.
+    arg_cts = rule.backward(g, index, operands)
+    return (None,) + tuple(arg_cts)
+
+
+def _custom_vjp_jvp(t, out, *operands, rule, index):
+    raise TraceError(f"forward mode (tg.jvp) through the custom_vjp function "
+                     f"{rule.name} is not supported: it only defines a reverse-mode rule")
+
+
+register(
+    "custom_vjp_call", lambda primal_out, *operands, rule, index: primal_out,
+    abstract=lambda primal_out, *operands, rule, index: (primal_out.shape, primal_out.dtype),
+    vjp=_custom_vjp_vjp, jvp=_custom_vjp_jvp,
+    jax=lambda primal_out, *operands, rule, index: primal_out,
+    family="special",
+    doc="output `index` of a tg.custom_vjp function; operands: its residuals then traced args",
+)

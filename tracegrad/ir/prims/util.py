@@ -1,0 +1,51 @@
+"""Helpers shared by the rule tables. They are NumPy code, so they trace."""
+import numpy as np
+
+
+def jnp_fn(name):
+    """A JAX lowering that calls ``jax.numpy.<name>`` (or ``jax.<path>``), imported lazily."""
+    def lower(*args, **params):
+        import jax
+        import jax.numpy as jnp
+
+        if name.startswith("lax."):
+            return getattr(jax.lax, name[4:])(*args, **params)
+        return getattr(jnp, name)(*args, **params)
+    lower.__name__ = f"jnp.{name}"
+    return lower
+
+
+def unbroadcast(x, shape):
+    """Sum ``x`` down to ``shape``: the adjoint of broadcasting to ``x.shape``."""
+    shape = tuple(shape)
+    if tuple(x.shape) == shape:
+        return x
+    lead = x.ndim - len(shape)
+    if lead > 0:
+        x = np.sum(x, axis=tuple(range(lead)))
+    axes = tuple(i for i, (n, m) in enumerate(zip(shape, x.shape)) if n == 1 and m != 1)
+    if axes:
+        x = np.sum(x, axis=axes, keepdims=True)
+    if tuple(x.shape) != shape:
+        x = np.reshape(x, shape)
+    return x
+
+
+def mT(x):
+    """Swap the last two axes (matrix transpose of a batch of matrices)."""
+    return np.swapaxes(x, -1, -2)
+
+
+def norm_axes(axis, ndim):
+    """``axis`` as a sorted tuple of non-negative ints (``None``: every axis)."""
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (int, np.integer)):
+        axis = (axis,)
+    out = []
+    for a in axis:
+        a = int(a)
+        if not -ndim <= a < ndim:
+            raise np.exceptions.AxisError(a, ndim)
+        out.append(a % ndim)
+    return tuple(sorted(out))

@@ -1,0 +1,63 @@
+"""Small pieces the derivative passes share."""
+import numpy as np
+
+from ..errors import TraceError
+from ..ir import REGISTRY, Aval, Graph
+from ..ir.dtypes import is_float
+from ..ir.prims.util import unbroadcast
+from ..tracer import Tracer
+
+
+def abstract_inputs(trace, graph: Graph, nodes):
+    """Value-free inputs of ``trace`` with the avals of ``graph``'s ``nodes``."""
+    return [trace.new_input(aval=Aval(graph.node(n)["shape"], np.dtype(graph.node(n)["dtype"])))
+            for n in nodes]
+
+
+def zeros(trace, shape, dtype):
+    """A structural zero: a scalar constant broadcast (no memory, and recognisable)."""
+    z = trace.const(np.zeros((), dtype))
+    return z if tuple(shape) == () else _broadcast(z, shape)
+
+
+def _broadcast(x, shape):
+    from ..ir import apply
+    return apply("broadcast_to", x, shape=tuple(shape))
+
+
+def fit(value, shape, dtype):
+    """``value`` made to match an operand's aval: summed over broadcast axes, cast back."""
+    if tuple(np.shape(value)) != tuple(shape):
+        if len(np.shape(value)) >= len(shape):
+            value = unbroadcast(value, shape)
+        else:
+            value = _broadcast(value, shape)
+    if np.dtype(value.dtype) != np.dtype(dtype):
+        value = value.astype(dtype)
+    return value
+
+
+def carries_gradient(graph: Graph) -> dict:
+    """node -> True if its value depends differentiably on a floating-point input."""
+    flows = {}
+    for n, d in graph.nx.nodes(data=True):
+        op = d["op"]
+        if op == "input":
+            flows[n] = is_float(d["dtype"])
+        elif op == "const":
+            flows[n] = False
+        else:
+            prim = REGISTRY[op]
+            flows[n] = (is_float(d["dtype"]) and prim.vjp is not None and any(
+                flows[a] for i, a in enumerate(d["args"]) if i not in prim.nondiff_args))
+    return flows
+
+
+def finish(trace, outputs) -> Graph:
+    """Close a pass's trace: outputs become graph outputs (constants become nodes)."""
+    if trace.captured:
+        raise TraceError("a custom rule closed over a value traced outside of it; pass the "
+                         "value as an argument instead")
+    graph = trace.graph
+    graph.outputs = [(v if isinstance(v, Tracer) else trace.const(v))._node for v in outputs]
+    return graph

@@ -1,0 +1,39 @@
+"""Forward mode as a graph-to-graph pass: every node's JVP rule, in program order."""
+from ..ir import REGISTRY, Graph
+from ..ir.dtypes import is_float
+from ..tracer import new_trace, replay, source_override
+from .common import abstract_inputs, finish, fit, zeros
+
+
+def jvp(graph: Graph) -> Graph:
+    """The tangent graph of ``graph``.
+
+    Its inputs are ``graph``'s inputs followed by one tangent per input; its
+    outputs are ``graph``'s outputs followed by one tangent per output.
+    """
+    with new_trace() as trace:
+        primals = abstract_inputs(trace, graph, graph.inputs)
+        tangents_in = abstract_inputs(trace, graph, graph.inputs)
+        env = replay(graph, primals)
+        tangents = {n: t for n, t in zip(graph.inputs, tangents_in)
+                    if is_float(graph.node(n)["dtype"])}
+
+        for n, d in graph.nx.nodes(data=True):
+            if d["op"] in ("input", "const") or not is_float(d["dtype"]):
+                continue
+            prim = REGISTRY[d["op"]]
+            arg_tangents = [None if i in prim.nondiff_args else tangents.get(a)
+                            for i, a in enumerate(d["args"])]
+            if prim.jvp is None or all(t is None for t in arg_tangents):
+                continue
+            with source_override(d["src"]):
+                t = prim.jvp(arg_tangents, env[n], *(env[a] for a in d["args"]), **d["params"])
+                if t is not None:
+                    tangents[n] = fit(t, d["shape"], d["dtype"])
+
+        out_tangents = []
+        for o in graph.outputs:
+            d = graph.node(o)
+            out_tangents.append(tangents[o] if o in tangents
+                                else zeros(trace, d["shape"], d["dtype"]))
+        return finish(trace, [env[o] for o in graph.outputs] + out_tangents)

@@ -1,0 +1,271 @@
+"""Traces and tracer values.
+
+A ``Trace`` owns the ``Graph`` being recorded. A ``Tracer`` stands for one
+node of it and, while a user's function runs on real inputs, also holds the
+node's concrete value, so Python control flow on traced values works. Inside
+the passes, tracers are abstract (``value is None``): only shape and dtype are
+known.
+
+Traces nest (``grad(grad(f))``): each has a level, and an operation is
+recorded in the innermost trace among its operands. A tracer of an outer
+trace used inside an inner one is *captured*: it becomes an extra input of the
+inner graph, so derivatives with respect to it are not lost.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import numpy as np
+
+from ..errors import TraceError
+from ..ir import REGISTRY, Aval, Graph
+from ..ir import registry as _registry
+from .source import source_override, user_src, where
+
+_stack: list[Trace] = []
+
+_LOST = ("{what} on a traced value would lose its gradient: tracegrad needs the value to "
+         "stay an array it can follow. Keep computing with the array itself (x * 2.0, "
+         "np.where(x > 0, ...)); wrap it in tg.stop_gradient(...) first if no gradient "
+         "should flow through it{at}")
+
+
+class Trace:
+    def __init__(self, level):
+        self.level = level
+        self.graph = Graph()
+        self.active = True
+        self.captured: dict[int, tuple] = {}  # id(outer tracer) -> (outer, inner)
+
+    def __repr__(self):
+        return f"<Trace level={self.level}>"
+
+    # -- making values ----------------------------------------------------
+    def new_input(self, value=None, aval=None) -> Tracer:
+        if value is not None:
+            value = np.asarray(value)
+            aval = Aval(value.shape, value.dtype)
+        elif aval is None:
+            raise ValueError("an input needs a value or an aval")
+        node = self.graph.add_input(aval.shape, aval.dtype, src=user_src())
+        return Tracer(self, node, tuple(aval.shape), np.dtype(aval.dtype), value)
+
+    def const(self, value) -> Tracer:
+        value = np.asarray(value)
+        node = self.graph.add_const(value, src=user_src())
+        return Tracer(self, node, value.shape, value.dtype, value)
+
+    def lift(self, outer: Tracer) -> Tracer:
+        """The inner-trace input standing for tracer ``outer`` of an enclosing trace."""
+        hit = self.captured.get(id(outer))
+        if hit is None:
+            inner = self.new_input(outer._value, Aval(outer.shape, outer.dtype))
+            hit = self.captured[id(outer)] = (outer, inner)
+        return hit[1]
+
+    @property
+    def captured_outer(self):
+        """The outer tracers captured, in the order of their graph inputs."""
+        return [outer for outer, _ in self.captured.values()]
+
+    # -- recording operations ----------------------------------------------
+    def add(self, prim, args, params) -> Tracer:
+        tracer_dtypes = [a.dtype for a in args if isinstance(a, Tracer)]
+        ids, vals, avals = [], [], []
+        concrete = True
+        for a in args:
+            if isinstance(a, Tracer):
+                if a._trace is not self:
+                    if not a._trace.active:
+                        raise TraceError("a traced value escaped the function that made it "
+                                         "(was it stored in a global or returned through "
+                                         f"has_aux and used later?){where()}")
+                    a = self.lift(a)
+            else:
+                a = self.const(_as_const(a, tracer_dtypes))
+            ids.append(a._node)
+            vals.append(a._value)
+            avals.append(Aval(a.shape, a.dtype))
+            concrete = concrete and a._value is not None
+        src = user_src()
+        try:
+            if concrete:
+                value = prim.impl(*vals, **params)
+                shape, dtype = np.shape(value), np.asarray(value).dtype if not hasattr(
+                    value, "dtype") else value.dtype
+            else:
+                value = None
+                with np.errstate(all="ignore"):
+                    shape, dtype = prim.shape_dtype(avals, params)
+        except TraceError:
+            raise
+        except (ValueError, TypeError, IndexError, ArithmeticError) as e:
+            shapes = ", ".join(f"{tuple(a.shape)} {np.dtype(a.dtype).name}" for a in avals)
+            raise TraceError(f"{prim.name} failed on operands of shape {shapes}: "
+                             f"{e}{where(src)}") from None
+        node = self.graph.add_node(prim.name, ids, params, shape=shape, dtype=dtype, src=src)
+        return Tracer(self, node, tuple(shape), np.dtype(dtype), value)
+
+    def guard(self, tracer: Tracer, expected):
+        self.graph.guards.append((tracer._node, expected))
+
+
+def _as_const(a, tracer_dtypes):
+    """A non-traced operand as an array. Python scalars are weakly typed (NEP 50):
+    ``x_f32 * 2.0`` stays float32, as in NumPy."""
+    if isinstance(a, (bool, int, float, complex)) and not isinstance(a, np.generic):
+        return np.asarray(a, dtype=np.result_type(*tracer_dtypes, a))
+    if isinstance(a, np.ndarray) and a.dtype == object:
+        raise TraceError("an object array reached a primitive; build arrays of traced "
+                         f"values with np.stack([...]){where()}")
+    return np.asarray(a)
+
+
+@contextmanager
+def new_trace():
+    trace = Trace(len(_stack))
+    _stack.append(trace)
+    try:
+        yield trace
+    finally:
+        _stack.pop()
+        trace.active = False
+
+
+def bind(name, *args, **params):
+    """Apply primitive ``name``: record it if any operand is traced, else run NumPy."""
+    prim = REGISTRY[name]
+    top = None
+    for a in args:
+        if isinstance(a, Tracer) and (top is None or a._trace.level > top.level):
+            top = a._trace
+    if top is None:
+        return prim.impl(*args, **params)
+    return top.add(prim, args, params)
+
+
+_registry._binder = bind
+
+
+def replay(graph: Graph, args) -> dict:
+    """Evaluate ``graph`` by binding every node: inlines it into the active trace when
+    ``args`` hold tracers (nodes keep their original source lines). Returns the
+    environment, node id -> value."""
+    env = dict(zip(graph.inputs, args))
+    for n, d in graph.nx.nodes(data=True):
+        op = d["op"]
+        if op == "input":
+            continue
+        if op == "const":
+            env[n] = d["params"]["value"]
+            continue
+        with source_override(d["src"]):
+            env[n] = bind(op, *[env[a] for a in d["args"]], **d["params"])
+    for n, expected in graph.guards:
+        value = env[n]
+        if isinstance(value, Tracer):
+            value._trace.guard(value, expected)
+        elif not _guard_holds(value, expected):
+            raise TraceError(guard_failure_message(graph, n, expected, value))
+    return env
+
+
+def _guard_holds(value, expected):
+    return np.array_equal(np.asarray(value), np.asarray(expected))
+
+
+def guard_failure_message(graph, n, expected, value):
+    src = graph.node(n)["src"]
+    return (f"these inputs take a different branch than the traced ones: the condition "
+            f"at {src} was {expected!r} when traced and is now {np.asarray(value)!r}. "
+            "Trace the function again for these inputs (tg.trace / a transform call "
+            "retraces; a saved graph does not)")
+
+
+class Tracer:
+    """A traced array. Behaves like a NumPy array inside the user's function."""
+    __slots__ = ("_trace", "_node", "shape", "dtype", "_value", "__weakref__")
+    __array_priority__ = 1000
+
+    def __init__(self, trace, node, shape, dtype, value=None):
+        self._trace = trace
+        self._node = node
+        self.shape = shape
+        self.dtype = dtype
+        self._value = value
+
+    def __repr__(self):
+        from ..ir.dtypes import aval_str
+        return f"Tracer<{aval_str(self.shape, self.dtype)} %{self._node}>"
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object (a 0-d traced array)")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d traced array")
+        return (self[i] for i in range(self.shape[0]))
+
+    # -- leaving the traced world ---------------------------------------------
+    def _concrete(self, what):
+        if self._value is None:
+            raise TraceError(f"{what} needs the concrete value of a traced array, but it is "
+                             "only known abstractly here (inside a graph transformation)"
+                             f"{where()}")
+        return self._value
+
+    def __bool__(self):
+        value = self._concrete("bool()")
+        try:
+            decision = bool(value)
+        except ValueError as e:
+            raise TraceError(f"{e}{where()}") from None
+        self._trace.guard(self, decision)
+        return decision
+
+    def __index__(self):
+        if self.dtype.kind not in "iub" or self.shape:
+            raise TypeError("only 0-d integer traced arrays can be used as an index")
+        value = int(self._concrete("using a traced integer as an index or count"))
+        self._trace.guard(self, value)
+        return value
+
+    def __float__(self):
+        raise TraceError(_LOST.format(what="float()", at=where()))
+
+    def __int__(self):
+        raise TraceError(_LOST.format(what="int()", at=where()))
+
+    def __complex__(self):
+        raise TraceError(_LOST.format(what="complex()", at=where()))
+
+    def item(self, *args):
+        raise TraceError(_LOST.format(what=".item()", at=where()))
+
+    def tolist(self):
+        raise TraceError(_LOST.format(what=".tolist()", at=where()))
+
+    def __array__(self, dtype=None, copy=None):
+        # NumPy asks for this when it builds an array from a list holding
+        # tracers (np.array([a, b])): hand it an object array holding the
+        # tracer, which the next traced NumPy call (or the return) turns
+        # back into one traced array. A numeric dtype means the value would
+        # be written into a plain ndarray, losing the gradient.
+        if dtype is not None and np.dtype(dtype) != object:
+            raise TraceError(_LOST.format(what="Converting to a NumPy array (or writing into "
+                                               "a plain ndarray)", at=where()))
+        box = np.empty((), dtype=object)
+        box[()] = self
+        return box
+
+    __hash__ = None

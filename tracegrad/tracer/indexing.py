@@ -1,0 +1,77 @@
+"""Turning a NumPy index (``x[1:, idx, None]``) into a static ``Index`` plus operands."""
+import operator
+
+import numpy as np
+
+from ..errors import TraceError
+from ..ir import Arg, Index, Slice, apply
+from .core import Tracer
+from .source import where
+
+
+def _int_or_none(v):
+    return None if v is None else operator.index(v)  # a traced int records a guard
+
+
+def normalize(key):
+    """``(Index, operands)`` for ``key``; traced integer arrays become operands."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    items, operands = [], []
+    for k in key:
+        if k is None or k is Ellipsis:
+            items.append(k)
+        elif isinstance(k, slice):
+            items.append(Slice(_int_or_none(k.start), _int_or_none(k.stop), _int_or_none(k.step)))
+        elif isinstance(k, (bool, np.bool_)):
+            raise TraceError(f"indexing with a scalar boolean is not supported{where()}")
+        elif isinstance(k, (int, np.integer)):
+            items.append(int(k))
+        elif isinstance(k, Tracer):
+            if k.dtype == bool:
+                items.extend(_mask_positions(k))
+            elif k.dtype.kind in "iu":
+                items.append(Arg(len(operands)))
+                operands.append(k)
+            else:
+                raise TraceError("arrays used as indices must be of integer or boolean type, "
+                                 f"got {k.dtype}{where()}")
+        else:
+            arr = np.asarray(k)
+            if arr.dtype == object:
+                from .numpy_api import coerce
+                return normalize(tuple(coerce(k) if j is k else j for j in key))
+            if arr.dtype == bool:
+                items.extend(np.nonzero(arr))
+            elif arr.dtype.kind in "iu":
+                items.append(arr)
+            else:
+                raise TraceError("arrays used as indices must be of integer or boolean type, "
+                                 f"got {arr.dtype}{where()}")
+    return Index(items), operands
+
+
+def _mask_positions(mask: Tracer):
+    """A traced boolean mask is read at trace time: the result's shape depends on it.
+    The mask's value is recorded as a guard, so the graph is only reused when the
+    same positions are selected."""
+    value = mask._concrete("indexing with a boolean mask")
+    mask._trace.guard(mask, np.array(value, copy=True))
+    return np.nonzero(value)
+
+
+def getitem(x, key):
+    index, operands = normalize(key)
+    return apply("getitem", x, *operands, index=index)
+
+
+def setitem(x: Tracer, key, value):
+    """``x[key] = value`` recorded as a functional update; ``x`` now names the result."""
+    from .numpy_api import coerce
+
+    index, operands = normalize(key)
+    new = apply("index_update", x, coerce(value), *operands, index=index, mode="set")
+    if new._trace is not x._trace:
+        raise TraceError("assigning a value traced by an inner transform into an array "
+                         f"of an outer one is not supported{where()}")
+    x._node, x._value = new._node, new._value

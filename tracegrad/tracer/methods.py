@@ -1,0 +1,90 @@
+"""Operators, ndarray methods and NumPy's dispatch protocols on ``Tracer``.
+
+Operators go through NumPy's own ufuncs (``x + y`` is ``np.add(x, y)``), so
+there is one path from any spelling to the handlers in ``numpy_api``.
+"""
+import numpy as np
+
+from . import numpy_api as api
+from .core import Tracer
+from .indexing import getitem, setitem
+
+
+def _binary(ufunc):
+    return (lambda self, other: ufunc(self, other),
+            lambda self, other: ufunc(other, self))
+
+
+for _name, _uf in [("add", np.add), ("sub", np.subtract), ("mul", np.multiply),
+                   ("truediv", np.true_divide), ("floordiv", np.floor_divide),
+                   ("mod", np.remainder), ("pow", np.power), ("matmul", np.matmul),
+                   ("and", np.bitwise_and), ("or", np.bitwise_or), ("xor", np.bitwise_xor)]:
+    _fwd, _rev = _binary(_uf)
+    setattr(Tracer, f"__{_name}__", _fwd)
+    setattr(Tracer, f"__r{_name}__", _rev)
+    # x += y rebinds the name to a new traced value (arrays in the graph are immutable)
+    setattr(Tracer, f"__i{_name}__", _fwd)
+
+for _name, _uf in [("eq", np.equal), ("ne", np.not_equal), ("lt", np.less),
+                   ("le", np.less_equal), ("gt", np.greater), ("ge", np.greater_equal)]:
+    setattr(Tracer, f"__{_name}__", (lambda uf: lambda self, other: uf(self, other))(_uf))
+
+Tracer.__neg__ = lambda self: np.negative(self)
+Tracer.__pos__ = lambda self: self
+Tracer.__abs__ = lambda self: np.absolute(self)
+Tracer.__invert__ = lambda self: np.invert(self)
+Tracer.__getitem__ = getitem
+Tracer.__setitem__ = setitem
+
+
+def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    return api.handle_ufunc(ufunc, method, inputs, kwargs)
+
+
+def _array_function(self, func, types, args, kwargs):
+    return api.handle_function(func, args, kwargs)
+
+
+Tracer.__array_ufunc__ = _array_ufunc
+Tracer.__array_function__ = _array_function
+
+
+# -- ndarray methods --------------------------------------------------------------------
+def _shape_args(args):
+    return args[0] if len(args) == 1 and not isinstance(args[0], (int, np.integer)) else args
+
+
+Tracer.T = property(lambda self: api.transpose(self))
+Tracer.mT = property(lambda self: api.swapaxes(self, -1, -2))
+Tracer.reshape = lambda self, *shape, order="C": api.reshape(self, _shape_args(shape), order)
+Tracer.transpose = lambda self, *axes: api.transpose(self, _shape_args(axes) if axes else None)
+Tracer.astype = lambda self, dtype, **kw: api.astype(self, dtype)
+Tracer.ravel = lambda self, order="C": api.ravel(self, order)
+Tracer.flatten = lambda self, order="C": api.ravel(self, order)
+Tracer.squeeze = lambda self, axis=None: api.squeeze(self, axis)
+Tracer.swapaxes = lambda self, a, b: api.swapaxes(self, a, b)
+Tracer.copy = lambda self, order="C": api.copy(self)
+Tracer.dot = lambda self, b, out=None: api.dot(self, b, out)
+Tracer.clip = lambda self, min=None, max=None, out=None: api.clip(self, min, max, out)  # noqa: A002
+Tracer.repeat = lambda self, repeats, axis=None: api.repeat(self, repeats, axis)
+Tracer.diagonal = lambda self, offset=0, axis1=0, axis2=1: api.diagonal(self, offset, axis1, axis2)
+Tracer.trace = lambda self, offset=0, axis1=0, axis2=1, dtype=None, out=None: api.trace(
+    self, offset, axis1, axis2, dtype, out)
+Tracer.sum = lambda self, axis=None, dtype=None, out=None, keepdims=False: api.sum(
+    self, axis, dtype, out, keepdims)
+Tracer.prod = lambda self, axis=None, dtype=None, out=None, keepdims=False: api.prod(
+    self, axis, dtype, out, keepdims)
+Tracer.mean = lambda self, axis=None, dtype=None, out=None, keepdims=False: api.mean(
+    self, axis, dtype, out, keepdims)
+Tracer.var = lambda self, axis=None, dtype=None, out=None, ddof=0, keepdims=False: api.var(
+    self, axis, dtype, out, ddof, keepdims)
+Tracer.std = lambda self, axis=None, dtype=None, out=None, ddof=0, keepdims=False: api.std(
+    self, axis, dtype, out, ddof, keepdims)
+Tracer.max = lambda self, axis=None, out=None, keepdims=False: api.max(self, axis, out, keepdims)
+Tracer.min = lambda self, axis=None, out=None, keepdims=False: api.min(self, axis, out, keepdims)
+Tracer.argmax = lambda self, axis=None, out=None, keepdims=False: api.argmax(
+    self, axis, out, keepdims=keepdims)
+Tracer.argmin = lambda self, axis=None, out=None, keepdims=False: api.argmin(
+    self, axis, out, keepdims=keepdims)
+Tracer.cumsum = lambda self, axis=None, dtype=None, out=None: api.cumsum(self, axis, dtype, out)
+Tracer.nonzero = lambda self: api.nonzero(self)

@@ -1,0 +1,64 @@
+"""Finding the user's line: the first stack frame outside tracegrad and NumPy."""
+import os
+import sys
+import threading
+
+import numpy as np
+
+import tracegrad
+
+_SKIP = tuple(os.path.dirname(m.__file__) + os.sep for m in (tracegrad, np))
+_internal: dict = {}  # code object -> bool, so the walk costs a dict lookup per frame
+_local = threading.local()
+
+
+def _is_internal(code):
+    hit = _internal.get(code)
+    if hit is None:
+        fname = code.co_filename
+        hit = fname.startswith(_SKIP) or fname.startswith("<__array_function__")
+        _internal[code] = hit
+    return hit
+
+
+def user_frame():
+    frame = sys._getframe(1)
+    while frame is not None and _is_internal(frame.f_code):
+        frame = frame.f_back
+    return frame
+
+
+def user_src():
+    """``"file.py:LINE"`` of the user's code running now (or the override in force)."""
+    override = getattr(_local, "override", None)
+    if override is not None:
+        return override
+    frame = user_frame()
+    if frame is None:
+        return None
+    return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+
+
+class source_override:
+    """Within this block new nodes take ``src`` instead of the caller's line.
+
+    Passes use it so that nodes derived from a forward node (its VJP, a replay
+    of it) point at the user's line that made the forward node.
+    """
+    __slots__ = ("src", "saved")
+
+    def __init__(self, src):
+        self.src = src
+
+    def __enter__(self):
+        self.saved = getattr(_local, "override", None)
+        _local.override = self.src
+
+    def __exit__(self, *exc):
+        _local.override = self.saved
+
+
+def where(src=None):
+    """`` (at file.py:LINE)`` for error messages."""
+    src = src or user_src()
+    return f" (at {src})" if src else ""
