@@ -172,14 +172,10 @@ def _transform(make):
 
 
 # -- grad / value_and_grad -------------------------------------------------------------------
-@_transform
-def value_and_grad(fun, argnums=0, has_aux=False):
-    """A function returning ``(f(*args), df/dargs[argnums])`` (``((value, aux), grad)``
-    with ``has_aux``)."""
+def _grad_core(fun, argnums, has_aux, with_value):
+    """The shared body of grad and value_and_grad: returns (value or None, aux, grads)."""
 
-    @functools.wraps(fun)
-    def value_and_grad_fun(*args, **kwargs):
-        src = user_src()
+    def run_grad(args, kwargs, src):
         nums, single = _argnums(argnums, len(args), src, fun)
         t = _Traced(fun, args, kwargs, nums, src, has_aux=has_aux)
         if t.n_out != 1 or t.out_tree.kind != "leaf":
@@ -199,14 +195,35 @@ def value_and_grad(fun, argnums=0, has_aux=False):
                              f"{_fun_name(fun)} returned dtype {dtype.name}{_at(src)}")
         adj = passes.adjoint(t.graph, seeds=[0])
         n_fwd = len(t.graph.outputs)
-        adj = passes.prune(adj, adj.outputs[:n_fwd + t.n_in])
-        outs = _evaluate(adj, t.eval_args + [np.ones(shape, dtype)])
-        value = outs[0]
-        grads = t.unflatten_inputs(outs[n_fwd:], single)
-        if has_aux:
-            aux = unflatten(t.aux_tree, outs[1:n_fwd])
-            return (value, aux), grads
-        return value, grads
+        # forward outputs: read off the trace when it ran on concrete values, else
+        # evaluated only when asked for
+        fwd_idx = []
+        if not t.concrete:
+            fwd_idx = ([0] if with_value else []) + (list(range(1, n_fwd)) if has_aux else [])
+        keep = [adj.outputs[i] for i in fwd_idx] + adj.outputs[n_fwd:n_fwd + t.n_in]
+        outs = _evaluate(passes.prune(adj, keep), t.eval_args + [np.ones(shape, dtype)])
+        grads = t.unflatten_inputs(outs[len(fwd_idx):], single)
+        if t.concrete:
+            fwd = [v._value for v in t.out_values + t.aux_values]
+        else:
+            known = dict(zip(fwd_idx, outs))
+            fwd = [known.get(i) for i in range(n_fwd)]
+        aux = unflatten(t.aux_tree, fwd[1:]) if has_aux else None
+        return fwd[0], aux, grads
+
+    return run_grad
+
+
+@_transform
+def value_and_grad(fun, argnums=0, has_aux=False):
+    """A function returning ``(f(*args), df/dargs[argnums])`` (``((value, aux), grad)``
+    with ``has_aux``)."""
+    core = _grad_core(fun, argnums, has_aux, with_value=True)
+
+    @functools.wraps(fun)
+    def value_and_grad_fun(*args, **kwargs):
+        value, aux, grads = core(args, kwargs, user_src())
+        return ((value, aux), grads) if has_aux else (value, grads)
 
     return value_and_grad_fun
 
@@ -214,12 +231,12 @@ def value_and_grad(fun, argnums=0, has_aux=False):
 @_transform
 def grad(fun, argnums=0, has_aux=False):
     """The gradient of scalar-valued ``fun`` with respect to ``args[argnums]``."""
-    vg = value_and_grad(fun, argnums, has_aux)
+    core = _grad_core(fun, argnums, has_aux, with_value=False)
 
     @functools.wraps(fun)
     def grad_fun(*args, **kwargs):
-        value, g = vg(*args, **kwargs)
-        return (g, value[1]) if has_aux else g
+        _, aux, grads = core(args, kwargs, user_src())
+        return (grads, aux) if has_aux else grads
 
     return grad_fun
 
