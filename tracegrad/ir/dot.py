@@ -4,7 +4,8 @@ from .printing import format_params
 
 
 def _quote(text):
-    return '"' + str(text).replace("\\", "\\\\").replace('"', '\\"') + '"'
+    # labels carry Graphviz's own "\n" line breaks, so only quotes are escaped
+    return '"' + str(text).replace('"', '\\"') + '"'
 
 
 def to_dot(graph) -> str:
