@@ -9,10 +9,11 @@
 """
 from . import passes
 from .api import custom_vjp, grad, hessian, jacobian, jvp, stop_gradient, trace, value_and_grad, vjp
-from .errors import TraceError
+from .errors import RetraceWarning, TraceError
 from .ir import Graph
+from .jit import jit
 
 __version__ = "0.1.0"
 
-__all__ = ["TraceError", "Graph", "passes", "grad", "value_and_grad", "vjp", "jvp",
+__all__ = ["TraceError", "RetraceWarning", "Graph", "jit", "passes", "grad", "value_and_grad", "vjp", "jvp",
            "jacobian", "hessian", "trace", "stop_gradient", "custom_vjp"]

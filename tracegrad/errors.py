@@ -7,3 +7,7 @@ class TraceError(ValueError):
     The message says what is wrong, what to do instead, and where in the
     user's code it happened (``file.py:LINE``).
     """
+
+
+class RetraceWarning(UserWarning):
+    """A jitted function keeps being traced again (its branches depend on input values)."""

@@ -1,0 +1,188 @@
+"""``tg.jit``: trace once per input signature, optimise, compile, cache.
+
+A specialisation is keyed by the arguments' pytree structure, shapes and
+dtypes (Python scalars by type, ``static_argnums`` by value). Branch
+decisions taken while tracing are guards: the compiled code checks them first
+and, when one fails, the function is traced again for the new inputs and the
+new specialisation is cached beside the old ones.
+"""
+from __future__ import annotations
+
+import functools
+import warnings
+
+import numpy as np
+
+from . import passes
+from .errors import RetraceWarning, TraceError
+from .ir import Graph
+from .runtime.codegen import GUARD_FAILED, generate
+from .tracer import Tracer, flatten, unflatten, user_src
+
+MAX_SPECIALIZATIONS = 16
+
+
+def optimize(graph: Graph) -> Graph:
+    """The pipeline every specialisation goes through before a backend sees it."""
+    graph = passes.prune(graph)
+    if hasattr(passes, "cse"):
+        graph = passes.cse(graph)
+    if hasattr(passes, "simplify"):
+        graph = passes.simplify(graph)
+    return passes.prune(graph)
+
+
+def _leaf_key(x):
+    if isinstance(x, np.ndarray):
+        return x.shape, x.dtype
+    if isinstance(x, (bool, int, float, complex)):
+        return type(x)
+    if isinstance(x, np.generic):
+        return (), x.dtype
+    return type(x)
+
+
+class Lowered:
+    """What ``jitted.lower(*args)`` gives: the optimised graph and the backend's text."""
+
+    def __init__(self, graph, text):
+        self.graph = graph
+        self._text = text
+
+    def as_text(self) -> str:
+        return self._text
+
+
+class _Entry:
+    __slots__ = ("run", "out_tree", "graph", "compiled")
+
+    def __init__(self, run, out_tree, graph, compiled):
+        self.run, self.out_tree, self.graph, self.compiled = run, out_tree, graph, compiled
+
+
+class Jitted:
+    def __init__(self, fun, backend="numpy", static_argnums=(), **jax_options):
+        if backend not in ("numpy", "jax"):
+            raise TraceError(f'tg.jit backend must be "numpy" or "jax", got {backend!r}')
+        if backend == "numpy" and jax_options:
+            raise TraceError(f"{sorted(jax_options)} only apply to backend='jax'")
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.backend = backend
+        self.static_argnums = ((static_argnums,) if isinstance(static_argnums, int)
+                               else tuple(static_argnums))
+        self.jax_options = jax_options
+        self._cache: dict = {}
+        self._traces = 0
+
+    # -- calling -----------------------------------------------------------------------
+    def _split(self, args, kwargs):
+        static = tuple(args[i] for i in self.static_argnums)
+        dynamic = tuple(a for i, a in enumerate(args) if i not in self.static_argnums)
+        leaves, tree = flatten((dynamic, kwargs))
+        try:
+            key = (tree, static, tuple(_leaf_key(x) for x in leaves))
+            hash(key)
+        except TypeError:
+            raise TraceError("static arguments of tg.jit must be hashable (they key the "
+                             f"cache){_where()}") from None
+        return key, leaves
+
+    def __call__(self, *args, **kwargs):
+        key, leaves = self._split(args, kwargs)
+        if any(isinstance(x, Tracer) for x in leaves):
+            # inside another transform: trace straight through (the outer
+            # transform sees the operations themselves)
+            return self.fun(*args, **kwargs)
+        arrays = [x if isinstance(x, np.ndarray) else np.asarray(x) for x in leaves]
+        for entry in self._cache.get(key, ()):
+            out = entry.run(*arrays)
+            if out is not GUARD_FAILED:
+                return unflatten(entry.out_tree, out)
+        entry = self._specialize(key, args, kwargs)
+        out = entry.run(*arrays)
+        if out is GUARD_FAILED:
+            raise TraceError(f"{self.__name__} takes a different branch each time it is traced "
+                             f"on these inputs{_where()}")
+        return unflatten(entry.out_tree, out)
+
+    def _specialize(self, key, args, kwargs):
+        graph, out_tree = self._trace(args, kwargs)
+        graph = optimize(graph)
+        if self.backend == "numpy":
+            compiled = generate(graph, name=_safe_name(self.__name__))
+        else:
+            from .runtime.jax_backend import JaxCompiled
+            compiled = JaxCompiled(graph, **self.jax_options)
+        entry = _Entry(compiled, out_tree, graph, compiled)
+        entries = self._cache.setdefault(key, [])
+        entries.insert(0, entry)
+        self._traces += 1
+        if len(entries) > MAX_SPECIALIZATIONS:
+            entries.pop()
+            warnings.warn(f"tg.jit: {self.__name__} has been traced {self._traces} times; "
+                          f"its branches depend on input values, so only the latest "
+                          f"{MAX_SPECIALIZATIONS} specialisations are kept. Consider moving "
+                          f"the value-dependent control flow out of the jitted function, or "
+                          f"static_argnums", RetraceWarning, stacklevel=3)
+        return entry
+
+    def _trace(self, args, kwargs):
+        from .api import _Traced
+
+        statics = {i: args[i] for i in self.static_argnums}
+        n = len(args)
+
+        def flat_fun(dynamic_and_kwargs):
+            dynamic, kw = dynamic_and_kwargs
+            it = iter(dynamic)
+            full = [statics[i] if i in statics else next(it) for i in range(n)]
+            return self.fun(*full, **kw)
+
+        dynamic = tuple(a for i, a in enumerate(args) if i not in statics)
+        t = _Traced(flat_fun, ((dynamic, kwargs),), {}, (0,), user_src(),
+                    differentiable=False)
+        graph = t.graph
+        graph.outputs = graph.outputs[:t.n_out]
+        return graph, t.out_tree
+
+    # -- looking inside ------------------------------------------------------------------
+    def lower(self, *args, **kwargs) -> Lowered:
+        """The optimised graph and generated code (NumPy source, or StableHLO for jax)."""
+        key, leaves = self._split(args, kwargs)
+        arrays = [np.asarray(x) for x in leaves]
+        entry = next((e for e in self._cache.get(key, ())
+                      if e.run(*arrays) is not GUARD_FAILED), None)
+        if entry is None:
+            entry = self._specialize(key, args, kwargs)
+        if self.backend == "numpy":
+            text = entry.compiled.source
+        else:
+            text = entry.compiled.as_text(*arrays)
+        return Lowered(entry.graph, text)
+
+    @property
+    def cache_size(self):
+        return sum(len(v) for v in self._cache.values())
+
+
+def _safe_name(name):
+    name = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+    return name if name and not name[0].isdigit() else f"fn_{name}"
+
+
+def _where():
+    src = user_src()
+    return f" (at {src})" if src else ""
+
+
+def jit(fun=None, *, backend="numpy", static_argnums=(), **jax_options):
+    """Compile ``fun``: ``@tg.jit``, ``@tg.jit(backend="jax")``, ``tg.jit(f, ...)``.
+
+    ``backend="numpy"`` generates Python/NumPy source; ``backend="jax"`` lowers
+    to JAX and compiles with XLA. Extra keywords (``in_shardings``,
+    ``out_shardings``, ``donate_argnums``) go to ``jax.jit``.
+    """
+    if fun is None:
+        return lambda f: Jitted(f, backend, static_argnums, **jax_options)
+    return Jitted(fun, backend, static_argnums, **jax_options)
