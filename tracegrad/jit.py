@@ -25,10 +25,8 @@ MAX_SPECIALIZATIONS = 16
 def optimize(graph: Graph) -> Graph:
     """The pipeline every specialisation goes through before a backend sees it."""
     graph = passes.prune(graph)
-    if hasattr(passes, "cse"):
-        graph = passes.cse(graph)
-    if hasattr(passes, "simplify"):
-        graph = passes.simplify(graph)
+    graph = passes.cse(graph)
+    graph = passes.simplify(graph)
     return passes.prune(graph)
 
 

@@ -40,6 +40,18 @@ class Graph:
             self.nx.add_edge(a, n, key=pos, pos=pos)
         return n
 
+    def put(self, n, attrs: dict, args=None) -> int:
+        """Insert node ``n`` with ``attrs`` (a copy of another graph's node; passes use it
+        to keep node ids stable), optionally with new operands."""
+        attrs = dict(attrs)
+        if args is not None:
+            attrs["args"] = tuple(args)
+        self.nx.add_node(n, **attrs)
+        for pos, a in enumerate(attrs["args"]):
+            self.nx.add_edge(a, n, key=pos, pos=pos)
+        self._next_id = max(self._next_id, n + 1)
+        return n
+
     def add_input(self, shape, dtype, src=None) -> int:
         n = self.add_node("input", (), {"index": len(self.inputs)}, shape=shape, dtype=dtype, src=src)
         self.inputs.append(n)

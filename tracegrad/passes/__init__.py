@@ -1,6 +1,8 @@
 """Graph-to-graph passes. Each returns a new Graph and leaves its argument unchanged."""
 from .adjoint import adjoint
+from .cse import cse
 from .jvp import jvp
 from .prune import prune
+from .simplify import simplify
 
-__all__ = ["adjoint", "jvp", "prune"]
+__all__ = ["adjoint", "jvp", "prune", "cse", "simplify"]

@@ -15,9 +15,8 @@ def abstract_inputs(trace, graph: Graph, nodes):
 
 
 def zeros(trace, shape, dtype):
-    """A structural zero: a scalar constant broadcast (no memory, and recognisable)."""
-    z = trace.const(np.zeros((), dtype))
-    return z if tuple(shape) == () else _broadcast(z, shape)
+    """A structural zero (a missing cotangent or tangent), which ``simplify`` recognises."""
+    return trace.add(REGISTRY["zeros"], (), {"shape": tuple(shape), "dtype": np.dtype(dtype)})
 
 
 def _broadcast(x, shape):

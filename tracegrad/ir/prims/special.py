@@ -1,6 +1,9 @@
-"""Primitives that carry user code: the output marker of a ``tg.custom_vjp`` function."""
+"""Primitives made by tracegrad itself: custom_vjp output markers and structural zeros."""
+import numpy as np
+
 from ...errors import TraceError
 from ..registry import register
+from .util import jnp_fn
 
 
 def _custom_vjp_vjp(g, out, primal_out, *operands, rule, index):
@@ -22,4 +25,18 @@ register(
     jax=lambda primal_out, *operands, rule, index: primal_out,
     family="special",
     doc="output `index` of a tg.custom_vjp function; operands: its residuals then traced args",
+)
+
+
+# Structural zeros: the cotangent of an input no output depends on, a missing
+# tangent. Unlike a zero the user computed, multiplying one by anything is
+# zero (``simplify`` may drop it even when the other factor could be inf).
+def _zeros_impl(shape, dtype):
+    return np.zeros(shape, dtype)
+
+
+register(
+    "zeros", _zeros_impl, abstract=lambda shape, dtype: (shape, dtype),
+    jax=jnp_fn("zeros"),
+    family="special", doc="a structural zero made by a pass (no operands)",
 )

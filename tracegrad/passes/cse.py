@@ -1,0 +1,54 @@
+"""Common-subexpression elimination by hash-consing.
+
+Two nodes are the same computation when they apply the same primitive, with
+equal parameters, to the same operands (after earlier merges). Constants are
+merged by value (bit for bit, so -0.0 and 0.0 stay apart; large arrays only
+when they are the same object). Inputs are never merged.
+"""
+import numpy as np
+
+from ..ir import Graph
+
+_BY_VALUE_LIMIT = 4096  # elements: larger constants are compared by identity
+
+
+def freeze(value):
+    """A hashable stand-in for a parameter value, equal exactly when the values are."""
+    if isinstance(value, np.ndarray):
+        if value.size <= _BY_VALUE_LIMIT:
+            return ("array", value.dtype.str, value.shape, value.tobytes())
+        return ("object", id(value))
+    if isinstance(value, np.generic):
+        return freeze(np.asarray(value))
+    if isinstance(value, float):
+        return ("float", value.hex())  # keeps -0.0 and NaN payloads apart
+    if isinstance(value, dict):
+        return ("dict",) + tuple((k, freeze(v)) for k, v in sorted(value.items()))
+    if isinstance(value, (tuple, list)):
+        return (type(value).__name__,) + tuple(freeze(v) for v in value)
+    if isinstance(value, (int, str, bool, type(None), np.dtype)) or value is Ellipsis:
+        return value
+    return ("object", id(value))
+
+
+def cse(graph: Graph) -> Graph:
+    out = Graph()
+    rename, seen = {}, {}
+    for n, d in graph.nx.nodes(data=True):
+        args = tuple(rename[a] for a in d["args"])
+        if d["op"] != "input":
+            key = (d["op"], args, d["dtype"], d["shape"], freeze(d["params"]))
+            hit = seen.get(key)
+            if hit is not None:
+                rename[n] = hit
+                continue
+            seen[key] = n
+        rename[n] = n
+        out.put(n, d, args)
+    out.inputs = list(graph.inputs)
+    out.outputs = [rename[o] for o in graph.outputs]
+    guards = {}
+    for n, expected in graph.guards:
+        guards.setdefault((rename[n], freeze(expected)), (rename[n], expected))
+    out.guards = list(guards.values())
+    return out

@@ -1,0 +1,181 @@
+"""Algebraic simplification and constant folding, in one forward sweep.
+
+Rewrites keep every node's shape and dtype. IEEE semantics are kept where
+they matter: ``x * 0`` is *not* zero for a zero the program computed (``x``
+may be inf or NaN); it is for a structural zero (the ``zeros`` a pass made
+for a missing cotangent), which stands for "no contribution at all".
+"""
+import numpy as np
+
+from ..ir import REGISTRY, Graph
+
+FOLD_LIMIT = 4096  # largest constant (in elements) folding may create
+
+# Primitives that give structural zeros when operand 0 is one, and, for the
+# bilinear ones, when any operand is.
+_LINEAR_IN_FIRST = {"neg", "reshape", "transpose", "broadcast_to", "sum", "getitem", "cumsum",
+                    "convert", "div", "stop_gradient"}
+_ZERO_IF_ANY = {"mul", "matmul", "einsum"}
+
+
+class _Rewriter:
+    def __init__(self, graph: Graph):
+        self.src_graph = graph
+        self.out = Graph()
+        self.out._next_id = graph._next_id
+        self.rename = {}
+
+    # -- looking at the new graph --------------------------------------------------------
+    def attrs(self, n):
+        return self.out.node(n)
+
+    def const(self, n):
+        d = self.attrs(n)
+        return d["params"]["value"] if d["op"] == "const" else None
+
+    def is_number(self, n, number):
+        value = self.const(n)
+        return (value is not None and value.dtype.kind in "iuf" and value.size > 0
+                and bool(np.all(value == number)))
+
+    def is_zeros(self, n):
+        return self.attrs(n)["op"] == "zeros"
+
+    # -- making nodes ------------------------------------------------------------------------
+    def node(self, op, args, params, shape, dtype, src):
+        return self.out.add_node(op, args, params, shape=shape, dtype=dtype, src=src)
+
+    def zeros(self, d):
+        return self.node("zeros", (), {"shape": d["shape"], "dtype": np.dtype(d["dtype"])},
+                         d["shape"], d["dtype"], d["src"])
+
+    def fit(self, n, d):
+        """Node ``n`` made to have ``d``'s shape and dtype (or None if it cannot)."""
+        a = self.attrs(n)
+        if a["dtype"] != d["dtype"]:
+            if np.can_cast(a["dtype"], d["dtype"], "same_kind"):
+                n = self.node("convert", (n,), {"dtype": np.dtype(d["dtype"])}, a["shape"],
+                              d["dtype"], d["src"])
+            else:
+                return None
+        if self.attrs(n)["shape"] != d["shape"]:
+            try:
+                if np.broadcast_shapes(self.attrs(n)["shape"], d["shape"]) != d["shape"]:
+                    return None
+            except ValueError:
+                return None
+            n = self.node("broadcast_to", (n,), {"shape": d["shape"]}, d["shape"], d["dtype"],
+                          d["src"])
+        return n
+
+    # -- the rules ---------------------------------------------------------------------------
+    def rewrite(self, d, args):
+        """A replacement node id for a node with attributes ``d``, or None."""
+        op, p = d["op"], d["params"]
+        if op in _ZERO_IF_ANY and any(self.is_zeros(a) for a in args):
+            return self.zeros(d)
+        if op in _LINEAR_IN_FIRST and args and self.is_zeros(args[0]):
+            return self.zeros(d)
+        if op == "select" and all(self.is_zeros(a) for a in args[1:]):
+            return self.zeros(d)
+        if op == "concatenate" and all(self.is_zeros(a) for a in args):
+            return self.zeros(d)
+        if op == "add":
+            x, y = args
+            if self.is_zeros(y) or self.is_number(y, 0):
+                return self.fit(x, d)
+            if self.is_zeros(x) or self.is_number(x, 0):
+                return self.fit(y, d)
+        if op == "sub":
+            x, y = args
+            if self.is_zeros(y) or self.is_number(y, 0):
+                return self.fit(x, d)
+            if self.is_zeros(x):
+                y = self.fit(y, d)
+                return None if y is None else self.node("neg", (y,), {}, d["shape"], d["dtype"],
+                                                        d["src"])
+        if op == "mul":
+            x, y = args
+            if self.is_number(y, 1):
+                return self.fit(x, d)
+            if self.is_number(x, 1):
+                return self.fit(y, d)
+        if op == "div" and self.is_number(args[1], 1):
+            return self.fit(args[0], d)
+        if op == "pow":
+            x, y = args
+            if self.is_number(y, 1):
+                return self.fit(x, d)
+            if self.is_number(y, 2) and self.attrs(x)["shape"] == d["shape"]:
+                return self.node("mul", (x, x), {}, d["shape"], d["dtype"], d["src"])
+        if op == "neg" and self.attrs(args[0])["op"] == "neg":
+            return self.attrs(args[0])["args"][0]
+        if op in ("reshape", "broadcast_to") and self.attrs(args[0])["shape"] == d["shape"]:
+            return args[0]
+        if op == "reshape" and self.attrs(args[0])["op"] == "reshape":
+            inner = self.attrs(args[0])["args"][0]
+            if self.attrs(inner)["shape"] == d["shape"]:
+                return inner
+            return self.node("reshape", (inner,), p, d["shape"], d["dtype"], d["src"])
+        if op == "transpose":
+            if p["axes"] == tuple(range(len(p["axes"]))):
+                return args[0]
+            inner = self.attrs(args[0])
+            if inner["op"] == "transpose":
+                axes = tuple(inner["params"]["axes"][a] for a in p["axes"])
+                if axes == tuple(range(len(axes))):
+                    return inner["args"][0]
+                return self.node("transpose", inner["args"], {"axes": axes}, d["shape"],
+                                 d["dtype"], d["src"])
+        if op == "convert" and self.attrs(args[0])["dtype"] == d["dtype"]:
+            return args[0]
+        if op == "sum":
+            return self.sum_of_broadcast(d, args[0])
+        return None
+
+    def sum_of_broadcast(self, d, x):
+        """sum(broadcast_to(s, shape)) of a scalar s is s * count (no big temporary)."""
+        b = self.attrs(x)
+        if b["op"] != "broadcast_to" or self.attrs(b["args"][0])["shape"] != ():
+            return None
+        count = int(np.prod([b["shape"][i] for i in d["params"]["axis"]]))
+        s = b["args"][0]
+        c = self.out.add_const(np.asarray(count, dtype=d["dtype"]), src=d["src"])
+        scaled = self.node("mul", (s, c), {}, (), d["dtype"], d["src"])
+        return self.fit(scaled, d)
+
+    def fold(self, d, args):
+        """Evaluate a node whose operands are all constants, if the result is small."""
+        if not args or d["op"] in ("zeros", "custom_vjp_call"):
+            return None
+        values = [self.const(a) for a in args]
+        if any(v is None for v in values):
+            return None
+        size = int(np.prod(d["shape"]))
+        if size > max(FOLD_LIMIT, max(v.size for v in values)):
+            return None
+        with np.errstate(all="ignore"):
+            value = np.asarray(REGISTRY[d["op"]].impl(*values, **d["params"]))
+        return self.out.add_const(value.astype(d["dtype"], copy=False), src=d["src"])
+
+    # -- the sweep ----------------------------------------------------------------------------
+    def run(self):
+        for n, d in self.src_graph.nx.nodes(data=True):
+            args = tuple(self.rename[a] for a in d["args"])
+            if d["op"] in ("input", "const"):
+                self.rename[n] = self.out.put(n, d, args)
+                continue
+            new = self.rewrite(d, args)
+            if new is None:
+                new = self.fold(d, args)
+            self.rename[n] = new if new is not None else self.out.put(n, d, args)
+        g = self.out
+        g.inputs = list(self.src_graph.inputs)
+        g.outputs = [self.rename[o] for o in self.src_graph.outputs]
+        g.guards = [(self.rename[n], v) for n, v in self.src_graph.guards]
+        return g
+
+
+def simplify(graph: Graph) -> Graph:
+    """A simplified copy of ``graph`` (run ``prune`` afterwards to drop what it bypassed)."""
+    return _Rewriter(graph).run()
