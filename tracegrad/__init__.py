@@ -11,7 +11,7 @@ from . import passes
 from .api import custom_vjp, grad, hessian, jacobian, jvp, stop_gradient, trace, value_and_grad, vjp
 from .errors import RetraceWarning, TraceError
 from .ir import Graph
-from .jit import jit
+from .compiled import jit
 
 __version__ = "0.1.0"
 
