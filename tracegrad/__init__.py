@@ -9,9 +9,9 @@
 """
 from . import passes
 from .api import custom_vjp, grad, hessian, jacobian, jvp, stop_gradient, trace, value_and_grad, vjp
+from .compiled import jit
 from .errors import RetraceWarning, TraceError
 from .ir import Graph
-from .compiled import jit
 
 __version__ = "0.1.0"
 
