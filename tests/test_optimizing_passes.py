@@ -1,0 +1,133 @@
+"""cse and simplify: each checked for the nodes it removes and for unchanged numbers."""
+import numpy as np
+import pytest
+
+import tracegrad as tg
+from tracegrad.passes import adjoint, cse, prune, simplify
+from tracegrad.runtime import run
+
+
+def ops(graph):
+    return sorted(graph.ops())
+
+
+def same_numbers(before, after, *args):
+    for a, b in zip(run(before, list(args)), run(after, list(args))):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_passes_leave_their_argument_unchanged():
+    g = tg.trace(lambda x: np.sin(x) * 1.0 + np.sin(x), np.ones(3))
+    before = str(g)
+    cse(g)
+    simplify(g)
+    prune(g)
+    assert str(g) == before
+
+
+def test_cse_merges_repeated_computations():
+    x = np.linspace(0, 1, 5)
+    g = tg.trace(lambda x: np.sum(np.sin(x) * np.exp(x)) + np.sum(np.sin(x) * np.exp(x)), x)
+    c = prune(cse(g))
+    assert ops(g).count("sin") == 2 and ops(c).count("sin") == 1
+    assert ops(c).count("exp") == 1 and ops(c).count("sum") == 1
+    same_numbers(g, c, x)
+
+
+def test_cse_keeps_inputs_and_different_params_apart():
+    x = np.ones((2, 3))
+    g = tg.trace(lambda a, b: np.sum(a, axis=0) + np.sum(b, axis=0) + np.sum(a, axis=1)[:1], x, x)
+    c = prune(cse(g))
+    assert len(c.inputs) == 2
+    assert ops(c).count("sum") == 3
+
+
+def test_cse_merges_constants_by_value_but_not_signed_zeros():
+    g = tg.trace(lambda x: (x * 2.0 + x * 2.0) + (x * 0.0 + x * -0.0), np.ones(2))
+    c = prune(cse(g))
+    assert ops(c).count("const") == 3  # 2.0 once, 0.0 and -0.0 apart
+    same_numbers(g, c, np.array([-1.0, np.inf]))
+
+
+def test_cse_merges_guards():
+    def f(x):
+        if x.sum() > 0 and x.sum() > 0:
+            return x
+        return -x
+    g = tg.trace(f, np.ones(2))
+    assert len(cse(g).guards) == 1
+
+
+def test_simplify_identities():
+    x = np.array([1.5, -2.0, 3.0])
+
+    def f(x):
+        a = (x * 1.0 + 0.0 - 0.0) / 1.0
+        b = np.negative(np.negative(a))
+        c = np.transpose(np.transpose(b.reshape(3, 1))).reshape(3)
+        return c ** 1.0 + c ** 2.0
+
+    g = tg.trace(f, x)
+    s = prune(simplify(g))
+    assert set(ops(s)) == {"input", "add", "mul"}  # x**2 became x*x
+    same_numbers(g, s, x)
+
+
+def test_simplify_respects_ieee_for_computed_zeros():
+    # 0 * x is NaN for x = inf: a zero the program computed must stay
+    g = tg.trace(lambda x: x * 0.0, np.ones(2))
+    s = prune(simplify(g))
+    assert "mul" in ops(s)
+    np.testing.assert_array_equal(run(s, [np.array([np.inf, 1.0])])[0], [np.nan, 0.0])
+
+
+def test_adjoint_marks_missing_cotangents_as_structural_zeros():
+    g = tg.trace(lambda x, y: np.sum(x * 2.0), np.ones(3), np.ones(4))
+    a = adjoint(g)
+    assert a.op(a.outputs[-1]) == "zeros"  # y does not reach the output
+
+
+def test_simplify_drops_structural_zeros():
+    g = tg.Graph()
+    x = g.add_input((3,), "float64")
+    z = g.add_node("zeros", (), {"shape": (3,), "dtype": np.dtype("float64")},
+                   shape=(3,), dtype="float64")
+    big = g.add_node("exp", (x,), shape=(3,), dtype="float64")
+    prod = g.add_node("mul", (big, z), shape=(3,), dtype="float64")   # structural: 0
+    total = g.add_node("add", (prod, x), shape=(3,), dtype="float64")  # x + 0 -> x
+    g.outputs = [total, g.add_node("sum", (prod,), {"axis": (0,), "keepdims": False},
+                                   shape=(), dtype="float64")]
+    s = prune(simplify(g))
+    assert "exp" not in ops(s) and "mul" not in ops(s)
+    assert s.outputs[0] == x and s.op(s.outputs[1]) == "zeros"
+    x_inf = np.array([np.inf, 1.0, 2.0])  # exp(inf) * 0 would be NaN: structural zeros win
+    out = run(s, [x_inf])
+    np.testing.assert_array_equal(out[0], x_inf)
+    assert out[1] == 0.0
+
+
+def test_simplify_folds_constants():
+    g = tg.trace(lambda x: x * (np.float64(2.0) * np.float64(3.0) + np.ones(3)), np.ones(3))
+    s = prune(simplify(g))
+    assert ops(s) == sorted(["input", "const", "mul"])
+    same_numbers(g, s, np.arange(3.0))
+
+
+def test_simplify_sum_of_broadcast_scalar():
+    g = tg.trace(lambda s: np.sum(np.broadcast_to(s, (4, 5)), axis=(0, 1)), np.float64(1.5))
+    s = prune(simplify(g))
+    assert "broadcast_to" not in ops(s)
+    same_numbers(g, s, np.float64(1.5))
+
+
+@pytest.mark.parametrize("order", [1, 2])
+def test_pipeline_shrinks_derivative_graphs_and_keeps_numbers(order):
+    def f(x):
+        return np.sum(np.sin(x) * np.exp(x) + x ** 2)
+
+    x = np.linspace(-1, 1, 4)
+    fn = tg.grad(f) if order == 1 else tg.hessian(f)
+    g = prune(tg.trace(fn, x))
+    opt = prune(simplify(cse(g)))
+    assert len(opt) < len(g)
+    np.testing.assert_allclose(run(opt, [x])[0], run(g, [x])[0], rtol=1e-14)
