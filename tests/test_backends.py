@@ -81,12 +81,12 @@ def test_generated_source_is_readable_and_in_linecache():
 
 def test_generated_code_reuses_dead_buffers_but_never_a_live_view():
     def f(x):
-        y = np.exp(x)        # a fresh buffer
-        z = y.reshape(2, 3)  # a view of it, still needed below
+        y = np.exp(x)          # a fresh buffer
+        z = y.reshape(64, 64)  # a view of it, still needed below
         w = np.sin(y)        # y's last use: but its memory is z's
         return np.sum(z) + np.sum(w * 2.0)
 
-    x = np.linspace(0, 1, 6)
+    x = np.linspace(0, 1, 4096)  # large enough for reuse to pay
     graph = tg.trace(f, x)
     src = generate(graph).source
     sin_line = next(line for line in src.splitlines() if "_np_sin" in line)

@@ -52,10 +52,21 @@ class Lowered:
 
 
 class _Entry:
-    __slots__ = ("run", "out_tree", "graph", "compiled")
+    __slots__ = ("run", "out_tree", "graph", "compiled", "finish")
 
     def __init__(self, run, out_tree, graph, compiled):
         self.run, self.out_tree, self.graph, self.compiled = run, out_tree, graph, compiled
+        # rebuilding the result's structure, without the general unflatten when it is flat
+        if out_tree.kind == "leaf":
+            self.finish = _first
+        elif out_tree.kind == "tuple" and all(c.kind == "leaf" for c in out_tree.children):
+            self.finish = tuple
+        else:
+            self.finish = functools.partial(unflatten, out_tree)
+
+
+def _first(out):
+    return out[0]
 
 
 class Jitted:
@@ -71,6 +82,9 @@ class Jitted:
                                else tuple(static_argnums))
         self.jax_options = jax_options
         self._cache: dict = {}
+        # Calls whose arguments are all plain ndarrays (the common case) are looked
+        # up by (shape, dtype) alone, skipping the pytree walk.
+        self._fast: dict = {}
         self._traces = 0
 
     # -- calling -----------------------------------------------------------------------
@@ -87,6 +101,20 @@ class Jitted:
         return key, leaves
 
     def __call__(self, *args, **kwargs):
+        if not kwargs:
+            key = []
+            for a in args:
+                if type(a) is not np.ndarray:
+                    break
+                key.append((a.shape, a.dtype))
+            else:
+                for entry in self._fast.get(tuple(key), ()):
+                    out = entry.run(*args)
+                    if out is not GUARD_FAILED:
+                        return entry.finish(out)
+        return self._call_slow(args, kwargs)
+
+    def _call_slow(self, args, kwargs):
         key, leaves = self._split(args, kwargs)
         if any(isinstance(x, Tracer) for x in leaves):
             # inside another transform: trace straight through (the outer
@@ -96,13 +124,15 @@ class Jitted:
         for entry in self._cache.get(key, ()):
             out = entry.run(*arrays)
             if out is not GUARD_FAILED:
-                return unflatten(entry.out_tree, out)
+                return entry.finish(out)
         entry = self._specialize(key, args, kwargs)
+        if not kwargs and not self.static_argnums and all(type(a) is np.ndarray for a in args):
+            self._fast[tuple((a.shape, a.dtype) for a in args)] = self._cache[key]
         out = entry.run(*arrays)
         if out is GUARD_FAILED:
             raise TraceError(f"{self.__name__} takes a different branch each time it is traced "
                              f"on these inputs{_where()}")
-        return unflatten(entry.out_tree, out)
+        return entry.finish(out)
 
     def _specialize(self, key, args, kwargs):
         graph, out_tree = self._trace(args, kwargs)

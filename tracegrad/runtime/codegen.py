@@ -1,10 +1,13 @@
 """NumPy code generation: one Python function per graph, one statement per node.
 
-The generated function calls NumPy directly, with constants and callables
-bound as globals, a ``# file.py:LINE`` comment on every statement, every
-intermediate released right after its last use, and elementwise results
-written into a dead operand's buffer (``out=``) when shapes and dtypes allow.
-The source is registered with ``linecache`` so tracebacks show it.
+The generated function calls NumPy directly: arithmetic as Python operators,
+other ufuncs and reductions through the ufunc objects (``np.add.reduce`` costs
+a third of ``np.sum``), basic indexing as subscripts, constants and callables
+bound as globals and small scalar constants written as literals where that
+keeps NumPy's dtype rules. Every statement carries a ``# file.py:LINE``
+comment, every intermediate is released right after its last use, and a large
+elementwise result is written into a dead operand's buffer (``out=``). The
+source is registered with ``linecache`` so tracebacks show it.
 
 Guards are checked as soon as their value is computed: a graph traced under
 one branch returns ``GUARD_FAILED`` for inputs that take another.
@@ -16,19 +19,22 @@ import linecache
 
 import numpy as np
 
-from ..ir import REGISTRY, Graph
+from ..ir import REGISTRY, Arg, Graph, Slice
 
 GUARD_FAILED = object()
 
-# Primitives whose result is a fresh array this function owns (so a later
-# elementwise op may overwrite it once it is dead). Views (reshape, transpose,
-# basic indexing, broadcast_to) and pass-throughs are not owned.
+# Below this many elements a fresh allocation is cheaper than out='s keyword handling.
+REUSE_MIN_SIZE = 2048
+# Primitives whose result is a fresh array the function owns.
 _FRESH = {"einsum", "matmul", "sum", "prod", "max", "min", "cumsum", "concatenate", "pad",
           "index_update", "inv", "solve", "cholesky", "select"}
 # Primitives whose result may share memory with their first operand.
 _VIEWS = {"reshape", "transpose", "getitem", "broadcast_to", "stop_gradient", "convert",
           "custom_vjp_call"}
-_SAFE_LITERALS = (int, float, bool, str, type(None))
+_OPERATORS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**", "less": "<",
+              "less_equal": "<=", "greater": ">", "greater_equal": ">=", "equal": "==",
+              "not_equal": "!="}
+_REDUCERS = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}
 _counter = itertools.count()
 
 
@@ -46,130 +52,193 @@ class Compiled:
 
 def _literal(value):
     """Python source for a parameter value, or None if it must be bound as a global."""
-    if isinstance(value, _SAFE_LITERALS):
-        return repr(value) if not isinstance(value, float) or np.isfinite(value) else None
-    if isinstance(value, tuple) and type(value) is tuple:
+    if isinstance(value, (bool, int, str, type(None))):
+        return repr(value)
+    if isinstance(value, float):
+        return repr(value) if np.isfinite(value) else None
+    if type(value) is tuple:
         parts = [_literal(v) for v in value]
         if all(p is not None for p in parts):
             return f"({parts[0]},)" if len(parts) == 1 else "(" + ", ".join(parts) + ")"
     return None
 
 
-class _Emitter:
+class _Generator:
     def __init__(self, graph: Graph):
         self.graph = graph
+        self.nodes = graph.nx.nodes
         self.globals: dict = {"GUARD_FAILED": GUARD_FAILED, "np": np}
-        self.lines: list[str] = []
+        self.var: dict = {n: f"x{i}" for i, n in enumerate(graph.inputs)}
+        self.scalar: dict = {}  # const node -> its value, for 0-d constants
+        self.owned: set = set()
+        self.last_use: dict = {}
+        for n in graph:
+            for a in self.nodes[n]["args"]:
+                self.last_use[a] = n
+        self.keep = set(graph.outputs) | {n for n, _ in graph.guards}
+        self.buffer_end = self._buffer_ends()
+
+    def _buffer_ends(self):
+        """For each buffer, the last node that reads it or any view of it. A buffer may be
+        overwritten only there."""
+        root, end = {}, {}
+        for n in self.graph:
+            d = self.nodes[n]
+            root[n] = root.get(d["args"][0], d["args"][0]) if d["op"] in _VIEWS else n
+            r = root[n]
+            last = float("inf") if n in self.keep else self.last_use.get(n, -1)
+            end[r] = max(end.get(r, -1), last)
+        return end
 
     def bind(self, stem, value):
         name = f"_{stem}"
         self.globals[name] = value
         return name
 
+    # -- statements ---------------------------------------------------------------------
+    def generate(self, name):
+        body = []
+        guards_at: dict = {}
+        for k, (n, expected) in enumerate(self.graph.guards):
+            guards_at.setdefault(n, []).append((k, expected))
+        for n in self.graph:
+            d = self.nodes[n]
+            if d["op"] == "const":
+                value = d["params"]["value"]
+                if value.ndim == 0:
+                    self.scalar[n] = value[()]
+                self.var[n] = self.bind(f"c{n}", value[()] if value.ndim == 0 else value)
+            elif d["op"] != "input":
+                comment = f"  # {d['src']}" if d["src"] else ""
+                body.append(f"    v{n} = {self.expression(n, d)}{comment}")
+                self.var[n] = f"v{n}"
+                prim = REGISTRY[d["op"]]
+                if d["op"] in _FRESH or "ufunc" in prim.extra:
+                    self.owned.add(n)
+            for k, expected in guards_at.get(n, ()):
+                body.append(self.guard_line(k, self.var[n], expected))
+            dead = sorted({a for a in d["args"] if self.last_use.get(a) == n
+                           and a not in self.keep and self.var[a].startswith("v")})
+            if dead:
+                body.append("    del " + ", ".join(self.var[a] for a in dead))
+        outs = ", ".join(self.var[o] for o in self.graph.outputs)
+        body.append(f"    return [{outs}]")
+        params = ", ".join(self.var[n] for n in self.graph.inputs)
+        return f"def {name}({params}):\n" + "\n".join(body) + "\n"
+
+    def guard_line(self, k, value_var, expected):
+        if isinstance(expected, (bool, np.bool_)):
+            return f"    if bool({value_var}) is not {bool(expected)}: return GUARD_FAILED"
+        if isinstance(expected, (int, np.integer)):
+            return f"    if int({value_var}) != {int(expected)}: return GUARD_FAILED"
+        ref = self.bind(f"guard{k}", np.asarray(expected))
+        return f"    if not np.array_equal({value_var}, {ref}): return GUARD_FAILED"
+
+    # -- expressions --------------------------------------------------------------------------
+    def expression(self, n, d):
+        op, params = d["op"], d["params"]
+        prim = REGISTRY[op]
+        ufunc = prim.extra.get("ufunc")
+        if ufunc is not None:
+            return self.elementwise(n, d, ufunc)
+        args = [self.var[a] for a in d["args"]]
+        if op in _REDUCERS:
+            fn = self.bind(f"np_{_REDUCERS[op].__name__}_reduce", _REDUCERS[op].reduce)
+            keep = ", None, None, True" if params["keepdims"] else ""
+            return f"{fn}({args[0]}, {_literal(params['axis'])}{keep})"
+        if op == "reshape":
+            return f"{args[0]}.reshape({_literal(params['shape'])})"
+        if op == "transpose":
+            return f"{args[0]}.transpose({_literal(params['axes'])})"
+        if op == "matmul":
+            return f"{args[0]} @ {args[1]}"
+        if op == "getitem" and all(_literal(i) is not None or isinstance(i, (Slice, Arg))
+                                   or i is Ellipsis for i in params["index"]):
+            return f"{args[0]}[{self.index_source(params['index'], args[1:])}]"
+        if op == "einsum":
+            return self.einsum(n, d, args)
+        fn = self.bind(f"impl_{op}", prim.impl)
+        kw = "".join(f", {k}={self.param_source(n, k, v)}" for k, v in params.items())
+        call_args = ", ".join(args)
+        return f"{fn}({call_args}{kw})" if call_args else f"{fn}({kw[2:]})"
+
     def param_source(self, n, key, value):
         lit = _literal(value)
         return lit if lit is not None else self.bind(f"{key}{n}", value)
 
+    def index_source(self, index, operands):
+        parts = []
+        for item in index:
+            if isinstance(item, Slice):
+                bounds = list(item) if item.step is not None else list(item[:2])
+                parts.append(":".join("" if v is None else str(v) for v in bounds))
+            elif isinstance(item, Arg):
+                parts.append(operands[item.k])
+            elif item is Ellipsis:
+                parts.append("...")
+            else:
+                parts.append(repr(item))
+        return ", ".join(parts) if parts else "()"
+
+    def einsum(self, n, d, args):
+        # the contraction order is found once here, not on every call
+        shapes = [self.nodes[a]["shape"] for a in d["args"]]
+        subscripts = d["params"]["subscripts"]
+        if len(args) > 2:
+            stand_ins = [np.empty(s) for s in shapes]
+            path = np.einsum_path(subscripts, *stand_ins, optimize="optimal")[0]
+            return (f"{self.bind('np_einsum', np.einsum)}({subscripts!r}, {', '.join(args)}, "
+                    f"optimize={self.bind(f'path{n}', path)})")
+        return f"{self.bind('np_einsum', np.einsum)}({subscripts!r}, {', '.join(args)})"
+
+    def elementwise(self, n, d, ufunc):
+        operands = [self.operand(a, d) for a in d["args"]]
+        if all(a in self.scalar for a in d["args"]):
+            operands = [self.var[a] for a in d["args"]]  # keep NumPy scalars: NumPy's result
+        out = self.reusable_operand(n, d)
+        symbol = _OPERATORS.get(d["op"])
+        if out is None and symbol is not None:
+            return f"{operands[0]} {symbol} {operands[1]}"
+        if out is None and d["op"] == "neg":
+            return f"-{operands[0]}"
+        fn = self.bind(f"np_{ufunc.__name__}", ufunc)
+        tail = f", out={self.var[d['args'][out]]}" if out is not None else ""
+        return f"{fn}({', '.join(operands)}{tail})"
+
+    def operand(self, a, user):
+        """A 0-d constant as a Python literal when NumPy's weak typing of Python scalars
+        gives the same result dtype as the typed constant; otherwise its variable."""
+        if a not in self.scalar:
+            return self.var[a]
+        value = self.scalar[a]
+        if not isinstance(value, (np.floating, np.integer)) or not np.isfinite(value):
+            return self.var[a]
+        lit = value.item()
+        others = [self.nodes[b]["dtype"] for b in user["args"] if b != a]
+        const_dtype = self.nodes[a]["dtype"]
+        if not others or any(np.result_type(np.dtype(o), lit) != np.result_type(o, const_dtype)
+                             for o in others):
+            return self.var[a]
+        text = repr(lit)
+        return f"({text})" if text.startswith("-") else text
+
+    def reusable_operand(self, n, d):
+        """Position of a dead operand whose buffer can take this elementwise result."""
+        if int(np.prod(d["shape"])) < REUSE_MIN_SIZE:
+            return None  # small (and 0-d, whose results are NumPy scalars): allocate
+        for pos, a in enumerate(d["args"]):
+            src = self.nodes[a]
+            if (a in self.owned and self.buffer_end.get(a) == n
+                    and src["shape"] == d["shape"] and src["dtype"] == d["dtype"]):
+                return pos
+        return None
+
 
 def generate(graph: Graph, name="tracegrad_fn") -> Compiled:
-    e = _Emitter(graph)
-    nodes = graph.nx.nodes
-    var = {n: f"x{i}" for i, n in enumerate(graph.inputs)}
-    last_use = {}
-    for n in graph:
-        for a in nodes[n]["args"]:
-            last_use[a] = n
-    keep = set(graph.outputs)
-    guards_at: dict = {}
-    for k, (n, expected) in enumerate(graph.guards):
-        guards_at.setdefault(n, []).append((k, expected))
-        keep.add(n)
-    owned: set = set()
-    # A buffer may be overwritten only once every view of it is dead too.
-    root = {}
-    for n in graph:
-        d = nodes[n]
-        root[n] = root.get(d["args"][0], d["args"][0]) if d["op"] in _VIEWS else n
-    buffer_end = {}
-    for n in graph:
-        r = root[n]
-        end = float("inf") if n in keep else last_use.get(n, -1)
-        buffer_end[r] = max(buffer_end.get(r, -1), end)
-    e.buffer_end = buffer_end
-
-    body = []
-    for n in graph:
-        d = nodes[n]
-        op = d["op"]
-        if op == "input":
-            pass
-        elif op == "const":
-            value = d["params"]["value"]
-            var[n] = e.bind(f"c{n}", value[()] if value.ndim == 0 else value)
-        else:
-            v = f"v{n}"
-            args = [var[a] for a in d["args"]]
-            expr = _expression(e, n, d, args, owned)
-            comment = f"  # {d['src']}" if d["src"] else ""
-            body.append(f"    {v} = {expr}{comment}")
-            var[n] = v
-            if op in _FRESH or (op in REGISTRY and "ufunc" in REGISTRY[op].extra):
-                owned.add(n)
-        for k, expected in guards_at.get(n, ()):
-            body.append(_guard_line(e, k, var[n], expected))
-        dead = sorted({a for a in d["args"] if last_use.get(a) == n and a not in keep
-                       and var[a].startswith("v")})
-        if dead:
-            body.append("    del " + ", ".join(var[a] for a in dead))
-    outs = ", ".join(var[o] for o in graph.outputs)
-    body.append(f"    return [{outs}]")
-    params = ", ".join(var[n] for n in graph.inputs)
-    source = f"def {name}({params}):\n" + "\n".join(body) + "\n"
+    gen = _Generator(graph)
+    source = gen.generate(name)
     filename = f"<tracegrad-generated-{next(_counter)}>"
     # linecache keeps the source so tracebacks through generated code are readable
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    exec(compile(source, filename, "exec"), e.globals)  # noqa: S102 - our own generated code
-    return Compiled(e.globals[name], source, filename)
-
-
-def _guard_line(e, k, value_var, expected):
-    if isinstance(expected, (bool, np.bool_)):
-        return f"    if bool({value_var}) is not {bool(expected)}: return GUARD_FAILED"
-    if isinstance(expected, (int, np.integer)):
-        return f"    if int({value_var}) != {int(expected)}: return GUARD_FAILED"
-    ref = e.bind(f"guard{k}", np.asarray(expected))
-    return f"    if not np.array_equal({value_var}, {ref}): return GUARD_FAILED"
-
-
-def _expression(e, n, d, args, owned):
-    prim = REGISTRY[d["op"]]
-    params = d["params"]
-    ufunc = prim.extra.get("ufunc")
-    if ufunc is not None:
-        fn = e.bind(f"np_{ufunc.__name__}", ufunc)
-        out = _reusable_operand(e.graph, n, owned, e.buffer_end)
-        call = f"{fn}({', '.join(args)}"
-        if out is not None:
-            call += f", out={args[out]}"
-        return call + ")"
-    emit = prim.extra.get("emit")
-    if emit is not None:
-        return emit(e, n, args, params)
-    fn = e.bind(f"impl_{d['op']}", prim.impl)
-    kw = "".join(f", {k}={e.param_source(n, k, v)}" for k, v in params.items())
-    call_args = ", ".join(args)
-    return f"{fn}({call_args}{kw})" if call_args else f"{fn}({kw[2:]})"
-
-
-def _reusable_operand(graph, n, owned, buffer_end):
-    """Position of a dead operand whose buffer can take this elementwise result."""
-    nodes = graph.nx.nodes
-    d = nodes[n]
-    if not d["shape"]:
-        return None  # 0-d results are NumPy scalars: there is no buffer to write into
-    for pos, a in enumerate(d["args"]):
-        src = nodes[a]
-        if (a in owned and buffer_end.get(a) == n
-                and src["shape"] == d["shape"] and src["dtype"] == d["dtype"]):
-            return pos
-    return None
+    exec(compile(source, filename, "exec"), gen.globals)  # noqa: S102 - our own generated code
+    return Compiled(gen.globals[name], source, filename)
