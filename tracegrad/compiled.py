@@ -9,6 +9,7 @@ new specialisation is cached beside the old ones.
 from __future__ import annotations
 
 import functools
+import gc
 import warnings
 
 import numpy as np
@@ -135,13 +136,22 @@ class Jitted:
         return entry.finish(out)
 
     def _specialize(self, key, args, kwargs):
-        graph, out_tree = self._trace(args, kwargs)
-        graph = optimize(graph)
-        if self.backend == "numpy":
-            compiled = generate(graph, name=_safe_name(self.__name__))
-        else:
-            from .runtime.jax_backend import JaxCompiled
-            compiled = JaxCompiled(graph, **self.jax_options)
+        # Building graphs makes many small long-lived objects: the cyclic garbage
+        # collector would rescan them over and over (compile time quadratic in the
+        # graph size), and there is no cyclic garbage to find here.
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            graph, out_tree = self._trace(args, kwargs)
+            graph = optimize(graph)
+            if self.backend == "numpy":
+                compiled = generate(graph, name=_safe_name(self.__name__))
+            else:
+                from .runtime.jax_backend import JaxCompiled
+                compiled = JaxCompiled(graph, **self.jax_options)
+        finally:
+            if gc_was_enabled:
+                gc.enable()
         entry = _Entry(compiled, out_tree, graph, compiled)
         entries = self._cache.setdefault(key, [])
         entries.insert(0, entry)

@@ -17,6 +17,21 @@ import numpy as np
 from .dtypes import aval_str
 from .printing import format_params
 
+_DTYPE_NAMES: dict = {}
+
+
+def dtype_name(dtype) -> str:
+    """``np.dtype(dtype).name``, memoised (computing it is surprisingly slow)."""
+    try:
+        return _DTYPE_NAMES[dtype]
+    except (KeyError, TypeError):
+        name = np.dtype(dtype).name
+        try:
+            _DTYPE_NAMES[dtype] = name
+        except TypeError:
+            pass
+        return name
+
 
 class Graph:
     def __init__(self):
@@ -30,15 +45,36 @@ class Graph:
         self._next_id = 0
 
     # -- building -----------------------------------------------------------
+    def _insert(self, n, attrs):
+        """Add node ``n`` and its operand edges (keyed and labelled by position).
+
+        This writes the MultiDiGraph's adjacency dicts the way ``add_node`` and
+        ``add_edge`` would, without their per-call overhead, which dominated the
+        cost of building large graphs. ``tests/test_ir.py`` checks the result is
+        the graph the public networkx calls build.
+        """
+        g = self.nx
+        if n in g._node:
+            raise ValueError(f"node {n} is already in the graph")
+        g._node[n] = attrs
+        g._succ[n] = {}
+        pred = g._pred[n] = {}
+        succ = g._succ
+        for pos, a in enumerate(attrs["args"]):
+            keys = pred.get(a)
+            if keys is None:
+                if a not in succ:
+                    raise ValueError(f"operand %{a} of node %{n} is not in the graph")
+                keys = pred[a] = succ[a][n] = {}
+            keys[pos] = {"pos": pos}
+        return n
+
     def add_node(self, op, args=(), params=None, *, shape, dtype, src=None) -> int:
         n = self._next_id
         self._next_id += 1
-        args = tuple(args)
-        self.nx.add_node(n, op=op, args=args, shape=tuple(shape),
-                         dtype=np.dtype(dtype).name, params=params or {}, src=src)
-        for pos, a in enumerate(args):
-            self.nx.add_edge(a, n, key=pos, pos=pos)
-        return n
+        return self._insert(n, {"op": op, "args": tuple(args), "shape": tuple(shape),
+                                "dtype": dtype_name(dtype), "params": params or {},
+                                "src": src})
 
     def put(self, n, attrs: dict, args=None) -> int:
         """Insert node ``n`` with ``attrs`` (a copy of another graph's node; passes use it
@@ -46,11 +82,8 @@ class Graph:
         attrs = dict(attrs)
         if args is not None:
             attrs["args"] = tuple(args)
-        self.nx.add_node(n, **attrs)
-        for pos, a in enumerate(attrs["args"]):
-            self.nx.add_edge(a, n, key=pos, pos=pos)
         self._next_id = max(self._next_id, n + 1)
-        return n
+        return self._insert(n, attrs)
 
     def add_input(self, shape, dtype, src=None) -> int:
         n = self.add_node("input", (), {"index": len(self.inputs)}, shape=shape, dtype=dtype, src=src)
@@ -149,9 +182,7 @@ class Graph:
         g._next_id = self._next_id
         for n, d in self.nx.nodes(data=True):
             if keep is None or n in keep:
-                g.nx.add_node(n, **d)
-                for pos, a in enumerate(d["args"]):
-                    g.nx.add_edge(a, n, key=pos, pos=pos)
+                g._insert(n, dict(d))
         g.inputs = list(self.inputs)
         g.outputs = list(outputs)
         g.guards = [(n, v) for n, v in self.guards if keep is None or n in keep]
