@@ -215,3 +215,19 @@ def test_sharded_gradient_on_four_cpu_devices():
 def test_bad_backend_is_a_clear_error():
     with pytest.raises(tg.TraceError, match="backend"):
         tg.jit(lambda x: x, backend="torch")
+
+
+def test_without_jax_numpy_backend_works_and_jax_backend_says_how_to_install():
+    code = textwrap.dedent("""
+        import sys
+        sys.modules["jax"] = None  # as if JAX were not installed
+        import numpy as np, tracegrad as tg
+        assert tg.jit(tg.grad(lambda x: np.sum(x * x)))(np.ones(2))[0] == 2.0
+        try:
+            tg.jit(lambda x: x, backend="jax")(np.ones(2))
+        except tg.TraceError as e:
+            print(e)
+    """)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=300)
+    assert 'pip install "tracegrad[jax]"' in result.stdout, result.stderr
