@@ -18,7 +18,7 @@ from .errors import TraceError
 from .ir import REGISTRY, Aval, Graph, apply
 from .ir.dtypes import is_float
 from .runtime import run
-from .tracer import Tracer, coerce, flatten, new_trace, replay, unflatten, user_src
+from .tracer import Tracer, coerce, flatten, new_trace, replay, unflatten, user_src, where
 from .tracer.core import _stack
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "trace",
@@ -56,7 +56,7 @@ def _leaf_aval(x, src, differentiable):
             arr = np.asarray(x)
         except Exception:
             arr = np.asarray(None, dtype=object)
-        if arr.dtype == object:
+        if arr.dtype.kind not in "biufc":
             raise TraceError(f"arguments must be arrays, Python numbers, or tuples/lists/dicts "
                              f"of them; got {type(x).__name__}{_at(src)}")
         aval = Aval(arr.shape, arr.dtype)
@@ -117,7 +117,7 @@ class _Traced:
             arr = np.asarray(x)
         except Exception:
             arr = np.asarray(None, dtype=object)
-        if arr.dtype == object:
+        if arr.dtype.kind not in "biufc":
             raise TraceError(f"outputs must be arrays, Python numbers, or tuples/lists/dicts "
                              f"of them; got {type(x).__name__}{_at(self.src)}")
         return trace.const(arr)
@@ -418,12 +418,15 @@ class _CustomRule:
         # Traced leaves travel as node operands; the rest is kept here by value.
         self.res_static = [None if isinstance(r, Tracer) else r for r in res_leaves]
         self.arg_traced = [isinstance(a, Tracer) for a in arg_leaves]
+        self.arg_shapes = [tuple(np.shape(a)) for a in arg_leaves]
         self.n_res = sum(isinstance(r, Tracer) for r in res_leaves)
 
     def __repr__(self):
         return f"custom_vjp({self.name})"
 
     def backward(self, g, index, operands):
+        """One cotangent per operand of the node: ``None`` for each residual (``bwd``
+        replaces their derivative), then the user's cotangents for the traced args."""
         it = iter(operands[:self.n_res])
         res = unflatten(self.res_tree, [next(it) if s is None else s for s in self.res_static])
         cts = [g if k == index else np.zeros(shape, dtype)
@@ -433,11 +436,25 @@ class _CustomRule:
         if not isinstance(result, (tuple, list)) or len(result) != n_args:
             raise TraceError(f"the bwd rule of custom_vjp function {self.name} must return a "
                              f"tuple with one cotangent per argument ({n_args}), got "
-                             f"{type(result).__name__}")
+                             f"{type(result).__name__}{where()}")
         leaves = []
-        for ct, sub in zip(result, self.arg_tree.children):
-            leaves.extend([None] * sub.num_leaves if ct is None else flatten(ct)[0])
-        return [ct for ct, traced in zip(leaves, self.arg_traced) if traced]
+        for k, (ct, sub) in enumerate(zip(result, self.arg_tree.children)):
+            if ct is None:
+                leaves.extend([None] * sub.num_leaves)
+                continue
+            ct_leaves, ct_tree = flatten(ct)
+            if ct_tree != sub:
+                raise TraceError(f"the bwd rule of custom_vjp function {self.name} returned a "
+                                 f"cotangent of structure {ct_tree!r} for argument {k}, which has "
+                                 f"structure {sub!r}{where()}")
+            leaves.extend(ct_leaves)
+        for ct, shape in zip(leaves, self.arg_shapes):
+            if ct is not None and tuple(np.shape(ct)) != shape:
+                raise TraceError(f"the bwd rule of custom_vjp function {self.name} returned a "
+                                 f"cotangent of shape {tuple(np.shape(ct))} for an argument of "
+                                 f"shape {shape}: each cotangent must have its argument's shape"
+                                 f"{where()}")
+        return [None] * self.n_res + [ct for ct, traced in zip(leaves, self.arg_traced) if traced]
 
 
 class custom_vjp:
