@@ -13,6 +13,7 @@ inner graph, so derivatives with respect to it are not lost.
 """
 from __future__ import annotations
 
+import dis
 from contextlib import contextmanager
 
 import numpy as np
@@ -20,14 +21,44 @@ import numpy as np
 from ..errors import TraceError
 from ..ir import REGISTRY, Aval, Graph
 from ..ir import registry as _registry
-from .source import source_override, user_src, where
+from .source import source_override, user_frame, user_src, where
 
 _stack: list[Trace] = []
 
-_LOST = ("{what} on a traced value would lose its gradient: tracegrad needs the value to "
-         "stay an array it can follow. Keep computing with the array itself (x * 2.0, "
-         "np.where(x > 0, ...)); wrap it in tg.stop_gradient(...) first if no gradient "
-         "should flow through it{at}")
+_LOST = ("{what} would lose its gradient: tracegrad can only follow a traced value while it "
+         "stays an array. {instead}{at}")
+_KEEP_TRACED = ("Keep computing with the array itself (x * 2.0, np.where(x > 0, ...)); wrap it "
+                "in tg.stop_gradient(...) first if no gradient should flow through it")
+_STORE = ("Writing a traced value into a plain NumPy array (z[...] = t, where z came from "
+          "np.zeros or another non-traced array)")
+_BUILD_TRACED = ("Start from a traced array instead (z = np.zeros_like(x) follows x, so "
+                 "z[...] = t is recorded), or build the result with np.stack([...]) or "
+                 "np.array([...])")
+_STORE_SUBSCR = dis.opmap["STORE_SUBSCR"]
+
+
+def _user_is_storing_item():
+    """True while the user's line runs ``z[...] = value``: NumPy converts the value
+    (float() or __array__) from inside that store, so this is how we tell the user what
+    really happened rather than blaming a float() they never wrote."""
+    frame = user_frame()
+    if frame is None or frame.f_lasti < 0:
+        return False
+    code = frame.f_code.co_code
+    return frame.f_lasti < len(code) and code[frame.f_lasti] == _STORE_SUBSCR
+
+
+def lost_gradient(what):
+    """The error for a conversion that would drop a traced value's gradient."""
+    if _user_is_storing_item():
+        return TraceError(_LOST.format(what=_STORE, instead=_BUILD_TRACED, at=where()))
+    return TraceError(_LOST.format(what=f"{what} on a traced value", instead=_KEEP_TRACED,
+                                   at=where()))
+
+
+_ESCAPED = ("a traced value escaped the function that made it (was it stored in a global, "
+            "or returned through has_aux, and used after the transform finished?). Return "
+            "it from the function instead, or compute with the transform's results")
 
 
 class Trace:
@@ -77,9 +108,7 @@ class Trace:
             if isinstance(a, Tracer):
                 if a._trace is not self:
                     if not a._trace.active:
-                        raise TraceError("a traced value escaped the function that made it "
-                                         "(was it stored in a global or returned through "
-                                         f"has_aux and used later?){where()}")
+                        raise TraceError(f"{_ESCAPED}{where()}")
                     a = self.lift(a)
             else:
                 a = self.const(_as_const(a, tracer_dtypes))
@@ -141,6 +170,8 @@ def bind(name, *args, **params):
             top = a._trace
     if top is None:
         return prim.impl(*args, **params)
+    if not top.active:
+        raise TraceError(f"{_ESCAPED}{where()}")
     return top.add(prim, args, params)
 
 
@@ -174,10 +205,15 @@ def _guard_holds(value, expected):
     return np.array_equal(np.asarray(value), np.asarray(expected))
 
 
+def _short(value):
+    value = np.asarray(value)
+    return repr(value.item()) if value.size == 1 else np.array2string(value, threshold=8)
+
+
 def guard_failure_message(graph, n, expected, value):
     src = graph.node(n)["src"]
     return (f"these inputs take a different branch than the traced ones: the condition "
-            f"at {src} was {expected!r} when traced and is now {np.asarray(value)!r}. "
+            f"at {src} was {_short(expected)} when traced and is now {_short(value)}. "
             "Trace the function again for these inputs (tg.trace / a transform call "
             "retraces; a saved graph does not)")
 
@@ -241,19 +277,19 @@ class Tracer:
         return value
 
     def __float__(self):
-        raise TraceError(_LOST.format(what="float()", at=where()))
+        raise lost_gradient("float()")
 
     def __int__(self):
-        raise TraceError(_LOST.format(what="int()", at=where()))
+        raise lost_gradient("int()")
 
     def __complex__(self):
-        raise TraceError(_LOST.format(what="complex()", at=where()))
+        raise lost_gradient("complex()")
 
     def item(self, *args):
-        raise TraceError(_LOST.format(what=".item()", at=where()))
+        raise lost_gradient(".item()")
 
     def tolist(self):
-        raise TraceError(_LOST.format(what=".tolist()", at=where()))
+        raise lost_gradient(".tolist()")
 
     def __array__(self, dtype=None, copy=None):
         # NumPy asks for this when it builds an array from a list holding
@@ -262,8 +298,7 @@ class Tracer:
         # back into one traced array. A numeric dtype means the value would
         # be written into a plain ndarray, losing the gradient.
         if dtype is not None and np.dtype(dtype) != object:
-            raise TraceError(_LOST.format(what="Converting to a NumPy array (or writing into "
-                                               "a plain ndarray)", at=where()))
+            raise lost_gradient(f"Converting to a NumPy array of dtype {np.dtype(dtype).name}")
         box = np.empty((), dtype=object)
         box[()] = self
         return box

@@ -83,7 +83,9 @@ def dtype_of(x):
 def _reject(fn_name, **kwargs):
     for k, v in kwargs.items():
         if v is not None and v is not np._NoValue:
-            raise TraceError(f"{fn_name}(..., {k}=...) is not supported on traced values"
+            hint = ": tracegrad records functional operations; assign the result instead" \
+                if k == "out" else ""
+            raise TraceError(f"{fn_name}(..., {k}=...) is not supported on traced values{hint}"
                              f"{where()}")
 
 
@@ -198,9 +200,15 @@ def handle_ufunc(ufunc, method, inputs, kwargs):
     inputs = tuple(coerce(x) for x in inputs)
     out = kwargs.pop("out", None)
     if out is not None and builtins.any(o is not None for o in out):
+        if builtins.any(o is not None and not isinstance(o, Tracer) for o in out):
+            # z += t with z a plain ndarray arrives here as np.add(z, t, out=(z,))
+            raise TraceError(f"np.{ufunc.__name__}(..., out=z) would write a traced value into "
+                             f"the plain NumPy array z and lose its gradient (z += t on a plain "
+                             f"ndarray does this): write z = z + t, or start from a traced "
+                             f"array (z = np.zeros_like(x)){where()}")
         raise TraceError(f"np.{ufunc.__name__}(..., out=...) is not supported on traced values: "
                          f"tracegrad records functional operations; assign the result "
-                         f"instead{where()}")
+                         f"instead (y = np.{ufunc.__name__}(...)){where()}")
     where_ = kwargs.pop("where", True)
     if where_ is not True:
         raise TraceError(f"np.{ufunc.__name__}(..., where=...) is not supported on traced "
