@@ -6,8 +6,8 @@ they record ordinary nodes: the result is a plain graph that this same pass
 can differentiate again (``adjoint(adjoint(g))`` gives second derivatives).
 """
 from ..ir import REGISTRY, Graph
-from ..tracer import new_trace, replay, source_override
-from .common import abstract_inputs, carries_gradient, finish, fit, zeros
+from ..tracer import new_trace, replay
+from .common import abstract_inputs, at_node, carries_gradient, finish, fit, zeros
 
 
 def adjoint(graph: Graph, seeds=None) -> Graph:
@@ -43,7 +43,7 @@ def adjoint(graph: Graph, seeds=None) -> Graph:
                 continue
             prim = REGISTRY[d["op"]]
             args = d["args"]
-            with source_override(d["src"]):
+            with at_node(d):
                 arg_cts = prim.vjp(cts.pop(n), env[n], *(env[a] for a in args), **d["params"])
                 for a, ct in zip(args, arg_cts):
                     if ct is not None and flows[a]:

@@ -1,11 +1,13 @@
 """Small pieces the derivative passes share."""
+from contextlib import contextmanager
+
 import numpy as np
 
 from ..errors import TraceError
 from ..ir import REGISTRY, Aval, Graph
 from ..ir.dtypes import is_float
 from ..ir.prims.util import unbroadcast
-from ..tracer import Tracer
+from ..tracer import Tracer, source_override, where
 
 
 def abstract_inputs(trace, graph: Graph, nodes):
@@ -60,3 +62,16 @@ def finish(trace, outputs) -> Graph:
     graph = trace.graph
     graph.outputs = [(v if isinstance(v, Tracer) else trace.const(v))._node for v in outputs]
     return graph
+
+
+@contextmanager
+def at_node(d):
+    """Run a node's derivative rule: new nodes take the forward node's source line, and
+    an error the rule raises names that line if it does not name one already."""
+    with source_override(d["src"]):
+        try:
+            yield
+        except TraceError as e:
+            if d["src"] and " (at " not in str(e):
+                raise TraceError(f"{e}{where(d['src'])}") from None
+            raise

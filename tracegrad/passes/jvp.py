@@ -1,8 +1,8 @@
 """Forward mode as a graph-to-graph pass: every node's JVP rule, in program order."""
 from ..ir import REGISTRY, Graph
 from ..ir.dtypes import is_float
-from ..tracer import new_trace, replay, source_override
-from .common import abstract_inputs, finish, fit, zeros
+from ..tracer import new_trace, replay
+from .common import abstract_inputs, at_node, finish, fit, zeros
 
 
 def jvp(graph: Graph) -> Graph:
@@ -26,7 +26,7 @@ def jvp(graph: Graph) -> Graph:
                             for i, a in enumerate(d["args"])]
             if prim.jvp is None or all(t is None for t in arg_tangents):
                 continue
-            with source_override(d["src"]):
+            with at_node(d):
                 t = prim.jvp(arg_tangents, env[n], *(env[a] for a in d["args"]), **d["params"])
                 if t is not None:
                     tangents[n] = fit(t, d["shape"], d["dtype"])
