@@ -449,12 +449,22 @@ class _CustomRule:
                                  f"structure {sub!r}{where()}")
             leaves.extend(ct_leaves)
         for ct, shape in zip(leaves, self.arg_shapes):
-            if ct is not None and tuple(np.shape(ct)) != shape:
+            if ct is not None and not _fits(tuple(np.shape(ct)), shape):
                 raise TraceError(f"the bwd rule of custom_vjp function {self.name} returned a "
                                  f"cotangent of shape {tuple(np.shape(ct))} for an argument of "
                                  f"shape {shape}: each cotangent must have its argument's shape"
                                  f"{where()}")
         return [None] * self.n_res + [ct for ct, traced in zip(leaves, self.arg_traced) if traced]
+
+
+def _fits(ct_shape, shape):
+    """A cotangent of ``ct_shape`` can stand for an argument of ``shape``: equal, or one
+    broadcast from the other (the adjoint pass sums or broadcasts it into place)."""
+    try:
+        joint = np.broadcast_shapes(ct_shape, shape)
+    except ValueError:
+        return False
+    return joint in (ct_shape, shape)
 
 
 class custom_vjp:
