@@ -8,6 +8,7 @@ import numpy as np
 from . import numpy_api as api
 from .core import Tracer
 from .indexing import getitem, setitem
+from .source import where
 
 
 def _binary(ufunc):
@@ -88,3 +89,17 @@ Tracer.argmin = lambda self, axis=None, out=None, keepdims=False: api.argmin(
     self, axis, out, keepdims=keepdims)
 Tracer.cumsum = lambda self, axis=None, dtype=None, out=None: api.cumsum(self, axis, dtype, out)
 Tracer.nonzero = lambda self: api.nonzero(self)
+Tracer.any = lambda self, axis=None, out=None, keepdims=False: api.any(self, axis, out, keepdims)
+Tracer.all = lambda self, axis=None, out=None, keepdims=False: api.all(self, axis, out, keepdims)
+
+
+def _missing_attribute(self, name):
+    # An AttributeError still (hasattr() must keep working), but one that tells the
+    # user this is an ndarray feature tracegrad does not trace, and where they used it.
+    if not name.startswith("__") and hasattr(np.ndarray, name):
+        raise AttributeError(f"ndarray.{name} is not supported on traced values by tracegrad"
+                             f"{where()}")
+    raise AttributeError(f"'Tracer' object has no attribute {name!r}")
+
+
+Tracer.__getattr__ = _missing_attribute

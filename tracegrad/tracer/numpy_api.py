@@ -330,6 +330,24 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     return apply("sqrt", var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims))
 
 
+def _truth_count(a, axis, keepdims):
+    """How many entries along ``axis`` are true (an integer array, no gradient)."""
+    a = coerce(a)
+    return _reduction("sum", astype(a, bool), axis, keepdims, np.int64)
+
+
+@implements(np.any)
+def any(a, axis=None, out=None, keepdims=False, *, where=None):  # noqa: A001
+    _reject("np.any", out=out, where=where)
+    return apply("greater", _truth_count(a, axis, keepdims), 0)
+
+
+@implements(np.all)
+def all(a, axis=None, out=None, keepdims=False, *, where=None):  # noqa: A001
+    _reject("np.all", out=out, where=where)
+    return apply("equal", _truth_count(apply("logical_not", coerce(a)), axis, keepdims), 0)
+
+
 @implements(np.cumsum)
 def cumsum(a, axis=None, dtype=None, out=None):
     _reject("np.cumsum", out=out)
