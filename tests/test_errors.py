@@ -293,3 +293,14 @@ def test_custom_vjp_errors():
     f_fwd_only.defvjp(lambda x: (x, None), lambda res, g: (g,))
     expect_error(lambda: tg.jvp(lambda x: f_fwd_only(x) * 2.0, (V,), (V,)),
                  "f_fwd_only(x) * 2.0", "forward mode", "f_fwd_only")
+
+
+def test_ndarray_attribute_that_is_not_traced():
+    with pytest.raises(AttributeError) as info:      # hasattr() keeps working
+        tg.grad(lambda x: np.sum(x.real))(V)  # NOT_TRACED_ATTRIBUTE
+    msg = str(info.value)
+    assert "ndarray.real is not supported on traced values" in msg
+    assert f"test_errors.py:{line_of('NOT_TRACED_ATTRIBUTE')}" in msg
+    seen = []
+    tg.grad(lambda x: (seen.append(hasattr(x, "real")), np.sum(x))[1])(V)
+    assert seen == [False]

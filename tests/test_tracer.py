@@ -1,0 +1,221 @@
+"""What tracing records: nodes, operands, source lines, dtypes, guards and captured values."""
+import inspect
+
+import networkx as nx
+import numpy as np
+import pytest
+
+import tracegrad as tg
+from tracegrad.tracer import Tracer
+
+V = np.array([0.5, -1.0, 2.0])
+M = np.arange(6.0).reshape(2, 3) / 7.0
+
+
+def line_of(fn, offset):
+    """``file:line`` of the line ``offset`` lines below ``fn``'s ``def``."""
+    return f"test_tracer.py:{inspect.getsourcelines(fn)[1] + offset}"
+
+
+# -- the graph a trace records ------------------------------------------------------------------
+def test_node_attributes_follow_the_ir_contract():
+    def f(x, w):
+        h = np.tanh(x @ w)
+        return np.sum(h * 2.0)
+
+    g = tg.trace(f, M, np.ones((3, 2)))
+    assert len(g.inputs) == 2 and len(g.outputs) == 1
+    for n, d in g.nx.nodes(data=True):
+        assert set(d) >= {"op", "shape", "dtype", "params", "src"}
+        assert isinstance(d["op"], str) and isinstance(d["shape"], tuple)
+        assert isinstance(d["dtype"], str) and isinstance(d["params"], dict)
+        for pos, a in enumerate(g.args(n)):
+            assert any(e["pos"] == pos for e in g.nx.get_edge_data(a, n).values())
+    assert [g.op(n) for n in g.inputs] == ["input", "input"]
+    assert g.node(g.inputs[1])["shape"] == (3, 2) and g.node(g.inputs[1])["dtype"] == "float64"
+    ops = g.ops()
+    assert ops.count("const") == 1 and {"matmul", "tanh", "mul", "sum"} <= set(ops)
+    out = g.node(g.outputs[0])
+    assert out["op"] == "sum" and out["shape"] == () and out["params"]["axis"] == (0, 1)
+    assert nx.is_directed_acyclic_graph(g.nx)
+    assert g(M, np.ones((3, 2))) == f(M, np.ones((3, 2)))
+
+
+def test_repeated_operand_keeps_both_edges_in_order():
+    g = tg.trace(lambda x, y: x * x - y / x, V, V + 1)
+    x, y = g.inputs
+    sq = next(n for n in g if g.op(n) == "mul")
+    assert g.args(sq) == (x, x)
+    assert sorted(e["pos"] for e in g.nx.get_edge_data(x, sq).values()) == [0, 1]
+    div = next(n for n in g if g.op(n) == "div")
+    assert g.args(div) == (y, x)
+
+
+def test_tracing_records_every_operation_without_merging():
+    g = tg.trace(lambda x: np.sin(x) + np.sin(x), V)
+    assert g.ops().count("sin") == 2
+    g = tg.trace(lambda x: x * 2.0 + x * 2.0, V)
+    assert g.ops().count("mul") == 2
+
+
+def test_every_node_records_the_users_line():
+    def helper(a):
+        return np.exp(a) * 3.0      # offset 1 from helper's def
+
+    def f(x):
+        y = helper(x)               # offset 1 from f's def: helper's nodes keep their line
+        m = np.mean(y)              # offset 2: composites (sum, div) all point here
+        return m + np.var(x)        # offset 3
+
+    g = tg.trace(f, V)
+    by_op = {}
+    for d in g.nx.nodes.values():
+        by_op.setdefault(d["op"], set()).add(d["src"])
+    assert by_op["exp"] == {line_of(helper, 1)}
+    assert line_of(f, 2) in by_op["sum"] and line_of(f, 2) in by_op["div"]
+    assert line_of(f, 3) in by_op["add"]
+    assert all(src and src.startswith("test_tracer.py:") for src in
+               (d["src"] for n, d in g.nx.nodes(data=True) if d["op"] != "input"))
+    text = str(g)
+    assert f"# {line_of(helper, 1)}" in text
+
+
+def test_derived_graphs_point_at_forward_lines():
+    def f(x):
+        return np.sum(np.sin(x) ** 2)   # offset 1
+
+    call_line = f"test_tracer.py:{inspect.currentframe().f_lineno + 2}"
+    for graph in (tg.trace(tg.grad(f), V), tg.passes.adjoint(tg.trace(f, V)),
+                  tg.passes.jvp(tg.trace(f, V)), tg.trace(tg.hessian(f), V)):
+        srcs = {d["src"] for n, d in graph.nx.nodes(data=True) if d["op"] != "input"}
+        # the Jacobian's rows are stacked by tg.hessian itself, at the line that calls it
+        stacking = {d["op"] for n, d in graph.nx.nodes(data=True)
+                    if d["src"] == call_line and d["op"] != "input"}
+        assert stacking <= {"reshape", "concatenate"}, str(graph)
+        assert srcs - {call_line} == {line_of(f, 1)}, str(graph)
+
+
+def test_pytree_leaves_become_inputs_and_outputs_in_order():
+    def f(p, xs):
+        return {"z": p["b"] * xs[0], "a": (p["a"] + xs[1],)}
+
+    g = tg.trace(f, {"b": V, "a": 1.5}, [V, np.float32(2)])
+    shapes = [(g.node(n)["shape"], g.node(n)["dtype"]) for n in g.inputs]
+    # dict keys sorted, as in JAX: a, b, then the list
+    assert shapes == [((), "float64"), ((3,), "float64"), ((3,), "float64"), ((), "float32")]
+    outs = g(1.5, V, V, np.float32(2))
+    assert len(outs) == 2
+    np.testing.assert_allclose(outs[0], 1.5 + 2.0)          # "a" comes first
+    np.testing.assert_allclose(outs[1], V * V)
+
+
+# -- values while tracing --------------------------------------------------------------------------
+def test_tracers_carry_concrete_values_and_array_attributes():
+    seen = {}
+
+    def f(x):
+        seen["type"] = type(x)
+        seen["attrs"] = (x.shape, x.ndim, x.size, x.dtype, len(x))
+        seen["rows"] = [type(r) for r in x]
+        seen["cmp"] = (x > 0).dtype
+        return np.sum(x)
+
+    tg.grad(f)(M)
+    assert seen["type"] is Tracer
+    assert seen["attrs"] == ((2, 3), 2, 6, np.dtype(np.float64), 2)
+    assert seen["rows"] == [Tracer, Tracer]
+    assert seen["cmp"] == np.bool_
+
+
+def test_result_dtypes_follow_numpy():
+    cases = [
+        lambda x: x / 2, lambda x: x // 2, np.sin, lambda x: x.astype(np.float32) * 2.0,
+        lambda x: x.astype(np.float32) * np.ones(3), lambda x: x * 2.5, np.mean,
+        lambda x: np.sum(x > 0), lambda x: x.astype(np.float32) ** 2, lambda x: x ** 2,
+        lambda x: np.var(x.astype(np.float32)), lambda x: np.where(x > 0, x.astype(np.float32), 0),
+        lambda x: np.clip(x.astype(np.float32), 0, 1.5), lambda x: np.cumsum(x > 0), np.std,
+        lambda x: np.linalg.norm(x.astype(np.float32)), lambda x: (x > 0) & (x < 2),
+        lambda x: np.any(x > 1), lambda x: np.all(x > -1, axis=0),
+    ]
+    x = np.arange(3)
+    for fn in cases:
+        got, want = tg.trace(fn, x)(x), fn(x)
+        assert np.asarray(got).dtype == np.asarray(want).dtype, inspect.getsource(fn)
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_arrays_built_from_traced_values():
+    def f(a):
+        rows = [[a[0], 1.0], [a[1] * a[2], a[0] ** 2]]
+        m = np.array(rows)                  # NumPy builds an object array of tracers
+        v = np.asarray((a[2], a[1]))
+        return np.sum(m @ v)
+
+    # sum(m @ v) = a0 a2 + a1 + a1 a2^2 + a0^2 a1
+    a0, a1, a2 = V
+    expected = [a2 + 2 * a0 * a1, 1 + a2 ** 2 + a0 ** 2, a0 + 2 * a1 * a2]
+    np.testing.assert_allclose(tg.grad(f)(V), expected, rtol=1e-12)
+
+
+def test_indexed_assignment_is_a_functional_update():
+    seen = {}
+
+    def f(x):
+        z = x * 1.0
+        before = z
+        node_before = z._node
+        z[1] = 7.0
+        seen["renamed"] = z._node != node_before and before is z
+        x[0] = 0.0                      # assigning into the input tracer
+        return np.sum(z * x)
+
+    x = V.copy()
+    g = tg.grad(f)(x)
+    np.testing.assert_array_equal(x, V)             # the caller's array is untouched
+    assert seen["renamed"]
+    np.testing.assert_allclose(g, [0.0, 7.0, 2 * V[2]])
+    ops = tg.trace(f, V).ops()
+    assert ops.count("index_update") == 2
+
+
+# -- guards ---------------------------------------------------------------------------------------
+def test_guards_for_branches_indices_and_masks():
+    def f(x):
+        total = np.sum(x)
+        if total > 0:                        # bool()
+            total = total * 2.0
+        k = np.argmax(x)                     # a traced integer used as a Python int
+        picked = np.sum(x[:k + 1])
+        positives = x[x > 0]                 # a boolean mask
+        return total + picked + np.sum(positives)
+
+    g = tg.trace(f, V)
+    kinds = [(g.node(n)["op"], np.asarray(v).dtype.kind) for n, v in g.guards]
+    assert ("greater", "b") in kinds
+    assert ("add", "i") in kinds            # the guard is on k + 1
+    assert sum(op == "greater" for op, _ in kinds) == 2
+    np.testing.assert_allclose(g(V * 2), f(V * 2))
+    with pytest.raises(tg.TraceError, match="different branch"):
+        g(-V)
+
+
+# -- values captured from an enclosing transform ------------------------------------------------
+def test_closure_captures_outer_value_as_extra_input():
+    def outer(a):
+        inner = lambda x: np.sum(np.sin(a * x))
+        return tg.grad(inner)(V)[0]
+
+    # d/da of cos(a * v0) * a = cos(a v0) - a v0 sin(a v0)
+    a = 0.7
+    got = tg.grad(outer)(a)
+    np.testing.assert_allclose(got, np.cos(a * V[0]) - a * V[0] * np.sin(a * V[0]), rtol=1e-12)
+    # a graph cannot hold an outer trace's value: tg.trace says so instead of baking it in
+    with pytest.raises(tg.TraceError, match="closes over"):
+        tg.grad(lambda b: np.sum(tg.trace(lambda x: x * b, V)(V)))(1.0)
+
+
+def test_python_scalars_are_weakly_typed():
+    x32 = V.astype(np.float32)
+    g = tg.trace(lambda x: x * 2.0 + 1 - x / 3.0, x32)
+    assert {g.node(n)["dtype"] for n in g} == {"float32"}
+    assert tg.grad(lambda x: np.sum(x * 2.0))(x32).dtype == np.float32
