@@ -47,7 +47,7 @@ def _argnums(argnums, nargs, src, fun):
     return tuple(i % nargs for i in nums), single
 
 
-def _leaf_aval(x, src, differentiable):
+def _leaf_aval(x, src, differentiable, skip_hint="leave it out of argnums"):
     """The aval of argument leaf ``x``; gradients need floating-point leaves."""
     if isinstance(x, Tracer):
         aval = Aval(x.shape, x.dtype)
@@ -63,8 +63,8 @@ def _leaf_aval(x, src, differentiable):
     if differentiable and not is_float(aval.dtype):
         raise TraceError(f"cannot differentiate with respect to an argument of dtype "
                          f"{aval.dtype.name}: only floating-point inputs have gradients. "
-                         f"Pass it as a float (e.g. np.asarray(x, dtype=float)) or leave it "
-                         f"out of argnums{_at(src)}")
+                         f"Pass it as a float (e.g. np.asarray(x, dtype=float)) or "
+                         f"{skip_hint}{_at(src)}")
     if differentiable and aval.dtype.kind == "c":
         raise TraceError(f"differentiating with respect to complex inputs is not supported "
                          f"yet{_at(src)}")
@@ -75,14 +75,14 @@ class _Traced:
     """A function traced at some arguments, ready for a pass."""
 
     def __init__(self, fun, args, kwargs, argnums, src, *, has_aux=False,
-                 differentiable=True):
+                 differentiable=True, skip_hint="leave it out of argnums"):
         self.src = src
         self.trees, leaves = [], []
         for i in argnums:
             arg_leaves, tree = flatten(args[i])
             self.trees.append(tree)
             leaves.extend(arg_leaves)
-        avals = [_leaf_aval(x, src, differentiable) for x in leaves]
+        avals = [_leaf_aval(x, src, differentiable, skip_hint) for x in leaves]
         with new_trace() as trace:
             inputs = [trace.new_input(x._value if isinstance(x, Tracer) else x, aval)
                       for x, aval in zip(leaves, avals)]
@@ -150,15 +150,16 @@ def _writeable(v):
 
 
 def _check_cotangent(ct, shape, dtype, src, what):
-    if isinstance(ct, Tracer):
-        ct_shape = ct.shape
-    else:
-        ct = np.asarray(ct, dtype=dtype if not is_float(np.result_type(ct)) else None)
-        ct_shape = ct.shape
+    """``ct`` as a (co)tangent for a value of ``shape`` and ``dtype``: the shape must match;
+    the dtype is made to match, so a float64 cotangent for a float32 output still gives
+    float32 gradients."""
+    ct_shape = ct.shape if isinstance(ct, Tracer) else np.shape(ct)
     if tuple(ct_shape) != tuple(shape):
         raise TraceError(f"{what} has shape {tuple(ct_shape)} but the value it pairs with has "
                          f"shape {tuple(shape)}{_at(src)}")
-    return ct
+    if isinstance(ct, Tracer):
+        return ct if ct.dtype == dtype else ct.astype(dtype)
+    return np.asarray(ct, dtype=dtype)
 
 
 def _transform(make):
@@ -246,7 +247,8 @@ def vjp(fun, *primals, has_aux=False):
     """``(fun(*primals), vjp_fn)``; ``vjp_fn(cotangent)`` gives one cotangent per primal."""
     src = user_src()
     nums = tuple(range(len(primals)))
-    t = _Traced(fun, primals, {}, nums, src, has_aux=has_aux)
+    t = _Traced(fun, primals, {}, nums, src, has_aux=has_aux,
+                skip_hint="close over it: tg.vjp(lambda x: f(x, n), x)")
     n_fwd = len(t.graph.outputs)
     forward = passes.prune(t.graph)
     outs = ([v._value for v in t.out_values + t.aux_values] if t.concrete
