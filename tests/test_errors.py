@@ -64,6 +64,8 @@ def test_gradient_with_respect_to_integer_or_boolean():
     expect_error(lambda: tg.grad(f)({"a": V, "n": 2}), 'tg.grad(f)({"a": V, "n": 2})', "int64")
     expect_error(lambda: tg.jacobian(np.sin)(np.arange(3)), "tg.jacobian(np.sin)(np.arange",
                  "int64")
+    expect_error(lambda: tg.vjp(f, V, 2), "tg.vjp(f, V, 2)", "int64",
+                 "tg.vjp(lambda x: f(x, n), x)")
     expect_error(lambda: tg.grad(np.sum)(np.ones(2, complex)), "tg.grad(np.sum)(np.ones(2, c",
                  "complex")
 

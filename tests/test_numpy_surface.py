@@ -502,6 +502,12 @@ def test_float32_in_float32_gradient_out():
     g32, g64 = tg.grad(lambda a, b: np.sum(a * b), argnums=(0, 1))(x32, Y)
     assert (g32.dtype, g64.dtype) == (np.float32, np.float64)
     assert_close(g32, Y.astype(np.float32), 1e-6)
+    # a float64 cotangent or tangent does not turn float32 results into float64
+    (gv,) = tg.vjp(lambda x: np.sin(x) * 2.0, x32)[1](np.ones((3, 4)))
+    assert gv.dtype == np.float32
+    assert_close(gv, 2.0 * np.cos(x32), 1e-6)
+    out, tangent = tg.jvp(lambda x: np.sin(x) * 2.0, (x32,), (np.ones((3, 4)),))
+    assert out.dtype == tangent.dtype == np.float32
     h = tg.hessian(lambda x: np.sum(x ** 3))(x32[0])
     assert h.dtype == np.float32
     np.testing.assert_allclose(h, np.diag(6 * x32[0]), rtol=1e-5)
