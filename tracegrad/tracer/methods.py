@@ -30,6 +30,10 @@ for _name, _uf in [("eq", np.equal), ("ne", np.not_equal), ("lt", np.less),
                    ("le", np.less_equal), ("gt", np.greater), ("ge", np.greater_equal)]:
     setattr(Tracer, f"__{_name}__", (lambda uf: lambda self, other: uf(self, other))(_uf))
 
+Tracer.__divmod__ = lambda self, other: np.divmod(self, other)
+Tracer.__rdivmod__ = lambda self, other: np.divmod(other, self)
+Tracer.__round__ = lambda self, ndigits=None: api.round_(self, ndigits or 0)
+Tracer.round = lambda self, decimals=0, out=None: api.round_(self, decimals, out)
 Tracer.__neg__ = lambda self: np.negative(self)
 Tracer.__pos__ = lambda self: self
 Tracer.__abs__ = lambda self: np.absolute(self)

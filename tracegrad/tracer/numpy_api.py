@@ -194,6 +194,7 @@ UFUNCS[np.exp2] = lambda x: apply("pow", 2.0, x)
 UFUNCS[np.deg2rad] = UFUNCS[np.radians] = lambda x: apply("mul", x, math.pi / 180.0)
 UFUNCS[np.rad2deg] = UFUNCS[np.degrees] = lambda x: apply("mul", x, 180.0 / math.pi)
 UFUNCS[np.matmul] = lambda a, b: matmul(a, b)
+UFUNCS[np.divmod] = lambda x, y: (apply("floor_divide", x, y), apply("remainder", x, y))
 
 
 def handle_ufunc(ufunc, method, inputs, kwargs):
@@ -392,6 +393,27 @@ def clip(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue, 
     if hi is not None:
         x = apply("minimum", x, coerce(hi))
     return x
+
+
+@implements(np.round, np.around)
+def round_(a, decimals=0, out=None):
+    """NumPy's own recipe: scale, round half to even, scale back (zero gradient)."""
+    _reject("np.round", out=out)
+    a = coerce(a)
+    decimals = operator_index(decimals)
+    if dtype_of(a).kind in "iub":
+        if decimals >= 0:
+            return a
+        scale = 10 ** -decimals
+        return astype(apply("mul", apply("rint", apply("div", a, float(scale))), float(scale)),
+                      dtype_of(a))
+    if decimals == 0:
+        return apply("rint", a)
+    if decimals > 0:
+        scale = 10.0 ** decimals
+        return apply("div", apply("rint", apply("mul", a, scale)), scale)
+    scale = 10.0 ** -decimals
+    return apply("mul", apply("rint", apply("div", a, scale)), scale)
 
 
 @implements(np.abs)
