@@ -94,9 +94,14 @@ elementwise("div", np.true_divide, lambda out, x, y: (1.0 / y, -out / y), jax_na
 
 
 def _pow_partials(out, x, y):
+    # d/dx is 0 where y == 0 (x**0 is constant), not 0 * x**-1 = NaN at x = 0; the
+    # exponent is swapped for 1 there so the unused branch stays finite (its own
+    # derivative would otherwise bring 0 * inf back in the second derivative).
     # d/dy uses log(x) with x == 0 replaced by 1: the limit 0**y * log(0) is 0
     # for y > 0, and it keeps a NaN out of gradients w.r.t. a base of zero.
-    return (y * x ** (y - 1.0), np.log(np.where(x == 0, 1.0, x)) * out)
+    zero_exp = y == 0
+    y1 = np.where(zero_exp, 1.0, y)
+    return (np.where(zero_exp, 0.0, y1 * x ** (y1 - 1.0)), np.log(np.where(x == 0, 1.0, x)) * out)
 
 
 elementwise("pow", np.power, _pow_partials, jax_name="power")

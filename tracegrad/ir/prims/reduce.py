@@ -1,4 +1,6 @@
 """Reductions and scans. ``axis`` params are normalised tuples of ints."""
+import math
+
 import numpy as np
 
 from ..registry import register
@@ -67,21 +69,37 @@ _register_chooser("max", np.max)
 _register_chooser("min", np.min)
 
 
-# -- prod: exact at zeros, where g * out / x would give 0/0 ---------------------------
+# -- prod: the gradient is the product of the *other* elements ------------------------------
 def _prod_impl(x, axis, keepdims):
     return np.prod(x, axis=axis, keepdims=keepdims)
 
 
 def _prod_others(out, x, axis, keepdims):
-    """For each element, the product of the other elements of its slice."""
-    zero = x == 0
-    safe = np.where(zero, 1.0, x)
-    nonzero_prod = np.prod(safe, axis=axis, keepdims=True)
-    n_zeros = np.sum(zero, axis=axis, keepdims=True)
-    # no zero in the slice: out / x; one zero: the product of the non-zeros at
-    # the zero, 0 elsewhere; two or more: 0 everywhere
-    at_zero = np.where(n_zeros == 1, nonzero_prod, 0.0)
-    return np.where(zero, at_zero, np.where(n_zeros == 0, nonzero_prod / safe, 0.0))
+    """For each element, the product of the other elements of its slice.
+
+    Built from products only, the way JAX does it: ``out / x`` is 0/0 at a zero,
+    and masking the zeros out gives the right first derivative but a wrong
+    second one (the masked branch is a constant). A pairwise product tree up
+    and down the reduced axes is exact everywhere and differentiable again.
+    """
+    rest = tuple(i for i in range(x.ndim) if i not in axis)
+    perm = rest + tuple(axis)
+    batch = tuple(x.shape[i] for i in rest)
+    n = math.prod(x.shape[i] for i in axis)
+    level = np.reshape(np.transpose(x, perm), batch + (n,))
+    width = 1 << max(n - 1, 0).bit_length()  # the next power of two, padded with ones
+    if width != n:
+        level = np.pad(level, [(0, 0)] * len(batch) + [(0, width - n)], constant_values=1.0)
+    levels = []
+    while level.shape[-1] > 1:  # up: products of pairs, of pairs of pairs, ...
+        levels.append(level)
+        level = level[..., 0::2] * level[..., 1::2]
+    others = np.ones_like(level)
+    for below in reversed(levels):  # down: each child gets its parent's others times its sibling
+        pair = np.stack([others * below[..., 1::2], others * below[..., 0::2]], axis=-1)
+        others = np.reshape(pair, batch + (below.shape[-1],))
+    others = np.reshape(others[..., :n], tuple(x.shape[i] for i in perm))
+    return np.transpose(others, tuple(np.argsort(perm).tolist()))
 
 
 register(

@@ -1,0 +1,80 @@
+"""Shared test set-up: JAX in float64, and the numerical oracles the tests compare against."""
+import os
+from importlib.metadata import version
+
+
+def _xla_flags():
+    """XLA's cheap CPU pipeline: the JAX references compile hundreds of small programs,
+    and these flags cut compile time by half or more without touching the arithmetic
+    we compare against. The fusion-emitter switch only exists in some XLA versions (an
+    unknown flag aborts the process), so it is passed only to the jaxlib it was tried on."""
+    flags = ["--xla_backend_optimization_level=0", "--xla_llvm_disable_expensive_passes=true"]
+    try:
+        jaxlib = tuple(int(p) for p in version("jaxlib").split(".")[:2])
+    except Exception:  # noqa: BLE001 - no jaxlib, or an unusual version string
+        jaxlib = ()
+    if jaxlib == (0, 10):
+        flags.append("--xla_cpu_use_fusion_emitters=false")
+    return " ".join(flags)
+
+
+if "XLA_FLAGS" not in os.environ:
+    os.environ["XLA_FLAGS"] = _xla_flags()
+
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+
+# JAX is the reference implementation; without x64 it would silently compute in float32.
+jax.config.update("jax_enable_x64", True)
+
+
+def assert_close(actual, expected, rtol, what="", floor=0.0):
+    """``actual`` equals ``expected`` to ``rtol``, relative to the largest entry of ``expected``
+    (or to ``floor``, when that is larger).
+
+    A norm-wise tolerance: entries that are small because of cancellation (sin
+    near 0, a sum of signed terms) are held to the scale of the array, not to
+    their own magnitude. An all-zero ``expected`` must be matched to ``rtol``
+    absolutely. NaNs must sit in the same places. Shapes and dtypes must match.
+    Finite differences pass ``floor=1.0``: their error is absolute (rounding of
+    O(1) function values divided by the step), so a derivative that is exactly
+    zero comes out as ~1e-13 and cannot set the scale.
+    """
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != {expected.shape}"
+    assert actual.dtype == expected.dtype, f"{what}: dtype {actual.dtype} != {expected.dtype}"
+    if actual.dtype.kind not in "fc":
+        np.testing.assert_array_equal(actual, expected, err_msg=what)
+        return
+    finite = np.isfinite(expected)
+    scale = max(float(np.max(np.abs(expected[finite]), initial=0.0)), floor) or 1.0
+    np.testing.assert_allclose(actual, expected, rtol=rtol, atol=rtol * scale, equal_nan=True,
+                               err_msg=what)
+
+
+def _shifted(xs, i, j, h):
+    out = list(xs)
+    out[i] = np.array(xs[i], copy=True)
+    out[i][j] += h
+    return out
+
+
+def fd_vjp(f, xs, ct, h=1e-6):
+    """Central differences of ``<ct, f(*xs)>`` with respect to every element of every ``xs``:
+    the vector-Jacobian product, one array per operand (float64 only)."""
+    grads = []
+    for i, x in enumerate(xs):
+        g = np.zeros(np.shape(x))
+        for j in np.ndindex(g.shape):
+            # difference the outputs before pairing with ct: less cancellation
+            diff = np.asarray(f(*_shifted(xs, i, j, h))) - np.asarray(f(*_shifted(xs, i, j, -h)))
+            g[j] = np.sum(ct * diff) / (2 * h)
+        grads.append(g)
+    return grads
+
+
+def fd_jvp(f, xs, tangents, h=1e-6):
+    """Central difference of ``f`` along ``tangents``: the Jacobian-vector product."""
+    plus = [x + h * t for x, t in zip(xs, tangents)]
+    minus = [x - h * t for x, t in zip(xs, tangents)]
+    return (np.asarray(f(*plus)) - np.asarray(f(*minus))) / (2 * h)

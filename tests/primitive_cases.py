@@ -1,0 +1,495 @@
+"""Test cases for every registered primitive, read by ``test_primitives.py``.
+
+A case is one application of a primitive: operands drawn from its valid domain
+(positive for ``log``, SPD for ``cholesky``, no ties for ``max`` unless the
+case is about ties) and params spelled exactly as the tracer records them
+(sorted axis tuples, ``Index`` objects, explicit einsum subscripts).
+``CASES[name]`` must exist for every name in the registry: the tests fail for a
+primitive that has none.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import tracegrad as tg
+from tracegrad.ir import REGISTRY, Arg, Index, Slice, apply
+from tracegrad.tracer.indexing import normalize
+
+_rng = np.random.default_rng(20240611)
+
+
+@dataclass
+class Case:
+    prim: str
+    args: tuple
+    params: dict = field(default_factory=dict)
+    tag: str = ""
+    # Operand positions to differentiate; None: every floating operand that
+    # is not one of the primitive's nondiff_args.
+    diff: tuple | None = None
+    derivs: bool = True          # False: value and shape tests only
+    fd: bool = True              # finite differences are valid here (no kink or tie nearby)
+    second: bool = False         # second-order tests too (chosen cases: JAX's Hessians compile slowly)
+    forward_mode: bool = True    # False: tg.jvp must refuse (custom_vjp functions)
+    jax_derivs: bool = True      # False: JAX picks another derivative at a kink (see the case)
+    # (exception, reason): the derivative tests are expected to raise it (a strict xfail)
+    known_failure: tuple = ()
+    fn: Callable | None = None       # function under test; default: apply(prim, ...)
+    jax_fn: Callable | None = None   # its JAX twin; default: the primitive's lowering
+    fd_fn: Callable | None = None    # NumPy function to difference; default: fn
+    ref_fn: Callable | None = None   # NumPy reference value; default: the primitive's impl
+
+    def __post_init__(self):
+        self.args = tuple(np.asarray(a) for a in self.args)
+        if self.fn is None:
+            self.fn = lambda *ops: apply(self.prim, *ops, **self.params)
+        if self.jax_fn is None:
+            self.jax_fn = lambda *ops: REGISTRY[self.prim].jax(*ops, **self.params)
+        if self.fd_fn is None:
+            self.fd_fn = self.fn
+        if self.ref_fn is None:
+            self.ref_fn = lambda *ops: REGISTRY[self.prim].impl(*ops, **self.params)
+        if self.diff is None:
+            nondiff = REGISTRY[self.prim].nondiff_args
+            self.diff = tuple(i for i, a in enumerate(self.args)
+                              if a.dtype.kind == "f" and i not in nondiff)
+        self.out = np.asarray(self.fn(*self.args))
+
+    @property
+    def id(self):
+        if not self.args:
+            return f"{self.prim}-{self.tag}"
+        shapes = "x".join(_shape_str(a.shape) for a in self.args)
+        dtypes = {a.dtype.name for a in self.args}
+        dt = "" if dtypes <= {"float64"} else "-" + "/".join(sorted(dtypes))
+        return f"{self.prim}-{'shape' if len(self.args) == 1 else 'shapes'}{shapes}{dt}" + (
+            f"-{self.tag}" if self.tag else "")
+
+    @property
+    def differentiable(self):
+        """Derivative tests apply: a floating output and something to differentiate."""
+        return self.derivs and bool(self.diff) and self.out.dtype.kind == "f"
+
+    def partial(self, fn):
+        """``fn`` as a function of the ``diff`` operands only; the others are fixed."""
+        def f(*xs):
+            ops = list(self.args)
+            for i, x in zip(self.diff, xs):
+                ops[i] = x
+            return fn(*ops)
+        return f
+
+
+def _shape_str(shape):
+    return "(" + ",".join(map(str, shape)) + ")"
+
+
+CASES: dict[str, list[Case]] = {}
+
+
+def add(case):
+    CASES.setdefault(case.prim, []).append(case)
+
+
+# -- operand makers -------------------------------------------------------------------------
+def uniform(shape, lo=-2.0, hi=2.0):
+    return _rng.uniform(lo, hi, shape)
+
+
+def away(shape, lo=0.3, hi=2.0):
+    """Random signs, magnitudes in [lo, hi]: away from zero."""
+    return _rng.choice([-1.0, 1.0], shape) * _rng.uniform(lo, hi, shape)
+
+
+def distinct(shape, lo=-2.0, hi=2.0):
+    """Values at least 0.1 apart: no ties for max/min/argmax."""
+    n = math.prod(shape)
+    grid = np.linspace(lo, hi, max(n, 1) * 2)
+    return _rng.permutation(grid)[:n].reshape(shape)
+
+
+def off_grid(shape, step=0.5):
+    """Values at least 0.1 away from multiples of ``step``: floor/rint/... are locally flat."""
+    return (_rng.integers(-6, 6, shape) + _rng.uniform(0.2, 0.8, shape)) * step
+
+
+def well_conditioned(n, batch=()):
+    """Matrices near a signed diagonal: invertible, condition number ~ 3, det of either sign."""
+    diag = _rng.choice([-1.0, 1.0], batch + (n,)) * _rng.uniform(1.5, 2.5, batch + (n,))
+    return _rng.uniform(-0.4, 0.4, batch + (n, n)) + diag[..., None] * np.eye(n)
+
+
+def spd(n, batch=()):
+    a = _rng.uniform(-1.0, 1.0, batch + (n, n))
+    return a @ np.swapaxes(a, -1, -2) + n * np.eye(n)
+
+
+# -- elementwise, unary ----------------------------------------------------------------------
+UNARY_SHAPES = [(2, 3), (), (0, 3), (3, 1, 2)]
+
+UNARY_DOMAINS = {
+    "neg": uniform, "exp": uniform, "expm1": uniform, "sin": uniform, "cos": uniform,
+    "arctan": uniform, "sinh": uniform, "cosh": uniform, "tanh": uniform, "arcsinh": uniform,
+    "log": lambda s: uniform(s, 0.5, 3.0), "log2": lambda s: uniform(s, 0.5, 3.0),
+    "log10": lambda s: uniform(s, 0.5, 3.0), "sqrt": lambda s: uniform(s, 0.5, 3.0),
+    "log1p": lambda s: uniform(s, -0.5, 2.0), "cbrt": away, "abs": away,
+    "tan": lambda s: uniform(s, -1.2, 1.2),
+    "arcsin": lambda s: uniform(s, -0.8, 0.8), "arccos": lambda s: uniform(s, -0.8, 0.8),
+    "arctanh": lambda s: uniform(s, -0.8, 0.8), "arccosh": lambda s: uniform(s, 1.2, 3.0),
+    # piecewise constant: zero gradients, checked away from the jumps
+    "sign": away, "floor": off_grid, "ceil": off_grid, "trunc": off_grid, "rint": off_grid,
+}
+for _name, _domain in UNARY_DOMAINS.items():
+    for _shape in UNARY_SHAPES:
+        add(Case(_name, (_domain(_shape),), second=_shape == (2, 3)))
+
+# float32 keeps float32 (rules must not promote: Python float constants, NEP 50)
+for _name in ["sin", "log2", "log10", "sqrt", "tanh", "arccosh"]:
+    add(Case(_name, (UNARY_DOMAINS[_name]((2, 2)).astype(np.float32),)))
+
+# values at the kinks and jumps: value tests, and JAX's conventions for the derivative there
+# d|x|/dx at 0 is sign(0) = 0, as in PyTorch and central differences; JAX takes 1
+add(Case("abs", (np.array([-1.5, 0.0, 2.0, -0.0]),), tag="at-zero", jax_derivs=False))
+add(Case("sign", (np.array([-1.5, 0.0, 2.0, -0.0, np.nan]),), tag="zeros-nan", derivs=False))
+_halves = np.array([-2.5, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.5, 3.7, -3.7])
+for _name in ["floor", "ceil", "trunc", "rint"]:
+    add(Case(_name, (_halves,), tag="halves", derivs=False))
+
+_specials = np.array([[0.0, np.nan, np.inf], [-np.inf, -1.5, 2.0]])
+for _name in ["isnan", "isinf", "isfinite"]:
+    add(Case(_name, (_specials,)))
+    add(Case(_name, (np.float64(np.nan),)))
+    add(Case(_name, (np.zeros((0, 2)),)))
+add(Case("logical_not", (np.array([[True, False], [False, False]]),)))
+add(Case("logical_not", (np.array([0.0, -1.5, 2.0]),)))
+add(Case("logical_not", (np.bool_(True),)))
+add(Case("invert", (np.array([[0, 5, -3], [7, -1, 12]], dtype=np.int64),)))
+add(Case("invert", (np.array([True, False]),)))
+add(Case("invert", (np.int64(9),)))
+
+# -- elementwise, binary ----------------------------------------------------------------------
+BINARY_SHAPES = [((2, 3), (2, 3)), ((2, 1), (1, 3)), ((), (2, 3)), ((2, 3), ()),
+                 ((0, 3), (3,)), ((4, 1, 2), (3, 1))]
+
+BINARY_DOMAINS = {
+    "add": (uniform, uniform), "sub": (uniform, uniform), "mul": (uniform, uniform),
+    "div": (uniform, away), "pow": (lambda s: uniform(s, 0.5, 2.0), uniform),
+    "maximum": (distinct, lambda s: distinct(s, -1.95, 2.05)),
+    "minimum": (distinct, lambda s: distinct(s, -1.95, 2.05)),
+    "fmax": (distinct, lambda s: distinct(s, -1.95, 2.05)),
+    "fmin": (distinct, lambda s: distinct(s, -1.95, 2.05)),
+    "arctan2": (away, away), "hypot": (away, away), "logaddexp": (uniform, uniform),
+    "remainder": (lambda s: off_grid(s, 1.0), lambda s: uniform(s, 2.5, 3.5)),
+    "floor_divide": (lambda s: off_grid(s, 1.0), lambda s: uniform(s, 2.5, 3.5)),
+}
+for _name, (_dx, _dy) in BINARY_DOMAINS.items():
+    for _sx, _sy in BINARY_SHAPES:
+        add(Case(_name, (_dx(_sx), _dy(_sy)), second=_sx == (2, 1)))
+
+for _name in ["add", "mul", "div", "pow", "maximum"]:
+    _dx, _dy = BINARY_DOMAINS[_name]
+    add(Case(_name, (_dx((2, 2)).astype(np.float32), _dy((2,)).astype(np.float32))))
+# a float32 array with a float64 0-d array: NumPy 2 promotes to float64
+add(Case("mul", (uniform((2, 2)).astype(np.float32), np.float64(1.5))))
+
+# negative bases with integral exponents; the exponent is held fixed (log of a negative base)
+add(Case("pow", (away((2, 3)), np.array([2.0, 3.0, -1.0])), diff=(0,), tag="negative-base"))
+# a zero base: 0**y * log(0) is taken as 0 (JAX's convention); FD would leave the domain
+add(Case("pow", (np.array([0.0, 0.0, 1.5]), np.array([2.5, 3.0, 2.0])), tag="zero-base", fd=False,
+         second=True))
+# x**0 is constant: its derivative is 0 even at x = 0 (where 0 * 0**-1 would be NaN). JAX
+# agrees for integer exponents; for float exponents its rule gives NaN there.
+add(Case("pow", (np.array([[0.0], [1.3], [-0.7]]), np.array([0, 1, 2])), tag="zero-exponent"))
+add(Case("pow", (np.array([0.0, 0.0, 0.0, 1.5]), np.array([0.0, 1.0, 2.0, 0.0])), diff=(0,),
+         tag="zero-exponent", jax_derivs=False))
+# integer operands are held fixed, the float ones differentiated
+add(Case("div", (np.array([3, -2, 7]), away((2, 3))), tag="int-numerator"))
+add(Case("logaddexp", (np.array([800.0, -800.0, 3.0]), np.array([799.0, 1.0, -900.0])), tag="large"))
+# negative and mixed-sign divisors and dividends for remainder / floor_divide
+add(Case("remainder", (off_grid((3, 2), 1.0), -uniform((2,), 2.5, 3.5)), tag="negative-divisor"))
+add(Case("floor_divide", (off_grid((3, 2), 1.0), -uniform((2,), 2.5, 3.5)), tag="negative-divisor"))
+
+# ties: each side gets half of the gradient (as in JAX); FD is one-sided there
+_tx = np.array([[1.0, -2.0, 0.5], [3.0, 0.0, -1.0]])
+_ty = np.array([[1.0, -1.0, 0.5], [2.0, 0.0, -3.0]])
+for _name in ["maximum", "minimum"]:
+    add(Case(_name, (_tx, _ty), tag="ties", fd=False, second=True))
+# NaN handling: maximum propagates NaN, fmax ignores it (value tests)
+_nx = np.array([np.nan, 1.0, np.nan, -2.0])
+_ny = np.array([0.5, np.nan, np.nan, 3.0])
+for _name in ["maximum", "minimum", "fmax", "fmin"]:
+    add(Case(_name, (_nx, _ny), tag="nan", derivs=False))
+
+# comparisons and logic: boolean results; operands with ties
+_ca = np.array([[1.0, 2.0, -1.0], [0.5, 0.5, 3.0]])
+_cb = np.array([[1.0, 1.0, -1.0], [0.0, 0.5, 4.0]])
+for _name in ["equal", "not_equal", "less", "less_equal", "greater", "greater_equal"]:
+    add(Case(_name, (_ca, _cb)))
+    add(Case(_name, (_ca[:, :1], np.array([0.5, 1.0, 3.0]))))
+    add(Case(_name, (np.float64(0.5), _cb)))
+    add(Case(_name, (np.array([1, 2, 3]), np.array([3, 2, 1]))))
+    add(Case(_name, (np.zeros((0, 3)), np.zeros(3))))
+_ba = np.array([[True, True, False], [False, True, False]])
+_bb = np.array([True, False, False])
+for _name in ["logical_and", "logical_or", "logical_xor"]:
+    add(Case(_name, (_ba, _bb)))
+    add(Case(_name, (np.array([0.0, 1.5, -2.0, 0.0]), np.array([3.0, 0.0, 1.0, 0.0]))))
+    add(Case(_name, (np.bool_(True), _bb)))
+_ia = np.array([[12, -7, 0], [5, 255, -1]], dtype=np.int64)
+_ib = np.array([10, 3, -8], dtype=np.int64)
+for _name in ["bitwise_and", "bitwise_or", "bitwise_xor"]:
+    add(Case(_name, (_ia, _ib)))
+    add(Case(_name, (_ba, _bb)))
+    add(Case(_name, (np.int64(6), _ib)))
+
+# -- select (np.where) ------------------------------------------------------------------------
+_cond = np.array([[True, False, True, True], [False, False, True, False], [True, True, False, True]])
+add(Case("select", (_cond, uniform((3, 4)), uniform((3, 4)))))
+add(Case("select", (_cond, uniform((3, 1)), uniform((1, 4))), second=True))
+add(Case("select", (_cond[:1], uniform((2,)).reshape(2, 1, 1)[0], uniform((3, 1)))))
+add(Case("select", (np.array([True, False]), uniform(()), uniform((2,)))))
+add(Case("select", (np.bool_(False), uniform(()), uniform(()))))
+add(Case("select", (np.zeros((0, 2), bool), uniform((2,)), uniform(()))))
+add(Case("select", (_cond[:2, :2], uniform((2, 2)).astype(np.float32), uniform((2,)).astype(np.float32))))
+
+# -- casts and gradient barriers -------------------------------------------------------------------
+add(Case("convert", (uniform((2, 3)),), {"dtype": np.dtype("float32")}, tag="to-f32", second=True))
+add(Case("convert", (uniform((3,)).astype(np.float32),), {"dtype": np.dtype("float64")}, tag="to-f64",
+         second=True))
+add(Case("convert", (uniform(()),), {"dtype": np.dtype("float32")}, tag="to-f32"))
+add(Case("convert", (np.array([-1.7, 0.2, 2.9]),), {"dtype": np.dtype("int64")}, tag="to-i64"))
+add(Case("convert", (np.array([[3, -2], [0, 7]]),), {"dtype": np.dtype("float64")}, tag="to-f64"))
+add(Case("convert", (np.array([True, False]),), {"dtype": np.dtype("float64")}, tag="to-f64"))
+add(Case("convert", (np.array([0.0, -1.5, 2.0]),), {"dtype": np.dtype("bool")}, tag="to-bool"))
+add(Case("convert", (np.zeros((0, 2)),), {"dtype": np.dtype("float32")}, tag="to-f32"))
+# stop_gradient is the identity whose derivative is zero: finite differences disagree on purpose
+for _shape in [(2, 3), (), (0, 2)]:
+    add(Case("stop_gradient", (uniform(_shape),), fd=False, second=_shape == (2, 3)))
+
+# -- reductions -----------------------------------------------------------------------------------
+REDUCE_SHAPES = [((3, 4), (1,), False), ((3, 4), (0, 1), True), ((2, 3, 2), (0, 2), False),
+                 ((), (), False), ((3, 4), (), False), ((2, 3), (0, 1), False)]
+
+
+def _reduce_tag(axis, keepdims):
+    return f"axis{_shape_str(axis)}" + ("-keepdims" if keepdims else "")
+
+
+for _shape, _axis, _keep in REDUCE_SHAPES:
+    _params = {"axis": _axis, "keepdims": _keep}
+    _tag = _reduce_tag(_axis, _keep)
+    _second = _shape == (2, 3, 2) or _keep
+    add(Case("sum", (uniform(_shape),), _params, tag=_tag, second=_second))
+    add(Case("max", (distinct(_shape),), _params, tag=_tag, second=_second))
+    add(Case("min", (distinct(_shape),), _params, tag=_tag, second=_second))
+    add(Case("prod", (away(_shape, 0.5, 1.5),), _params, tag=_tag, second=_second))
+for _name in ["sum", "prod"]:  # empty operands: the identity comes out
+    add(Case(_name, (np.zeros((0, 3)),), {"axis": (0,), "keepdims": False}, tag="axis(0,)"))
+for _name in ["sum", "max", "min", "prod"]:  # reducing a non-empty axis of an empty array
+    add(Case(_name, (np.zeros((0, 3)),), {"axis": (1,), "keepdims": True}, tag="axis(1,)-keepdims"))
+add(Case("sum", (uniform((2, 3)).astype(np.float32),), {"axis": (1,), "keepdims": False},
+         tag="axis(1,)"))
+
+# tied maxima share the gradient equally (JAX's convention)
+_tied = np.array([[1.0, 3.0, 3.0, -1.0], [2.0, 2.0, 2.0, 0.5], [-1.0, -4.0, -4.0, -1.0]])
+for _name in ["max", "min"]:
+    add(Case(_name, (_tied,), {"axis": (1,), "keepdims": False}, tag="ties", fd=False, second=True))
+    add(Case(_name, (_tied,), {"axis": (0, 1), "keepdims": False}, tag="ties-all", fd=False))
+
+# products through zeros: one zero in a slice, two zeros in a slice, a lone zero
+_zeros = np.array([[0.5, 0.0, 1.5, -2.0], [0.0, 1.2, 0.0, 0.7], [0.9, -1.1, 1.3, 0.8]])
+add(Case("prod", (_zeros,), {"axis": (1,), "keepdims": False}, tag="zeros"))
+add(Case("prod", (_zeros[:2, :3],), {"axis": (1,), "keepdims": False}, tag="zeros-small", second=True))
+for _tag, _x in [("one-zero", [1.5, 0.0, -2.0]), ("two-zeros", [0.0, 1.5, 0.0]),
+                 ("all-zeros", [0.0, 0.0, 0.0])]:
+    add(Case("prod", (np.array(_x),), {"axis": (0,), "keepdims": False}, tag=_tag, second=True))
+
+for _name in ["argmax", "argmin"]:
+    _x = distinct((3, 4))
+    add(Case(_name, (_x,), {"axis": None, "keepdims": False}))
+    add(Case(_name, (_x,), {"axis": 1, "keepdims": True}, tag="axis1-keepdims"))
+    add(Case(_name, (_x,), {"axis": 0, "keepdims": False}, tag="axis0"))
+    add(Case(_name, (_x,), {"axis": None, "keepdims": True}, tag="keepdims"))
+    add(Case(_name, (distinct((2, 3, 2)),), {"axis": 2, "keepdims": False}, tag="axis2"))
+    add(Case(_name, (np.float64(1.5),), {"axis": None, "keepdims": False}))
+    add(Case(_name, (_tied,), {"axis": 1, "keepdims": False}, tag="ties"))
+    add(Case(_name, (np.array([3, 9, -1, 9]),), {"axis": 0, "keepdims": False}))
+
+for _shape, _axis in [((3, 4), 1), ((5,), 0), ((2, 3, 2), 0), ((0, 3), 0), ((2, 0), 1), ((4,), 0)]:
+    add(Case("cumsum", (uniform(_shape),), {"axis": _axis}, tag=f"axis{_axis}", second=_shape == (5,)))
+add(Case("cumsum", (np.array([[1, 2], [3, 4]]),), {"axis": 1}, tag="axis1"))
+
+# -- shape ---------------------------------------------------------------------------------------
+for _src, _dst in [((3, 4), (2, 6)), ((12,), (3, 2, 2)), ((), (1, 1)), ((1, 1), ()),
+                   ((0, 3), (3, 0)), ((2, 3), (6,))]:
+    add(Case("reshape", (uniform(_src),), {"shape": _dst}, tag=f"to{_shape_str(_dst)}",
+             second=_src == (2, 3)))
+for _shape, _axes in [((2, 3, 4), (2, 0, 1)), ((3, 4), (1, 0)), ((2, 1, 3), (1, 2, 0)),
+                      ((0, 2), (1, 0)), ((2, 2), (1, 0))]:
+    add(Case("transpose", (uniform(_shape),), {"axes": _axes}, tag=f"axes{_shape_str(_axes)}",
+             second=_shape == (2, 1, 3)))
+for _src, _dst in [((3, 1), (2, 3, 4)), ((), (2, 3)), ((1,), (0,)), ((2, 1), (2, 3)),
+                   ((3,), (2, 3)), ((), (2,))]:
+    add(Case("broadcast_to", (uniform(_src),), {"shape": _dst}, tag=f"to{_shape_str(_dst)}",
+             second=_src == (2, 1)))
+
+add(Case("concatenate", (uniform((2, 3)), uniform((1, 3))), {"axis": 0}, tag="axis0"))
+add(Case("concatenate", (uniform((2, 1)), uniform((2, 0)), uniform((2, 2))), {"axis": 1}, tag="axis1",
+         second=True))
+add(Case("concatenate", (uniform((3,)),), {"axis": 0}, tag="axis0"))
+add(Case("concatenate", (uniform((2,)), uniform((1,))), {"axis": 0}, tag="axis0"))
+add(Case("concatenate", (uniform((2, 2)), np.array([[1, 2]])), {"axis": 0}, tag="axis0-int"))
+add(Case("concatenate", (uniform((2, 3, 2)), uniform((2, 1, 2))), {"axis": 1}, tag="axis1"))
+
+add(Case("pad", (uniform((2, 3)),), {"widths": ((1, 2), (0, 1)), "value": 0}, tag="zeros"))
+add(Case("pad", (uniform((3,)),), {"widths": ((2, 1),), "value": 1.5}, tag="value1.5", second=True))
+add(Case("pad", (uniform((0, 2)),), {"widths": ((1, 0), (1, 1)), "value": 0}, tag="empty"))
+add(Case("pad", (uniform((2,)),), {"widths": ((0, 0),), "value": 0}, tag="no-op"))
+
+
+def _index(key):
+    index, operands = normalize(key)
+    assert not operands
+    return index
+
+
+def getitem(x, key, tag, **kw):
+    add(Case("getitem", (x,), {"index": _index(key)}, tag=tag, **kw))
+
+
+_g = uniform((4, 5))
+getitem(_g, (slice(1, None), slice(None, None, 2)), "slices")
+getitem(_g, 2, "int")
+getitem(_g, (1, -2), "ints-0d")
+getitem(_g, (None, Ellipsis, -1), "newaxis-ellipsis")
+getitem(_g, slice(None, None, -1), "reversed")
+getitem(_g, slice(2, 2), "empty")
+getitem(uniform((3, 2)), np.array([0, 2, 2]), "int-array-repeats", second=True)
+getitem(_g, (slice(None), np.array([[1, 0], [4, 4]])), "int-array-2d")
+getitem(_g, _g > 0.3, "bool-mask")
+getitem(uniform((3, 4, 2)), (np.array([0, 2]), slice(None), np.array([1, 1])), "split-advanced")
+getitem(uniform((3, 4, 2)), (Ellipsis, np.array([1, 0, 1])), "ellipsis-array")
+getitem(uniform(()), (), "0d")
+getitem(uniform((3,)), None, "newaxis")
+# integer arrays computed by the program are operands, referred to as Arg(k)
+add(Case("getitem", (uniform((4, 2)), np.array([3, 0, 3])),
+         {"index": Index((Arg(0), Slice(None, None, None)))}, tag="traced-index", second=True))
+add(Case("getitem", (uniform((2, 4)), np.array([1, 0]), np.array([[3], [2]])),
+         {"index": Index((Arg(0), Arg(1)))}, tag="traced-indices"))
+
+
+def index_update(x, v, key, mode, tag, **kw):
+    add(Case("index_update", (x, v), {"index": _index(key), "mode": mode}, tag=f"{mode}-{tag}", **kw))
+
+
+index_update(uniform((4, 5)), uniform((2, 5)), slice(1, 3), "set", "slice")
+index_update(uniform((4, 5)), uniform((2, 5)), slice(1, 3), "add", "slice")
+index_update(uniform((4, 3)), uniform(()), (slice(None), 1), "set", "scalar")
+index_update(uniform((3, 2)), uniform((2,)), slice(1, 3), "set", "broadcast-row", second=True)
+index_update(uniform((4, 3)), uniform((2, 1)), (slice(0, 2), slice(None)), "add", "broadcast-col")
+index_update(uniform((3, 2)), uniform((3, 2)), np.array([0, 2, 0]), "add", "int-array-repeats",
+             second=True)
+index_update(uniform((4, 3)), uniform((2, 3)), np.array([3, 1]), "set", "int-array")
+index_update(uniform((5,)), uniform(()), 2, "set", "int")
+index_update(uniform((3, 3)), uniform((3,)), (np.arange(3), np.arange(3)), "set", "diagonal")
+index_update(uniform((3, 2)), uniform((0, 2)), slice(1, 1), "set", "empty")
+index_update(uniform((3, 2)), uniform((2,)).astype(np.float32), 1, "set", "f32-value")
+add(Case("index_update", (uniform((5,)), uniform((3,)), np.array([4, 1, 4])),
+         {"index": Index((Arg(0),)), "mode": "add"}, tag="add-traced-index"))
+add(Case("index_update", (uniform((5,)), uniform((2,)), np.array([4, 1])),
+         {"index": Index((Arg(0),)), "mode": "set"}, tag="set-traced-index"))
+add(Case("index_update", (uniform((3,)), np.float64(0.0)), {"index": _index(1), "mode": "set"},
+         tag="set-constant", diff=(0,)))
+
+# -- linear algebra ------------------------------------------------------------------------------
+for _sa, _sb in [((3, 4), (4, 2)), ((4,), (4, 3)), ((3, 4), (4,)), ((4,), (4,)),
+                 ((2, 3, 4), (4, 2)), ((2, 1, 2, 3), (3, 3, 2)), ((0, 3), (3, 2)), ((3, 0), (0, 2)),
+                 ((2,), (2, 2, 1)), ((2, 2), (2,)), ((1, 2), (2, 1))]:
+    add(Case("matmul", (uniform(_sa), uniform(_sb)), second=_sa in [(4,), (2, 2), (2,)]))
+add(Case("matmul", (uniform((2, 3)).astype(np.float32), uniform((3,)).astype(np.float32))))
+
+for _subs, _shapes in [("ij,jk->ik", [(2, 3), (3, 2)]), ("ij->ji", [(2, 3)]), ("ij->i", [(2, 3)]),
+                       ("ij,ij->", [(2, 3), (2, 3)]), ("i,j->ij", [(2,), (3,)]),
+                       ("ij,jk,kl->il", [(2, 2), (2, 3), (3, 2)]), ("bij,bjk->bik", [(2, 2, 3), (2, 3, 2)]),
+                       ("ij,jk->k", [(2, 3), (3, 2)]), ("i->", [(4,)]), ("->", [()]),
+                       (",i->i", [(), (3,)]), ("ij,j->", [(0, 2), (2,)]), ("abc,ca->b", [(2, 3, 2), (2, 2)])]:
+    add(Case("einsum", tuple(uniform(s) for s in _shapes), {"subscripts": _subs}, tag=_subs,
+             second=_subs in ("ij,jk->k", "ij->i", ",i->i")))
+
+for _n, _batch in [(3, ()), (2, (2,)), (1, ()), (2, (0,))]:
+    _a = well_conditioned(_n, _batch)
+    _second = _n == 3 or _batch == (2,)
+    add(Case("inv", (_a,), second=_second))
+    add(Case("det", (_a,), second=_second))
+    add(Case("logabsdet", (_a,), second=_second))
+    add(Case("slogdet_sign", (_a,), second=_second))
+    add(Case("cholesky", (spd(_n, _batch),), second=_second, fd_fn=lambda a: np.linalg.cholesky(
+        0.5 * (a + np.swapaxes(a, -1, -2)))))  # NumPy reads only the lower triangle
+add(Case("inv", (np.zeros((0, 0)),)))
+add(Case("det", (well_conditioned(3, (2,)),)))
+# the derivative of det exists at a singular matrix (the adjugate), but the rule goes
+# through inv(a), which NumPy refuses
+add(Case("det", (np.array([[1.0, 2.0, 0.5], [2.0, 4.0, 1.0], [0.3, -1.0, 2.0]]),), tag="singular",
+         known_failure=(np.linalg.LinAlgError, "det's VJP/JVP go through inv(a), which fails at a "
+                        "singular matrix; JAX gives the adjugate")))
+add(Case("matmul", (uniform((2, 3)), np.array([1, -2, 3]))))
+
+for _sa, _sb in [((3, 3), (3,)), ((3, 3), (3, 2)), ((2, 2, 2), (2, 2, 1)), ((2, 2, 2), (2,)),
+                 ((2, 2, 2), (2, 3)), ((1, 1), (1,)), ((2, 2), (3, 2, 1))]:
+    add(Case("solve", (well_conditioned(_sa[-1], _sa[:-2]), uniform(_sb)),
+             second=_sb in [(3,), (2, 3)]))
+
+# -- custom_vjp_call: reached through tg.custom_vjp ------------------------------------------------
+# A sine whose reverse rule is hand-written (with np.cos, so it is differentiable
+# again), and a two-argument function passing residuals.
+
+
+@tg.custom_vjp
+def custom_sin(x):
+    return np.sin(x)
+
+
+custom_sin.defvjp(lambda x: (np.sin(x), np.cos(x)), lambda cos_x, g: (g * cos_x,))
+
+
+@tg.custom_vjp
+def custom_scale(x, y):
+    return x * np.exp(y)
+
+
+custom_scale.defvjp(lambda x, y: (x * np.exp(y), (x, np.exp(y))),
+                    lambda res, g: (g * res[1], g * res[0] * res[1]))
+
+
+def _jnp(name):
+    def f(*args):
+        import jax.numpy as jnp
+        return getattr(jnp, name)(*args)
+    return f
+
+
+for _shape in [(2, 3), (), (3,)]:
+    add(Case("custom_vjp_call", (uniform(_shape),), fn=custom_sin, jax_fn=_jnp("sin"),
+             fd_fn=np.sin, ref_fn=np.sin, forward_mode=False, second=_shape == (3,)))
+add(Case("custom_vjp_call", (uniform((2, 2)), uniform((2,))), fn=custom_scale,
+         jax_fn=lambda x, y: x * _jnp("exp")(y), fd_fn=lambda x, y: x * np.exp(y),
+         ref_fn=lambda x, y: x * np.exp(y), forward_mode=False, second=True))
+
+
+# -- zeros: structural zeros made by the passes (no operands) ------------------------------------
+for _shape, _dtype in [((2, 3), "float64"), ((), "float32"), ((0, 2), "float64"), ((2,), "bool")]:
+    _params = {"shape": _shape, "dtype": np.dtype(_dtype)}
+    add(Case("zeros", (), _params, tag=f"{_shape_str(_shape)}-{_dtype}",
+             fn=lambda _p=_params: apply("zeros", **_p)))
+
+
+def all_cases():
+    """(name, case) for every registered primitive, in registry order; case is None when
+    the primitive has no cases (the tests turn that into a failure)."""
+    for name in REGISTRY:
+        for case in CASES.get(name) or [None]:
+            yield name, case
