@@ -82,6 +82,7 @@ class _Traced:
             arg_leaves, tree = flatten(args[i])
             self.trees.append(tree)
             leaves.extend(arg_leaves)
+        leaves = [coerce(x) for x in leaves]      # np.asarray(t) of an outer tracer
         avals = [_leaf_aval(x, src, differentiable, skip_hint) for x in leaves]
         with new_trace() as trace:
             inputs = [trace.new_input(x._value if isinstance(x, Tracer) else x, aval)

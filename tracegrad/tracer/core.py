@@ -144,10 +144,13 @@ def _as_const(a, tracer_dtypes):
     ``x_f32 * 2.0`` stays float32, as in NumPy."""
     if isinstance(a, (bool, int, float, complex)) and not isinstance(a, np.generic):
         return np.asarray(a, dtype=np.result_type(*tracer_dtypes, a))
-    if isinstance(a, np.ndarray) and a.dtype == object:
-        raise TraceError("an object array reached a primitive; build arrays of traced "
-                         f"values with np.stack([...]){where()}")
-    return np.asarray(a)
+    arr = np.asarray(a)
+    if arr.dtype.kind not in "biufc":
+        hint = ("; build arrays of traced values with np.stack([...])" if arr.dtype == object
+                else "")
+        raise TraceError(f"a {type(a).__name__} of dtype {arr.dtype} cannot be an operand of "
+                         f"a traced operation{hint}{where()}")
+    return arr
 
 
 @contextmanager
@@ -292,15 +295,15 @@ class Tracer:
         raise lost_gradient(".tolist()")
 
     def __array__(self, dtype=None, copy=None):
-        # NumPy asks for this when it builds an array from a list holding
-        # tracers (np.array([a, b])): hand it an object array holding the
-        # tracer, which the next traced NumPy call (or the return) turns
-        # back into one traced array. A numeric dtype means the value would
-        # be written into a plain ndarray, losing the gradient.
+        # NumPy asks for this in np.asarray(t) and when it builds an array from
+        # a list holding tracers (np.array([a, b])): hand it an object array of
+        # our shape holding references to our elements (see elements.py), which
+        # the next traced NumPy call (or the return) turns back into a traced
+        # array. A numeric dtype means the value would be written into a plain
+        # ndarray, losing the gradient.
         if dtype is not None and np.dtype(dtype) != object:
             raise lost_gradient(f"Converting to a NumPy array of dtype {np.dtype(dtype).name}")
-        box = np.empty((), dtype=object)
-        box[()] = self
-        return box
+        from .elements import element_array
+        return element_array(self)
 
     __hash__ = None

@@ -16,6 +16,7 @@ from ..errors import TraceError
 from ..ir import apply
 from ..ir.prims.util import norm_axes
 from .core import Tracer
+from .elements import Element
 from .indexing import getitem
 from .source import where
 
@@ -44,18 +45,53 @@ def implements(*fns, table=FUNCTIONS):
 
 # -- helpers --------------------------------------------------------------------------
 def coerce(x):
-    """An object array or list holding tracers (``np.array([t1, t2])``) as one traced array."""
+    """An object array or list holding tracers (``np.array([t1, t2])``, ``np.asarray(t)``)
+    as one traced array."""
+    if isinstance(x, Element):
+        return x.value()
     if isinstance(x, np.ndarray) and x.dtype == object:
         flat = list(x.flat)
-        if builtins.any(isinstance(e, Tracer) for e in flat):
-            shapes = {tuple(np.shape(e)) for e in flat}
-            if len(shapes) != 1:
-                raise TraceError("np.array of traced values needs elements of one shape, got "
-                                 f"{sorted(shapes)}; use np.stack{where()}")
-            return reshape(stack(flat), x.shape + shapes.pop())
+        if builtins.any(isinstance(e, (Tracer, Element)) for e in flat):
+            return _from_object_array(x, flat)
     elif isinstance(x, (list, tuple)) and _holds_tracer(x):
         return stack([coerce(e) for e in x])
     return x
+
+
+def _from_object_array(x, flat):
+    if builtins.any(isinstance(e, Tracer) and e.shape for e in flat):
+        # whole traced arrays put into an object array by hand: stack them
+        shapes = {tuple(np.shape(e)) for e in flat}
+        if len(shapes) != 1:
+            raise TraceError("np.array of traced values needs elements of one shape, got "
+                             f"{sorted(shapes)}; use np.stack{where()}")
+        return reshape(stack([e.value() if isinstance(e, Element) else e for e in flat]),
+                       x.shape + shapes.pop())
+    # Every entry is one scalar: an element of a traced array, a 0-d tracer or a
+    # number. Concatenate the arrays they come from and gather the entries: one
+    # or two nodes, however many entries.
+    sources, slot, picks, numbers = [], {}, [], []
+    for e in flat:
+        if isinstance(e, (Element, Tracer)):
+            src, pos = (e.tracer, e.flat_index) if isinstance(e, Element) else (e, 0)
+            if id(src) not in slot:
+                slot[id(src)] = len(sources)
+                sources.append(src)
+            picks.append((slot[id(src)], pos))
+        else:
+            picks.append((None, len(numbers)))
+            numbers.append(e)
+    if len(sources) == 1 and not numbers and sources[0].shape == x.shape and all(
+            k == 0 and pos == i for i, (k, pos) in enumerate(picks)):
+        return sources[0]                       # np.asarray(t) given back unchanged
+    parts = [ravel(s) for s in sources] + ([np.asarray(numbers)] if numbers else [])
+    starts = np.cumsum([0] + [int(np.prod(shape_of(p))) for p in parts])
+    idx = np.array([starts[len(sources) if k is None else k] + pos for k, pos in picks],
+                   dtype=np.intp)
+    whole = parts[0] if len(parts) == 1 else concatenate(parts)
+    if not np.array_equal(idx, np.arange(starts[-1])):
+        whole = getitem(whole, (idx,))
+    return reshape(whole, x.shape)
 
 
 def _holds_tracer(x):
@@ -64,7 +100,7 @@ def _holds_tracer(x):
     if isinstance(x, (list, tuple)):
         return builtins.any(_holds_tracer(e) for e in x)
     if isinstance(x, np.ndarray) and x.dtype == object:
-        return builtins.any(isinstance(e, Tracer) for e in x.flat)
+        return builtins.any(isinstance(e, (Tracer, Element)) for e in x.flat)
     return False
 
 

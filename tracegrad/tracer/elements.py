@@ -1,0 +1,86 @@
+"""Elements of traced arrays inside the object arrays NumPy builds from them.
+
+``np.array`` and ``np.asarray`` never reach a protocol: NumPy asks each
+tracer for ``__array__`` and builds an object array. ``Tracer.__array__``
+answers with an object array of the tracer's own shape whose entries are
+``Element``s: references to one position, not graph nodes. So
+``np.asarray(t).shape == t.shape``, ``np.array([t1, t2])`` becomes one
+concatenate (or gather) when a traced NumPy call or the function's return
+meets it (``numpy_api.coerce``), and NumPy's element-by-element arithmetic on
+such an object array still computes the right thing: each element it touches
+becomes a 0-d traced value (correct, if one node per element).
+"""
+import operator
+
+import numpy as np
+
+
+class Element:
+    __slots__ = ("tracer", "index")
+
+    def __init__(self, tracer, index):
+        self.tracer = tracer
+        self.index = index      # a tuple of ints into tracer.shape
+
+    def __repr__(self):
+        return f"Element({self.tracer!r}[{','.join(map(str, self.index))}])"
+
+    @property
+    def flat_index(self):
+        return int(np.ravel_multi_index(self.index, self.tracer.shape)) if self.index else 0
+
+    def value(self):
+        """This element as a 0-d traced value (records a getitem node)."""
+        return self.tracer[self.index]
+
+    def __getattr__(self, name):
+        # NumPy's object loops call methods named after the ufunc (x.sin(), x.exp())
+        ufunc = getattr(np, name, None)
+        if isinstance(ufunc, np.ufunc):
+            return lambda *args: ufunc(self.value(), *map(_value, args))
+        raise AttributeError(f"'Element' object has no attribute {name!r}")
+
+    def __bool__(self):
+        return bool(self.value())
+
+    def __float__(self):
+        return float(self.value())      # raises the lost-gradient TraceError
+
+    def __int__(self):
+        return int(self.value())
+
+    def __complex__(self):
+        return complex(self.value())
+
+    def __index__(self):
+        return operator.index(self.value())
+
+    __hash__ = None
+
+
+def _value(x):
+    return x.value() if isinstance(x, Element) else x
+
+
+def _forward(op):
+    return lambda self, *other: op(self.value(), *map(_value, other))
+
+
+def _reflected(op):
+    return lambda self, other: op(_value(other), self.value())
+
+
+for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor"):
+    _op = getattr(operator, _name + "_" if _name in ("and", "or") else _name)
+    setattr(Element, f"__{_name}__", _forward(_op))
+    setattr(Element, f"__r{_name}__", _reflected(_op))
+for _name in ("eq", "ne", "lt", "le", "gt", "ge", "neg", "pos", "abs", "invert"):
+    setattr(Element, f"__{_name}__", _forward(getattr(operator, _name)))
+
+
+def element_array(tracer):
+    """The object array standing for ``tracer``: its shape, one ``Element`` per entry."""
+    out = np.empty(tracer.shape, dtype=object)
+    for index in np.ndindex(*tracer.shape):
+        out[index] = Element(tracer, index)
+    return out
