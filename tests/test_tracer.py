@@ -157,6 +157,28 @@ def test_arrays_built_from_traced_values():
     np.testing.assert_allclose(tg.grad(f)(V), expected, rtol=1e-12)
 
 
+def test_np_asarray_of_a_tracer_keeps_its_shape_and_costs_no_nodes():
+    seen = {}
+
+    def f(x):
+        a = np.asarray(x)                     # NumPy's object array, shaped like x
+        seen["shape"] = a.shape
+        seen["row"] = np.asarray(x)[1].shape
+        return np.sum(np.tanh(a) * 2.0) + a.sum() + np.sum(a[0] * a[1])
+
+    g = tg.grad(f)(M)
+    assert seen == {"shape": (2, 3), "row": (3,)}
+    expected = 2 * (1 - np.tanh(M) ** 2) + 1 + M[::-1]
+    np.testing.assert_allclose(g, expected, rtol=1e-12)
+    # where tracegrad sees it again (a traced operand, the result), np.asarray(t) is t:
+    # no extra node. (NumPy computes np.tanh(np.asarray(t)) itself, element by element.)
+    assert tg.trace(lambda x: x * np.asarray(x), M).ops() == ["input", "mul"]
+    assert tg.trace(lambda x: np.asarray(x), M).ops() == ["input"]
+    # np.array of whole traced arrays is one concatenate, however many elements
+    ops = tg.trace(lambda a, b: np.array([a, b, a]), V, V).ops()
+    assert ops.count("concatenate") == 1 and "getitem" in ops and len(ops) <= 6
+
+
 def test_indexed_assignment_is_a_functional_update():
     seen = {}
 
