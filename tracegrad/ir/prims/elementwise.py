@@ -14,10 +14,18 @@ LN10 = float(np.log(10.0))
 
 
 def _broadcast_rule(impl):
+    result_dtypes = {}  # operand dtypes -> result dtype, found once by a 0-d evaluation
+
     def abstract(*avals, **params):
-        shape = np.broadcast_shapes(*(a.shape for a in avals))
-        with np.errstate(all="ignore"):
-            dtype = impl(*(np.ones((), a.dtype) for a in avals), **params).dtype
+        shapes = [a.shape for a in avals]
+        first = tuple(shapes[0])
+        shape = first if all(tuple(s) == first for s in shapes) else np.broadcast_shapes(*shapes)
+        key = tuple(a.dtype for a in avals)
+        dtype = result_dtypes.get(key)
+        if dtype is None:
+            with np.errstate(all="ignore"):
+                dtype = impl(*(np.ones((), d) for d in key), **params).dtype
+            result_dtypes[key] = dtype
         return shape, dtype
     return abstract
 
