@@ -34,7 +34,8 @@ _STORE = ("Writing a traced value into a plain NumPy array (z[...] = t, where z 
 _BUILD_TRACED = ("Start from a traced array instead (z = np.zeros_like(x) follows x, so "
                  "z[...] = t is recorded), or build the result with np.stack([...]) or "
                  "np.array([...])")
-_STORE_SUBSCR = dis.opmap["STORE_SUBSCR"]
+# z[i] = v compiles to STORE_SUBSCR; from Python 3.12, z[a:b] = v to STORE_SLICE
+_STORE_OPS = {dis.opmap[name] for name in ("STORE_SUBSCR", "STORE_SLICE") if name in dis.opmap}
 
 
 def _user_is_storing_item():
@@ -45,7 +46,7 @@ def _user_is_storing_item():
     if frame is None or frame.f_lasti < 0:
         return False
     code = frame.f_code.co_code
-    return frame.f_lasti < len(code) and code[frame.f_lasti] == _STORE_SUBSCR
+    return frame.f_lasti < len(code) and code[frame.f_lasti] in _STORE_OPS
 
 
 def lost_gradient(what):
