@@ -7,20 +7,12 @@ values, gradients and (optionally) Hessians and finite differences.
 """
 from __future__ import annotations
 
-import os
-
-if "XLA_FLAGS" not in os.environ:
-    # The oracles compile hundreds of tiny programs: XLA's cheap pipeline halves
-    # compile time and changes no arithmetic we compare against.
-    os.environ["XLA_FLAGS"] = ("--xla_backend_optimization_level=0 "
-                               "--xla_llvm_disable_expensive_passes=true")
-
-import jax  # noqa: E402
-import numpy as np  # noqa: E402
+import jax
+import numpy as np
 
 jax.config.update("jax_enable_x64", True)
 
-import jax.numpy as jnp  # noqa: E402  (after x64 is on)
+import jax.numpy as jnp  # noqa: E402  (after x64 is on; conftest.py sets XLA's flags)
 
 import tracegrad as tg  # noqa: E402
 
