@@ -5,7 +5,7 @@ import pytest
 
 import tracegrad as tg
 
-from oracles import GRAD_RTOL, assert_close, jax, jnp, rand
+from oracles import GRAD_RTOL, assert_close, check, jax, jnp, rand
 
 X = rand(4, seed=40)
 U = rand(4, seed=41)
@@ -366,3 +366,72 @@ def test_traced_derivative_has_no_unused_node(name):
     for o in graph.outputs:
         live |= nx.ancestors(graph.nx, o)
     assert set(graph) == live, f"unused nodes {sorted(set(graph) - live)} in:\n{graph}"
+
+
+# -- whole programs, written once for NumPy and JAX ----------------------------------------------
+def mlp_loss(xp, params, x, labels):
+    h = x
+    for w, b in params[:-1]:
+        h = xp.maximum(h @ w + b, 0.0)
+    w, b = params[-1]
+    logits = h @ w + b
+    m = xp.max(logits, axis=1, keepdims=True)          # a stable logsumexp
+    lse = m[:, 0] + xp.log(xp.sum(xp.exp(logits - m), axis=1))
+    return xp.mean(lse - logits[xp.arange(len(labels)), labels])
+
+
+def attention(xp, q, k, v):
+    s = q @ k.T / xp.sqrt(q.shape[-1])
+    s = s - xp.max(s, axis=-1, keepdims=True)
+    p = xp.exp(s) / xp.sum(xp.exp(s), axis=-1, keepdims=True)
+    return p @ v
+
+
+def layer_norm(xp, x, g):
+    mu = xp.mean(x, axis=-1, keepdims=True)
+    return g * (x - mu) / xp.sqrt(xp.var(x, axis=-1, keepdims=True) + 1e-5)
+
+
+def conv1d(xp, x, k):
+    n = x.shape[0] - k.shape[0] + 1
+    return xp.stack([xp.sum(x[i:i + k.shape[0]] * k) for i in range(n)])
+
+
+def logistic_regression(xp, w, x, y):
+    z = x @ w
+    return xp.sum(xp.logaddexp(0.0, z) - y * z) + 0.5 * xp.sum(w * w)
+
+
+MLP_PARAMS = [(rand(4, 8, seed=1), rand(8, seed=2)), (rand(8, 3, seed=3), rand(3, seed=4))]
+BATCH = rand(5, 4, seed=5)
+PROGRAMS = {
+    "mlp_params": (mlp_loss, (MLP_PARAMS, BATCH, np.array([0, 2, 1, 1, 0])), dict(argnums=0)),
+    "mlp_inputs": (mlp_loss, (MLP_PARAMS, BATCH, np.array([0, 2, 1, 1, 0])),
+                   dict(argnums=1, hessian=True)),
+    "attention": (attention, (rand(3, 4, seed=8), rand(5, 4, seed=9), rand(5, 2, seed=10)),
+                  dict(argnums=(0, 1, 2))),
+    "attention_hessian": (attention, (rand(3, 4, seed=8), rand(5, 4, seed=9), rand(5, 2, seed=10)),
+                          dict(argnums=1, hessian=True)),
+    "layer_norm": (layer_norm, (rand(3, 6, seed=13), rand(6, seed=14)), dict(argnums=(0, 1))),
+    "conv1d": (conv1d, (rand(8, seed=11), rand(3, seed=12)), dict(argnums=(0, 1))),
+    "logistic_regression": (logistic_regression,
+                            (rand(4, seed=6), BATCH, (rand(5, seed=7) > 0).astype(float)),
+                            dict(hessian=True, fd=True)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_whole_program(name):
+    fn, args, kw = PROGRAMS[name]
+    check(fn, *args, **kw)
+
+
+def test_newton_iteration_differentiates_through_the_loop_it_ran():
+    def newton_sqrt(a):
+        y = a
+        while np.abs(y * y - a) > 1e-12:
+            y = 0.5 * (y + a / y)
+        return y
+
+    assert_close(tg.grad(newton_sqrt)(2.0), 0.5 / np.sqrt(2.0), GRAD_RTOL)
+    assert_close(tg.grad(tg.grad(newton_sqrt))(2.0), -0.25 * 2.0 ** -1.5, 1e-8)
