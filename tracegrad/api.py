@@ -18,7 +18,7 @@ from .errors import TraceError
 from .ir import REGISTRY, Aval, Graph, apply
 from .ir.dtypes import is_float
 from .runtime import run
-from .tracer import Tracer, coerce, flatten, new_trace, replay, unflatten, user_src, where
+from .tracer import Tracer, coerce, flatten, new_trace, replay, sync, unflatten, user_src, where
 from .tracer.core import _stack
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "trace",
@@ -83,6 +83,9 @@ class _Traced:
             self.trees.append(tree)
             leaves.extend(arg_leaves)
         leaves = [coerce(x) for x in leaves]      # np.asarray(t) of an outer tracer
+        for x in leaves:
+            if isinstance(x, Tracer):
+                sync(x)                           # a view of an outer array assigned into
         avals = [_leaf_aval(x, src, differentiable, skip_hint) for x in leaves]
         with new_trace() as trace:
             inputs = [trace.new_input(x._value if isinstance(x, Tracer) else x, aval)
@@ -113,6 +116,7 @@ class _Traced:
     def _as_node_value(self, trace, x):
         x = coerce(x)
         if isinstance(x, Tracer):
+            sync(x)
             return x if x._trace is trace else trace.lift(x)
         try:
             arr = np.asarray(x)

@@ -4,6 +4,7 @@ from .core import Trace, Tracer, bind, new_trace, replay
 from .numpy_api import coerce
 from .pytree import flatten, tree_map, unflatten
 from .source import source_override, user_src, where
+from .views import sync
 
 __all__ = ["Trace", "Tracer", "bind", "new_trace", "replay", "coerce", "flatten",
-           "unflatten", "tree_map", "source_override", "user_src", "where"]
+           "unflatten", "tree_map", "source_override", "user_src", "where", "sync"]

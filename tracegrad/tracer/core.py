@@ -22,6 +22,7 @@ from ..errors import TraceError
 from ..ir import REGISTRY, Aval, Graph
 from ..ir import registry as _registry
 from .source import source_override, user_frame, user_src, where
+from .views import sync
 
 _stack: list[Trace] = []
 
@@ -89,6 +90,7 @@ class Trace:
 
     def lift(self, outer: Tracer) -> Tracer:
         """The inner-trace input standing for tracer ``outer`` of an enclosing trace."""
+        sync(outer)
         hit = self.captured.get(id(outer))
         if hit is None:
             inner = self.new_input(outer._value, Aval(outer.shape, outer.dtype))
@@ -107,6 +109,8 @@ class Trace:
         concrete = True
         for a in args:
             if isinstance(a, Tracer):
+                if a._view is not None:
+                    sync(a)
                 if a._trace is not self:
                     if not a._trace.active:
                         raise TraceError(f"{_ESCAPED}{where()}")
@@ -224,7 +228,8 @@ def guard_failure_message(graph, n, expected, value):
 
 class Tracer:
     """A traced array. Behaves like a NumPy array inside the user's function."""
-    __slots__ = ("_trace", "_node", "shape", "dtype", "_value", "__weakref__")
+    __slots__ = ("_trace", "_node", "shape", "dtype", "_value", "_view", "_version",
+                 "__weakref__")
     __array_priority__ = 1000
 
     def __init__(self, trace, node, shape, dtype, value=None):
@@ -233,6 +238,8 @@ class Tracer:
         self.shape = shape
         self.dtype = dtype
         self._value = value
+        self._view = None       # a views.View when this is a NumPy view of another tracer
+        self._version = 0       # bumped by every indexed assignment into this array
 
     def __repr__(self):
         from ..ir.dtypes import aval_str
@@ -258,6 +265,7 @@ class Tracer:
 
     # -- leaving the traced world ---------------------------------------------
     def _concrete(self, what):
+        sync(self)
         if self._value is None:
             raise TraceError(f"{what} needs the concrete value of a traced array, but it is "
                              "only known abstractly here (inside a graph transformation)"

@@ -7,6 +7,7 @@ from ..errors import TraceError
 from ..ir import Arg, Index, Slice, apply
 from .core import Tracer
 from .source import where
+from .views import assigned, mark_view, sync
 
 
 def _int_or_none(v):
@@ -62,16 +63,22 @@ def _mask_positions(mask: Tracer):
 
 def getitem(x, key):
     index, operands = normalize(key)
-    return apply("getitem", x, *operands, index=index)
+    result = apply("getitem", x, *operands, index=index)
+    if index.is_basic and not operands:     # NumPy gives a view: keep it in step with x
+        mark_view(result, x, lambda base: apply("getitem", base, index=index),
+                  lambda base, view: apply("index_update", base, view, index=index, mode="set"))
+    return result
 
 
 def setitem(x: Tracer, key, value):
     """``x[key] = value`` recorded as a functional update; ``x`` now names the result."""
     from .numpy_api import coerce
 
+    sync(x)
     index, operands = normalize(key)
     new = apply("index_update", x, coerce(value), *operands, index=index, mode="set")
     if new._trace is not x._trace:
         raise TraceError("assigning a value traced by an inner transform into an array "
                          f"of an outer one is not supported{where()}")
     x._node, x._value = new._node, new._value
+    assigned(x)             # x's views fall behind; if x is a view, its base changes too

@@ -19,6 +19,7 @@ from .core import Tracer
 from .elements import Element
 from .indexing import getitem
 from .source import where
+from .views import mark_view, sync
 
 UFUNCS: dict = {}
 FUNCTIONS: dict = {}
@@ -176,7 +177,10 @@ def transpose(x, axes=None):
         raise TraceError(f"axes {axes} don't match an array of dimension {nd}{where()}")
     if axes == tuple(range(nd)):
         return x
-    return apply("transpose", x, axes=axes)
+    inverse = tuple(int(i) for i in np.argsort(axes))
+    return mark_view(apply("transpose", x, axes=axes), x,   # NumPy's transpose is a view
+                     lambda base: apply("transpose", base, axes=axes),
+                     lambda base, view: apply("transpose", view, axes=inverse))
 
 
 def broadcast_to(x, shape):
@@ -875,7 +879,10 @@ def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, d
 @implements(np.copy)
 def copy(a, order="K", subok=False):
     a = coerce(a)
-    return Tracer(a._trace, a._node, a.shape, a.dtype, a._value) if isinstance(a, Tracer) else a
+    if not isinstance(a, Tracer):
+        return a
+    sync(a)
+    return Tracer(a._trace, a._node, a.shape, a.dtype, a._value)
 
 
 @implements(np.shape)
