@@ -200,6 +200,57 @@ def test_indexed_assignment_is_a_functional_update():
     assert ops.count("index_update") == 2
 
 
+# -- NumPy views: writes through them and to their base ------------------------------------------
+def _chained(x):
+    z = np.zeros_like(x)
+    z[0][1] = x[1, 1] * 3.0          # z[0] is a view: this writes into z
+    z[1:][0][::2] = x[0, :2] ** 2    # views of views
+    return z
+
+
+def _view_sees_base(x):
+    z = x * 1.0
+    row = z[0]
+    z[0, 2] = x[1, 0] * 5.0          # row shows this, as in NumPy
+    return row * 2.0
+
+
+def _through_transpose(x):
+    z = np.zeros_like(x)
+    z.T[1] = x[:, 0]                 # .T is a view: column 1 of z
+    np.swapaxes(z, 0, 1)[2] = x[:, 1] * 2.0
+    return z
+
+
+def _rows_in_a_loop(x):
+    z = x * 1.0
+    for row in z:                    # iteration yields views
+        row[0] = np.sum(row ** 2)
+    return z
+
+
+def _copies_are_not_views(x):
+    z = x * 1.0
+    c = z.copy()
+    fancy = z[[0]]                   # fancy indexing copies
+    fancy[0, 0] = 100.0
+    z[0] = 0.0
+    return c + z * 2.0
+
+
+@pytest.mark.parametrize("fn", [_chained, _view_sees_base, _through_transpose, _rows_in_a_loop,
+                                _copies_are_not_views], ids=lambda f: f.__name__[1:])
+def test_views_share_writes_as_in_numpy(fn):
+    np.testing.assert_array_equal(tg.trace(fn, M)(M), fn(M))
+    jac = tg.jacobian(fn)(M)
+    eps = 1e-6                                      # the function is piecewise polynomial
+    for i in np.ndindex(M.shape):
+        d = np.zeros_like(M)
+        d[i] = eps
+        np.testing.assert_allclose(jac[(...,) + i], (fn(M + d) - fn(M - d)) / (2 * eps),
+                                   atol=1e-8)
+
+
 # -- guards ---------------------------------------------------------------------------------------
 def test_guards_for_branches_indices_and_masks():
     def f(x):
