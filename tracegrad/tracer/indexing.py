@@ -66,7 +66,8 @@ def getitem(x, key):
     result = apply("getitem", x, *operands, index=index)
     if index.is_basic and not operands:     # NumPy gives a view: keep it in step with x
         mark_view(result, x, lambda base: apply("getitem", base, index=index),
-                  lambda base, view: apply("index_update", base, view, index=index, mode="set"))
+                  lambda base, view: apply("index_update", base, view, index=index, mode="set"),
+                  lambda arr: arr[index.to_numpy()])
     return result
 
 

@@ -61,11 +61,12 @@ def _shape_args(args):
 
 Tracer.T = property(lambda self: api.transpose(self))
 Tracer.mT = property(lambda self: api.swapaxes(self, -1, -2))
-Tracer.reshape = lambda self, *shape, order="C": api.reshape(self, _shape_args(shape), order)
+Tracer.reshape = lambda self, *shape, order="C", copy=None: (
+    api.reshape if copy else api.reshape_view)(self, _shape_args(shape), order)
 Tracer.transpose = lambda self, *axes: api.transpose(self, _shape_args(axes) if axes else None)
 Tracer.astype = lambda self, dtype, **kw: api.astype(self, dtype)
 Tracer.ravel = lambda self, order="C": api.ravel(self, order)
-Tracer.flatten = lambda self, order="C": api.ravel(self, order)
+Tracer.flatten = lambda self, order="C": api.reshape(self, (-1,), order)   # always a copy
 Tracer.squeeze = lambda self, axis=None: api.squeeze(self, axis)
 Tracer.swapaxes = lambda self, a, b: api.swapaxes(self, a, b)
 Tracer.copy = lambda self, order="C": api.copy(self)

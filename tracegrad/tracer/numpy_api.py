@@ -19,7 +19,7 @@ from .core import Tracer
 from .elements import Element
 from .indexing import getitem
 from .source import where
-from .views import mark_view, sync
+from .views import mark_view, reshape_is_view, sync
 
 UFUNCS: dict = {}
 FUNCTIONS: dict = {}
@@ -180,7 +180,20 @@ def transpose(x, axes=None):
     inverse = tuple(int(i) for i in np.argsort(axes))
     return mark_view(apply("transpose", x, axes=axes), x,   # NumPy's transpose is a view
                      lambda base: apply("transpose", base, axes=axes),
-                     lambda base, view: apply("transpose", view, axes=inverse))
+                     lambda base, view: apply("transpose", view, axes=inverse),
+                     lambda arr: arr.transpose(axes))
+
+
+def reshape_view(x, shape, order="C"):
+    """``reshape``, as a NumPy view of ``x`` where NumPy's reshape would be one (it is
+    whenever no copy is needed), so writes into it reach ``x``."""
+    result = reshape(x, shape, order)
+    if isinstance(x, Tracer) and result is not x and reshape_is_view(x, result.shape):
+        new_shape, old_shape = result.shape, x.shape
+        mark_view(result, x, lambda base: reshape(base, new_shape),
+                  lambda base, view: reshape(view, old_shape),
+                  lambda arr: arr.reshape(new_shape))
+    return result
 
 
 def broadcast_to(x, shape):
@@ -588,12 +601,12 @@ def reshape_(a, *args, shape=None, order="C", newshape=None, copy=None):
         if len(args) > 1:
             order = args[1]
     shape = newshape if shape is None else shape
-    return reshape(coerce(a), shape, order)
+    return (reshape if copy else reshape_view)(coerce(a), shape, order)
 
 
 @implements(np.ravel)
 def ravel(a, order="C"):
-    return reshape(coerce(a), (-1,), order)
+    return reshape_view(coerce(a), (-1,), order)
 
 
 @implements(np.transpose)
@@ -636,7 +649,7 @@ def squeeze(a, axis=None):
         if builtins.any(shape[i] != 1 for i in axes):
             raise TraceError(f"cannot select an axis to squeeze out which has size not equal "
                              f"to one (shape {shape}, axis {axis}){where()}")
-    return reshape(a, tuple(n for i, n in enumerate(shape) if i not in axes))
+    return reshape_view(a, tuple(n for i, n in enumerate(shape) if i not in axes))
 
 
 @implements(np.expand_dims)
@@ -647,7 +660,7 @@ def expand_dims(a, axis):
     nd = len(shape) + len(axes)
     for ax in sorted(_single_axis(x, nd) for x in axes):
         shape.insert(ax, 1)
-    return reshape(a, tuple(shape))
+    return reshape_view(a, tuple(shape))
 
 
 @implements(np.broadcast_to)

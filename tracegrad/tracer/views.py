@@ -13,19 +13,48 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
+import numpy as np
+
 
 class View(NamedTuple):
     base: object                  # the Tracer this one is a view of
     derive: Callable              # base -> a fresh value of this view
     write_back: Callable          # (base, view) -> base with the view's part replaced
+    on_layout: Callable           # the same view taken of a NumPy array (see ``layout``)
     version: int                  # base._version when the two were last in step
 
 
-def mark_view(result, base, derive, write_back):
+def mark_view(result, base, derive, write_back, on_layout):
     """Record that ``result`` (a Tracer) is a NumPy view of ``base``."""
     if result is not base and hasattr(result, "_view") and hasattr(base, "_view"):
-        result._view = View(base, derive, write_back, base._version)
+        result._view = View(base, derive, write_back, on_layout, base._version)
     return result
+
+
+def layout(t):
+    """A stand-in for ``t``'s memory layout: an array with the strides NumPy would give
+    ``t`` (C order for a computed array, its base's seen through the view otherwise),
+    over a one-byte buffer. It is only ever reshaped without copying, never read."""
+    v = t._view
+    if v is None:
+        strides = [1] * len(t.shape)
+        for i in range(len(t.shape) - 2, -1, -1):
+            strides[i] = strides[i + 1] * max(t.shape[i + 1], 1)
+        return np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), shape=t.shape,
+                                               strides=strides)
+    return v.on_layout(layout(v.base))
+
+
+def reshape_is_view(t, shape):
+    """Whether NumPy's ``t.reshape(shape)`` would be a view (no copy) of ``t``."""
+    if t._view is None:
+        return True                 # a computed array is C-contiguous
+    stand_in = layout(t).view()
+    try:
+        stand_in.shape = shape      # NumPy's own no-copy check; it never copies
+    except AttributeError:
+        return False
+    return True
 
 
 def sync(t):
