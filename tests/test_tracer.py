@@ -238,8 +238,29 @@ def _copies_are_not_views(x):
     return c + z * 2.0
 
 
+def _reshapes(x):
+    z = x * 1.0
+    z.reshape(3, 2)[0] = x[1, :2]            # a view: writes into z
+    z.ravel()[4] = x[0, 0] * 2.0             # a view too
+    np.squeeze(z[None])[1, 1] += 1.0
+    np.expand_dims(z, 0)[0, 0, 2] = 3.0
+    z.flatten()[0] = 100.0                   # flatten always copies
+    return z
+
+
+def _reshapes_that_copy(x):
+    z = x * 1.0
+    z.T.ravel()[1] = 100.0                   # not contiguous: NumPy copies, z stays
+    z[:, ::2].reshape(-1)[0] = 100.0
+    np.reshape(z, 6, copy=True)[0] = 100.0
+    flat = z.reshape(-1)
+    z[0, 1] = x[1, 2] * 4.0                  # ...but this view of z sees the write
+    return z + flat.reshape(2, 3)
+
+
 @pytest.mark.parametrize("fn", [_chained, _view_sees_base, _through_transpose, _rows_in_a_loop,
-                                _copies_are_not_views], ids=lambda f: f.__name__[1:])
+                                _copies_are_not_views, _reshapes, _reshapes_that_copy],
+                         ids=lambda f: f.__name__[1:])
 def test_views_share_writes_as_in_numpy(fn):
     np.testing.assert_array_equal(tg.trace(fn, M)(M), fn(M))
     jac = tg.jacobian(fn)(M)
