@@ -5,10 +5,12 @@ there is one path from any spelling to the handlers in ``numpy_api``.
 """
 import numpy as np
 
+from ..errors import TraceError
 from . import numpy_api as api
 from .core import Tracer
 from .indexing import getitem, setitem
 from .source import where
+from .views import assigned
 
 
 def _binary(ufunc):
@@ -23,8 +25,32 @@ for _name, _uf in [("add", np.add), ("sub", np.subtract), ("mul", np.multiply),
     _fwd, _rev = _binary(_uf)
     setattr(Tracer, f"__{_name}__", _fwd)
     setattr(Tracer, f"__r{_name}__", _rev)
-    # x += y rebinds the name to a new traced value (arrays in the graph are immutable)
-    setattr(Tracer, f"__i{_name}__", _fwd)
+    setattr(Tracer, f"__i{_name}__", (lambda uf: lambda self, other: _in_place(self, uf, other))(
+        _uf))
+
+def _in_place(x, ufunc, other):
+    """``x op= other`` as NumPy does it: ``x`` itself changes, so other names for it, its
+    views and (if it is a view) its base all see the result. Recorded as a new node that
+    ``x`` now names, like an indexed assignment."""
+    new = ufunc(x, other)
+    if tuple(new.shape) != tuple(x.shape):
+        raise TraceError(f"non-broadcastable output operand with shape {x.shape} doesn't match "
+                         f"the broadcast shape {new.shape} of the in-place {ufunc.__name__}"
+                         f"{where()}")
+    if new.dtype != x.dtype:
+        if not np.can_cast(new.dtype, x.dtype, casting="same_kind"):
+            raise TraceError(f"Cannot cast ufunc '{ufunc.__name__}' output from {new.dtype} to "
+                             f"{x.dtype} with casting rule 'same_kind' (write x = x + y, a new "
+                             f"array, instead){where()}")
+        new = api.astype(new, x.dtype)
+    if new._trace is not x._trace:
+        raise TraceError("an in-place operation on an array traced by an outer transform with "
+                         f"a value traced by an inner one is not supported; write x = x + y "
+                         f"for a new array{where()}")
+    x._node, x._value = new._node, new._value
+    assigned(x)
+    return x
+
 
 for _name, _uf in [("eq", np.equal), ("ne", np.not_equal), ("lt", np.less),
                    ("le", np.less_equal), ("gt", np.greater), ("ge", np.greater_equal)]:
