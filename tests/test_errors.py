@@ -243,6 +243,21 @@ def test_writing_a_tracer_into_a_plain_ndarray():
     np.testing.assert_array_equal(tg.grad(fixed)(V), [1.0, 2.0, 2.0])
 
 
+def test_in_place_operator_that_numpy_refuses():
+    def grows(x):
+        z = x * 1.0
+        z += np.ones((2, 3))  # GROWS_IN_PLACE
+        return np.sum(z)
+    expect_error(lambda: tg.grad(grows)(V), "GROWS_IN_PLACE", "non-broadcastable output",
+                 "(3,)", "(2, 3)")
+
+    def narrows(x):
+        n = np.argmax(x) * np.ones(3, dtype=np.int64)
+        n += x  # FLOAT_INTO_INT
+        return np.sum(x)
+    expect_error(lambda: tg.grad(narrows)(V), "FLOAT_INTO_INT", "same_kind", "x = x + y")
+
+
 def test_truth_value_of_an_array():
     expect_error(lambda: tg.grad(lambda x: np.sum(x) if x > 0 else 0.0)(V),
                  "if x > 0 else 0.0", "truth value", "any()")

@@ -258,8 +258,20 @@ def _reshapes_that_copy(x):
     return z + flat.reshape(2, 3)
 
 
+def _in_place_operators(x):
+    z = x * 1.0
+    alias = z
+    row = z[0]
+    row += x[1]                              # changes z, as NumPy's += does
+    alias *= 2.0                             # alias is z
+    later = z[1]
+    z -= 0.5                                 # later sees it
+    return z + later
+
+
 @pytest.mark.parametrize("fn", [_chained, _view_sees_base, _through_transpose, _rows_in_a_loop,
-                                _copies_are_not_views, _reshapes, _reshapes_that_copy],
+                                _copies_are_not_views, _reshapes, _reshapes_that_copy,
+                                _in_place_operators],
                          ids=lambda f: f.__name__[1:])
 def test_views_share_writes_as_in_numpy(fn):
     np.testing.assert_array_equal(tg.trace(fn, M)(M), fn(M))
@@ -270,6 +282,16 @@ def test_views_share_writes_as_in_numpy(fn):
         d[i] = eps
         np.testing.assert_allclose(jac[(...,) + i], (fn(M + d) - fn(M - d)) / (2 * eps),
                                    atol=1e-8)
+
+
+def test_in_place_operator_keeps_the_dtype():
+    def f(x):
+        z32 = x.astype(np.float32)
+        z32 += np.ones(3)                    # float64 added in place: still float32
+        return z32
+    out = tg.trace(f, M)(M)
+    assert out.dtype == f(M).dtype == np.float32
+    np.testing.assert_array_equal(out, f(M))
 
 
 # -- guards ---------------------------------------------------------------------------------------
