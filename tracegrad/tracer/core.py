@@ -68,7 +68,10 @@ class Trace:
         self.level = level
         self.graph = Graph()
         self.active = True
-        self.captured: dict[int, tuple] = {}  # id(outer tracer) -> (outer, inner)
+        # (id(outer tracer), its node) -> (alias of it, inner input, the outer tracer);
+        # the outer tracer itself is held so that its id stays unique meanwhile
+        self.captured: dict[tuple, tuple] = {}
+        self._snapshots: dict[int, tuple] = {}    # id(user array) -> (it, the copy taken)
 
     def __repr__(self):
         return f"<Trace level={self.level}>"
@@ -84,23 +87,42 @@ class Trace:
         return Tracer(self, node, tuple(aval.shape), np.dtype(aval.dtype), value)
 
     def const(self, value) -> Tracer:
-        value = np.asarray(value)
+        value = self._snapshot(value)
         node = self.graph.add_const(value, src=user_src())
         return Tracer(self, node, value.shape, value.dtype, value)
+
+    def _snapshot(self, value):
+        """A private copy of a user's array: NumPy code may change the original in place
+        later (w += 1), and the graph must keep the value it saw. Uses of an unchanged
+        array share one copy."""
+        if not isinstance(value, np.ndarray) or value.ndim == 0:
+            return np.array(value)
+        hit = self._snapshots.get(id(value))
+        if hit is not None and hit[0] is value and hit[1].shape == value.shape and \
+                hit[1].dtype == value.dtype and np.array_equal(hit[1], value, equal_nan=True):
+            return hit[1]
+        copy = value.copy()
+        self._snapshots[id(value)] = (value, copy)   # holding value keeps its id unique
+        return copy
 
     def lift(self, outer: Tracer) -> Tracer:
         """The inner-trace input standing for tracer ``outer`` of an enclosing trace."""
         sync(outer)
-        hit = self.captured.get(id(outer))
+        # Keyed by node as well: an outer array assigned into (x += 1) while the inner
+        # function runs is a new value, and needs its own input. The entry keeps an
+        # alias of the node captured, so later writes to ``outer`` do not change it.
+        key = (id(outer), outer._node)
+        hit = self.captured.get(key)
         if hit is None:
             inner = self.new_input(outer._value, Aval(outer.shape, outer.dtype))
-            hit = self.captured[id(outer)] = (outer, inner)
+            alias = Tracer(outer._trace, outer._node, outer.shape, outer.dtype, outer._value)
+            hit = self.captured[key] = (alias, inner, outer)
         return hit[1]
 
     @property
     def captured_outer(self):
         """The outer tracers captured, in the order of their graph inputs."""
-        return [outer for outer, _ in self.captured.values()]
+        return [alias for alias, _, _ in self.captured.values()]
 
     # -- recording operations ----------------------------------------------
     def add(self, prim, args, params) -> Tracer:
