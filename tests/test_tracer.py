@@ -330,6 +330,37 @@ def test_closure_captures_outer_value_as_extra_input():
         tg.grad(lambda b: np.sum(tg.trace(lambda x: x * b, V)(V)))(1.0)
 
 
+def test_plain_arrays_changed_in_place_keep_the_value_each_use_saw():
+    w = np.array([1.0, 2.0, 3.0])
+
+    def f(x):
+        y = x * w                    # uses w = [1, 2, 3]
+        w[0] = 10.0                  # the user's NumPy array changes in place...
+        return np.sum(y * w)         # ...and this use sees [10, 2, 3]
+
+    w_before = w.copy()
+    g = tg.grad(f)(V)
+    np.testing.assert_array_equal(g, w_before * np.array([10.0, 2.0, 3.0]))
+    w[:] = w_before
+    graph = tg.trace(f, V)
+    w[:] = -1.0                      # later changes do not reach the recorded graph
+    np.testing.assert_allclose(graph(V), np.sum(V * w_before * np.array([10.0, 2.0, 3.0])))
+
+
+def test_outer_array_changed_in_place_inside_an_inner_transform():
+    def outer(a):
+        def inner(x):
+            first = np.sum(x * a)
+            a_alias = a
+            a_alias += 1.0           # NumPy semantics: a itself changes from here on
+            return first + np.sum(x * a)
+        return np.sum(tg.grad(inner)(np.ones(2)))
+
+    a = np.array([1.0, 2.0])
+    assert outer(a.copy()) == 8.0                  # sum(a) + sum(a + 1)
+    np.testing.assert_array_equal(tg.grad(outer)(a), [2.0, 2.0])
+
+
 def test_python_scalars_are_weakly_typed():
     x32 = V.astype(np.float32)
     g = tg.trace(lambda x: x * 2.0 + 1 - x / 3.0, x32)
