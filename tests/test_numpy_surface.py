@@ -516,6 +516,30 @@ def test_float32_in_float32_gradient_out():
     np.testing.assert_allclose(h, np.diag(6 * x32[0]), rtol=1e-5)
 
 
+FLOAT32_CASES = {
+    **{name: (lambda name: lambda xp, x: getattr(xp, name)(x))(name) for name in UNARY},
+    "mean_var": lambda xp, x: xp.mean(x, axis=0) * xp.var(x),
+    "matmul_solve": lambda xp, x: xp.linalg.solve(A.astype(np.float32), x.T @ x),
+    "norm": lambda xp, x: xp.linalg.norm(x, axis=1),
+    "softmax": lambda xp, x: xp.exp(x) / xp.sum(xp.exp(x), axis=1, keepdims=True),
+    "where_clip": lambda xp, x: xp.where(x > 0, xp.clip(x, 0.1, 0.5), x * 2.0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FLOAT32_CASES))
+def test_float32_values_and_gradients(name):
+    fn = FLOAT32_CASES[name]
+    x = UNARY.get(name, X).astype(np.float32)
+    w = rand(*np.shape(fn(np, x)), seed=50, low=0.5, high=1.5).astype(np.float32)
+    out = tg.vjp(lambda x: fn(np, x), x)[0]
+    assert out.dtype == fn(np, x).dtype == np.float32
+    np.testing.assert_allclose(out, fn(np, x), rtol=1e-6)
+    g = tg.grad(lambda x: np.sum(fn(np, x) * w))(x)
+    gj = jax.grad(lambda x: jnp.sum(fn(jnp, x) * w))(x)
+    assert g.dtype == gj.dtype == np.float32
+    np.testing.assert_allclose(g, gj, rtol=2e-5, atol=2e-5 * float(np.max(np.abs(gj))))
+
+
 def test_python_float_arguments():
     check(lambda xp, a, b: xp.sin(a) * b + a ** 2, 0.4, 1.3, argnums=(0, 1), hessian=False)
     g = tg.grad(lambda a: a * a * 3.0)(2.0)
