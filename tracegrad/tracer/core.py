@@ -310,20 +310,29 @@ class Tracer:
         self._trace.guard(self, value)
         return value
 
+    def _integer_value(self, what):
+        """An integer or boolean array has no gradient to lose: like bool(), reading its
+        value is allowed, and recorded as a guard. A floating one raises."""
+        if self.dtype.kind not in "iub":
+            raise lost_gradient(what)
+        value = self._concrete(what)
+        self._trace.guard(self, np.array(value, copy=True))
+        return value
+
     def __float__(self):
-        raise lost_gradient("float()")
+        return float(self._integer_value("float()"))
 
     def __int__(self):
-        raise lost_gradient("int()")
+        return int(self._integer_value("int()"))
 
     def __complex__(self):
-        raise lost_gradient("complex()")
+        return complex(self._integer_value("complex()"))
 
     def item(self, *args):
-        raise lost_gradient(".item()")
+        return self._integer_value(".item()").item(*args)
 
     def tolist(self):
-        raise lost_gradient(".tolist()")
+        return self._integer_value(".tolist()").tolist()
 
     def __array__(self, dtype=None, copy=None):
         # NumPy asks for this in np.asarray(t) and when it builds an array from

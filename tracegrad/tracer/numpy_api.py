@@ -19,6 +19,7 @@ from .core import Tracer
 from .elements import Element
 from .indexing import getitem
 from .source import where
+from .source import where as where_text
 from .views import mark_view, reshape_is_view, sync
 
 UFUNCS: dict = {}
@@ -896,6 +897,17 @@ def copy(a, order="K", subok=False):
         return a
     sync(a)
     return Tracer(a._trace, a._node, a.shape, a.dtype, a._value)
+
+
+@implements(np.copyto)
+def copyto(dst, src, casting="same_kind", where=True):
+    if isinstance(dst, Tracer):
+        raise TraceError(f"np.copyto into a traced array is not supported: assign instead "
+                         f"(x[...] = src){where_text()}")
+    raise TraceError(f"np.copyto(dst, t) would write a traced value into the plain NumPy array "
+                     f"dst and lose its gradient (np.full_like(plain, t) does this too): use "
+                     f"np.full_like(x, t) with a traced x, or np.broadcast_to(t, shape)"
+                     f"{where_text()}")
 
 
 @implements(np.shape)
