@@ -315,6 +315,22 @@ def test_guards_for_branches_indices_and_masks():
         g(-V)
 
 
+def test_integer_values_can_be_read_with_a_guard():
+    def f(x):
+        k = int(np.argmax(x))                        # no gradient is lost: a guard instead
+        count = float(np.sum(x > 0))
+        idx = np.argmin(x[None], axis=1).tolist() + [np.argmin(x).item()]
+        return x[k] * count + x[idx[0]]
+
+    g = tg.grad(f)(V)
+    np.testing.assert_allclose(g, [0.0, 1.0, 2.0])   # argmax 2, two positives, argmin 1
+    graph = tg.trace(f, V)
+    assert all(np.asarray(v).dtype.kind in "ib" for _, v in graph.guards)
+    np.testing.assert_allclose(graph(V * 3.0), f(V * 3.0))
+    with pytest.raises(tg.TraceError, match="different branch"):
+        graph(-V)
+
+
 # -- values captured from an enclosing transform ------------------------------------------------
 def test_closure_captures_outer_value_as_extra_input():
     def outer(a):
