@@ -17,17 +17,16 @@ from oracles import GRAD_RTOL, assert_close, check, finite_diff_grad, jax, jnp, 
 X = rand(3, 4, seed=1)                     # values in (-1, 1)
 Y = rand(3, 4, seed=2)
 POS = rand(3, 4, seed=3, low=0.5, high=2.0)  # for log, sqrt, ...
-POS2 = rand(3, 4, seed=4, low=0.5, high=2.0)
 ROW = rand(4, seed=5)
 UNIT = rand(3, 4, seed=6, low=-0.9, high=0.9)  # inside arcsin / arctanh's domain
 BIG = rand(3, 4, seed=7, low=1.2, high=3.0)    # arccosh's domain
 V = rand(5, seed=8)
 A = rand(4, 4, seed=9) + 4 * np.eye(4)       # well conditioned
-SPD = A @ A.T
 B = rand(4, 3, seed=10)
 
 
 def case(name, fn, *args, **kw):
+    """One row: ``fn(xp, *args)`` and the options of ``oracles.check``."""
     return pytest.param(fn, args, kw, id=name)
 
 
