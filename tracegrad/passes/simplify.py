@@ -41,6 +41,21 @@ class _Rewriter:
     def is_zeros(self, n):
         return self.attrs(n)["op"] == "zeros"
 
+    def is_all_zero(self, n):
+        """Zero-filled by construction: structural zeros, a zero constant, or one broadcast."""
+        d = self.attrs(n)
+        if d["op"] == "broadcast_to":
+            return self.is_all_zero(d["args"][0])
+        return self.is_zeros(n) or self.is_number(n, 0)
+
+    def scatter_into_zeros(self, n):
+        """(update, index operands, params) if ``n`` adds into all-zero array, else None."""
+        d = self.attrs(n)
+        if d["op"] == "index_update" and d["params"]["mode"] == "add" \
+                and self.is_all_zero(d["args"][0]):
+            return d
+        return None
+
     # -- making nodes ------------------------------------------------------------------------
     def node(self, op, args, params, shape, dtype, src):
         return self.out.add_node(op, args, params, shape=shape, dtype=dtype, src=src)
@@ -86,6 +101,11 @@ class _Rewriter:
                 return self.fit(x, d)
             if self.is_zeros(x) or self.is_number(x, 0):
                 return self.fit(y, d)
+            return self.add_scattered(d, x, y) or self.add_scattered(d, y, x)
+        if op == "select":
+            cond = self.const(args[0])
+            if cond is not None and cond.size and (cond.all() or not cond.any()):
+                return self.fit(args[1] if cond.all() else args[2], d)
         if op == "sub":
             x, y = args
             if self.is_zeros(y) or self.is_number(y, 0):
@@ -133,6 +153,16 @@ class _Rewriter:
             return self.sum_of_broadcast(d, args[0])
         return None
 
+    def add_scattered(self, d, x, y):
+        """x + (zeros with g added at idx) is x with g added at idx: the sum of the
+        cotangents of several slices of one array touches each slice only."""
+        scatter = self.scatter_into_zeros(y)
+        a = self.attrs(x)
+        if scatter is None or a["shape"] != d["shape"] or a["dtype"] != d["dtype"]:
+            return None
+        return self.node("index_update", (x,) + scatter["args"][1:], scatter["params"],
+                         d["shape"], d["dtype"], d["src"])
+
     def sum_of_broadcast(self, d, x):
         """sum(broadcast_to(s, shape)) of a scalar s is s * count (no big temporary)."""
         b = self.attrs(x)
@@ -146,7 +176,8 @@ class _Rewriter:
 
     def fold(self, d, args):
         """Evaluate a node whose operands are all constants, if the result is small."""
-        if not args or d["op"] in ("zeros", "custom_vjp_call"):
+        # broadcast_to is a free view; folding it would only make a big constant
+        if not args or d["op"] in ("zeros", "custom_vjp_call", "broadcast_to"):
             return None
         values = [self.const(a) for a in args]
         if any(v is None for v in values):

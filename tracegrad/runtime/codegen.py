@@ -157,6 +157,8 @@ class _Generator:
             return f"{args[0]}[{self.index_source(params['index'], args[1:])}]"
         if op == "einsum":
             return self.einsum(n, d, args)
+        if op == "index_update" and len(args) == 2:
+            return self.index_update(n, d, args)
         fn = self.bind(f"impl_{op}", prim.impl)
         kw = "".join(f", {k}={self.param_source(n, k, v)}" for k, v in params.items())
         call_args = ", ".join(args)
@@ -179,6 +181,16 @@ class _Generator:
             else:
                 parts.append(repr(item))
         return ", ".join(parts) if parts else "()"
+
+    def index_update(self, n, d, args):
+        """Write into the operand's own buffer when it is dead, else into a copy."""
+        index, mode = d["params"]["index"], d["params"]["mode"]
+        a = d["args"][0]
+        target = args[0] if a in self.owned and self.buffer_end.get(a) == n \
+            else f"{args[0]}.copy()"
+        helper = _set_at if mode == "set" else (_add_at if index.is_basic else _add_at_repeated)
+        fn = self.bind(helper.__name__.lstrip("_"), helper)
+        return f"{fn}({target}, {self.bind(f'index{n}', index.to_numpy())}, {args[1]})"
 
     def einsum(self, n, d, args):
         # the contraction order is found once here, not on every call
@@ -232,6 +244,21 @@ class _Generator:
                     and src["shape"] == d["shape"] and src["dtype"] == d["dtype"]):
                 return pos
         return None
+
+
+def _set_at(x, index, v):
+    x[index] = v
+    return x
+
+
+def _add_at(x, index, v):
+    x[index] += v
+    return x
+
+
+def _add_at_repeated(x, index, v):
+    np.add.at(x, index, v)  # integer arrays may name a position twice: add every one
+    return x
 
 
 def generate(graph: Graph, name="tracegrad_fn") -> Compiled:
