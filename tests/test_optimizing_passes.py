@@ -131,3 +131,26 @@ def test_pipeline_shrinks_derivative_graphs_and_keeps_numbers(order):
     opt = prune(simplify(cse(g)))
     assert len(opt) < len(g)
     np.testing.assert_allclose(run(opt, [x])[0], run(g, [x])[0], rtol=1e-14)
+
+
+def test_simplify_select_on_a_constant_condition():
+    g = tg.trace(lambda x: np.where(np.bool_(True), x, 0.0) + np.where(np.bool_(False), 0.0, x),
+                 np.ones(3))
+    s = prune(simplify(g))
+    assert "select" not in ops(s)
+    same_numbers(g, s, np.array([1.0, -2.0, np.nan]))
+
+
+def test_simplify_adds_slice_cotangents_into_one_buffer():
+    def rosen(x):
+        return np.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+
+    x = np.linspace(-1, 1, 6)
+    g = prune(tg.trace(tg.grad(rosen), x))
+    s = prune(simplify(cse(g)))
+    assert ops(g).count("add") > ops(s).count("add")
+    # every slice cotangent goes into the same array, none into a fresh zero array
+    updates = [n for n in s if s.op(n) == "index_update"]
+    zero_targets = [n for n in updates if s.op(s.args(n)[0]) in ("const", "broadcast_to")]
+    assert len(updates) >= 2 and len(zero_targets) == 1
+    np.testing.assert_allclose(run(s, [x])[0], run(g, [x])[0], rtol=1e-15)
