@@ -154,3 +154,24 @@ def test_simplify_adds_slice_cotangents_into_one_buffer():
     zero_targets = [n for n in updates if s.op(s.args(n)[0]) in ("const", "broadcast_to")]
     assert len(updates) >= 2 and len(zero_targets) == 1
     np.testing.assert_allclose(run(s, [x])[0], run(g, [x])[0], rtol=1e-15)
+
+
+def test_simplify_keeps_broadcast_scalars_scalar():
+    # x * broadcast_to(1) -> x; broadcast_to(100) * broadcast_to(1) -> broadcast_to(100);
+    # x * broadcast_to(100) -> x * 100 with a 0-d constant (a literal in generated code)
+    g = tg.Graph()
+    x = g.add_input((4,), "float64")
+
+    def bcast(value):
+        c = g.add_const(np.float64(value))
+        return g.add_node("broadcast_to", (c,), {"shape": (4,)}, shape=(4,), dtype="float64")
+
+    def mul(a, b):
+        return g.add_node("mul", (a, b), shape=(4,), dtype="float64")
+
+    g.outputs = [mul(mul(x, bcast(1.0)), mul(bcast(100.0), bcast(1.0)))]
+    s = prune(simplify(g))
+    assert ops(s) == sorted(["input", "const", "mul"])
+    const = next(n for n in s if s.op(n) == "const")
+    assert s.node(const)["shape"] == ()
+    same_numbers(g, s, np.arange(4.0))

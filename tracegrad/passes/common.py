@@ -11,9 +11,14 @@ from ..tracer import Tracer, source_override, where
 
 
 def abstract_inputs(trace, graph: Graph, nodes):
-    """Value-free inputs of ``trace`` with the avals of ``graph``'s ``nodes``."""
-    return [trace.new_input(aval=Aval(graph.node(n)["shape"], np.dtype(graph.node(n)["dtype"])))
-            for n in nodes]
+    """Value-free inputs of ``trace`` with the avals (and source lines) of ``graph``'s
+    ``nodes``: a cotangent seed points at the line that made its output."""
+    inputs = []
+    for n in nodes:
+        d = graph.node(n)
+        with source_override(d["src"]):
+            inputs.append(trace.new_input(aval=Aval(d["shape"], np.dtype(d["dtype"]))))
+    return inputs
 
 
 def zeros(trace, shape, dtype):

@@ -33,8 +33,16 @@ class _Rewriter:
         d = self.attrs(n)
         return d["params"]["value"] if d["op"] == "const" else None
 
-    def is_number(self, n, number):
+    def scalar(self, n):
+        """The value of a one-element constant, or of one broadcast to a shape; else None."""
+        d = self.attrs(n)
+        if d["op"] == "broadcast_to":
+            return self.scalar(d["args"][0])
         value = self.const(n)
+        return value.reshape(()) if value is not None and value.size == 1 else None
+
+    def is_number(self, n, number):
+        value = self.const(n) if self.attrs(n)["op"] != "broadcast_to" else self.scalar(n)
         return (value is not None and value.dtype.kind in "iuf" and value.size > 0
                 and bool(np.all(value == number)))
 
@@ -174,6 +182,36 @@ class _Rewriter:
         scaled = self.node("mul", (s, c), {}, (), d["dtype"], d["src"])
         return self.fit(scaled, d)
 
+    def fold_broadcast_scalars(self, d, args):
+        """An elementwise op on broadcast scalars is the op on the scalars, broadcast."""
+        prim = REGISTRY[d["op"]]
+        if "ufunc" not in prim.extra and d["op"] != "select":
+            return None
+        scalars = [self.scalar(a) for a in args]
+        if any(v is None for v in scalars) or all(self.const(a) is not None for a in args):
+            return None
+        with np.errstate(all="ignore"):
+            value = np.asarray(prim.impl(*scalars, **d["params"])).astype(d["dtype"])
+        c = self.out.add_const(value, src=d["src"])
+        return self.fit(c, d)
+
+    def unbroadcast_scalars(self, d, args):
+        """x * broadcast_to(c, shape) is x * c when x alone has the result's shape: the
+        constant stays a scalar (a literal, in generated code)."""
+        if "ufunc" not in REGISTRY[d["op"]].extra:
+            return None
+        new_args, changed = list(args), False
+        for i, a in enumerate(args):
+            if self.attrs(a)["op"] == "broadcast_to" and self.scalar(a) is not None:
+                rest = [self.attrs(b)["shape"] for j, b in enumerate(args) if j != i]
+                if rest and np.broadcast_shapes(*rest) == d["shape"]:
+                    value = np.asarray(self.scalar(a), dtype=self.attrs(a)["dtype"])
+                    new_args[i] = self.out.add_const(value, src=d["src"])
+                    changed = True
+        if not changed:
+            return None
+        return self.node(d["op"], new_args, d["params"], d["shape"], d["dtype"], d["src"])
+
     def fold(self, d, args):
         """Evaluate a node whose operands are all constants, if the result is small."""
         # broadcast_to is a free view; folding it would only make a big constant
@@ -199,6 +237,10 @@ class _Rewriter:
             new = self.rewrite(d, args)
             if new is None:
                 new = self.fold(d, args)
+            if new is None:
+                new = self.fold_broadcast_scalars(d, args)
+            if new is None:
+                new = self.unbroadcast_scalars(d, args)
             self.rename[n] = new if new is not None else self.out.put(n, d, args)
         g = self.out
         g.inputs = list(self.src_graph.inputs)

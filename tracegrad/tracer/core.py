@@ -86,8 +86,10 @@ class Trace:
         node = self.graph.add_input(aval.shape, aval.dtype, src=user_src())
         return Tracer(self, node, tuple(aval.shape), np.dtype(aval.dtype), value)
 
-    def const(self, value) -> Tracer:
-        value = self._snapshot(value)
+    def const(self, value, snapshot=True) -> Tracer:
+        """A constant node. ``snapshot=False`` for values nobody else can change (a
+        graph's own constants), which need no private copy."""
+        value = self._snapshot(value) if snapshot else np.asarray(value)
         node = self.graph.add_const(value, src=user_src())
         return Tracer(self, node, value.shape, value.dtype, value)
 
@@ -212,13 +214,27 @@ def replay(graph: Graph, args) -> dict:
     """Evaluate ``graph`` by binding every node: inlines it into the active trace when
     ``args`` hold tracers (nodes keep their original source lines). Returns the
     environment, node id -> value."""
+    top = None
+    for a in args:
+        if isinstance(a, Tracer) and (top is None or a._trace.level > top.level):
+            top = a._trace
+    if top is not None:
+        # Inlining: plain arrays and constants become constant nodes of the trace, so
+        # operations on them are recorded (and left to simplify), not evaluated here into
+        # large constants.
+        args = [a if isinstance(a, Tracer) else _const_at(top, a, graph.node(n)["src"])
+                for n, a in zip(graph.inputs, args)]
     env = dict(zip(graph.inputs, args))
     for n, d in graph.nx.nodes(data=True):
         op = d["op"]
         if op == "input":
             continue
         if op == "const":
-            env[n] = d["params"]["value"]
+            value = d["params"]["value"]
+            if top is not None:
+                with source_override(d["src"]):
+                    value = top.const(value, snapshot=False)
+            env[n] = value
             continue
         with source_override(d["src"]):
             env[n] = bind(op, *[env[a] for a in d["args"]], **d["params"])
@@ -229,6 +245,11 @@ def replay(graph: Graph, args) -> dict:
         elif not _guard_holds(value, expected):
             raise TraceError(guard_failure_message(graph, n, expected, value))
     return env
+
+
+def _const_at(trace, value, src):
+    with source_override(src):
+        return trace.const(value)
 
 
 def _guard_holds(value, expected):
