@@ -257,18 +257,12 @@ def _set_plain_into_traced_jax(x):
     return (x * 1.0).at[0].set(jnp.arange(4.0))
 
 
-_DUPLICATE_SET_BUG = pytest.mark.xfail(
-    strict=True, raises=AssertionError,
-    reason="rule bug in ir/prims/shape.py: the VJP of index_update mode='set' sends gradient "
-           "to values overwritten by a repeated index")
-
 SETITEM = [
     (_set_int, _set_int_jax, (V,)),
     (_iadd_slice, _iadd_slice_jax, (V,)),
     (_overwrite_part, _overwrite_part_jax, (X, rand(3, seed=12))),
     (_set_int_array, _set_int_array_jax, (X, rand(3, seed=13))),
-    pytest.param(_iadd_repeated, _iadd_repeated_jax, (X, rand(3, seed=14)),
-                 marks=_DUPLICATE_SET_BUG),
+    (_iadd_repeated, _iadd_repeated_jax, (X, rand(3, seed=14))),
     (_set_mask, _set_mask_jax, (X,)),
     (_set_plain_into_traced, _set_plain_into_traced_jax, (X,)),
 ]
@@ -283,7 +277,6 @@ def test_indexed_assignment(np_fn, jax_fn, args):
         check(fn, *args, hessian=True)
 
 
-@_DUPLICATE_SET_BUG
 def test_set_with_repeated_index_gradient_goes_to_last_write():
     def f(v):
         z = np.zeros_like(v)
@@ -609,3 +602,10 @@ def test_finite_differences_of_a_composite():
         g = tg.grad(f, argnums=i)(*args)
         want = finite_diff_grad(f, args, i)
         np.testing.assert_allclose(g, want, rtol=1e-6, atol=1e-8)
+
+
+def test_max_over_a_nonempty_axis_of_a_size_zero_array():
+    x = np.zeros((0, 3))
+    assert tg.grad(lambda x: np.sum(np.max(x, axis=1)))(x).shape == (0, 3)
+    with pytest.raises(tg.TraceError, match="zero-size array"):
+        tg.grad(lambda x: np.sum(np.max(x, axis=0)))(x)

@@ -7,7 +7,7 @@ import numpy as np
 
 from ..errors import TraceError
 from ..ir import REGISTRY, Graph
-from ..tracer import Tracer, replay
+from ..tracer import Tracer, replay, where
 from ..tracer.core import _guard_holds, guard_failure_message
 
 
@@ -27,33 +27,38 @@ def _last_uses(graph: Graph):
 
 def check_args(graph: Graph, args):
     if len(args) != len(graph.inputs):
-        raise TraceError(f"this graph takes {len(graph.inputs)} inputs, got {len(args)}")
+        raise TraceError(f"this graph takes {len(graph.inputs)} inputs, got {len(args)}"
+                         f"{where()}")
     for i, (n, a) in enumerate(zip(graph.inputs, args)):
         d = graph.node(n)
         if tuple(np.shape(a)) != d["shape"]:
             raise TraceError(f"input {i} of this graph has shape {d['shape']}, got "
-                             f"{tuple(np.shape(a))}")
+                             f"{tuple(np.shape(a))}{where()}")
 
 
 def run(graph: Graph, args, env=None):
     """Evaluate ``graph`` on concrete arrays; returns the list of outputs."""
     env = dict(zip(graph.inputs, args)) if env is None else dict(env)
     drops = _last_uses(graph)
+    guards: dict = {}
+    for n, expected in graph.guards:
+        guards.setdefault(n, []).append(expected)
     nodes = graph.nx.nodes
     for n in graph:
-        if n in env:
-            continue
-        d = nodes[n]
-        op = d["op"]
-        if op == "const":
-            env[n] = d["params"]["value"]
-        else:
-            env[n] = REGISTRY[op].impl(*[env[a] for a in d["args"]], **d["params"])
+        if n not in env:
+            d = nodes[n]
+            op = d["op"]
+            if op == "const":
+                env[n] = d["params"]["value"]
+            else:
+                env[n] = REGISTRY[op].impl(*[env[a] for a in d["args"]], **d["params"])
+        # a branch decision is checked as soon as it is known: nothing after it runs
+        # on inputs that take another branch
+        for expected in guards.get(n, ()):
+            if not _guard_holds(env[n], expected):
+                raise TraceError(guard_failure_message(graph, n, expected, env[n]))
         for a in drops.get(n, ()):
             env.pop(a, None)
-    for n, expected in graph.guards:
-        if not _guard_holds(env[n], expected):
-            raise TraceError(guard_failure_message(graph, n, expected, env[n]))
     return [env[o] for o in graph.outputs]
 
 

@@ -302,10 +302,11 @@ def _ufunc_reduce(ufunc, x, axis=0, keepdims=False, initial=np._NoValue):
 def _reduction(prim, x, axis, keepdims, dtype=None):
     if dtype is not None:
         x = astype(x, dtype)
-    if prim in ("max", "min") and 0 in shape_of(x):
+    axes = _axis_tuple(axis, x)
+    if prim in ("max", "min") and builtins.any(shape_of(x)[i] == 0 for i in axes):
         raise TraceError(f"zero-size array to reduction operation {prim} which has no "
                          f"identity{where()}")
-    return apply(prim, x, axis=_axis_tuple(axis, x), keepdims=bool(keepdims))
+    return apply(prim, x, axis=axes, keepdims=bool(keepdims))
 
 
 @implements(np.sum)

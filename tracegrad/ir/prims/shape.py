@@ -124,9 +124,20 @@ def _index_update_impl(x, v, *idx, index, mode):
     return out
 
 
+def _last_writes(x_shape, gv, idx, index):
+    """True where an update is the one NumPy keeps: with repeated integer indices,
+    ``x[i] = v`` leaves the last write to each position."""
+    ids = np.arange(int(np.prod(gv.shape)), dtype=np.int64).reshape(gv.shape)
+    marks = apply("index_update", np.full(x_shape, -1, dtype=np.int64), ids, *idx,
+                  index=index, mode="set")
+    return apply("getitem", marks, *idx, index=index) == ids
+
+
 def _index_update_vjp(g, out, x, v, *idx, index, mode):
     gx = apply("index_update", g, 0.0, *idx, index=index, mode="set") if mode == "set" else g
     gv = apply("getitem", g, *idx, index=index)
+    if mode == "set" and not index.is_basic:
+        gv = np.where(_last_writes(x.shape, gv, idx, index), gv, 0.0)
     return (gx, gv) + (None,) * len(idx)
 
 
