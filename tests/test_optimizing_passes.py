@@ -12,7 +12,9 @@ def ops(graph):
 
 
 def same_numbers(before, after, *args):
-    for a, b in zip(run(before, list(args)), run(after, list(args))):
+    with np.errstate(invalid="ignore"):  # inf * 0 inputs are on purpose
+        pairs = list(zip(run(before, list(args)), run(after, list(args))))
+    for a, b in pairs:
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
@@ -78,7 +80,9 @@ def test_simplify_respects_ieee_for_computed_zeros():
     g = tg.trace(lambda x: x * 0.0, np.ones(2))
     s = prune(simplify(g))
     assert "mul" in ops(s)
-    np.testing.assert_array_equal(run(s, [np.array([np.inf, 1.0])])[0], [np.nan, 0.0])
+    with np.errstate(invalid="ignore"):
+        out = run(s, [np.array([np.inf, 1.0])])[0]
+    np.testing.assert_array_equal(out, [np.nan, 0.0])
 
 
 def test_adjoint_marks_missing_cotangents_as_structural_zeros():
