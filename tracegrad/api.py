@@ -47,18 +47,24 @@ def _argnums(argnums, nargs, src, fun):
     return tuple(i % nargs for i in nums), single
 
 
+def _numeric_array(x, what, src):
+    """``x`` as a NumPy array of numbers, or a TraceError saying what was expected."""
+    try:
+        arr = np.asarray(x)
+    except Exception:
+        arr = np.asarray(None, dtype=object)
+    if arr.dtype.kind not in "biufc":
+        raise TraceError(f"{what} must be arrays, Python numbers, or tuples/lists/dicts of "
+                         f"them; got {type(x).__name__}{_at(src)}")
+    return arr
+
+
 def _leaf_aval(x, src, differentiable, skip_hint="leave it out of argnums"):
     """The aval of argument leaf ``x``; gradients need floating-point leaves."""
     if isinstance(x, Tracer):
         aval = Aval(x.shape, x.dtype)
     else:
-        try:
-            arr = np.asarray(x)
-        except Exception:
-            arr = np.asarray(None, dtype=object)
-        if arr.dtype.kind not in "biufc":
-            raise TraceError(f"arguments must be arrays, Python numbers, or tuples/lists/dicts "
-                             f"of them; got {type(x).__name__}{_at(src)}")
+        arr = _numeric_array(x, "arguments", src)
         aval = Aval(arr.shape, arr.dtype)
     if differentiable and not is_float(aval.dtype):
         raise TraceError(f"cannot differentiate with respect to an argument of dtype "
@@ -118,14 +124,7 @@ class _Traced:
         if isinstance(x, Tracer):
             sync(x)
             return x if x._trace is trace else trace.lift(x)
-        try:
-            arr = np.asarray(x)
-        except Exception:
-            arr = np.asarray(None, dtype=object)
-        if arr.dtype.kind not in "biufc":
-            raise TraceError(f"outputs must be arrays, Python numbers, or tuples/lists/dicts "
-                             f"of them; got {type(x).__name__}{_at(self.src)}")
-        return trace.const(arr)
+        return trace.const(_numeric_array(x, "outputs", self.src))
 
     def unflatten_inputs(self, leaves, single):
         out, it = [], iter(leaves)
