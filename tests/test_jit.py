@@ -231,3 +231,13 @@ def test_without_jax_numpy_backend_works_and_jax_backend_says_how_to_install():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=300)
     assert 'pip install "tracegrad[jax]"' in result.stdout, result.stderr
+
+
+def test_jax_arrays_are_keyed_by_shape_and_stay_on_device():
+    f = tg.jit(lambda x: np.sum(x * x), backend="jax")
+    with jax.enable_x64(True):
+        a, b = jnp.ones(3), jnp.ones(5)
+    assert float(f(a)) == 3.0 and float(f(b)) == 5.0  # two shapes: two specialisations
+    assert f.cache_size == 2
+    g = tg.jit(lambda x: np.sum(x * x))  # the NumPy backend takes them too
+    assert g(a) == 3.0 and g(b) == 5.0

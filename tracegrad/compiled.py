@@ -32,12 +32,10 @@ def optimize(graph: Graph) -> Graph:
 
 
 def _leaf_key(x):
-    if isinstance(x, np.ndarray):
-        return x.shape, x.dtype
     if isinstance(x, (bool, int, float, complex)):
         return type(x)
-    if isinstance(x, np.generic):
-        return (), x.dtype
+    if hasattr(x, "shape") and hasattr(x, "dtype"):  # NumPy arrays and scalars, JAX arrays
+        return tuple(x.shape), np.dtype(x.dtype)
     return type(x)
 
 
@@ -121,7 +119,7 @@ class Jitted:
             # inside another transform: trace straight through (the outer
             # transform sees the operations themselves)
             return self.fun(*args, **kwargs)
-        arrays = [x if isinstance(x, np.ndarray) else np.asarray(x) for x in leaves]
+        arrays = [self._as_input(x) for x in leaves]
         for entry in self._cache.get(key, ()):
             out = entry.run(*arrays)
             if out is not GUARD_FAILED:
@@ -134,6 +132,14 @@ class Jitted:
             raise TraceError(f"{self.__name__} takes a different branch each time it is traced "
                              f"on these inputs{_where()}")
         return entry.finish(out)
+
+    def _as_input(self, x):
+        if isinstance(x, np.ndarray):
+            return x
+        if self.backend == "jax" and hasattr(x, "shape") and hasattr(x, "dtype") \
+                and not isinstance(x, np.generic):
+            return x  # a JAX array stays on its device
+        return np.asarray(x)
 
     def _specialize(self, key, args, kwargs):
         # Building graphs makes many small long-lived objects: the cyclic garbage
@@ -188,7 +194,7 @@ class Jitted:
     def lower(self, *args, **kwargs) -> Lowered:
         """The optimised graph and generated code (NumPy source, or StableHLO for jax)."""
         key, leaves = self._split(args, kwargs)
-        arrays = [np.asarray(x) for x in leaves]
+        arrays = [self._as_input(x) for x in leaves]
         entry = next((e for e in self._cache.get(key, ())
                       if e.run(*arrays) is not GUARD_FAILED), None)
         if entry is None:
