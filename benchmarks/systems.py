@@ -75,7 +75,12 @@ def build(system, wl, data):
             fn = tg.jit(d)
             return lambda: fn(*data)
         fn = tg.jit(d, backend="jax")
-        return lambda: _block(fn(*data))
+        # like jax.jit below: inputs already on the device (made in float64)
+        import jax
+        import jax.numpy as jnp
+        with jax.enable_x64(True):
+            jdata = tuple(jnp.asarray(a) for a in data)
+        return lambda: _block(fn(*jdata))
 
     if system == "jax":
         import jax

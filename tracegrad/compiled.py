@@ -84,6 +84,7 @@ class Jitted:
         # Calls whose arguments are all plain ndarrays (the common case) are looked
         # up by (shape, dtype) alone, skipping the pytree walk.
         self._fast: dict = {}
+        self._fast_types = {np.ndarray}  # the jax backend adds JAX's array type
         self._traces = 0
 
     # -- calling -----------------------------------------------------------------------
@@ -103,7 +104,7 @@ class Jitted:
         if not kwargs:
             key = []
             for a in args:
-                if type(a) is not np.ndarray:
+                if type(a) not in self._fast_types:
                     break
                 key.append((a.shape, a.dtype))
             else:
@@ -120,18 +121,27 @@ class Jitted:
             # transform sees the operations themselves)
             return self.fun(*args, **kwargs)
         arrays = [self._as_input(x) for x in leaves]
+        self._remember_fast(key, args, kwargs)
         for entry in self._cache.get(key, ()):
             out = entry.run(*arrays)
             if out is not GUARD_FAILED:
                 return entry.finish(out)
         entry = self._specialize(key, args, kwargs)
-        if not kwargs and not self.static_argnums and all(type(a) is np.ndarray for a in args):
-            self._fast[tuple((a.shape, a.dtype) for a in args)] = self._cache[key]
+        self._remember_fast(key, args, kwargs)
         out = entry.run(*arrays)
         if out is GUARD_FAILED:
             raise TraceError(f"{self.__name__} takes a different branch each time it is traced "
                              f"on these inputs{_where()}")
         return entry.finish(out)
+
+    def _remember_fast(self, key, args, kwargs):
+        """Let later calls with these argument types skip the pytree walk."""
+        if kwargs or self.static_argnums or key not in self._cache:
+            return
+        if self.backend == "jax":
+            self._fast_types.update(type(a) for a in args if _is_jax_array(a))
+        if all(type(a) in self._fast_types for a in args):
+            self._fast[tuple((a.shape, a.dtype) for a in args)] = self._cache[key]
 
     def _as_input(self, x):
         if isinstance(x, np.ndarray):
@@ -208,6 +218,10 @@ class Jitted:
     @property
     def cache_size(self):
         return sum(len(v) for v in self._cache.values())
+
+
+def _is_jax_array(x):
+    return type(x).__module__.startswith("jax") and hasattr(x, "shape") and hasattr(x, "dtype")
 
 
 def _safe_name(name):

@@ -150,7 +150,29 @@ def _index_update_jvp(t, out, x, v, *idx, index, mode):
     return apply("index_update", tx, tv, *idx, index=index, mode=mode)
 
 
+def _contiguous_block(index, shape):
+    """(start, stop) per axis if ``index`` selects one unit-step block of an array of
+    ``shape`` keeping every axis (x[1:], x[:, 2:5]); else None."""
+    if not index.is_basic or len(index) > len(shape):
+        return None
+    bounds = []
+    for item, n in zip(tuple(index) + (Slice(None, None, None),) * (len(shape) - len(index)),
+                       shape):
+        if not isinstance(item, Slice) or item.step not in (None, 1):
+            return None
+        start, stop, _ = slice(item.start, item.stop).indices(n)
+        bounds.append((start, max(start, stop)))
+    return bounds
+
+
 def _index_update_jax(x, v, *idx, index, mode):
+    import jax.numpy as jnp
+    block = _contiguous_block(index, x.shape)
+    if block is not None and mode == "add":
+        # a zero-padded add fuses with its neighbours; XLA's scatter does not
+        widths = [(lo, n - hi) for (lo, hi), n in zip(block, x.shape)]
+        v = jnp.broadcast_to(v, tuple(hi - lo for lo, hi in block)).astype(x.dtype)
+        return x + jnp.pad(v, widths)
     ref = x.at[index.to_numpy(idx)]
     return ref.set(v) if mode == "set" else ref.add(v)
 
