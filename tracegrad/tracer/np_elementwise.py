@@ -1,0 +1,73 @@
+"""Elementwise NumPy functions that are not ufuncs: ``np.where`` (and ``np.nonzero``,
+its one-argument form, read at trace time under a guard), ``np.clip``, ``np.round`` and
+``np.abs``. The ufuncs themselves map to primitives in ``numpy_api``'s ``UFUNCS`` table.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import TraceError
+from ..ir import apply
+from .core import Tracer
+from .np_base import _reject, astype, coerce, dtype_of, implements, operator_index
+from .source import where
+
+
+@implements(np.where)
+def where_(condition, x=None, y=None):
+    condition = coerce(condition)
+    if x is None and y is None:
+        return nonzero(condition)
+    if x is None or y is None:
+        raise TraceError(f"np.where needs either one argument or three{where()}")
+    return apply("select", astype(condition, bool), coerce(x), coerce(y))
+
+
+@implements(np.nonzero)
+def nonzero(a):
+    """Positions are read at trace time (the result's shape depends on them), with a guard."""
+    if isinstance(a, Tracer):
+        value = a._concrete("np.nonzero")
+        a._trace.guard(apply("not_equal", a, 0), np.array(value != 0))
+        return np.nonzero(value)
+    return np.nonzero(a)
+
+
+@implements(np.clip)
+def clip(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue,  # noqa: A002
+         max=np._NoValue, **kwargs):  # noqa: A002
+    _reject("np.clip", out=out)
+    lo = a_min if a_min is not np._NoValue else (None if min is np._NoValue else min)
+    hi = a_max if a_max is not np._NoValue else (None if max is np._NoValue else max)
+    x = coerce(a)
+    if lo is not None:
+        x = apply("maximum", x, coerce(lo))
+    if hi is not None:
+        x = apply("minimum", x, coerce(hi))
+    return x
+
+
+@implements(np.round, np.around)
+def round_(a, decimals=0, out=None):
+    """NumPy's own recipe: scale, round half to even, scale back (zero gradient)."""
+    _reject("np.round", out=out)
+    a = coerce(a)
+    decimals = operator_index(decimals)
+    if dtype_of(a).kind in "iub":
+        if decimals >= 0:
+            return a
+        scale = 10 ** -decimals
+        return astype(apply("mul", apply("rint", apply("div", a, float(scale))), float(scale)),
+                      dtype_of(a))
+    if decimals == 0:
+        return apply("rint", a)
+    if decimals > 0:
+        scale = 10.0 ** decimals
+        return apply("div", apply("rint", apply("mul", a, scale)), scale)
+    scale = 10.0 ** -decimals
+    return apply("mul", apply("rint", apply("div", a, scale)), scale)
+
+
+@implements(np.abs)
+def abs_(x):
+    return apply("abs", x)

@@ -1,0 +1,133 @@
+"""Products of traced arrays: ``matmul``, ``np.dot``, ``np.inner``, ``np.outer``,
+``np.tensordot`` and ``np.einsum``. Matrix products apply the ``matmul`` primitive; the
+N-D forms are spelled as einsum subscripts, which are normalised here (``...`` written
+out in letters no operand uses) before the ``einsum`` primitive sees them.
+"""
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from ..errors import TraceError
+from ..ir import apply
+from .np_base import _reject, _single_axis, coerce, implements, ndim_of, ravel, reshape, shape_of
+from .source import where
+
+
+def matmul(a, b):
+    a, b = coerce(a), coerce(b)
+    if ndim_of(a) == 0 or ndim_of(b) == 0:
+        raise TraceError(f"matmul: input operand does not have enough dimensions (a 0-d array "
+                         f"is not allowed; use * for scalars){where()}")
+    return apply("matmul", a, b)
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+@implements(np.dot)
+def dot(a, b, out=None):
+    _reject("np.dot", out=out)
+    a, b = coerce(a), coerce(b)
+    na, nb = ndim_of(a), ndim_of(b)
+    if na == 0 or nb == 0:
+        return apply("mul", a, b)
+    if na <= 2 and nb <= 2:
+        return apply("matmul", a, b)
+    # N-D dot: sum over the last axis of a and the second-to-last of b
+    la = _LETTERS[:na]
+    lb = _LETTERS[na:na + nb - 2] + la[-1] + (_LETTERS[na + nb - 2] if nb > 1 else "")
+    if nb == 1:
+        lb = la[-1]
+    out_s = la[:-1] + lb.replace(la[-1], "")
+    return einsum(f"{la},{lb}->{out_s}", a, b)
+
+
+@implements(np.inner)
+def inner(a, b):
+    a, b = coerce(a), coerce(b)
+    na, nb = ndim_of(a), ndim_of(b)
+    if na == 0 or nb == 0:
+        return apply("mul", a, b)
+    la = _LETTERS[:na - 1] + "z"
+    lb = _LETTERS[na - 1:na + nb - 2] + "z"
+    return einsum(f"{la},{lb}->{la[:-1] + lb[:-1]}", a, b)
+
+
+@implements(np.outer)
+def outer(a, b, out=None):
+    _reject("np.outer", out=out)
+    a, b = ravel(coerce(a)), ravel(coerce(b))
+    return apply("mul", reshape(a, (shape_of(a)[0], 1)), b)
+
+
+@implements(np.tensordot)
+def tensordot(a, b, axes=2):
+    a, b = coerce(a), coerce(b)
+    na, nb = ndim_of(a), ndim_of(b)
+    if isinstance(axes, (int, np.integer)):
+        ax_a, ax_b = list(range(na - axes, na)), list(range(axes))
+    else:
+        ax_a, ax_b = axes
+        ax_a = [ax_a] if isinstance(ax_a, (int, np.integer)) else list(ax_a)
+        ax_b = [ax_b] if isinstance(ax_b, (int, np.integer)) else list(ax_b)
+    ax_a = [_single_axis(i, na) for i in ax_a]
+    ax_b = [_single_axis(i, nb) for i in ax_b]
+    la = list(_LETTERS[:na])
+    lb = list(_LETTERS[na:na + nb])
+    for i, j in zip(ax_a, ax_b):
+        lb[j] = la[i]
+    out_s = [c for i, c in enumerate(la) if i not in ax_a] + [
+        c for j, c in enumerate(lb) if j not in ax_b]
+    return einsum(f"{''.join(la)},{''.join(lb)}->{''.join(out_s)}", a, b)
+
+
+def _normalize_subscripts(subscripts, shapes):
+    """Explicit subscripts with '...' spelled out in letters no operand uses."""
+    subscripts = subscripts.replace(" ", "")
+    if "->" in subscripts:
+        ins, out = subscripts.split("->")
+    else:
+        ins, out = subscripts, None
+    ins = ins.split(",")
+    if len(ins) != len(shapes):
+        raise TraceError(f"np.einsum: {len(ins)} operand subscripts for {len(shapes)} "
+                         f"operands{where()}")
+    used = set("".join(ins))
+    free = [c for c in _LETTERS if c not in used]
+    n_ell = builtins.max([len(s) - len(i.replace("...", "")) for i, s in zip(ins, shapes)
+                          if "..." in i] or [0])
+    ell = "".join(free[:n_ell])
+    full = []
+    for i, s in zip(ins, shapes):
+        if "..." in i:
+            k = len(s) - len(i.replace("...", ""))
+            i = i.replace("...", ell[n_ell - k:])
+        full.append(i)
+    if out is None:
+        counts = {}
+        for c in "".join(full):
+            counts[c] = counts.get(c, 0) + 1
+        out = ell + "".join(sorted(c for c, n in counts.items() if n == 1 and c not in ell))
+    else:
+        out = out.replace("...", ell)
+    for i in full:
+        if len(set(i)) != len(i):
+            raise TraceError(f"np.einsum with an index repeated within one operand ('{i}') is "
+                             "not supported; use np.diagonal or np.trace for that part"
+                             f"{where()}")
+    return ",".join(full) + "->" + out
+
+
+@implements(np.einsum)
+def einsum(subscripts, *operands, out=None, optimize=False, **kwargs):
+    _reject("np.einsum", out=out)
+    if kwargs:
+        raise TraceError(f"np.einsum(..., {sorted(kwargs)}) is not supported{where()}")
+    if not isinstance(subscripts, str):
+        raise TraceError(f"np.einsum in the interleaved (operand, sublist) form is not "
+                         f"supported; use a subscripts string{where()}")
+    operands = [coerce(o) for o in operands]
+    subs = _normalize_subscripts(subscripts, [shape_of(o) for o in operands])
+    return apply("einsum", *operands, subscripts=subs)

@@ -1,0 +1,145 @@
+"""Reductions on traced values: ``sum``, ``prod``, ``max``, ``min``, ``argmax``,
+``argmin``, ``any``, ``all`` and ``cumsum`` each apply one primitive, while ``mean``,
+``var`` and ``std`` are compositions of them (``mean`` is ``sum / n``). The handlers
+carry NumPy's own names, so ``sum``, ``max``, ``min``, ``any`` and ``all`` shadow the
+builtins here; the builtins are spelled ``builtins.max`` and so on.
+"""
+from __future__ import annotations
+
+import builtins
+import math
+
+import numpy as np
+
+from ..errors import TraceError
+from ..ir import apply
+from .np_base import (
+    _axis_tuple,
+    _reject,
+    _single_axis,
+    astype,
+    coerce,
+    dtype_of,
+    implements,
+    ndim_of,
+    operator_index,
+    ravel,
+    shape_of,
+)
+from .source import where
+
+
+def _reduction(prim, x, axis, keepdims, dtype=None):
+    if dtype is not None:
+        x = astype(x, dtype)
+    axes = _axis_tuple(axis, x)
+    if prim in ("max", "min") and builtins.any(shape_of(x)[i] == 0 for i in axes):
+        raise TraceError(f"zero-size array to reduction operation {prim} which has no "
+                         f"identity{where()}")
+    return apply(prim, x, axis=axes, keepdims=bool(keepdims))
+
+
+@implements(np.sum)
+def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
+    _reject("np.sum", out=out, initial=initial, where=where)
+    return _reduction("sum", coerce(a), axis, keepdims, dtype)
+
+
+@implements(np.prod)
+def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    _reject("np.prod", out=out, initial=initial, where=where)
+    return _reduction("prod", coerce(a), axis, keepdims, dtype)
+
+
+@implements(np.max, np.amax)
+def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
+    _reject("np.max", out=out, initial=initial, where=where)
+    return _reduction("max", coerce(a), axis, keepdims)
+
+
+@implements(np.min, np.amin)
+def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
+    _reject("np.min", out=out, initial=initial, where=where)
+    return _reduction("min", coerce(a), axis, keepdims)
+
+
+def _arg_reduction(prim, a, axis, out, keepdims):
+    _reject(f"np.{prim}", out=out)
+    a = coerce(a)
+    if axis is not None:
+        axis = _single_axis(operator_index(axis), ndim_of(a))
+    return apply(prim, a, axis=axis, keepdims=bool(keepdims))
+
+
+@implements(np.argmax)
+def argmax(a, axis=None, out=None, *, keepdims=False):
+    return _arg_reduction("argmax", a, axis, out, keepdims)
+
+
+@implements(np.argmin)
+def argmin(a, axis=None, out=None, *, keepdims=False):
+    return _arg_reduction("argmin", a, axis, out, keepdims)
+
+
+def _count(a, axes):
+    return math.prod(shape_of(a)[i] for i in axes)
+
+
+@implements(np.mean)
+def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+    _reject("np.mean", out=out, where=where)
+    a = coerce(a)
+    if dtype is None and dtype_of(a).kind in "iub":
+        dtype = np.float64
+    total = _reduction("sum", a, axis, keepdims, dtype)
+    return total / _count(a, _axis_tuple(axis, a))
+
+
+@implements(np.var)
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
+        correction=None):
+    _reject("np.var", out=out, where=where, mean=mean, correction=correction)
+    a = coerce(a)
+    if dtype is None and dtype_of(a).kind in "iub":
+        dtype = np.float64
+    if dtype is not None:
+        a = astype(a, dtype)
+    centred = a - globals()["mean"](a, axis=axis, keepdims=True)
+    total = sum(centred * centred, axis=axis, keepdims=keepdims)
+    return total / builtins.max(_count(a, _axis_tuple(axis, a)) - ddof, 0)
+
+
+@implements(np.std)
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
+        correction=None):
+    _reject("np.std", out=out, where=where, mean=mean, correction=correction)
+    return apply("sqrt", var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims))
+
+
+def _truth_count(a, axis, keepdims):
+    """How many entries along ``axis`` are true (an integer array, no gradient)."""
+    a = coerce(a)
+    return _reduction("sum", astype(a, bool), axis, keepdims, np.int64)
+
+
+@implements(np.any)
+def any(a, axis=None, out=None, keepdims=False, *, where=None):  # noqa: A001
+    _reject("np.any", out=out, where=where)
+    return apply("greater", _truth_count(a, axis, keepdims), 0)
+
+
+@implements(np.all)
+def all(a, axis=None, out=None, keepdims=False, *, where=None):  # noqa: A001
+    _reject("np.all", out=out, where=where)
+    return apply("equal", _truth_count(apply("logical_not", coerce(a)), axis, keepdims), 0)
+
+
+@implements(np.cumsum)
+def cumsum(a, axis=None, dtype=None, out=None):
+    _reject("np.cumsum", out=out)
+    a = coerce(a)
+    if dtype is not None:
+        a = astype(a, dtype)
+    if axis is None:
+        a, axis = ravel(a), 0
+    return apply("cumsum", a, axis=_single_axis(operator_index(axis), ndim_of(a)))

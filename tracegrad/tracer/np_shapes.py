@@ -1,0 +1,291 @@
+"""Shape manipulation on traced values: reshaping, transposing and moving axes,
+squeezing, stacking and splitting, flipping, rolling, tiling, repeating and padding,
+diagonals and triangles, and the queries ``np.shape``, ``np.ndim``, ``np.size`` and
+``np.result_type``. Most are compositions: gathers at constant positions (``roll``,
+``repeat``, ``pad``'s edge modes), reshapes and broadcasts (``tile``), or a ``select``
+against a constant mask (``triu``, ``tril``). ``reshape``, ``ravel``, ``concatenate``,
+``stack`` and ``expand_dims`` live in ``np_base`` because ``coerce`` needs them.
+"""
+from __future__ import annotations
+
+import builtins
+import math
+
+import numpy as np
+
+from ..errors import TraceError
+from ..ir import apply
+from .core import Tracer
+from .indexing import getitem
+from .np_base import (
+    FUNCTIONS,
+    _axis_tuple,
+    _reject,
+    _single_axis,
+    broadcast_to,
+    coerce,
+    concatenate,
+    full_like_tracer,
+    implements,
+    ndim_of,
+    operator_index,
+    ravel,
+    reshape,
+    reshape_view,
+    shape_of,
+    transpose,
+)
+from .np_reductions import sum  # noqa: A004  (np.sum's handler, for np.trace)
+from .source import where
+
+
+@implements(np.reshape)
+def reshape_(a, *args, shape=None, order="C", newshape=None, copy=None):
+    if args:
+        shape = args[0]
+        if len(args) > 1:
+            order = args[1]
+    shape = newshape if shape is None else shape
+    return (reshape if copy else reshape_view)(coerce(a), shape, order)
+
+
+@implements(np.transpose)
+def transpose_(a, axes=None):
+    return transpose(coerce(a), axes)
+
+
+@implements(np.swapaxes)
+def swapaxes(a, axis1, axis2):
+    a = coerce(a)
+    nd = ndim_of(a)
+    axes = list(range(nd))
+    i, j = _single_axis(axis1, nd), _single_axis(axis2, nd)
+    axes[i], axes[j] = axes[j], axes[i]
+    return transpose(a, axes)
+
+
+@implements(np.moveaxis)
+def moveaxis(a, source, destination):
+    a = coerce(a)
+    nd = ndim_of(a)
+    src = [source] if isinstance(source, (int, np.integer)) else list(source)
+    dst = [destination] if isinstance(destination, (int, np.integer)) else list(destination)
+    src = [_single_axis(s, nd) for s in src]
+    dst = [_single_axis(d, nd) for d in dst]
+    order = [i for i in range(nd) if i not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return transpose(a, order)
+
+
+@implements(np.squeeze)
+def squeeze(a, axis=None):
+    a = coerce(a)
+    shape = shape_of(a)
+    if axis is None:
+        axes = tuple(i for i, n in enumerate(shape) if n == 1)
+    else:
+        axes = _axis_tuple(axis, a)
+        if builtins.any(shape[i] != 1 for i in axes):
+            raise TraceError(f"cannot select an axis to squeeze out which has size not equal "
+                             f"to one (shape {shape}, axis {axis}){where()}")
+    return reshape_view(a, tuple(n for i, n in enumerate(shape) if i not in axes))
+
+
+@implements(np.broadcast_to)
+def broadcast_to_(array, shape, subok=False):
+    return broadcast_to(coerce(array), shape)
+
+
+def _atleast_nd(n):
+    def handler(*arys):
+        outs = []
+        for a in arys:
+            a = coerce(a)
+            shape = tuple(shape_of(a))
+            if len(shape) < n:
+                if n == 3 and len(shape) == 2:
+                    shape = shape + (1,)
+                elif n == 3 and len(shape) == 1:
+                    shape = (1,) + shape + (1,)
+                else:
+                    shape = (1,) * (n - len(shape)) + shape
+                a = reshape(a, shape)
+            outs.append(a)
+        return outs[0] if len(outs) == 1 else outs
+    return handler
+
+
+FUNCTIONS[np.atleast_1d] = _atleast_nd(1)
+FUNCTIONS[np.atleast_2d] = _atleast_nd(2)
+FUNCTIONS[np.atleast_3d] = _atleast_nd(3)
+
+
+@implements(np.vstack)
+def vstack(tup, dtype=None, casting=None):
+    return concatenate([_atleast_nd(2)(coerce(a)) for a in tup], axis=0, dtype=dtype)
+
+
+@implements(np.hstack)
+def hstack(tup, dtype=None, casting=None):
+    arrays = [_atleast_nd(1)(coerce(a)) for a in tup]
+    return concatenate(arrays, axis=0 if ndim_of(arrays[0]) == 1 else 1, dtype=dtype)
+
+
+@implements(np.split, np.array_split)
+def split(ary, indices_or_sections, axis=0):
+    ary = coerce(ary)
+    axis = _single_axis(operator_index(axis), ndim_of(ary))
+    n = shape_of(ary)[axis]
+    if isinstance(indices_or_sections, (int, np.integer)):
+        sections = int(indices_or_sections)
+        if n % sections:
+            raise TraceError(f"array split does not result in an equal division ({n} into "
+                             f"{sections}){where()}")
+        bounds = [i * (n // sections) for i in range(sections + 1)]
+    else:
+        bounds = [0] + [builtins.min(int(i), n) for i in indices_or_sections] + [n]
+    lead = (slice(None),) * axis
+    return [getitem(ary, lead + (slice(lo, builtins.max(lo, hi)),))
+            for lo, hi in zip(bounds[:-1], bounds[1:])]
+
+
+@implements(np.flip)
+def flip(m, axis=None):
+    m = coerce(m)
+    axes = _axis_tuple(axis, m)
+    return getitem(m, tuple(slice(None, None, -1) if i in axes else slice(None)
+                            for i in range(ndim_of(m))))
+
+
+def _take_positions(a, positions, axis):
+    """``a`` gathered along ``axis`` at the constant integer ``positions``."""
+    return getitem(a, (slice(None),) * axis + (np.asarray(positions, dtype=np.intp),))
+
+
+@implements(np.roll)
+def roll(a, shift, axis=None):
+    a = coerce(a)
+    if axis is None:
+        return reshape(roll(ravel(a), shift, 0), shape_of(a))
+    shifts = np.broadcast_to(shift, np.shape(axis)).tolist() if np.ndim(axis) else [shift]
+    axes = list(axis) if np.ndim(axis) else [axis]
+    for s, ax in zip(shifts, axes):
+        ax = _single_axis(ax, ndim_of(a))
+        a = _take_positions(a, np.roll(np.arange(shape_of(a)[ax]), s), ax)
+    return a
+
+
+@implements(np.tile)
+def tile(A, reps):
+    A = coerce(A)
+    reps = (reps,) if isinstance(reps, (int, np.integer)) else tuple(reps)
+    shape = tuple(shape_of(A))
+    nd = builtins.max(len(shape), len(reps))
+    shape = (1,) * (nd - len(shape)) + shape
+    reps = (1,) * (nd - len(reps)) + reps
+    interleaved = tuple(x for n in shape for x in (1, n))
+    target = tuple(x for r, n in zip(reps, shape) for x in (r, n))
+    tiled = broadcast_to(reshape(A, interleaved), target)
+    return reshape(tiled, tuple(r * n for r, n in zip(reps, shape)))
+
+
+@implements(np.repeat)
+def repeat(a, repeats, axis=None):
+    a = coerce(a)
+    if axis is None:
+        a, axis = ravel(a), 0
+    axis = _single_axis(axis, ndim_of(a))
+    positions = np.repeat(np.arange(shape_of(a)[axis]), repeats)
+    return _take_positions(a, positions, axis)
+
+
+@implements(np.pad)
+def pad(array, pad_width, mode="constant", **kwargs):
+    array = coerce(array)
+    nd = ndim_of(array)
+    widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (nd, 2)).tolist()
+    if mode == "constant":
+        value = kwargs.pop("constant_values", 0)
+        if kwargs or np.ndim(value) or isinstance(value, Tracer):
+            raise TraceError(f"np.pad(mode='constant') supports one scalar constant_values"
+                             f"{where()}")
+        return apply("pad", array, widths=tuple(map(tuple, widths)), value=value)
+    if mode in ("edge", "reflect", "symmetric", "wrap") and not kwargs:
+        for ax, (lo, hi) in enumerate(widths):
+            positions = np.pad(np.arange(shape_of(array)[ax]), (lo, hi), mode=mode)
+            array = _take_positions(array, positions, ax)
+        return array
+    raise TraceError(f"np.pad(mode={mode!r}) is not supported by tracegrad{where()}")
+
+
+@implements(np.diagonal)
+def diagonal(a, offset=0, axis1=0, axis2=1):
+    a = coerce(a)
+    a = moveaxis(a, (axis1, axis2), (-2, -1))
+    n, m = shape_of(a)[-2:]
+    rows = np.arange(builtins.max(0, -offset), builtins.min(n, m - offset))
+    return getitem(a, (Ellipsis, rows, rows + offset))
+
+
+@implements(np.diag)
+def diag(v, k=0):
+    v = coerce(v)
+    if ndim_of(v) == 2:
+        return diagonal(v, k)
+    if ndim_of(v) != 1:
+        raise TraceError(f"np.diag needs a 1-D or 2-D input{where()}")
+    n = shape_of(v)[0] + builtins.abs(k)
+    rows = np.arange(shape_of(v)[0]) + builtins.max(0, -k)
+    zeros = full_like_tracer(v, 0, shape=(n, n))
+    return apply("index_update", zeros, v, index=_index((rows, rows + k)), mode="set")
+
+
+def _index(items):
+    from ..ir import Index
+    return Index(items)
+
+
+@implements(np.trace)
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    _reject("np.trace", out=out)
+    return sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
+
+
+def _tri_mask(shape, k, upper):
+    n, m = shape[-2:]
+    lower = np.tri(n, m, k - 1 if upper else k, dtype=bool)
+    return ~lower if upper else lower
+
+
+@implements(np.triu)
+def triu(m, k=0):
+    m = coerce(m)
+    return apply("select", _tri_mask(shape_of(m), k, True), m, 0)
+
+
+@implements(np.tril)
+def tril(m, k=0):
+    m = coerce(m)
+    return apply("select", _tri_mask(shape_of(m), k, False), m, 0)
+
+
+@implements(np.shape)
+def shape_(a):
+    return tuple(shape_of(coerce(a)))
+
+
+@implements(np.ndim)
+def ndim_(a):
+    return ndim_of(coerce(a))
+
+
+@implements(np.size)
+def size_(a, axis=None):
+    s = shape_of(coerce(a))
+    return math.prod(s) if axis is None else s[axis]
+
+
+@implements(np.result_type)
+def result_type(*arrays_and_dtypes):
+    return np.result_type(*(a.dtype if isinstance(a, Tracer) else a for a in arrays_and_dtypes))
