@@ -241,3 +241,9 @@ def test_jax_arrays_are_keyed_by_shape_and_stay_on_device():
     assert f.cache_size == 2
     g = tg.jit(lambda x: np.sum(x * x))  # the NumPy backend takes them too
     assert g(a) == 3.0 and g(b) == 5.0
+
+
+def test_jit_inside_grad_closing_over_the_traced_value():
+    # the jitted function is called with a concrete value but closes over x
+    assert tg.grad(lambda x: tg.jit(lambda y: x * y)(2.0))(3.0) == 2.0
+    assert tg.grad(lambda x: tg.jit(lambda y: x * y * x)(np.float64(2.0)))(3.0) == 12.0

@@ -127,6 +127,8 @@ class Jitted:
             if out is not GUARD_FAILED:
                 return entry.finish(out)
         entry = self._specialize(key, args, kwargs)
+        if entry is None:  # it closes over values an enclosing transform is tracing
+            return self.fun(*args, **kwargs)
         self._remember_fast(key, args, kwargs)
         out = entry.run(*arrays)
         if out is GUARD_FAILED:
@@ -158,7 +160,10 @@ class Jitted:
         gc_was_enabled = gc.isenabled()
         gc.disable()
         try:
-            graph, out_tree = self._trace(args, kwargs)
+            traced = self._trace(args, kwargs)
+            if traced is None:
+                return None
+            graph, out_tree = traced
             graph = optimize(graph)
             if self.backend == "numpy":
                 compiled = generate(graph, name=_safe_name(self.__name__))
@@ -168,7 +173,9 @@ class Jitted:
         finally:
             if gc_was_enabled:
                 gc.enable()
-        entry = _Entry(compiled, out_tree, graph, compiled)
+        # the generated function itself is called on the hot path (no wrapper call)
+        run = compiled.fn if self.backend == "numpy" else compiled
+        entry = _Entry(run, out_tree, graph, compiled)
         entries = self._cache.setdefault(key, [])
         entries.insert(0, entry)
         self._traces += 1
@@ -196,6 +203,10 @@ class Jitted:
         dynamic = tuple(a for i, a in enumerate(args) if i not in statics)
         t = _Traced(flat_fun, ((dynamic, kwargs),), {}, (0,), user_src(),
                     differentiable=False)
+        if len(t.eval_args) != t.n_in:
+            # Values captured from an enclosing trace would be extra inputs no caller
+            # passes: such a function is traced through, not compiled on its own.
+            return None
         graph = t.graph
         graph.outputs = graph.outputs[:t.n_out]
         return graph, t.out_tree
@@ -209,6 +220,9 @@ class Jitted:
                       if e.run(*arrays) is not GUARD_FAILED), None)
         if entry is None:
             entry = self._specialize(key, args, kwargs)
+        if entry is None:
+            raise TraceError(f"{self.__name__} closes over values traced by an enclosing "
+                             f"transform, so it has no compiled form of its own{_where()}")
         if self.backend == "numpy":
             text = entry.compiled.source
         else:
