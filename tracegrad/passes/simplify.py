@@ -57,7 +57,7 @@ class _Rewriter:
         return self.is_zeros(n) or self.is_number(n, 0)
 
     def scatter_into_zeros(self, n):
-        """(update, index operands, params) if ``n`` adds into all-zero array, else None."""
+        """The attributes of ``n`` if it adds an update into an all-zero array, else None."""
         d = self.attrs(n)
         if d["op"] == "index_update" and d["params"]["mode"] == "add" \
                 and self.is_all_zero(d["args"][0]):
