@@ -172,6 +172,20 @@ class Graph:
 
         return to_dot(self)
 
+    def to_json(self) -> str:
+        """The graph as a ``tracegrad-ir`` version 1 JSON document (see ``ir/serialize.py``)."""
+        from .serialize import to_json
+
+        return to_json(self)
+
+    @classmethod
+    def from_json(cls, text) -> Graph:
+        """Load a document written by ``to_json``. It is validated, and nothing in it is
+        ever evaluated, imported or unpickled."""
+        from .serialize import from_json
+
+        return from_json(text)
+
     # -- copying ------------------------------------------------------------
     def subgraph(self, outputs, keep=None) -> Graph:
         """A copy holding only ``keep`` (default: every node), with new outputs.
