@@ -493,3 +493,74 @@ def all_cases():
     for name in REGISTRY:
         for case in CASES.get(name) or [None]:
             yield name, case
+
+
+# -- nn: convolutions and pooling (NCHW, PyTorch's semantics) ------------------------------------
+# Small images keep the JAX Hessians quick. The shapes cover stride 2, padding, dilation,
+# 1x1 kernels, non-square inputs and kernels, a last stride step that leaves rows out
+# (the VJPs then need an output_padding or a crop), and a padding larger than the
+# kernel's reach (the transposed convolution then crops instead of padding).
+def _pair(v):
+    return (v, v) if isinstance(v, int) else tuple(v)
+
+
+for _xs, _ws, _s, _p, _d, _second in [
+        ((1, 2, 4, 4), (3, 2, 2, 2), 1, 0, 1, True),
+        ((2, 2, 5, 4), (2, 2, 3, 3), 2, 1, 1, True),
+        ((1, 2, 6, 5), (2, 2, 2, 2), 1, 1, 2, False),
+        ((2, 3, 3, 4), (2, 3, 1, 1), 1, 0, 1, False),
+        ((1, 2, 3, 3), (2, 2, 1, 1), 2, 1, 1, False),
+        ((1, 1, 7, 5), (2, 1, 2, 3), (2, 1), (0, 1), (1, 2), True)]:
+    add(Case("conv2d", (uniform(_xs), uniform(_ws)),
+             {"stride": _pair(_s), "padding": _pair(_p), "dilation": _pair(_d)},
+             tag=f"s{_s}-p{_p}-d{_d}".replace(" ", ""), second=_second))
+add(Case("conv2d", (uniform((1, 2, 4, 3)).astype(np.float32), uniform((2, 2, 2, 2)).astype(np.float32)),
+         {"stride": (1, 1), "padding": (1, 1), "dilation": (1, 1)}))
+
+for _xs, _ws, _s, _p, _op, _d, _second in [
+        ((1, 2, 3, 3), (2, 3, 2, 2), 1, 0, 0, 1, True),
+        ((2, 2, 3, 2), (2, 2, 3, 3), 2, 1, 1, 1, True),
+        ((1, 2, 3, 3), (2, 1, 2, 2), 1, 1, 0, 2, False),
+        ((1, 1, 3, 3), (1, 2, 2, 2), 1, 0, 1, 2, True),    # output_padding >= stride
+        ((1, 2, 3, 2), (2, 2, 1, 1), 2, 0, 1, 1, False),
+        ((1, 1, 4, 4), (1, 1, 3, 3), 2, 2, 0, 1, False),   # padding beyond the kernel's reach
+        ((1, 1, 2, 3), (1, 2, 2, 3), (2, 1), (1, 0), (1, 0), (1, 2), False)]:
+    add(Case("conv_transpose2d", (uniform(_xs), uniform(_ws)),
+             {"stride": _pair(_s), "padding": _pair(_p), "output_padding": _pair(_op),
+              "dilation": _pair(_d)},
+             tag=f"s{_s}-p{_p}-op{_op}-d{_d}".replace(" ", ""), second=_second))
+add(Case("conv_transpose2d", (uniform((1, 2, 2, 3)).astype(np.float32),
+                              uniform((2, 1, 2, 2)).astype(np.float32)),
+         {"stride": (2, 2), "padding": (0, 0), "output_padding": (0, 0), "dilation": (1, 1)}))
+
+# max_pool2d: distinct values, so no window has a tie (finite differences are valid)
+for _xs, _k, _s, _p, _d, _second in [
+        ((1, 2, 4, 4), 2, 2, 0, 1, True),
+        ((2, 1, 5, 6), 3, 2, 1, 1, True),
+        ((1, 2, 6, 5), 2, 1, 1, 2, False),
+        ((1, 1, 3, 4), 1, 1, 0, 1, False),
+        ((1, 2, 4, 7), (2, 3), (1, 2), (1, 0), 1, False)]:
+    add(Case("max_pool2d", (distinct(_xs),),
+             {"kernel": _pair(_k), "stride": _pair(_s), "padding": _pair(_p),
+              "dilation": _pair(_d)},
+             tag=f"k{_k}-s{_s}-p{_p}-d{_d}".replace(" ", ""), second=_second))
+# ties: the whole gradient goes to the first maximum in row-major order, as in PyTorch
+# and in JAX's reduce_window max (the oracle); finite differences have no answer here
+add(Case("max_pool2d", (np.array([[[[1.0, 3.0, 3.0, 0.0], [3.0, 2.0, 0.0, 3.0],
+                                    [2.0, 2.0, 1.0, 1.0], [2.0, 2.0, 1.0, 1.0]]]]),),
+         {"kernel": (2, 2), "stride": (2, 2), "padding": (0, 0), "dilation": (1, 1)},
+         tag="ties", fd=False))
+add(Case("max_pool2d", (distinct((1, 1, 4, 4)).astype(np.float32),),
+         {"kernel": (2, 2), "stride": (1, 1), "padding": (1, 1), "dilation": (1, 1)}))
+
+for _xs, _k, _s, _p, _second in [
+        ((1, 2, 4, 4), 2, 2, 0, True),
+        ((2, 1, 5, 6), 3, 2, 1, True),
+        ((1, 1, 4, 5), (2, 3), 1, 1, False),
+        ((1, 2, 3, 2), 1, 1, 0, False),
+        ((1, 1, 6, 5), 2, (2, 1), (1, 0), False)]:
+    add(Case("avg_pool2d", (uniform(_xs),),
+             {"kernel": _pair(_k), "stride": _pair(_s), "padding": _pair(_p)},
+             tag=f"k{_k}-s{_s}-p{_p}".replace(" ", ""), second=_second))
+add(Case("avg_pool2d", (uniform((1, 2, 4, 4)).astype(np.float32),),
+         {"kernel": (2, 2), "stride": (2, 2), "padding": (1, 1)}))

@@ -1,0 +1,327 @@
+"""Convolutions and pooling over NCHW images, with PyTorch's semantics.
+
+``stride``, ``padding``, ``dilation``, ``kernel`` and ``output_padding`` are
+pairs of ints (height, width); padding is symmetric. ``conv2d`` is a
+cross-correlation with an (O, C, kH, kW) weight and no bias (an add composes
+it); ``conv_transpose2d`` is its adjoint in the input, with a
+(C_in, C_out, kH, kW) weight. Each is the other's derivative, so their VJPs
+are expressed with each other and differentiate again to any order.
+"""
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from ..indexspec import Index, Slice
+from ..registry import apply, register
+
+_ALL = Slice(None, None, None)
+_CONV_DIMS = ("NCHW", "OIHW", "NCHW")
+
+
+def _out_size(n, k, stride, padding, dilation):
+    """Length of a window sweep along one axis (PyTorch's floor mode)."""
+    return (n + 2 * padding - dilation * (k - 1) - 1) // stride + 1
+
+
+def _out_hw(hw, khw, stride, padding, dilation):
+    return tuple(_out_size(*a) for a in zip(hw, khw, stride, padding, dilation))
+
+
+def _check_pairs(what, **pairs):
+    for name, pair in pairs.items():
+        low = 0 if name in ("padding", "output_padding") else 1
+        if len(pair) != 2 or any(int(v) < low for v in pair):
+            raise ValueError(f"{what}: {name} must be a pair of ints >= {low}, got {pair}")
+
+
+def _check_image(what, x, name="input"):
+    if x.ndim != 4:
+        raise ValueError(f"{what}: expected a 4-D (N, C, H, W) {name}, got shape {tuple(x.shape)}")
+
+
+def _check_out(what, x_shape, out_hw):
+    if min(out_hw) < 1:
+        raise ValueError(f"{what}: input of shape {tuple(x_shape)} gives an empty output "
+                         f"{tuple(out_hw)}: the padded input is smaller than the kernel")
+
+
+# -- NumPy implementations ----------------------------------------------------------
+def _windows(xp, khw, stride, dilation):
+    """The (N, C, Ho, Wo, kH, kW) view of every window of the already padded ``xp``."""
+    n, c, h, w = xp.shape
+    out_hw = _out_hw((h, w), khw, stride, (0, 0), dilation)
+    s = xp.strides
+    return as_strided(xp, (n, c) + out_hw + tuple(khw),
+                      (s[0], s[1], s[2] * stride[0], s[3] * stride[1],
+                       s[2] * dilation[0], s[3] * dilation[1]), writeable=False)
+
+
+def _pad_or_crop(x, pads, value=0.0):
+    """``x`` padded by ``pads`` ((lo, hi) per spatial axis); negative widths crop."""
+    crop = tuple(slice(max(-lo, 0), n - max(-hi, 0)) for n, (lo, hi) in zip(x.shape[2:], pads))
+    x = x[(slice(None), slice(None)) + crop]
+    widths = ((0, 0), (0, 0)) + tuple((max(lo, 0), max(hi, 0)) for lo, hi in pads)
+    return np.pad(x, widths, constant_values=value)
+
+
+def _conv_general(x, w, stride, pads, lhs_dilation, rhs_dilation):
+    """lax.conv_general_dilated in NumPy: im2col as a strided view, then one tensordot."""
+    if lhs_dilation != (1, 1):  # the input with (s - 1) zeros between its elements
+        n, c, h, wd = x.shape
+        a, b = lhs_dilation
+        spread = np.zeros((n, c, (h - 1) * a + 1, (wd - 1) * b + 1), x.dtype)
+        spread[:, :, ::a, ::b] = x
+        x = spread
+    cols = _windows(_pad_or_crop(x, pads), w.shape[2:], stride, rhs_dilation)
+    out = np.tensordot(cols, w, axes=((1, 4, 5), (1, 2, 3)))  # (N, Ho, Wo, O)
+    return np.ascontiguousarray(out.transpose(0, 3, 1, 2))
+
+
+def _transpose_pads(khw, padding, output_padding, dilation):
+    """Padding that turns conv_transpose2d into a stride-1 conv of the zero-spread input."""
+    return tuple((d * (k - 1) - p, d * (k - 1) - p + op)
+                 for k, p, op, d in zip(khw, padding, output_padding, dilation))
+
+
+def _flipped(w):
+    """(C_in, C_out, kH, kW) -> the (C_out, C_in, kH, kW) kernel rotated by 180 degrees."""
+    return np.transpose(w[:, :, ::-1, ::-1], (1, 0, 2, 3))
+
+
+def _conv2d_impl(x, w, stride, padding, dilation):
+    _conv2d_abstract(x, w, stride, padding, dilation)  # PyTorch's messages, not tensordot's
+    return _conv_general(x, w, stride, tuple((p, p) for p in padding), (1, 1), dilation)
+
+
+def _conv_transpose2d_impl(x, w, stride, padding, output_padding, dilation):
+    _conv_transpose2d_abstract(x, w, stride, padding, output_padding, dilation)
+    pads = _transpose_pads(w.shape[2:], padding, output_padding, dilation)
+    return _conv_general(x, _flipped(w), (1, 1), pads, stride, dilation)
+
+
+# -- shape rules ------------------------------------------------------------------------------
+def _conv2d_abstract(x, w, stride, padding, dilation):
+    _check_image("conv2d", x)
+    _check_image("conv2d", w, "weight")
+    _check_pairs("conv2d", stride=stride, padding=padding, dilation=dilation)
+    if x.shape[1] != w.shape[1]:
+        raise ValueError(f"conv2d: input of shape {tuple(x.shape)} has {x.shape[1]} channels, "
+                         f"weight of shape {tuple(w.shape)} expects {w.shape[1]}")
+    out_hw = _out_hw(x.shape[2:], w.shape[2:], stride, padding, dilation)
+    _check_out("conv2d", x.shape, out_hw)
+    return (x.shape[0], w.shape[0]) + out_hw, np.result_type(x.dtype, w.dtype)
+
+
+def _transpose_hw(hw, khw, stride, padding, output_padding, dilation):
+    return tuple((n - 1) * s - 2 * p + d * (k - 1) + op + 1
+                 for n, k, s, p, op, d in zip(hw, khw, stride, padding, output_padding, dilation))
+
+
+def _conv_transpose2d_abstract(x, w, stride, padding, output_padding, dilation):
+    what = "conv_transpose2d"
+    _check_image(what, x)
+    _check_image(what, w, "weight")
+    _check_pairs(what, stride=stride, padding=padding, output_padding=output_padding,
+                 dilation=dilation)
+    if x.shape[1] != w.shape[0]:
+        raise ValueError(f"{what}: input of shape {tuple(x.shape)} has {x.shape[1]} channels, "
+                         f"weight of shape {tuple(w.shape)} expects {w.shape[0]}")
+    out_hw = _transpose_hw(x.shape[2:], w.shape[2:], stride, padding, output_padding, dilation)
+    _check_out(what, x.shape, out_hw)
+    return (x.shape[0], w.shape[1]) + out_hw, np.result_type(x.dtype, w.dtype)
+
+
+# -- derivatives: each convolution is the other's adjoint ------------------------------------
+def _output_padding(hw, khw, stride, padding, dilation):
+    """The output_padding that makes conv_transpose2d give back ``hw``: the rows the
+    forward sweep's last stride step left out."""
+    return tuple((n + 2 * p - d * (k - 1) - 1) % s
+                 for n, k, s, p, d in zip(hw, khw, stride, padding, dilation))
+
+
+def _crop_to(y, hw):
+    if tuple(y.shape[2:]) == tuple(hw):
+        return y
+    return y[:, :, :hw[0], :hw[1]]
+
+
+def _weight_grad(inp, g, khw, stride, padding, dilation):
+    """sum over n, h, w of inp_padded[n, c, h*s + i*d, w*s + j*d] * g[n, o, h, w]: shape
+    (O, C, kH, kW). A conv2d with batch and channels swapped, where the forward
+    stride becomes the dilation and the dilation the stride; it may reach past the
+    kernel when the last stride step left rows out, so it is cropped."""
+    swap = (1, 0, 2, 3)
+    corr = apply("conv2d", np.transpose(inp, swap), np.transpose(g, swap),
+                 stride=dilation, padding=padding, dilation=stride)   # (C, O, kH', kW')
+    return np.transpose(_crop_to(corr, khw), swap)
+
+
+def _conv2d_vjp(g, out, x, w, stride, padding, dilation):
+    khw = w.shape[2:]
+    op = _output_padding(x.shape[2:], khw, stride, padding, dilation)
+    gx = apply("conv_transpose2d", g, w, stride=stride, padding=padding, output_padding=op,
+               dilation=dilation)
+    return gx, _weight_grad(x, g, khw, stride, padding, dilation)
+
+
+def _conv_transpose2d_vjp(g, out, x, w, stride, padding, output_padding, dilation):
+    # an output_padding of a stride or more adds rows no input reaches: crop them
+    gx = _crop_to(apply("conv2d", g, w, stride=stride, padding=padding, dilation=dilation),
+                  x.shape[2:])
+    return gx, _weight_grad(g, x, w.shape[2:], stride, padding, dilation)
+
+
+def _bilinear_jvp(name):
+    def jvp(t, out, x, w, **params):
+        parts = []
+        if t[0] is not None:
+            parts.append(apply(name, t[0], w, **params))
+        if t[1] is not None:
+            parts.append(apply(name, x, t[1], **params))
+        return parts[0] if len(parts) == 1 else parts[0] + parts[1]
+    return jvp
+
+
+# -- JAX lowerings ---------------------------------------------------------------------------
+def _conv2d_jax(x, w, stride, padding, dilation):
+    from jax import lax
+    return lax.conv_general_dilated(x, w, stride, [(p, p) for p in padding],
+                                    rhs_dilation=dilation, dimension_numbers=_CONV_DIMS,
+                                    precision=lax.Precision.HIGHEST)
+
+
+def _conv_transpose2d_jax(x, w, stride, padding, output_padding, dilation):
+    import jax.numpy as jnp
+    from jax import lax
+    wt = jnp.transpose(w[:, :, ::-1, ::-1], (1, 0, 2, 3))
+    pads = _transpose_pads(w.shape[2:], padding, output_padding, dilation)
+    return lax.conv_general_dilated(x, wt, (1, 1), pads, lhs_dilation=stride,
+                                    rhs_dilation=dilation, dimension_numbers=_CONV_DIMS,
+                                    precision=lax.Precision.HIGHEST)
+
+
+register(
+    "conv2d", _conv2d_impl, abstract=_conv2d_abstract, vjp=_conv2d_vjp,
+    jvp=_bilinear_jvp("conv2d"), jax=_conv2d_jax, family="nn",
+    doc="torch.nn.functional.conv2d without bias (groups=1)",
+)
+register(
+    "conv_transpose2d", _conv_transpose2d_impl, abstract=_conv_transpose2d_abstract,
+    vjp=_conv_transpose2d_vjp, jvp=_bilinear_jvp("conv_transpose2d"),
+    jax=_conv_transpose2d_jax, family="nn",
+    doc="torch.nn.functional.conv_transpose2d without bias (groups=1)",
+)
+
+
+# -- pooling ----------------------------------------------------------------------------------------
+def _pool_abstract(what, x, kernel, stride, padding, dilation=(1, 1)):
+    _check_image(what, x)
+    _check_pairs(what, kernel=kernel, stride=stride, padding=padding, dilation=dilation)
+    if any(2 * p > k for p, k in zip(padding, kernel)):
+        # PyTorch's rule: otherwise a window could hold padding only
+        raise ValueError(f"{what}: padding {padding} must be at most half the kernel {kernel}")
+    if x.dtype.kind != "f":
+        raise TypeError(f"{what}: expected a floating input, got {x.dtype}")
+    out_hw = _out_hw(x.shape[2:], kernel, stride, padding, dilation)
+    _check_out(what, x.shape, out_hw)
+    return tuple(x.shape[:2]) + out_hw, x.dtype
+
+
+def _spatial_pads(padding):
+    return ((0, 0), (0, 0)) + tuple((p, p) for p in padding)
+
+
+def _window_index(hw, kernel, stride, dilation):
+    """Integer arrays (Ho, 1, kH, 1) and (1, Wo, 1, kW): padded positions of every window
+    element, so that ``xp[:, :, rows, cols]`` is the (N, C, Ho, Wo, kH, kW) windows."""
+    (ho, wo), (kh, kw) = hw, kernel
+    rows = np.arange(ho)[:, None] * stride[0] + np.arange(kh)[None, :] * dilation[0]
+    cols = np.arange(wo)[:, None] * stride[1] + np.arange(kw)[None, :] * dilation[1]
+    return rows[:, None, :, None], cols[None, :, None, :]
+
+
+def _first_max_onehot(x, out, kernel, stride, padding, dilation):
+    """(N, C, Ho, Wo, kH, kW) booleans: the first maximum of each window, in row-major
+    order. Windows are gathered with getitem, so this traces (it carries no gradient)."""
+    xp = np.pad(x, _spatial_pads(padding), constant_values=-np.inf)
+    rows, cols = _window_index(out.shape[2:], kernel, stride, dilation)
+    win = np.reshape(xp[:, :, rows, cols], tuple(out.shape) + (kernel[0] * kernel[1],))
+    first = np.argmax(win, axis=-1)
+    hot = np.arange(kernel[0] * kernel[1]) == first[..., None]
+    return np.reshape(hot, tuple(out.shape) + tuple(kernel)), (rows, cols)
+
+
+def _max_pool2d_impl(x, kernel, stride, padding, dilation):
+    xp = np.pad(x, _spatial_pads(padding), constant_values=-np.inf)
+    return np.max(_windows(xp, kernel, stride, dilation), axis=(4, 5))
+
+
+def _max_pool2d_vjp(g, out, x, kernel, stride, padding, dilation):
+    # All of g goes to the first maximum of its window, as PyTorch and JAX's
+    # reduce_window max both do (not split between ties like the max reduction):
+    # the gradient then matches the oracles this primitive imitates.
+    hot, (rows, cols) = _first_max_onehot(x, out, kernel, stride, padding, dilation)
+    contrib = np.where(hot, g[..., None, None], np.zeros((), g.dtype))
+    n, c, h, w = x.shape
+    (ph, pw) = padding
+    padded = np.zeros((n, c, h + 2 * ph, w + 2 * pw), g.dtype)
+    gxp = apply("index_update", padded, contrib, index=Index((_ALL, _ALL, rows, cols)),
+                mode="add")
+    return (gxp[:, :, ph:ph + h, pw:pw + w],)
+
+
+def _max_pool2d_jvp(t, out, x, kernel, stride, padding, dilation):
+    hot, (rows, cols) = _first_max_onehot(x, out, kernel, stride, padding, dilation)
+    tp = np.pad(t[0], _spatial_pads(padding))
+    return np.sum(np.where(hot, tp[:, :, rows, cols], np.zeros((), tp.dtype)), axis=(4, 5))
+
+
+def _reduce_window_jax(x, init, op, kernel, stride, padding, dilation=(1, 1)):
+    from jax import lax
+    return lax.reduce_window(x, init, op, (1, 1) + tuple(kernel), (1, 1) + tuple(stride),
+                             _spatial_pads(padding), window_dilation=(1, 1) + tuple(dilation))
+
+
+def _max_pool2d_jax(x, kernel, stride, padding, dilation):
+    from jax import lax
+    return _reduce_window_jax(x, -np.inf, lax.max, kernel, stride, padding, dilation)
+
+
+register(
+    "max_pool2d", _max_pool2d_impl,
+    abstract=lambda x, kernel, stride, padding, dilation: _pool_abstract(
+        "max_pool2d", x, kernel, stride, padding, dilation),
+    vjp=_max_pool2d_vjp, jvp=_max_pool2d_jvp, jax=_max_pool2d_jax, family="nn",
+    doc="torch.nn.functional.max_pool2d (padding with -inf, floor mode)",
+)
+
+
+def _avg_pool2d_impl(x, kernel, stride, padding):
+    xp = np.pad(x, _spatial_pads(padding))
+    return np.mean(_windows(xp, kernel, stride, (1, 1)), axis=(4, 5))
+
+
+def _avg_pool2d_vjp(g, out, x, kernel, stride, padding):
+    # Each window shares g equally among its kH*kW places (padding included): the
+    # conv_transpose2d of g with a constant kernel, one image per (sample, channel).
+    n, c, h, w = x.shape
+    ones = np.full((1, 1) + tuple(kernel), 1.0 / (kernel[0] * kernel[1]), g.dtype)
+    op = _output_padding((h, w), kernel, stride, padding, (1, 1))
+    gx = apply("conv_transpose2d", np.reshape(g, (n * c, 1) + tuple(out.shape[2:])), ones,
+               stride=stride, padding=padding, output_padding=op, dilation=(1, 1))
+    return (np.reshape(gx, x.shape),)
+
+
+def _avg_pool2d_jax(x, kernel, stride, padding):
+    from jax import lax
+    total = _reduce_window_jax(x, np.zeros((), x.dtype), lax.add, kernel, stride, padding)
+    return total / (kernel[0] * kernel[1])
+
+
+register(
+    "avg_pool2d", _avg_pool2d_impl,
+    abstract=lambda x, kernel, stride, padding: _pool_abstract(
+        "avg_pool2d", x, kernel, stride, padding),
+    vjp=_avg_pool2d_vjp, jvp=lambda t, out, x, **params: apply("avg_pool2d", t[0], **params),
+    jax=_avg_pool2d_jax, family="nn",
+    doc="torch.nn.functional.avg_pool2d (count_include_pad=True, floor mode)",
+)
