@@ -96,3 +96,21 @@ def test_subgraph_keeps_ids_and_leaves_original_alone():
     assert len(g) > len(pruned) or len(g) == len(pruned)
     for n in pruned:
         assert pruned.node(n) == g.node(n)
+
+
+def test_summary_counts_ops_flops_bytes_and_depth():
+    A = np.ones((20, 10))
+
+    def f(x):
+        return np.sum(np.exp(A @ x)) + np.sum(x * x)
+
+    g = tg.trace(f, np.ones(10))
+    s = g.summary()
+    assert s.nodes == len(g) and s.ops["matmul"] == 1 and s.ops["sum"] == 2
+    # matmul 2*20*10, exp 20, sum 20, mul 10, sum 10, add 1
+    assert s.flops == 400 + 20 + 20 + 10 + 10 + 1
+    assert s.constant_bytes == A.nbytes + 0  # A; no other constant in f
+    assert s.intermediate_bytes == 8 * (20 + 20 + 1 + 10 + 1 + 1)
+    assert s.depth == 4  # x -> matmul -> exp -> sum -> add
+    text = str(s)
+    assert "matmul 1" in text and "FLOP" in text and "%0:f64[10]" in text

@@ -172,6 +172,13 @@ class Graph:
 
         return to_dot(self)
 
+    def summary(self):
+        """Node counts by op, an estimate of the FLOPs, bytes of intermediates and
+        constants, and depth (``print`` it, or read its fields)."""
+        from .summary import summarize
+
+        return summarize(self)
+
     def to_json(self) -> str:
         """The graph as a ``tracegrad-ir`` version 1 JSON document (see ``ir/serialize.py``)."""
         from .serialize import to_json
