@@ -15,9 +15,9 @@ import numpy as np
 
 from . import passes
 from .errors import TraceError
-from .ir import REGISTRY, Aval, Graph, apply
+from .ir import Aval, Graph, apply
 from .ir.dtypes import is_float
-from .runtime import run
+from .runtime import run, run_each
 from .tracer import Tracer, coerce, flatten, new_trace, replay, sync, unflatten, user_src, where
 from .tracer.core import _stack
 
@@ -254,9 +254,8 @@ def vjp(fun, *primals, has_aux=False):
     t = _Traced(fun, primals, {}, nums, src, has_aux=has_aux,
                 skip_hint="close over it: tg.vjp(lambda x: f(x, n), x)")
     n_fwd = len(t.graph.outputs)
-    forward = passes.prune(t.graph)
     outs = ([v._value for v in t.out_values + t.aux_values] if t.concrete
-            else _evaluate(forward, t.eval_args))
+            else _evaluate(passes.prune(t.graph), t.eval_args))
     out = unflatten(t.out_tree, [_writeable(np.asarray(v)) if not isinstance(v, Tracer) else v
                                  for v in outs[:t.n_out]])
     adj = passes.adjoint(t.graph, seeds=range(t.n_out))
@@ -290,9 +289,10 @@ def jvp(fun, primals, tangents):
     nums = tuple(range(len(primals)))
     t = _Traced(fun, tuple(primals), {}, nums, src, differentiable=False)
     tan_leaves, tan_tree = flatten(tuple(tangents))
-    if tan_tree != flatten(tuple(primals))[1]:
+    primal_tree = flatten(tuple(primals))[1]
+    if tan_tree != primal_tree:
         raise TraceError(f"tangents have structure {tan_tree!r}, primals "
-                         f"{flatten(tuple(primals))[1]!r}{_at(src)}")
+                         f"{primal_tree!r}{_at(src)}")
     tans = []
     for n, tl in zip(t.graph.inputs, tan_leaves):
         d = t.graph.node(n)
@@ -348,33 +348,13 @@ def jacobian(fun, argnums=0, has_aux=False):
 def _rows(adj: Graph, eval_args, shape, dtype, concrete):
     """The adjoint graph evaluated for every one-hot cotangent of an output of ``shape``."""
     size = int(np.prod(shape))
-    eye = np.eye(size, dtype=dtype)
+    seeds = [row.reshape(shape) for row in np.eye(size, dtype=dtype)]
     if not concrete:
-        return [_evaluate(adj, eval_args + [eye[i].reshape(shape)]) for i in range(size)]
-    args = [np.asarray(a) for a in eval_args]
-    fixed = _fixed_part(adj, args)
-    ct_input = adj.inputs[-1]
-    return [[_writeable(v) for v in run(adj, args + [eye[i].reshape(shape)],
-                                        env={**fixed, ct_input: eye[i].reshape(shape)})]
-            for i in range(size)]
-
-
-def _fixed_part(graph: Graph, args):
-    """Values of the nodes that do not depend on the last input (the cotangent)."""
-    env = dict(zip(graph.inputs[:-1], args))
-    varying = {graph.inputs[-1]}
-    nodes = graph.nx.nodes
-    for n in graph:
-        d = nodes[n]
-        if d["op"] == "input":
-            continue
-        if any(a in varying for a in d["args"]):
-            varying.add(n)
-        elif d["op"] == "const":
-            env[n] = d["params"]["value"]
-        else:
-            env[n] = REGISTRY[d["op"]].impl(*[env[a] for a in d["args"]], **d["params"])
-    return env
+        return [_evaluate(adj, eval_args + [seed]) for seed in seeds]
+    if not seeds:
+        return []
+    outs = run_each(adj, [np.asarray(a) for a in eval_args], seeds)
+    return [[_writeable(v) for v in row] for row in outs]
 
 
 def _stack_rows(rows, out_shape, in_shape, concrete):

@@ -62,6 +62,20 @@ def run(graph: Graph, args, env=None):
     return [env[o] for o in graph.outputs]
 
 
+def run_each(graph: Graph, args, last_values):
+    """Run ``graph`` once per value of its last input (``args`` fill the others). The
+    nodes that do not depend on that input are evaluated once and shared."""
+    seed = graph.inputs[-1]
+    varying = {seed}
+    for n in graph:
+        if any(a in varying for a in graph.args(n)):
+            varying.add(n)
+    shared = [n for n in graph if n not in varying]
+    fixed = dict(zip(shared, run(graph.subgraph(shared, keep=set(shared) | {seed}),
+                                 list(args) + [last_values[0]])))
+    return [run(graph, [], env={**fixed, seed: value}) for value in last_values]
+
+
 def call_graph(graph: Graph, args):
     """Run ``graph``: on NumPy, or inlined into the active trace if ``args`` are traced."""
     check_args(graph, args)
