@@ -4,7 +4,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from ..errors import TraceError
-from ..ir import REGISTRY, Aval, Graph
+from ..ir import REGISTRY, Aval, Graph, apply
 from ..ir.dtypes import is_float
 from ..ir.prims.util import unbroadcast
 from ..tracer import Tracer, source_override, where
@@ -27,7 +27,6 @@ def zeros(trace, shape, dtype):
 
 
 def _broadcast(x, shape):
-    from ..ir import apply
     return apply("broadcast_to", x, shape=tuple(shape))
 
 
