@@ -410,7 +410,7 @@ class _CustomRule:
     def __repr__(self):
         return f"custom_vjp({self.name})"
 
-    def backward(self, g, index, operands):
+    def backward(self, g, index, operands, out=None):
         """One cotangent per operand of the node: ``None`` for each residual (``bwd``
         replaces their derivative), then the user's cotangents for the traced args."""
         it = iter(operands[:self.n_res])

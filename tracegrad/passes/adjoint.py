@@ -4,10 +4,72 @@ The forward graph is replayed into a new trace; then, walking it backwards,
 each node's VJP rule is called on traced values. The rules are NumPy code, so
 they record ordinary nodes: the result is a plain graph that this same pass
 can differentiate again (``adjoint(adjoint(g))`` gives second derivatives).
+
+``backward_graph`` is the same sweep cut at the forward values: a graph that
+takes the values the rules read (what PyTorch calls saved tensors) as inputs
+instead of recomputing them. The eager front end runs that graph, so a
+``Tensor.backward()`` and ``tg.grad`` use the one engine.
 """
-from ..ir import REGISTRY, Graph
+from typing import NamedTuple
+
+from ..ir import REGISTRY, Graph, apply
 from ..tracer import new_trace, replay
 from .common import abstract_inputs, at_node, carries_gradient, finish, fit, zeros
+
+
+class _Sweep(NamedTuple):
+    env: dict           # forward node -> its replay in the trace
+    seeds: list         # the cotangent seed tracers, one per seeded output
+    final: dict         # node of `wrt` -> its complete cotangent (a tracer)
+    origin: dict        # node made by a rule -> the forward node whose rule made it
+    returned: dict      # forward node -> the nodes its rule returned (for anomaly checks)
+
+
+def _sweep(trace, graph: Graph, seeds, wrt=None, taps=()) -> _Sweep:
+    primals = abstract_inputs(trace, graph, graph.inputs)
+    seed_cts = abstract_inputs(trace, graph, [graph.outputs[i] for i in seeds])
+    env = replay(graph, primals)
+    flows = carries_gradient(graph, None if wrt is None else set(wrt))
+    wanted = set(graph.inputs) if wrt is None else set(wrt)
+    cts, final, origin, returned = {}, {}, {}, {}
+
+    def accumulate(n, ct):
+        cts[n] = ct if n not in cts else cts[n] + ct
+
+    for i, ct in zip(seeds, seed_cts):
+        if flows[graph.outputs[i]]:
+            accumulate(graph.outputs[i], ct)
+
+    for n in reversed(list(graph)):
+        if n not in cts:
+            continue
+        d = graph.node(n)
+        ct = cts.pop(n)
+        if n in taps:
+            # a node of its own, so that a hook replacing this cotangent changes
+            # nothing else that happens to share the value
+            with at_node(d):
+                ct = apply("reshape", ct, shape=tuple(d["shape"]))
+        if n in wanted:
+            final[n] = ct
+        if d["op"] == "input":
+            continue
+        prim = REGISTRY[d["op"]]
+        args = d["args"]
+        first = trace.graph._next_id
+        with at_node(d):
+            arg_cts = prim.vjp(ct, env[n], *(env[a] for a in args), **d["params"])
+            outs = []
+            for a, a_ct in zip(args, arg_cts):
+                if a_ct is not None and flows[a]:
+                    node = graph.node(a)
+                    a_ct = fit(a_ct, node["shape"], node["dtype"])
+                    outs.append(a_ct)
+                    accumulate(a, a_ct)
+        returned[n] = outs
+        for m in range(first, trace.graph._next_id):
+            origin[m] = n
+    return _Sweep(env, seed_cts, final, origin, returned)
 
 
 def adjoint(graph: Graph, seeds=None) -> Graph:
@@ -21,37 +83,74 @@ def adjoint(graph: Graph, seeds=None) -> Graph:
     """
     seeds = range(len(graph.outputs)) if seeds is None else seeds
     with new_trace() as trace:
-        primals = abstract_inputs(trace, graph, graph.inputs)
-        seed_cts = abstract_inputs(trace, graph, [graph.outputs[i] for i in seeds])
-        env = replay(graph, primals)
-        flows = carries_gradient(graph)
-
-        cts = {}
-
-        def accumulate(n, ct):
-            cts[n] = ct if n not in cts else cts[n] + ct
-
-        for i, ct in zip(seeds, seed_cts):
-            if flows[graph.outputs[i]]:
-                accumulate(graph.outputs[i], ct)
-
-        for n in reversed(list(graph)):
-            if n not in cts:
-                continue
-            d = graph.node(n)
-            if d["op"] == "input":
-                continue
-            prim = REGISTRY[d["op"]]
-            args = d["args"]
-            with at_node(d):
-                arg_cts = prim.vjp(cts.pop(n), env[n], *(env[a] for a in args), **d["params"])
-                for a, ct in zip(args, arg_cts):
-                    if ct is not None and flows[a]:
-                        node = graph.node(a)
-                        accumulate(a, fit(ct, node["shape"], node["dtype"]))
-
+        sweep = _sweep(trace, graph, seeds)
         input_cts = []
         for n in graph.inputs:
             d = graph.node(n)
-            input_cts.append(cts[n] if n in cts else zeros(trace, d["shape"], d["dtype"]))
-        return finish(trace, [env[o] for o in graph.outputs] + input_cts)
+            ct = sweep.final.get(n)
+            input_cts.append(ct if ct is not None else zeros(trace, d["shape"], d["dtype"]))
+        return finish(trace, [sweep.env[o] for o in graph.outputs] + input_cts)
+
+
+class Backward(NamedTuple):
+    """A backward-only graph and how its inputs and outputs relate to the forward graph."""
+    graph: Graph        # inputs: the saved forward values, then the seeds it reads
+    saved: list         # forward node of each saved-value input, in order
+    seeds: list         # index (into the seeds given) of each seed input, in order
+    outputs: list       # per node of `wrt`: its position in graph.outputs, or None
+    taps: dict          # forward node of `taps` -> node of its complete cotangent
+    origin: dict        # backward node -> the forward node whose rule made it
+    returned: dict      # forward node -> the backward nodes its rule returned
+
+
+def backward_graph(graph: Graph, wrt, seeds=None, taps=()) -> Backward:
+    """The cotangents of the nodes ``wrt`` (inputs or intermediate nodes) of ``graph``,
+    given cotangent seeds for the outputs ``seeds``, as a graph whose inputs are the
+    forward values its rules need and the seeds. ``taps`` (a subset of ``wrt``) are nodes whose complete
+    cotangent gets a node of its own (``Backward.taps``), for a runtime to observe or
+    replace while the graph runs."""
+    seeds = list(range(len(graph.outputs)) if seeds is None else seeds)
+    wrt = list(wrt)
+    with new_trace() as trace:
+        sweep = _sweep(trace, graph, seeds, wrt=wrt, taps=set(taps))
+    full = trace.graph
+    forward_of = {t._node: n for n, t in sweep.env.items()}
+    seed_of = {t._node: k for k, t in enumerate(sweep.seeds)}
+    boundary = forward_of.keys() | seed_of.keys()
+
+    outputs, out_nodes = [], []
+    for n in wrt:
+        ct = sweep.final.get(n)
+        outputs.append(None if ct is None else len(out_nodes))
+        if ct is not None:
+            out_nodes.append(ct._node)
+    # taps are among wrt, so each is an output and stays live
+    tap_nodes = {n: sweep.final[n]._node for n in taps if n in sweep.final}
+
+    live = set(out_nodes)
+    for n in reversed(list(full)):
+        if n in live and n not in boundary:
+            live.update(full.args(n))
+
+    bwd = Graph()
+    saved, used_seeds = [], []
+    for n, d in full.nx.nodes(data=True):
+        if n not in live:
+            continue
+        if n in boundary:
+            attrs = dict(d, op="input", args=(), params={"index": len(bwd.inputs)})
+            bwd.put(n, attrs)
+            bwd.inputs.append(n)
+            if n in forward_of:
+                saved.append(forward_of[n])
+            else:
+                used_seeds.append(seed_of[n])
+        else:
+            bwd.put(n, d)
+    # saved values first, then seeds: the order the caller passes them
+    order = [n for n in bwd.inputs if n in forward_of] + [n for n in bwd.inputs if n in seed_of]
+    bwd.inputs = order
+    for i, n in enumerate(order):
+        bwd.node(n)["params"] = {"index": i}
+    bwd.outputs = out_nodes
+    return Backward(bwd, saved, used_seeds, outputs, tap_nodes, sweep.origin, sweep.returned)

@@ -42,13 +42,16 @@ def fit(value, shape, dtype):
     return value
 
 
-def carries_gradient(graph: Graph) -> dict:
-    """node -> True if its value depends differentiably on a floating-point input."""
+def carries_gradient(graph: Graph, sources=None) -> dict:
+    """node -> True if its value depends differentiably on a floating-point input (on
+    one of the nodes ``sources``, inputs or not, when given)."""
     flows = {}
     for n, d in graph.nx.nodes(data=True):
         op = d["op"]
-        if op == "input":
+        if sources is not None and n in sources:
             flows[n] = is_float(d["dtype"])
+        elif op == "input":
+            flows[n] = sources is None and is_float(d["dtype"])
         elif op == "const":
             flows[n] = False
         else:

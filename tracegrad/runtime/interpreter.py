@@ -36,8 +36,10 @@ def check_args(graph: Graph, args):
                              f"{tuple(np.shape(a))}{where()}")
 
 
-def run(graph: Graph, args, env=None):
-    """Evaluate ``graph`` on concrete arrays; returns the list of outputs."""
+def run(graph: Graph, args, env=None, observe=None):
+    """Evaluate ``graph`` on concrete arrays; returns the list of outputs. ``observe(node,
+    value)``, when given, sees each computed value and returns the value to keep (the
+    eager front end runs hooks, anomaly checks and the profiler through it)."""
     env = dict(zip(graph.inputs, args)) if env is None else dict(env)
     drops = _last_uses(graph)
     guards: dict = {}
@@ -52,6 +54,8 @@ def run(graph: Graph, args, env=None):
                 env[n] = d["params"]["value"]
             else:
                 env[n] = REGISTRY[op].impl(*[env[a] for a in d["args"]], **d["params"])
+            if observe is not None:
+                env[n] = observe(n, env[n])
         # a branch decision is checked as soon as it is known: nothing after it runs
         # on inputs that take another branch
         for expected in guards.get(n, ()):

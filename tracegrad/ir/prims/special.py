@@ -8,8 +8,9 @@ from .util import jnp_fn
 
 def _custom_vjp_vjp(g, out, primal_out, *operands, rule, index):
     # The user's bwd replaces the derivative of everything fwd computed, so
-    # nothing flows to primal_out (fwd's own graph) or to the residuals.
-    arg_cts = rule.backward(g, index, operands)
+    # nothing flows to primal_out (fwd's own graph) or to the residuals. ``out`` is
+    # this node's own output, for rules whose residuals include the result.
+    arg_cts = rule.backward(g, index, operands, out)
     return (None,) + tuple(arg_cts)
 
 
