@@ -7,13 +7,38 @@
     def loss(w):
         return np.sum((w * x - y) ** 2)
 """
+from . import eager as _eager
 from . import passes
 from .api import custom_vjp, grad, hessian, jacobian, jvp, stop_gradient, trace, value_and_grad, vjp
 from .compiled import jit
+from .eager import *  # noqa: F403  (the PyTorch-style API: tg.tensor, tg.ones, tg.cat, ...)
+from .eager import autograd
+from .eager.creation import bool_ as bool  # noqa: A001  (PyTorch's name for the dtype)
+from .eager.creation import float32 as float  # noqa: A001
+from .eager.creation import float64 as double
+from .eager.creation import int32 as int  # noqa: A001
+from .eager.creation import int64 as long
 from .errors import RetraceWarning, TraceError
 from .ir import Graph
 
 __version__ = "0.1.0"
 
+
+def _alias_eager_modules():
+    """``import tracegrad.autograd`` (``from tracegrad.autograd import Function``) as with
+    torch: the eager packages live in ``tracegrad/eager`` but answer to the short names."""
+    import sys
+
+    prefix = __name__ + ".eager."
+    for name, module in list(sys.modules.items()):
+        if name.startswith(prefix):
+            short = __name__ + "." + name[len(prefix):]
+            if short.split(".")[1] in ("autograd", "nn", "optim"):
+                sys.modules.setdefault(short, module)
+
+
+_alias_eager_modules()
+
 __all__ = ["TraceError", "RetraceWarning", "Graph", "jit", "passes", "grad", "value_and_grad", "vjp", "jvp",
-           "jacobian", "hessian", "trace", "stop_gradient", "custom_vjp"]
+           "jacobian", "hessian", "trace", "stop_gradient", "custom_vjp", "autograd", "bool", "float",
+           "double", "int", "long", *_eager.__all__]

@@ -1,0 +1,200 @@
+"""Making tensors: ``tg.tensor``, ``tg.ones``, ``tg.rand``, ... and the default dtype."""
+from __future__ import annotations
+
+import numpy as np
+
+from .tensor import Tensor, _default_float, default_dtype, is_floating
+
+float32 = np.dtype(np.float32)
+float64 = np.dtype(np.float64)
+float16 = np.dtype(np.float16)
+int64 = np.dtype(np.int64)
+int32 = np.dtype(np.int32)
+int8 = np.dtype(np.int8)
+uint8 = np.dtype(np.uint8)
+bool_ = np.dtype(np.bool_)
+
+_rng = [np.random.default_rng()]
+
+
+def manual_seed(seed):
+    """Seed the generator behind ``rand``, ``randn``, dropout and the ``nn`` initialisers."""
+    _rng[0] = np.random.default_rng(int(seed))
+    return _rng[0]
+
+
+def generator():
+    return _rng[0]
+
+
+def set_default_dtype(dtype):
+    dtype = np.dtype(dtype)
+    if dtype.kind != "f":
+        raise TypeError(f"only floating-point types are supported as the default type, got "
+                        f"{dtype.name}")
+    _default_float[0] = dtype
+
+
+def get_default_dtype():
+    return default_dtype()
+
+
+def as_array(data, dtype=None):
+    """``data`` as a fresh NumPy array with PyTorch's dtype rules: Python floats take the
+    default float dtype, NumPy arrays keep theirs, integers are int64."""
+    if isinstance(data, Tensor):
+        arr = np.array(data._data, copy=True)
+    elif isinstance(data, (np.ndarray, np.generic)):
+        arr = np.array(data, copy=True)
+    else:
+        data = _untensor(data)
+        arr = np.array(data)
+        if arr.dtype == np.float64:
+            arr = arr.astype(default_dtype())
+        elif arr.dtype.kind in "iu":
+            arr = arr.astype(np.int64)
+        elif arr.dtype == object or arr.dtype.kind not in "biufc":
+            raise TypeError(f"Could not infer dtype of {type(data).__name__}")
+    if dtype is not None:
+        arr = arr.astype(dtype)
+    return arr
+
+
+def _untensor(data):
+    if isinstance(data, Tensor):
+        return data._data
+    if isinstance(data, (list, tuple)):
+        return [_untensor(d) for d in data]
+    return data
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False):
+    """A new leaf tensor holding a copy of ``data`` (a list, a number or an array)."""
+    t = Tensor._plain(as_array(data, dtype))
+    if requires_grad:
+        t.requires_grad = True
+    return t
+
+
+def as_tensor(data, dtype=None, device=None):
+    if isinstance(data, Tensor) and (dtype is None or data.dtype == np.dtype(dtype)):
+        return data
+    if isinstance(data, np.ndarray) and (dtype is None or data.dtype == np.dtype(dtype)):
+        return Tensor._plain(data)
+    return tensor(data, dtype)
+
+
+def from_numpy(array):
+    """A tensor sharing ``array``'s memory."""
+    return Tensor._plain(np.asarray(array))
+
+
+def _shape(size):
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    return tuple(int(s) for s in size)
+
+
+def _finish(arr, requires_grad):
+    t = Tensor._plain(arr)
+    if requires_grad:
+        t.requires_grad = True
+    return t
+
+
+def _dtype(dtype):
+    return default_dtype() if dtype is None else np.dtype(dtype)
+
+
+def zeros(*size, dtype=None, requires_grad=False, device=None):
+    return _finish(np.zeros(_shape(size), _dtype(dtype)), requires_grad)
+
+
+def ones(*size, dtype=None, requires_grad=False, device=None):
+    return _finish(np.ones(_shape(size), _dtype(dtype)), requires_grad)
+
+
+def empty(*size, dtype=None, requires_grad=False, device=None):
+    return _finish(np.zeros(_shape(size), _dtype(dtype)), requires_grad)
+
+
+def full(size, fill_value, dtype=None, requires_grad=False, device=None):
+    if dtype is None:
+        dtype = default_dtype() if isinstance(fill_value, float) else np.result_type(fill_value)
+        if np.dtype(dtype).kind in "iu":
+            dtype = np.int64
+    return _finish(np.full(_shape((size,)), fill_value, dtype), requires_grad)
+
+
+def eye(n, m=None, dtype=None, requires_grad=False, device=None):
+    return _finish(np.eye(n, m, dtype=_dtype(dtype)), requires_grad)
+
+
+def rand(*size, dtype=None, requires_grad=False, device=None, generator=None):
+    arr = _rng[0].random(_shape(size)).astype(_dtype(dtype))
+    return _finish(arr, requires_grad)
+
+
+def randn(*size, dtype=None, requires_grad=False, device=None, generator=None):
+    arr = _rng[0].standard_normal(_shape(size)).astype(_dtype(dtype))
+    return _finish(arr, requires_grad)
+
+
+def randint(low, high=None, size=None, dtype=None, requires_grad=False, device=None):
+    if high is None:
+        low, high = 0, low
+    arr = _rng[0].integers(low, high, size=_shape((size,)) if size is not None else ())
+    return _finish(arr.astype(np.int64 if dtype is None else dtype), requires_grad)
+
+
+def randperm(n, dtype=None, device=None):
+    return _finish(_rng[0].permutation(int(n)).astype(np.int64 if dtype is None else dtype), False)
+
+
+def _like(fn):
+    def like(t, dtype=None, requires_grad=False, device=None):
+        shape = tuple(t.shape) if isinstance(t, Tensor) else np.shape(t)
+        dt = np.dtype(dtype) if dtype is not None else (
+            t.dtype if isinstance(t, Tensor) else np.asarray(t).dtype)
+        return _finish(fn(shape, dt), requires_grad)
+    like.__name__ = fn.__name__ + "_like"
+    return like
+
+
+zeros_like = _like(lambda s, d: np.zeros(s, d))
+ones_like = _like(lambda s, d: np.ones(s, d))
+empty_like = _like(lambda s, d: np.zeros(s, d))
+rand_like = _like(lambda s, d: _rng[0].random(s).astype(d))
+randn_like = _like(lambda s, d: _rng[0].standard_normal(s).astype(d))
+zeros_like.__name__, ones_like.__name__ = "zeros_like", "ones_like"
+rand_like.__name__, randn_like.__name__, empty_like.__name__ = "rand_like", "randn_like", "empty_like"
+
+
+def full_like(t, fill_value, dtype=None, requires_grad=False, device=None):
+    dt = np.dtype(dtype) if dtype is not None else t.dtype
+    return _finish(np.full(tuple(t.shape), fill_value, dt), requires_grad)
+
+
+def arange(start, end=None, step=1, dtype=None, requires_grad=False, device=None):
+    if end is None:
+        start, end = 0, start
+    arr = np.arange(start, end, step)
+    if dtype is not None:
+        arr = arr.astype(dtype)
+    elif arr.dtype == np.float64:
+        arr = arr.astype(default_dtype())
+    elif arr.dtype.kind in "iu":
+        arr = arr.astype(np.int64)
+    return _finish(arr, requires_grad)
+
+
+def linspace(start, end, steps, dtype=None, requires_grad=False, device=None):
+    return _finish(np.linspace(start, end, int(steps), dtype=_dtype(dtype)), requires_grad)
+
+
+def is_tensor(obj):
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(t):
+    return is_floating(t.dtype)

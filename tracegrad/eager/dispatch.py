@@ -1,0 +1,146 @@
+"""Running an operation on tensors: on their NumPy values, recorded on the tape when a
+tensor that requires grad takes part (and grad mode is on).
+
+An operation is written once, as NumPy code (``np.multiply``, ``lambda x: np.sum(x,
+axis=1)``, ``apply("conv2d", x, w, ...)``): applied to arrays it computes, applied to the
+tape's tracers it records primitives of the shared registry. Inside a transform (a
+custom ``Function``'s backward while the adjoint pass traces it), the same code applied to
+that transform's tracers is recorded there.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from ..tracer import Tracer
+from . import grad_mode, profiler
+from .tape import EagerTracer
+
+_PLAIN, _RECORD, _SYMBOLIC = 0, 1, 2
+
+
+def _tensor_class():
+    from .tensor import Tensor
+    return Tensor
+
+
+def mode_of(args, Tensor):
+    mode = _PLAIN
+    record = grad_mode.is_grad_enabled()
+    for a in args:
+        if isinstance(a, Tensor):
+            if a._tracer is not None and not isinstance(a._tracer, EagerTracer):
+                return _SYMBOLIC
+            if record and a.requires_grad:
+                mode = _RECORD
+        elif isinstance(a, (list, tuple)):
+            sub = mode_of(a, Tensor)
+            if sub == _SYMBOLIC:
+                return sub
+            mode = max(mode, sub)
+        elif isinstance(a, Tracer) and not isinstance(a, EagerTracer):
+            return _SYMBOLIC
+    return mode
+
+
+def _map(args, f, Tensor):
+    out = []
+    for a in args:
+        if isinstance(a, Tensor):
+            a = f(a)
+        elif isinstance(a, (list, tuple)) and any(isinstance(e, Tensor) for e in a):
+            a = type(a)(f(e) if isinstance(e, Tensor) else e for e in a)
+        out.append(a)
+    return out
+
+
+def _value(t):
+    return t._data
+
+
+def _traced(t):
+    return t._traced()
+
+
+def _symbolic(t):
+    return t._tracer if t._tracer is not None and not isinstance(t._tracer, EagerTracer) \
+        else t._data
+
+
+def call(fn, *args, name=None, view_of=None, **kwargs):
+    """``fn(*values, **kwargs)`` as a tensor (or a tuple of tensors).
+
+    ``name`` is PyTorch's name for the result's ``grad_fn``; ``view_of`` is the tensor
+    whose storage the result shares (view operations), so that both count in-place
+    changes together.
+    """
+    Tensor = _tensor_class()
+    prof = profiler.current()
+    if prof is not None:
+        started = prof.begin()
+        try:
+            return _call(Tensor, fn, args, name, view_of, kwargs)
+        finally:
+            prof.end(forward_name(name, fn), started)
+    return _call(Tensor, fn, args, name, view_of, kwargs)
+
+
+def forward_name(name, fn):
+    """``MulBackward0`` -> ``mul``, ``LogSoftmaxBackward0`` -> ``log_softmax``."""
+    if name is None:
+        return getattr(fn, "__name__", "op")
+    base = re.sub(r"Backward\d*$", "", name)
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", base).lower()
+
+
+def _call(Tensor, fn, args, name, view_of, kwargs):
+    mode = mode_of(args, Tensor)
+    if mode == _PLAIN:
+        out = fn(*_map(args, _value, Tensor), **kwargs)
+        return _wrap(out, Tensor, None, None, view_of)
+    if mode == _RECORD:
+        ins = _map(args, _traced, Tensor)
+        out = fn(*ins, **kwargs)
+        return _wrap(out, Tensor, name, ins, view_of)
+    out = fn(*_map(args, _symbolic, Tensor), **kwargs)
+    return _wrap(out, Tensor, None, None, None)
+
+
+def _wrap(out, Tensor, name, ins, view_of):
+    if isinstance(out, tuple):
+        return tuple(_wrap(o, Tensor, name, ins, view_of) for o in out)
+    if isinstance(out, EagerTracer):
+        return _from_tracer(out, Tensor, name, ins, view_of)
+    if isinstance(out, Tracer):
+        return Tensor._symbolic(out)
+    t = Tensor._plain(np.asarray(out))
+    if view_of is not None and out is not None and np.shares_memory(t._data, view_of._data):
+        t._version = view_of._version
+        t._base = view_of if view_of._base is None else view_of._base
+    return t
+
+
+def _from_tracer(tracer, Tensor, name, ins, view_of):
+    if tracer.dtype.kind not in "fc":
+        return Tensor._plain(tracer._value)     # integers and booleans carry no gradient
+    handle = tracer._handle
+    if name is not None and not any(tracer is i for i in _flat(ins)):
+        handle._name = name
+        inputs = tuple(i._handle for i in _flat(ins) if isinstance(i, EagerTracer))
+        if inputs != handle._parents:
+            handle._inputs = inputs
+    t = Tensor._recorded(tracer)
+    if view_of is not None and np.shares_memory(t._data, view_of._data):
+        t._version = handle._counter = view_of._version
+        handle._saved_version = view_of._version.v
+        t._base = view_of if view_of._base is None else view_of._base
+    return t
+
+
+def _flat(ins):
+    for i in ins or ():
+        if isinstance(i, (list, tuple)):
+            yield from i
+        else:
+            yield i

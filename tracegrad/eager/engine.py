@@ -1,0 +1,441 @@
+"""``backward()`` and ``autograd.grad()``: the adjoint pass applied to the recorded graph.
+
+The part of the tape the roots depend on becomes a standalone graph; the adjoint
+pass turns it into a backward graph whose inputs are the forward values its rules
+read (PyTorch's saved tensors). Training loops record the same structure every
+step, so backward graphs are cached by structure and, from their second use, run
+as generated NumPy code: one call per backward.
+"""
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+
+import numpy as np
+
+from ..ir import Graph
+from ..passes.adjoint import backward_graph
+from ..runtime.codegen import generate
+from ..runtime.interpreter import run as interpret
+from ..tracer import bind, source_override
+from . import anomaly, grad_mode, profiler
+from .tape import TAPE, AccumulateGrad, EagerTracer, Saved, collect
+
+_FREED = ("Trying to backward through the graph a second time (or directly access saved "
+          "tensors after they have already been freed). Saved intermediate values of the graph "
+          "are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if "
+          "you need to backward through the graph a second time or if you need to access saved "
+          "tensors after calling backward.")
+_NO_GRAD = "element {i} of tensors does not require grad and does not have a grad_fn"
+_CACHE: OrderedDict = OrderedDict()
+_CACHE_SIZE = 64
+_COMPILE_AFTER = 2          # uses of a backward graph before it is compiled to Python
+
+
+def _tensor_class():
+    from .tensor import Tensor
+    return Tensor
+
+
+class _Plan:
+    """A backward graph for one structure of recorded graph, in local node numbers."""
+
+    def __init__(self, bw, local):
+        self.graph = bw.graph
+        self.saved = [local[n] for n in bw.saved]
+        self.seeds = bw.seeds
+        self.outputs = bw.outputs
+        self.taps = {bw.taps[n]: local[n] for n in bw.taps}
+        self.origin = {b: local[f] for b, f in bw.origin.items()}
+        # forward nodes whose rules read each saved value: those must not have been freed
+        self.readers = []
+        users = {}
+        for n in self.graph:
+            for a in self.graph.args(n):
+                users.setdefault(a, set()).add(n)
+        for n in self.graph.inputs[:len(self.saved)]:
+            self.readers.append({self.origin[u] for u in users.get(n, ()) if u in self.origin})
+        position = {n: k for k, n in enumerate(self.graph.inputs[:len(self.saved)])}
+        self.returned = {}
+        for f, nodes in bw.returned.items():
+            for k, b in enumerate(nodes):
+                self.returned.setdefault(b._node, (local[f], k))
+                if b._node in position:     # a rule that hands a saved value straight back
+                    self.readers[position[b._node]].add(local[f])
+        self.uses = 0
+        self.compiled = None
+
+    def run(self, args):
+        self.uses += 1
+        if self.compiled is None and self.uses >= _COMPILE_AFTER:
+            self.compiled = generate(self.graph, "tracegrad_backward")
+        if self.compiled is not None:
+            return self.compiled(*args)
+        return interpret(self.graph, args)
+
+
+def _freeze(v):
+    # a custom Function's rule is hashed by identity: the cached plan holds it, so the
+    # identity cannot be reused by another rule while the entry exists
+    if isinstance(v, dict):
+        return tuple((k, _freeze(x)) for k, x in v.items())
+    if isinstance(v, (tuple, list)):
+        return (type(v).__name__,) + tuple(_freeze(x) for x in v)
+    if isinstance(v, np.ndarray):
+        return ("nd", v.shape, v.dtype.str, v.tobytes())
+    if isinstance(v, np.dtype):
+        return v.str
+    hash(v)
+    return v
+
+
+def _key(order, local, roots, wrt, taps):
+    nodes = TAPE.graph.nx._node
+    parts = []
+    for n in order:
+        d = nodes[n]
+        op = d["op"]
+        if op == "input" or op == "const":
+            parts.append((d["shape"], d["dtype"]))
+        else:
+            parts.append((op, tuple(local[a] for a in d["args"]), d["shape"], d["dtype"],
+                          _freeze(d["params"])))
+    return (tuple(parts), tuple(local[r] for r in roots), tuple(local[w] for w in wrt),
+            tuple(local[t] for t in taps))
+
+
+def _forward_graph(order, roots):
+    g = Graph()
+    nodes = TAPE.graph.nx._node
+    for n in order:
+        d = nodes[n]
+        if d["op"] == "input" or d["op"] == "const":
+            g.put(n, {"op": "input", "args": (), "shape": d["shape"], "dtype": d["dtype"],
+                      "params": {"index": len(g.inputs)}, "src": d["src"]})
+            g.inputs.append(n)
+        else:
+            g.put(n, d)
+    g.outputs = list(roots)
+    return g
+
+
+def _plan(order, handles, roots, wrt, taps):
+    local = {n: i for i, n in enumerate(order)}
+    try:
+        key = _key(order, local, roots, wrt, taps)
+    except TypeError:
+        key = None
+    plan = _CACHE.get(key) if key is not None else None
+    if plan is not None:
+        _CACHE.move_to_end(key)
+        return plan
+    bw = backward_graph(_forward_graph(order, roots), wrt, taps=taps)
+    plan = _Plan(bw, local)
+    if key is not None:
+        _CACHE[key] = plan
+        if len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return plan
+
+
+def _type_str(value):
+    from .tensor import _type_name
+    return f"[torch.{_type_name(value.dtype)} {list(np.shape(value))}]"
+
+
+def _check_saved(plan, order, handles):
+    for k, i in enumerate(plan.saved):
+        h = handles[order[i]]
+        if any(handles[order[f]]._freed for f in plan.readers[k]):
+            raise RuntimeError(_FREED)
+        if h._counter.v != h._saved_version:
+            if isinstance(h, (AccumulateGrad, Saved)):
+                what = f"{_type_str(h._value)} is at version {h._counter.v}"
+            else:
+                what = (f"{_type_str(h._value)}, which is output 0 of {h.name()}, is at version "
+                        f"{h._counter.v}")
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: {what}; expected version {h._saved_version} instead. Hint: "
+                "enable anomaly detection to find the operation that failed to compute its "
+                "gradient, with torch.autograd.set_detect_anomaly(True).")
+
+
+def _seed(root, grad, i, Tensor):
+    if grad is None:
+        if root.numel() != 1:
+            raise RuntimeError("grad can be implicitly created only for scalar outputs")
+        return np.ones(tuple(root.shape), root.dtype)
+    if not isinstance(grad, Tensor):
+        grad = Tensor._plain(np.asarray(grad, dtype=root.dtype))
+    if tuple(grad.shape) != tuple(root.shape):
+        raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
+                           f"{grad.shape!r} and output[{i}] has a shape of {root.shape!r}.")
+    return grad
+
+
+def _run(roots, grads, targets, retain_graph, create_graph):
+    """Cotangents of the tape nodes ``targets`` (a dict node -> anything) from the
+    roots: node -> array (a Tensor with create_graph), for those reached."""
+    Tensor = _tensor_class()
+    tracers = []
+    for i, r in enumerate(roots):
+        if not r.requires_grad:
+            raise RuntimeError(_NO_GRAD.format(i=i))
+        tracers.append(r._traced())
+    seeds = [_seed(r, g, i, Tensor) for i, (r, g) in enumerate(zip(roots, grads))]
+    handles = collect([t._handle for t in tracers])
+    order = sorted(handles)
+    taps = [n for n in order if handles[n]._hooks and type(handles[n]) is not AccumulateGrad]
+    wrt = [n for n in dict.fromkeys(list(targets) + taps) if n in handles]
+    plan = _plan(order, handles, [t._node for t in tracers], wrt, taps)
+    _check_saved(plan, order, handles)
+    saved = [handles[order[i]] for i in plan.saved]
+    seed_args = [seeds[k] for k in plan.seeds]
+    if create_graph:
+        outs = _replay(plan, saved, seed_args, order, handles, Tensor)
+    else:
+        args = [h._value for h in saved] + [s._data if isinstance(s, Tensor) else s
+                                           for s in seed_args]
+        observe = _observer(plan, order, handles, Tensor)
+        if observe is None:
+            outs = plan.run(args)
+        else:
+            outs = interpret(plan.graph, args, observe=observe)
+            observe.finish()
+    if not retain_graph:
+        for h in handles.values():
+            if type(h) is not AccumulateGrad and type(h) is not Saved:
+                h._freed = True
+    result = {}
+    for n, pos in zip(wrt, plan.outputs):
+        if pos is not None:
+            result[n] = outs[pos]
+    return result, handles
+
+
+def _observer(plan, order, handles, Tensor):
+    """The per-node callback for hooks, anomaly checks and the profiler, or None."""
+    checking = anomaly.is_anomaly_enabled()
+    prof = profiler.current()
+    if not plan.taps and not checking and prof is None:
+        return None
+    clock = [time.perf_counter()]
+    spent: dict = {}
+
+    def observe(n, value):
+        if prof is not None:
+            now = time.perf_counter()
+            f = plan.origin.get(n)
+            if f is not None:
+                spent[f] = spent.get(f, 0.0) + now - clock[0]
+            clock[0] = now
+        if checking and n in plan.returned:
+            f, k = plan.returned[n]
+            anomaly.check(value, handles[order[f]], k)
+        f = plan.taps.get(n)
+        if f is not None:
+            value = _run_hooks(handles[order[f]]._hooks, Tensor._plain(value), Tensor)._data
+        if prof is not None:
+            clock[0] = time.perf_counter()
+        return value
+
+    def finish():
+        if prof is not None:
+            for f, seconds in spent.items():
+                prof.add(handles[order[f]].name(), seconds)
+    observe.finish = finish
+    return observe
+
+
+def _run_hooks(hooks, grad, Tensor):
+    for hook in list(hooks):
+        out = hook(grad)
+        if out is not None:
+            if not isinstance(out, Tensor):
+                raise TypeError(f"a hook must return a Tensor or None, got {type(out).__name__}")
+            if tuple(out.shape) != tuple(grad.shape):
+                raise RuntimeError(f"hook returned a gradient of shape {list(out.shape)} for a "
+                                   f"tensor of shape {list(grad.shape)}")
+            grad = out
+    return grad
+
+
+def _replay(plan, saved, seed_args, order, handles, Tensor):
+    """Run the backward graph through the tape, so the gradients are recorded too."""
+    g = plan.graph
+    env = {}
+    for n, h in zip(g.inputs, saved):
+        t = EagerTracer(TAPE, h._id, h._value.shape, h._value.dtype, h._value)
+        t._handle = h
+        env[n] = t
+    for n, s in zip(g.inputs[len(saved):], seed_args):
+        env[n] = s._traced() if isinstance(s, Tensor) and s.requires_grad else (
+            s._data if isinstance(s, Tensor) else s)
+    checking = anomaly.is_anomaly_enabled()
+    with grad_mode.enable_grad():
+        for n, d in g.nx.nodes(data=True):
+            if n in env:
+                continue
+            with source_override(d["src"]):
+                if d["op"] == "const":
+                    env[n] = TAPE.const(d["params"]["value"], snapshot=False)
+                else:
+                    env[n] = bind(d["op"], *[env[a] for a in d["args"]], **d["params"])
+            if checking and n in plan.returned:
+                f, k = plan.returned[n]
+                anomaly.check(_value(env[n]), handles[order[f]], k)
+            f = plan.taps.get(n)
+            if f is not None:
+                out = _run_hooks(handles[order[f]]._hooks, _as_tensor(env[n], Tensor), Tensor)
+                env[n] = out._traced() if out.requires_grad else out._data
+    return [_as_tensor(env[o], Tensor) for o in g.outputs]
+
+
+def _value(v):
+    return v._value if isinstance(v, EagerTracer) else v
+
+
+def _as_tensor(v, Tensor):
+    if isinstance(v, EagerTracer):
+        return Tensor._recorded(v) if v.dtype.kind in "fc" else Tensor._plain(v._value)
+    return Tensor._plain(np.asarray(v))
+
+
+def _fresh(value, Tensor):
+    """A gradient array as a tensor of its own (never sharing memory with a saved value)."""
+    if isinstance(value, Tensor):
+        return value
+    return Tensor._plain(np.array(value, copy=True))
+
+
+def _leaf_nodes(handles, tensor):
+    return [n for n, h in handles.items() if type(h) is AccumulateGrad and h._tensor() is tensor]
+
+
+def _tensor_nodes(handles, tensor):
+    """The nodes standing for ``tensor`` in this graph (a leaf may have one per version)."""
+    if tensor._tracer is not None:
+        n = tensor._tracer._node
+        return [n] if n in handles else []
+    return _leaf_nodes(handles, tensor)
+
+
+def _sum(parts):
+    total = parts[0]
+    for p in parts[1:]:
+        total = total + p
+    return total
+
+
+def _as_list(x):
+    if x is None:
+        return None
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate the gradients of ``tensors`` into ``.grad`` of the leaves (of ``inputs``
+    only, when given)."""
+    Tensor = _tensor_class()
+    tensors = _as_list(tensors)
+    grads = _as_list(grad_tensors) or [None] * len(tensors)
+    if len(grads) != len(tensors):
+        raise RuntimeError("grad can be implicitly created only for scalar outputs"
+                           if not grads else f"got {len(grads)} gradients for {len(tensors)} "
+                           "tensors")
+    if retain_graph is None:
+        retain_graph = create_graph
+    inputs = _as_list(inputs)
+    if inputs is not None and not inputs:
+        raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+    for i, r in enumerate(tensors):
+        if not r.requires_grad:
+            raise RuntimeError(_NO_GRAD.format(i=i))
+    handles = collect([r._traced()._handle for r in tensors])
+    if inputs is None:
+        receivers = {}
+        for n, h in handles.items():
+            if type(h) is AccumulateGrad:
+                t = h._tensor()
+                if t is not None and t._requires_grad:
+                    receivers.setdefault(id(t), (t, []))[1].append(n)
+            elif h._retain is not None and h._retain() is not None:
+                t = h._retain()
+                if t._tracer is not None and t._tracer._node == n:
+                    receivers.setdefault(id(t), (t, []))[1].append(n)
+    else:
+        receivers = {}
+        for t in inputs:
+            if not t.requires_grad:
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+            receivers[id(t)] = (t, _tensor_nodes(handles, t))
+    targets = [n for _, nodes in receivers.values() for n in nodes]
+    result, _ = _run(tensors, grads, targets, retain_graph, create_graph)
+    with grad_mode.set_grad_enabled(create_graph):
+        for t, nodes in receivers.values():
+            parts = [result[n] for n in nodes if n in result]
+            if not parts:
+                continue
+            g = _fresh(_sum(parts) if len(parts) > 1 else parts[0], Tensor)
+            if t._tracer is None and t._hooks:
+                g = _run_hooks(t._hooks, g, Tensor)
+            _accumulate(t, g, create_graph)
+
+
+def _accumulate(t, g, create_graph):
+    if g.dtype != t.dtype:
+        g = g.to(t.dtype)
+    if t._grad is None:
+        t._grad = g if (create_graph or not g.requires_grad) else g.detach()
+    elif create_graph or t._grad.requires_grad:
+        t._grad = t._grad + g
+    else:
+        t._grad._data += g._data
+        t._grad._version.v += 1
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """The gradients of ``outputs`` with respect to ``inputs``, as a tuple; ``.grad``
+    attributes are left alone."""
+    Tensor = _tensor_class()
+    outputs = _as_list(outputs)
+    single = isinstance(inputs, Tensor)
+    inputs = _as_list(inputs)
+    grads = _as_list(grad_outputs) or [None] * len(outputs)
+    if retain_graph is None:
+        retain_graph = create_graph
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    for i, r in enumerate(outputs):
+        if not r.requires_grad:
+            raise RuntimeError(_NO_GRAD.format(i=i))
+    handles = collect([r._traced()._handle for r in outputs])
+    wanted = []
+    for t in inputs:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"inputs must be Tensors, got {type(t).__name__}")
+        if not t.requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+        wanted.append(_tensor_nodes(handles, t))
+    result, _ = _run(outputs, grads, [n for nodes in wanted for n in nodes], retain_graph,
+                     create_graph)
+    out = []
+    with grad_mode.set_grad_enabled(create_graph):
+        for t, nodes in zip(inputs, wanted):
+            parts = [result[n] for n in nodes if n in result]
+            if not parts:
+                if not allow_unused:
+                    raise RuntimeError("One of the differentiated Tensors appears to not have "
+                                       "been used in the graph. Set allow_unused=True if this is "
+                                       "the desired behavior.")
+                out.append(Tensor._plain(np.zeros(tuple(t.shape), t.dtype))
+                           if materialize_grads else None)
+                continue
+            g = _fresh(_sum(parts) if len(parts) > 1 else parts[0], Tensor)
+            if t._tracer is None and t._hooks:
+                g = _run_hooks(t._hooks, g, Tensor)
+            out.append(g)
+    del single
+    return tuple(out)

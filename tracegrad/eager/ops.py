@@ -1,0 +1,778 @@
+"""Tensor arithmetic, reductions, shape operations and their in-place forms.
+
+Each operation is NumPy code handed to ``dispatch.call`` with PyTorch's name for its
+backward node; composite ones (``sigmoid``, ``softmax``, ``std``) are several primitives
+on the tape under one ``grad_fn`` name, as PyTorch shows them.
+"""
+from __future__ import annotations
+
+import builtins
+from collections import namedtuple
+
+import numpy as np
+
+from ..ir import apply
+from ..tracer import Tracer
+from .dispatch import call
+from .indexing import getitem_name, is_basic
+from .tensor import Tensor, _index_key, default_dtype
+
+MinMax = namedtuple("MinMax", ["values", "indices"])
+
+
+def _as_tensor(x):
+    return x if isinstance(x, Tensor) else Tensor._plain(np.asarray(x))
+
+
+def _shape(x):
+    return tuple(x.shape) if isinstance(x, Tensor) else np.shape(x)
+
+
+def _check_broadcast(a, b):
+    sa, sb = _shape(a), _shape(b)
+    if sa == sb:
+        return
+    n = builtins.max(len(sa), len(sb))
+    pa, pb = (1,) * (n - len(sa)) + tuple(sa), (1,) * (n - len(sb)) + tuple(sb)
+    for i in range(n - 1, -1, -1):
+        if pa[i] != pb[i] and pa[i] != 1 and pb[i] != 1:
+            raise RuntimeError(f"The size of tensor a ({pa[i]}) must match the size of tensor b "
+                               f"({pb[i]}) at non-singleton dimension {i}")
+
+
+def _binary(fn, name):
+    def op(self, other):
+        _check_broadcast(self, other)
+        return call(fn, self, other, name=name)
+
+    def rop(self, other):
+        _check_broadcast(other, self)
+        return call(fn, other, self, name=name)
+    return op, rop
+
+
+def _true_divide(a, b):
+    return np.true_divide(a, b)
+
+
+Tensor.__add__, Tensor.__radd__ = _binary(np.add, "AddBackward0")
+Tensor.__sub__, Tensor.__rsub__ = _binary(np.subtract, "SubBackward0")
+Tensor.__mul__, Tensor.__rmul__ = _binary(np.multiply, "MulBackward0")
+Tensor.__truediv__, Tensor.__rtruediv__ = _binary(_true_divide, "DivBackward0")
+Tensor.__floordiv__, Tensor.__rfloordiv__ = _binary(np.floor_divide, "FloorDivideBackward0")
+Tensor.__mod__, Tensor.__rmod__ = _binary(np.remainder, "RemainderBackward0")
+Tensor.__and__, Tensor.__rand__ = _binary(np.logical_and, None)
+Tensor.__or__, Tensor.__ror__ = _binary(np.logical_or, None)
+Tensor.__xor__, Tensor.__rxor__ = _binary(np.logical_xor, None)
+
+
+def _cmp(fn):
+    def op(self, other):
+        if other is None:
+            return NotImplemented
+        _check_broadcast(self, other)
+        return call(fn, self, other)
+    return op
+
+
+Tensor.__lt__, Tensor.__le__ = _cmp(np.less), _cmp(np.less_equal)
+Tensor.__gt__, Tensor.__ge__ = _cmp(np.greater), _cmp(np.greater_equal)
+Tensor.__eq__, Tensor.__ne__ = _cmp(np.equal), _cmp(np.not_equal)
+Tensor.__hash__ = object.__hash__
+
+
+def __pow__(self, exponent):
+    _check_broadcast(self, exponent)
+    name = "PowBackward1" if isinstance(exponent, Tensor) else "PowBackward0"
+    return call(np.power, self, exponent, name=name)
+
+
+def __rpow__(self, base):
+    return call(np.power, base, self, name="PowBackward1")
+
+
+Tensor.__pow__, Tensor.__rpow__ = __pow__, __rpow__
+Tensor.__neg__ = lambda self: call(np.negative, self, name="NegBackward0")
+Tensor.__pos__ = lambda self: self
+Tensor.__abs__ = lambda self: call(np.abs, self, name="AbsBackward0")
+Tensor.__invert__ = lambda self: call(np.logical_not, self) if self.dtype == bool else \
+    call(np.invert, self)
+
+
+def _matmul_name(a, b):
+    na, nb = len(_shape(a)), len(_shape(b))
+    return {(2, 2): "MmBackward0", (1, 1): "DotBackward0", (2, 1): "MvBackward0"}.get(
+        (na, nb), "BmmBackward0" if na == nb == 3 else "MatmulBackward0")
+
+
+def _check_matmul(a, b):
+    sa, sb = _shape(a), _shape(b)
+    if not sa or not sb:
+        raise RuntimeError("both arguments to matmul need to be at least 1D, but they are "
+                           f"{len(sa)}D and {len(sb)}D")
+    k_a = sa[-1]
+    k_b = sb[0] if len(sb) == 1 else sb[-2]
+    if k_a != k_b:
+        if len(sa) == 2 and len(sb) == 2:
+            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({sa[0]}x{sa[1]} and "
+                               f"{sb[0]}x{sb[1]})")
+        raise RuntimeError(f"size mismatch in matmul: got shapes {list(sa)} and {list(sb)} "
+                           f"(inner dimensions {k_a} and {k_b})")
+
+
+def matmul(self, other):
+    _check_matmul(self, other)
+    return call(np.matmul, self, other, name=_matmul_name(self, other))
+
+
+def __rmatmul__(self, other):
+    _check_matmul(other, self)
+    return call(np.matmul, other, self, name=_matmul_name(other, self))
+
+
+Tensor.__matmul__ = Tensor.matmul = Tensor.mm = Tensor.bmm = Tensor.mv = matmul
+Tensor.__rmatmul__ = __rmatmul__
+
+
+def dot(self, other):
+    if len(_shape(self)) != 1 or len(_shape(other)) != 1:
+        raise RuntimeError(f"1D tensors expected, but got {len(_shape(self))}D and "
+                           f"{len(_shape(other))}D tensors")
+    return matmul(self, other)
+
+
+Tensor.dot = dot
+
+
+# -- unary ---------------------------------------------------------------------------
+def _sigmoid(x):
+    # tanh form: no overflow for large |x|, unlike 1 / (1 + exp(-x))
+    return 0.5 * np.tanh(0.5 * x) + 0.5
+
+
+def _relu(x):
+    return np.where(x > 0, x, 0)
+
+
+def _rsqrt(x):
+    return 1 / np.sqrt(x)
+
+
+_UNARY = {
+    "exp": (np.exp, "ExpBackward0"), "log": (np.log, "LogBackward0"),
+    "log2": (np.log2, "Log2Backward0"), "log10": (np.log10, "Log10Backward0"),
+    "log1p": (np.log1p, "Log1PBackward0"), "expm1": (np.expm1, "Expm1Backward0"),
+    "sqrt": (np.sqrt, "SqrtBackward0"), "rsqrt": (_rsqrt, "RsqrtBackward0"),
+    "abs": (np.abs, "AbsBackward0"), "neg": (np.negative, "NegBackward0"),
+    "sin": (np.sin, "SinBackward0"), "cos": (np.cos, "CosBackward0"),
+    "tan": (np.tan, "TanBackward0"), "sinh": (np.sinh, "SinhBackward0"),
+    "cosh": (np.cosh, "CoshBackward0"), "tanh": (np.tanh, "TanhBackward0"),
+    "asin": (np.arcsin, "AsinBackward0"), "acos": (np.arccos, "AcosBackward0"),
+    "atan": (np.arctan, "AtanBackward0"), "sigmoid": (_sigmoid, "SigmoidBackward0"),
+    "relu": (_relu, "ReluBackward0"), "floor": (np.floor, "FloorBackward0"),
+    "ceil": (np.ceil, "CeilBackward0"), "round": (np.round, "RoundBackward0"),
+    "trunc": (np.trunc, "TruncBackward0"), "sign": (np.sign, "SignBackward0"),
+    "square": (np.square, "PowBackward0"), "reciprocal": (np.reciprocal, "ReciprocalBackward0"),
+}
+_UNARY["absolute"] = _UNARY["abs"]
+_UNARY["negative"] = _UNARY["neg"]
+_UNARY["arcsin"], _UNARY["arccos"], _UNARY["arctan"] = _UNARY["asin"], _UNARY["acos"], \
+    _UNARY["atan"]
+
+
+def _unary(fn, name):
+    def op(self):
+        return call(fn, self, name=name)
+
+    def op_(self):
+        return self._inplace(fn, name=name)
+    return op, op_
+
+
+for _n, (_fn, _name) in _UNARY.items():
+    _op, _op_ = _unary(_fn, _name)
+    _op.__name__, _op_.__name__ = _n, _n + "_"
+    setattr(Tensor, _n, _op)
+    setattr(Tensor, _n + "_", _op_)
+
+
+def clamp(self, min=None, max=None):
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    return call(_clamp_fn(min, max), self, name="ClampBackward1")
+
+
+def _clamp_fn(lo, hi):
+    lo = lo._data if isinstance(lo, Tensor) else lo
+    hi = hi._data if isinstance(hi, Tensor) else hi
+
+    def fn(x):
+        # torch passes the gradient where lo <= x <= hi (both ends included)
+        y = x
+        if lo is not None:
+            y = np.where(x < lo, lo, y)
+        if hi is not None:
+            y = np.where(x > hi, hi, y)
+        return y
+    return fn
+
+
+Tensor.clamp = Tensor.clip = clamp
+Tensor.clamp_ = Tensor.clip_ = lambda self, min=None, max=None: self._inplace(
+    _clamp_fn(min, max), name="ClampBackward1")
+Tensor.clamp_min = lambda self, min: clamp(self, min=min)
+Tensor.clamp_max = lambda self, max: clamp(self, max=max)
+
+
+def pow(self, exponent):
+    return self ** exponent
+
+
+Tensor.pow = pow
+
+
+def _with_alpha(fn, other, alpha):
+    if alpha == 1:
+        return fn, other
+    return (lambda a, b: fn(a, b * alpha)), other
+
+
+def add(self, other, alpha=1):
+    _check_broadcast(self, other)
+    fn, other = _with_alpha(np.add, other, alpha)
+    return call(fn, self, other, name="AddBackward0")
+
+
+def sub(self, other, alpha=1):
+    _check_broadcast(self, other)
+    fn, other = _with_alpha(np.subtract, other, alpha)
+    return call(fn, self, other, name="SubBackward0")
+
+
+Tensor.add, Tensor.sub = add, sub
+Tensor.subtract = sub
+Tensor.mul = Tensor.multiply = lambda self, other: self * other
+Tensor.div = Tensor.divide = Tensor.true_divide = lambda self, other: self / other
+Tensor.maximum = lambda self, other: call(np.maximum, self, other, name="MaximumBackward0")
+Tensor.minimum = lambda self, other: call(np.minimum, self, other, name="MinimumBackward0")
+Tensor.eq, Tensor.ne = Tensor.__eq__, Tensor.__ne__
+Tensor.lt, Tensor.le, Tensor.gt, Tensor.ge = (Tensor.__lt__, Tensor.__le__, Tensor.__gt__,
+                                              Tensor.__ge__)
+
+
+# -- in place --------------------------------------------------------------------------
+def _inplace_binary(fn, name):
+    def op_(self, other, alpha=1):
+        _check_broadcast(self, other)
+        f, other = _with_alpha(fn, other, alpha)
+        if tuple(np.broadcast_shapes(_shape(self), _shape(other))) != tuple(self.shape):
+            raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
+                               f"broadcast shape {list(np.broadcast_shapes(_shape(self), _shape(other)))}")
+        return self._inplace(f, other, name=name, reads_self=fn in (np.multiply, np.true_divide,
+                                                                     np.power))
+    return op_
+
+
+Tensor.add_ = _inplace_binary(np.add, "AddBackward0")
+Tensor.sub_ = _inplace_binary(np.subtract, "SubBackward0")
+Tensor.mul_ = _inplace_binary(np.multiply, "MulBackward0")
+Tensor.div_ = _inplace_binary(np.true_divide, "DivBackward0")
+Tensor.pow_ = _inplace_binary(np.power, "PowBackward0")
+Tensor.__iadd__ = lambda self, other: Tensor.add_(self, other)
+Tensor.__isub__ = lambda self, other: Tensor.sub_(self, other)
+Tensor.__imul__ = lambda self, other: Tensor.mul_(self, other)
+Tensor.__itruediv__ = lambda self, other: Tensor.div_(self, other)
+Tensor.__ipow__ = lambda self, other: Tensor.pow_(self, other)
+
+
+def zero_(self):
+    return self._inplace(lambda x: x * 0, name="ZeroBackward0", reads_self=False) \
+        if self.requires_grad else _fill_plain(self, 0)
+
+
+def fill_(self, value):
+    if self.requires_grad or isinstance(value, Tensor) and value.requires_grad:
+        return self._inplace(lambda x, v: x * 0 + v, value, name="FillBackward0",
+                             reads_self=False)
+    return _fill_plain(self, value)
+
+
+def _fill_plain(self, value):
+    self._check_inplace()
+    self._data[...] = value._data if isinstance(value, Tensor) else value
+    self._version.v += 1
+    return self
+
+
+def copy_(self, src):
+    src = src if isinstance(src, Tensor) else Tensor._plain(np.asarray(src))
+    return self._inplace(lambda x, s: x * 0 + s, src, name="CopyBackwards", reads_self=False)
+
+
+def _random_fill(sample):
+    def fill(self, *args, **kwargs):
+        from .creation import generator
+        return _fill_plain(self, sample(generator(), tuple(self.shape), *args, **kwargs))
+    return fill
+
+
+Tensor.zero_, Tensor.fill_, Tensor.copy_ = zero_, fill_, copy_
+Tensor.uniform_ = _random_fill(lambda g, s, a=0.0, b=1.0: g.uniform(a, b, s))
+Tensor.normal_ = _random_fill(lambda g, s, mean=0.0, std=1.0: g.normal(mean, std, s))
+
+
+def masked_fill(self, mask, value):
+    return call(lambda x, m, v: np.where(m, v, x), self, mask, value, name="MaskedFillBackward0")
+
+
+Tensor.masked_fill = masked_fill
+Tensor.masked_fill_ = lambda self, mask, value: self._inplace(
+    lambda x, m, v: np.where(m, v, x), mask, value, name="MaskedFillBackward0", reads_self=False)
+
+
+# -- reductions -------------------------------------------------------------------------
+def _axis(dim):
+    if isinstance(dim, list):
+        dim = tuple(dim)
+    return dim
+
+
+def _reduction(fn, name0, name1):
+    def op(self, dim=None, keepdim=False, *, dtype=None, axis=None):
+        dim = _axis(axis if dim is None else dim)
+        _check_dim(self, dim)
+        x = self if dtype is None else self.to(dtype)
+        return call(lambda v: fn(v, axis=dim, keepdims=keepdim), x,
+                    name=name0 if dim is None else name1)
+    return op
+
+
+def _check_dim(t, dim):
+    if dim is None:
+        return
+    n = builtins.max(t.dim(), 1)
+    for d in (dim if isinstance(dim, tuple) else (dim,)):
+        if not -n <= d < n:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+                             f"but got {d})")
+
+
+Tensor.sum = _reduction(np.sum, "SumBackward0", "SumBackward1")
+Tensor.mean = _reduction(np.mean, "MeanBackward0", "MeanBackward1")
+Tensor.prod = _reduction(np.prod, "ProdBackward0", "ProdBackward1")
+Tensor.all = lambda self, dim=None, keepdim=False: call(
+    lambda v: np.all(v, axis=dim, keepdims=keepdim), self)
+Tensor.any = lambda self, dim=None, keepdim=False: call(
+    lambda v: np.any(v, axis=dim, keepdims=keepdim), self)
+
+
+def _var_like(fn, name):
+    def op(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        if isinstance(dim, bool):           # std(False): the old positional `unbiased`
+            dim, unbiased = None, dim
+        ddof = correction if correction is not None else (0 if unbiased is False else 1)
+        dim = _axis(dim)
+        return call(lambda v: fn(v, axis=dim, ddof=ddof, keepdims=keepdim), self, name=name)
+    return op
+
+
+Tensor.std = _var_like(np.std, "StdBackward0")
+Tensor.var = _var_like(np.var, "VarBackward0")
+
+
+def _extremum(fn, argfn, name_all, name_dim):
+    def op(self, dim=None, keepdim=False):
+        if isinstance(dim, Tensor):                   # torch.max(a, b): elementwise
+            return call(np.maximum if fn is np.max else np.minimum, self, dim,
+                        name="MaximumBackward0" if fn is np.max else "MinimumBackward0")
+        if dim is None:
+            if self.numel() == 0:
+                raise RuntimeError("max(): Expected reduction dim to be specified for "
+                                   "input.numel() == 0.")
+            return call(fn, self, name=name_all)
+        _check_dim(self, dim)
+        values = call(lambda v: fn(v, axis=dim, keepdims=keepdim), self, name=name_dim)
+        idx = argfn(self._concrete("max(dim)"), axis=dim)
+        if keepdim:
+            idx = np.expand_dims(idx, dim)
+        return MinMax(values, Tensor._plain(np.asarray(idx, dtype=np.int64)))
+    return op
+
+
+Tensor.max = _extremum(np.max, np.argmax, "MaxBackward1", "MaxBackward0")
+Tensor.min = _extremum(np.min, np.argmin, "MinBackward1", "MinBackward0")
+Tensor.amax = lambda self, dim=None, keepdim=False: call(
+    lambda v: np.max(v, axis=_axis(dim), keepdims=keepdim), self, name="AmaxBackward0")
+Tensor.amin = lambda self, dim=None, keepdim=False: call(
+    lambda v: np.min(v, axis=_axis(dim), keepdims=keepdim), self, name="AminBackward0")
+
+
+def _arg(fn):
+    def op(self, dim=None, keepdim=False):
+        data = self._concrete("argmax")
+        idx = fn(data, axis=dim, keepdims=keepdim) if dim is not None else fn(data)
+        return Tensor._plain(np.asarray(idx, dtype=np.int64))
+    return op
+
+
+Tensor.argmax, Tensor.argmin = _arg(np.argmax), _arg(np.argmin)
+
+
+def logsumexp(self, dim, keepdim=False):
+    def fn(x):
+        m = np.max(x, axis=dim, keepdims=True)
+        m = apply("stop_gradient", m) if isinstance(m, Tracer) else m
+        m = np.where(np.isfinite(m), m, 0)
+        out = np.log(np.sum(np.exp(x - m), axis=dim, keepdims=True)) + m
+        return out if keepdim else np.squeeze(out, axis=dim)
+    return call(fn, self, name="LogsumexpBackward0")
+
+
+def softmax(self, dim, dtype=None):
+    def fn(x):
+        m = np.max(x, axis=dim, keepdims=True)
+        m = apply("stop_gradient", m) if isinstance(m, Tracer) else m
+        e = np.exp(x - m)
+        return e / np.sum(e, axis=dim, keepdims=True)
+    return call(fn, self if dtype is None else self.to(dtype), name="SoftmaxBackward0")
+
+
+def log_softmax(self, dim, dtype=None):
+    def fn(x):
+        m = np.max(x, axis=dim, keepdims=True)
+        m = apply("stop_gradient", m) if isinstance(m, Tracer) else m
+        z = x - m
+        return z - np.log(np.sum(np.exp(z), axis=dim, keepdims=True))
+    return call(fn, self if dtype is None else self.to(dtype), name="LogSoftmaxBackward0")
+
+
+Tensor.logsumexp, Tensor.softmax, Tensor.log_softmax = logsumexp, softmax, log_softmax
+
+
+def norm(self, p="fro", dim=None, keepdim=False):
+    if p in ("fro", 2, 2.0) or p is None:
+        return call(lambda x: np.sqrt(np.sum(x * x, axis=_axis(dim), keepdims=keepdim)), self,
+                    name="NormBackward1" if dim is not None else "NormBackward0")
+    if p in (1, 1.0):
+        return call(lambda x: np.sum(np.abs(x), axis=_axis(dim), keepdims=keepdim), self,
+                    name="NormBackward1")
+    if p in (np.inf, float("inf")):
+        return call(lambda x: np.max(np.abs(x), axis=_axis(dim), keepdims=keepdim), self,
+                    name="NormBackward1")
+    return call(lambda x: np.sum(np.abs(x) ** p, axis=_axis(dim), keepdims=keepdim) ** (1 / p),
+                self, name="NormBackward1")
+
+
+Tensor.norm = norm
+Tensor.cumsum = lambda self, dim: call(lambda x: np.cumsum(x, axis=dim), self,
+                                       name="CumsumBackward0")
+
+
+# -- shapes ------------------------------------------------------------------------------
+def _sizes(args):
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        args = tuple(args[0])
+    return tuple(int(a) for a in args)
+
+
+def reshape(self, *shape):
+    shape = _sizes(shape)
+    shape = _resolve_shape(shape, self.numel())
+    return call(lambda x: np.reshape(x, shape), self, name="ViewBackward0", view_of=self)
+
+
+Tensor.reshape = Tensor.view = reshape
+
+
+def _resolve_shape(shape, size):
+    """``shape`` with a ``-1`` worked out; PyTorch's error if it cannot hold ``size``."""
+    known = int(np.prod([s for s in shape if s != -1], dtype=np.int64))
+    holes = shape.count(-1)
+    if holes > 1 or any(s < -1 for s in shape) or (
+            holes and (known == 0 or size % known)) or (not holes and known != size):
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {size}")
+    return tuple(size // known if s == -1 else s for s in shape)
+Tensor.view_as = Tensor.reshape_as = lambda self, other: reshape(self, tuple(other.shape))
+
+
+def flatten(self, start_dim=0, end_dim=-1):
+    shape = tuple(self.shape)
+    if not shape:
+        return reshape(self, (1,))
+    s, e = start_dim % len(shape), end_dim % len(shape)
+    new = shape[:s] + (int(np.prod(shape[s:e + 1], dtype=np.int64)),) + shape[e + 1:]
+    return reshape(self, new)
+
+
+Tensor.flatten = flatten
+Tensor.ravel = lambda self: flatten(self)
+
+
+def unflatten(self, dim, sizes):
+    shape = tuple(self.shape)
+    dim = dim % len(shape)
+    return reshape(self, shape[:dim] + tuple(sizes) + shape[dim + 1:])
+
+
+Tensor.unflatten = unflatten
+
+
+def squeeze(self, dim=None):
+    shape = tuple(self.shape)
+    if dim is None:
+        new = tuple(s for s in shape if s != 1)
+    else:
+        dims = {d % builtins.max(len(shape), 1) for d in (dim if isinstance(dim, tuple) else (dim,))}
+        new = tuple(s for i, s in enumerate(shape) if not (i in dims and s == 1))
+    t = reshape(self, new)
+    if t.grad_fn is not None and t.grad_fn._name == "ViewBackward0":
+        t.grad_fn._name = "SqueezeBackward0" if dim is None else "SqueezeBackward1"
+    return t
+
+
+def unsqueeze(self, dim):
+    shape = tuple(self.shape)
+    n = len(shape) + 1
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+                         f"but got {dim})")
+    dim = dim % n
+    t = reshape(self, shape[:dim] + (1,) + shape[dim:])
+    if t.grad_fn is not None and t.grad_fn._name == "ViewBackward0":
+        t.grad_fn._name = "UnsqueezeBackward0"
+    return t
+
+
+Tensor.squeeze, Tensor.unsqueeze = squeeze, unsqueeze
+
+
+def permute(self, *dims):
+    dims = _sizes(dims)
+    if sorted(d % builtins.max(self.dim(), 1) for d in dims) != list(range(self.dim())):
+        raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does "
+                           f"not match the length of the desired ordering of dimensions i.e. "
+                           f"input.dim() = {self.dim()} is not equal to len(dims) = {len(dims)}")
+    return call(lambda x: np.transpose(x, dims), self, name="PermuteBackward0", view_of=self)
+
+
+def transpose(self, dim0, dim1):
+    n = self.dim()
+    if n == 0:
+        return self
+    perm = list(range(n))
+    perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
+    return call(lambda x: np.transpose(x, perm), self, name="TransposeBackward0", view_of=self)
+
+
+def t(self):
+    if self.dim() > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.dim()}D")
+    if self.dim() < 2:
+        return self
+    return call(np.transpose, self, name="TBackward0", view_of=self)
+
+
+Tensor.permute, Tensor.transpose, Tensor.t = permute, transpose, t
+Tensor.swapaxes = Tensor.swapdims = transpose
+Tensor.T = property(lambda self: call(np.transpose, self, name="PermuteBackward0", view_of=self))
+Tensor.mT = property(lambda self: transpose(self, -2, -1))
+
+
+def expand(self, *sizes):
+    sizes = _sizes(sizes)
+    shape = tuple(self.shape)
+    lead = len(sizes) - len(shape)
+    if lead < 0:
+        raise RuntimeError(f"expand: the number of sizes provided ({len(sizes)}) must be greater "
+                           f"or equal to the number of dimensions in the tensor ({len(shape)})")
+    target = tuple(shape[i - lead] if s == -1 else s for i, s in enumerate(sizes))
+    for i, s in enumerate(shape):
+        if s != 1 and s != target[lead + i]:
+            raise RuntimeError(f"The expanded size of the tensor ({target[lead + i]}) must match "
+                               f"the existing size ({s}) at non-singleton dimension {lead + i}.  "
+                               f"Target sizes: {list(sizes)}.  Tensor sizes: {list(shape)}")
+    return call(lambda x: np.broadcast_to(x, target), self, name="ExpandBackward0", view_of=self)
+
+
+Tensor.expand = expand
+Tensor.expand_as = lambda self, other: expand(self, tuple(other.shape))
+Tensor.broadcast_to = expand
+
+
+def repeat(self, *sizes):
+    sizes = _sizes(sizes)
+    return call(lambda x: np.tile(x, sizes), self, name="RepeatBackward0")
+
+
+Tensor.repeat = repeat
+Tensor.contiguous = lambda self, *a, **k: self
+Tensor.clone = lambda self, *a, **k: call(np.copy, self, name="CloneBackward0")
+Tensor.flip = lambda self, *dims: call(lambda x: np.flip(x, _sizes(dims)), self,
+                                       name="FlipBackward0")
+Tensor.roll = lambda self, shifts, dims=None: call(lambda x: np.roll(x, shifts, dims), self,
+                                                   name="RollBackward0")
+
+
+def narrow(self, dim, start, length):
+    key = (slice(None),) * (dim % self.dim()) + (slice(start, start + length),)
+    return self[key]
+
+
+def split(self, split_size, dim=0):
+    n = self.shape[dim]
+    if isinstance(split_size, int):
+        bounds = list(range(0, n, split_size)) + [n]
+    else:
+        bounds = list(np.cumsum([0] + list(split_size)))
+    pre = (slice(None),) * (dim % self.dim())
+    return tuple(self[pre + (slice(a, b),)] for a, b in zip(bounds[:-1], bounds[1:]))
+
+
+def chunk(self, chunks, dim=0):
+    n = self.shape[dim]
+    return split(self, -(-n // chunks), dim)
+
+
+def unbind(self, dim=0):
+    pre = (slice(None),) * (dim % self.dim())
+    return tuple(self[pre + (i,)] for i in range(self.shape[dim]))
+
+
+Tensor.narrow, Tensor.split, Tensor.chunk, Tensor.unbind = narrow, split, chunk, unbind
+
+
+def gather(self, dim, index):
+    idx = index._concrete("gather") if isinstance(index, Tensor) else np.asarray(index)
+    dim = dim % self.dim()
+    grids = np.indices(idx.shape, sparse=True)
+    key = tuple(idx if d == dim else grids[d] for d in range(self.dim()))
+    return call(lambda x: x[key], self, name="GatherBackward0")
+
+
+Tensor.gather = gather
+
+
+def __getitem__(self, key):
+    key = _index_key(key)
+    return call(lambda x: x[key], self, name=getitem_name(key),
+                view_of=self if is_basic(key) else None)
+
+
+Tensor.__getitem__ = __getitem__
+
+
+# -- types ---------------------------------------------------------------------------------
+def to(self, *args, **kwargs):
+    dtype = kwargs.get("dtype")
+    for a in args:
+        if isinstance(a, Tensor):
+            dtype = a.dtype
+        elif isinstance(a, (np.dtype, type)) or (isinstance(a, str) and a not in ("cpu", "cuda")):
+            try:
+                dtype = np.dtype(a)
+            except TypeError:
+                pass
+    if dtype is None or np.dtype(dtype) == self.dtype:
+        return self
+    dtype = np.dtype(dtype)
+    return call(lambda x: x.astype(dtype), self, name="ToCopyBackward0")
+
+
+def _cast(dtype):
+    return lambda self: to(self, dtype)
+
+
+Tensor.to, Tensor.type = to, lambda self, dtype=None: to(self, dtype) if dtype is not None \
+    else f"torch.{type(self).__name__}"
+Tensor.type_as = lambda self, other: to(self, other.dtype)
+Tensor.float, Tensor.double = _cast(np.float32), _cast(np.float64)
+Tensor.half = _cast(np.float16)
+Tensor.long, Tensor.int, Tensor.bool = _cast(np.int64), _cast(np.int32), _cast(np.bool_)
+Tensor.cpu = Tensor.cuda = lambda self, *a, **k: self
+
+
+def new_tensor(self, data, dtype=None, requires_grad=False):
+    from .creation import tensor
+    return tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+
+Tensor.new_tensor = new_tensor
+Tensor.new_zeros = lambda self, *size, dtype=None: Tensor._plain(
+    np.zeros(_sizes(size), dtype or self.dtype))
+Tensor.new_ones = lambda self, *size, dtype=None: Tensor._plain(
+    np.ones(_sizes(size), dtype or self.dtype))
+
+
+# -- module-level functions ----------------------------------------------------------------
+def _method_function(name):
+    def fn(input, *args, **kwargs):
+        return getattr(_as_tensor(input), name)(*args, **kwargs)
+    fn.__name__ = name
+    fn.__doc__ = f"``tg.{name}(t, ...)`` is ``t.{name}(...)``."
+    return fn
+
+
+FUNCTIONS = {}
+for _name in ["add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "pow",
+              "matmul", "mm", "bmm", "mv", "dot", "clamp", "clip", "sum", "mean", "prod", "std",
+              "var", "max", "min", "amax", "amin", "argmax", "argmin", "logsumexp", "softmax",
+              "log_softmax", "norm", "cumsum", "reshape", "flatten", "unflatten", "squeeze",
+              "unsqueeze", "permute", "transpose", "t", "swapaxes", "narrow", "split", "chunk",
+              "unbind", "gather", "flip", "roll", "masked_fill", "maximum", "minimum", "all",
+              "any", "eq", "ne", "lt", "le", "gt", "ge", "clone", "square", "numel",
+              *_UNARY]:
+    FUNCTIONS[_name] = _method_function(_name)
+
+
+def cat(tensors, dim=0):
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+    ref = tuple(tensors[0].shape)
+    for k, t in enumerate(tensors[1:], 1):
+        s = tuple(t.shape)
+        if len(s) != len(ref):
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {len(ref)} and "
+                               f"{len(s)}")
+        d = dim % len(ref)
+        for i, (a, b) in enumerate(zip(ref, s)):
+            if i != d and a != b:
+                raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. "
+                                   f"Expected size {a} but got size {b} for tensor number {k} in "
+                                   "the list.")
+    return call(lambda ts: np.concatenate(ts, axis=dim), tensors, name="CatBackward0")
+
+
+def stack(tensors, dim=0):
+    tensors = list(tensors)
+    shapes = {tuple(t.shape) for t in tensors}
+    if len(shapes) > 1:
+        raise RuntimeError(f"stack expects each tensor to be equal size, but got "
+                           f"{[list(t.shape) for t in tensors]}")
+    return call(lambda ts: np.stack(ts, axis=dim), tensors, name="StackBackward0")
+
+
+def where(condition, input=None, other=None):
+    if input is None:
+        return tuple(Tensor._plain(i.astype(np.int64)) for i in np.nonzero(_as_tensor(condition)._data))
+    cond = condition._data if isinstance(condition, Tensor) else np.asarray(condition)
+    return call(lambda a, b: np.where(cond, a, b), input, other, name="WhereBackward0")
+
+
+def outer(a, b):
+    return call(np.outer, a, b, name="OuterBackward0")
+
+
+def einsum(spec, *operands):
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    return call(lambda *xs: np.einsum(spec, *xs), *operands, name="EinsumBackward0")
+
+
+FUNCTIONS.update(cat=cat, concat=cat, concatenate=cat, stack=stack, where=where, outer=outer,
+                 ger=outer, einsum=einsum)
+del _name, _n, _fn, _op, _op_
+
+
+def _default():
+    return default_dtype()

@@ -1,0 +1,218 @@
+"""The eager tape: operations on tensors that require grad, recorded as a ``tg.Graph``.
+
+The tape is a ``Trace`` like the one the functional transforms use, so an eager
+operation goes through the same NumPy handlers and primitives and becomes a node
+of the same kind of graph. Unlike a transform's trace it is always concrete: a
+node's value is computed when the node is recorded.
+
+Every node has a ``Node`` object (a tensor's ``grad_fn``) that holds the node's
+value and its parents' ``Node`` objects. Those references are what keeps a node
+alive: when the last tensor whose history reaches a node is gone, its ``Node``
+is collected and the node leaves the graph, as PyTorch frees its autograd graph.
+"""
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from ..errors import TraceError
+from ..ir import Graph
+from ..tracer import Trace, Tracer, sync, user_src, where
+from ..tracer.core import _as_const
+
+
+class Version:
+    """An in-place change counter, shared by a tensor, its views and its detach()."""
+    __slots__ = ("v",)
+
+    def __init__(self):
+        self.v = 0
+
+
+class Node:
+    """The ``grad_fn`` of a tensor: a light view of one node of the tape."""
+    __slots__ = ("_id", "_parents", "_name", "_inputs", "_value", "_counter", "_saved_version",
+                 "_freed", "_hooks", "_retain", "metadata", "__weakref__")
+
+    def __init__(self, node_id, parents, value, counter):
+        self._id = node_id
+        self._parents = parents
+        self._name = None
+        self._inputs = None          # what next_functions shows, when not the parents
+        self._value = value
+        self._counter = counter
+        self._saved_version = counter.v
+        self._freed = False
+        self._hooks = None           # hooks on this node's output gradient
+        self._retain = None          # weakref to a tensor that retain_grad()-ed this node
+        self.metadata = {}
+
+    def name(self) -> str:
+        if self._name is None:
+            self._name = backward_name(TAPE.graph.node(self._id)["op"])
+        return self._name
+
+    @property
+    def next_functions(self):
+        parents = self._parents if self._inputs is None else self._inputs
+        return tuple((p if p is not None and p.has_grad else None, 0) for p in parents)
+
+    @property
+    def has_grad(self):
+        return True
+
+    @property
+    def src(self):
+        """The user's ``file.py:LINE`` that recorded this node."""
+        return TAPE.graph.node(self._id)["src"]
+
+    def __repr__(self):
+        return f"<{self.name()} object at {id(self):#x}>"
+
+    def __del__(self):
+        try:
+            TAPE.graph.nx.remove_node(self._id)
+        except Exception:       # interpreter shutdown, or already gone
+            pass
+
+
+class AccumulateGrad(Node):
+    """The node of a leaf tensor that requires grad (where its gradient is accumulated)."""
+    __slots__ = ("_tensor",)
+
+    def name(self):
+        return "torch::autograd::AccumulateGrad"
+
+    @property
+    def variable(self):
+        return self._tensor()
+
+    def __repr__(self):
+        return f"<AccumulateGrad object at {id(self):#x}>"
+
+
+class Saved(Node):
+    """The node of a tensor that does not require grad, or of a constant."""
+    __slots__ = ()
+
+    @property
+    def has_grad(self):
+        return False
+
+
+class EagerTracer(Tracer):
+    __slots__ = ("_handle",)
+
+
+_NAMES = {
+    "add": "AddBackward0", "sub": "SubBackward0", "mul": "MulBackward0",
+    "div": "DivBackward0", "pow": "PowBackward0", "neg": "NegBackward0",
+    "matmul": "MmBackward0", "sum": "SumBackward0", "concatenate": "CatBackward0",
+    "reshape": "ViewBackward0", "transpose": "PermuteBackward0", "getitem": "IndexBackward0",
+    "index_update": "CopySlices", "select": "WhereBackward0", "maximum": "MaximumBackward0",
+    "minimum": "MinimumBackward0", "max": "MaxBackward1", "min": "MinBackward1",
+    "broadcast_to": "ExpandBackward0", "convert": "ToCopyBackward0",
+    "conv2d": "ConvolutionBackward0", "conv_transpose2d": "ConvolutionBackward0",
+    "max_pool2d": "MaxPool2DWithIndicesBackward0", "avg_pool2d": "AvgPool2DBackward0",
+    "custom_vjp_call": "CustomFunctionBackward", "arctan2": "Atan2Backward0",
+}
+
+
+def backward_name(op: str) -> str:
+    """PyTorch's name for the backward of primitive ``op``: ``exp`` -> ``ExpBackward0``."""
+    name = _NAMES.get(op)
+    if name is None:
+        name = "".join(part.capitalize() for part in op.split("_")) + "Backward0"
+    return name
+
+
+class Tape(Trace):
+    """The eager trace. Its level is below every transform's, so a transform tracing
+    code that touches eager tensors treats them as values from outside."""
+
+    def __init__(self):
+        super().__init__(level=-1)
+
+    def input(self, value, counter, tensor=None) -> EagerTracer:
+        """A node for a tensor's current value: an ``AccumulateGrad`` leaf when ``tensor``
+        (which requires grad) is given, else a value that gets no gradient."""
+        node = self.graph.add_node("input", (), {}, shape=value.shape, dtype=value.dtype,
+                                   src=user_src())
+        if tensor is None:
+            handle = Saved(node, (), value, counter)
+        else:
+            handle = AccumulateGrad(node, (), value, counter)
+            handle._tensor = weakref.ref(tensor)
+        return self._tracer(node, value, handle)
+
+    def const(self, value, snapshot=True) -> EagerTracer:
+        value = np.array(value) if snapshot else np.asarray(value)
+        node = self.graph.add_const(value, src=user_src())
+        return self._tracer(node, value, Saved(node, (), value, Version()))
+
+    def _tracer(self, node, value, handle):
+        t = EagerTracer(self, node, value.shape, value.dtype, value)
+        t._handle = handle
+        return t
+
+    def add(self, prim, args, params) -> EagerTracer:
+        dtypes = [a.dtype for a in args if isinstance(a, Tracer)]
+        ids, vals, parents = [], [], []
+        for a in args:
+            if isinstance(a, Tracer):
+                if a._trace is not self:
+                    raise TraceError("an eager tensor and a value traced by a transform met in "
+                                     f"one operation{where()}")
+                if a._view is not None:
+                    sync(a)
+            else:
+                a = self.const(_as_const(a, dtypes))
+            ids.append(a._node)
+            vals.append(a._value)
+            parents.append(a._handle)
+        src = user_src()
+        try:
+            value = np.asarray(prim.impl(*vals, **params))
+        except (ValueError, TypeError, IndexError, ArithmeticError) as e:
+            shapes = ", ".join(f"{list(np.shape(v))}" for v in vals)
+            raise RuntimeError(f"{prim.name} failed on tensors of shape {shapes}: {e}"
+                               f"{where(src)}") from None
+        node = self.graph.add_node(prim.name, ids, params, shape=value.shape, dtype=value.dtype,
+                                   src=src)
+        return self._tracer(node, value, Node(node, tuple(parents), value, Version()))
+
+    def guard(self, tracer, expected):
+        pass        # eager code runs once, on these values: there is nothing to re-check
+
+
+TAPE = Tape()
+
+
+def recorded_graph(*tensors) -> Graph:
+    """The part of the tape the given tensors' histories reach, as a standalone graph whose
+    inputs are the leaves and saved values and whose outputs are the tensors."""
+    nodes = collect([t._tracer._handle for t in tensors if t._tracer is not None])
+    graph = Graph()
+    for n in sorted(nodes):
+        d = TAPE.graph.node(n)
+        if d["op"] == "input":
+            graph.put(n, dict(d, params={"index": len(graph.inputs)}))
+            graph.inputs.append(n)
+        else:
+            graph.put(n, d)
+    graph.outputs = [t._tracer._node for t in tensors if t._tracer is not None]
+    return graph
+
+
+def collect(roots) -> dict:
+    """node id -> Node for every node the ``roots`` (Node objects) depend on."""
+    found = {}
+    stack = list(roots)
+    while stack:
+        h = stack.pop()
+        if h._id in found:
+            continue
+        found[h._id] = h
+        stack.extend(h._parents)
+    return found

@@ -1,0 +1,461 @@
+"""``tg.Tensor``: a NumPy array with PyTorch's autograd semantics.
+
+A tensor holds its value (``_data``, a NumPy array it may share with views and
+``detach()``) and, when it is the result of a recorded operation, the tape tracer
+of that operation (``_tracer``; its ``Node`` is the ``grad_fn``). Leaves have no
+tracer: one that requires grad gets a fresh tape input each time it is used at a
+new version.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import apply
+from . import grad_mode
+from .dispatch import call
+from .tape import TAPE, EagerTracer, Version
+
+_LEAF_INPLACE = "a leaf Variable that requires grad is being used in an in-place operation."
+_VIEW_INPLACE = ("a view of a leaf Variable that requires grad is being used in an in-place "
+                 "operation.")
+
+_default_float = [np.dtype(np.float64)]
+
+
+def default_dtype():
+    return _default_float[0]
+
+
+def is_floating(dtype):
+    return np.dtype(dtype).kind in "fc"
+
+
+def _type_name(dtype):
+    return {"float64": "DoubleTensor", "float32": "FloatTensor", "float16": "HalfTensor",
+            "int64": "LongTensor", "int32": "IntTensor", "bool": "BoolTensor"}.get(
+        np.dtype(dtype).name, f"{np.dtype(dtype).name}Tensor")
+
+
+class Tensor:
+    __slots__ = ("_data", "_tracer", "_requires_grad", "_grad", "_version", "_input",
+                 "_hooks", "_base", "_retains", "__weakref__")
+    __array_priority__ = 1000
+
+    # -- construction (internal) ---------------------------------------------------
+    @classmethod
+    def _plain(cls, data, requires_grad=False):
+        t = object.__new__(cls)
+        t._data = data
+        t._tracer = None
+        t._requires_grad = requires_grad
+        t._grad = None
+        t._version = Version()
+        t._input = None
+        t._hooks = None
+        t._base = None
+        t._retains = False
+        return t
+
+    @classmethod
+    def _recorded(cls, tracer):
+        t = cls._plain(tracer._value)
+        t._tracer = tracer
+        t._version = tracer._handle._counter
+        return t
+
+    @classmethod
+    def _symbolic(cls, tracer):
+        """A tensor standing for a value traced by a transform (``_data`` may be None)."""
+        t = cls._plain(tracer._value)
+        t._tracer = tracer
+        return t
+
+    def __init__(self, data=None, *, requires_grad=False, dtype=None):
+        from .creation import as_array
+        src = as_array([] if data is None else data, dtype)
+        self._data = src
+        self._tracer = None
+        self._requires_grad = False
+        self._grad = None
+        self._version = Version()
+        self._input = None
+        self._hooks = None
+        self._base = None
+        self._retains = False
+        if requires_grad:
+            self.requires_grad = True
+
+    def _traced(self):
+        """This tensor as a tape tracer: its recorded node, or an input node for a leaf."""
+        if self._tracer is not None:
+            return self._tracer
+        hit = self._input
+        if hit is not None and hit[1] == self._version.v and hit[0]._value is self._data:
+            return hit[0]
+        t = TAPE.input(self._data, self._version, self if self._requires_grad else None)
+        self._input = (t, self._version.v)
+        return t
+
+    # -- autograd attributes ---------------------------------------------------------
+    @property
+    def requires_grad(self):
+        return self._tracer is not None or self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, flag):
+        if self._tracer is not None:
+            if not flag:
+                raise RuntimeError("you can only change requires_grad flags of leaf variables. "
+                                   "If you want to use a computed variable in a subgraph that "
+                                   "doesn't require differentiation use var_no_grad = var.detach().")
+            return
+        if flag and not is_floating(self._data.dtype):
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require "
+                               "gradients")
+        self._requires_grad = bool(flag)
+        self._input = None
+
+    def requires_grad_(self, requires_grad=True):
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def is_leaf(self):
+        return self._tracer is None
+
+    @property
+    def grad_fn(self):
+        t = self._tracer
+        return t._handle if isinstance(t, EagerTracer) else None
+
+    @property
+    def grad(self):
+        if self._grad is None and self._tracer is not None and not self._retains:
+            import warnings
+            warnings.warn("The .grad attribute of a Tensor that is not a leaf Tensor is being "
+                          "accessed. Its .grad attribute won't be populated during "
+                          "autograd.backward(). If you indeed want the .grad field to be "
+                          "populated for a non-leaf Tensor, use .retain_grad() on the non-leaf "
+                          "Tensor.", UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None and not isinstance(value, Tensor):
+            raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of "
+                            f"type {type(value).__name__}")
+        if value is not None and value.shape != self.shape:
+            raise RuntimeError(f"assigned grad has data of a different size: {list(value.shape)} "
+                               f"vs {list(self.shape)}")
+        self._grad = value
+
+    @property
+    def retains_grad(self):
+        return self._retains
+
+    def retain_grad(self):
+        if self._tracer is None:
+            if not self._requires_grad:
+                raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+            return
+        self._retains = True
+        import weakref
+        self._tracer._handle._retain = weakref.ref(self)
+
+    def register_hook(self, hook):
+        """``hook(grad)`` runs when this tensor's gradient is computed; if it returns a
+        tensor, that replaces the gradient. Returns a handle with ``remove()``."""
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._tracer is None:
+            if self._hooks is None:
+                self._hooks = []
+            hooks = self._hooks
+        else:
+            h = self._tracer._handle
+            if h._hooks is None:
+                h._hooks = []
+            hooks = h._hooks
+        hooks.append(hook)
+        return RemovableHandle(hooks, hook)
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        from .engine import backward
+        backward([self], None if gradient is None else [gradient], retain_graph, create_graph,
+                 inputs=inputs)
+
+    def detach(self):
+        t = Tensor._plain(self._data)
+        t._version = self._version
+        t._base = self if self._base is None else self._base
+        return t
+
+    def detach_(self):
+        if self._base is not None and self._tracer is not None:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        if self._tracer is not None:
+            self._data = self._tracer._value
+            self._tracer = None
+        self._requires_grad = False
+        return self
+
+    @property
+    def data(self):
+        """The value as a tensor that does not require grad and has its own version
+        counter: changes made through it are not seen by autograd."""
+        t = Tensor._plain(self._data)
+        return t
+
+    @data.setter
+    def data(self, other):
+        other = other._data if isinstance(other, Tensor) else np.asarray(other)
+        self._data = other
+        self._input = None
+        if self._tracer is not None:
+            self._tracer = _relabelled(self._tracer, other)
+
+    # -- basic attributes -----------------------------------------------------------
+    @property
+    def shape(self):
+        return Size(np.shape(self._data) if self._data is not None else self._tracer.shape)
+
+    def size(self, dim=None):
+        shape = self.shape
+        return shape if dim is None else shape[dim]
+
+    @property
+    def dtype(self):
+        return self._data.dtype if self._data is not None else self._tracer.dtype
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def dim(self):
+        return len(self.shape)
+
+    def numel(self):
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    nelement = numel
+
+    @property
+    def device(self):
+        return "cpu"
+
+    @property
+    def is_cuda(self):
+        return False
+
+    def element_size(self):
+        return self.dtype.itemsize
+
+    def is_floating_point(self):
+        return is_floating(self.dtype)
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.shape[0]))
+
+    # -- leaving the tensor world ---------------------------------------------------
+    def _concrete(self, what):
+        if self._data is None:
+            from ..errors import TraceError
+            raise TraceError(f"{what} needs a concrete value, but this tensor is traced "
+                             "abstractly here (inside a graph transformation)")
+        return self._data
+
+    def numpy(self):
+        if self.requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
+        return self._concrete("numpy()")
+
+    def item(self):
+        data = self._concrete("item()")
+        if data.size != 1:
+            raise RuntimeError(f"a Tensor with {data.size} elements cannot be converted to "
+                               "Scalar")
+        return data.item()
+
+    def tolist(self):
+        return self._concrete("tolist()").tolist()
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __bool__(self):
+        data = self._concrete("bool()")
+        if data.size != 1:
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        return bool(data.item())
+
+    def __index__(self):
+        data = self._concrete("using a tensor as an index")
+        if data.dtype.kind not in "iub" or data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an "
+                            "index")
+        return int(data.item())
+
+    def __array__(self, dtype=None, copy=None):
+        if self.requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
+        data = self._concrete("converting to a NumPy array")
+        return data if dtype is None else data.astype(dtype)
+
+    def __repr__(self):
+        return format_tensor(self)
+
+    __hash__ = object.__hash__
+
+    # -- in place ----------------------------------------------------------------------
+    def _check_inplace(self):
+        if self._tracer is None and self._requires_grad and grad_mode.is_grad_enabled():
+            raise RuntimeError(_LEAF_INPLACE)
+        base = self._base
+        if base is not None and self._tracer is not None and base._tracer is None and \
+                base._requires_grad and grad_mode.is_grad_enabled():
+            raise RuntimeError(_VIEW_INPLACE)
+
+    def _inplace(self, fn, *others, name=None, reads_self=True):
+        """Replace this tensor's value by ``fn(self, *others)`` in place, recording it when
+        gradients are involved: the tensor then names the new node (its history is
+        rebased, as in PyTorch), and its version goes up."""
+        self._check_inplace()
+        from .dispatch import _RECORD, _SYMBOLIC, mode_of
+        mode = mode_of((self,) + others, Tensor)
+        if mode == _SYMBOLIC:
+            new = call(fn, self, *others)
+            self._tracer, self._data = new._tracer, new._data
+            return self
+        if mode != _RECORD:
+            new = fn(self._data, *[o._data if isinstance(o, Tensor) else o for o in others])
+            np.copyto(self._data, new, casting="unsafe")
+            self._version.v += 1
+            return self
+        if self._base is not None and self._tracer is not None:
+            raise RuntimeError("tracegrad does not record in-place changes of a view of a tensor "
+                               "that requires grad; compute the new value out of place instead")
+        old = self._traced()
+        if reads_self:
+            old = _private_copy(old)
+        ins = [o._traced() if isinstance(o, Tensor) else o for o in others]
+        res = fn(old, *ins)
+        if res.dtype != self._data.dtype:
+            res = res.astype(self._data.dtype)
+        np.copyto(self._data, res._value, casting="unsafe")
+        self._version.v += 1
+        handle = res._handle
+        handle._value = self._data
+        handle._counter = self._version
+        handle._saved_version = self._version.v
+        if name is not None:
+            handle._name = name
+        self._tracer = _relabelled(res, self._data)
+        self._requires_grad = False
+        return self
+
+    def __setitem__(self, key, value):
+        key = _index_key(key)
+        if not isinstance(value, Tensor):
+            value = np.asarray(value, dtype=self.dtype) if not isinstance(value, np.ndarray) \
+                else value
+            if not (grad_mode.is_grad_enabled() and self.requires_grad):
+                self._check_inplace()
+                self._data[key] = value
+                self._version.v += 1
+                return
+            value = Tensor._plain(np.asarray(value))
+        from .indexing import index_update
+        self._inplace(lambda x, v: index_update(x, key, v), value, name="CopySlices",
+                      reads_self=False)
+
+
+def _private_copy(tracer):
+    """A node standing for ``tracer``'s current value with a private copy of it: the
+    in-place operation about to overwrite the storage must not change what its own
+    backward reads."""
+    snap = apply("reshape", tracer, shape=tuple(tracer.shape))
+    value = np.array(tracer._value, copy=True)
+    snap._value = snap._handle._value = value
+    return snap
+
+
+def _relabelled(tracer, value):
+    t = EagerTracer(TAPE, tracer._node, value.shape, value.dtype, value)
+    t._handle = tracer._handle
+    return t
+
+
+def _index_key(key):
+    """A tensor used as an index becomes its NumPy value."""
+    if isinstance(key, tuple):
+        return tuple(_index_key(k) for k in key)
+    if isinstance(key, Tensor):
+        return key._concrete("indexing")
+    if isinstance(key, list) and any(isinstance(k, Tensor) for k in key):
+        return [_index_key(k) for k in key]
+    return key
+
+
+class Size(tuple):
+    """``tensor.shape``: a tuple that prints as PyTorch's ``torch.Size([2, 3])``."""
+
+    def __repr__(self):
+        return f"torch.Size({list(self)})"
+
+    def numel(self):
+        return int(np.prod(self, dtype=np.int64))
+
+
+class RemovableHandle:
+    def __init__(self, hooks, hook):
+        self._hooks, self._hook = hooks, hook
+
+    def remove(self):
+        for i, h in enumerate(self._hooks):
+            if h is self._hook:
+                del self._hooks[i]
+                return
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def format_tensor(t):
+    data = t._data
+    extras = []
+    if data is None:
+        body = f"<traced {list(t.shape)}>"
+    else:
+        if data.dtype.kind == "f":
+            body = np.array2string(data, precision=4, separator=", ", prefix="tensor(",
+                                   floatmode="maxprec_equal" if data.size and np.all(
+                                       np.isfinite(data)) and np.all(data == np.round(data))
+                                   else "fixed")
+            if data.dtype != default_dtype():
+                extras.append(f"dtype=torch.{data.dtype.name}")
+        else:
+            body = np.array2string(data, separator=", ", prefix="tensor(")
+            if data.dtype.kind != "i" or data.dtype != np.int64:
+                if data.dtype.kind != "b":
+                    extras.append(f"dtype=torch.{data.dtype.name}")
+    fn = t.grad_fn
+    if fn is not None:
+        extras.append(f"grad_fn=<{fn.name()}>")
+    elif t.requires_grad:
+        extras.append("requires_grad=True")
+    return "tensor(" + body + "".join(", " + e for e in extras) + ")"
