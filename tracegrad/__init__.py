@@ -37,8 +37,10 @@ def _alias_eager_modules():
                 sys.modules.setdefault(short, module)
 
 
+from .eager import nn, optim  # noqa: E402
+
 _alias_eager_modules()
 
 __all__ = ["TraceError", "RetraceWarning", "Graph", "jit", "passes", "grad", "value_and_grad", "vjp", "jvp",
            "jacobian", "hessian", "trace", "stop_gradient", "custom_vjp", "autograd", "bool", "float",
-           "double", "int", "long", *_eager.__all__]
+           "double", "int", "long", "nn", "optim", *_eager.__all__]

@@ -1,0 +1,462 @@
+"""``tg.nn.functional``: activations, losses, convolution, pooling, linear and dropout.
+
+Each operation is one ``call`` of NumPy code (see ``eager.dispatch``), so a whole loss
+or a convolution with its bias is a single node with PyTorch's ``grad_fn`` name, and its
+derivative comes from the registry's rules like every other eager operation. Shapes are
+checked here, before anything is recorded, so that errors read like PyTorch's and name
+both shapes.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ...ir import apply
+from ..creation import generator
+from ..dispatch import call
+from ..tensor import Tensor
+
+__all__ = ["relu", "relu_", "leaky_relu", "sigmoid", "tanh", "softmax", "log_softmax",
+           "mse_loss", "l1_loss", "nll_loss", "cross_entropy",
+           "binary_cross_entropy_with_logits", "conv2d", "conv_transpose2d", "max_pool2d",
+           "avg_pool2d", "linear", "dropout", "flatten", "one_hot"]
+
+
+# -- activations ------------------------------------------------------------------------
+def relu(input, inplace=False):
+    return input.relu_() if inplace else input.relu()
+
+
+def relu_(input):
+    return input.relu_()
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    fn = lambda x: np.where(x > 0, x, x * negative_slope)
+    if inplace:
+        return input._inplace(fn, name="LeakyReluBackward1")
+    return call(fn, input, name="LeakyReluBackward0")
+
+
+def sigmoid(input):
+    return input.sigmoid()
+
+
+def tanh(input):
+    return input.tanh()
+
+
+def _softmax_dim(name, ndim, dim):
+    """PyTorch's legacy choice when ``dim`` is left out, with its deprecation warning."""
+    if dim is not None:
+        return dim
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call "
+                  "to include dim=X as an argument.", UserWarning, stacklevel=3)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input, dim=None, dtype=None):
+    return input.softmax(_softmax_dim("softmax", input.dim(), dim), dtype=dtype)
+
+
+def log_softmax(input, dim=None, dtype=None):
+    return input.log_softmax(_softmax_dim("log_softmax", input.dim(), dim), dtype=dtype)
+
+
+# -- losses -----------------------------------------------------------------------------
+def _reduce(values, reduction):
+    if reduction == "none":
+        return values
+    if reduction == "sum":
+        return np.sum(values)
+    return np.mean(values)
+
+
+def _check_reduction(reduction):
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _target_like(input, target, what):
+    if not isinstance(target, Tensor):
+        target = Tensor._plain(np.asarray(target, dtype=input.dtype))
+    if target.shape != input.shape:
+        warnings.warn(f"Using a target size ({target.shape}) that is different to the input "
+                      f"size ({input.shape}). This will likely lead to incorrect results due "
+                      "to broadcasting. Please ensure they have the same size.",
+                      UserWarning, stacklevel=3)
+        try:
+            np.broadcast_shapes(tuple(input.shape), tuple(target.shape))
+        except ValueError:
+            raise RuntimeError(f"{what}: the size of input {list(input.shape)} and target "
+                               f"{list(target.shape)} cannot be broadcast together") from None
+    return target
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    _check_reduction(reduction)
+    target = _target_like(input, target, "mse_loss")
+    return call(lambda x, y: _reduce((x - y) ** 2, reduction), input, target,
+                name="MseLossBackward0")
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    _check_reduction(reduction)
+    target = _target_like(input, target, "l1_loss")
+    # PyTorch composes l1_loss, so its grad_fn is that of the last step
+    return call(lambda x, y: _reduce(np.abs(x - y), reduction), input, target,
+                name={"mean": "MeanBackward0", "sum": "SumBackward0"}.get(reduction,
+                                                                         "AbsBackward0"))
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None,
+                                     reduce=None, reduction="mean", pos_weight=None):
+    _check_reduction(reduction)
+    target = _target_like(input, target, "binary_cross_entropy_with_logits")
+    w = None if weight is None else _array(weight)
+    pw = None if pos_weight is None else _array(pos_weight)
+
+    def fn(x, y):
+        # log(1 + exp(-|x|)) never overflows; the max terms restore the sign
+        softplus_neg = np.log1p(np.exp(-np.abs(x))) + np.maximum(-x, 0)   # -log sigmoid(x)
+        softplus_pos = softplus_neg + x                                      # -log(1 - sigmoid(x))
+        loss = (1 - y) * softplus_pos + (y if pw is None else pw * y) * softplus_neg
+        return _reduce(loss if w is None else loss * w, reduction)
+    return call(fn, input, target, name="BinaryCrossEntropyWithLogitsBackward0")
+
+
+def _array(t):
+    return t._data if isinstance(t, Tensor) else np.asarray(t)
+
+
+def _class_targets(input, target, weight, ignore_index):
+    """The index that picks each sample's target class out of ``input`` (class dimension 1,
+    or 0 for a single unbatched sample), and each pick's weight (0 where ignored)."""
+    t = _array(target)
+    if t.dtype.kind not in "iu":
+        raise RuntimeError(f"expected scalar type Long but found {_dtype_name(t.dtype)}")
+    shape = tuple(input.shape)
+    if len(shape) == 1:
+        if t.ndim != 0:
+            raise RuntimeError(f"0D or 1D target tensor expected, multi-target not supported "
+                               f"(got target of size {list(t.shape)} for input of size "
+                               f"{list(shape)})")
+    elif len(shape) < 1 or t.shape != shape[:1] + shape[2:]:
+        if len(shape) >= 1 and t.shape[:1] != shape[:1]:
+            raise ValueError(f"Expected input batch_size ({shape[0]}) to match target "
+                             f"batch_size ({t.shape[0] if t.ndim else 0}).")
+        raise RuntimeError(f"Expected target size {[shape[0]] + list(shape[2:])}, got "
+                           f"{list(t.shape)}")
+    n_classes = shape[0] if len(shape) == 1 else shape[1]
+    valid = t != ignore_index
+    bad = valid & ((t < 0) | (t >= n_classes))
+    if np.any(bad):
+        raise IndexError(f"Target {int(t[bad].flat[0])} is out of bounds.")
+    safe = np.where(valid, t, 0)
+    if len(shape) == 1:
+        key = (safe,)
+    else:
+        grids = np.indices(t.shape, sparse=True)
+        key = (grids[0], safe) + tuple(grids[1:])
+    w = valid.astype(input.dtype)
+    if weight is not None:
+        weight = _array(weight)
+        if weight.shape != (n_classes,):
+            raise RuntimeError(f"weight tensor should be defined either for all {n_classes} "
+                               f"classes or no classes but got weight tensor of shape: "
+                               f"{list(weight.shape)}")
+        w = w * weight[safe].astype(input.dtype)
+    return key, w
+
+
+def _dtype_name(dtype):
+    return {"float64": "Double", "float32": "Float", "int64": "Long", "int32": "Int",
+            "bool": "Bool"}.get(np.dtype(dtype).name, np.dtype(dtype).name)
+
+
+def _nll_name(input):
+    return "NllLossBackward0" if input.dim() <= 2 else "NllLoss2DBackward0"
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+             reduction="mean"):
+    """Negative log-likelihood of class indices; ``input`` holds log-probabilities along
+    dimension 1 (dimension 0 for one unbatched sample). The mean is weighted: the sum of
+    picked losses divided by the sum of their weights, as in PyTorch."""
+    _check_reduction(reduction)
+    key, w = _class_targets(input, target, weight, ignore_index)
+
+    def fn(x):
+        picked = -x[key] * w
+        if reduction == "mean":
+            return np.sum(picked) / np.sum(w)
+        return picked if reduction == "none" else np.sum(picked)
+    return call(fn, input, name=_nll_name(input))
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100,
+                  reduce=None, reduction="mean", label_smoothing=0.0):
+    """``nll_loss(log_softmax(input, 1), target)`` for class indices; for a floating
+    ``target`` of ``input``'s shape, the cross-entropy with those class probabilities."""
+    _check_reduction(reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    class_dim = 0 if input.dim() == 1 else 1
+    logp = input.log_softmax(class_dim)
+    is_probs = isinstance(target, Tensor) and target.is_floating_point()
+    if is_probs:
+        return _cross_entropy_probs(logp, target, weight, reduction, label_smoothing, class_dim)
+    if label_smoothing == 0.0:
+        return nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
+    key, w = _class_targets(logp, target, weight, ignore_index)
+    n_classes = input.shape[class_dim]
+    shape = [1] * input.dim()
+    shape[class_dim] = n_classes
+    cw = np.ones(shape, input.dtype) if weight is None else \
+        _array(weight).astype(input.dtype).reshape(shape)
+    valid = _array(target) != ignore_index
+    eps = label_smoothing
+
+    def fn(x):
+        nll = -x[key] * w
+        smooth = -np.sum(x * cw, axis=class_dim) * valid
+        if reduction == "none":
+            return (1 - eps) * nll + smooth * (eps / n_classes)
+        if reduction == "sum":
+            return (1 - eps) * np.sum(nll) + np.sum(smooth) * (eps / n_classes)
+        # PyTorch normalises the smoothing term by the summed target weights too
+        norm = np.sum(w) if weight is not None else np.sum(valid)
+        return (1 - eps) * np.sum(nll) / np.sum(w) + np.sum(smooth) / norm * (eps / n_classes)
+    return call(fn, logp, name="AddBackward0")
+
+
+def _cross_entropy_probs(logp, target, weight, reduction, eps, class_dim):
+    if target.shape != logp.shape:
+        raise RuntimeError(f"Expected target of size {list(logp.shape)} (class probabilities), "
+                           f"got {list(target.shape)}")
+    n_classes = logp.shape[class_dim]
+    shape = [1] * logp.dim()
+    shape[class_dim] = n_classes
+    cw = None if weight is None else _array(weight).astype(logp.dtype).reshape(shape)
+
+    def fn(x, y):
+        if eps:
+            y = y * (1 - eps) + eps / n_classes
+        terms = x * y if cw is None else x * y * cw
+        loss = -np.sum(terms, axis=class_dim)
+        if reduction == "mean":
+            return np.sum(loss) / max(loss.size, 1)
+        return loss if reduction == "none" else np.sum(loss)
+    return call(fn, logp, target,
+                name="DivBackward1" if reduction == "mean" else "NegBackward0")
+
+
+def one_hot(tensor, num_classes=-1):
+    t = _array(tensor)
+    if t.dtype.kind not in "iu":
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    n = int(t.max()) + 1 if num_classes < 0 else num_classes
+    if t.size and (t.min() < 0 or t.max() >= n):
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    return Tensor._plain((t[..., None] == np.arange(n)).astype(np.int64))
+
+
+# -- linear -----------------------------------------------------------------------------
+_LINEAR_NAMES = {(1, True): "ViewBackward0", (1, False): "SqueezeBackward4",
+                 (2, True): "AddmmBackward0", (2, False): "MmBackward0"}
+
+
+def linear(input, weight, bias=None):
+    """``input @ weight.T + bias`` over the last dimension of ``input``."""
+    x_shape, w_shape = tuple(input.shape), tuple(weight.shape)
+    if len(w_shape) != 2 or not x_shape or x_shape[-1] != w_shape[-1]:
+        rows = int(np.prod(x_shape[:-1], dtype=np.int64)) if x_shape else 1
+        cols = x_shape[-1] if x_shape else 1
+        wt = "x".join(str(s) for s in reversed(w_shape))
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{cols} and {wt})")
+    if input.dtype != weight.dtype:
+        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
+                           f"{_dtype_name(input.dtype)} and {_dtype_name(weight.dtype)}")
+    name = _LINEAR_NAMES.get((len(x_shape), bias is not None),
+                             "ViewBackward0" if bias is not None else "UnsafeViewBackward0")
+    if bias is None:
+        return call(lambda x, w: np.matmul(x, np.transpose(w)), input, weight, name=name)
+    if tuple(bias.shape) not in ((w_shape[0],), (), (1,)):
+        raise RuntimeError(f"The size of tensor a ({w_shape[0]}) must match the size of tensor b "
+                           f"({bias.shape[-1]}) at non-singleton dimension {len(x_shape) - 1}")
+    return call(lambda x, w, b: np.matmul(x, np.transpose(w)) + b, input, weight, bias, name=name)
+
+
+# -- convolution ------------------------------------------------------------------------
+def _pair(value, what):
+    if isinstance(value, Tensor):
+        value = value.tolist()
+    if isinstance(value, (tuple, list)):
+        if len(value) == 1:
+            value = (value[0], value[0])
+        if len(value) != 2:
+            raise RuntimeError(f"expected {what} to be a single integer value or a list of 2 "
+                               f"values to match the convolution dimensions, but got {what}="
+                               f"{list(value)}")
+        return int(value[0]), int(value[1])
+    return int(value), int(value)
+
+
+def _check_groups(groups, what):
+    if groups != 1:
+        raise NotImplementedError(f"{what}: tracegrad supports groups=1 only, got groups={groups}")
+
+
+def _batched(input, what):
+    """``input`` as a 4-D batch, and whether it was a single 3-D image (PyTorch accepts
+    both; the result then drops the batch dimension again)."""
+    if input.dim() == 3:
+        return input.unsqueeze(0), True
+    if input.dim() != 4:
+        raise RuntimeError(f"Expected 3D (unbatched) or 4D (batched) input to {what}, but got "
+                           f"input of size: {list(input.shape)}")
+    return input, False
+
+
+def _check_conv(what, x, weight, bias, in_channels, out_channels, transposed):
+    if weight.dim() != 4:
+        raise RuntimeError(f"{what}: expected a 4-D weight, but got weight of size "
+                           f"{list(weight.shape)}")
+    if x.shape[1] != in_channels:
+        prefix = "transposed=1, " if transposed else ""
+        raise RuntimeError(f"Given {prefix}groups=1, weight of size {list(weight.shape)}, expected "
+                           f"input{list(x.shape)} to have {in_channels} channels, but got "
+                           f"{x.shape[1]} channels instead")
+    if x.dtype != weight.dtype:
+        raise RuntimeError(f"Input type ({x.dtype.name}) and weight type ({weight.dtype.name}) "
+                           "should be the same")
+    if bias is not None and tuple(bias.shape) != (out_channels,):
+        raise RuntimeError(f"Given weight of size {list(weight.shape)}, expected bias to be "
+                           f"1-dimensional with {out_channels} elements, but got bias of size "
+                           f"{list(bias.shape)} instead")
+
+
+def _with_bias(fn, input, weight, bias, squeeze):
+    if bias is None:
+        out = call(fn, input, weight, name="ConvolutionBackward0")
+    else:
+        out = call(lambda x, w, b: fn(x, w) + np.reshape(b, (1, -1, 1, 1)), input, weight, bias,
+                   name="ConvolutionBackward0")
+    return out.squeeze(0) if squeeze else out
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-D cross-correlation of (N, C, H, W) ``input`` with an (O, C, kH, kW) ``weight``."""
+    _check_groups(groups, "conv2d")
+    if isinstance(padding, str):
+        raise NotImplementedError(f"conv2d: padding='{padding}' is not supported; pass the "
+                                  "padding as integers")
+    stride, padding = _pair(stride, "stride"), _pair(padding, "padding")
+    dilation = _pair(dilation, "dilation")
+    x, squeeze = _batched(input, "conv2d")
+    _check_conv("conv2d", x, weight, bias, weight.shape[1] if weight.dim() == 4 else None,
+                weight.shape[0], False)
+    padded = tuple(n + 2 * p for n, p in zip(x.shape[2:], padding))
+    kernel = tuple(d * (k - 1) + 1 for k, d in zip(weight.shape[2:], dilation))
+    if any(k > n for k, n in zip(kernel, padded)):
+        raise RuntimeError(f"Calculated padded input size per channel: ({padded[0]} x "
+                           f"{padded[1]}). Kernel size: ({kernel[0]} x {kernel[1]}). Kernel size "
+                           "can't be greater than actual input size")
+    fn = lambda x, w: apply("conv2d", x, w, stride=stride, padding=padding, dilation=dilation)
+    return _with_bias(fn, x, weight, bias, squeeze)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """The adjoint of ``conv2d`` in its input: (N, C_in, H, W) with a (C_in, C_out, kH, kW)
+    ``weight``."""
+    _check_groups(groups, "conv_transpose2d")
+    stride, padding = _pair(stride, "stride"), _pair(padding, "padding")
+    output_padding, dilation = _pair(output_padding, "output_padding"), _pair(dilation, "dilation")
+    x, squeeze = _batched(input, "conv_transpose2d")
+    _check_conv("conv_transpose2d", x, weight, bias,
+                weight.shape[0] if weight.dim() == 4 else None,
+                weight.shape[1] if weight.dim() == 4 else None, True)
+    if any(op >= max(s, d) for op, s, d in zip(output_padding, stride, dilation)):
+        raise RuntimeError(f"output padding must be smaller than either stride or dilation, but "
+                           f"got output_padding_height: {output_padding[0]} output_padding_width: "
+                           f"{output_padding[1]} stride_height: {stride[0]} stride_width: "
+                           f"{stride[1]} dilation_height: {dilation[0]} dilation_width: "
+                           f"{dilation[1]}")
+    fn = lambda x, w: apply("conv_transpose2d", x, w, stride=stride, padding=padding,
+                            output_padding=output_padding, dilation=dilation)
+    return _with_bias(fn, x, weight, bias, squeeze)
+
+
+# -- pooling ----------------------------------------------------------------------------
+def _pool_args(what, input, kernel_size, stride, padding, dilation, ceil_mode):
+    if ceil_mode:
+        raise NotImplementedError(f"{what}: ceil_mode=True is not supported (floor mode only)")
+    kernel = _pair(kernel_size, "kernel_size")
+    stride = kernel if stride is None or stride == [] or stride == () else _pair(stride, "stride")
+    padding, dilation = _pair(padding, "padding"), _pair(dilation, "dilation")
+    x, squeeze = _batched(input, what)
+    effective = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation))
+    for p, k, d, e in zip(padding, kernel, dilation, effective):
+        if 2 * p > e:
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
+                               f"pad={p}, kernel_size={k} and dilation={d}")
+    out = tuple((n + 2 * p - e) // s + 1
+                for n, p, e, s in zip(x.shape[2:], padding, effective, stride))
+    if min(out) < 1:
+        c, h, w = x.shape[1:]
+        raise RuntimeError(f"Given input size: ({c}x{h}x{w}). Calculated output size: "
+                           f"({c}x{out[0]}x{out[1]}). Output size is too small")
+    return x, squeeze, kernel, stride, padding, dilation
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    if return_indices:
+        raise NotImplementedError("max_pool2d: return_indices=True is not supported")
+    x, squeeze, kernel, stride, padding, dilation = _pool_args(
+        "max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode)
+    out = call(lambda v: apply("max_pool2d", v, kernel=kernel, stride=stride, padding=padding,
+                               dilation=dilation), x, name="MaxPool2DWithIndicesBackward0")
+    return out.squeeze(0) if squeeze else out
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    x, squeeze, kernel, stride, padding, _ = _pool_args(
+        "avg_pool2d", input, kernel_size, stride, padding, 1, ceil_mode)
+    params = dict(kernel=kernel, stride=stride, padding=padding)
+    scale = None
+    if divisor_override is not None:
+        scale = kernel[0] * kernel[1] / divisor_override
+    elif not count_include_pad and any(padding):
+        # the mean over real pixels only: divide by the share of each window inside the image
+        inside = apply("avg_pool2d", np.ones((1, 1) + tuple(x.shape[2:]), x.dtype), **params)
+        scale = 1.0 / inside
+
+    def fn(v):
+        out = apply("avg_pool2d", v, **params)
+        return out if scale is None else out * scale
+    out = call(fn, x, name="AvgPool2DBackward0")
+    return out.squeeze(0) if squeeze else out
+
+
+# -- regularisation and reshaping ---------------------------------------------------------
+def dropout(input, p=0.5, training=True, inplace=False):
+    """Inverted dropout: zero each element with probability ``p`` (mask drawn from the
+    ``tg.manual_seed`` generator) and scale the rest by ``1 / (1 - p)``, so that the
+    expected value is unchanged and evaluation needs no rescaling."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    keep = generator().random(tuple(input.shape)) >= p
+    scale = keep.astype(input.dtype) * (1.0 / (1.0 - p)) if p < 1.0 else keep.astype(input.dtype)
+    if inplace:
+        return input.mul_(Tensor._plain(scale))
+    return call(lambda x: x * scale, input, name="MulBackward0")
+
+
+def flatten(input, start_dim=0, end_dim=-1):
+    return input.flatten(start_dim, end_dim)

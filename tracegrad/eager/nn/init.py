@@ -1,0 +1,140 @@
+"""``tg.nn.init``: fill a tensor in place with PyTorch's initialisation schemes.
+
+The values come from the ``tg.manual_seed`` generator and are written straight into the
+tensor's array, as PyTorch's ``with torch.no_grad(): tensor.uniform_(...)``: initialising
+a parameter is not an operation to differentiate, and a leaf that requires grad may not
+be changed in place otherwise.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from ..creation import generator as _seeded
+
+__all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_", "eye_",
+           "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
+           "trunc_normal_"]
+
+
+def _fill(tensor, values):
+    np.copyto(tensor._data, values, casting="unsafe")
+    tensor._version.v += 1
+    return tensor
+
+
+def _shape(tensor):
+    return tuple(tensor.shape)
+
+
+def calculate_gain(nonlinearity, param=None):
+    """The factor that keeps activations' variance steady through ``nonlinearity``."""
+    if nonlinearity in ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
+                        "conv_transpose2d", "conv_transpose3d", "sigmoid"):
+        return 1
+    if nonlinearity == "tanh":
+        return 5.0 / 3
+    if nonlinearity == "relu":
+        return math.sqrt(2.0)
+    if nonlinearity == "leaky_relu":
+        if param is None:
+            slope = 0.01
+        elif isinstance(param, (int, float)) and not isinstance(param, bool):
+            slope = param
+        else:
+            raise ValueError(f"negative_slope {param} not a valid number")
+        return math.sqrt(2.0 / (1 + slope ** 2))
+    if nonlinearity == "selu":
+        return 3.0 / 4
+    raise ValueError(f"Unsupported nonlinearity {nonlinearity}")
+
+
+def _calculate_fan_in_and_fan_out(tensor):
+    shape = _shape(tensor)
+    if len(shape) < 2:
+        raise ValueError("Fan in and fan out can not be computed for tensor with fewer than 2 "
+                         "dimensions")
+    receptive = int(np.prod(shape[2:], dtype=np.int64))
+    return shape[1] * receptive, shape[0] * receptive
+
+
+def _fan(tensor, mode):
+    mode = mode.lower()
+    if mode not in ("fan_in", "fan_out"):
+        raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return fan_in if mode == "fan_in" else fan_out
+
+
+def _empty_warning(tensor):
+    if 0 in _shape(tensor):
+        warnings.warn("Initializing zero-element tensors is a no-op", UserWarning, stacklevel=3)
+        return True
+    return False
+
+
+def uniform_(tensor, a=0.0, b=1.0, generator=None):
+    return _fill(tensor, (generator or _seeded()).uniform(a, b, _shape(tensor)))
+
+
+def normal_(tensor, mean=0.0, std=1.0, generator=None):
+    return _fill(tensor, (generator or _seeded()).normal(mean, std, _shape(tensor)))
+
+
+def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0):
+    """Normal values redrawn until they fall in [a, b] (rejection sampling)."""
+    rng = _seeded()
+    out = rng.normal(mean, std, _shape(tensor))
+    bad = (out < a) | (out > b)
+    while np.any(bad):
+        out[bad] = rng.normal(mean, std, int(bad.sum()))
+        bad = (out < a) | (out > b)
+    return _fill(tensor, out)
+
+
+def constant_(tensor, val):
+    return _fill(tensor, val)
+
+
+def zeros_(tensor):
+    return _fill(tensor, 0)
+
+
+def ones_(tensor):
+    return _fill(tensor, 1)
+
+
+def eye_(tensor):
+    if len(_shape(tensor)) != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    return _fill(tensor, np.eye(*_shape(tensor)))
+
+
+def xavier_uniform_(tensor, gain=1.0):
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    bound = math.sqrt(3.0) * gain * math.sqrt(2.0 / float(fan_in + fan_out))
+    return uniform_(tensor, -bound, bound)
+
+
+def xavier_normal_(tensor, gain=1.0):
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)))
+
+
+def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu"):
+    """Uniform on [-b, b] with b = gain * sqrt(3 / fan). With ``a=sqrt(5)`` this is
+    PyTorch's default for Linear and Conv weights: b = 1 / sqrt(fan_in)."""
+    if _empty_warning(tensor):
+        return tensor
+    std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
+    bound = math.sqrt(3.0) * std
+    return uniform_(tensor, -bound, bound)
+
+
+def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu"):
+    if _empty_warning(tensor):
+        return tensor
+    std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
+    return normal_(tensor, 0.0, std)

@@ -1,0 +1,439 @@
+"""``tg.nn.Parameter``, ``tg.nn.Module`` and the containers (``Sequential``, ``ModuleList``).
+
+A module keeps its parameters, buffers and submodules in three ordered dicts, filled by
+``__setattr__`` as PyTorch's does, so that ``self.fc = Linear(...)`` is all a user writes
+and ``parameters()``, ``state_dict()`` and ``repr`` find everything in definition order.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict, namedtuple
+
+import numpy as np
+
+from ..tensor import Tensor
+
+__all__ = ["Parameter", "Module", "Sequential", "ModuleList"]
+
+
+class Parameter(Tensor):
+    """A tensor that is a module's learnable state: it requires grad by default and a
+    module that gets one as an attribute registers it. It shares ``data``'s memory."""
+
+    __slots__ = ()   # Tensor has __slots__; an empty tuple keeps instances dict-free
+
+    def __new__(cls, data=None, requires_grad=True):
+        if data is None:
+            from ..creation import empty
+            data = empty(0)
+        arr = data._data if isinstance(data, Tensor) else np.asarray(data)
+        p = cls._plain(arr)
+        if requires_grad:
+            p.requires_grad = True
+        return p
+
+    def __init__(self, data=None, requires_grad=True):
+        pass    # everything is set in __new__; Tensor.__init__ would overwrite it
+
+    def __repr__(self):
+        return "Parameter containing:\n" + super().__repr__()
+
+    def __reduce_ex__(self, protocol):
+        # copy.deepcopy / pickle: rebuild from a copy of the values, not from the slots
+        # (which hold the tape's bookkeeping)
+        return Parameter, (np.array(self._data, copy=True), self._requires_grad)
+
+
+_IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
+
+
+def _addindent(text, spaces):
+    lines = text.split("\n")
+    if len(lines) == 1:
+        return text
+    return lines[0] + "\n" + "\n".join(" " * spaces + line for line in lines[1:])
+
+
+class Module:
+    """Base class of layers and models: subclasses set attributes in ``__init__`` (after
+    ``super().__init__()``) and define ``forward``."""
+
+    training: bool
+
+    def __init__(self):
+        object.__setattr__(self, "training", True)
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_non_persistent", set())
+        object.__setattr__(self, "_modules", OrderedDict())
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required '
+                                  '"forward" function')
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    # -- attribute registration ---------------------------------------------------------
+    def __setattr__(self, name, value):
+        d = self.__dict__
+        params = d.get("_parameters")
+        if isinstance(value, Parameter):
+            if params is None:
+                raise AttributeError("cannot assign parameters before Module.__init__() call")
+            self._forget(name)
+            params[name] = value
+        elif params is not None and name in params:
+            if value is not None:
+                raise TypeError(f"cannot assign '{type(value).__name__}' as parameter '{name}' "
+                                "(torch.nn.Parameter or None expected)")
+            params[name] = None
+        elif isinstance(value, Module):
+            if d.get("_modules") is None:
+                raise AttributeError("cannot assign module before Module.__init__() call")
+            self._forget(name)
+            d["_modules"][name] = value
+        elif d.get("_modules") is not None and name in d["_modules"]:
+            if value is not None:
+                raise TypeError(f"cannot assign '{type(value).__name__}' as child module "
+                                f"'{name}' (torch.nn.Module or None expected)")
+            d["_modules"][name] = None
+        elif d.get("_buffers") is not None and name in d["_buffers"]:
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' "
+                                "(torch.Tensor or None expected)")
+            d["_buffers"][name] = value
+        else:
+            object.__setattr__(self, name, value)
+
+    def _forget(self, name):
+        d = self.__dict__
+        d.pop(name, None)
+        for key in ("_parameters", "_buffers", "_modules"):
+            d[key].pop(name, None)
+        d["_non_persistent"].discard(name)
+
+    def __getattr__(self, name):
+        # only reached when normal lookup fails: parameters, buffers and submodules live
+        # in their dicts, not in the instance __dict__
+        d = self.__dict__
+        for key in ("_parameters", "_buffers", "_modules"):
+            group = d.get(key)
+            if group is not None and name in group:
+                return group[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name):
+        for key in ("_parameters", "_buffers", "_modules"):
+            if name in self.__dict__[key]:
+                del self.__dict__[key][name]
+                self._non_persistent.discard(name)
+                return
+        object.__delattr__(self, name)
+
+    def register_parameter(self, name, param):
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter "
+                            f"'{name}' (torch.nn.Parameter or None required)")
+        self._forget(name)
+        self._parameters[name] = param
+
+    def register_buffer(self, name, tensor, persistent=True):
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer "
+                            f"'{name}' (torch Tensor or None required)")
+        self._forget(name)
+        self._buffers[name] = tensor
+        if not persistent:
+            self._non_persistent.add(name)
+
+    def add_module(self, name, module):
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        self._forget(name)
+        self._modules[name] = module
+
+    register_module = add_module
+
+    # -- traversal ------------------------------------------------------------------------
+    def named_modules(self, memo=None, prefix="", remove_duplicate=True):
+        if memo is None:
+            memo = set()
+        if remove_duplicate:
+            if id(self) in memo:
+                return
+            memo.add(id(self))
+        yield prefix, self
+        for name, module in self._modules.items():
+            if module is not None:
+                yield from module.named_modules(memo, prefix + ("." if prefix else "") + name,
+                                                remove_duplicate)
+
+    def modules(self):
+        for _, m in self.named_modules():
+            yield m
+
+    def named_children(self):
+        seen = set()
+        for name, module in self._modules.items():
+            if module is not None and id(module) not in seen:
+                seen.add(id(module))
+                yield name, module
+
+    def children(self):
+        for _, m in self.named_children():
+            yield m
+
+    def _named_members(self, group, prefix, recurse, remove_duplicate=True):
+        seen = set()
+        mods = self.named_modules(prefix=prefix) if recurse else [(prefix, self)]
+        for mod_prefix, module in mods:
+            for name, value in module.__dict__[group].items():
+                if value is None or (remove_duplicate and id(value) in seen):
+                    continue
+                seen.add(id(value))
+                yield mod_prefix + ("." if mod_prefix else "") + name, value
+
+    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+        return self._named_members("_parameters", prefix, recurse, remove_duplicate)
+
+    def parameters(self, recurse=True):
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
+        return self._named_members("_buffers", prefix, recurse, remove_duplicate)
+
+    def buffers(self, recurse=True):
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    def get_submodule(self, target):
+        module = self
+        for part in target.split(".") if target else ():
+            if part not in module._modules:
+                raise AttributeError(f"{module._get_name()} has no attribute `{part}`")
+            module = module._modules[part]
+        return module
+
+    def apply(self, fn):
+        for child in self.children():
+            child.apply(fn)
+        fn(self)
+        return self
+
+    # -- modes and gradients ------------------------------------------------------------------
+    def train(self, mode=True):
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")
+        for m in self.modules():
+            object.__setattr__(m, "training", mode)
+        return self
+
+    def eval(self):
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad=True):
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none=True):
+        for p in self.parameters():
+            _zero_grad(p, set_to_none)
+
+    # -- dtype --------------------------------------------------------------------------------
+    def to(self, dtype=None, *args, **kwargs):
+        """Cast floating parameters and buffers (in place in the module, as PyTorch does);
+        device arguments are accepted and ignored (everything is on the CPU)."""
+        dtype = kwargs.get("dtype", dtype)
+        if dtype is None or isinstance(dtype, str):
+            return self
+        dtype = np.dtype(dtype)
+        for m in self.modules():
+            for group in (m._parameters, m._buffers):
+                for t in group.values():
+                    if t is not None and t.is_floating_point() and t.dtype != dtype:
+                        t._data = t._data.astype(dtype)
+                        t._input = None
+                        t._grad = None if t._grad is None else t._grad.to(dtype)
+        return self
+
+    def double(self):
+        return self.to(np.float64)
+
+    def float(self):
+        return self.to(np.float32)
+
+    # -- state ----------------------------------------------------------------------------------
+    def state_dict(self, destination=None, prefix="", keep_vars=False):
+        """Parameters and persistent buffers by dotted name; the tensors share memory with
+        the module's (as in PyTorch), detached unless ``keep_vars``."""
+        out = OrderedDict() if destination is None else destination
+        for mod_prefix, m in self.named_modules(prefix=prefix.rstrip(".")):
+            dot = mod_prefix + ("." if mod_prefix else "")
+            for name, p in m._parameters.items():
+                if p is not None:
+                    out[dot + name] = p if keep_vars else p.detach()
+            for name, b in m._buffers.items():
+                if b is not None and name not in m._non_persistent:
+                    out[dot + name] = b if keep_vars else b.detach()
+        return out
+
+    def load_state_dict(self, state_dict, strict=True, assign=False):
+        own = self.state_dict(keep_vars=True)
+        missing = [k for k in own if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in own]
+        errors = []
+        for key, target in own.items():
+            if key not in state_dict:
+                continue
+            src = state_dict[key]
+            src = src._data if isinstance(src, Tensor) else np.asarray(src)
+            if src.shape != tuple(target.shape):
+                errors.append(f"size mismatch for {key}: copying a param with shape "
+                              f"{_size(src.shape)} from checkpoint, the shape in current model "
+                              f"is {target.shape!r}.")
+        if strict:
+            if unexpected:
+                errors.insert(0, "Unexpected key(s) in state_dict: "
+                              + ", ".join(f'"{k}"' for k in unexpected) + ". ")
+            if missing:
+                errors.insert(0, "Missing key(s) in state_dict: "
+                              + ", ".join(f'"{k}"' for k in missing) + ". ")
+        if errors:
+            raise RuntimeError(f"Error(s) in loading state_dict for {self._get_name()}:\n\t"
+                               + "\n\t".join(errors))
+        for key, target in own.items():
+            if key in state_dict:
+                src = state_dict[key]
+                src = src._data if isinstance(src, Tensor) else np.asarray(src)
+                np.copyto(target._data, src, casting="unsafe")
+                target._version.v += 1      # an in-place change, as copy_ under no_grad
+        return _IncompatibleKeys(missing, unexpected)
+
+    # -- printing -------------------------------------------------------------------------------
+    def _get_name(self):
+        return type(self).__name__
+
+    def extra_repr(self):
+        return ""
+
+    def __repr__(self):
+        extra = self.extra_repr()
+        extra_lines = extra.split("\n") if extra else []
+        child_lines = [f"({key}): " + _addindent(repr(m), 2) for key, m in self._modules.items()]
+        lines = extra_lines + child_lines
+        body = ""
+        if len(extra_lines) == 1 and not child_lines:
+            body = extra_lines[0]
+        elif lines:
+            body = "\n  " + "\n  ".join(lines) + "\n"
+        return self._get_name() + "(" + body + ")"
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(self._parameters) | set(self._buffers)
+                      | set(self._modules))
+
+
+def _size(shape):
+    from ..tensor import Size
+    return repr(Size(shape))
+
+
+def _zero_grad(p, set_to_none):
+    if p._grad is None:
+        return
+    if set_to_none:
+        p._grad = None
+    else:
+        g = p._grad
+        if g._tracer is not None:       # a gradient with history (create_graph=True)
+            g = p._grad = g.detach()
+        if g._data.flags.writeable:
+            g._data.fill(0)
+            g._version.v += 1
+        else:       # a read-only (e.g. broadcast) gradient array: a fresh one
+            g._data = np.zeros_like(g._data)
+
+
+class Sequential(Module):
+    """Modules applied one after another; indexable, sliceable and iterable."""
+
+    def __init__(self, *args):
+        super().__init__()
+        if len(args) == 1 and isinstance(args[0], OrderedDict):
+            for name, m in args[0].items():
+                self.add_module(name, m)
+        else:
+            for i, m in enumerate(args):
+                self.add_module(str(i), m)
+
+    def forward(self, input):
+        for m in self._modules.values():
+            input = m(input)
+        return input
+
+    def __getitem__(self, idx):
+        mods = list(self._modules.items())
+        if isinstance(idx, slice):
+            return Sequential(OrderedDict(mods[idx]))
+        return mods[_index(idx, len(mods))][1]
+
+    def __setitem__(self, idx, module):
+        key = list(self._modules)[_index(idx, len(self._modules))]
+        setattr(self, key, module)
+
+    def __delitem__(self, idx):
+        keys = list(self._modules)
+        for key in (keys[idx] if isinstance(idx, slice) else [keys[_index(idx, len(keys))]]):
+            del self._modules[key]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def append(self, module):
+        self.add_module(str(len(self)), module)
+        return self
+
+
+def _index(idx, n):
+    idx = int(idx)
+    if not -n <= idx < n:
+        raise IndexError(f"index {idx} is out of range")
+    return idx % n
+
+
+class ModuleList(Module):
+    """A list of modules whose parameters the owner registers."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        for m in modules or ():
+            self.append(m)
+
+    def __getitem__(self, idx):
+        mods = list(self._modules.values())
+        if isinstance(idx, slice):
+            return ModuleList(mods[idx])
+        return mods[_index(idx, len(mods))]
+
+    def __setitem__(self, idx, module):
+        self.add_module(str(_index(idx, len(self))), module)
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def append(self, module):
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules):
+        for m in modules:
+            self.append(m)
+        return self
