@@ -146,7 +146,7 @@ def _type_str(value):
 def _check_saved(plan, order, handles):
     for k, i in enumerate(plan.saved):
         h = handles[order[i]]
-        if any(handles[order[f]]._freed for f in plan.readers[k]):
+        if h._value is None or any(handles[order[f]]._freed for f in plan.readers[k]):
             raise RuntimeError(_FREED)
         if h._counter.v != h._saved_version:
             if isinstance(h, (AccumulateGrad, Saved)):
@@ -204,9 +204,12 @@ def _run(roots, grads, targets, retain_graph, create_graph):
             outs = interpret(plan.graph, args, observe=observe)
             observe.finish()
     if not retain_graph:
+        # values only this graph held go now; a tensor used again gives its value back
+        # (Tensor._traced)
         for h in handles.values():
             if type(h) is not AccumulateGrad and type(h) is not Saved:
                 h._freed = True
+                h._value = None
     result = {}
     for n, pos in zip(wrt, plan.outputs):
         if pos is not None:

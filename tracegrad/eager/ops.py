@@ -13,11 +13,17 @@ import numpy as np
 
 from ..ir import apply
 from ..tracer import Tracer
+from ..tracer import where as _at_user_line
 from .dispatch import call
 from .indexing import getitem_name, is_basic
 from .tensor import Tensor, _index_key, default_dtype
 
 MinMax = namedtuple("MinMax", ["values", "indices"])
+
+
+def _err(message):
+    """PyTorch's wording, and the user's line it happened at."""
+    return RuntimeError(message + _at_user_line())
 
 
 def _as_tensor(x):
@@ -36,7 +42,7 @@ def _check_broadcast(a, b):
     pa, pb = (1,) * (n - len(sa)) + tuple(sa), (1,) * (n - len(sb)) + tuple(sb)
     for i in range(n - 1, -1, -1):
         if pa[i] != pb[i] and pa[i] != 1 and pb[i] != 1:
-            raise RuntimeError(f"The size of tensor a ({pa[i]}) must match the size of tensor b "
+            raise _err(f"The size of tensor a ({pa[i]}) must match the size of tensor b "
                                f"({pb[i]}) at non-singleton dimension {i}")
 
 
@@ -108,15 +114,15 @@ def _matmul_name(a, b):
 def _check_matmul(a, b):
     sa, sb = _shape(a), _shape(b)
     if not sa or not sb:
-        raise RuntimeError("both arguments to matmul need to be at least 1D, but they are "
+        raise _err("both arguments to matmul need to be at least 1D, but they are "
                            f"{len(sa)}D and {len(sb)}D")
     k_a = sa[-1]
     k_b = sb[0] if len(sb) == 1 else sb[-2]
     if k_a != k_b:
         if len(sa) == 2 and len(sb) == 2:
-            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({sa[0]}x{sa[1]} and "
+            raise _err(f"mat1 and mat2 shapes cannot be multiplied ({sa[0]}x{sa[1]} and "
                                f"{sb[0]}x{sb[1]})")
-        raise RuntimeError(f"size mismatch in matmul: got shapes {list(sa)} and {list(sb)} "
+        raise _err(f"size mismatch in matmul: got shapes {list(sa)} and {list(sb)} "
                            f"(inner dimensions {k_a} and {k_b})")
 
 
@@ -136,7 +142,7 @@ Tensor.__rmatmul__ = __rmatmul__
 
 def dot(self, other):
     if len(_shape(self)) != 1 or len(_shape(other)) != 1:
-        raise RuntimeError(f"1D tensors expected, but got {len(_shape(self))}D and "
+        raise _err(f"1D tensors expected, but got {len(_shape(self))}D and "
                            f"{len(_shape(other))}D tensors")
     return matmul(self, other)
 
@@ -198,7 +204,7 @@ for _n, (_fn, _name) in _UNARY.items():
 
 def clamp(self, min=None, max=None):
     if min is None and max is None:
-        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+        raise _err("torch.clamp: At least one of 'min' or 'max' must not be None")
     return call(_clamp_fn(min, max), self, name="ClampBackward1")
 
 
@@ -266,7 +272,7 @@ def _inplace_binary(fn, name):
         _check_broadcast(self, other)
         f, other = _with_alpha(fn, other, alpha)
         if tuple(np.broadcast_shapes(_shape(self), _shape(other))) != tuple(self.shape):
-            raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the "
+            raise _err(f"output with shape {list(self.shape)} doesn't match the "
                                f"broadcast shape {list(np.broadcast_shapes(_shape(self), _shape(other)))}")
         return self._inplace(f, other, name=name, reads_self=fn in (np.multiply, np.true_divide,
                                                                      np.power))
@@ -387,7 +393,7 @@ def _extremum(fn, argfn, name_all, name_dim):
                         name="MaximumBackward0" if fn is np.max else "MinimumBackward0")
         if dim is None:
             if self.numel() == 0:
-                raise RuntimeError("max(): Expected reduction dim to be specified for "
+                raise _err("max(): Expected reduction dim to be specified for "
                                    "input.numel() == 0.")
             return call(fn, self, name=name_all)
         _check_dim(self, dim)
@@ -490,7 +496,7 @@ def _resolve_shape(shape, size):
     holes = shape.count(-1)
     if holes > 1 or any(s < -1 for s in shape) or (
             holes and (known == 0 or size % known)) or (not holes and known != size):
-        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {size}")
+        raise _err(f"shape '{list(shape)}' is invalid for input of size {size}")
     return tuple(size // known if s == -1 else s for s in shape)
 Tensor.view_as = Tensor.reshape_as = lambda self, other: reshape(self, tuple(other.shape))
 
@@ -549,7 +555,7 @@ Tensor.squeeze, Tensor.unsqueeze = squeeze, unsqueeze
 def permute(self, *dims):
     dims = _sizes(dims)
     if sorted(d % builtins.max(self.dim(), 1) for d in dims) != list(range(self.dim())):
-        raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does "
+        raise _err(f"permute(sparse_coo): number of dimensions in the tensor input does "
                            f"not match the length of the desired ordering of dimensions i.e. "
                            f"input.dim() = {self.dim()} is not equal to len(dims) = {len(dims)}")
     return call(lambda x: np.transpose(x, dims), self, name="PermuteBackward0", view_of=self)
@@ -566,7 +572,7 @@ def transpose(self, dim0, dim1):
 
 def t(self):
     if self.dim() > 2:
-        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.dim()}D")
+        raise _err(f"t() expects a tensor with <= 2 dimensions, but self is {self.dim()}D")
     if self.dim() < 2:
         return self
     return call(np.transpose, self, name="TBackward0", view_of=self)
@@ -583,12 +589,12 @@ def expand(self, *sizes):
     shape = tuple(self.shape)
     lead = len(sizes) - len(shape)
     if lead < 0:
-        raise RuntimeError(f"expand: the number of sizes provided ({len(sizes)}) must be greater "
+        raise _err(f"expand: the number of sizes provided ({len(sizes)}) must be greater "
                            f"or equal to the number of dimensions in the tensor ({len(shape)})")
     target = tuple(shape[i - lead] if s == -1 else s for i, s in enumerate(sizes))
     for i, s in enumerate(shape):
         if s != 1 and s != target[lead + i]:
-            raise RuntimeError(f"The expanded size of the tensor ({target[lead + i]}) must match "
+            raise _err(f"The expanded size of the tensor ({target[lead + i]}) must match "
                                f"the existing size ({s}) at non-singleton dimension {lead + i}.  "
                                f"Target sizes: {list(sizes)}.  Tensor sizes: {list(shape)}")
     return call(lambda x: np.broadcast_to(x, target), self, name="ExpandBackward0", view_of=self)
@@ -727,17 +733,17 @@ for _name in ["add", "sub", "subtract", "mul", "multiply", "div", "divide", "tru
 def cat(tensors, dim=0):
     tensors = list(tensors)
     if not tensors:
-        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+        raise _err("torch.cat(): expected a non-empty list of Tensors")
     ref = tuple(tensors[0].shape)
     for k, t in enumerate(tensors[1:], 1):
         s = tuple(t.shape)
         if len(s) != len(ref):
-            raise RuntimeError(f"Tensors must have same number of dimensions: got {len(ref)} and "
+            raise _err(f"Tensors must have same number of dimensions: got {len(ref)} and "
                                f"{len(s)}")
         d = dim % len(ref)
         for i, (a, b) in enumerate(zip(ref, s)):
             if i != d and a != b:
-                raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. "
+                raise _err(f"Sizes of tensors must match except in dimension {d}. "
                                    f"Expected size {a} but got size {b} for tensor number {k} in "
                                    "the list.")
     return call(lambda ts: np.concatenate(ts, axis=dim), tensors, name="CatBackward0")
@@ -747,7 +753,7 @@ def stack(tensors, dim=0):
     tensors = list(tensors)
     shapes = {tuple(t.shape) for t in tensors}
     if len(shapes) > 1:
-        raise RuntimeError(f"stack expects each tensor to be equal size, but got "
+        raise _err(f"stack expects each tensor to be equal size, but got "
                            f"{[list(t.shape) for t in tensors]}")
     return call(lambda ts: np.stack(ts, axis=dim), tensors, name="StackBackward0")
 

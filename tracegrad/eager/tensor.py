@@ -87,8 +87,11 @@ class Tensor:
 
     def _traced(self):
         """This tensor as a tape tracer: its recorded node, or an input node for a leaf."""
-        if self._tracer is not None:
-            return self._tracer
+        t = self._tracer
+        if t is not None:
+            if t._handle._value is None:        # freed by a backward: this tensor still has it
+                t._handle._value = self._data
+            return t
         hit = self._input
         if hit is not None and hit[1] == self._version.v and hit[0]._value is self._data:
             return hit[0]

@@ -1,0 +1,203 @@
+"""One training step of an MLP, eager tracegrad against its peers, side by side.
+
+    python benchmarks/eager_step.py            # prints the table, writes docs/benchmarks-eager.md
+    python benchmarks/eager_step.py --quick    # a shorter run, prints only
+
+The step: a 784-256-256-10 ReLU MLP on a batch of 128 float32 images, softmax
+cross-entropy, forward + backward + one SGD update (lr 0.01) of all six
+parameters. Systems, each starting from the same parameters:
+
+- numpy:     hand-written NumPy forward, backward and update (the reference);
+- tg-eager:  tg.nn.Sequential + F.cross_entropy + loss.backward() + tg.optim.SGD;
+- tg-jit:    the same loss written in NumPy, tg.jit(tg.value_and_grad(...)), NumPy update;
+- torch:     PyTorch CPU eager with torch.nn and torch.optim.SGD (when installed).
+
+Before timing, one step of every system is checked against the reference (loss and
+updated parameters). Times are medians over interleaved rounds (see timing.py); every
+thread pool is pinned to one thread, as in run.py.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+from pathlib import Path
+
+os.environ.update({"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path[:0] = [str(HERE), str(ROOT)]
+
+import numpy as np  # noqa: E402
+import timing  # noqa: E402
+
+import tracegrad as tg  # noqa: E402
+
+SIZES = (784, 256, 256, 10)
+BATCH = 128
+LR = 0.01
+
+
+def make_data(seed=0):
+    rng = np.random.default_rng(seed)
+    params = []
+    for n_in, n_out in zip(SIZES[:-1], SIZES[1:]):
+        bound = 1 / np.sqrt(n_in)
+        params.append(rng.uniform(-bound, bound, (n_out, n_in)).astype(np.float32))  # torch layout
+        params.append(rng.uniform(-bound, bound, n_out).astype(np.float32))
+    X = rng.standard_normal((BATCH, SIZES[0])).astype(np.float32)
+    y = rng.integers(0, SIZES[-1], BATCH)
+    return params, X, y
+
+
+# -- the systems: each returns (step, state) where state() gives (loss, params) ----------
+def numpy_system(params, X, y):
+    W = [p.copy() for p in params]
+    last = [0.0]
+
+    def step():
+        W1, b1, W2, b2, W3, b3 = W
+        a1 = X @ W1.T + b1
+        h1 = np.maximum(a1, 0)
+        a2 = h1 @ W2.T + b2
+        h2 = np.maximum(a2, 0)
+        z = h2 @ W3.T + b3
+        z = z - z.max(axis=1, keepdims=True)
+        e = np.exp(z)
+        s = e.sum(axis=1, keepdims=True)
+        last[0] = float(np.mean(np.log(s[:, 0]) - z[np.arange(BATCH), y]))
+        dz = e / s
+        dz[np.arange(BATCH), y] -= 1
+        dz /= np.float32(BATCH)
+        d2 = (dz @ W3) * (a2 > 0)
+        d1 = (d2 @ W2) * (a1 > 0)
+        grads = (d1.T @ X, d1.sum(0), d2.T @ h1, d2.sum(0), dz.T @ h2, dz.sum(0))
+        for w, g in zip(W, grads):
+            w -= np.float32(LR) * g
+    return step, lambda: (last[0], W)
+
+
+def eager_system(params, X, y):
+    nn, F = tg.nn, tg.nn.functional
+    model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
+                          nn.Linear(256, 10))
+    with tg.no_grad():
+        for p, v in zip(model.parameters(), params):
+            p.copy_(tg.tensor(v))
+    opt = tg.optim.SGD(model.parameters(), lr=LR)
+    xt, yt = tg.tensor(X), tg.tensor(y)
+    last = [0.0]
+
+    def step():
+        opt.zero_grad()
+        loss = F.cross_entropy(model(xt), yt)
+        loss.backward()
+        opt.step()
+        last[0] = loss
+    return step, lambda: (last[0].item(), [p.detach().numpy() for p in model.parameters()])
+
+
+def jit_system(params, X, y):
+    def loss_fn(W1, b1, W2, b2, W3, b3, X, y):
+        h1 = np.maximum(X @ W1.T + b1, 0)
+        h2 = np.maximum(h1 @ W2.T + b2, 0)
+        z = h2 @ W3.T + b3
+        m = np.max(z, axis=1, keepdims=True)
+        lse = m[:, 0] + np.log(np.sum(np.exp(z - m), axis=1))
+        return np.mean(lse - z[np.arange(z.shape[0]), y])
+
+    vg = tg.jit(tg.value_and_grad(loss_fn, argnums=(0, 1, 2, 3, 4, 5)))
+    W = [p.copy() for p in params]
+    last = [0.0]
+
+    def step():
+        loss, grads = vg(*W, X, y)
+        for w, g in zip(W, grads):
+            w -= np.float32(LR) * g
+        last[0] = float(loss)
+    return step, lambda: (last[0], W)
+
+
+def torch_system(params, X, y):
+    import torch
+    torch.set_num_threads(1)
+    nn, F = torch.nn, torch.nn.functional
+    model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
+                          nn.Linear(256, 10))
+    with torch.no_grad():
+        for p, v in zip(model.parameters(), params):
+            p.copy_(torch.from_numpy(v))
+    opt = torch.optim.SGD(model.parameters(), lr=LR)
+    xt, yt = torch.from_numpy(X), torch.from_numpy(y)
+    last = [0.0]
+
+    def step():
+        opt.zero_grad()
+        loss = F.cross_entropy(model(xt), yt)
+        loss.backward()
+        opt.step()
+        last[0] = loss
+    return step, lambda: (last[0].item(), [p.detach().numpy() for p in model.parameters()])
+
+
+SYSTEMS = {"numpy": numpy_system, "tg-eager": eager_system, "tg-jit": jit_system,
+           "torch": torch_system}
+TITLES = {"numpy": "hand-written NumPy", "tg-eager": "tracegrad eager (nn + optim)",
+          "tg-jit": "tracegrad tg.jit(value_and_grad)", "torch": "PyTorch eager (CPU)"}
+
+
+def build(params, X, y):
+    steps, states = {}, {}
+    for name, make in SYSTEMS.items():
+        try:
+            steps[name], states[name] = make(params, X, y)
+        except ImportError:
+            print(f"# {name}: not installed, skipped")
+    return steps, states
+
+
+def check(steps, states):
+    """One step of each system from the same start must agree with the reference."""
+    for step in steps.values():
+        step()
+    ref_loss, ref_params = states["numpy"]()
+    for name, state in states.items():
+        loss, ps = state()
+        assert abs(loss - ref_loss) <= 1e-4 * max(1.0, abs(ref_loss)), (name, loss, ref_loss)
+        for p, r in zip(ps, ref_params):
+            np.testing.assert_allclose(p, r, rtol=1e-4, atol=1e-5, err_msg=name)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args(argv)
+    params, X, y = make_data()
+    steps, states = build(params, X, y)
+    check(steps, states)
+    budget = 4.0 if args.quick else 30.0
+    res = timing.interleaved(steps, budget_s=budget, min_rounds=5, max_rounds=400)
+    ref = res["numpy"].median
+    lines = [f"Eager training step: MLP {'-'.join(map(str, SIZES))}, ReLU, batch {BATCH}, float32, "
+             "cross-entropy, forward + backward + SGD step; one thread per library; "
+             f"{platform.processor() or platform.machine()}, Python {platform.python_version()}, "
+             f"NumPy {np.__version__}.", "",
+             "| system | median ms/step | IQR % | vs hand-written NumPy | vs PyTorch eager |",
+             "|---|---:|---:|---:|---:|"]
+    torch_med = res["torch"].median if "torch" in res else None
+    for name, st in res.items():
+        vs_torch = f"{st.median / torch_med:.2f}x" if torch_med else "n/a"
+        lines.append(f"| {TITLES[name]} | {st.median * 1e3:.3f} | {st.iqr_pct:.0f} | "
+                     f"{st.median / ref:.2f}x | {vs_torch} |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if not args.quick:
+        out = ROOT / "docs" / "benchmarks-eager.md"
+        out.write_text("# Eager training step\n\nReproduce with `python benchmarks/eager_step.py`."
+                       "\n\n" + text)
+        print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
