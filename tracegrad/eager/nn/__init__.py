@@ -1,5 +1,6 @@
 """``tg.nn``: modules, parameters, initialisers and the functional API, PyTorch-style."""
 from . import functional, init
+from .containers import ModuleList, Sequential
 from .layers import (
     AvgPool2d,
     BCEWithLogitsLoss,
@@ -21,7 +22,7 @@ from .layers import (
     Softmax,
     Tanh,
 )
-from .modules import Module, ModuleList, Parameter, Sequential
+from .modules import Module, Parameter
 
 __all__ = ["functional", "init", "Module", "Parameter", "Sequential", "ModuleList", "Identity",
            "Linear", "Conv2d", "ConvTranspose2d", "MaxPool2d", "AvgPool2d", "ReLU", "LeakyReLU",

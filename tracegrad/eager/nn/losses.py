@@ -1,0 +1,221 @@
+"""The losses of ``tg.nn.functional`` (re-exported there).
+
+Each loss is one recorded node: the whole formula, reduction included, is the NumPy
+function given to ``call``, so its ``grad_fn`` carries PyTorch's name and its backward
+is one adjoint sweep. Targets that are class indices are checked here (dtype, range,
+batch size) with PyTorch's messages.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ..dispatch import call
+from ..tensor import Tensor
+
+__all__ = ["mse_loss", "l1_loss", "nll_loss", "cross_entropy", "binary_cross_entropy_with_logits",
+           "one_hot"]
+
+
+def _reduce(values, reduction):
+    if reduction == "none":
+        return values
+    if reduction == "sum":
+        return np.sum(values)
+    return np.mean(values)
+
+
+def _check_reduction(reduction):
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _target_like(input, target, what):
+    if not isinstance(target, Tensor):
+        target = Tensor._plain(np.asarray(target, dtype=input.dtype))
+    if target.shape != input.shape:
+        warnings.warn(f"Using a target size ({target.shape}) that is different to the input "
+                      f"size ({input.shape}). This will likely lead to incorrect results due "
+                      "to broadcasting. Please ensure they have the same size.",
+                      UserWarning, stacklevel=3)
+        try:
+            np.broadcast_shapes(tuple(input.shape), tuple(target.shape))
+        except ValueError:
+            raise RuntimeError(f"{what}: the size of input {list(input.shape)} and target "
+                               f"{list(target.shape)} cannot be broadcast together") from None
+    return target
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    _check_reduction(reduction)
+    target = _target_like(input, target, "mse_loss")
+    return call(lambda x, y: _reduce((x - y) ** 2, reduction), input, target,
+                name="MseLossBackward0")
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    _check_reduction(reduction)
+    target = _target_like(input, target, "l1_loss")
+    # PyTorch composes l1_loss, so its grad_fn is that of the last step
+    return call(lambda x, y: _reduce(np.abs(x - y), reduction), input, target,
+                name={"mean": "MeanBackward0", "sum": "SumBackward0"}.get(reduction,
+                                                                         "AbsBackward0"))
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None,
+                                     reduce=None, reduction="mean", pos_weight=None):
+    _check_reduction(reduction)
+    target = _target_like(input, target, "binary_cross_entropy_with_logits")
+    w = None if weight is None else _array(weight)
+    pw = None if pos_weight is None else _array(pos_weight)
+
+    def fn(x, y):
+        # log(1 + exp(-|x|)) never overflows; the max terms restore the sign
+        softplus_neg = np.log1p(np.exp(-np.abs(x))) + np.maximum(-x, 0)   # -log sigmoid(x)
+        softplus_pos = softplus_neg + x                                      # -log(1 - sigmoid(x))
+        loss = (1 - y) * softplus_pos + (y if pw is None else pw * y) * softplus_neg
+        return _reduce(loss if w is None else loss * w, reduction)
+    return call(fn, input, target, name="BinaryCrossEntropyWithLogitsBackward0")
+
+
+def _array(t):
+    return t._data if isinstance(t, Tensor) else np.asarray(t)
+
+
+def _class_targets(input, target, weight, ignore_index):
+    """Each sample's weight (0 where ignored) placed at its target class: an array of
+    ``input``'s shape, so that the picked log-probabilities are ``sum(x * picks)`` along
+    the class dimension (1, or 0 for one unbatched sample); and the weights summed over
+    the class dimension, for the weighted mean.
+
+    A dense mask rather than fancy indexing by the targets: the mask enters the recorded
+    graph as a constant operand, an index would be a parameter of the node, and the
+    engine caches backward plans by graph structure including parameters, so every new
+    batch of targets would miss the cache.
+    """
+    t = _array(target)
+    if t.dtype.kind not in "iu":
+        raise RuntimeError(f"expected scalar type Long but found {_dtype_name(t.dtype)}")
+    shape = tuple(input.shape)
+    if len(shape) == 1:
+        if t.ndim != 0:
+            raise RuntimeError(f"0D or 1D target tensor expected, multi-target not supported "
+                               f"(got target of size {list(t.shape)} for input of size "
+                               f"{list(shape)})")
+    elif len(shape) < 1 or t.shape != shape[:1] + shape[2:]:
+        if len(shape) >= 1 and t.shape[:1] != shape[:1]:
+            raise ValueError(f"Expected input batch_size ({shape[0]}) to match target "
+                             f"batch_size ({t.shape[0] if t.ndim else 0}).")
+        raise RuntimeError(f"Expected target size {[shape[0]] + list(shape[2:])}, got "
+                           f"{list(t.shape)}")
+    class_dim = 0 if len(shape) == 1 else 1
+    n_classes = shape[class_dim]
+    valid = t != ignore_index
+    bad = valid & ((t < 0) | (t >= n_classes))
+    if np.any(bad):
+        raise IndexError(f"Target {int(t[bad].flat[0])} is out of bounds.")
+    w = valid.astype(input.dtype)
+    if weight is not None:
+        weight = _array(weight)
+        if weight.shape != (n_classes,):
+            raise RuntimeError(f"weight tensor should be defined either for all {n_classes} "
+                               f"classes or no classes but got weight tensor of shape: "
+                               f"{list(weight.shape)}")
+        w = w * weight[np.where(valid, t, 0)].astype(input.dtype)
+    classes = np.arange(n_classes).reshape((-1,) + (1,) * (t.ndim - class_dim))
+    picks = np.where(np.expand_dims(t, class_dim) == classes, np.expand_dims(w, class_dim), 0)
+    return picks.astype(input.dtype), w
+
+
+def _dtype_name(dtype):
+    return {"float64": "Double", "float32": "Float", "int64": "Long", "int32": "Int",
+            "bool": "Bool"}.get(np.dtype(dtype).name, np.dtype(dtype).name)
+
+
+def _nll_name(input):
+    return "NllLossBackward0" if input.dim() <= 2 else "NllLoss2DBackward0"
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+             reduction="mean"):
+    """Negative log-likelihood of class indices; ``input`` holds log-probabilities along
+    dimension 1 (dimension 0 for one unbatched sample). The mean is weighted: the sum of
+    picked losses divided by the sum of their weights, as in PyTorch."""
+    _check_reduction(reduction)
+    picks, w = _class_targets(input, target, weight, ignore_index)
+    class_dim = 0 if input.dim() == 1 else 1
+
+    def fn(x):
+        picked = -np.sum(x * picks, axis=class_dim)
+        if reduction == "mean":
+            return np.sum(picked) / np.sum(w)
+        return picked if reduction == "none" else np.sum(picked)
+    return call(fn, input, name=_nll_name(input))
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100,
+                  reduce=None, reduction="mean", label_smoothing=0.0):
+    """``nll_loss(log_softmax(input, 1), target)`` for class indices; for a floating
+    ``target`` of ``input``'s shape, the cross-entropy with those class probabilities."""
+    _check_reduction(reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    class_dim = 0 if input.dim() == 1 else 1
+    logp = input.log_softmax(class_dim)
+    is_probs = isinstance(target, Tensor) and target.is_floating_point()
+    if is_probs:
+        return _cross_entropy_probs(logp, target, weight, reduction, label_smoothing, class_dim)
+    if label_smoothing == 0.0:
+        return nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
+    picks, w = _class_targets(logp, target, weight, ignore_index)
+    n_classes = input.shape[class_dim]
+    shape = [1] * input.dim()
+    shape[class_dim] = n_classes
+    cw = np.ones(shape, input.dtype) if weight is None else \
+        _array(weight).astype(input.dtype).reshape(shape)
+    valid = _array(target) != ignore_index
+    eps = label_smoothing
+
+    def fn(x):
+        nll = -np.sum(x * picks, axis=class_dim)
+        smooth = -np.sum(x * cw, axis=class_dim) * valid
+        if reduction == "none":
+            return (1 - eps) * nll + smooth * (eps / n_classes)
+        if reduction == "sum":
+            return (1 - eps) * np.sum(nll) + np.sum(smooth) * (eps / n_classes)
+        # PyTorch normalises the smoothing term by the summed target weights too
+        norm = np.sum(w) if weight is not None else np.sum(valid)
+        return (1 - eps) * np.sum(nll) / np.sum(w) + np.sum(smooth) / norm * (eps / n_classes)
+    return call(fn, logp, name="AddBackward0")
+
+
+def _cross_entropy_probs(logp, target, weight, reduction, eps, class_dim):
+    if target.shape != logp.shape:
+        raise RuntimeError(f"Expected target of size {list(logp.shape)} (class probabilities), "
+                           f"got {list(target.shape)}")
+    n_classes = logp.shape[class_dim]
+    shape = [1] * logp.dim()
+    shape[class_dim] = n_classes
+    cw = None if weight is None else _array(weight).astype(logp.dtype).reshape(shape)
+
+    def fn(x, y):
+        if eps:
+            y = y * (1 - eps) + eps / n_classes
+        terms = x * y if cw is None else x * y * cw
+        loss = -np.sum(terms, axis=class_dim)
+        if reduction == "mean":
+            return np.sum(loss) / max(loss.size, 1)
+        return loss if reduction == "none" else np.sum(loss)
+    return call(fn, logp, target,
+                name="DivBackward1" if reduction == "mean" else "NegBackward0")
+
+
+def one_hot(tensor, num_classes=-1):
+    t = _array(tensor)
+    if t.dtype.kind not in "iu":
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    n = int(t.max()) + 1 if num_classes < 0 else num_classes
+    if t.size and (t.min() < 0 or t.max() >= n):
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    return Tensor._plain((t[..., None] == np.arange(n)).astype(np.int64))
