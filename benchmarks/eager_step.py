@@ -80,8 +80,13 @@ def numpy_system(params, X, y):
 
 def eager_system(params, X, y):
     nn, F = tg.nn, tg.nn.functional
-    model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
-                          nn.Linear(256, 10))
+    before = tg.get_default_dtype()
+    tg.set_default_dtype(tg.float32)        # parameters follow the default dtype
+    try:
+        model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
+                              nn.Linear(256, 10))
+    finally:
+        tg.set_default_dtype(before)
     with tg.no_grad():
         for p, v in zip(model.parameters(), params):
             p.copy_(tg.tensor(v))

@@ -13,15 +13,17 @@ import re
 
 import numpy as np
 
-from ..tracer import Tracer
+from ..tracer import Tracer, user_src
 from . import grad_mode, profiler
-from .tape import EagerTracer
+from .tape import TAPE, EagerTracer
 
 _PLAIN, _RECORD, _SYMBOLIC = 0, 1, 2
 
 
+Tensor = None       # tg.Tensor, set by tensor.py once it is defined
+
+
 def _tensor_class():
-    from .tensor import Tensor
     return Tensor
 
 
@@ -100,8 +102,14 @@ def _call(Tensor, fn, args, name, view_of, kwargs):
         out = fn(*_map(args, _value, Tensor), **kwargs)
         return _wrap(out, Tensor, None, None, view_of)
     if mode == _RECORD:
-        ins = _map(args, _traced, Tensor)
-        out = fn(*ins, **kwargs)
+        outer = TAPE.src
+        if outer is None:
+            TAPE.src = user_src()
+        try:
+            ins = _map(args, _traced, Tensor)
+            out = fn(*ins, **kwargs)
+        finally:
+            TAPE.src = outer
         return _wrap(out, Tensor, name, ins, view_of)
     out = fn(*_map(args, _symbolic, Tensor), **kwargs)
     return _wrap(out, Tensor, None, None, None)

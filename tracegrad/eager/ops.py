@@ -35,6 +35,8 @@ def _shape(x):
 
 
 def _check_broadcast(a, b):
+    if type(b) in (float, int, bool) or type(a) in (float, int, bool):
+        return
     sa, sb = _shape(a), _shape(b)
     if sa == sb:
         return

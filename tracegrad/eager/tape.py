@@ -133,12 +133,17 @@ class Tape(Trace):
 
     def __init__(self):
         super().__init__(level=-1)
+        self.src = None         # the user's line of the tensor operation running now
+        self._consts: dict = {}
+
+    def _src(self):
+        return self.src if self.src is not None else user_src()
 
     def input(self, value, counter, tensor=None) -> EagerTracer:
         """A node for a tensor's current value: an ``AccumulateGrad`` leaf when ``tensor``
         (which requires grad) is given, else a value that gets no gradient."""
         node = self.graph.add_node("input", (), {}, shape=value.shape, dtype=value.dtype,
-                                   src=user_src())
+                                   src=self._src())
         if tensor is None:
             handle = Saved(node, (), value, counter)
         else:
@@ -148,8 +153,20 @@ class Tape(Trace):
 
     def const(self, value, snapshot=True) -> EagerTracer:
         value = np.array(value) if snapshot else np.asarray(value)
-        node = self.graph.add_const(value, src=user_src())
-        return self._tracer(node, value, Saved(node, (), value, Version()))
+        key = None
+        if value.ndim == 0:
+            # scalars (x * 2.0) share one node per value: no node to make and remove per use
+            key = (value.dtype.str, value.item())
+            hit = self._consts.get(key)
+            if hit is not None:
+                return hit
+        node = self.graph.add_const(value, src=self._src())
+        t = self._tracer(node, value, Saved(node, (), value, Version()))
+        if key is not None:
+            if len(self._consts) >= 1024:
+                self._consts.clear()
+            self._consts[key] = t
+        return t
 
     def _tracer(self, node, value, handle):
         t = EagerTracer(self, node, value.shape, value.dtype, value)
@@ -171,7 +188,7 @@ class Tape(Trace):
             ids.append(a._node)
             vals.append(a._value)
             parents.append(a._handle)
-        src = user_src()
+        src = self._src()
         try:
             value = np.asarray(prim.impl(*vals, **params))
         except (ValueError, TypeError, IndexError, ArithmeticError) as e:

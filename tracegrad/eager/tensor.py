@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import apply
-from . import grad_mode
+from . import dispatch, grad_mode
 from .dispatch import call
 from .tape import TAPE, EagerTracer, Version
 
@@ -382,6 +382,9 @@ class Tensor:
         from .indexing import index_update
         self._inplace(lambda x, v: index_update(x, key, v), value, name="CopySlices",
                       reads_self=False)
+
+
+dispatch.Tensor = Tensor
 
 
 def _private_copy(tracer):

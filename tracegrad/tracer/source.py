@@ -9,6 +9,7 @@ import tracegrad
 
 _SKIP = tuple(os.path.dirname(m.__file__) + os.sep for m in (tracegrad, np))
 _internal: dict = {}  # code object -> bool, so the walk costs a dict lookup per frame
+_basenames: dict = {}  # code object -> its file's base name
 _local = threading.local()
 
 
@@ -33,10 +34,23 @@ def user_src():
     override = getattr(_local, "override", None)
     if override is not None:
         return override
-    frame = user_frame()
+    frame = sys._getframe(1)
+    internal = _internal
+    while frame is not None:
+        code = frame.f_code
+        hit = internal.get(code)
+        if hit is None:
+            hit = _is_internal(code)
+        if not hit:
+            break
+        frame = frame.f_back
     if frame is None:
         return None
-    return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+    code = frame.f_code
+    name = _basenames.get(code)
+    if name is None:
+        name = _basenames[code] = os.path.basename(code.co_filename)
+    return f"{name}:{frame.f_lineno}"
 
 
 class source_override:
