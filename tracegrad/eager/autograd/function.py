@@ -196,6 +196,7 @@ def _apply_traced(cls, args):
         node = apply_primitive("custom_vjp_call", primal, *operands, rule=rule, index=k)
         results.append(node if all(raw) or not any(isinstance(a, Tensor) for a in args)
                        else Tensor._symbolic(node))
-    ctx._saved = tuple(_swap(s, outs, [r if isinstance(r, Tensor) else Tensor._symbolic(r)
-                                       for r in results]) for s in ctx._saved)
+    as_tensors = [r if isinstance(r, Tensor) else Tensor._symbolic(r) for r in results]
+    ctx._saved = tuple(_swap(s, outs, as_tensors) for s in ctx._saved)
+    rule.outputs = tuple(as_tensors)
     return results[0] if single else tuple(results)

@@ -86,7 +86,8 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
                 msg = (f"Jacobian mismatch for output {a} with respect to input {k},\n"
                        f"numerical:{num}\nanalytical:{ana}\n"
                        f"worst mismatch at (output element {r}, input element {c}): numerical "
-                       f"{num[r, c]!r} vs analytical {ana[r, c]!r} (atol={atol}, rtol={rtol}, "
+                       f"{float(num[r, c])!r} vs analytical {float(ana[r, c])!r} "
+                       f"(atol={atol}, rtol={rtol}, "
                        f"eps={eps})")
                 if raise_exception:
                     raise GradcheckError(msg)
