@@ -77,6 +77,13 @@ class _Plan:
 def _freeze(v):
     # a custom Function's rule is hashed by identity: the cached plan holds it, so the
     # identity cannot be reused by another rule while the entry exists
+    if type(v) is dict:
+        items = tuple(v.items())
+        try:
+            hash(items)                 # the common case: ints, tuples, dtypes
+            return items
+        except TypeError:
+            pass
     if isinstance(v, dict):
         return tuple((k, _freeze(x)) for k, x in v.items())
     if isinstance(v, (tuple, list)):
