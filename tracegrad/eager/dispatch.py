@@ -13,6 +13,7 @@ import re
 
 import numpy as np
 
+from ..ir import apply
 from ..tracer import Tracer, user_src
 from . import grad_mode, profiler
 from .tape import TAPE, EagerTracer
@@ -132,8 +133,12 @@ def _wrap(out, Tensor, name, ins, view_of):
 def _from_tracer(tracer, Tensor, name, ins, view_of):
     if tracer.dtype.kind not in "fc":
         return Tensor._plain(tracer._value)     # integers and booleans carry no gradient
+    if name is not None and any(tracer is i for i in _flat(ins)):
+        # NumPy handed an operand back (a reshape to its own shape): PyTorch still makes
+        # a node, and retain_grad/hooks on the result must not land on the operand's
+        tracer = apply("reshape", tracer, shape=tuple(tracer.shape))
     handle = tracer._handle
-    if name is not None and not any(tracer is i for i in _flat(ins)):
+    if name is not None:
         handle._name = name
         inputs = tuple(i._handle for i in _flat(ins) if isinstance(i, EagerTracer))
         if inputs != handle._parents:
