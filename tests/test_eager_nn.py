@@ -562,11 +562,11 @@ def test_optimizer_bookkeeping():
     assert [g["lr"] for g in opt.param_groups] == [0.1, 0.5]
     assert opt.param_groups[1]["momentum"] == 0.9
     (a.sum() + b.sum()).backward()
-    version = a._version.v
+    version = a._vc.v
     opt.step()
     np.testing.assert_allclose(a.detach().numpy(), [0.9, 0.9])
     np.testing.assert_allclose(b.detach().numpy(), [0.5, 0.5])
-    assert a._version.v == version + 1
+    assert a._vc.v == version + 1
     state = opt.state_dict()
     assert state["param_groups"][1]["params"] == [1]
     np.testing.assert_array_equal(state["state"][0]["momentum_buffer"].numpy(), [1.0, 1.0])

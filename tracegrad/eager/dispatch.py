@@ -125,7 +125,7 @@ def _wrap(out, Tensor, name, ins, view_of):
         return Tensor._symbolic(out)
     t = Tensor._plain(np.asarray(out))
     if view_of is not None and out is not None and np.shares_memory(t._data, view_of._data):
-        t._version = view_of._version
+        t._vc = view_of._vc
         t._base = view_of if view_of._base is None else view_of._base
     return t
 
@@ -145,8 +145,8 @@ def _from_tracer(tracer, Tensor, name, ins, view_of):
             handle._inputs = inputs
     t = Tensor._recorded(tracer)
     if view_of is not None and np.shares_memory(t._data, view_of._data):
-        t._version = handle._counter = view_of._version
-        handle._saved_version = view_of._version.v
+        t._vc = handle._counter = view_of._vc
+        handle._saved_version = view_of._vc.v
         t._base = view_of if view_of._base is None else view_of._base
     return t
 

@@ -402,7 +402,7 @@ def _accumulate(t, g, create_graph):
         t._grad = t._grad + g
     else:
         t._grad._data += g._data
-        t._grad._version.v += 1
+        t._grad._vc.v += 1
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,

@@ -308,7 +308,7 @@ def fill_(self, value):
 def _fill_plain(self, value):
     self._check_inplace()
     self._data[...] = value._data if isinstance(value, Tensor) else value
-    self._version.v += 1
+    self._vc.v += 1
     return self
 
 

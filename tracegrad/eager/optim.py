@@ -86,7 +86,7 @@ class Optimizer:
         for group in self.param_groups:
             for p, grad in self._params_with_grad(group):
                 self._update(p, grad, group, self.state.setdefault(p, {}))
-                p._version.v += 1
+                p._vc.v += 1
         return loss
 
     def _update(self, p, grad, group, state):

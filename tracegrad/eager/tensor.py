@@ -37,7 +37,7 @@ def _type_name(dtype):
 
 
 class Tensor:
-    __slots__ = ("_data", "_tracer", "_requires_grad", "_grad", "_version", "_input",
+    __slots__ = ("_data", "_tracer", "_requires_grad", "_grad", "_vc", "_input",
                  "_hooks", "_base", "_retains", "__weakref__")
     __array_priority__ = 1000
 
@@ -49,7 +49,7 @@ class Tensor:
         t._tracer = None
         t._requires_grad = requires_grad
         t._grad = None
-        t._version = Version()
+        t._vc = Version()
         t._input = None
         t._hooks = None
         t._base = None
@@ -60,7 +60,7 @@ class Tensor:
     def _recorded(cls, tracer):
         t = cls._plain(tracer._value)
         t._tracer = tracer
-        t._version = tracer._handle._counter
+        t._vc = tracer._handle._counter
         return t
 
     @classmethod
@@ -77,7 +77,7 @@ class Tensor:
         self._tracer = None
         self._requires_grad = False
         self._grad = None
-        self._version = Version()
+        self._vc = Version()
         self._input = None
         self._hooks = None
         self._base = None
@@ -93,10 +93,10 @@ class Tensor:
                 t._handle._value = self._data
             return t
         hit = self._input
-        if hit is not None and hit[1] == self._version.v and hit[0]._value is self._data:
+        if hit is not None and hit[1] == self._vc.v and hit[0]._value is self._data:
             return hit[0]
-        t = TAPE.input(self._data, self._version, self if self._requires_grad else None)
-        self._input = (t, self._version.v)
+        t = TAPE.input(self._data, self._vc, self if self._requires_grad else None)
+        self._input = (t, self._vc.v)
         return t
 
     # -- autograd attributes ---------------------------------------------------------
@@ -121,6 +121,11 @@ class Tensor:
     def requires_grad_(self, requires_grad=True):
         self.requires_grad = requires_grad
         return self
+
+    @property
+    def _version(self):
+        """How many in-place changes this tensor's storage has seen (PyTorch's counter)."""
+        return self._vc.v
 
     @property
     def is_leaf(self):
@@ -189,7 +194,7 @@ class Tensor:
 
     def detach(self):
         t = Tensor._plain(self._data)
-        t._version = self._version
+        t._vc = self._vc
         t._base = self if self._base is None else self._base
         return t
 
@@ -344,7 +349,7 @@ class Tensor:
         if mode != _RECORD:
             new = fn(self._data, *[o._data if isinstance(o, Tensor) else o for o in others])
             np.copyto(self._data, new, casting="unsafe")
-            self._version.v += 1
+            self._vc.v += 1
             return self
         if self._base is not None and self._tracer is not None:
             raise RuntimeError("tracegrad does not record in-place changes of a view of a tensor "
@@ -357,11 +362,11 @@ class Tensor:
         if res.dtype != self._data.dtype:
             res = res.astype(self._data.dtype)
         np.copyto(self._data, res._value, casting="unsafe")
-        self._version.v += 1
+        self._vc.v += 1
         handle = res._handle
         handle._value = self._data
-        handle._counter = self._version
-        handle._saved_version = self._version.v
+        handle._counter = self._vc
+        handle._saved_version = self._vc.v
         if name is not None:
             handle._name = name
         self._tracer = _relabelled(res, self._data)
@@ -376,7 +381,7 @@ class Tensor:
             if not (grad_mode.is_grad_enabled() and self.requires_grad):
                 self._check_inplace()
                 self._data[key] = value
-                self._version.v += 1
+                self._vc.v += 1
                 return
             value = Tensor._plain(np.asarray(value))
         from .indexing import index_update

@@ -21,7 +21,7 @@ __all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones
 
 def _fill(tensor, values):
     np.copyto(tensor._data, values, casting="unsafe")
-    tensor._version.v += 1
+    tensor._vc.v += 1
     return tensor
 
 

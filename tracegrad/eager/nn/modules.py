@@ -308,7 +308,7 @@ class Module:
                 src = state_dict[key]
                 src = src._data if isinstance(src, Tensor) else np.asarray(src)
                 np.copyto(target._data, src, casting="unsafe")
-                target._version.v += 1      # an in-place change, as copy_ under no_grad
+                target._vc.v += 1      # an in-place change, as copy_ under no_grad
         return _IncompatibleKeys(missing, unexpected)
 
     # -- printing -------------------------------------------------------------------------------
@@ -351,6 +351,6 @@ def _zero_grad(p, set_to_none):
             g = p._grad = g.detach()
         if g._data.flags.writeable:
             g._data.fill(0)
-            g._version.v += 1
+            g._vc.v += 1
         else:       # a read-only (e.g. broadcast) gradient array: a fresh one
             g._data = np.zeros_like(g._data)
