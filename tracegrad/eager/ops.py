@@ -16,6 +16,7 @@ from ..tracer import Tracer
 from ..tracer import where as _at_user_line
 from .dispatch import call
 from .indexing import getitem_name, is_basic
+from .tape import TAPE, EagerTracer, Version
 from .tensor import Tensor, _index_key, default_dtype
 
 MinMax = namedtuple("MinMax", ["values", "indices"])
@@ -654,7 +655,19 @@ def gather(self, dim, index):
     dim = dim % self.dim()
     grids = np.indices(idx.shape, sparse=True)
     key = tuple(idx if d == dim else grids[d] for d in range(self.dim()))
-    return call(lambda x: x[key], self, name="GatherBackward0")
+    return call(lambda x: x[_operand_key(x, key)], self, name="GatherBackward0")
+
+
+def _operand_key(x, key):
+    """On the tape, integer index arrays that come from data (targets, sampled indices)
+    are operands of the node rather than constants in its params, so the backward plan of
+    the next batch is the same plan."""
+    if not isinstance(x, EagerTracer):
+        return key
+    items = key if isinstance(key, tuple) else (key,)
+    out = tuple(TAPE.input(k, Version()) if isinstance(k, np.ndarray) and k.dtype.kind in "iu"
+                and k.size > 1 else k for k in items)
+    return out if isinstance(key, tuple) else out[0]
 
 
 Tensor.gather = gather
@@ -662,7 +675,11 @@ Tensor.gather = gather
 
 def __getitem__(self, key):
     key = _index_key(key)
-    return call(lambda x: x[key], self, name=getitem_name(key),
+    if isinstance(key, list):
+        key = np.asarray(key)
+    elif isinstance(key, tuple) and any(isinstance(k, list) for k in key):
+        key = tuple(np.asarray(k) if isinstance(k, list) else k for k in key)
+    return call(lambda x: x[_operand_key(x, key)], self, name=getitem_name(key),
                 view_of=self if is_basic(key) else None)
 
 
