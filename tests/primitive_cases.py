@@ -151,6 +151,14 @@ for _name, _domain in UNARY_DOMAINS.items():
 for _name in ["sin", "log2", "log10", "sqrt", "tanh", "arccosh"]:
     add(Case(_name, (UNARY_DOMAINS[_name]((2, 2)).astype(np.float32),)))
 
+for _shape in UNARY_SHAPES:
+    add(Case("relu", (away(_shape),), second=_shape == (2, 3)))
+add(Case("relu", (away((2, 2)).astype(np.float32),), tag="f32"))
+# relu'(0) = 0 as in PyTorch (JAX's maximum splits the tie); relu(-inf) = 0, relu(nan) = nan
+add(Case("relu", (np.array([-1.5, 0.0, 2.0, -np.inf, np.inf]),), tag="at-zero", jax_derivs=False,
+         fd=False))
+add(Case("relu", (np.array([np.nan, -1.0]),), tag="nan", derivs=False))
+
 # values at the kinks and jumps: value tests, and JAX's conventions for the derivative there
 # d|x|/dx at 0 is sign(0) = 0, as in PyTorch and central differences; JAX takes 1
 add(Case("abs", (np.array([-1.5, 0.0, 2.0, -0.0]),), tag="at-zero", jax_derivs=False))

@@ -221,7 +221,7 @@ def _run(roots, grads, targets, retain_graph, create_graph):
     for n, pos in zip(wrt, plan.outputs):
         if pos is not None:
             result[n] = outs[pos]
-    return result, handles
+    return result, ([] if create_graph else list(args))
 
 
 def _observer(plan, order, handles, Tensor):
@@ -312,11 +312,15 @@ def _as_tensor(v, Tensor):
     return Tensor._plain(np.asarray(v))
 
 
-def _fresh(value, Tensor):
-    """A gradient array as a tensor of its own (never sharing memory with a saved value)."""
+def _fresh(value, Tensor, inputs=()):
+    """A gradient array as a tensor of its own: copied only when it may share memory with
+    one of the backward graph's ``inputs`` (a saved value handed straight back) or is a
+    read-only broadcast view, since ``.grad`` is accumulated in place."""
     if isinstance(value, Tensor):
         return value
-    return Tensor._plain(np.array(value, copy=True))
+    if not value.flags.writeable or any(np.may_share_memory(value, a) for a in inputs):
+        value = np.array(value, copy=True)
+    return Tensor._plain(value)
 
 
 def _leaf_nodes(handles, tensor):
@@ -381,13 +385,14 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
             receivers[id(t)] = (t, _tensor_nodes(handles, t))
     targets = [n for _, nodes in receivers.values() for n in nodes]
-    result, _ = _run(tensors, grads, targets, retain_graph, create_graph)
+    result, inputs = _run(tensors, grads, targets, retain_graph, create_graph)
     with grad_mode.set_grad_enabled(create_graph):
         for t, nodes in receivers.values():
             parts = [result[n] for n in nodes if n in result]
             if not parts:
                 continue
-            g = _fresh(_sum(parts) if len(parts) > 1 else parts[0], Tensor)
+            g = _fresh(_sum(parts) if len(parts) > 1 else parts[0], Tensor, inputs)
+            inputs.append(g._data)      # two leaves never share one gradient array
             if t._tracer is None and t._hooks:
                 g = _run_hooks(t._hooks, g, Tensor)
             _accumulate(t, g, create_graph)
@@ -429,8 +434,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         if not t.requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
         wanted.append(_tensor_nodes(handles, t))
-    result, _ = _run(outputs, grads, [n for nodes in wanted for n in nodes], retain_graph,
-                     create_graph)
+    result, ins = _run(outputs, grads, [n for nodes in wanted for n in nodes], retain_graph,
+                       create_graph)
     out = []
     with grad_mode.set_grad_enabled(create_graph):
         for t, nodes in zip(inputs, wanted):
@@ -443,7 +448,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                 out.append(Tensor._plain(np.zeros(tuple(t.shape), t.dtype))
                            if materialize_grads else None)
                 continue
-            g = _fresh(_sum(parts) if len(parts) > 1 else parts[0], Tensor)
+            g = _fresh(_sum(parts) if len(parts) > 1 else parts[0], Tensor, ins)
+            ins.append(g._data)
             if t._tracer is None and t._hooks:
                 g = _run_hooks(t._hooks, g, Tensor)
             out.append(g)

@@ -160,7 +160,7 @@ def _sigmoid(x):
 
 
 def _relu(x):
-    return np.where(x > 0, x, 0)
+    return apply("relu", x)
 
 
 def _rsqrt(x):
