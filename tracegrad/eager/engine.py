@@ -181,9 +181,10 @@ def _seed(root, grad, i, Tensor):
     return grad
 
 
-def _run(roots, grads, targets, retain_graph, create_graph):
-    """Cotangents of the tape nodes ``targets`` (a dict node -> anything) from the
-    roots: node -> array (a Tensor with create_graph), for those reached."""
+def _run(roots, grads, targets, retain_graph, create_graph, handles):
+    """Cotangents of the tape nodes ``targets`` from the roots, whose history is
+    ``handles`` (``collect``): node -> array (a Tensor with create_graph) for those
+    reached, and the arrays the backward graph was given."""
     Tensor = _tensor_class()
     tracers = []
     for i, r in enumerate(roots):
@@ -191,7 +192,6 @@ def _run(roots, grads, targets, retain_graph, create_graph):
             raise RuntimeError(_NO_GRAD.format(i=i))
         tracers.append(r._traced())
     seeds = [_seed(r, g, i, Tensor) for i, (r, g) in enumerate(zip(roots, grads))]
-    handles = collect([t._handle for t in tracers])
     order = sorted(handles)
     taps = [n for n in order if handles[n]._hooks and type(handles[n]) is not AccumulateGrad]
     wrt = [n for n in dict.fromkeys(list(targets) + taps) if n in handles]
@@ -385,17 +385,26 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
             receivers[id(t)] = (t, _tensor_nodes(handles, t))
     targets = [n for _, nodes in receivers.values() for n in nodes]
-    result, inputs = _run(tensors, grads, targets, retain_graph, create_graph)
+    result, inputs = _run(tensors, grads, targets, retain_graph, create_graph, handles)
     with grad_mode.set_grad_enabled(create_graph):
         for t, nodes in receivers.values():
-            parts = [result[n] for n in nodes if n in result]
-            if not parts:
-                continue
-            g = _fresh(_sum(parts) if len(parts) > 1 else parts[0], Tensor, inputs)
-            inputs.append(g._data)      # two leaves never share one gradient array
-            if t._tracer is None and t._hooks:
-                g = _run_hooks(t._hooks, g, Tensor)
-            _accumulate(t, g, create_graph)
+            g = _gradient_of(t, nodes, result, inputs, Tensor)
+            if g is not None:
+                _accumulate(t, g, create_graph)
+
+
+def _gradient_of(t, nodes, result, handed, Tensor):
+    """``t``'s gradient from the cotangents of its ``nodes`` (a leaf may have one per
+    version), after its hooks; None if no path reached it. ``handed`` holds the arrays it
+    must not share memory with (saved values, gradients already given out) and gets its."""
+    parts = [result[n] for n in nodes if n in result]
+    if not parts:
+        return None
+    g = _fresh(_sum(parts) if len(parts) > 1 else parts[0], Tensor, handed)
+    handed.append(g._data)
+    if t._tracer is None and t._hooks:
+        g = _run_hooks(t._hooks, g, Tensor)
+    return g
 
 
 def _accumulate(t, g, create_graph):
@@ -416,7 +425,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     attributes are left alone."""
     Tensor = _tensor_class()
     outputs = _as_list(outputs)
-    single = isinstance(inputs, Tensor)
     inputs = _as_list(inputs)
     grads = _as_list(grad_outputs) or [None] * len(outputs)
     if retain_graph is None:
@@ -435,12 +443,12 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             raise RuntimeError("One of the differentiated Tensors does not require grad")
         wanted.append(_tensor_nodes(handles, t))
     result, ins = _run(outputs, grads, [n for nodes in wanted for n in nodes], retain_graph,
-                       create_graph)
+                       create_graph, handles)
     out = []
     with grad_mode.set_grad_enabled(create_graph):
         for t, nodes in zip(inputs, wanted):
-            parts = [result[n] for n in nodes if n in result]
-            if not parts:
+            g = _gradient_of(t, nodes, result, ins, Tensor)
+            if g is None:
                 if not allow_unused:
                     raise RuntimeError("One of the differentiated Tensors appears to not have "
                                        "been used in the graph. Set allow_unused=True if this is "
@@ -448,10 +456,5 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                 out.append(Tensor._plain(np.zeros(tuple(t.shape), t.dtype))
                            if materialize_grads else None)
                 continue
-            g = _fresh(_sum(parts) if len(parts) > 1 else parts[0], Tensor, ins)
-            ins.append(g._data)
-            if t._tracer is None and t._hooks:
-                g = _run_hooks(t._hooks, g, Tensor)
             out.append(g)
-    del single
     return tuple(out)
