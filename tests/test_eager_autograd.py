@@ -218,3 +218,11 @@ def test_shape_errors_name_both_shapes_and_the_line():
         tg.ones(2, 3) @ tg.ones(4, 5)
     with pytest.raises(RuntimeError, match="invalid for input of size 6"):
         tg.ones(2, 3).view(4, 2)
+
+
+def test_eager_example_runs():
+    import pathlib
+    import runpy
+
+    example = pathlib.Path(__file__).resolve().parent.parent / "examples" / "eager_mlp.py"
+    runpy.run_path(str(example), run_name="__main__")     # it asserts its own results

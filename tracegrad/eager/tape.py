@@ -211,14 +211,15 @@ def recorded_graph(*tensors) -> Graph:
     inputs are the leaves and saved values and whose outputs are the tensors."""
     nodes = collect([t._tracer._handle for t in tensors if t._tracer is not None])
     graph = Graph()
-    for n in sorted(nodes):
+    local = {n: i for i, n in enumerate(sorted(nodes))}   # numbered from 0, as traced graphs
+    for n, i in local.items():
         d = TAPE.graph.node(n)
         if d["op"] == "input":
-            graph.put(n, dict(d, params={"index": len(graph.inputs)}))
-            graph.inputs.append(n)
+            graph.put(i, dict(d, params={"index": len(graph.inputs)}))
+            graph.inputs.append(i)
         else:
-            graph.put(n, d)
-    graph.outputs = [t._tracer._node for t in tensors if t._tracer is not None]
+            graph.put(i, d, args=[local[a] for a in d["args"]])
+    graph.outputs = [local[t._tracer._node] for t in tensors if t._tracer is not None]
     return graph
 
 
