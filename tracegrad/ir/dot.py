@@ -1,33 +1,228 @@
-"""Graphviz DOT text for a graph (no Graphviz install needed to produce it)."""
+"""Graphviz DOT text for a graph (no Graphviz install needed to produce it).
+
+``to_dot(graph)`` draws one box per node, labelled with its id and op, its
+parameters, its type (``f64[3,4]``) and the user's source line. Inputs are
+ellipses, constants are grey notes, outputs have a double red border; the
+forward part of a derived graph is filled light blue and its adjoint (reverse
+mode) part light orange, and a legend node says so. The text is deterministic:
+the same graph always gives the same bytes.
+
+Which nodes are the adjoint part
+--------------------------------
+The IR does not record it, so it is worked out from the graph:
+
+* ``forward=`` a :class:`Graph` (the graph that was differentiated): a node is
+  forward when it computes the same thing as some node of ``forward`` -- the
+  same op and parameters applied to operands that match in turn (inputs match
+  by position, constants by value). Everything else that is not an input or a
+  constant is adjoint. This works for ``tg.passes.adjoint(g)`` with
+  ``forward=g`` and for ``tg.trace(tg.grad(f), x)`` with
+  ``forward=tg.trace(f, x)``.
+* ``forward=`` a set of node ids: exactly those nodes are forward.
+* ``seeds=`` node ids (e.g. the cotangent inputs of ``tg.passes.adjoint(g)``,
+  ``graph.inputs[len(g.inputs):]``): the adjoint part is the seeds and every
+  node that depends on one.
+* Neither given -- the structural rule: the adjoint part is every node that
+  depends on a *cotangent seed*, found as it appears in the graphs that
+  ``tg.grad``/``tg.hessian`` leave when traced. There the seed is the
+  ``np.ones`` cotangent that ``tg.grad`` feeds the adjoint graph, inlined as a
+  floating-point ``const`` whose every element is 1, made *before* the forward
+  pass is replayed. So a seed is such a constant whose first user is not the
+  first non-constant node after it, or is a ``reshape``/``broadcast_to`` (how a
+  scalar cotangent is spread back over a reduction). A constant 1 written in
+  the user's code is made right where it is used, so it is never a seed.
+  Nodes that read no input and only feed the adjoint part (the zeros a
+  cotangent is scattered into) count as adjoint too. Graphs with no seed
+  (every forward trace) are drawn all forward. A graph
+  from ``tg.passes.adjoint`` has no constant seed -- its seeds are inputs, and
+  which inputs is not recorded -- so pass ``forward=`` or ``seeds=`` for it.
+"""
+from __future__ import annotations
+
+import numpy as np
+
 from .dtypes import aval_str
 from .printing import format_params
 
+FORWARD_FILL = "#dbe9f6"   # light blue
+ADJOINT_FILL = "#fde0c5"   # light orange
+CONST_FILL = "#eeeeee"
+INPUT_FILL = "#ffffff"
+OUTPUT_COLOR = "#c0392b"
+MAX_CONST = 16             # constants with more elements are drawn collapsed
+_PREVIEW = 4               # values shown for a collapsed constant
+_SPREAD = ("reshape", "broadcast_to")
 
-def _quote(text):
-    # labels carry Graphviz's own "\n" line breaks, so only quotes are escaped
-    return '"' + str(text).replace('"', '\\"') + '"'
+
+def escape(text) -> str:
+    """``text`` as the inside of a DOT quoted string: backslashes and quotes are
+    escaped, and line breaks become Graphviz's ``\\n``."""
+    text = str(text).replace("\\", "\\\\").replace('"', '\\"')
+    return text.replace("\r\n", "\\n").replace("\n", "\\n").replace("\r", "\\n")
 
 
-def to_dot(graph) -> str:
+def _label(lines) -> str:
+    # each line is escaped on its own, then joined with Graphviz's line break
+    return '"' + "\\n".join(escape(line) for line in lines) + '"'
+
+
+def _const_text(value: np.ndarray, max_const: int) -> str:
+    if value.size <= max_const:
+        body = np.array2string(value, separator=",", precision=6, threshold=value.size + 1,
+                               max_line_width=10**9)
+        return "const " + body.replace("\n", "").replace(" ", "")
+    flat = value.reshape(-1)[:_PREVIEW]
+    if value.dtype.kind == "f":
+        shown = ", ".join(np.format_float_positional(v, precision=4, trim="-") for v in flat)
+    else:
+        shown = ", ".join(str(v) for v in flat.tolist())
+    return (f"const {aval_str(value.shape, value.dtype)} ({value.size} values)\n"
+            f"[{shown}, ...]")
+
+
+# -- which nodes are adjoint ------------------------------------------------------------------
+def _dependents(graph, roots) -> set:
+    """``roots`` and every node that depends on one (nodes are in topological order)."""
+    marked = set(roots)
+    for n, d in graph.nx.nodes(data=True):
+        if n not in marked and any(a in marked for a in d["args"]):
+            marked.add(n)
+    return marked
+
+
+def find_seeds(graph) -> list:
+    """The constant cotangent seeds of a traced gradient graph (see the module docstring)."""
+    order = list(graph)
+    seeds = []
+    for i, n in enumerate(order):
+        d = graph.node(n)
+        if d["op"] != "const":
+            continue
+        value = np.asarray(d["params"]["value"])
+        if value.dtype.kind != "f" or value.size == 0 or not np.all(value == 1):
+            continue
+        users = graph.users(n)
+        if not users:
+            continue
+        first_user = min(users, key=order.index)
+        next_op = next((m for m in order[i + 1:] if graph.op(m) != "const"), None)
+        if first_user != next_op or graph.op(first_user) in _SPREAD:
+            seeds.append(n)
+    return seeds
+
+
+def _key(d, keys):
+    if d["op"] == "input":
+        return ("input", d["params"]["index"], tuple(d["shape"]), d["dtype"])
+    if d["op"] == "const":
+        v = np.asarray(d["params"]["value"])
+        return ("const", v.dtype.str, v.shape, v.tobytes())
+    params = tuple((k, format_params({k: v})) for k, v in d["params"].items())
+    return (d["op"], params, tuple(d["shape"]), d["dtype"], tuple(keys[a] for a in d["args"]))
+
+
+def _structural_keys(graph) -> dict:
+    keys = {}
+    for n, d in graph.nx.nodes(data=True):
+        keys[n] = _key(d, keys)
+    return keys
+
+
+def adjoint_nodes(graph, forward=None, seeds=None) -> set:
+    """The node ids drawn as the adjoint part (the rules are in the module docstring)."""
+    structural = set()
+    if forward is not None and hasattr(forward, "nx"):
+        known = set(_structural_keys(forward).values())
+        keys = _structural_keys(graph)
+        structural = {n for n in graph if keys[n] not in known
+                      and graph.op(n) not in ("input", "const")}
+        extra = graph.inputs[len(forward.inputs):]
+        if seeds is None and extra:
+            seeds = extra
+    elif forward is not None:
+        forward = set(forward)
+        structural = {n for n in graph if n not in forward
+                      and graph.op(n) not in ("input", "const")}
+        if seeds is None:
+            return structural
+    if seeds is None:
+        seeds = find_seeds(graph)
+    adjoint = structural | _dependents(graph, seeds)
+    # scaffolding that reads no input and only feeds the adjoint part (the zeros a
+    # cotangent is scattered into) belongs to it
+    reads_input = _dependents(graph, graph.inputs)
     outputs = set(graph.outputs)
-    lines = ["digraph tracegrad {", "  rankdir=TB;", "  node [shape=box, fontname=monospace];"]
+    for n in reversed(list(graph)):
+        users = graph.users(n)
+        if (n not in adjoint and n not in reads_input and n not in outputs and users
+                and graph.op(n) not in ("input", "const") and all(u in adjoint for u in users)):
+            adjoint.add(n)
+    return adjoint
+
+
+# -- the text ---------------------------------------------------------------------------------
+def to_dot(graph, forward=None, *, seeds=None, max_const: int = MAX_CONST,
+           legend: bool = True) -> str:
+    """Graphviz DOT source for ``graph`` (see the module docstring for the styling and the
+    rule that tells the adjoint part from the forward part).
+
+    ``max_const``: constants with more elements than this show their type, size and
+    first few values instead of every value. ``legend=False`` leaves out the legend.
+    """
+    outputs = set(graph.outputs)
+    adjoint = adjoint_nodes(graph, forward, seeds)
+    lines = ["digraph tracegrad {", "  rankdir=TB;",
+             '  node [shape=box, style="rounded,filled", fontname=monospace, fontsize=10];',
+             "  edge [fontname=monospace, fontsize=9];"]
     for n, d in graph.nx.nodes(data=True):
         aval = aval_str(d["shape"], d["dtype"])
-        if d["op"] == "input":
-            label, style = f"%{n} input {d['params']['index']}\\n{aval}", "shape=ellipse, color=blue"
-        elif d["op"] == "const":
-            value = format_params({"value": d["params"]["value"]}, bare=True)
-            label, style = f"%{n} const {value}\\n{aval}", "shape=note, color=gray"
+        op = d["op"]
+        if op == "input":
+            text = [f"%{n} input {d['params']['index']}", aval]
+            style = ["shape=ellipse", "style=filled", f'fillcolor="{INPUT_FILL}"']
+        elif op == "const":
+            body = _const_text(np.asarray(d["params"]["value"]), max_const)
+            text = [f"%{n} {body.splitlines()[0]}", *body.splitlines()[1:]]
+            if np.asarray(d["params"]["value"]).size <= max_const:
+                text.append(aval)
+            style = ["shape=note", f'fillcolor="{CONST_FILL}"', "color=gray40"]
         else:
             params = format_params(d["params"])
-            label = f"%{n} {d['op']}" + (f" {params}" if params else "") + f"\\n{aval}"
-            style = ""
+            text = [f"%{n} {op}" + (f" {params}" if params else ""), aval]
+            fill = ADJOINT_FILL if n in adjoint else FORWARD_FILL
+            style = [f'fillcolor="{fill}"']
+        if n in adjoint and op in ("input", "const"):  # a cotangent seed
+            style = [s for s in style if not s.startswith("fillcolor")]
+            style.append(f'fillcolor="{ADJOINT_FILL}"')
+            text[0] += " (seed)"
         if d["src"]:
-            label += f"\\n{d['src']}"
+            text.append(d["src"])
         if n in outputs:
-            style = (style + ", " if style else "") + "penwidth=2, color=red"
-        lines.append(f"  n{n} [label={_quote(label)}{', ' + style if style else ''}];")
-        for pos, a in enumerate(d["args"]):
-            lines.append(f"  n{a} -> n{n} [label={pos}];")
+            where = ", ".join(str(i) for i, o in enumerate(graph.outputs) if o == n)
+            text[0] += f" (output {where})"
+            style += ["peripheries=2", f'color="{OUTPUT_COLOR}"', "penwidth=1.5"]
+        lines.append(f"  n{n} [label={_label(text)}, {', '.join(style)}];")
+        args = d["args"]
+        for pos, a in enumerate(args):
+            lines.append(f"  n{a} -> n{n}" + (f" [label={pos}];" if len(args) > 1 else ";"))
+    if legend:
+        lines += _legend(graph, adjoint)
     lines.append("}")
     return "\n".join(lines)
+
+
+def _legend(graph, adjoint) -> list:
+    rows = [("input", f'shape=ellipse, style=filled, fillcolor="{INPUT_FILL}"'),
+            ("constant", f'shape=note, fillcolor="{CONST_FILL}", color=gray40'),
+            ("forward", f'fillcolor="{FORWARD_FILL}"')]
+    if adjoint:
+        rows.append(("adjoint (reverse mode)", f'fillcolor="{ADJOINT_FILL}"'))
+    rows.append(("output", f'fillcolor="{FORWARD_FILL}", peripheries=2, color="{OUTPUT_COLOR}"'))
+    out = ["  subgraph cluster_legend {", '    label="legend"; fontname=monospace; fontsize=10;',
+           "    color=gray70;"]
+    for i, (text, style) in enumerate(rows):
+        out.append(f"    legend{i} [label={_label([text])}, {style}];")
+    # one row, no edges: the legend adds nothing to the graph's edge count
+    out.append("    {rank=same; " + " ".join(f"legend{i};" for i in range(len(rows))) + "}")
+    out.append("  }")
+    return out

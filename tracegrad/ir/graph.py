@@ -166,11 +166,29 @@ class Graph:
         return (f"<tg.Graph {len(self.inputs)} inputs, {len(self)} nodes, "
                 f"{len(self.outputs)} outputs>")
 
-    def to_dot(self) -> str:
-        """Graphviz DOT source (no Graphviz install needed for the text)."""
-        from .dot import to_dot
+    def to_dot(self, forward=None, *, seeds=None, max_const=None, legend=True) -> str:
+        """Graphviz DOT source (no Graphviz install needed for the text).
 
-        return to_dot(self)
+        The adjoint part of a derived graph is filled apart from the forward part;
+        ``forward`` (the differentiated graph, or a set of forward node ids) or ``seeds``
+        (cotangent seed node ids) say which part is which, else a structural rule does
+        (see ``tracegrad/ir/dot.py``). Constants with more than ``max_const`` elements
+        (default 16) are drawn collapsed.
+        """
+        from .dot import MAX_CONST, to_dot
+
+        return to_dot(self, forward, seeds=seeds, legend=legend,
+                      max_const=MAX_CONST if max_const is None else max_const)
+
+    def render(self, path, format=None, **to_dot_args):  # noqa: A002 (as graphviz names it)
+        """Write the drawing to ``path`` as SVG or PNG (from its suffix, or ``format``)
+        through the ``graphviz`` package and Graphviz's ``dot`` program; returns the path.
+        Raises ``tracegrad.ir.render.GraphvizUnavailable`` (an ImportError and a
+        RuntimeError) naming the install commands when either is missing.
+        ``to_dot_args`` go to ``to_dot``."""
+        from .render import render
+
+        return render(self, path, format=format, **to_dot_args)
 
     def summary(self):
         """Node counts by op, an estimate of the FLOPs, bytes of intermediates and
