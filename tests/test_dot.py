@@ -210,3 +210,15 @@ def test_render_for_real(tmp_path):
     assert out.read_text().lstrip().startswith(("<?xml", "<svg"))
     png = tg.trace(f, X, W).render(tmp_path / "fwd.png")
     assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_render_with_matplotlib_needs_no_graphviz(tmp_path):
+    pytest.importorskip("matplotlib")
+    g = tg.passes.prune(tg.trace(tg.grad(lambda w: np.sum((w * np.arange(3.0) - 1.0) ** 2)),
+                                 np.ones(3)))
+    png = g.render(tmp_path / "pics" / "grad.png", engine="matplotlib")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
+    svg = g.render(tmp_path / "grad.svg", engine="matplotlib")
+    assert "<svg" in svg.read_text()
+    with pytest.raises(ValueError, match="unknown engine 'ascii'"):
+        g.render(tmp_path / "g.png", engine="ascii")

@@ -208,27 +208,25 @@ def write_loss(history, epochs, out):
 
 
 def write_graph(graph, out):
-    """gradient.dot always; gradient.svg when Graphviz can render it."""
+    """gradient.dot always; gradient.svg when Graphviz can render it, else gradient.png
+    drawn with matplotlib when that is installed."""
+    from .ir.render import GraphvizUnavailable
+
     written = []
     dot_path = os.path.join(out, "gradient.dot")
     with open(dot_path, "w") as f:
         f.write(graph.to_dot())
     written.append(dot_path)
-    svg_path = os.path.join(out, "gradient.svg")
     try:
-        render = getattr(graph, "render", None)
-        if render is not None:                   # the IR's own renderer, where this version has one
-            render(svg_path)
-        else:                                    # else the graphviz package (tracegrad[viz]) directly
-            import graphviz
-
-            svg = graphviz.Source(graph.to_dot()).pipe(format="svg")
-            with open(svg_path, "wb") as f:
-                f.write(svg)
-        written.append(svg_path)
-    except Exception as exc:   # the graphviz package or Graphviz's `dot` program missing, or it failed
-        print(f"  (no SVG: install graphviz to get an SVG: pip install 'tracegrad[viz]' and Graphviz's "
-              f"dot program; {type(exc).__name__})")
+        written.append(str(graph.render(os.path.join(out, "gradient.svg"))))
+    except GraphvizUnavailable:
+        try:
+            written.append(str(graph.render(os.path.join(out, "gradient.png"), engine="matplotlib")))
+            print("  (gradient.png drawn with matplotlib; install Graphviz for an SVG: "
+                  "pip install 'tracegrad[viz]' and Graphviz's dot program)")
+        except GraphvizUnavailable:
+            print("  (no picture of the graph: install graphviz to get an SVG: pip install "
+                  "'tracegrad[viz]' and Graphviz's dot program)")
     return written
 
 

@@ -180,15 +180,16 @@ class Graph:
         return to_dot(self, forward, seeds=seeds, legend=legend,
                       max_const=MAX_CONST if max_const is None else max_const)
 
-    def render(self, path, format=None, **to_dot_args):  # noqa: A002 (as graphviz names it)
+    def render(self, path, format=None, engine="graphviz", **to_dot_args):  # noqa: A002
         """Write the drawing to ``path`` as SVG or PNG (from its suffix, or ``format``)
         through the ``graphviz`` package and Graphviz's ``dot`` program; returns the path.
         Raises ``tracegrad.ir.render.GraphvizUnavailable`` (an ImportError and a
         RuntimeError) naming the install commands when either is missing.
+        ``engine="matplotlib"`` draws a simpler picture without Graphviz.
         ``to_dot_args`` go to ``to_dot``."""
         from .render import render
 
-        return render(self, path, format=format, **to_dot_args)
+        return render(self, path, format=format, engine=engine, **to_dot_args)
 
     def summary(self):
         """Node counts by op, an estimate of the FLOPs, bytes of intermediates and

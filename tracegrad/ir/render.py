@@ -35,11 +35,18 @@ def _format_of(path: Path, format) -> str:  # noqa: A002
     return fmt
 
 
-def render(graph, path, format=None, **to_dot_args) -> Path:  # noqa: A002
+def render(graph, path, format=None, engine="graphviz", **to_dot_args) -> Path:  # noqa: A002
     """Write ``graph``'s drawing to ``path`` (SVG, PNG or PDF; from the suffix unless
-    ``format`` is given) and return the path. ``to_dot_args`` go to ``Graph.to_dot``."""
+    ``format`` is given) and return the path. ``to_dot_args`` go to ``Graph.to_dot``.
+    ``engine="matplotlib"`` draws without Graphviz (see ``draw.py``)."""
     path = Path(path)
     fmt = _format_of(path, format)
+    if engine == "matplotlib":
+        from .draw import draw
+        return draw(graph, path, fmt, forward=to_dot_args.get("forward"),
+                    seeds=to_dot_args.get("seeds"))
+    if engine != "graphviz":
+        raise ValueError(f"unknown engine {engine!r}; use 'graphviz' or 'matplotlib'")
     source = graph.to_dot(**to_dot_args)
     try:
         import graphviz
@@ -52,7 +59,8 @@ def render(graph, path, format=None, **to_dot_args) -> Path:  # noqa: A002
     except graphviz.ExecutableNotFound as e:
         raise GraphvizUnavailable(
             f"graph.render needs Graphviz's 'dot' program, which is not on PATH: "
-            f"{INSTALL_HINT}. graph.to_dot() gives the DOT text without it.") from e
+            f"{INSTALL_HINT}. graph.to_dot() gives the DOT text without it, and "
+            f"graph.render(path, engine='matplotlib') a simpler picture.") from e
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
     return path
