@@ -39,3 +39,42 @@ def test_program_and_derivative_graphs_round_trip(prog):
 def test_hessian_graphs_round_trip(prog):
     expr, xs, w, _ = prog
     _round_trip(tg.trace(tg.hessian(np_loss(expr, w)), xs[0], *xs[1:]), xs)
+
+
+def _example(name):
+    import pathlib
+    import runpy
+    import sys
+
+    folder = pathlib.Path(__file__).resolve().parent.parent / "examples"
+    sys.path.insert(0, str(folder))          # examples import their _data helper
+    try:
+        return runpy.run_path(str(folder / f"{name}.py"), run_name=f"example_{name}")
+    finally:
+        sys.path.remove(str(folder))
+
+
+def test_example_graphs_round_trip():
+    """The examples' models, traced as they are and as their derivatives."""
+    rng = np.random.default_rng(0)
+    lin = _example("linear_regression")
+    _round_trip(tg.trace(tg.grad(lin["loss"], argnums=(0, 1)), 1.0, 0.0), (1.0, 0.0))
+    vdp = _example("implicit_van_der_pol")
+    s = np.array([2.0, 0.0])
+    _round_trip(tg.trace(tg.jacobian(vdp["residual"]), s, s, 0.05), (s, s, 0.05))
+    digits = _example("digits_mlp_cnn")
+    x = rng.standard_normal((4, 64))
+    onehot = np.eye(10)[[1, 2, 3, 4]]
+    for init, model, shape in [(digits["init_mlp"], digits["mlp"], (4, 64)),
+                               (digits["init_cnn"], digits["cnn"], (4, 1, 8, 8))]:
+        params = init(np.random.default_rng(1))
+        xs = x.reshape(shape)
+        loss = lambda p, xs=xs, model=model: digits["cross_entropy"](model(p, xs), onehot)  # noqa: E731
+        graph = tg.trace(tg.grad(loss), params)
+        leaves, _ = tg.tracer.flatten(params)
+        _round_trip(graph, leaves)
+    jx = _example("jax_lowering")
+    p = jx["init"](np.random.default_rng(2))
+    leaves, _ = tg.tracer.flatten(p)
+    _round_trip(tg.trace(tg.grad(jx["loss"]), p, rng.standard_normal((4, 64)), np.eye(10)[[0, 1, 2, 3]]),
+                leaves + [rng.standard_normal((4, 64)), np.eye(10)[[0, 1, 2, 3]]])
