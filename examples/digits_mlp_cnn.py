@@ -9,15 +9,15 @@
   `loss.backward()`, PyTorch style.
 
 The data are scikit-learn's `load_digits` when it is installed, otherwise a
-deterministic synthetic 8x8 ten-class set (`examples/_data.py`).
+deterministic synthetic 8x8 ten-class set (`tracegrad.datasets`).
 
     python examples/digits_mlp_cnn.py            # full run
     python -c "import runpy; runpy.run_path('examples/digits_mlp_cnn.py')['main'](small=True)"
 """
 import numpy as np
-from _data import digits, split, synthetic_digits
 
 import tracegrad as tg
+from tracegrad.datasets import digits
 from tracegrad.ir import apply
 
 nn, F = tg.nn, tg.nn.functional
@@ -114,14 +114,17 @@ def accuracy_eager(model, x, y):
     return float(np.mean(predicted == y))
 
 
+def split(images, labels, n_train, n_test, seed=0):
+    """A deterministic shuffled train/test split."""
+    order = np.random.default_rng(seed).permutation(len(labels))
+    train, test = order[:n_train], order[n_train:n_train + n_test]
+    return images[train], labels[train], images[test], labels[test]
+
+
 def main(small=False, synthetic=None):
     """Train the four models; return their test accuracies. `synthetic=True` forces the
     generated data even when scikit-learn is installed."""
-    if synthetic:
-        images, labels = synthetic_digits()
-        source = "synthetic seven-segment 8x8 digits"
-    else:
-        images, labels, source = digits()
+    images, labels, source = digits(synthetic=True if synthetic else None)
     n_train, n_test, epochs = (640, 300, 10) if small else (1400, 397, 25)
     x_train, y_train, x_test, y_test = split(images, labels, n_train, n_test)
     print(f"data: {source}; {len(y_train)} training and {len(y_test)} test images, {epochs} epochs")

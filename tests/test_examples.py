@@ -10,13 +10,10 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 @pytest.fixture
-def example(monkeypatch):
-    monkeypatch.syspath_prepend(str(EXAMPLES))     # examples/_data.py, as `python examples/x.py` sees it
-
+def example():
     def load(name):
         return runpy.run_path(str(EXAMPLES / f"{name}.py"))["main"]
-    yield load
-    sys.modules.pop("_data", None)
+    return load
 
 
 def test_linear_regression(example):

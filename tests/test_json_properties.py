@@ -44,14 +44,9 @@ def test_hessian_graphs_round_trip(prog):
 def _example(name):
     import pathlib
     import runpy
-    import sys
 
     folder = pathlib.Path(__file__).resolve().parent.parent / "examples"
-    sys.path.insert(0, str(folder))          # examples import their _data helper
-    try:
-        return runpy.run_path(str(folder / f"{name}.py"), run_name=f"example_{name}")
-    finally:
-        sys.path.remove(str(folder))
+    return runpy.run_path(str(folder / f"{name}.py"), run_name=f"example_{name}")
 
 
 def test_example_graphs_round_trip():

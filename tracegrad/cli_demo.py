@@ -82,47 +82,18 @@ def check(name, ours, oracle, tol):
 
 
 # -- data ---------------------------------------------------------------------------------------------
-# seven-segment strokes on an 8x8 grid: (rows, cols) of each segment
-_SEGMENTS = {
-    "a": (slice(1, 2), slice(2, 6)), "b": (slice(1, 4), slice(5, 6)), "c": (slice(4, 7), slice(5, 6)),
-    "d": (slice(6, 7), slice(2, 6)), "e": (slice(4, 7), slice(2, 3)), "f": (slice(1, 4), slice(2, 3)),
-    "g": (slice(3, 5), slice(2, 6)),
-}
-_DIGITS = ["abcdef", "bc", "abdeg", "abcdg", "bcfg", "acdfg", "acdefg", "abc", "abcdefg", "abcdfg"]
-
-
-def synthetic_digits(n=1800, seed=0):
-    """A deterministic 10-class set of 8x8 "digit-like" images: seven-segment bar patterns
-    with random stroke intensity, shifted by up to one pixel sideways, plus Gaussian noise.
-    Values in [0, 16] like scikit-learn's digits."""
-    rng = np.random.default_rng(seed)
-    templates = np.zeros((10, 8, 8))
-    for k, segs in enumerate(_DIGITS):
-        for s in segs:
-            templates[k][_SEGMENTS[s]] = 1.0
-    labels = np.arange(n) % 10
-    rng.shuffle(labels)
-    images = np.empty((n, 8, 8))
-    for i, k in enumerate(labels):
-        img = np.roll(templates[k] * rng.uniform(0.6, 1.0), rng.integers(-1, 2), axis=1)
-        images[i] = img + 0.2 * rng.standard_normal((8, 8))
-    return np.clip(images, 0.0, 1.0).reshape(n, 64) * 16.0, labels
-
-
 def load_data(kind):
-    """``(X, y, name)``: scikit-learn's bundled digits when wanted and importable, else synthetic."""
-    if kind in ("auto", "digits"):
-        try:
-            from sklearn.datasets import load_digits
-        except ImportError:
-            if kind == "digits":
-                from .cli import CLIError
-                raise CLIError("--data digits needs scikit-learn (pip install scikit-learn)") from None
-        else:
-            d = load_digits()
-            return d.data.astype(float), d.target.astype(int), "scikit-learn digits (8x8, 10 classes)"
-    X, y = synthetic_digits()
-    return X, y, "synthetic seven-segment digits (8x8, 10 classes; scikit-learn not used)"
+    """``(X, y, name)``: scikit-learn's bundled digits when wanted and importable, else the
+    synthetic stand-in of ``tracegrad.datasets``; X is (n, 64) in [0, 16] as scikit-learn's."""
+    from .datasets import digits
+
+    try:
+        images, labels, name = digits(synthetic=True if kind == "synthetic" else
+                                      False if kind == "digits" else None)
+    except ImportError:
+        from .cli import CLIError
+        raise CLIError("--data digits needs scikit-learn (pip install scikit-learn)") from None
+    return images.reshape(len(images), 64) * 16.0, labels.astype(int), name
 
 
 # -- training: the functional API, tg.jit(tg.value_and_grad(cross_entropy)) and plain SGD ------------
