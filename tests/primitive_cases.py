@@ -488,6 +488,40 @@ add(Case("custom_vjp_call", (uniform((2, 2)), uniform((2,))), fn=custom_scale,
          ref_fn=lambda x, y: x * np.exp(y), forward_mode=False, second=True))
 
 
+# -- remat_call: reached through tg.checkpoint ----------------------------------------------------
+# Two outputs from one sub-graph (the second node reuses the first's run), and a chain.
+@tg.checkpoint
+def _remat_pair(x, y):
+    h = np.tanh(x * y)
+    return h * x, np.sum(h ** 2)
+
+
+@tg.checkpoint
+def _remat_chain(x):
+    return np.sin(np.exp(0.5 * x)) * x
+
+
+def _jax_remat_pair(x, y):
+    import jax.numpy as jnp
+    h = jnp.tanh(x * y)
+    return h * x, jnp.sum(h ** 2)
+
+
+for _shape in [(2, 3), ()]:
+    add(Case("remat_call", (uniform(_shape), uniform(_shape)), tag="out0",
+             fn=lambda x, y: _remat_pair(x, y)[0], jax_fn=lambda x, y: _jax_remat_pair(x, y)[0],
+             fd_fn=lambda x, y: np.tanh(x * y) * x, ref_fn=lambda x, y: np.tanh(x * y) * x,
+             second=_shape == (2, 3)))
+    add(Case("remat_call", (uniform(_shape), uniform(_shape)), tag="out1",
+             fn=lambda x, y: _remat_pair(x, y)[1], jax_fn=lambda x, y: _jax_remat_pair(x, y)[1],
+             fd_fn=lambda x, y: np.sum(np.tanh(x * y) ** 2),
+             ref_fn=lambda x, y: np.sum(np.tanh(x * y) ** 2), second=_shape == ()))
+add(Case("remat_call", (uniform((3,)),), tag="chain", fn=_remat_chain,
+         jax_fn=lambda x: _jnp("sin")(_jnp("exp")(0.5 * x)) * x,
+         fd_fn=lambda x: np.sin(np.exp(0.5 * x)) * x, ref_fn=lambda x: np.sin(np.exp(0.5 * x)) * x,
+         second=True))
+
+
 # -- zeros: structural zeros made by the passes (no operands) ------------------------------------
 for _shape, _dtype in [((2, 3), "float64"), ((), "float32"), ((0, 2), "float64"), ((2,), "bool")]:
     _params = {"shape": _shape, "dtype": np.dtype(_dtype)}

@@ -10,6 +10,7 @@
 from . import eager as _eager
 from . import passes
 from .api import custom_vjp, grad, hessian, jacobian, jvp, stop_gradient, trace, value_and_grad, vjp
+from .checkpoint import checkpoint
 from .compiled import jit
 from .eager import *  # noqa: F403  (the PyTorch-style API: tg.tensor, tg.ones, tg.cat, ...)
 from .eager import autograd
@@ -42,5 +43,5 @@ from .eager import nn, optim  # noqa: E402
 _alias_eager_modules()
 
 __all__ = ["TraceError", "RetraceWarning", "Graph", "jit", "passes", "grad", "value_and_grad", "vjp", "jvp",
-           "jacobian", "hessian", "trace", "stop_gradient", "custom_vjp", "autograd", "bool", "float",
-           "double", "int", "long", "nn", "optim", *_eager.__all__]
+           "jacobian", "hessian", "trace", "stop_gradient", "custom_vjp", "checkpoint", "autograd",
+           "bool", "float", "double", "int", "long", "nn", "optim", *_eager.__all__]

@@ -147,9 +147,15 @@ class Graph:
                     rhs += " " + extra
             text = f"  %{n}:{self._aval(n)} = {rhs}"
             width = max(width, len(text))
-            body.append((text, d["src"]))
-        for text, src in body:
+            body.append((text, d["src"], [(k, v) for k, v in d["params"].items()
+                                          if isinstance(v, Graph)]))
+        for text, src, subgraphs in body:
             lines.append(f"{text.ljust(width)}   # {src}" if src else text)
+            for key, sub in subgraphs:       # sub-graph params, indented under their node
+                nested = sub.dump().splitlines()
+                if key != "graph":
+                    nested[0] = f"{key}: {nested[0]}"
+                lines.extend("    " + line for line in nested)
         for node, expected in self.guards:
             lines.append(f"  guard %{node} == {format_params({'v': expected}, bare=True)}")
         lines.append("  return " + ", ".join(f"%{o}" for o in self.outputs))

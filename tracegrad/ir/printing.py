@@ -23,6 +23,8 @@ def format_value(v) -> str:
         return f"({inner},)" if len(v) == 1 else f"({inner})"
     if isinstance(v, np.dtype):
         return v.name
+    if hasattr(v, "nx") and hasattr(v, "inputs"):     # a sub-graph: dumped below its node
+        return f"{{{len(v)} nodes}}"
     if callable(v):
         return getattr(v, "__qualname__", getattr(v, "__name__", type(v).__name__))
     return repr(v)

@@ -14,7 +14,8 @@ strings, booleans and null, or one-key objects tagging everything else:
 ``{"tuple": [...]}``, ``{"float": "<float.hex()>"}`` (exact, and NaN/inf
 safe), ``{"array": {"dtype", "shape", "data": <base64>}}``, ``{"dtype": name}``,
 ``{"index": [...]}`` with ``{"slice": [start, stop, step]}``, ``{"arg": k}`` and
-``{"ellipsis": true}`` items.
+``{"ellipsis": true}`` items, and ``{"graph": <document>}`` for a sub-graph parameter
+(``tg.checkpoint``), a nested document of the same schema.
 
 Loading parses JSON and decodes base64 into NumPy buffers, nothing else: it
 never evaluates, imports or unpickles. It rejects, with a ``TraceError`` saying
@@ -39,6 +40,7 @@ VERSION = 1
 MAX_DOCUMENT_BYTES = 256 * 2**20
 MAX_ELEMENTS = 2**31            # per node (shape product)
 MAX_CONSTANT_BYTES = 2**30      # all arrays of a document together
+MAX_NESTING = 8                 # sub-graphs within sub-graphs
 _DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
            "float16", "float32", "float64", "complex64", "complex128"}
 _NODE_FIELDS = {"id", "op", "args", "shape", "dtype", "params", "src"}
@@ -66,6 +68,8 @@ def _encode(value):
         return {"index": [_encode_index_item(i) for i in value]}
     if isinstance(value, tuple) and not hasattr(value, "_fields"):
         return {"tuple": [_encode(v) for v in value]}
+    if hasattr(value, "nx") and hasattr(value, "inputs"):     # a sub-graph (tg.checkpoint)
+        return {"graph": _document(value)}
     raise TraceError(f"cannot serialise a parameter of type {type(value).__name__} "
                      f"(custom_vjp rules and other Python objects have no JSON form)")
 
@@ -81,6 +85,11 @@ def _encode_index_item(item):
 
 
 def to_json(graph) -> str:
+    # insertion order, not sorted keys: parameters keep their order through a round trip
+    return json.dumps(_document(graph), separators=(",", ":"), allow_nan=False)
+
+
+def _document(graph) -> dict:
     nodes = []
     for n, d in graph.nx.nodes(data=True):
         nodes.append({"id": n, "op": d["op"], "args": list(d["args"]), "shape": list(d["shape"]),
@@ -91,8 +100,7 @@ def to_json(graph) -> str:
            "outputs": list(graph.outputs),
            "guards": [{"node": n, "value": _encode(_guard_value(v))} for n, v in graph.guards],
            "nodes": nodes}
-    # insertion order, not sorted keys: parameters keep their order through a round trip
-    return json.dumps(doc, separators=(",", ":"), allow_nan=False)
+    return doc
 
 
 def _guard_value(v):
@@ -103,6 +111,7 @@ def _guard_value(v):
 class _Loader:
     def __init__(self):
         self.constant_bytes = 0
+        self.depth = 0
 
     def fail(self, message):
         raise TraceError(f"invalid tracegrad-ir document: {message}")
@@ -154,6 +163,12 @@ class _Loader:
         if tag == "index":
             self.expect(isinstance(body, list), "an index holds a list")
             return Index(self.index_item(x) for x in body)
+        if tag == "graph":
+            depth = self.depth
+            try:
+                return self.document(body, depth + 1)
+            finally:
+                self.depth = depth
         self.fail(f"unknown parameter tag {tag!r:.40}")
 
     def array(self, body):
@@ -194,8 +209,6 @@ class _Loader:
         return value
 
     def load(self, text):
-        from .graph import Graph
-
         if isinstance(text, bytes):
             text = text.decode("utf-8")
         self.expect(isinstance(text, str), "the document must be JSON text")
@@ -207,6 +220,13 @@ class _Loader:
             self.fail(f"not JSON ({e})")
         except RecursionError:
             self.fail("nested too deeply")
+        return self.document(doc)
+
+    def document(self, doc, depth=0):
+        from .graph import Graph
+
+        self.expect(depth <= MAX_NESTING, f"sub-graphs nested more than {MAX_NESTING} deep")
+        self.depth = depth
         self.expect(isinstance(doc, dict), "the document must be a JSON object")
         self.expect(doc.get("format") == FORMAT, f"format must be {FORMAT!r}")
         self.expect(doc.get("version") == VERSION,

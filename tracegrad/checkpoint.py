@@ -1,0 +1,55 @@
+"""``tg.checkpoint``: trade compute for memory in reverse mode (rematerialisation).
+
+``tg.checkpoint(f)`` traces ``f`` into a sub-graph held by ``remat_call`` nodes (one
+per output). The forward pass keeps only ``f``'s outputs; the backward pass runs the
+adjoint of the sub-graph, which recomputes the intermediates it needs right before
+using them. Checkpointing every block of a deep chain bounds the values alive at once
+by about one block's worth instead of the whole chain's.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from .errors import TraceError
+from .ir import Aval, apply
+from .passes.common import finish
+from .tracer import Tracer, flatten, new_trace, unflatten, where
+
+
+def checkpoint(fun=None, *, static_argnums=()):
+    """``fun`` whose intermediates are recomputed in the backward pass instead of stored
+    (JAX's ``jax.checkpoint`` / PyTorch's ``torch.utils.checkpoint``). Usable as a
+    decorator, with or without arguments."""
+    if fun is None:
+        return lambda f: checkpoint(f, static_argnums=static_argnums)
+    static = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+
+    @functools.wraps(fun)
+    def wrapped(*args):
+        dynamic = [a for i, a in enumerate(args) if i not in static]
+        leaves, tree = flatten(dynamic)
+        if not any(isinstance(leaf, Tracer) for leaf in leaves):
+            return fun(*args)           # nothing is being differentiated: just run it
+        with new_trace() as trace:
+            inner = []
+            for leaf in leaves:
+                if isinstance(leaf, Tracer):
+                    inner.append(trace.new_input(leaf._value, Aval(leaf.shape, leaf.dtype)))
+                else:
+                    arr = np.asarray(leaf)
+                    inner.append(trace.new_input(arr, Aval(arr.shape, arr.dtype)))
+            it = iter(unflatten(tree, inner))
+            call_args = [a if i in static else next(it) for i, a in enumerate(args)]
+            out = fun(*call_args)
+            out_leaves, out_tree = flatten(out)
+            if trace.captured:
+                raise TraceError(f"tg.checkpoint: {getattr(fun, '__name__', 'the function')} "
+                                 "closes over a value traced outside of it; pass it as an "
+                                 f"argument instead{where()}")
+            graph = finish(trace, out_leaves)
+        outs = [apply("remat_call", *leaves, graph=graph, index=k)
+                for k in range(len(graph.outputs))]
+        return unflatten(out_tree, outs)
+    return wrapped

@@ -1,0 +1,81 @@
+"""Primitives whose parameter is a graph: ``remat_call`` (``tg.checkpoint``).
+
+A ``remat_call`` node runs its ``graph`` param on its operands and gives output
+``index`` of it. Only that output is kept: the sub-graph's intermediates live while the
+node runs and are gone afterwards. Its VJP inlines the adjoint of the sub-graph, which
+recomputes the forward values it needs: the backward pass rematerialises them instead
+of the forward pass storing them. Running a sub-graph and deriving its adjoint belong to
+the layers above the IR (runtime, passes), so they are imported when a rule runs.
+"""
+import numpy as np
+
+from ..registry import register
+
+# Sibling nodes (one per output of one sub-graph call) see the same operand arrays:
+# run the sub-graph once for all of them.
+_last = {"key": None, "outs": None}
+
+
+def _run(graph, operands):
+    from ...runtime.interpreter import run
+
+    key = (id(graph),) + tuple(id(o) for o in operands)
+    if _last["key"] == key and all(a is b for a, b in zip(_last["ops"], operands)):
+        return _last["outs"]
+    outs = run(graph, [np.asarray(o) for o in operands])
+    _last.update(key=key, ops=tuple(operands), outs=outs)
+    return outs
+
+
+def _remat_impl(*operands, graph, index):
+    return _run(graph, operands)[index]
+
+
+def _remat_abstract(*avals, graph, index):
+    d = graph.node(graph.outputs[index])
+    return d["shape"], np.dtype(d["dtype"])
+
+
+def _remat_vjp(g, out, *operands, graph, index):
+    from ...passes.adjoint import adjoint
+    from ...runtime.interpreter import call_graph
+
+    adj = _adjoints(graph, index, adjoint)
+    cts = call_graph(adj, list(operands) + [g])
+    return tuple(cts[len(graph.outputs):])
+
+
+def _adjoints(graph, index, adjoint):
+    """The sub-graph's adjoint for output ``index``, derived once per graph and output."""
+    cache = graph.__dict__.setdefault("_remat_adjoints", {})
+    if index not in cache:
+        cache[index] = adjoint(graph, seeds=[index])
+    return cache[index]
+
+
+def _remat_jvp(tangents, out, *operands, graph, index):
+    from ...passes.jvp import jvp
+    from ...runtime.interpreter import call_graph
+
+    cache = graph.__dict__.setdefault("_remat_jvp", [])
+    if not cache:
+        cache.append(jvp(graph))
+    tangents = [np.zeros(np.shape(o), np.asarray(o).dtype if not hasattr(o, "dtype") else o.dtype)
+                if t is None else t for o, t in zip(operands, tangents)]
+    outs = call_graph(cache[0], list(operands) + list(tangents))
+    return outs[len(graph.outputs) + index]
+
+
+def _remat_jax(*operands, graph, index):
+    from ...runtime.jax_backend import graph_function, import_jax
+
+    body = graph_function(graph)
+    return import_jax().checkpoint(lambda *ops: body(*ops))(*operands)[index]
+
+
+register(
+    "remat_call", _remat_impl, abstract=_remat_abstract, vjp=_remat_vjp, jvp=_remat_jvp,
+    jax=_remat_jax, family="subgraph",
+    doc="output `index` of `graph` run on the operands; its backward recomputes the graph "
+        "(tg.checkpoint)",
+)
