@@ -17,7 +17,7 @@ from . import passes
 from .errors import TraceError
 from .ir import Aval, Graph, apply
 from .ir.dtypes import is_float
-from .runtime import run, run_each
+from .runtime import run
 from .tracer import Tracer, coerce, flatten, new_trace, replay, sync, unflatten, user_src, where
 from .tracer.core import _stack
 
@@ -310,33 +310,36 @@ def jvp(fun, primals, tangents):
 
 # -- jacobian / hessian ------------------------------------------------------------------------
 @_transform
-def jacobian(fun, argnums=0, has_aux=False):
+def jacobian(fun, argnums=0, has_aux=False, *, mode="rev", chunk_size=None):
     """The Jacobian: for each output leaf, an array of shape ``out.shape + arg.shape``.
 
-    The function is traced once; its adjoint graph is evaluated once per output
-    element (the part that does not depend on the cotangent only once).
+    The function is traced once. ``mode="rev"`` (the default) batches its adjoint graph
+    over the one-hot cotangents of each output (``tg.passes.batch``), so all rows come
+    from one batched run; ``mode="fwd"`` batches the tangent graph over one-hot tangents
+    of the inputs instead, which costs one column per input element: the better choice
+    for tall Jacobians (few inputs, many outputs). ``chunk_size`` bounds memory: the
+    batched graph then runs over at most that many rows (columns) at a time. The part of
+    the graph that does not depend on the seeds is evaluated only once.
     """
+    if mode not in ("rev", "fwd"):
+        raise TraceError(f"tg.jacobian: mode must be 'rev' or 'fwd', got {mode!r}")
+    if chunk_size is not None and (not isinstance(chunk_size, (int, np.integer))
+                                   or isinstance(chunk_size, bool) or chunk_size < 1):
+        raise TraceError(f"tg.jacobian: chunk_size must be a positive int or None, got "
+                         f"{chunk_size!r}")
 
     @functools.wraps(fun)
     def jacobian_fun(*args, **kwargs):
         src = user_src()
         nums, single = _argnums(argnums, len(args), src, fun)
         t = _Traced(fun, args, kwargs, nums, src, has_aux=has_aux)
-        n_fwd = len(t.graph.outputs)
-        per_output = []
         for k in range(t.n_out):
-            shape, dtype = t.out_aval(k)
+            dtype = t.out_aval(k)[1]
             if not is_float(dtype):
                 raise TraceError(f"tg.jacobian needs floating-point outputs; output {k} of "
                                  f"{_fun_name(fun)} has dtype {dtype.name}{_at(src)}")
-            adj = passes.adjoint(t.graph, seeds=[k])
-            adj = passes.prune(adj, adj.outputs[n_fwd:n_fwd + t.n_in])
-            rows = _rows(adj, t.eval_args, shape, dtype, t.concrete)
-            in_shapes = [t.graph.node(n)["shape"] for n in t.graph.inputs[:t.n_in]]
-            blocks = [_stack_rows([r[i] for r in rows], shape, s, t.concrete)
-                      for i, s in enumerate(in_shapes)]
-            per_output.append(t.unflatten_inputs(blocks, single))
-        jac = unflatten(t.out_tree, per_output)
+        blocks = (_jacobian_rev if mode == "rev" else _jacobian_fwd)(t, chunk_size)
+        jac = unflatten(t.out_tree, [t.unflatten_inputs(b, single) for b in blocks])
         if has_aux:
             outs = _evaluate(passes.prune(t.graph), t.eval_args)
             return jac, unflatten(t.aux_tree, outs[t.n_out:])
@@ -345,32 +348,116 @@ def jacobian(fun, argnums=0, has_aux=False):
     return jacobian_fun
 
 
-def _rows(adj: Graph, eval_args, shape, dtype, concrete):
-    """The adjoint graph evaluated for every one-hot cotangent of an output of ``shape``."""
-    size = int(np.prod(shape))
-    seeds = [row.reshape(shape) for row in np.eye(size, dtype=dtype)]
-    if not concrete:
-        return [_evaluate(adj, eval_args + [seed]) for seed in seeds]
-    if not seeds:
-        return []
-    outs = run_each(adj, [np.asarray(a) for a in eval_args], seeds)
-    return [[_writeable(v) for v in row] for row in outs]
+def _in_avals(t):
+    return [(tuple(t.graph.node(n)["shape"]), np.dtype(t.graph.node(n)["dtype"]))
+            for n in t.graph.inputs[:t.n_in]]
 
 
-def _stack_rows(rows, out_shape, in_shape, concrete):
-    shape = tuple(out_shape) + tuple(in_shape)
-    if not rows:
-        return np.zeros(shape)
+def _jacobian_rev(t, chunk_size):
+    """Per output leaf, one block per input leaf: the adjoint graph batched over the
+    one-hot cotangents of that output."""
+    n_fwd = len(t.graph.outputs)
+    in_avals = _in_avals(t)
+    per_output = []
+    for k in range(t.n_out):
+        shape, dtype = t.out_aval(k)
+        size = int(np.prod(shape, dtype=np.int64))
+        if size == 0 or not in_avals:
+            per_output.append([np.zeros(tuple(shape) + s, d) for s, d in in_avals])
+            continue
+        adj = passes.adjoint(t.graph, seeds=[k])
+        adj = passes.prune(adj, adj.outputs[n_fwd:n_fwd + t.n_in])
+        seeds = np.eye(size, dtype=dtype).reshape((size,) + tuple(shape))
+        rows = _run_batched(adj, t.eval_args + [None], [len(t.eval_args)], [seeds], size,
+                            chunk_size, t.concrete)
+        per_output.append([np.reshape(r, tuple(shape) + s) for r, (s, _) in zip(rows, in_avals)])
+    return per_output
+
+
+def _jacobian_fwd(t, chunk_size):
+    """Per output leaf, one block per input leaf: the tangent graph batched over the
+    one-hot tangents of every input element (the columns of the Jacobian)."""
+    n_fwd = len(t.graph.outputs)
+    in_avals = _in_avals(t)
+    sizes = [int(np.prod(s, dtype=np.int64)) for s, _ in in_avals]
+    total = sum(sizes)
+    out_avals = [t.out_aval(k) for k in range(t.n_out)]
+    if total == 0:
+        return [[np.zeros(tuple(o) + s, d) for s, d in in_avals] for o, _ in out_avals]
+    tangent_graph = passes.jvp(t.graph)
+    tangent_graph = passes.prune(tangent_graph, tangent_graph.outputs[n_fwd:n_fwd + t.n_out])
+    offsets = np.cumsum([0] + sizes)
+    seeds = [np.eye(total, dtype=d)[:, offsets[i]:offsets[i + 1]].reshape((total,) + s)
+             for i, (s, d) in enumerate(in_avals)]
+    # values the function closed over are constants here: zero tangents
+    captured = [np.zeros(t.graph.node(n)["shape"], t.graph.node(n)["dtype"])
+                for n in t.graph.inputs[t.n_in:]]
+    n_args = len(t.eval_args)
+    cols = _run_batched(tangent_graph, t.eval_args + [None] * t.n_in + captured,
+                        [n_args + i for i in range(t.n_in)], seeds, total, chunk_size,
+                        t.concrete)
+    per_output = []
+    for (shape, _), col in zip(out_avals, cols):
+        size = int(np.prod(shape, dtype=np.int64))
+        rows = np.transpose(np.reshape(col, (total, size)))
+        per_output.append([
+            np.reshape(rows[:, offsets[i]:offsets[i + 1]], tuple(shape) + s).astype(d)
+            for i, (s, d) in enumerate(in_avals)])
+    return per_output
+
+
+def _run_batched(graph: Graph, args, positions, values, n, chunk_size, concrete):
+    """``graph`` batched over the inputs at ``positions`` (``args`` fill the others),
+    run on ``values`` (each with ``n`` rows) at most ``chunk_size`` rows at a time;
+    returns each output with its ``n`` rows stacked in front."""
+    chunk = n if chunk_size is None else min(int(chunk_size), n)
+    batched = passes.prune(passes.batch(graph, positions, chunk))
+    pad = -n % chunk
+    if pad:  # the last chunk is filled up with zero seeds, whose rows are dropped
+        values = [np.concatenate([v, np.zeros((pad,) + v.shape[1:], v.dtype)]) for v in values]
+    starts = range(0, n + pad, chunk)
+
+    def fill(start):
+        full = list(args)
+        for p, v in zip(positions, values):
+            full[p] = v[start:start + chunk]
+        return full
+
     if concrete:
-        return np.stack([np.asarray(r) for r in rows]).reshape(shape)
-    return np.reshape(np.stack(rows), shape)
+        results = _run_sharing(batched, [fill(s) for s in starts], positions)
+    else:
+        results = [_evaluate(batched, fill(s)) for s in starts]
+    if len(results) == 1 and not pad:
+        return [_writeable(r) if concrete else r for r in results[0]]
+    return [np.concatenate([r[k] for r in results])[:n] for k in range(len(batched.outputs))]
+
+
+def _run_sharing(graph: Graph, arg_lists, positions):
+    """``run`` once per argument list (which differ only at ``positions``); the nodes
+    that do not depend on those inputs are evaluated once and shared."""
+    if len(arg_lists) == 1:
+        return [run(graph, [np.asarray(a) for a in arg_lists[0]])]
+    varying = {graph.inputs[p] for p in positions}
+    for n in graph:
+        if any(a in varying for a in graph.args(n)):
+            varying.add(n)
+    shared = [n for n in graph if n not in varying]
+    first = [np.asarray(a) for a in arg_lists[0]]
+    fixed = dict(zip(shared, run(graph.subgraph(shared, keep=set(shared) | varying), first)))
+    out = []
+    for args in arg_lists:
+        env = dict(fixed)
+        env.update({graph.inputs[p]: np.asarray(args[p]) for p in positions})
+        out.append(run(graph, [], env=env))
+    return out
 
 
 @_transform
-def hessian(fun, argnums=0):
+def hessian(fun, argnums=0, *, chunk_size=None):
     """The Hessian, ``arg.shape + arg.shape``: the Jacobian of the gradient, i.e. the
-    adjoint pass applied to the adjoint graph."""
-    return jacobian(grad(fun, argnums), argnums)
+    adjoint pass applied to the adjoint graph, all rows in one batched run
+    (``chunk_size`` rows at a time when given)."""
+    return jacobian(grad(fun, argnums), argnums, chunk_size=chunk_size)
 
 
 # -- tracing and gradient control ----------------------------------------------------------------

@@ -1,8 +1,9 @@
 """Graph-to-graph passes. Each returns a new Graph and leaves its argument unchanged."""
 from .adjoint import adjoint
+from .batch import batch
 from .cse import cse
 from .jvp import jvp
 from .prune import prune
 from .simplify import simplify
 
-__all__ = ["adjoint", "jvp", "prune", "cse", "simplify"]
+__all__ = ["adjoint", "batch", "jvp", "prune", "cse", "simplify"]
