@@ -522,6 +522,80 @@ add(Case("remat_call", (uniform((3,)),), tag="chain", fn=_remat_chain,
          second=True))
 
 
+# -- scan, cond, while_loop: reached through tg.scan / tg.fori_loop, tg.cond, tg.while_loop ----
+def _rnn(h, xs, w):
+    return tg.scan(lambda c, x: (np.tanh(c * w + x), c * x), h, xs)
+
+
+def _jax_rnn(h, xs, w):
+    import jax
+    import jax.numpy as jnp
+    return jax.lax.scan(lambda c, x: (jnp.tanh(c * w + x), c * x), h, xs)
+
+
+def _rnn_np(h, xs, w):
+    ys = []
+    for x in xs:
+        ys.append(h * x)
+        h = np.tanh(h * w + x)
+    return h, np.stack(ys)
+
+
+add(Case("scan", (uniform((3,)), uniform((4, 3)), uniform((3,))), tag="carry",
+         fn=lambda h, xs, w: _rnn(h, xs, w)[0], jax_fn=lambda h, xs, w: _jax_rnn(h, xs, w)[0],
+         fd_fn=lambda h, xs, w: _rnn_np(h, xs, w)[0], ref_fn=lambda h, xs, w: _rnn_np(h, xs, w)[0],
+         second=True))
+add(Case("scan", (uniform((2,)), uniform((3, 2)), uniform((2,))), tag="ys",
+         fn=lambda h, xs, w: _rnn(h, xs, w)[1], jax_fn=lambda h, xs, w: _jax_rnn(h, xs, w)[1],
+         fd_fn=lambda h, xs, w: _rnn_np(h, xs, w)[1], ref_fn=lambda h, xs, w: _rnn_np(h, xs, w)[1],
+         second=True))
+add(Case("scan", (uniform((2, 2)),), tag="fori-reverse",
+         fn=lambda x: tg.fori_loop(0, 5, lambda i, c: np.sin(c) * 1.1 + 0.1 * i, x),
+         jax_fn=lambda x: __import__("jax").lax.fori_loop(
+             0, 5, lambda i, c: _jnp("sin")(c) * 1.1 + 0.1 * i, x),
+         fd_fn=lambda x: _fori_np(x), ref_fn=lambda x: _fori_np(x), second=True))
+
+
+def _fori_np(x):
+    for i in range(5):
+        x = np.sin(x) * 1.1 + 0.1 * i
+    return x
+
+
+def _cond_fn(p, x):
+    return tg.cond(p, lambda a: np.sin(a) * a, lambda a: a ** 3, x)
+
+
+def _jax_cond(p, x):
+    import jax
+    import jax.numpy as jnp
+    return jax.lax.cond(p, lambda a: jnp.sin(a) * a, lambda a: a ** 3, x)
+
+
+for _pred in (True, False):
+    add(Case("cond", (np.array(_pred), uniform((2, 3))), tag=f"pred-{_pred}", fn=_cond_fn,
+             jax_fn=_jax_cond, diff=(1,),
+             fd_fn=lambda p, x: np.sin(x) * x if p else x ** 3,
+             ref_fn=lambda p, x: np.sin(x) * x if p else x ** 3, second=True))
+
+
+def _while_fn(x):
+    return tg.while_loop(lambda c: c[1] < 3, lambda c: (c[0] * 1.5 + np.sin(c[0]), c[1] + 1),
+                         (x, 0))[0]
+
+
+def _while_np(x):
+    for _ in range(3):
+        x = x * 1.5 + np.sin(x)
+    return x
+
+
+# reverse mode raises (tests/test_control.py checks it, and forward mode); values here
+add(Case("while_loop", (uniform((2, 3)),), fn=_while_fn, ref_fn=_while_np, derivs=False,
+         jax_fn=lambda x: __import__("jax").lax.while_loop(
+             lambda c: c[1] < 3, lambda c: (c[0] * 1.5 + _jnp("sin")(c[0]), c[1] + 1), (x, 0))[0]))
+
+
 # -- zeros: structural zeros made by the passes (no operands) ------------------------------------
 for _shape, _dtype in [((2, 3), "float64"), ((), "float32"), ((0, 2), "float64"), ((2,), "bool")]:
     _params = {"shape": _shape, "dtype": np.dtype(_dtype)}

@@ -161,8 +161,8 @@ def test_every_primitive_has_cases():
 @pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_differentiable_primitives_have_derivative_cases(name):
     """A primitive with a VJP rule is checked against finite differences and to second order."""
-    if REGISTRY[name].vjp is None:
-        return
+    if REGISTRY[name].vjp is None or REGISTRY[name].extra.get("reverse_mode") is False:
+        return                      # while_loop's VJP refuses by design (test_control.py)
     cases = CASES.get(name, [])
     assert any(c.differentiable and c.fd for c in cases), f"{name}: no case checked by FD"
     assert any(c.differentiable and c.second for c in cases), f"{name}: no second-order case"
@@ -206,7 +206,7 @@ def test_shape_rule(name, case):
         avals = [Aval(graph.node(a)["shape"], np.dtype(graph.node(a)["dtype"])) for a in d["args"]]
         shape, dtype = prim.shape_dtype(avals, d["params"])
         assert (shape, dtype) == (d["shape"], np.dtype(d["dtype"]))
-    if name not in ("custom_vjp_call", "remat_call"):  # applied directly, on the case's operands
+    if case.fn is None:  # the direct application, on the case's own operands
         avals = [Aval(a.shape, a.dtype) for a in case.args]
         assert prim.shape_dtype(avals, case.params) == (case.out.shape, case.out.dtype)
 

@@ -12,6 +12,7 @@ from . import passes
 from .api import custom_vjp, grad, hessian, jacobian, jvp, stop_gradient, trace, value_and_grad, vjp
 from .checkpoint import checkpoint
 from .compiled import jit
+from .control import cond, fori_loop, scan, while_loop
 from .eager import *  # noqa: F403  (the PyTorch-style API: tg.tensor, tg.ones, tg.cat, ...)
 from .eager import autograd
 from .eager.creation import bool_ as bool  # noqa: A001  (PyTorch's name for the dtype)
@@ -42,6 +43,7 @@ from .eager import nn, optim  # noqa: E402
 
 _alias_eager_modules()
 
-__all__ = ["TraceError", "RetraceWarning", "Graph", "jit", "passes", "grad", "value_and_grad", "vjp", "jvp",
-           "jacobian", "hessian", "trace", "stop_gradient", "custom_vjp", "checkpoint", "autograd",
-           "bool", "float", "double", "int", "long", "nn", "optim", *_eager.__all__]
+__all__ = ["TraceError", "RetraceWarning", "Graph", "jit", "passes", "grad", "value_and_grad", "vjp",
+           "jvp", "jacobian", "hessian", "trace", "stop_gradient", "custom_vjp", "checkpoint",
+           "cond", "fori_loop", "while_loop", "scan", "autograd", "bool", "float", "double", "int",
+           "long", "nn", "optim", *_eager.__all__]

@@ -117,7 +117,10 @@ class _Traced:
         # Evaluating a derived graph takes the arguments, then the outer values
         # the function closed over (captured while tracing).
         self.eval_args = list(leaves) + trace.captured_outer
-        self.concrete = not any(isinstance(a, Tracer) for a in self.eval_args)
+        # concrete: the forward values can be read off the trace (not after a loop, whose
+        # value tracing leaves to the runtime)
+        self.concrete = not any(isinstance(a, Tracer) for a in self.eval_args) and all(
+            v._value is not None for v in self.out_values + self.aux_values)
 
     def _as_node_value(self, trace, x):
         x = coerce(x)

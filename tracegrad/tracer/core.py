@@ -145,6 +145,9 @@ class Trace:
             vals.append(a._value)
             avals.append(Aval(a.shape, a.dtype))
             concrete = concrete and a._value is not None
+        # a loop's value is not computed while tracing: tracing (and so compiling) a loop
+        # costs the same whatever its trip count
+        concrete = concrete and not prim.extra.get("lazy")
         src = user_src()
         try:
             if concrete:

@@ -1,0 +1,148 @@
+"""tg.cond, tg.fori_loop, tg.while_loop, tg.scan: values and derivatives against unrolled
+Python and finite differences, graphs that do not grow with the trip count, and the
+errors (reverse mode through while_loop, bodies that change a carry's dtype, ...)."""
+import numpy as np
+import pytest
+
+import tracegrad as tg
+
+from oracles import finite_diff_grad
+
+
+def step(i, x):
+    return np.sin(x) * 1.1 + 0.01 * i
+
+
+def looped(x, n=7):
+    return np.sum(tg.fori_loop(0, n, step, x) ** 2)
+
+
+def unrolled(x, n=7):
+    for i in range(n):
+        x = step(i, x)
+    return np.sum(x ** 2)
+
+
+X = np.array([0.3, -0.7, 1.2])
+
+
+def test_fori_loop_matches_unrolled_in_every_mode():
+    np.testing.assert_allclose(looped(X), unrolled(X), rtol=1e-14)
+    np.testing.assert_allclose(tg.grad(looped)(X), tg.grad(unrolled)(X), rtol=1e-12)
+    np.testing.assert_allclose(tg.grad(looped)(X), finite_diff_grad(looped, [X], 0), rtol=1e-6)
+    np.testing.assert_allclose(tg.hessian(looped)(X), tg.hessian(unrolled)(X), rtol=1e-10,
+                               atol=1e-12)
+    t = np.array([1.0, 0.5, -2.0])
+    np.testing.assert_allclose(tg.jvp(looped, (X,), (t,))[1], tg.jvp(unrolled, (X,), (t,))[1],
+                               rtol=1e-12)
+    np.testing.assert_allclose(tg.jit(tg.grad(looped))(X), tg.grad(unrolled)(X), rtol=1e-12)
+
+
+def test_the_graph_does_not_grow_with_the_trip_count():
+    small = tg.trace(tg.grad(lambda x: looped(x, 10)), X)
+    large = tg.trace(tg.grad(lambda x: looped(x, 10_000)), X)
+    assert len(small) == len(large) < 40
+    np.testing.assert_allclose(large(X), tg.grad(lambda x: unrolled(x, 10_000))(X), rtol=1e-9)
+
+
+def test_scan_with_pytrees_closures_and_reverse():
+    w = np.array([0.5, -0.3])
+
+    def f(w, h0, xs):
+        def body(carry, x):
+            h, total = carry["h"], carry["total"]
+            h = np.tanh(h * w + x["a"] * x["b"])
+            return {"h": h, "total": total + np.sum(h)}, (h * 2, np.sum(x["a"]))
+        carry, (hs, sums) = tg.scan(body, {"h": h0, "total": 0.0}, xs, reverse=True)
+        return carry["total"] + np.sum(hs ** 2) + np.sum(sums)
+
+    def ref(w, h0, xs):
+        h, total, hs, sums = h0, 0.0, [], []
+        for a, b in zip(xs["a"][::-1], xs["b"][::-1]):
+            h = np.tanh(h * w + a * b)
+            total = total + np.sum(h)
+            hs.append(h * 2)
+            sums.append(np.sum(a))
+        return total + np.sum(np.stack(hs) ** 2) + np.sum(sums)
+
+    rng = np.random.default_rng(0)
+    h0 = rng.standard_normal(2)
+    xs = {"a": rng.standard_normal((5, 2)), "b": rng.standard_normal((5, 2))}
+    np.testing.assert_allclose(f(w, h0, xs), ref(w, h0, xs), rtol=1e-13)
+    got = tg.grad(f, argnums=(0, 1, 2))(w, h0, xs)
+    want = tg.grad(ref, argnums=(0, 1, 2))(w, h0, xs)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-11)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-11)
+    np.testing.assert_allclose(got[2]["a"], want[2]["a"], rtol=1e-11)
+    np.testing.assert_allclose(got[2]["b"], want[2]["b"], rtol=1e-11)
+
+
+def test_scan_with_length_and_no_xs():
+    carry, ys = tg.scan(lambda c, _: (c * 2, c), np.float64(1.0), None, length=4)
+    assert carry == 16.0
+    np.testing.assert_array_equal(ys, [1.0, 2.0, 4.0, 8.0])
+
+
+def test_cond_takes_one_branch_and_differentiates_through_it_and_its_closure():
+    s = 3.0
+
+    def f(x, s):
+        return np.sum(tg.cond(np.sum(x) > 0, lambda a: np.sin(a) * s, lambda a: a ** 3 * s, x))
+
+    for x in (X, -X):
+        ref = (lambda x, s: np.sum(np.sin(x) * s)) if np.sum(x) > 0 else \
+            (lambda x, s: np.sum(x ** 3 * s))
+        np.testing.assert_allclose(f(x, s), ref(x, s), rtol=1e-14)
+        np.testing.assert_allclose(tg.grad(f)(x, s), tg.grad(ref)(x, s), rtol=1e-12)
+        np.testing.assert_allclose(tg.grad(f, argnums=1)(x, s), tg.grad(ref, argnums=1)(x, s),
+                                   rtol=1e-12)
+        np.testing.assert_allclose(tg.hessian(f)(x, s), tg.hessian(ref)(x, s), rtol=1e-10,
+                                   atol=1e-12)
+
+
+def test_while_loop_values_forward_mode_and_the_reverse_mode_error():
+    def f(x):
+        return tg.while_loop(lambda c: c[1] < 4, lambda c: (np.sin(c[0]) + c[0], c[1] + 1),
+                             (x, 0))[0]
+
+    def ref(x):
+        for _ in range(4):
+            x = np.sin(x) + x
+        return x
+
+    np.testing.assert_allclose(f(X), ref(X), rtol=1e-14)
+    t = np.ones(3)
+    np.testing.assert_allclose(tg.jvp(f, (X,), (t,))[1], tg.jvp(ref, (X,), (t,))[1], rtol=1e-12)
+    with pytest.raises(tg.TraceError, match="reverse-mode differentiation of tg.while_loop is "
+                                            "not supported.*tg.fori_loop or tg.scan"):
+        tg.grad(lambda x: np.sum(f(x)))(X)
+
+
+def test_backends_agree():
+    pytest.importorskip("jax")
+    np.testing.assert_allclose(np.asarray(tg.jit(tg.grad(looped), backend="jax")(X)),
+                               tg.grad(unrolled)(X), rtol=1e-12)
+
+
+def test_loops_print_save_and_load():
+    graph = tg.trace(tg.grad(looped), X)
+    text = str(graph)
+    assert "scan %" in text and "body: graph(" in text
+    doc = graph.to_json()
+    loaded = tg.Graph.from_json(doc)
+    assert loaded.to_json() == doc
+    np.testing.assert_allclose(loaded(X), graph(X), rtol=0)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: tg.fori_loop(0, 3, lambda i, c: c + 0.5, 0), "same shapes and dtypes.*int64"),
+    (lambda: tg.cond(True, lambda a: a, lambda a: a[:1], np.ones(2)), "same structure, shapes"),
+    (lambda: tg.scan(lambda c, x: c, 0.0, np.ones(3)), r"must return \(carry, y\)"),
+    (lambda: tg.scan(lambda c, x: (c, x), 0.0, [np.ones(3), np.ones(4)]), "one leading length"),
+    (lambda: tg.fori_loop(0, 2.5, lambda i, c: c, 1.0), "upper must be an integer"),
+    (lambda: tg.fori_loop(0, 3, lambda i, c: c if c > 0 else -c, 1.0),
+     "cannot branch on or convert the values"),
+])
+def test_errors_name_the_problem(call, message):
+    with pytest.raises(tg.TraceError, match=message):
+        call()

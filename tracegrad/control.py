@@ -1,0 +1,174 @@
+"""Structured control flow with JAX's signatures: ``cond``, ``fori_loop``, ``while_loop``,
+``scan``.
+
+Each traces its function(s) once, abstractly, into a sub-graph held by one node (see
+``ir/prims/control.py``), so a loop of a million steps is a graph of a few nodes. The
+functions must not branch on the values they get (use ``tg.cond`` or ``np.where``).
+Values they close over that are being traced become operands of the node, so
+derivatives with respect to them are not lost.
+"""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from .errors import TraceError
+from .ir import Aval, apply
+from .passes.prune import prune
+from .tracer import Tracer, flatten, new_trace, unflatten, where
+
+
+def _aval(x):
+    if isinstance(x, Tracer):
+        return Aval(tuple(x.shape), np.dtype(x.dtype))
+    arr = np.asarray(x)
+    if arr.dtype.kind not in "biufc":
+        raise TraceError(f"loop values must be arrays or numbers, got {type(x).__name__}{where()}")
+    return Aval(arr.shape, arr.dtype)
+
+
+def _trace(fn, avals, what):
+    """(graph, captured outer tracers, output tree): ``fn`` over abstract leaves."""
+    with new_trace() as trace:
+        ins = [trace.new_input(aval=a) for a in avals]
+        try:
+            out = fn(ins)
+        except TraceError as e:
+            if "only known abstractly" in str(e):
+                raise TraceError(f"{what} cannot branch on or convert the values it is given: "
+                                 "they are traced abstractly, once for every step. Use tg.cond "
+                                 f"or np.where instead ({e})") from None
+            raise
+        leaves, tree = flatten(out)
+        graph = trace.graph
+        graph.outputs = [(v if isinstance(v, Tracer) else trace.const(np.asarray(v)))._node
+                         for v in leaves]
+        captured = trace.captured_outer
+    return prune(graph), captured, tree
+
+
+def _check_carry(graph, avals, what):
+    for k, (n, a) in enumerate(zip(graph.outputs, avals)):
+        d = graph.node(n)
+        if tuple(d["shape"]) != tuple(a.shape) or np.dtype(d["dtype"]) != np.dtype(a.dtype):
+            raise TraceError(f"{what} must return a carry of the same shapes and dtypes as it "
+                             f"was given: leaf {k} went in as {np.dtype(a.dtype).name}"
+                             f"{list(a.shape)} and came out as {d['dtype']}{list(d['shape'])} "
+                             f"(give the initial value the final dtype, e.g. 0.0 rather than 0)"
+                             f"{where()}")
+
+
+def scan(f, init, xs=None, length=None, reverse=False):
+    """``carry, ys = scan(f, init, xs)``: ``carry, y = f(carry, x)`` for each x along the
+    leading axis of ``xs`` (a pytree), ys stacked along a new leading axis."""
+    init_leaves, init_tree = flatten(init)
+    x_leaves, x_tree = flatten(xs)
+    lengths = {int(np.shape(x)[0]) for x in x_leaves if np.ndim(x) > 0}
+    if length is not None:
+        lengths.add(operator.index(length))
+    if len(lengths) != 1:
+        raise TraceError(f"scan needs xs with one leading length, or length=, got "
+                         f"{sorted(lengths) or 'none'}{where()}")
+    (n,) = lengths
+    carry_avals = [_aval(c) for c in init_leaves]
+    x_avals = [Aval(_aval(x).shape[1:], _aval(x).dtype) for x in x_leaves]
+    n_carry = len(init_leaves)
+    trees = {}
+
+    def body(ins):
+        carry = unflatten(init_tree, ins[:n_carry])
+        x = unflatten(x_tree, ins[n_carry:])
+        out = f(carry, x)
+        if not isinstance(out, tuple) or len(out) != 2:
+            raise TraceError(f"the function given to scan must return (carry, y), got "
+                             f"{type(out).__name__}{where()}")
+        new_carry, y = out
+        c_leaves, c_tree = flatten(new_carry)
+        if c_tree != init_tree:
+            raise TraceError(f"the scan body returned a carry of structure {c_tree!r}, but "
+                             f"init has structure {init_tree!r}{where()}")
+        y_leaves, trees["y"] = flatten(y)
+        return c_leaves + y_leaves
+
+    graph, consts, _ = _trace(body, carry_avals + x_avals, "the function given to scan")
+    _check_carry(graph, carry_avals, "the function given to scan")
+    operands = list(init_leaves) + list(x_leaves) + list(consts)
+    outs = [apply("scan", *operands, body=graph, n_carry=n_carry, n_x=len(x_leaves), length=n,
+                  reverse=bool(reverse), index=k) for k in range(len(graph.outputs))]
+    return unflatten(init_tree, outs[:n_carry]), unflatten(trees["y"], outs[n_carry:])
+
+
+def _concrete_int(v, what):
+    try:
+        return operator.index(v)
+    except TypeError:
+        raise TraceError(f"{what} must be an integer known when tracing (the loop's length is "
+                         f"part of the graph){where()}") from None
+
+
+def fori_loop(lower, upper, body_fun, init_val):
+    """``val = body_fun(i, val)`` for i in ``range(lower, upper)``; one node however many
+    steps. Differentiable in both modes."""
+    lo, hi = _concrete_int(lower, "lower"), _concrete_int(upper, "upper")
+    # the step number rides in the carry, so no array of the steps is made
+    (_, carry), _ = scan(lambda c, _: ((c[0] + 1, body_fun(c[0], c[1])), None),
+                         (np.int64(lo), init_val), None, length=max(0, hi - lo))
+    return carry
+
+
+def while_loop(cond_fun, body_fun, init_val):
+    """``while cond_fun(val): val = body_fun(val)``. Forward mode (tg.jvp) differentiates
+    it; reverse mode cannot (the number of steps depends on the data) and says so."""
+    leaves, tree = flatten(init_val)
+    avals = [_aval(c) for c in leaves]
+    cond_graph, cond_consts, _ = _trace(lambda ins: cond_fun(unflatten(tree, ins)), avals,
+                                        "the cond_fun given to while_loop")
+    if len(cond_graph.outputs) != 1 or cond_graph.node(cond_graph.outputs[0])["shape"] != ():
+        raise TraceError(f"cond_fun must return one boolean scalar{where()}")
+
+    def body(ins):
+        out = body_fun(unflatten(tree, ins))
+        out_leaves, out_tree = flatten(out)
+        if out_tree != tree:
+            raise TraceError(f"body_fun returned a value of structure {out_tree!r}, but "
+                             f"init_val has structure {tree!r}{where()}")
+        return out_leaves
+
+    body_graph, body_consts, _ = _trace(body, avals, "the body_fun given to while_loop")
+    _check_carry(body_graph, avals, "the body_fun given to while_loop")
+    operands = list(leaves) + list(cond_consts) + list(body_consts)
+    outs = [apply("while_loop", *operands, cond=cond_graph, body=body_graph, n_carry=len(leaves),
+                  n_cond=len(cond_consts), index=k) for k in range(len(leaves))]
+    return unflatten(tree, outs)
+
+
+def cond(pred, true_fun, false_fun, *operands):
+    """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``, as one node: both
+    branches are traced and must return the same structure, shapes and dtypes."""
+    leaves, tree = flatten(operands)
+    avals = [_aval(x) for x in leaves]
+    branches = []
+    for fn, name in ((true_fun, "true_fun"), (false_fun, "false_fun")):
+        branches.append(_trace(lambda ins, fn=fn: fn(*unflatten(tree, ins)), avals,
+                               f"the {name} given to cond"))
+    (gt, ct, tree_t), (gf, cf, tree_f) = branches
+    if tree_t != tree_f or [(d["shape"], d["dtype"]) for d in (gt.node(n) for n in gt.outputs)] != \
+            [(d["shape"], d["dtype"]) for d in (gf.node(n) for n in gf.outputs)]:
+        raise TraceError(f"the two branches of cond must return the same structure, shapes and "
+                         f"dtypes{where()}")
+    n = len(leaves)
+    # both branches take (*operands, *true's captured values, *false's captured values)
+    all_avals = avals + [_aval(c) for c in ct] + [_aval(c) for c in cf]
+    from .runtime.interpreter import call_graph
+    true_graph, _, _ = _trace(lambda ins: call_graph(gt, ins[:n + len(ct)]), all_avals, "cond")
+    false_graph, _, _ = _trace(lambda ins: call_graph(gf, ins[:n] + ins[n + len(ct):]),
+                               all_avals, "cond")
+    pred_arr = pred if isinstance(pred, Tracer) else np.asarray(pred)
+    if tuple(np.shape(pred_arr)) != ():
+        raise TraceError(f"cond's predicate must be a scalar, got shape {np.shape(pred_arr)}"
+                         f"{where()}")
+    ops = list(leaves) + list(ct) + list(cf)
+    outs = [apply("cond", pred_arr, *ops, true=true_graph, false=false_graph, index=k)
+            for k in range(len(gt.outputs))]
+    return unflatten(tree_t, outs)
