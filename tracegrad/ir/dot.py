@@ -171,6 +171,7 @@ def to_dot(graph, forward=None, *, seeds=None, max_const: int = MAX_CONST,
     """
     outputs = set(graph.outputs)
     adjoint = adjoint_nodes(graph, forward, seeds)
+    drawn = {}          # id(sub-graph) -> its cluster's name prefix
     lines = ["digraph tracegrad {", "  rankdir=TB;",
              '  node [shape=box, style="rounded,filled", fontname=monospace, fontsize=10];',
              "  edge [fontname=monospace, fontsize=9];"]
@@ -205,10 +206,49 @@ def to_dot(graph, forward=None, *, seeds=None, max_const: int = MAX_CONST,
         args = d["args"]
         for pos, a in enumerate(args):
             lines.append(f"  n{a} -> n{n}" + (f" [label={pos}];" if len(args) > 1 else ";"))
+        for key, sub in d["params"].items():
+            if hasattr(sub, "nx") and hasattr(sub, "inputs"):
+                if id(sub) in drawn:        # sibling nodes of one loop share their body
+                    lines += [f"  {drawn[id(sub)]}_{o} -> n{n} [style=dashed, color=gray50];"
+                              for o in dict.fromkeys(sub.outputs)]
+                else:
+                    drawn[id(sub)] = f"n{n}_{key}"
+                    lines += _cluster(sub, f"n{n}_{key}", f"%{n} {key}", f"n{n}", max_const)
     if legend:
         lines += _legend(graph, adjoint)
     lines.append("}")
     return "\n".join(lines)
+
+
+def _cluster(graph, prefix, title, parent, max_const, indent="  ") -> list:
+    """A sub-graph (a loop body, a cond branch, a checkpointed function) drawn as a
+    cluster beside the node holding it; dashed edges lead from its outputs to that node."""
+    lines = [f"{indent}subgraph cluster_{prefix} {{",
+             f"{indent}  label={_label([title])}; style=dashed; color=gray50;"]
+    for n, d in graph.nx.nodes(data=True):
+        op = d["op"]
+        aval = aval_str(d["shape"], d["dtype"])
+        if op == "input":
+            text, style = [f"%{n} input {d['params']['index']}", aval], "shape=ellipse"
+        elif op == "const":
+            body = _const_text(np.asarray(d["params"]["value"]), max_const)
+            text, style = [f"%{n} {body.splitlines()[0]}", aval], f'fillcolor="{CONST_FILL}"'
+        else:
+            params = format_params({k: v for k, v in d["params"].items()
+                                    if not hasattr(v, "nx")})
+            text = [f"%{n} {op}" + (f" {params}" if params else ""), aval]
+            style = f'fillcolor="{FORWARD_FILL}"'
+        lines.append(f"{indent}  {prefix}_{n} [label={_label(text)}, {style}];")
+        for a in d["args"]:
+            lines.append(f"{indent}  {prefix}_{a} -> {prefix}_{n};")
+        for key, sub in d["params"].items():
+            if hasattr(sub, "nx") and hasattr(sub, "inputs"):
+                lines += _cluster(sub, f"{prefix}_{n}_{key}", f"%{n} {key}", f"{prefix}_{n}",
+                                  max_const, indent + "  ")
+    lines.append(f"{indent}}}")
+    for o in dict.fromkeys(graph.outputs):
+        lines.append(f"{indent}{prefix}_{o} -> {parent} [style=dashed, color=gray50];")
+    return lines
 
 
 def _legend(graph, adjoint) -> list:
