@@ -28,6 +28,12 @@ def _aval(x):
     return Aval(arr.shape, arr.dtype)
 
 
+def _arrays(leaves):
+    """Plain leaves as arrays of their own dtype: a Python 0 in a carry is an int64 counter,
+    not a number to be promoted to the dtype of the traced operands beside it."""
+    return [x if isinstance(x, Tracer) else np.asarray(x) for x in leaves]
+
+
 def _trace(fn, avals, what):
     """(graph, captured outer tracers, output tree): ``fn`` over abstract leaves."""
     with new_trace() as trace:
@@ -64,6 +70,7 @@ def scan(f, init, xs=None, length=None, reverse=False):
     leading axis of ``xs`` (a pytree), ys stacked along a new leading axis."""
     init_leaves, init_tree = flatten(init)
     x_leaves, x_tree = flatten(xs)
+    init_leaves, x_leaves = _arrays(init_leaves), _arrays(x_leaves)
     lengths = {int(np.shape(x)[0]) for x in x_leaves if np.ndim(x) > 0}
     if length is not None:
         lengths.add(operator.index(length))
@@ -121,6 +128,7 @@ def while_loop(cond_fun, body_fun, init_val):
     """``while cond_fun(val): val = body_fun(val)``. Forward mode (tg.jvp) differentiates
     it; reverse mode cannot (the number of steps depends on the data) and says so."""
     leaves, tree = flatten(init_val)
+    leaves = _arrays(leaves)
     avals = [_aval(c) for c in leaves]
     cond_graph, cond_consts, _ = _trace(lambda ins: cond_fun(unflatten(tree, ins)), avals,
                                         "the cond_fun given to while_loop")
@@ -147,6 +155,7 @@ def cond(pred, true_fun, false_fun, *operands):
     """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``, as one node: both
     branches are traced and must return the same structure, shapes and dtypes."""
     leaves, tree = flatten(operands)
+    leaves = _arrays(leaves)
     avals = [_aval(x) for x in leaves]
     branches = []
     for fn, name in ((true_fun, "true_fun"), (false_fun, "false_fun")):

@@ -42,7 +42,12 @@ def graph_function(graph: Graph):
             if d["op"] == "const":
                 env[n] = jnp.asarray(d["params"]["value"])
             else:
-                env[n] = REGISTRY[d["op"]].jax(*[env[a] for a in d["args"]], **d["params"])
+                value = REGISTRY[d["op"]].jax(*[env[a] for a in d["args"]], **d["params"])
+                # JAX promotes mixed dtypes its own way (float32 with int64 stays float32);
+                # the graph says what NumPy gives, and that is what the node must hold
+                if value.dtype != d["dtype"]:
+                    value = value.astype(d["dtype"])
+                env[n] = value
         outs = [env[o] for o in graph.outputs]
         if graph.guards:
             return outs, [env[g] for g, _ in graph.guards]
