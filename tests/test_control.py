@@ -146,3 +146,23 @@ def test_loops_print_save_and_load():
 def test_errors_name_the_problem(call, message):
     with pytest.raises(tg.TraceError, match=message):
         call()
+
+
+def test_passes_optimise_loop_bodies_too():
+    def body(i, c):
+        a = np.sin(c) * 1.0 + 0.0
+        b = np.sin(c) * 1.0 + 0.0            # a common subexpression, and x * 1.0 + 0.0
+        return a + b * 0.0
+
+    def f(x):
+        return np.sum(tg.fori_loop(0, 5, body, x))
+
+    def body_sizes(graph):
+        return sorted(len(v) for _, d in graph.nx.nodes(data=True) for v in d["params"].values()
+                      if isinstance(v, tg.Graph))
+
+    traced = tg.trace(tg.grad(f), X)
+    jitted = tg.jit(tg.grad(f))
+    optimised = jitted.lower(X).graph
+    assert sum(body_sizes(optimised)) < sum(body_sizes(traced))
+    np.testing.assert_allclose(jitted(X), tg.grad(f)(X), rtol=1e-14)

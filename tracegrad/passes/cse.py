@@ -8,6 +8,7 @@ when they are the same object). Inputs are never merged.
 import numpy as np
 
 from ..ir import Graph
+from .subgraphs import map_subgraphs
 
 _BY_VALUE_LIMIT = 4096  # elements: larger constants are compared by identity
 
@@ -51,4 +52,4 @@ def cse(graph: Graph) -> Graph:
     for n, expected in graph.guards:
         guards.setdefault((rename[n], freeze(expected)), (rename[n], expected))
     out.guards = list(guards.values())
-    return out
+    return map_subgraphs(out, cse)

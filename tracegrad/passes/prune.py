@@ -1,5 +1,6 @@
 """Dead-node pruning: keep only what the outputs (and the guards) depend on."""
 from ..ir import Graph
+from .subgraphs import map_subgraphs
 
 
 def live_nodes(graph: Graph, roots) -> set:
@@ -20,4 +21,4 @@ def prune(graph: Graph, outputs=None) -> Graph:
     """
     outputs = graph.outputs if outputs is None else list(outputs)
     roots = list(outputs) + [n for n, _ in graph.guards] + list(graph.inputs)
-    return graph.subgraph(outputs, keep=live_nodes(graph, roots))
+    return map_subgraphs(graph.subgraph(outputs, keep=live_nodes(graph, roots)), prune)

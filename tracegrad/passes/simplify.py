@@ -8,6 +8,7 @@ for a missing cotangent), which stands for "no contribution at all".
 import numpy as np
 
 from ..ir import REGISTRY, Graph
+from .subgraphs import map_subgraphs
 
 FOLD_LIMIT = 4096  # largest constant (in elements) folding may create
 
@@ -251,4 +252,4 @@ class _Rewriter:
 
 def simplify(graph: Graph) -> Graph:
     """A simplified copy of ``graph`` (run ``prune`` afterwards to drop what it bypassed)."""
-    return _Rewriter(graph).run()
+    return map_subgraphs(_Rewriter(graph).run(), simplify)
