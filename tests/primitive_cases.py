@@ -603,6 +603,18 @@ for _shape, _dtype in [((2, 3), "float64"), ((), "float32"), ((0, 2), "float64")
              fn=lambda _p=_params: apply("zeros", **_p)))
 
 
+# -- more families, one module each (tests/cases_*.py), so that several can grow at once ----------
+def _load_case_modules():
+    import importlib
+    import pathlib
+
+    for path in sorted(pathlib.Path(__file__).parent.glob("cases_*.py")):
+        importlib.import_module(path.stem)
+
+
+_load_case_modules()
+
+
 def all_cases():
     """(name, case) for every registered primitive, in registry order; case is None when
     the primitive has no cases (the tests turn that into a failure)."""
