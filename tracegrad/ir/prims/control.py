@@ -22,27 +22,7 @@ import numpy as np
 
 from ...errors import TraceError
 from ..registry import apply, register
-
-_memo = {"key": None}
-
-
-def _shared_run(key, operands, run):
-    """``run()``, unless the sibling node before this one ran it on the same operands."""
-    full = key + tuple(id(o) for o in operands)
-    if _memo["key"] == full and all(a is b for a, b in zip(_memo["ops"], operands)):
-        return _memo["outs"]
-    outs = run()
-    _memo.update(key=full, ops=tuple(operands), outs=outs)
-    return outs
-
-
-def compiled(graph):
-    """``graph`` as generated NumPy code, made once per graph."""
-    fn = graph.__dict__.get("_compiled")
-    if fn is None:
-        from ...runtime.codegen import generate
-        fn = graph.__dict__["_compiled"] = generate(graph, "tracegrad_body")
-    return fn
+from .subgraph import compiled, shared_run
 
 
 def _aval(graph, n):
@@ -103,7 +83,7 @@ def _scan_run(operands, body, n_carry, n_x, length, reverse):
 
 
 def _scan_impl(*operands, body, n_carry, n_x, length, reverse, index):
-    return _shared_run(("scan", id(body)), operands,
+    return shared_run(("scan", id(body)), operands,
                        lambda: _scan_run(operands, body, n_carry, n_x, length, reverse))[index]
 
 
@@ -230,7 +210,7 @@ def _while_run(operands, cond, body, n_carry, n_cond):
 
 
 def _while_impl(*operands, cond, body, n_carry, n_cond, index):
-    return _shared_run(("while", id(body)), operands,
+    return shared_run(("while", id(body)), operands,
                        lambda: _while_run(operands, cond, body, n_carry, n_cond))[index]
 
 
@@ -296,7 +276,7 @@ register(
 # -- cond ------------------------------------------------------------------------------------------
 def _cond_impl(pred, *operands, true, false, index):
     branch = true if bool(np.asarray(pred)) else false
-    return _shared_run(("cond", id(branch)), operands,
+    return shared_run(("cond", id(branch)), operands,
                        lambda: list(compiled(branch)(*[np.asarray(o) for o in operands])))[index]
 
 

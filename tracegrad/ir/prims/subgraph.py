@@ -13,18 +13,31 @@ from ..registry import register
 
 # Sibling nodes (one per output of one sub-graph call) see the same operand arrays:
 # run the sub-graph once for all of them.
-_last = {"key": None, "outs": None}
+_memo = {"key": None}
+
+
+def shared_run(key, operands, run):
+    """``run()``, unless the sibling node before this one ran it on the same operands."""
+    full = key + tuple(id(o) for o in operands)
+    if _memo["key"] == full and all(a is b for a, b in zip(_memo["ops"], operands)):
+        return _memo["outs"]
+    outs = run()
+    _memo.update(key=full, ops=tuple(operands), outs=outs)
+    return outs
+
+
+def compiled(graph):
+    """``graph`` as generated NumPy code, made once per graph."""
+    fn = graph.__dict__.get("_compiled")
+    if fn is None:
+        from ...runtime.codegen import generate
+        fn = graph.__dict__["_compiled"] = generate(graph, "tracegrad_body")
+    return fn
 
 
 def _run(graph, operands):
-    from ...runtime.interpreter import run
-
-    key = (id(graph),) + tuple(id(o) for o in operands)
-    if _last["key"] == key and all(a is b for a, b in zip(_last["ops"], operands)):
-        return _last["outs"]
-    outs = run(graph, [np.asarray(o) for o in operands])
-    _last.update(key=key, ops=tuple(operands), outs=outs)
-    return outs
+    return shared_run(("remat", id(graph)), operands,
+                      lambda: list(compiled(graph)(*[np.asarray(o) for o in operands])))
 
 
 def _remat_impl(*operands, graph, index):
