@@ -22,6 +22,7 @@ from .eager.creation import int32 as int  # noqa: A001
 from .eager.creation import int64 as long
 from .errors import RetraceWarning, TraceError
 from .ir import Graph
+from .vmap import vmap
 
 __version__ = "0.1.0"
 
@@ -45,5 +46,5 @@ _alias_eager_modules()
 
 __all__ = ["TraceError", "RetraceWarning", "Graph", "jit", "passes", "grad", "value_and_grad", "vjp",
            "jvp", "jacobian", "hessian", "trace", "stop_gradient", "custom_vjp", "checkpoint",
-           "cond", "fori_loop", "while_loop", "scan", "autograd", "bool", "float", "double", "int",
+           "cond", "fori_loop", "while_loop", "scan", "vmap", "autograd", "bool", "float", "double", "int",
            "long", "nn", "optim", *_eager.__all__]
