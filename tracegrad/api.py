@@ -31,10 +31,12 @@ def _at(src):
 
 
 def _fun_name(fun):
+    if isinstance(fun, functools.partial):
+        return f"partial({_fun_name(fun.func)})"
     return getattr(fun, "__name__", None) or type(fun).__name__
 
 
-def _argnums(argnums, nargs, src, fun):
+def _argnums(argnums, nargs, src, fun, kwargs=None):
     single = isinstance(argnums, (int, np.integer))
     nums = (int(argnums),) if single else tuple(argnums)
     if not nums or not all(isinstance(i, (int, np.integer)) for i in nums):
@@ -42,8 +44,11 @@ def _argnums(argnums, nargs, src, fun):
                          f"{argnums!r}{_at(src)}")
     for i in nums:
         if not -nargs <= i < nargs:
+            hint = (f"; arguments passed by keyword ({', '.join(sorted(kwargs))}) are not "
+                    f"differentiated: pass the ones to differentiate positionally"
+                    if kwargs else "")
             raise TraceError(f"argnums={argnums!r} is out of range: {_fun_name(fun)} was "
-                             f"called with {nargs} positional argument(s){_at(src)}")
+                             f"called with {nargs} positional argument(s){hint}{_at(src)}")
     return tuple(i % nargs for i in nums), single
 
 
@@ -73,15 +78,36 @@ def _leaf_aval(x, src, differentiable, skip_hint="leave it out of argnums"):
                          f"{skip_hint}{_at(src)}")
     if differentiable and aval.dtype.kind == "c":
         raise TraceError(f"differentiating with respect to complex inputs is not supported "
-                         f"yet{_at(src)}")
+                         f"yet: {_COMPLEX_HINT}{_at(src)}")
     return aval
+
+
+_COMPLEX_HINT = ("tracegrad's transforms handle real floating-point values only (pass the real "
+                 "and imaginary parts as two real arrays and compute with them)")
+
+
+def _refuse_complex(graph: Graph, src):
+    """A TraceError for the first complex value in ``graph`` (its sub-graphs included):
+    the derivative rules are written for real values, so a complex intermediate would give
+    a silently wrong derivative."""
+    for _, d in graph.nx.nodes(data=True):
+        if np.dtype(d["dtype"]).kind == "c":
+            name = np.dtype(d["dtype"]).name
+            what = {"input": f"an input of dtype {name}", "const": f"a {name} constant"}.get(
+                d["op"], f"{d['op']} makes a {name} value")
+            raise TraceError(f"complex numbers cannot be differentiated yet: {what}; "
+                             f"{_COMPLEX_HINT}{_at(d['src'] or src)}")
+        for v in d["params"].values():
+            if isinstance(v, Graph):
+                _refuse_complex(v, src)
 
 
 class _Traced:
     """A function traced at some arguments, ready for a pass."""
 
     def __init__(self, fun, args, kwargs, argnums, src, *, has_aux=False,
-                 differentiable=True, skip_hint="leave it out of argnums"):
+                 differentiable=True, skip_hint="leave it out of argnums",
+                 refuse_complex=None):
         self.src = src
         self.trees, leaves = [], []
         for i in argnums:
@@ -112,6 +138,8 @@ class _Traced:
             self.aux_values = [self._as_node_value(trace, x) for x in aux_leaves]
         self.graph: Graph = trace.graph
         self.graph.outputs = [v._node for v in self.out_values + self.aux_values]
+        if differentiable if refuse_complex is None else refuse_complex:
+            _refuse_complex(self.graph, src)
         self.n_out = len(self.out_values)
         self.n_in = len(inputs)
         # Evaluating a derived graph takes the arguments, then the outer values
@@ -184,7 +212,7 @@ def _grad_core(fun, argnums, has_aux, with_value):
     """The shared body of grad and value_and_grad: returns (value or None, aux, grads)."""
 
     def run_grad(args, kwargs, src):
-        nums, single = _argnums(argnums, len(args), src, fun)
+        nums, single = _argnums(argnums, len(args), src, fun, kwargs)
         t = _Traced(fun, args, kwargs, nums, src, has_aux=has_aux)
         if t.n_out != 1 or t.out_tree.kind != "leaf":
             raise TraceError(f"tg.grad needs {_fun_name(fun)} to return one scalar, but it "
@@ -290,7 +318,7 @@ def jvp(fun, primals, tangents):
         raise TraceError(f"tg.jvp got {len(primals)} primals but {len(tangents)} tangents"
                          f"{_at(src)}")
     nums = tuple(range(len(primals)))
-    t = _Traced(fun, tuple(primals), {}, nums, src, differentiable=False)
+    t = _Traced(fun, tuple(primals), {}, nums, src, differentiable=False, refuse_complex=True)
     tan_leaves, tan_tree = flatten(tuple(tangents))
     primal_tree = flatten(tuple(primals))[1]
     if tan_tree != primal_tree:
@@ -334,7 +362,7 @@ def jacobian(fun, argnums=0, has_aux=False, *, mode="rev", chunk_size=None):
     @functools.wraps(fun)
     def jacobian_fun(*args, **kwargs):
         src = user_src()
-        nums, single = _argnums(argnums, len(args), src, fun)
+        nums, single = _argnums(argnums, len(args), src, fun, kwargs)
         t = _Traced(fun, args, kwargs, nums, src, has_aux=has_aux)
         for k in range(t.n_out):
             dtype = t.out_aval(k)[1]
@@ -469,7 +497,7 @@ def trace(fun, *example_args, **kwargs) -> Graph:
     every argument is a graph input, every leaf of the result a graph output."""
     src = user_src()
     t = _Traced(fun, example_args, kwargs, tuple(range(len(example_args))), src,
-                differentiable=False)
+                differentiable=False, refuse_complex=False)
     if len(t.eval_args) != t.n_in:
         raise TraceError(f"tg.trace was called inside another transform on a function that "
                          f"closes over its traced values{_at(src)}")
