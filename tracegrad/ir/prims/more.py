@@ -1,0 +1,22 @@
+"""Primitives for the rest of NumPy's everyday surface. Only what cannot be composed:
+``argsort`` (a stable sort's permutation, an integer result with no gradient). ``np.sort``,
+``np.partition``, quantiles and the rest are composed from it by the tracer
+(``tracegrad/tracer/np_more.py``): a gather at the permutation, whose gradient scatters
+back, as JAX's sort does.
+"""
+import numpy as np
+
+from ..registry import register
+
+
+def _argsort_jax(x, axis):
+    import jax.numpy as jnp
+    return jnp.argsort(x, axis=axis, stable=True).astype(jnp.int64)
+
+
+register(
+    "argsort", lambda x, axis: np.argsort(x, axis=axis, kind="stable").astype(np.int64),
+    abstract=lambda x, axis: (x.shape, np.int64),
+    jax=_argsort_jax, family="shape",
+    doc="np.argsort(x, axis, kind='stable'): ties keep their order, as in JAX's stable sort",
+)
