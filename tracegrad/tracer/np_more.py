@@ -1,0 +1,873 @@
+"""The rest of NumPy's everyday surface, as compositions of the primitives (plus the
+``argsort`` primitive of ``ir/prims/more.py``), with JAX's derivative conventions:
+
+- ufuncs ``logaddexp2``, ``fmod``, ``heaviside`` (zero gradient in ``x1``; ``x2`` where
+  ``x1 == 0``), and ``np.sinc``;
+- sorting: ``sort``, ``argsort``, ``partition``/``argpartition`` (the fully sorted array,
+  a valid partition), ``median``, ``quantile``, ``percentile`` and their ``nan``-free
+  methods ``linear lower higher nearest midpoint`` (gathers at sorted positions,
+  piecewise linear), ``searchsorted``, ``digitize`` and ``unique`` (no gradient);
+- shapes: ``rollaxis``, ``vsplit``/``hsplit``/``dsplit``, ``array_split`` with unequal
+  parts, ``column_stack``, ``row_stack``, ``dstack``, ``flipud``, ``fliplr``, ``rot90``,
+  ``append``, ``meshgrid``, ``take``, ``take_along_axis``, ``put_along_axis`` (in place on
+  a traced array, like ``z[i] = v``);
+- arithmetic: ``diff``, ``ediff1d``, ``gradient``, ``kron``, ``cross``, ``select``,
+  ``nan_to_num``, ``cumprod``, ``nansum``, ``nanmean``, ``nanprod``, ``nanmax``,
+  ``nanmin``, ``nanvar``, ``nanstd``, ``nancumsum``, ``interp``, ``convolve``,
+  ``correlate``, ``linspace`` (differentiable in ``start`` and ``stop``), ``trapezoid``;
+- comparisons: ``isclose`` (a traced boolean array), ``allclose``, ``array_equal`` and
+  ``array_equiv`` (Python booleans, recorded as guards like ``bool()``).
+"""
+from __future__ import annotations
+
+import builtins
+import math
+
+import numpy as np
+
+from ..errors import TraceError
+from ..ir import apply
+from .core import Tracer
+from .indexing import getitem
+from .np_base import (
+    FUNCTIONS,
+    UFUNCS,
+    _reject,
+    _single_axis,
+    astype,
+    broadcast_to,
+    coerce,
+    concatenate,
+    dtype_of,
+    implements,
+    ndim_of,
+    operator_index,
+    ravel,
+    reshape,
+    shape_of,
+    transpose,
+)
+from .np_shapes import flip, moveaxis
+from .source import where
+
+# -- ufuncs ------------------------------------------------------------------------------
+_LN2 = math.log(2.0)
+
+
+def _fmod(x, y):
+    # sign(x) * (|x| mod |y|): exact values (as C's fmod), d/dx = 1, d/dy = -trunc(x / y)
+    return apply("mul", apply("sign", x), apply("remainder", apply("abs", x), apply("abs", y)))
+
+
+def _heaviside(x1, x2):
+    inner = apply("select", apply("greater", x1, 0), np.ones((), dtype_of(x2)), x2)
+    return apply("select", apply("less", x1, 0), np.zeros((), dtype_of(x2)), inner)
+
+
+UFUNCS[np.logaddexp2] = lambda x, y: apply(
+    "div", apply("logaddexp", apply("mul", x, _LN2), apply("mul", y, _LN2)), _LN2)
+UFUNCS[np.fmod] = _fmod
+UFUNCS[np.heaviside] = _heaviside
+
+
+@implements(np.sinc)
+def sinc(x):
+    """sin(pi x) / (pi x), 1 at 0 (derivative 0 there; the second derivative at exactly 0
+    is not the true -pi^2/3)."""
+    x = _arr(x)
+    if dtype_of(x).kind in "iub":
+        x = astype(x, np.float64)
+    zero = apply("equal", x, 0)
+    safe = apply("mul", apply("select", zero, 1.0, x), math.pi)
+    return apply("select", zero, 1.0, apply("div", apply("sin", safe), safe))
+
+
+# -- sorting ---------------------------------------------------------------------------
+def _arr(x):
+    """A traced array, or a plain one (not a list)."""
+    x = coerce(x)
+    return x if isinstance(x, Tracer) else np.asarray(x)
+
+
+def _axis_or_flat(a, axis):
+    a = _arr(a)
+    if axis is None:
+        return ravel(a), 0
+    return a, _single_axis(operator_index(axis), ndim_of(a))
+
+
+def _along(a, indices, axis):
+    """``np.take_along_axis(a, indices, axis)`` with ``axis`` normalised."""
+    nd = ndim_of(a)
+    key = []
+    for d in range(nd):
+        if d == axis:
+            key.append(indices)
+        else:
+            shape = [1] * nd
+            shape[d] = shape_of(a)[d]
+            key.append(np.arange(shape_of(a)[d]).reshape(shape))
+    return getitem(a, tuple(key))
+
+
+@implements(np.argsort)
+def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
+    _reject("np.argsort", order=order)
+    a, axis = _axis_or_flat(a, axis)
+    return apply("argsort", a, axis=axis)
+
+
+@implements(np.sort)
+def sort(a, axis=-1, kind=None, order=None, *, stable=None):
+    _reject("np.sort", order=order)
+    a, axis = _axis_or_flat(a, axis)
+    return _along(a, apply("argsort", a, axis=axis), axis)
+
+
+@implements(np.partition)
+def partition(a, kth, axis=-1, kind="introselect", order=None):
+    """The fully sorted array: a valid partition for every ``kth``."""
+    return sort(a, axis=axis, order=order)
+
+
+@implements(np.argpartition)
+def argpartition(a, kth, axis=-1, kind="introselect", order=None):
+    return argsort(a, axis=axis, order=order)
+
+
+@implements(np.searchsorted)
+def searchsorted(a, v, side="left", sorter=None):
+    """Counts of comparisons (no gradient): ``sum(a < v)`` ('left') or ``sum(a <= v)``."""
+    a, v = _arr(a), _arr(v)
+    if ndim_of(a) != 1:
+        raise TraceError(f"np.searchsorted needs a 1-D array{where()}")
+    if sorter is not None:
+        a = getitem(a, (_arr(sorter),))
+    if side not in ("left", "right"):
+        raise TraceError(f"np.searchsorted: side must be 'left' or 'right', got {side!r}{where()}")
+    vv = reshape(v, tuple(shape_of(v)) + (1,))
+    hits = apply("less" if side == "left" else "less_equal", a, vv)
+    return apply("sum", astype(hits, np.int64), axis=(ndim_of(vv) - 1,), keepdims=False)
+
+
+@implements(np.digitize)
+def digitize(x, bins, right=False):
+    x, bins = _arr(x), _arr(bins)
+    if ndim_of(bins) != 1:
+        raise TraceError(f"np.digitize: bins must be 1-D{where()}")
+    n = shape_of(bins)[0]
+    increasing = n < 2 or bool(apply("greater_equal", getitem(bins, (-1,)), getitem(bins, (0,))))
+    if increasing:
+        return searchsorted(bins, x, side="left" if right else "right")
+    return apply("sub", n, searchsorted(flip(bins), x, side="right" if right else "left"))
+
+
+@implements(np.unique)
+def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None,
+           *, equal_nan=True, sorted=True):  # noqa: A002
+    """The sorted distinct values (no gradient, like ``np.unique`` of a constant). Which
+    entries are distinct is read at trace time and recorded as a guard."""
+    if return_index or return_inverse or return_counts or axis is not None:
+        raise TraceError(f"np.unique on traced values gives the values only (no return_index, "
+                         f"return_inverse, return_counts or axis){where()}")
+    s = sort(ravel(_arr(ar)))
+    if shape_of(s)[0] == 0:
+        return apply("stop_gradient", s)
+    first = np.ones(1, dtype=bool)
+    fresh = concatenate([first, apply("not_equal", getitem(s, (slice(1, None),)),
+                                      getitem(s, (slice(None, -1),)))])
+    if equal_nan and dtype_of(s).kind == "f":
+        # NaNs sort last and are unequal to each other: keep only the first
+        nan = apply("isnan", s)
+        prev_nan = concatenate([~first, getitem(nan, (slice(None, -1),))])
+        fresh = apply("logical_and", fresh, apply("logical_not", prev_nan))
+    return apply("stop_gradient", getitem(s, (fresh,)))
+
+
+def _quantile_sorted(s, q, axis, method, keepdims, a_shape):
+    """Quantiles of ``s`` (sorted along ``axis``) at constant ``q`` in [0, 1]."""
+    n = shape_of(s)[axis]
+    q_arr = np.asarray(q, dtype=np.float64)
+    pos = q_arr * (n - 1)
+    lo = np.floor(pos).astype(np.int64)
+    hi = np.minimum(lo + 1, n - 1)
+    frac = pos - lo
+
+    def at(idx):
+        taken = getitem(s, (slice(None),) * axis + (np.asarray(idx),))
+        return moveaxis(taken, tuple(range(axis, axis + q_arr.ndim)), tuple(range(q_arr.ndim)))
+
+    if method == "linear":
+        a_lo, a_hi = at(lo), at(hi)
+        t = np.reshape(frac, frac.shape + (1,) * (ndim_of(s) - 1))
+        diff = apply("sub", a_hi, a_lo)
+        # NumPy's lerp: from the nearer end, exact at t = 0 and t = 1
+        out = apply("select", t >= 0.5, apply("sub", a_hi, apply("mul", diff, 1 - t)),
+                    apply("add", a_lo, apply("mul", diff, t)))
+    elif method == "lower":
+        out = at(lo)
+    elif method == "higher":
+        out = at(np.where(frac > 0, hi, lo))
+    elif method == "nearest":
+        out = at(np.where(np.around(pos) == hi, hi, lo))
+    elif method == "midpoint":
+        out = apply("mul", apply("add", at(lo), at(np.where(frac > 0, hi, lo))), 0.5)
+    else:
+        raise TraceError(f"quantile method {method!r} is not supported on traced values "
+                         f"(linear, lower, higher, nearest, midpoint){where()}")
+    if keepdims:
+        shape = list(a_shape)
+        for d in (range(len(a_shape)) if axis is None else [axis]):
+            shape[d] = 1
+        out = reshape(out, q_arr.shape + tuple(shape))
+    return out
+
+
+def _quantile(name, a, q, axis, out, overwrite_input, method, keepdims, weights=None,
+              interpolation=None):
+    _reject(name, out=out, weights=weights, interpolation=interpolation)
+    if isinstance(q, Tracer) or (isinstance(q, (list, tuple)) and builtins.any(
+            isinstance(e, Tracer) for e in q)):
+        raise TraceError(f"{name} on traced values needs a constant q{where()}")
+    q = np.asarray(q, dtype=np.float64)
+    if np.any((q < 0) | (q > 1)):
+        raise TraceError(f"{name}: quantiles must be in the range [0, 1]{where()}")
+    a = _arr(a)
+    if dtype_of(a).kind in "iub":
+        a = astype(a, np.float64)
+    a_shape = tuple(shape_of(a))
+    if axis is None:
+        flat = ravel(a)
+        result = _quantile_sorted(sort(flat), q, 0, method, False, a_shape)
+        if keepdims:
+            result = reshape(result, q.shape + (1,) * len(a_shape))
+        return result
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    axes = sorted(_single_axis(operator_index(x), len(a_shape)) for x in axes)
+    if len(axes) > 1:                 # several axes: move them to the end and merge them
+        rest = [d for d in range(len(a_shape)) if d not in axes]
+        merged = reshape(transpose(a, rest + axes), tuple(a_shape[d] for d in rest) + (-1,))
+        result = _quantile_sorted(sort(merged, axis=-1), q, len(rest), method, False, a_shape)
+        if keepdims:
+            shape = [1 if d in axes else n for d, n in enumerate(a_shape)]
+            result = reshape(result, q.shape + tuple(shape))
+        return result
+    return _quantile_sorted(sort(a, axis=axes[0]), q, axes[0], method, keepdims, a_shape)
+
+
+@implements(np.quantile)
+def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+             keepdims=False, *, weights=None, interpolation=None):
+    return _quantile("np.quantile", a, q, axis, out, overwrite_input, method, keepdims,
+                     weights, interpolation)
+
+
+@implements(np.percentile)
+def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+               keepdims=False, *, weights=None, interpolation=None):
+    if isinstance(q, Tracer):
+        raise TraceError(f"np.percentile on traced values needs a constant q{where()}")
+    return _quantile("np.percentile", a, np.asarray(q, dtype=np.float64) / 100.0, axis, out,
+                     overwrite_input, method, keepdims, weights, interpolation)
+
+
+@implements(np.median)
+def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    return _quantile("np.median", a, 0.5, axis, out, overwrite_input, "midpoint", keepdims)
+
+
+# -- shapes ----------------------------------------------------------------------------
+@implements(np.rollaxis)
+def rollaxis(a, axis, start=0):
+    a = _arr(a)
+    nd = ndim_of(a)
+    axis = _single_axis(axis, nd)
+    if start < 0:
+        start += nd
+    if not 0 <= start <= nd:
+        raise TraceError(f"np.rollaxis: start {start} out of range{where()}")
+    if axis < start:
+        start -= 1
+    if axis == start:
+        return a
+    axes = [d for d in range(nd) if d != axis]
+    axes.insert(start, axis)
+    return transpose(a, axes)
+
+
+@implements(np.split, np.array_split)
+def array_split(ary, indices_or_sections, axis=0):
+    """``np.split`` and ``np.array_split`` (unequal parts: the first ones one longer)."""
+    ary = _arr(ary)
+    axis = _single_axis(operator_index(axis), ndim_of(ary))
+    n = shape_of(ary)[axis]
+    if isinstance(indices_or_sections, (int, np.integer)):
+        sections = int(indices_or_sections)
+        if sections <= 0:
+            raise TraceError(f"number sections must be larger than 0{where()}")
+        size, extra = divmod(n, sections)
+        sizes = [size + 1] * extra + [size] * (sections - extra)
+        bounds = np.concatenate([[0], np.cumsum(sizes)]).tolist()
+    else:
+        bounds = [0] + [int(i) for i in indices_or_sections] + [n]
+    lead = (slice(None),) * axis
+    return [getitem(ary, lead + (slice(lo, hi),)) for lo, hi in zip(bounds[:-1], bounds[1:])]
+
+
+def _strict_split(name, axis_of):
+    def handler(ary, indices_or_sections):
+        ary = _arr(ary)
+        axis = axis_of(ndim_of(ary))
+        if axis is None:
+            raise TraceError(f"np.{name} needs an array of more dimensions{where()}")
+        if isinstance(indices_or_sections, (int, np.integer)) and \
+                shape_of(ary)[axis] % int(indices_or_sections):
+            raise TraceError(f"array split does not result in an equal division{where()}")
+        return array_split(ary, indices_or_sections, axis)
+    return handler
+
+
+FUNCTIONS[np.vsplit] = _strict_split("vsplit", lambda nd: 0 if nd >= 2 else None)
+FUNCTIONS[np.hsplit] = _strict_split("hsplit", lambda nd: (1 if nd > 1 else 0) if nd else None)
+FUNCTIONS[np.dsplit] = _strict_split("dsplit", lambda nd: 2 if nd >= 3 else None)
+
+
+@implements(np.column_stack)
+def column_stack(tup):
+    arrays = []
+    for a in tup:
+        a = _arr(a)
+        if ndim_of(a) < 2:
+            a = reshape(a, (-1, 1))
+        arrays.append(a)
+    return concatenate(arrays, axis=1)
+
+
+@implements(np.dstack)
+def dstack(tup):
+    return concatenate([np.atleast_3d(_arr(a)) for a in tup], axis=2)
+
+
+if hasattr(np, "row_stack"):
+    FUNCTIONS[np.row_stack] = lambda tup, **kw: np.vstack(tup, **kw)
+
+
+@implements(np.flipud)
+def flipud(m):
+    return flip(m, 0)
+
+
+@implements(np.fliplr)
+def fliplr(m):
+    m = _arr(m)
+    if ndim_of(m) < 2:
+        raise TraceError(f"np.fliplr needs an array of at least 2 dimensions{where()}")
+    return flip(m, 1)
+
+
+@implements(np.rot90)
+def rot90(m, k=1, axes=(0, 1)):
+    m = _arr(m)
+    nd = ndim_of(m)
+    a0, a1 = (_single_axis(ax, nd) for ax in axes)
+    if a0 == a1:
+        raise TraceError(f"np.rot90: axes must be different{where()}")
+    k %= 4
+    if k == 0:
+        return m
+    if k == 2:
+        return flip(flip(m, a0), a1)
+    perm = list(range(nd))
+    perm[a0], perm[a1] = perm[a1], perm[a0]
+    return transpose(flip(m, a1), perm) if k == 1 else flip(transpose(m, perm), a1)
+
+
+@implements(np.append)
+def append(arr, values, axis=None):
+    arr, values = _arr(arr), _arr(values)
+    if axis is None:
+        return concatenate([ravel(arr), ravel(values)], axis=0)
+    return concatenate([arr, values], axis=axis)
+
+
+@implements(np.meshgrid)
+def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
+    if indexing not in ("xy", "ij"):
+        raise TraceError(f"np.meshgrid: indexing must be 'xy' or 'ij'{where()}")
+    xs = [ravel(_arr(x)) for x in xi]
+    nd = len(xs)
+    outs = []
+    for i, x in enumerate(xs):
+        shape = [1] * nd
+        shape[(1 - i if i < 2 else i) if indexing == "xy" and nd > 1 else i] = -1
+        outs.append(reshape(x, tuple(shape)))
+    if not sparse:
+        full = np.broadcast_shapes(*(shape_of(o) for o in outs))
+        outs = [broadcast_to(o, full) for o in outs]
+    return tuple(outs)
+
+
+@implements(np.take)
+def take(a, indices, axis=None, out=None, mode="raise"):
+    _reject("np.take", out=out)
+    a, axis = _axis_or_flat(a, axis)
+    indices = _arr(indices)
+    if mode in ("wrap", "clip"):
+        n = shape_of(a)[axis]
+        indices = np.mod(indices, n) if mode == "wrap" else np.clip(indices, 0, n - 1)
+    elif mode != "raise":
+        raise TraceError(f"np.take: mode {mode!r} is not supported{where()}")
+    return getitem(a, (slice(None),) * axis + (indices,))
+
+
+@implements(np.take_along_axis)
+def take_along_axis(arr, indices, axis=-1):
+    arr, axis = _axis_or_flat(arr, axis)
+    indices = _arr(indices)
+    if ndim_of(indices) != ndim_of(arr):
+        raise TraceError(f"np.take_along_axis: indices and arr must have the same number "
+                         f"of dimensions{where()}")
+    return _along(arr, indices, axis)
+
+
+@implements(np.put_along_axis)
+def put_along_axis(arr, indices, values, axis):
+    """In place, as in NumPy: on a traced ``arr`` it is recorded like ``z[i] = v`` (``arr``
+    names the updated array afterwards)."""
+    if not isinstance(arr, Tracer):
+        raise TraceError(f"np.put_along_axis(arr, ...) would write traced values into the "
+                         f"plain NumPy array arr and lose their gradient: start from a traced "
+                         f"array (arr = np.zeros_like(x)){where()}")
+    if axis is None:
+        raise TraceError(f"np.put_along_axis with axis=None is not supported on traced "
+                         f"values (reshape first){where()}")
+    axis = _single_axis(operator_index(axis), ndim_of(arr))
+    indices = _arr(indices)
+    nd = ndim_of(arr)
+    key = []
+    for d in range(nd):
+        if d == axis:
+            key.append(indices)
+        else:
+            shape = [1] * nd
+            shape[d] = shape_of(arr)[d]
+            key.append(np.arange(shape_of(arr)[d]).reshape(shape))
+    arr[tuple(key)] = values
+
+
+# -- arithmetic ------------------------------------------------------------------------
+@implements(np.diff)
+def diff(a, n=1, axis=-1, prepend=np._NoValue, append=np._NoValue):  # noqa: A002
+    a = _arr(a)
+    axis = _single_axis(axis, ndim_of(a))
+    parts = []
+    for extra in (prepend, append):
+        if extra is np._NoValue:
+            parts.append(None)
+            continue
+        extra = _arr(extra)
+        if ndim_of(extra) == 0:
+            shape = list(shape_of(a))
+            shape[axis] = 1
+            extra = broadcast_to(extra, tuple(shape))
+        parts.append(extra)
+    pieces = [p for p in (parts[0], a, parts[1]) if p is not None]
+    if len(pieces) > 1:
+        a = concatenate(pieces, axis=axis)
+    lead = (slice(None),) * axis
+    for _ in range(operator_index(n)):
+        a = apply("sub", getitem(a, lead + (slice(1, None),)), getitem(a, lead + (slice(None, -1),)))
+    return a
+
+
+@implements(np.ediff1d)
+def ediff1d(ary, to_end=None, to_begin=None):
+    d = diff(ravel(_arr(ary)))
+    parts = [ravel(_arr(x)) for x in (to_begin,) if x is not None] + [d] + \
+        [ravel(_arr(x)) for x in (to_end,) if x is not None]
+    return concatenate(parts) if len(parts) > 1 else d
+
+
+def _gradient_axis(f, axis, h, edge_order):
+    n = shape_of(f)[axis]
+    lead = (slice(None),) * axis
+
+    def sl(s):
+        return getitem(f, lead + (s,))
+    if n < edge_order + 1:
+        raise TraceError(f"np.gradient needs at least {edge_order + 1} points along an axis"
+                         f"{where()}")
+    bshape = [1] * ndim_of(f)
+    bshape[axis] = -1
+    if np.ndim(h) == 0:
+        inner = (sl(slice(2, None)) - sl(slice(None, -2))) / (2.0 * h)
+        if edge_order == 1:
+            first = (sl(slice(1, 2)) - sl(slice(0, 1))) / h
+            last = (sl(slice(-1, None)) - sl(slice(-2, -1))) / h
+        else:
+            first = (-1.5 * sl(slice(0, 1)) + 2.0 * sl(slice(1, 2)) - 0.5 * sl(slice(2, 3))) / h
+            last = (0.5 * sl(slice(-3, -2)) - 2.0 * sl(slice(-2, -1)) + 1.5 * sl(slice(-1, None))) / h
+    else:
+        dx = np.diff(np.asarray(h, dtype=np.float64))
+        if dx.shape != (n - 1,):
+            raise TraceError(f"np.gradient: coordinates must match the axis length{where()}")
+        dx1, dx2 = dx[:-1], dx[1:]
+        a = (-(dx2) / (dx1 * (dx1 + dx2))).reshape(bshape)
+        b = ((dx2 - dx1) / (dx1 * dx2)).reshape(bshape)
+        c = (dx1 / (dx2 * (dx1 + dx2))).reshape(bshape)
+        inner = a * sl(slice(None, -2)) + b * sl(slice(1, -1)) + c * sl(slice(2, None))
+        if edge_order == 1:
+            first = (sl(slice(1, 2)) - sl(slice(0, 1))) / dx[0]
+            last = (sl(slice(-1, None)) - sl(slice(-2, -1))) / dx[-1]
+        else:
+            d1, d2 = dx[0], dx[1]
+            first = (-(2.0 * d1 + d2) / (d1 * (d1 + d2)) * sl(slice(0, 1))
+                     + (d1 + d2) / (d1 * d2) * sl(slice(1, 2))
+                     - d1 / (d2 * (d1 + d2)) * sl(slice(2, 3)))
+            d1, d2 = dx[-2], dx[-1]
+            last = (d2 / (d1 * (d1 + d2)) * sl(slice(-3, -2))
+                    - (d2 + d1) / (d1 * d2) * sl(slice(-2, -1))
+                    + (2.0 * d2 + d1) / (d2 * (d1 + d2)) * sl(slice(-1, None)))
+    return concatenate([first, inner, last], axis=axis)
+
+
+@implements(np.gradient)
+def gradient(f, *varargs, axis=None, edge_order=1):
+    f = _arr(f)
+    if dtype_of(f).kind in "iub":
+        f = astype(f, np.float64)
+    nd = ndim_of(f)
+    axes = list(range(nd)) if axis is None else (
+        [axis] if isinstance(axis, (int, np.integer)) else list(axis))
+    axes = [_single_axis(ax, nd) for ax in axes]
+    if edge_order not in (1, 2):
+        raise TraceError(f"np.gradient: edge_order must be 1 or 2{where()}")
+    if builtins.any(isinstance(v, Tracer) for v in varargs):
+        raise TraceError(f"np.gradient on traced values needs constant spacings{where()}")
+    if not varargs:
+        spacing = [1.0] * len(axes)
+    elif len(varargs) == 1 and np.ndim(varargs[0]) == 0:
+        spacing = [varargs[0]] * len(axes)
+    elif len(varargs) == len(axes):
+        spacing = list(varargs)
+    else:
+        raise TraceError(f"np.gradient: invalid number of spacing arguments{where()}")
+    outs = [_gradient_axis(f, ax, h, edge_order) for ax, h in zip(axes, spacing)]
+    return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+@implements(np.kron)
+def kron(a, b):
+    a, b = _arr(a), _arr(b)
+    nd = builtins.max(ndim_of(a), ndim_of(b))
+    sa = (1,) * (nd - ndim_of(a)) + tuple(shape_of(a))
+    sb = (1,) * (nd - ndim_of(b)) + tuple(shape_of(b))
+    a = reshape(a, tuple(x for n in sa for x in (n, 1)))
+    b = reshape(b, tuple(x for n in sb for x in (1, n)))
+    return reshape(apply("mul", a, b), tuple(m * n for m, n in zip(sa, sb)))
+
+
+@implements(np.cross)
+def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    a = moveaxis(_arr(a), axisa, -1)
+    b = moveaxis(_arr(b), axisb, -1)
+    na, nb = shape_of(a)[-1], shape_of(b)[-1]
+    if na not in (2, 3) or nb not in (2, 3):
+        raise TraceError(f"incompatible dimensions for cross product (dimension must be 2 or "
+                         f"3){where()}")
+
+    def comp(v, i, n):
+        return getitem(v, (Ellipsis, i)) if i < n else 0.0
+    a0, a1, a2 = (comp(a, i, na) for i in range(3))
+    b0, b1, b2 = (comp(b, i, nb) for i in range(3))
+    z = a0 * b1 - a1 * b0
+    if na == 2 and nb == 2:
+        return z
+    c = np.stack(_broadcast_all(a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, z), axis=-1)
+    return moveaxis(c, -1, axisc)
+
+
+def _broadcast_all(*xs):
+    shape = np.broadcast_shapes(*(shape_of(x) for x in xs))
+    return [broadcast_to(x if isinstance(x, Tracer) else np.asarray(x), shape) for x in xs]
+
+
+@implements(np.select)
+def select(condlist, choicelist, default=0):
+    if len(condlist) != len(choicelist):
+        raise TraceError(f"np.select: list of cases must be same length as list of "
+                         f"conditions{where()}")
+    out = _arr(default)
+    for cond, choice in reversed(list(zip(condlist, choicelist))):
+        out = np.where(_arr(cond), _arr(choice), out)
+    return out
+
+
+@implements(np.nan_to_num)
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    x = _arr(x)
+    dt = dtype_of(x)
+    if dt.kind not in "f":
+        return x
+    big = np.finfo(dt).max
+    posinf = big if posinf is None else posinf
+    neginf = -big if neginf is None else neginf
+    x = apply("select", apply("isnan", x), np.asarray(nan, dt), x)
+    x = apply("select", apply("equal", x, np.inf), np.asarray(posinf, dt), x)
+    return apply("select", apply("equal", x, -np.inf), np.asarray(neginf, dt), x)
+
+
+@implements(np.cumprod)
+def cumprod(a, axis=None, dtype=None, out=None):
+    """``prod`` over a lower-triangular mask: exact at zeros to every order (O(n^2) work)."""
+    _reject("np.cumprod", out=out)
+    a, axis = _axis_or_flat(a, axis)
+    if dtype is not None:
+        a = astype(a, dtype)
+    n = shape_of(a)[axis]
+    a = moveaxis(a, axis, -1)
+    rows = reshape(a, tuple(shape_of(a)[:-1]) + (1, n))
+    tri = np.tril(np.ones((n, n), dtype=bool))
+    masked = apply("select", tri, rows, np.ones((), dtype_of(a)))
+    return moveaxis(apply("prod", masked, axis=(ndim_of(masked) - 1,), keepdims=False), -1, axis)
+
+
+def _no_nan(a, fill):
+    a = _arr(a)
+    if dtype_of(a).kind != "f":
+        return a
+    return apply("select", apply("isnan", a), np.asarray(fill, dtype_of(a)), a)
+
+
+@implements(np.nansum)
+def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    _reject("np.nansum", out=out, initial=initial, where=where)
+    return np.sum(_no_nan(a, 0), axis=axis, dtype=dtype, keepdims=keepdims)
+
+
+@implements(np.nanprod)
+def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    _reject("np.nanprod", out=out, initial=initial, where=where)
+    return np.prod(_no_nan(a, 1), axis=axis, dtype=dtype, keepdims=keepdims)
+
+
+@implements(np.nancumsum)
+def nancumsum(a, axis=None, dtype=None, out=None):
+    _reject("np.nancumsum", out=out)
+    return np.cumsum(_no_nan(a, 0), axis=axis, dtype=dtype)
+
+
+@implements(np.nanmax)
+def nanmax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    _reject("np.nanmax", out=out, initial=initial, where=where)
+    return np.max(_no_nan(a, -np.inf), axis=axis, keepdims=keepdims)
+
+
+@implements(np.nanmin)
+def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    _reject("np.nanmin", out=out, initial=initial, where=where)
+    return np.min(_no_nan(a, np.inf), axis=axis, keepdims=keepdims)
+
+
+def _not_nan_count(a, axis, keepdims):
+    a = _arr(a)
+    ok = apply("logical_not", apply("isnan", a))
+    return np.sum(ok, axis=axis, keepdims=keepdims)
+
+
+@implements(np.nanmean)
+def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+    _reject("np.nanmean", out=out, where=where)
+    a = _arr(a)
+    if dtype_of(a).kind in "iub":
+        return np.mean(a, axis=axis, dtype=dtype, keepdims=keepdims)
+    total = np.sum(_no_nan(a, 0), axis=axis, dtype=dtype, keepdims=keepdims)
+    return total / _not_nan_count(a, axis, keepdims)
+
+
+@implements(np.nanvar)
+def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+           mean=None, correction=None):
+    _reject("np.nanvar", out=out, where=where, mean=mean, correction=correction)
+    a = _arr(a)
+    if dtype_of(a).kind in "iub":
+        return np.var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
+    m = nanmean(a, axis=axis, dtype=dtype, keepdims=True)
+    centred = _no_nan(a - m, 0)
+    total = np.sum(centred * centred, axis=axis, keepdims=keepdims)
+    return total / np.maximum(_not_nan_count(a, axis, keepdims) - ddof, 0)
+
+
+@implements(np.nanstd)
+def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+           mean=None, correction=None):
+    _reject("np.nanstd", out=out, where=where, mean=mean, correction=correction)
+    return np.sqrt(nanvar(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims))
+
+
+@implements(np.interp)
+def interp(x, xp, fp, left=None, right=None, period=None):
+    """Piecewise linear, as JAX's ``jnp.interp``: differentiable in ``x``, ``xp`` and
+    ``fp``; at a knot the gradient in ``x`` is the slope of the segment to the right."""
+    if period is not None:
+        raise TraceError(f"np.interp(period=...) is not supported on traced values{where()}")
+    x, xp, fp = _arr(x), _arr(xp), _arr(fp)
+    if ndim_of(xp) != 1 or ndim_of(fp) != 1:
+        raise TraceError(f"np.interp: xp and fp must be 1-D{where()}")
+    x, xp, fp = (astype(v, np.float64) for v in (x, xp, fp))   # NumPy's interp: float64
+    n = shape_of(xp)[0]
+    i = np.clip(searchsorted(xp, x, side="right"), 1, n - 1)
+    x0, x1 = take(xp, i - 1), take(xp, i)
+    f0, f1 = take(fp, i - 1), take(fp, i)
+    dx = x1 - x0
+    flat = np.abs(dx) <= 0
+    f = np.where(flat, f0, f0 + (x - x0) / np.where(flat, 1.0, dx) * (f1 - f0))
+    f = np.where(x < take(xp, 0), take(fp, 0) if left is None else left, f)
+    return np.where(x > take(xp, n - 1), take(fp, n - 1) if right is None else right, f)
+
+
+def _full_convolve(a, v):
+    n, m = shape_of(a)[0], shape_of(v)[0]
+    k = np.arange(n + m - 1)[:, None]
+    i = np.arange(n)[None, :]
+    idx = k - i
+    ok = (idx >= 0) & (idx < m)
+    gathered = getitem(v, (np.clip(idx, 0, m - 1),))          # (n + m - 1, n)
+    zero = np.zeros((), np.result_type(dtype_of(a), dtype_of(v)))
+    return np.matmul(apply("select", ok, gathered, zero), a)
+
+
+@implements(np.convolve)
+def convolve(a, v, mode="full"):
+    a, v = ravel(_arr(a)), ravel(_arr(v))
+    n, m = shape_of(a)[0], shape_of(v)[0]
+    if n == 0 or m == 0:
+        raise TraceError(f"np.convolve: inputs cannot be empty{where()}")
+    full = _full_convolve(a, v)
+    lo, hi = builtins.min(n, m), builtins.max(n, m)
+    if mode == "full":
+        return full
+    if mode == "same":
+        start = (lo - 1) // 2
+        return getitem(full, (slice(start, start + hi),))
+    if mode == "valid":
+        return getitem(full, (slice(lo - 1, hi),))
+    raise TraceError(f"np.convolve: mode {mode!r} is not supported{where()}")
+
+
+@implements(np.correlate)
+def correlate(a, v, mode="valid"):
+    a, v = ravel(_arr(a)), ravel(_arr(v))
+    n, m = shape_of(a)[0], shape_of(v)[0]
+    full = convolve(a, flip(v), "full")
+    lo, hi = builtins.min(n, m), builtins.max(n, m)
+    if mode == "full":
+        return full
+    if mode == "same":      # NumPy's alignment (it swaps the arguments when v is longer)
+        start = (m - 1) // 2 if m <= n else n // 2
+        return getitem(full, (slice(start, start + hi),))
+    if mode == "valid":
+        return getitem(full, (slice(lo - 1, hi),))
+    raise TraceError(f"np.correlate: mode {mode!r} is not supported{where()}")
+
+
+@implements(np.linspace)
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
+             device=None):
+    """NumPy's recipe, ``start + arange(num) * step`` with the end set to ``stop``:
+    differentiable in ``start`` and ``stop`` (a constant ``num``)."""
+    num = operator_index(num)
+    if num < 0:
+        raise TraceError(f"np.linspace: number of samples, {num}, must be non-negative{where()}")
+    start, stop = coerce(start), coerce(stop)
+    div = (num - 1) if endpoint else num
+    dt = np.result_type(dtype_of(start), dtype_of(stop), float)
+    start, stop = astype(start, dt), astype(stop, dt)
+    delta = stop - start
+    extra = ndim_of(delta)
+    steps = np.arange(num, dtype=dt).reshape((-1,) + (1,) * extra)
+    step = delta / div if div > 0 else None
+    if step is not None:
+        y = steps * step + start
+    else:
+        y = steps * delta + start
+    if endpoint and num > 1:
+        y = concatenate([getitem(y, (slice(None, -1),)), reshape(stop, (1,) + shape_of(stop))])
+    y = broadcast_to(y, (num,) + tuple(np.broadcast_shapes(shape_of(start), shape_of(stop))))
+    if axis != 0:
+        y = moveaxis(y, 0, axis)
+    if dtype is not None:
+        if np.dtype(dtype).kind in "iu":
+            y = np.floor(y)
+        y = astype(y, dtype)
+    if retstep:
+        return y, (step if step is not None else np.nan)
+    return y
+
+
+@implements(np.trapezoid)
+def trapezoid(y, x=None, dx=1.0, axis=-1):
+    y = _arr(y)
+    axis = _single_axis(axis, ndim_of(y))
+    lead = (slice(None),) * axis
+    pair = getitem(y, lead + (slice(1, None),)) + getitem(y, lead + (slice(None, -1),))
+    if x is None:
+        widths = dx
+    else:
+        x = _arr(x)
+        widths = diff(x, axis=axis if ndim_of(x) > 1 else -1)
+        if ndim_of(x) == 1:
+            shape = [1] * ndim_of(y)
+            shape[axis] = -1
+            widths = reshape(widths, tuple(shape))
+    return np.sum(widths * pair, axis=axis) / 2.0
+
+
+# -- comparisons -------------------------------------------------------------------------
+@implements(np.isclose)
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """A traced boolean array (no gradient): NumPy's rule, ``|a - b| <= atol + rtol |b|``,
+    with infinities equal only to themselves."""
+    a, b = _arr(a), _arr(b)
+    if dtype_of(a).kind in "iub":
+        a = astype(a, np.float64)
+    if dtype_of(b).kind in "iub":
+        b = astype(b, np.float64)
+    a, b = apply("stop_gradient", a) if isinstance(a, Tracer) else a, \
+        apply("stop_gradient", b) if isinstance(b, Tracer) else b
+    finite = np.isfinite(a) & np.isfinite(b)
+    close = np.abs(a - b) <= atol + rtol * np.abs(b)
+    out = np.where(finite, close, a == b)
+    if equal_nan:
+        out = out | (np.isnan(a) & np.isnan(b))
+    return out
+
+
+@implements(np.allclose)
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """A Python bool, recorded as a guard (like ``bool()``)."""
+    return bool(np.all(isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)))
+
+
+@implements(np.array_equal)
+def array_equal(a1, a2, equal_nan=False):
+    """A Python bool, recorded as a guard (like ``bool()``)."""
+    a1, a2 = _arr(a1), _arr(a2)
+    if tuple(shape_of(a1)) != tuple(shape_of(a2)):
+        return False
+    same = a1 == a2
+    if equal_nan:
+        same = same | (np.isnan(a1) & np.isnan(a2))
+    return bool(np.all(same))
+
+
+@implements(np.array_equiv)
+def array_equiv(a1, a2):
+    a1, a2 = _arr(a1), _arr(a2)
+    try:
+        np.broadcast_shapes(shape_of(a1), shape_of(a2))
+    except ValueError:
+        return False
+    return bool(np.all(a1 == a2))
