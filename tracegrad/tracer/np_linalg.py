@@ -1,15 +1,28 @@
-"""``np.linalg`` on traced values: ``inv``, ``solve``, ``det``, ``slogdet`` and
-``cholesky`` each apply a primitive; ``norm`` is composed from reductions (vector norms of
-any order, and the Frobenius, 1- and infinity-norms of matrices; the norms that need
-singular values raise ``TraceError``).
+"""``np.linalg`` on traced values (real dtypes), batched over leading axes like NumPy.
+
+- ``inv``, ``solve``, ``det``, ``slogdet``, ``cholesky``: one primitive each;
+- ``eigh`` / ``eigvalsh``, ``svd`` and ``qr``: the primitives of ``ir/prims/spectral.py``
+  (its docstring states the sign and degenerate-spectrum conventions);
+- composites of those: ``pinv`` (through the SVD), ``lstsq`` (through the SVD, NumPy's
+  4-tuple; the solution and the singular values are differentiable), ``matrix_power``
+  (repeated squaring, ``inv`` for negative powers), ``norm`` (every ``ord`` NumPy takes;
+  ``2``, ``-2`` and ``'nuc'`` for matrices through the singular values).
+
+Not supported: ``svd(full_matrices=True, compute_uv=True)`` of a non-square matrix (the
+extra columns of ``U`` or rows of ``Vh`` are an arbitrary basis, with no derivative:
+pass ``full_matrices=False``); ``qr(mode='complete')`` of a tall matrix and
+``mode='raw'``; ``eig`` / ``eigvals`` (complex results).
 """
 from __future__ import annotations
+
+import builtins
+import operator
 
 import numpy as np
 
 from ..errors import TraceError
 from ..ir import apply
-from .np_base import _single_axis, astype, coerce, dtype_of, implements, ndim_of
+from .np_base import _single_axis, astype, coerce, dtype_of, implements, ndim_of, shape_of
 from .np_reductions import max, min, sum  # noqa: A004  (the handlers of np.max, np.min, np.sum)
 from .np_shapes import swapaxes
 from .source import where
@@ -40,6 +53,161 @@ def slogdet(a):
 def cholesky(a, /, *, upper=False):
     L = apply("cholesky", coerce(a))
     return swapaxes(L, -1, -2) if upper else L
+
+
+def _result(name, *parts):
+    """NumPy 2's named result tuple (EighResult, SVDResult, QRResult), or a plain tuple."""
+    cls = getattr(getattr(np.linalg, "_linalg", None), name, None)
+    return cls(*parts) if cls is not None else tuple(parts)
+
+
+def _mT(x):
+    return swapaxes(x, -1, -2)
+
+
+def _check_uplo(UPLO):  # noqa: N803
+    if UPLO not in ("L", "U"):
+        raise TraceError(f"UPLO must be 'L' or 'U', got {UPLO!r}{where()}")
+
+
+@implements(np.linalg.eigh)
+def eigh(a, UPLO="L"):  # noqa: N803
+    """Eigenvalues (ascending) and eigenvectors; signs fixed (ir/prims/spectral.py)."""
+    _check_uplo(UPLO)
+    a = coerce(a)
+    a = a if UPLO == "L" else _mT(a)     # the upper triangle of a is the lower one of a.T
+    return _result("EighResult", apply("eigvalsh", a), apply("eigh_vectors", a))
+
+
+@implements(np.linalg.eigvalsh)
+def eigvalsh(a, UPLO="L"):  # noqa: N803
+    _check_uplo(UPLO)
+    a = coerce(a)
+    return apply("eigvalsh", a if UPLO == "L" else _mT(a))
+
+
+@implements(np.linalg.svd)
+def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+    """``hermitian`` is a hint NumPy may use; the general SVD is taken either way."""
+    a = coerce(a)
+    if ndim_of(a) < 2:
+        raise TraceError(f"svd needs a matrix (or a batch of them), got {ndim_of(a)}-d{where()}")
+    if not compute_uv:
+        return apply("svdvals", a)
+    m, n = shape_of(a)[-2:]
+    if full_matrices and m != n:
+        raise TraceError(
+            f"np.linalg.svd(full_matrices=True) of a {m}x{n} matrix: the extra columns of U "
+            "(rows of Vh) are an arbitrary basis with no derivative; pass full_matrices=False"
+            f"{where()}")
+    return _result("SVDResult", apply("svd_u", a), apply("svdvals", a), apply("svd_vh", a))
+
+
+@implements(np.linalg.qr)
+def qr(a, mode="reduced"):
+    a = coerce(a)
+    if ndim_of(a) < 2:
+        raise TraceError(f"qr needs a matrix (or a batch of them), got {ndim_of(a)}-d{where()}")
+    m, n = shape_of(a)[-2:]
+    if mode == "complete" and m > n:
+        raise TraceError("np.linalg.qr(mode='complete') of a tall matrix: the extra columns "
+                         f"of Q are an arbitrary basis with no derivative; use 'reduced'{where()}")
+    if mode not in ("reduced", "complete", "r"):
+        raise TraceError(f"np.linalg.qr mode={mode!r} is not supported on traced values "
+                         f"(use 'reduced', 'complete' or 'r'){where()}")
+    if m >= n:
+        q, r = apply("qr_q", a), apply("qr_r", a)
+    else:   # wide: Householder QR of [X | Y] is that of X, with R = [R_X | Q^T Y]
+        x, y = a[..., :, :m], a[..., :, m:]
+        q = apply("qr_q", x)
+        r = np.concatenate([apply("qr_r", x), _mT(q) @ y], axis=-1)
+    return r if mode == "r" else _result("QRResult", q, r)
+
+
+def _svd_cutoff_inverse(s, cutoff):
+    """1 / s where s > cutoff, else 0 (no gradient through the comparison)."""
+    keep = s > cutoff
+    return np.where(keep, 1.0 / np.where(keep, s, 1.0), 0.0)
+
+
+_NOVALUE = getattr(np, "_NoValue", None)
+
+
+@implements(np.linalg.pinv)
+def pinv(a, rcond=None, hermitian=False, *, rtol=_NOVALUE):
+    """Through the SVD: ``Vh.T @ diag(1/s) @ U.T``, singular values at or below
+    ``rcond * max(s)`` dropped, as NumPy does (``hermitian`` is a hint, not used)."""
+    a = coerce(a)
+    m, n = shape_of(a)[-2:]
+    if rcond is None:
+        if rtol is _NOVALUE:
+            rcond = 1e-15
+        elif rtol is None:
+            dt = dtype_of(a) if dtype_of(a).kind == "f" else np.dtype(float)
+            rcond = builtins.max(m, n) * np.finfo(dt).eps
+        else:
+            rcond = rtol
+    u, s, vh = apply("svd_u", a), apply("svdvals", a), apply("svd_vh", a)
+    cutoff = np.asarray(rcond)[..., None] * max(s, axis=-1, keepdims=True)
+    return (_mT(vh) * np.expand_dims(_svd_cutoff_inverse(s, cutoff), -2)) @ _mT(u)
+
+
+@implements(np.linalg.lstsq)
+def lstsq(a, b, rcond=None):
+    """NumPy's ``(x, residuals, rank, s)``: ``x = pinv(a) @ b`` through the SVD (singular
+    values at or below ``rcond * max(s)`` dropped; ``rcond=None``: ``eps * max(m, n)``).
+    ``residuals`` (squared 2-norms of ``b - a @ x``, per column) is empty unless ``a`` has
+    full column rank and more rows than columns, as in NumPy; ``rank`` is an integer
+    array without a gradient; ``x``, ``residuals`` and ``s`` are differentiable."""
+    a, b = coerce(a), coerce(b)
+    if ndim_of(a) != 2 or ndim_of(b) not in (1, 2):
+        raise TraceError(f"lstsq needs a 2-d a and a 1-d or 2-d b{where()}")
+    m, n = shape_of(a)
+    if shape_of(b)[0] != m:
+        raise TraceError(f"lstsq: a of shape {shape_of(a)} and b of shape {shape_of(b)} "
+                         f"do not match{where()}")
+    if rcond is None:
+        dt = np.result_type(dtype_of(a), dtype_of(b), np.float64)
+        rcond = np.finfo(dt).eps * builtins.max(m, n)
+    u, s, vh = apply("svd_u", a), apply("svdvals", a), apply("svd_vh", a)
+    cutoff = rcond * max(s, axis=-1, keepdims=True)
+    vector = ndim_of(b) == 1
+    bm = b[:, None] if vector else b
+    x = _mT(vh) @ (np.expand_dims(_svd_cutoff_inverse(s, cutoff), -1) * (_mT(u) @ bm))
+    rank = sum(astype(s > cutoff, np.int32), axis=-1)
+    if bool(rank == n) and m > n:
+        r = bm - a @ x
+        residuals = sum(r * r, axis=0)
+    else:
+        residuals = np.zeros((0,), dtype=dtype_of(x))
+    return (x[:, 0] if vector else x), residuals, rank, s
+
+
+@implements(np.linalg.matrix_power)
+def matrix_power(a, n):
+    """Repeated squaring; a negative power inverts first; ``n == 0`` gives the identity
+    (no gradient), batched over leading axes."""
+    a = coerce(a)
+    try:
+        n = operator.index(n)
+    except TypeError:
+        raise TraceError(f"matrix_power needs an integer exponent, got {n!r}{where()}") from None
+    shape = shape_of(a)
+    if len(shape) < 2 or shape[-1] != shape[-2]:
+        raise TraceError(f"matrix_power needs square matrices, got shape {shape}{where()}")
+    if n == 0:
+        eye = np.eye(shape[-1], dtype=dtype_of(a))
+        return np.broadcast_to(eye, shape) + 0 * a
+    if n < 0:
+        a, n = apply("inv", a), -n
+    result, power = None, a
+    while True:
+        if n & 1:
+            result = power if result is None else result @ power
+        n >>= 1
+        if not n:
+            return result
+        power = power @ power
 
 
 @implements(np.linalg.norm)
@@ -91,5 +259,13 @@ def _matrix_norm(x, ord, axes, keepdims):  # noqa: A002
         sums = sum(ax, axis=col, keepdims=True)
         pick = max if ord == np.inf else min
         return pick(sums, axis=axes, keepdims=keepdims)
-    raise TraceError(f"np.linalg.norm ord={ord!r} for matrices needs singular values, which "
-                     f"tracegrad does not differentiate yet{where()}")
+    if ord in (2, -2, "nuc"):   # through the singular values of the matrices at axes
+        nd = ndim_of(x)
+        rest = [i for i in range(nd) if i not in axes]
+        s = apply("svdvals", np.transpose(x, rest + [row, col]))
+        pick = {2: max, -2: min, "nuc": sum}[ord]
+        out = pick(s, axis=-1)
+        if keepdims:
+            out = np.expand_dims(out, tuple(sorted(axes)))
+        return out
+    raise TraceError(f"invalid norm order {ord!r} for matrices{where()}")

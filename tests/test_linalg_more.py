@@ -1,0 +1,207 @@
+"""The np.linalg composites on traced values (pinv, lstsq, matrix_power, every norm order,
+eigh/svd/qr through np.linalg) against jax.grad (x64) and central differences, batched
+inputs, and the conventions at degenerate spectra (ir/prims/spectral.py)."""
+import numpy as np
+import pytest
+
+import tracegrad as tg
+
+from oracles import check, rand
+
+
+def _spread_sym(n, seed=0, batch=()):
+    r = np.random.default_rng(seed)
+    q, _ = np.linalg.qr(r.standard_normal(batch + (n, n)))
+    lam = np.linspace(-1.5, 2.0, n) + r.uniform(-0.1, 0.1, batch + (n,))
+    return (q * lam[..., None, :]) @ np.swapaxes(q, -1, -2)
+
+
+def _well(m, n, seed=0, batch=()):
+    a = rand(*batch, m, n, seed=seed)
+    k = min(m, n)
+    a[..., :k, :k] += 2.0 * np.eye(k)
+    return a
+
+
+# -- pinv ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("shape", [(3, 3), (4, 2), (2, 4), (2, 3, 2)])
+def test_pinv(shape):
+    a = _well(*shape[-2:], seed=len(shape), batch=shape[:-2])
+    check(lambda xp, a: xp.linalg.pinv(a), a, fd=True, hessian=shape == (4, 2))
+
+
+def test_pinv_rank_deficient_drops_small_singular_values():
+    a = np.outer(np.arange(1.0, 4.0), np.array([1.0, -2.0]))     # rank 1
+    check(lambda xp, a: xp.linalg.pinv(a), a)
+    check(lambda xp, a: xp.linalg.pinv(a, rcond=1e-10), a)
+
+
+# -- lstsq -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("bshape", [(5,), (5, 2)])
+def test_lstsq_solution_and_residuals(bshape):
+    a, b = _well(5, 3, seed=1), rand(*bshape, seed=2)
+    x, res, rank, s = np.linalg.lstsq(a, b)
+    got = tg.trace(lambda a, b: np.linalg.lstsq(a, b), a, b)(a, b)
+    for g, w in zip(got, (x, res, rank, s)):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+    assert int(got[2]) == 3
+    check(lambda xp, a, b: xp.linalg.lstsq(a, b)[0], a, b, argnums=(0, 1), fd=True)
+    check(lambda xp, a, b: xp.linalg.lstsq(a, b)[1], a, b, argnums=(0, 1), fd=True)
+    check(lambda xp, a, b: xp.linalg.lstsq(a, b)[3], a, b, argnums=0)
+
+
+def test_lstsq_underdetermined_has_no_residuals():
+    a, b = _well(2, 4, seed=3), rand(2, seed=4)
+    x, res, rank, s = tg.trace(lambda a, b: np.linalg.lstsq(a, b), a, b)(a, b)
+    assert res.shape == (0,) and int(rank) == 2
+    check(lambda xp, a, b: xp.linalg.lstsq(a, b)[0], a, b, argnums=(0, 1), fd=True)
+
+
+# -- matrix_power ----------------------------------------------------------------------------
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 5, 8, -1, -2, -3])
+def test_matrix_power(n):
+    a = _well(3, 3, seed=5) * 0.5
+    check(lambda xp, a: xp.linalg.matrix_power(a, n), a, fd=True, hessian=n in (3, -2))
+
+
+def test_matrix_power_batched():
+    a = _well(2, 2, seed=6, batch=(3,)) * 0.5
+    check(lambda xp, a: xp.linalg.matrix_power(a, 3), a, fd=True)
+    check(lambda xp, a: xp.linalg.matrix_power(a, -2), a, fd=True)
+
+
+# -- norm ------------------------------------------------------------------------------------
+VECTOR_ORDS = [None, 1, 2, 3, -1, -2, 0.5, 4, np.inf, -np.inf]
+MATRIX_ORDS = [None, "fro", "nuc", 1, -1, 2, -2, np.inf, -np.inf]
+
+
+@pytest.mark.parametrize("order", VECTOR_ORDS, ids=str)
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_vector_norm(order, keepdims):
+    x = rand(4, seed=7, low=0.3, high=1.5) * np.array([1.0, -1.0, 1.0, -1.0])
+    x = x + np.arange(4) * 0.1        # distinct magnitudes: max/min have one winner
+    check(lambda xp, x: xp.linalg.norm(x, ord=order, keepdims=keepdims), x, fd=True)
+    xs = np.stack([x, 1.3 * x[::-1], -0.7 * x])
+    check(lambda xp, x: xp.linalg.norm(x, ord=order, axis=1, keepdims=keepdims), xs, fd=True)
+    check(lambda xp, x: xp.linalg.norm(x, ord=order, axis=-2, keepdims=keepdims), xs.T, fd=True)
+
+
+def test_vector_norm_zero_order_counts_nonzeros():
+    x = np.array([0.0, 1.5, -2.0, 0.0])
+    assert float(tg.trace(lambda x: np.linalg.norm(x, 0), x)(x)) == 2.0
+
+
+def _distinct_matrix(shape, seed):
+    r = np.random.default_rng(seed)
+    return r.uniform(-2.0, 2.0, shape)     # no ties among row/column sums
+
+
+@pytest.mark.parametrize("order", MATRIX_ORDS, ids=str)
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_matrix_norm(order, keepdims):
+    a = _distinct_matrix((3, 4), seed=8)
+    check(lambda xp, a: xp.linalg.norm(a, ord=order, keepdims=keepdims), a, fd=True,
+          hessian=order in ("nuc", 2, -2) and not keepdims)
+    b = _distinct_matrix((2, 3, 4), seed=9)   # batched, the matrix axes in any order
+    for axis in [(1, 2), (2, 0), (-1, -3)]:
+        check(lambda xp, b: xp.linalg.norm(b, ord=order, axis=axis, keepdims=keepdims), b, fd=True)
+
+
+def test_invalid_norm_orders_raise():
+    with pytest.raises(tg.TraceError, match="invalid norm order"):
+        tg.grad(lambda a: np.linalg.norm(a, 3))(np.eye(2))
+    with pytest.raises(tg.TraceError, match="invalid norm order"):
+        tg.grad(lambda x: np.linalg.norm(x, "fro"))(np.ones(2))
+
+
+# -- eigh, svd, qr through np.linalg -----------------------------------------------------------
+def test_eigh_and_eigvalsh():
+    a = _spread_sym(4, seed=10, batch=(2,))
+    check(lambda xp, a: xp.linalg.eigvalsh(a), a, hessian=True)
+    check(lambda xp, a: xp.linalg.eigvalsh(0.5 * (a + xp.swapaxes(a, -1, -2))), a, fd=True)
+    w, v = np.linalg.eigh(a)
+    got_w, got_v = tg.trace(lambda a: np.linalg.eigh(a), a)(a)
+    np.testing.assert_allclose(got_w, w, rtol=1e-12, atol=1e-12)
+    # the sign of each eigenvector is fixed (largest entry positive); up to it, NumPy's
+    np.testing.assert_allclose(np.abs(got_v), np.abs(v), atol=1e-12)
+    # a function that is invariant to the signs: against JAX and differences
+    check(lambda xp, a: xp.linalg.eigh(a)[1] ** 2, a)
+    # through symmetric perturbations (NumPy reads the lower triangle; the gradient is
+    # the symmetrised one, as JAX's)
+    def products(xp, a):    # v_ik v_0k: invariant to each column's sign
+        v = xp.linalg.eigh(0.5 * (a + xp.swapaxes(a, -1, -2)))[1]
+        return v * v[..., :1, :]
+    check(products, a, fd=True)
+    check(lambda xp, a: xp.linalg.eigvalsh(a, UPLO="U"), a)
+
+
+def test_svd_through_np_linalg():
+    a = _well(4, 3, seed=11, batch=(2,))
+    check(lambda xp, a: xp.linalg.svd(a, compute_uv=False), a, fd=True, hessian=True)
+    u, s, vh = tg.trace(lambda a: np.linalg.svd(a, full_matrices=False), a)(a)
+    np.testing.assert_allclose((u * s[..., None, :]) @ vh, a, atol=1e-12)
+    check(lambda xp, a: xp.linalg.svd(a, full_matrices=False)[0] ** 2, a, fd=True)
+    check(lambda xp, a: xp.linalg.svd(a, full_matrices=False)[2] ** 2, a, fd=True)
+    sq = _well(3, 3, seed=12)
+    check(lambda xp, a: xp.linalg.svd(a)[0] ** 2, sq, fd=True)     # full_matrices=True, square
+    with pytest.raises(tg.TraceError, match="full_matrices=False"):
+        tg.grad(lambda a: np.sum(np.linalg.svd(a)[0]))(a)
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (3, 3), (2, 4), (2, 3, 5)])
+def test_qr(shape):
+    a = _well(*shape[-2:], seed=13, batch=shape[:-2])
+    check(lambda xp, a: xp.linalg.qr(a)[0], a, fd=True)
+    check(lambda xp, a: xp.linalg.qr(a)[1], a, fd=True, hessian=shape == (4, 3))
+    check(lambda xp, a: xp.linalg.qr(a, mode="r"), a)
+
+
+# -- inv/solve/det/slogdet/cholesky, batched ------------------------------------------------------
+def test_batched_classics():
+    a = _well(3, 3, seed=14, batch=(2, 2))
+    b = rand(2, 2, 3, 2, seed=15)
+    spd = a @ np.swapaxes(a, -1, -2) + np.eye(3)
+    check(lambda xp, a: xp.linalg.inv(a), a, fd=True)
+    check(lambda xp, a, b: xp.linalg.solve(a, b), a, b, argnums=(0, 1), fd=True)
+    check(lambda xp, a: xp.linalg.det(a), a, fd=True)
+    check(lambda xp, a: xp.linalg.slogdet(a)[1], a, fd=True)
+    check(lambda xp, a: xp.linalg.cholesky(0.5 * (a + xp.swapaxes(a, -1, -2))), spd, fd=True)
+
+
+# -- degenerate spectra: the documented conventions --------------------------------------------------
+def test_eigvalsh_at_a_tie_averages_over_the_cluster():
+    a = np.diag([1.0, 1.0, 3.0])
+    # sum(f(lambda)) is symmetric in the tied values: the exact gradient, V f'(L) V^T
+    g = tg.grad(lambda a: np.sum(np.linalg.eigvalsh(a) ** 3))(a)
+    np.testing.assert_allclose(g, np.diag([3.0, 3.0, 27.0]), atol=1e-12)
+    # the smallest eigenvalue at a tie: the minimum-norm subgradient, half to each
+    g = tg.grad(lambda a: np.linalg.eigvalsh(a)[0])(a)
+    np.testing.assert_allclose(g, np.diag([0.5, 0.5, 0.0]), atol=1e-12)
+    assert np.all(np.isfinite(tg.hessian(lambda a: np.linalg.eigvalsh(a)[0])(a)))
+
+
+def test_eigenvectors_at_a_tie_are_finite_and_exact_for_invariant_functions():
+    a = np.diag([2.0, 2.0, 5.0]) + 0.0
+    r = np.random.default_rng(16)
+    q, _ = np.linalg.qr(r.standard_normal((3, 3)))
+    a = q @ a @ q.T
+
+    def projector(xp, a):   # onto the tied eigenspace: does not depend on its basis
+        v = xp.linalg.eigh(a)[1][:, :2]
+        return v @ v.T
+
+    g = tg.jacobian(lambda a: projector(np, a))(a)
+    assert np.all(np.isfinite(g))
+    # the projector's derivative in closed form: P' = sum over the pair (tied, other)
+    # P dA Q / (l_t - l_o) + transpose, with Q = I - P
+    t = r.standard_normal((3, 3))
+    t = t + t.T
+    p = projector(np, a)
+    want = (p @ t @ (np.eye(3) - p) + (np.eye(3) - p) @ t @ p) / (2.0 - 5.0)
+    got = np.tensordot(g, t, axes=2)
+    np.testing.assert_allclose(got, want, atol=1e-10)
+    # the spectral norm at a tied top singular value: finite, the minimum-norm subgradient
+    g2 = tg.grad(lambda a: np.linalg.norm(a, 2))(np.eye(3))
+    np.testing.assert_allclose(g2, np.eye(3) / 3, atol=1e-12)
+    gv = tg.grad(lambda a: np.sum(np.linalg.svd(a)[0]))(np.eye(3))
+    assert np.all(np.isfinite(gv))
