@@ -247,3 +247,15 @@ def test_jit_inside_grad_closing_over_the_traced_value():
     # the jitted function is called with a concrete value but closes over x
     assert tg.grad(lambda x: tg.jit(lambda y: x * y)(2.0))(3.0) == 2.0
     assert tg.grad(lambda x: tg.jit(lambda y: x * y * x)(np.float64(2.0)))(3.0) == 12.0
+
+
+def test_jit_of_a_partial_or_a_callable_object():
+    import functools
+
+    class Doubler:
+        def __call__(self, x):
+            return np.sum(x * 2.0)
+
+    f = tg.jit(functools.partial(lambda x, s=1.0: np.sum(x) * s, s=3.0))
+    assert f(np.ones(2)) == 6.0 and f.__name__ == "<lambda>"
+    assert tg.jit(Doubler())(np.ones(2)) == 4.0

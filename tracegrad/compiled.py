@@ -75,6 +75,9 @@ class Jitted:
         if backend == "numpy" and jax_options:
             raise TraceError(f"{sorted(jax_options)} only apply to backend='jax'")
         functools.update_wrapper(self, fun)
+        if not hasattr(self, "__name__"):     # functools.partial, callable objects
+            inner = getattr(fun, "func", fun)
+            self.__name__ = getattr(inner, "__name__", type(fun).__name__)
         self.fun = fun
         self.backend = backend
         self.static_argnums = ((static_argnums,) if isinstance(static_argnums, int)
