@@ -25,7 +25,10 @@ def symmetric_spread(n, batch=()):
     q, _ = np.linalg.qr(_rng.standard_normal(batch + (n, n)))
     lam = np.linspace(-1.5, 2.0, n) if n > 1 else np.array([0.7])
     lam = lam + _rng.uniform(-0.1, 0.1, batch + (n,))
-    return (q * lam[..., None, :]) @ np.swapaxes(q, -1, -2)
+    a = (q * lam[..., None, :]) @ np.swapaxes(q, -1, -2)
+    # exactly symmetric (rounding leaves q Λ qᵀ a few ulps off): property tests recognise
+    # symmetric operands by equality and then perturb them symmetrically
+    return 0.5 * (a + np.swapaxes(a, -1, -2))
 
 
 def spread_singular(m, n, batch=()):

@@ -145,9 +145,9 @@ def test_wrong_jvp_tangent():
 # each row: the name in the message, and the user's call (also the token locating its line)
 @pytest.mark.parametrize("name,fn", [
     ("np.fft.fft", lambda x: np.sum(np.fft.fft(x).real)),
-    ("np.sort", lambda x: np.sum(np.sort(x) * V)),
-    ("np.cumprod", lambda x: np.sum(np.cumprod(x))),
-    ("np.linalg.eigh", lambda x: np.sum(np.linalg.eigh(np.outer(x, x))[0])),
+    ("np.histogram", lambda x: np.sum(np.histogram(x)[0] * 1.0)),
+    ("np.bincount", lambda x: np.sum(np.bincount(np.array([0, 1, 1]), weights=x))),
+    ("np.linalg.eig", lambda x: np.sum(np.linalg.eig(np.outer(x, x))[0].real)),
 ], ids=lambda v: v if isinstance(v, str) else "")
 def test_unsupported_numpy_function_is_named(name, fn):
     err = expect_error(lambda: tg.grad(fn)(V), f'("{name}", lambda',
@@ -163,8 +163,8 @@ def test_fft_message_exactly():
 
 
 def test_unsupported_options():
-    expect_error(lambda: tg.grad(lambda x: np.linalg.norm(x, 2))(X), "np.linalg.norm(x, 2)",
-                 "ord=2")
+    expect_error(lambda: tg.grad(lambda x: np.quantile(x, 0.5, method="weibull"))(X),
+                 'method="weibull"', "quantile method 'weibull' is not supported")
     expect_error(lambda: tg.grad(lambda x: np.sum(np.pad(x, 1, mode="mean")))(X),
                  'mode="mean"', "np.pad(mode='mean') is not supported")
     expect_error(lambda: tg.grad(lambda x: np.einsum(x, [0], [])) (V), "np.einsum(x, [0], [])",
