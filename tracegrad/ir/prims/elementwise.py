@@ -116,9 +116,11 @@ elementwise("pow", np.power, _pow_partials, jax_name="power")
 
 
 def _chooser(out, x, y):
-    # JAX's convention: at a tie each side gets half of the gradient.
-    return (np.where(x == out, np.where(y == out, 0.5, 1.0), 0.0),
-            np.where(y == out, np.where(x == out, 0.5, 1.0), 0.0))
+    # JAX's convention: at a tie each side gets half of the gradient. The weights take
+    # the output's dtype: Python floats here would make float64 masks in float32 graphs.
+    one, half, zero = (np.asarray(v, dtype=out.dtype) for v in (1.0, 0.5, 0.0))
+    return (np.where(x == out, np.where(y == out, half, one), zero),
+            np.where(y == out, np.where(x == out, half, one), zero))
 
 
 elementwise("maximum", np.maximum, _chooser)

@@ -5,6 +5,13 @@ from ..registry import register
 from .util import mT, unbroadcast
 
 
+def _float(dtype):
+    """NumPy's result dtype for linear algebra: floats keep theirs (float32 stays float32),
+    integers and booleans give float64."""
+    dtype = np.dtype(dtype)
+    return dtype if dtype.kind in "fc" else np.dtype(np.float64)
+
+
 def _jax(fn):
     def lower(*args, **params):
         import jax.numpy as jnp
@@ -129,7 +136,7 @@ def _inv_vjp(g, out, a):
 
 register(
     "inv", np.linalg.inv,
-    abstract=lambda a: (_square_abstract(a).shape, np.result_type(a.dtype, np.float64)),
+    abstract=lambda a: (_square_abstract(a).shape, _float(a.dtype)),
     vjp=_inv_vjp, jvp=lambda t, out, a: -(out @ t[0] @ out),
     jax=_jax(lambda jnp, a: jnp.linalg.inv(a)), family="linalg",
 )
@@ -142,7 +149,7 @@ def _solve_abstract(a, b):
         raise ValueError(f"solve: a of shape {a.shape} and b of shape {b.shape} do not match")
     batch = np.broadcast_shapes(a.shape[:-2], () if vector else b.shape[:-2])
     shape = batch + ((a.shape[-1],) if vector else (a.shape[-1], b.shape[-1]))
-    return shape, np.result_type(a.dtype, b.dtype, np.float64)
+    return shape, _float(np.result_type(a.dtype, b.dtype))
 
 
 def _solve_vjp(g, out, a, b):
@@ -172,7 +179,7 @@ register(
 
 
 def _batch_scalar_abstract(a):
-    return _square_abstract(a).shape[:-2], np.result_type(a.dtype, np.float64)
+    return _square_abstract(a).shape[:-2], _float(a.dtype)
 
 
 def _trace_of_product(p, q):
@@ -224,7 +231,7 @@ def _cholesky_jvp(t, out, a):
 
 register(
     "cholesky", np.linalg.cholesky,
-    abstract=lambda a: (_square_abstract(a).shape, np.result_type(a.dtype, np.float64)),
+    abstract=lambda a: (_square_abstract(a).shape, _float(a.dtype)),
     vjp=_cholesky_vjp, jvp=_cholesky_jvp,
     jax=_jax(lambda jnp, a: jnp.linalg.cholesky(a)), family="linalg",
 )

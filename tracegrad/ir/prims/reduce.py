@@ -47,7 +47,7 @@ register(
 
 # -- max / min: the gradient is shared equally between tied maxima (as in JAX) --
 def _chooser_weights(out, x, axis, keepdims):
-    hit = x == _keep(out, axis, keepdims)
+    hit = (x == _keep(out, axis, keepdims)).astype(x.dtype)    # float32 stays float32
     return hit / np.sum(hit, axis=axis, keepdims=True)
 
 
