@@ -45,16 +45,19 @@ class Tensor:
     @classmethod
     def _plain(cls, data, requires_grad=False):
         t = object.__new__(cls)
-        t._data = data
-        t._tracer = None
-        t._requires_grad = requires_grad
-        t._grad = None
-        t._vc = Version()
-        t._input = None
-        t._hooks = None
-        t._base = None
-        t._retains = False
+        t._set_fields(data, requires_grad)
         return t
+
+    def _set_fields(self, data, requires_grad=False):
+        self._data = data
+        self._tracer = None
+        self._requires_grad = requires_grad
+        self._grad = None
+        self._vc = Version()
+        self._input = None
+        self._hooks = None
+        self._base = None
+        self._retains = False
 
     @classmethod
     def _recorded(cls, tracer):
@@ -72,16 +75,7 @@ class Tensor:
 
     def __init__(self, data=None, *, requires_grad=False, dtype=None):
         from .creation import as_array
-        src = as_array([] if data is None else data, dtype)
-        self._data = src
-        self._tracer = None
-        self._requires_grad = False
-        self._grad = None
-        self._vc = Version()
-        self._input = None
-        self._hooks = None
-        self._base = None
-        self._retains = False
+        self._set_fields(as_array([] if data is None else data, dtype))
         if requires_grad:
             self.requires_grad = True
 
