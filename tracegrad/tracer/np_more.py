@@ -47,7 +47,7 @@ from .np_base import (
     shape_of,
     transpose,
 )
-from .np_shapes import flip, moveaxis
+from .np_shapes import flip, moveaxis, split
 from .source import where
 
 # -- ufuncs ------------------------------------------------------------------------------
@@ -96,8 +96,9 @@ def _axis_or_flat(a, axis):
     return a, _single_axis(operator_index(axis), ndim_of(a))
 
 
-def _along(a, indices, axis):
-    """``np.take_along_axis(a, indices, axis)`` with ``axis`` normalised."""
+def _along_key(a, indices, axis):
+    """The index that ``take_along_axis``/``put_along_axis`` apply (``axis`` normalised):
+    ``indices`` on ``axis``, broadcast ranges on the others."""
     nd = ndim_of(a)
     key = []
     for d in range(nd):
@@ -107,7 +108,12 @@ def _along(a, indices, axis):
             shape = [1] * nd
             shape[d] = shape_of(a)[d]
             key.append(np.arange(shape_of(a)[d]).reshape(shape))
-    return getitem(a, tuple(key))
+    return tuple(key)
+
+
+def _along(a, indices, axis):
+    """``np.take_along_axis(a, indices, axis)`` with ``axis`` normalised."""
+    return getitem(a, _along_key(a, indices, axis))
 
 
 @implements(np.argsort)
@@ -295,35 +301,13 @@ def rollaxis(a, axis, start=0):
     return transpose(a, axes)
 
 
-@implements(np.split, np.array_split)
-def array_split(ary, indices_or_sections, axis=0):
-    """``np.split`` and ``np.array_split`` (unequal parts: the first ones one longer)."""
-    ary = _arr(ary)
-    axis = _single_axis(operator_index(axis), ndim_of(ary))
-    n = shape_of(ary)[axis]
-    if isinstance(indices_or_sections, (int, np.integer)):
-        sections = int(indices_or_sections)
-        if sections <= 0:
-            raise TraceError(f"number sections must be larger than 0{where()}")
-        size, extra = divmod(n, sections)
-        sizes = [size + 1] * extra + [size] * (sections - extra)
-        bounds = np.concatenate([[0], np.cumsum(sizes)]).tolist()
-    else:
-        bounds = [0] + [int(i) for i in indices_or_sections] + [n]
-    lead = (slice(None),) * axis
-    return [getitem(ary, lead + (slice(lo, hi),)) for lo, hi in zip(bounds[:-1], bounds[1:])]
-
-
 def _strict_split(name, axis_of):
     def handler(ary, indices_or_sections):
         ary = _arr(ary)
         axis = axis_of(ndim_of(ary))
         if axis is None:
             raise TraceError(f"np.{name} needs an array of more dimensions{where()}")
-        if isinstance(indices_or_sections, (int, np.integer)) and \
-                shape_of(ary)[axis] % int(indices_or_sections):
-            raise TraceError(f"array split does not result in an equal division{where()}")
-        return array_split(ary, indices_or_sections, axis)
+        return split(ary, indices_or_sections, axis)
     return handler
 
 
@@ -442,17 +426,7 @@ def put_along_axis(arr, indices, values, axis):
         raise TraceError(f"np.put_along_axis with axis=None is not supported on traced "
                          f"values (reshape first){where()}")
     axis = _single_axis(operator_index(axis), ndim_of(arr))
-    indices = _arr(indices)
-    nd = ndim_of(arr)
-    key = []
-    for d in range(nd):
-        if d == axis:
-            key.append(indices)
-        else:
-            shape = [1] * nd
-            shape[d] = shape_of(arr)[d]
-            key.append(np.arange(shape_of(arr)[d]).reshape(shape))
-    arr[tuple(key)] = values
+    arr[_along_key(arr, _arr(indices), axis)] = values
 
 
 # -- arithmetic ------------------------------------------------------------------------

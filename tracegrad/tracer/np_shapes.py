@@ -132,22 +132,37 @@ def hstack(tup, dtype=None, casting=None):
     return concatenate(arrays, axis=0 if ndim_of(arrays[0]) == 1 else 1, dtype=dtype)
 
 
-@implements(np.split, np.array_split)
-def split(ary, indices_or_sections, axis=0):
+@implements(np.array_split)
+def array_split(ary, indices_or_sections, axis=0):
+    """``np.array_split``: n sections of unequal length allowed (the first ones one
+    longer), or split points (clipped to the axis, as NumPy does)."""
     ary = coerce(ary)
     axis = _single_axis(operator_index(axis), ndim_of(ary))
     n = shape_of(ary)[axis]
     if isinstance(indices_or_sections, (int, np.integer)):
         sections = int(indices_or_sections)
-        if n % sections:
-            raise TraceError(f"array split does not result in an equal division ({n} into "
-                             f"{sections}){where()}")
-        bounds = [i * (n // sections) for i in range(sections + 1)]
+        if sections <= 0:
+            raise TraceError(f"number sections must be larger than 0{where()}")
+        size, extra = divmod(n, sections)
+        sizes = [size + 1] * extra + [size] * (sections - extra)
+        bounds = np.concatenate([[0], np.cumsum(sizes)]).astype(int).tolist()
     else:
         bounds = [0] + [builtins.min(int(i), n) for i in indices_or_sections] + [n]
     lead = (slice(None),) * axis
     return [getitem(ary, lead + (slice(lo, builtins.max(lo, hi)),))
             for lo, hi in zip(bounds[:-1], bounds[1:])]
+
+
+@implements(np.split)
+def split(ary, indices_or_sections, axis=0):
+    """``np.split``: as ``array_split``, but n sections must divide the axis equally."""
+    if isinstance(indices_or_sections, (int, np.integer)):
+        ary = coerce(ary)
+        n = shape_of(ary)[_single_axis(operator_index(axis), ndim_of(ary))]
+        if indices_or_sections > 0 and n % int(indices_or_sections):
+            raise TraceError(f"array split does not result in an equal division ({n} into "
+                             f"{int(indices_or_sections)}){where()}")
+    return array_split(ary, indices_or_sections, axis)
 
 
 @implements(np.flip)
