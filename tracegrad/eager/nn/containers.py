@@ -10,7 +10,21 @@ from .modules import Module
 __all__ = ["Sequential", "ModuleList"]
 
 
-class Sequential(Module):
+class _Children(Module):
+    """What both containers do with their numbered children."""
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def append(self, module):
+        self.add_module(str(len(self)), module)
+        return self
+
+
+class Sequential(_Children):
     """Modules applied one after another; indexable, sliceable and iterable."""
 
     def __init__(self, *args):
@@ -42,16 +56,6 @@ class Sequential(Module):
         for key in (keys[idx] if isinstance(idx, slice) else [keys[_index(idx, len(keys))]]):
             del self._modules[key]
 
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
-
-    def append(self, module):
-        self.add_module(str(len(self)), module)
-        return self
-
 
 def _index(idx, n):
     idx = int(idx)
@@ -60,7 +64,7 @@ def _index(idx, n):
     return idx % n
 
 
-class ModuleList(Module):
+class ModuleList(_Children):
     """A list of modules whose parameters the owner registers."""
 
     def __init__(self, modules=None):
@@ -76,16 +80,6 @@ class ModuleList(Module):
 
     def __setitem__(self, idx, module):
         self.add_module(str(_index(idx, len(self))), module)
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
-
-    def append(self, module):
-        self.add_module(str(len(self)), module)
-        return self
 
     def extend(self, modules):
         for m in modules:
