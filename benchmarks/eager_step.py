@@ -78,20 +78,21 @@ def numpy_system(params, X, y):
     return step, lambda: (last[0], W)
 
 
-def eager_system(params, X, y):
-    nn, F = tg.nn, tg.nn.functional
-    before = tg.get_default_dtype()
-    tg.set_default_dtype(tg.float32)        # parameters follow the default dtype
+def _module_system(lib, as_tensor, params, X, y):
+    """The step written once against the torch API, for ``lib`` = tracegrad or torch."""
+    nn, F = lib.nn, lib.nn.functional
+    before = lib.get_default_dtype()
+    lib.set_default_dtype(lib.float32)      # parameters follow the default dtype
     try:
         model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
                               nn.Linear(256, 10))
     finally:
-        tg.set_default_dtype(before)
-    with tg.no_grad():
+        lib.set_default_dtype(before)
+    with lib.no_grad():
         for p, v in zip(model.parameters(), params):
-            p.copy_(tg.tensor(v))
-    opt = tg.optim.SGD(model.parameters(), lr=LR)
-    xt, yt = tg.tensor(X), tg.tensor(y)
+            p.copy_(as_tensor(v))
+    opt = lib.optim.SGD(model.parameters(), lr=LR)
+    xt, yt = as_tensor(X), as_tensor(y)
     last = [0.0]
 
     def step():
@@ -101,6 +102,10 @@ def eager_system(params, X, y):
         opt.step()
         last[0] = loss
     return step, lambda: (last[0].item(), [p.detach().numpy() for p in model.parameters()])
+
+
+def eager_system(params, X, y):
+    return _module_system(tg, tg.tensor, params, X, y)
 
 
 def jit_system(params, X, y):
@@ -127,23 +132,7 @@ def jit_system(params, X, y):
 def torch_system(params, X, y):
     import torch
     torch.set_num_threads(1)
-    nn, F = torch.nn, torch.nn.functional
-    model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
-                          nn.Linear(256, 10))
-    with torch.no_grad():
-        for p, v in zip(model.parameters(), params):
-            p.copy_(torch.from_numpy(v))
-    opt = torch.optim.SGD(model.parameters(), lr=LR)
-    xt, yt = torch.from_numpy(X), torch.from_numpy(y)
-    last = [0.0]
-
-    def step():
-        opt.zero_grad()
-        loss = F.cross_entropy(model(xt), yt)
-        loss.backward()
-        opt.step()
-        last[0] = loss
-    return step, lambda: (last[0].item(), [p.detach().numpy() for p in model.parameters()])
+    return _module_system(torch, torch.from_numpy, params, X, y)
 
 
 SYSTEMS = {"numpy": numpy_system, "tg-eager": eager_system, "tg-jit": jit_system,

@@ -19,10 +19,12 @@ import time
 from pathlib import Path
 
 os.environ.update({"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path[:0] = [str(HERE), str(ROOT)]
 
 import numpy as np  # noqa: E402
+from workloads import Chain  # noqa: E402  (W5: the unrolled chain and its hand-written gradient)
 
 import tracegrad as tg  # noqa: E402
 
@@ -31,25 +33,6 @@ def looped(n):
     def loss(x):
         return np.sum(tg.fori_loop(0, n, lambda i, v: np.sin(v) * 1.0001 + 0.001, x))
     return loss
-
-
-def unrolled(n):
-    def loss(x):
-        for _ in range(n):
-            x = np.sin(x) * 1.0001 + 0.001
-        return np.sum(x)
-    return loss
-
-
-def hand(x, n):
-    cosines = []
-    for _ in range(n):
-        cosines.append(np.cos(x))
-        x = np.sin(x) * 1.0001 + 0.001
-    g = np.ones_like(x)
-    for c in reversed(cosines):
-        g = g * c * 1.0001
-    return g
 
 
 def timed(make, x, repeats=3):
@@ -81,13 +64,13 @@ def main(argv=None):
              "|---:|---:|---:|---:|---:|---:|---:|"]
     for n in sizes:
         ref_t0 = time.perf_counter()
-        ref = hand(x, n)
+        ref = Chain(n).hand(x)
         hand_s = time.perf_counter() - ref_t0
         first, run, out, fl = timed(lambda: tg.jit(tg.grad(looped(n))), x)
         np.testing.assert_allclose(out, ref, rtol=1e-10)
         nodes = len(fl.lower(x).graph)
         if n <= 10_000:
-            ufirst, urun, uout, _ = timed(lambda: tg.jit(tg.grad(unrolled(n))), x, repeats=1)
+            ufirst, urun, uout, _ = timed(lambda: tg.jit(tg.grad(Chain(n).fn(np))), x, repeats=1)
             np.testing.assert_allclose(uout, ref, rtol=1e-10)
             unrolled_cells = f"{ufirst:.3f} | {urun:.3f}"
         else:
