@@ -326,3 +326,12 @@ def test_ndarray_attribute_that_is_not_traced():
     seen = []
     tg.grad(lambda x: (seen.append(hasattr(x, "real")), np.sum(x))[1])(V)
     assert seen == [False]
+
+
+def test_split_into_unequal_sections_is_refused_as_numpy_does():
+    with pytest.raises(tg.TraceError, match=r"array split does not result in an equal "
+                                            r"division \(3 into 2\)"):
+        tg.grad(lambda x: np.sum(np.split(x, 2)[0]))(V)
+    # array_split allows it: the first part is one longer
+    np.testing.assert_array_equal(tg.grad(lambda x: np.sum(np.array_split(x, 2)[0]))(V),
+                                  [1.0, 1.0, 0.0])
