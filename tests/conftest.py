@@ -61,14 +61,23 @@ def _shifted(xs, i, j, h):
 
 def fd_vjp(f, xs, ct, h=1e-6):
     """Central differences of ``<ct, f(*xs)>`` with respect to every element of every ``xs``:
-    the vector-Jacobian product, one array per operand (float64 only)."""
+    the vector-Jacobian product, one array per operand (float64 or complex128 only).
+
+    Complex values follow JAX's convention: the pairing is ``Re(sum(ct * f))`` and the
+    cotangent of a complex ``z = x + 1j*y`` is ``d/dx - 1j * d/dy`` of it."""
+    def directional(i, j, step):
+        # difference the outputs before pairing with ct: less cancellation
+        diff = np.asarray(f(*_shifted(xs, i, j, step))) - np.asarray(
+            f(*_shifted(xs, i, j, -step)))
+        return np.real(np.sum(ct * diff)) / (2 * h)
+
     grads = []
     for i, x in enumerate(xs):
-        g = np.zeros(np.shape(x))
+        g = np.zeros(np.shape(x), np.asarray(x).dtype)
         for j in np.ndindex(g.shape):
-            # difference the outputs before pairing with ct: less cancellation
-            diff = np.asarray(f(*_shifted(xs, i, j, h))) - np.asarray(f(*_shifted(xs, i, j, -h)))
-            g[j] = np.sum(ct * diff) / (2 * h)
+            g[j] = directional(i, j, h)
+            if g.dtype.kind == "c":
+                g[j] -= 1j * directional(i, j, 1j * h)
         grads.append(g)
     return grads
 

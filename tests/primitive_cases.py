@@ -56,7 +56,7 @@ class Case:
         if self.diff is None:
             nondiff = REGISTRY[self.prim].nondiff_args
             self.diff = tuple(i for i, a in enumerate(self.args)
-                              if a.dtype.kind == "f" and i not in nondiff)
+                              if a.dtype.kind in "fc" and i not in nondiff)
         self.out = np.asarray(self.fn(*self.args))
 
     @property
@@ -72,7 +72,13 @@ class Case:
     @property
     def differentiable(self):
         """Derivative tests apply: a floating output and something to differentiate."""
-        return self.derivs and bool(self.diff) and self.out.dtype.kind == "f"
+        return self.derivs and bool(self.diff) and self.out.dtype.kind in "fc"
+
+    @property
+    def complex(self):
+        """A complex operand or output: checked with JAX's vjp/jvp (its jacfwd and
+        hessian take real inputs only) and complex finite differences."""
+        return any(np.asarray(a).dtype.kind == "c" for a in self.args + (self.out,))
 
     def partial(self, fn):
         """``fn`` as a function of the ``diff`` operands only; the others are fixed."""
@@ -98,6 +104,11 @@ def add(case):
 # -- operand makers -------------------------------------------------------------------------
 def uniform(shape, lo=-2.0, hi=2.0):
     return _rng.uniform(lo, hi, shape)
+
+
+def cuniform(shape, lo=-2.0, hi=2.0):
+    """Complex, real and imaginary parts uniform in [lo, hi]."""
+    return _rng.uniform(lo, hi, shape) + 1j * _rng.uniform(lo, hi, shape)
 
 
 def away(shape, lo=0.3, hi=2.0):

@@ -308,36 +308,3 @@ def test_integer_and_boolean_values_have_no_gradient():
     # jvp takes integer primals (a constant); the tangent follows the float path
     out, t = tg.jvp(lambda x, n: x * n, (x, np.arange(3)), (np.ones(3), np.zeros(3)))
     np.testing.assert_array_equal(t, np.arange(3.0))
-
-
-# -- complex values are refused ------------------------------------------------------------------
-def test_complex_values_are_refused_clearly():
-    x = np.array([0.3, -0.5])
-    z = np.array([1 + 2j, 0.5j])
-    real_hint = "real and imaginary parts as two real arrays"
-    for call in (lambda: tg.grad(lambda z: np.sum(np.abs(z)))(z),
-                 lambda: tg.vjp(lambda z: z * 2.0, z),
-                 lambda: tg.jacobian(lambda z: np.abs(z))(z),
-                 lambda: tg.hessian(lambda z: np.sum(np.abs(z)))(z)):
-        with pytest.raises(tg.TraceError, match="complex inputs is not supported") as info:
-            call()
-        assert real_hint in str(info.value)
-    with pytest.raises(tg.TraceError, match="an input of dtype complex128") as info:
-        tg.jvp(lambda z: z * z, (z,), (z,))
-    assert real_hint in str(info.value)
-    # a complex intermediate of a real function: its rules are real-only, so it would give
-    # a silently wrong derivative (|i x| differentiated to -sign(x)); refused instead,
-    # naming the line that made it
-    cases = {
-        "grad": lambda: tg.grad(lambda x: np.sum(np.abs(x * 1j)))(x),  # COMPLEX_HERE
-        "jacobian": lambda: tg.jacobian(lambda x: np.abs(x * 1j))(x),  # COMPLEX_HERE
-        "jvp": lambda: tg.jvp(lambda x: np.abs(x * 1j), (x,), (x,)),  # COMPLEX_HERE
-        "vjp": lambda: tg.vjp(lambda x: np.abs(x * 1j), x),  # COMPLEX_HERE
-    }
-    for what, call in cases.items():
-        with pytest.raises(tg.TraceError, match="a complex128 constant") as info:
-            call()
-        assert "test_dtypes.py" in str(info.value), what
-    # tracing and compiling a complex function (no derivative) still work
-    assert np.asarray(tg.trace(lambda z: z * z, 1 + 2j)(1 + 2j)) == (1 + 2j) ** 2
-    assert tg.jit(lambda z: z * z)(1 + 2j) == (1 + 2j) ** 2

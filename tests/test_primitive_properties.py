@@ -374,12 +374,16 @@ def test_primitive_properties(name, data):
     cases = CASES.get(name)
     if not cases:
         pytest.fail(f"primitive {name!r} has no cases in primitive_cases.py, so no strategy")
-    case = data.draw(st.sampled_from(cases), label="case")
-    variant = data.draw(st.sampled_from(variants(case)), label="variant")
+    # complex cases are checked against jax.vjp/jax.jvp and complex finite differences in
+    # test_primitives.py; the properties here (jitter, float32, real Hessians) are real ones
+    real_cases = [c for c in cases if not c.complex]
+    case = data.draw(st.sampled_from(real_cases or cases), label="case")
+    variant = data.draw(st.sampled_from(variants(case) if real_cases else ["base"]),
+                        label="variant")
     data.draw(st.just(case.id), label="case id")
     ex = example_case(case, variant, data.draw)
     check_values(ex)
-    if not ex.differentiable:
+    if not ex.differentiable or not real_cases:
         return
     if case.known_failure:   # a strict xfail in test_primitives.py
         return

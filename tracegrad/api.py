@@ -15,7 +15,7 @@ import numpy as np
 
 from . import passes
 from .errors import TraceError
-from .ir import Aval, Graph, apply
+from .ir import REGISTRY, Aval, Graph, apply
 from .ir.dtypes import is_float
 from .runtime import run
 from .tracer import Tracer, coerce, flatten, new_trace, replay, sync, unflatten, user_src, where
@@ -76,30 +76,36 @@ def _leaf_aval(x, src, differentiable, skip_hint="leave it out of argnums"):
                          f"{aval.dtype.name}: only floating-point inputs have gradients. "
                          f"Pass it as a float (e.g. np.asarray(x, dtype=float)) or "
                          f"{skip_hint}{_at(src)}")
-    if differentiable and aval.dtype.kind == "c":
-        raise TraceError(f"differentiating with respect to complex inputs is not supported "
-                         f"yet: {_COMPLEX_HINT}{_at(src)}")
     return aval
 
 
-_COMPLEX_HINT = ("tracegrad's transforms handle real floating-point values only (pass the real "
-                 "and imaginary parts as two real arrays and compute with them)")
-
-
-def _refuse_complex(graph: Graph, src):
-    """A TraceError for the first complex value in ``graph`` (its sub-graphs included):
-    the derivative rules are written for real values, so a complex intermediate would give
-    a silently wrong derivative."""
-    for _, d in graph.nx.nodes(data=True):
-        if np.dtype(d["dtype"]).kind == "c":
-            name = np.dtype(d["dtype"]).name
-            what = {"input": f"an input of dtype {name}", "const": f"a {name} constant"}.get(
-                d["op"], f"{d['op']} makes a {name} value")
-            raise TraceError(f"complex numbers cannot be differentiated yet: {what}; "
-                             f"{_COMPLEX_HINT}{_at(d['src'] or src)}")
+def _check_complex_rules(graph: Graph, src, check_all=False):
+    """A TraceError for the first node that takes or makes a complex value on the way
+    to the outputs and whose primitive has no complex derivative rule (``sign``,
+    ``cholesky``, ...): its real rule would give a silently wrong derivative. Sub-graphs
+    (loop bodies, branches) are checked node by node."""
+    live = set(graph.outputs)      # nodes the outputs depend on
+    for n in reversed(list(graph)):
+        if n in live:
+            live.update(graph.args(n))
+    reached = {}   # node -> depends on a floating-point input (whatever the rules say)
+    for n, d in graph.nx.nodes(data=True):
+        if d["op"] in ("input", "const"):
+            reached[n] = d["op"] == "input" and is_float(d["dtype"])
+            continue
+        reached[n] = any(reached[a] for a in d["args"])
+        if not check_all and not (reached[n] and n in live):
+            continue
+        prim = REGISTRY[d["op"]]
+        dtypes = [np.dtype(d["dtype"])] + [np.dtype(graph.node(a)["dtype"]) for a in d["args"]]
+        if not prim.complex and dtypes[0].kind in "fc" and any(t.kind == "c" for t in dtypes):
+            raise TraceError(f"{d['op']} has no derivative rule for complex values yet (it "
+                             f"takes or makes a complex value here). Differentiate through "
+                             f"real arrays, e.g. np.real(z) and np.imag(z) as two arrays"
+                             f"{_at(d['src'] or src)}")
         for v in d["params"].values():
             if isinstance(v, Graph):
-                _refuse_complex(v, src)
+                _check_complex_rules(v, src, check_all=True)
 
 
 class _Traced:
@@ -107,7 +113,7 @@ class _Traced:
 
     def __init__(self, fun, args, kwargs, argnums, src, *, has_aux=False,
                  differentiable=True, skip_hint="leave it out of argnums",
-                 refuse_complex=None):
+                 check_complex=None):
         self.src = src
         self.trees, leaves = [], []
         for i in argnums:
@@ -138,8 +144,8 @@ class _Traced:
             self.aux_values = [self._as_node_value(trace, x) for x in aux_leaves]
         self.graph: Graph = trace.graph
         self.graph.outputs = [v._node for v in self.out_values + self.aux_values]
-        if differentiable if refuse_complex is None else refuse_complex:
-            _refuse_complex(self.graph, src)
+        if differentiable if check_complex is None else check_complex:
+            _check_complex_rules(self.graph, src)
         self.n_out = len(self.out_values)
         self.n_in = len(inputs)
         # Evaluating a derived graph takes the arguments, then the outer values
@@ -192,6 +198,10 @@ def _check_cotangent(ct, shape, dtype, src, what):
     if tuple(ct_shape) != tuple(shape):
         raise TraceError(f"{what} has shape {tuple(ct_shape)} but the value it pairs with has "
                          f"shape {tuple(shape)}{_at(src)}")
+    ct_dtype = np.dtype(ct.dtype if isinstance(ct, Tracer) else np.asarray(ct).dtype)
+    if ct_dtype.kind == "c" and np.dtype(dtype).kind != "c":
+        raise TraceError(f"{what} has dtype {ct_dtype.name} but the value it pairs with is real "
+                         f"({np.dtype(dtype).name}): pass a real one{_at(src)}")
     if isinstance(ct, Tracer):
         return ct if ct.dtype == dtype else ct.astype(dtype)
     return np.asarray(ct, dtype=dtype)
@@ -208,7 +218,31 @@ def _transform(make):
 
 
 # -- grad / value_and_grad -------------------------------------------------------------------
-def _grad_core(fun, argnums, has_aux, with_value):
+def _check_holomorphic(t, who, holomorphic, src, outputs=True, inputs=True):
+    """JAX's dtype rules for complex differentiation. ``holomorphic=True`` needs complex
+    inputs and outputs; without it, ``outputs``/``inputs`` say which side must be real
+    (reverse mode: the outputs, whose cotangent seeds are real; forward mode: the inputs)."""
+    in_dtypes = [np.dtype(t.graph.node(n)["dtype"]) for n in t.graph.inputs[:t.n_in]]
+    out_dtypes = [t.out_aval(k)[1] for k in range(t.n_out)]
+    if holomorphic:
+        for side, dtypes in (("inputs", in_dtypes), ("outputs", out_dtypes)):
+            for dt in dtypes:
+                if dt.kind != "c":
+                    raise TraceError(f"{who} with holomorphic=True requires {side} with "
+                                     f"complex dtype, but got {dt.name}{_at(src)}")
+        return
+    for side, dtypes, check in (("outputs", out_dtypes, outputs), ("inputs", in_dtypes, inputs)):
+        for dt in dtypes:
+            if check and dt.kind == "c":
+                other = "tg.vjp" if side == "outputs" else "tg.jvp"
+                raise TraceError(f"{who} requires real-valued {side} (a floating-point dtype), "
+                                 f"but got {dt.name}. For holomorphic differentiation, pass "
+                                 f"holomorphic=True. For differentiating non-holomorphic "
+                                 f"functions involving complex {side}, use {other} directly"
+                                 f"{_at(src)}")
+
+
+def _grad_core(fun, argnums, has_aux, with_value, holomorphic=False):
     """The shared body of grad and value_and_grad: returns (value or None, aux, grads)."""
 
     def run_grad(args, kwargs, src):
@@ -226,9 +260,11 @@ def _grad_core(fun, argnums, has_aux, with_value):
                 f"of shape {shape} (made at {out_src}). Reduce it (e.g. np.sum) or use "
                 f"tg.jacobian for the full derivative, or tg.vjp to pull back a "
                 f"cotangent{_at(src)}")
-        if not is_float(dtype) or dtype.kind == "c":
-            raise TraceError(f"tg.grad needs a real floating-point output, but "
+        if not is_float(dtype):
+            raise TraceError(f"tg.grad needs a real floating-point output (or a complex one "
+                             f"with holomorphic=True), but "
                              f"{_fun_name(fun)} returned dtype {dtype.name}{_at(src)}")
+        _check_holomorphic(t, "tg.grad", holomorphic, src, inputs=False)
         adj = passes.adjoint(t.graph, seeds=[0])
         n_fwd = len(t.graph.outputs)
         # forward outputs: read off the trace when it ran on concrete values, else
@@ -251,10 +287,10 @@ def _grad_core(fun, argnums, has_aux, with_value):
 
 
 @_transform
-def value_and_grad(fun, argnums=0, has_aux=False):
+def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False):
     """A function returning ``(f(*args), df/dargs[argnums])`` (``((value, aux), grad)``
-    with ``has_aux``)."""
-    core = _grad_core(fun, argnums, has_aux, with_value=True)
+    with ``has_aux``); ``holomorphic`` as for ``grad``."""
+    core = _grad_core(fun, argnums, has_aux, with_value=True, holomorphic=holomorphic)
 
     @functools.wraps(fun)
     def value_and_grad_fun(*args, **kwargs):
@@ -265,9 +301,15 @@ def value_and_grad(fun, argnums=0, has_aux=False):
 
 
 @_transform
-def grad(fun, argnums=0, has_aux=False):
-    """The gradient of scalar-valued ``fun`` with respect to ``args[argnums]``."""
-    core = _grad_core(fun, argnums, has_aux, with_value=False)
+def grad(fun, argnums=0, has_aux=False, holomorphic=False):
+    """The gradient of scalar-valued ``fun`` with respect to ``args[argnums]``.
+
+    Complex numbers follow JAX: for a real-valued ``fun`` of complex ``z`` the result is
+    ``df/dx - 1j * df/dy`` (``z = x + 1j*y``; the conjugate of the steepest-ascent
+    direction). A complex-valued ``fun`` needs ``holomorphic=True`` (and complex
+    inputs); the result is then the complex derivative ``f'(z)``.
+    """
+    core = _grad_core(fun, argnums, has_aux, with_value=False, holomorphic=holomorphic)
 
     @functools.wraps(fun)
     def grad_fun(*args, **kwargs):
@@ -318,7 +360,7 @@ def jvp(fun, primals, tangents):
         raise TraceError(f"tg.jvp got {len(primals)} primals but {len(tangents)} tangents"
                          f"{_at(src)}")
     nums = tuple(range(len(primals)))
-    t = _Traced(fun, tuple(primals), {}, nums, src, differentiable=False, refuse_complex=True)
+    t = _Traced(fun, tuple(primals), {}, nums, src, differentiable=False, check_complex=True)
     tan_leaves, tan_tree = flatten(tuple(tangents))
     primal_tree = flatten(tuple(primals))[1]
     if tan_tree != primal_tree:
@@ -341,7 +383,7 @@ def jvp(fun, primals, tangents):
 
 # -- jacobian / hessian ------------------------------------------------------------------------
 @_transform
-def jacobian(fun, argnums=0, has_aux=False, *, mode="rev", chunk_size=None):
+def jacobian(fun, argnums=0, has_aux=False, holomorphic=False, *, mode="rev", chunk_size=None):
     """The Jacobian: for each output leaf, an array of shape ``out.shape + arg.shape``.
 
     The function is traced once. ``mode="rev"`` (the default) batches its adjoint graph
@@ -351,6 +393,10 @@ def jacobian(fun, argnums=0, has_aux=False, *, mode="rev", chunk_size=None):
     for tall Jacobians (few inputs, many outputs). ``chunk_size`` bounds memory: the
     batched graph then runs over at most that many rows (columns) at a time. The part of
     the graph that does not depend on the seeds is evaluated only once.
+
+    Complex numbers follow JAX's ``jacrev``/``jacfwd``: reverse mode needs real outputs
+    (complex inputs give JAX's conjugate form), forward mode real inputs;
+    ``holomorphic=True`` takes complex inputs and outputs and gives ``df/dz``.
     """
     if mode not in ("rev", "fwd"):
         raise TraceError(f"tg.jacobian: mode must be 'rev' or 'fwd', got {mode!r}")
@@ -369,6 +415,8 @@ def jacobian(fun, argnums=0, has_aux=False, *, mode="rev", chunk_size=None):
             if not is_float(dtype):
                 raise TraceError(f"tg.jacobian needs floating-point outputs; output {k} of "
                                  f"{_fun_name(fun)} has dtype {dtype.name}{_at(src)}")
+        _check_holomorphic(t, f"tg.jacobian(mode={mode!r})", holomorphic, src,
+                           outputs=mode == "rev", inputs=mode == "fwd")
         blocks = (_jacobian_rev if mode == "rev" else _jacobian_fwd)(t, chunk_size)
         jac = unflatten(t.out_tree, [t.unflatten_inputs(b, single) for b in blocks])
         if has_aux:
@@ -428,11 +476,12 @@ def _jacobian_fwd(t, chunk_size):
                         [n_args + i for i in range(t.n_in)], seeds, total, chunk_size,
                         t.concrete)
     per_output = []
-    for (shape, _), col in zip(out_avals, cols):
+    for (shape, out_dtype), col in zip(out_avals, cols):
         size = int(np.prod(shape, dtype=np.int64))
         rows = np.transpose(np.reshape(col, (total, size)))
         per_output.append([
-            np.reshape(rows[:, offsets[i]:offsets[i + 1]], tuple(shape) + s).astype(d)
+            np.reshape(rows[:, offsets[i]:offsets[i + 1]], tuple(shape) + s).astype(
+                out_dtype if out_dtype.kind == "c" else d)   # real inputs, complex outputs
             for i, (s, d) in enumerate(in_avals)])
     return per_output
 
@@ -484,11 +533,13 @@ def _run_sharing(graph: Graph, arg_lists, positions):
 
 
 @_transform
-def hessian(fun, argnums=0, *, chunk_size=None):
+def hessian(fun, argnums=0, holomorphic=False, *, chunk_size=None):
     """The Hessian, ``arg.shape + arg.shape``: the Jacobian of the gradient, i.e. the
     adjoint pass applied to the adjoint graph, all rows in one batched run
-    (``chunk_size`` rows at a time when given)."""
-    return jacobian(grad(fun, argnums), argnums, chunk_size=chunk_size)
+    (``chunk_size`` rows at a time when given). ``holomorphic=True``: the complex
+    second derivative of a holomorphic ``fun`` of complex arguments."""
+    return jacobian(grad(fun, argnums, holomorphic=holomorphic), argnums,
+                    holomorphic=holomorphic, chunk_size=chunk_size)
 
 
 # -- tracing and gradient control ----------------------------------------------------------------
@@ -497,7 +548,7 @@ def trace(fun, *example_args, **kwargs) -> Graph:
     every argument is a graph input, every leaf of the result a graph output."""
     src = user_src()
     t = _Traced(fun, example_args, kwargs, tuple(range(len(example_args))), src,
-                differentiable=False, refuse_complex=False)
+                differentiable=False, check_complex=False)
     if len(t.eval_args) != t.n_in:
         raise TraceError(f"tg.trace was called inside another transform on a function that "
                          f"closes over its traced values{_at(src)}")

@@ -11,7 +11,11 @@ A primitive entry holds
     gradient flows through the primitive at all;
   - ``jvp(tangents, out, *args, **params)``: the output tangent, where
     ``tangents`` has ``None`` for operands whose tangent is zero;
-  - ``jax(*arrays, **params)``: the lowering to jax.numpy (optional).
+  - ``jax(*arrays, **params)``: the lowering to jax.numpy (optional);
+  - ``complex``: True when the VJP and JVP rules also hold for complex operands,
+    with JAX's convention (a VJP is the transpose of the JVP, no conjugation:
+    ``g * f'(z)`` for a holomorphic ``f``). Differentiating a primitive that is
+    not marked through complex values raises ``TraceError``, never a wrong number.
 
 Rules are NumPy code: applied to traced values they record graph nodes, which
 is what lets the adjoint pass differentiate its own output again.
@@ -49,6 +53,7 @@ class Primitive:
     nondiff_args: tuple = ()
     doc: str = ""
     family: str = ""
+    complex: bool = False
     extra: dict = field(default_factory=dict)
 
     def __repr__(self):

@@ -31,14 +31,20 @@ def _broadcast(x, shape):
 
 
 def fit(value, shape, dtype):
-    """``value`` made to match an operand's aval: summed over broadcast axes, cast back."""
+    """``value`` made to match an operand's aval: summed over broadcast axes, cast back
+    (complex to real by taking the real part)."""
     if tuple(np.shape(value)) != tuple(shape):
         if len(np.shape(value)) >= len(shape):
             value = unbroadcast(value, shape)
         else:
             value = _broadcast(value, shape)
     if np.dtype(value.dtype) != np.dtype(dtype):
-        value = value.astype(dtype)
+        if np.dtype(value.dtype).kind == "c" and np.dtype(dtype).kind != "c":
+            # a real operand of a complex computation: its cotangent (tangent) is the real
+            # part, the transpose of the real-to-complex cast (JAX's convention)
+            value = apply("real", value)
+        if np.dtype(value.dtype) != np.dtype(dtype):
+            value = value.astype(dtype)
     return value
 
 

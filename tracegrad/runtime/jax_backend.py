@@ -23,6 +23,9 @@ def import_jax():
     return jax
 
 
+_PROMOTING = ("elementwise", "linalg")   # families whose operands NumPy promotes together
+
+
 def graph_function(graph: Graph):
     """A Python function of jax arrays computing ``graph``'s outputs and guard values."""
     jax = import_jax()
@@ -42,8 +45,17 @@ def graph_function(graph: Graph):
             if d["op"] == "const":
                 env[n] = jnp.asarray(d["params"]["value"])
             else:
-                value = REGISTRY[d["op"]].jax(*[env[a] for a in d["args"]], **d["params"])
-                # JAX promotes mixed dtypes its own way (float32 with int64 stays float32);
+                prim = REGISTRY[d["op"]]
+                operands = [env[a] for a in d["args"]]
+                out_kind = np.dtype(d["dtype"]).kind
+                if out_kind in "fc" and prim.family in _PROMOTING:
+                    # JAX promotes mixed dtypes its own way (float32 with int64 stays
+                    # float32, where NumPy computes in float64): integer operands are cast
+                    # to the node's dtype first, so the arithmetic happens in it
+                    operands = [x.astype(d["dtype"]) if i not in prim.nondiff_args
+                                and np.dtype(x.dtype).kind in "iub" else x
+                                for i, x in enumerate(operands)]
+                value = prim.jax(*operands, **d["params"])
                 # the graph says what NumPy gives, and that is what the node must hold
                 if value.dtype != d["dtype"]:
                     value = value.astype(d["dtype"])

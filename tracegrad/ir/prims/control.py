@@ -18,11 +18,18 @@ run of the loop (``_memo``).
 Running and differentiating sub-graphs belongs to the runtime and the passes, which sit
 above the IR, so they are imported when a rule runs.
 """
+import functools
+
 import numpy as np
 
 from ...errors import TraceError
-from ..registry import apply, register
+from ..registry import apply
+from ..registry import register as _register
 from .subgraph import compiled, shared_run
+
+# Loops and branches hold sub-graphs; whether those may see complex values is checked
+# node by node inside them.
+register = functools.partial(_register, complex=True)
 
 
 def _aval(graph, n):

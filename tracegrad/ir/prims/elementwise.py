@@ -44,8 +44,16 @@ def _partials_rules(partials):
     return vjp, jvp
 
 
+# Holomorphic ufuncs: the partials above are complex derivatives f'(z), so ``g * f'(z)``
+# is the VJP for complex operands too (JAX's convention, see the registry).
+HOLOMORPHIC = {"neg", "exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "sin", "cos",
+               "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh",
+               "arccosh", "arctanh", "add", "sub", "mul", "div", "pow"}
+
+
 def elementwise(name, ufunc, partials=None, jax_name=None, **extra):
     """Register a ufunc. ``partials=None``: no gradient (comparisons, floor, ...)."""
+    extra.setdefault("complex", name in HOLOMORPHIC)
     vjp = jvp = None
     if partials is not None:
         vjp, jvp = _partials_rules(partials)
@@ -80,7 +88,17 @@ elementwise("arcsinh", np.arcsinh, lambda out, x: (1.0 / np.sqrt(x * x + 1.0),))
 # sqrt(x-1)*sqrt(x+1) rather than sqrt(x*x-1): no cancellation near x = 1
 elementwise("arccosh", np.arccosh, lambda out, x: (1.0 / (np.sqrt(x - 1.0) * np.sqrt(x + 1.0)),))
 elementwise("arctanh", np.arctanh, lambda out, x: (1.0 / (1.0 - x * x),))
-elementwise("abs", np.absolute, lambda out, x: (np.sign(x),), jax_name="abs")
+
+
+def _abs_partials(out, x):
+    # complex z: d|z| = Re(conj(z) dz) / |z|, so conj(z) / |z| (0 at z = 0, as JAX);
+    # the JVP's complex product becomes real when cast to the output's dtype
+    if np.dtype(x.dtype).kind == "c":
+        return (np.conjugate(x) / np.where(out == 0, np.ones((), out.dtype), out),)
+    return (np.sign(x),)
+
+
+elementwise("abs", np.absolute, _abs_partials, jax_name="abs", complex=True)
 
 # -- unary, zero gradient (piecewise constant) and boolean ------------------
 for _name, _uf in [("sign", np.sign), ("floor", np.floor), ("ceil", np.ceil),
@@ -171,7 +189,7 @@ register(
     vjp=lambda g, out, c, x, y: (None, np.where(c, g, 0.0), np.where(c, 0.0, g)),
     jvp=lambda t, out, c, x, y: np.where(
         c, 0.0 if t[1] is None else t[1], 0.0 if t[2] is None else t[2]),
-    jax=jnp_fn("where"), nondiff_args=(0,), family="elementwise",
+    jax=jnp_fn("where"), nondiff_args=(0,), family="elementwise", complex=True,
     doc="np.where(c, x, y)",
 )
 
@@ -181,20 +199,28 @@ def _convert_impl(x, dtype):
     return np.asarray(x).astype(dtype, copy=False)
 
 
+def _real_cast(v, dtype):
+    """``v.astype(dtype)``; complex to real keeps the real part (the transpose of the
+    real-to-complex cast), said explicitly rather than through NumPy's ComplexWarning."""
+    if np.dtype(v.dtype).kind == "c" and np.dtype(dtype).kind != "c":
+        v = np.real(v)
+    return v.astype(dtype)
+
+
 def _convert_vjp(g, out, x, dtype):
-    return (g.astype(x.dtype) if np.dtype(x.dtype).kind in "fc" else None,)
+    return (_real_cast(g, x.dtype) if np.dtype(x.dtype).kind in "fc" else None,)
 
 
 register(
     "convert", _convert_impl,
     abstract=lambda x, dtype: (x.shape, dtype),
     vjp=_convert_vjp,
-    jvp=lambda t, out, x, dtype: t[0].astype(out.dtype),
-    jax=lambda x, dtype: x.astype(dtype), family="elementwise",
+    jvp=lambda t, out, x, dtype: _real_cast(t[0], out.dtype),
+    jax=lambda x, dtype: x.astype(dtype), family="elementwise", complex=True,
     doc="x.astype(dtype)",
 )
 register(
     "stop_gradient", lambda x: x,
     abstract=lambda x: (x.shape, x.dtype), jax=jnp_fn("lax.stop_gradient"),
-    family="elementwise", doc="identity that blocks gradients",
+    family="elementwise", complex=True, doc="identity that blocks gradients",
 )

@@ -66,6 +66,7 @@ def _bilinear_jvp(op):
 register(
     "matmul", np.matmul, abstract=_matmul_abstract, vjp=_matmul_vjp,
     jvp=_bilinear_jvp(np.matmul), jax=_jax(lambda jnp, a, b: jnp.matmul(a, b)), family="linalg",
+    complex=True,
 )
 
 
@@ -120,6 +121,7 @@ def _einsum_jvp(t, out, *ops, subscripts):
 register(
     "einsum", _einsum_impl, abstract=_einsum_abstract, vjp=_einsum_vjp, jvp=_einsum_jvp,
     jax=_jax(lambda jnp, *ops, subscripts: jnp.einsum(subscripts, *ops)), family="linalg",
+    complex=True,
 )
 
 
@@ -138,7 +140,7 @@ register(
     "inv", np.linalg.inv,
     abstract=lambda a: (_square_abstract(a).shape, _float(a.dtype)),
     vjp=_inv_vjp, jvp=lambda t, out, a: -(out @ t[0] @ out),
-    jax=_jax(lambda jnp, a: jnp.linalg.inv(a)), family="linalg",
+    jax=_jax(lambda jnp, a: jnp.linalg.inv(a)), family="linalg", complex=True,
 )
 
 
@@ -175,6 +177,7 @@ def _solve_jvp(t, out, a, b):
 register(
     "solve", np.linalg.solve, abstract=_solve_abstract, vjp=_solve_vjp, jvp=_solve_jvp,
     jax=_jax(lambda jnp, a, b: jnp.linalg.solve(a, b)), family="linalg",
+    complex=True,
 )
 
 
@@ -191,19 +194,38 @@ register(
     "det", np.linalg.det, abstract=_batch_scalar_abstract,
     vjp=lambda g, out, a: ((g * out)[..., None, None] * mT(np.linalg.inv(a)),),
     jvp=lambda t, out, a: out * _trace_of_product(np.linalg.inv(a), t[0]),
-    jax=_jax(lambda jnp, a: jnp.linalg.det(a)), family="linalg",
+    jax=_jax(lambda jnp, a: jnp.linalg.det(a)), family="linalg", complex=True,
 )
 register(
-    "logabsdet", lambda a: np.linalg.slogdet(a)[1], abstract=_batch_scalar_abstract,
+    "logabsdet", lambda a: np.linalg.slogdet(a)[1],
+    abstract=lambda a: (_batch_scalar_abstract(a)[0], np.finfo(_float(a.dtype)).dtype),
     vjp=lambda g, out, a: (g[..., None, None] * mT(np.linalg.inv(a)),),
     jvp=lambda t, out, a: _trace_of_product(np.linalg.inv(a), t[0]),
     jax=_jax(lambda jnp, a: jnp.linalg.slogdet(a)[1]), family="linalg",
+    complex=True,  # log|det A| = Re(log det A): the real rule's g * A^-T holds
     doc="the second result of np.linalg.slogdet",
 )
+
+
+# sign(det A) is piecewise constant for real A (no gradient); for complex A it is
+# det/|det| on the unit circle: d sign = sign * 1j * Im(tr(A^-1 dA)).
+def _sign_vjp(g, out, a):
+    if np.dtype(a.dtype).kind != "c":
+        return (None,)
+    return ((1j * np.imag(g * out))[..., None, None] * mT(np.linalg.inv(a)),)
+
+
+def _sign_jvp(t, out, a):
+    if np.dtype(a.dtype).kind != "c":
+        return None
+    return out * (1j * np.imag(_trace_of_product(np.linalg.inv(a), t[0])))
+
+
 register(
     "slogdet_sign", lambda a: np.linalg.slogdet(a)[0], abstract=_batch_scalar_abstract,
-    jax=_jax(lambda jnp, a: jnp.linalg.slogdet(a)[0]), family="linalg",
-    doc="the first result of np.linalg.slogdet (no gradient)",
+    vjp=_sign_vjp, jvp=_sign_jvp,
+    jax=_jax(lambda jnp, a: jnp.linalg.slogdet(a)[0]), family="linalg", complex=True,
+    doc="the first result of np.linalg.slogdet (no gradient for real matrices)",
 )
 
 

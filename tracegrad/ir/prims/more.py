@@ -4,9 +4,14 @@
 (``tracegrad/tracer/np_more.py``): a gather at the permutation, whose gradient scatters
 back, as JAX's sort does.
 """
+import functools
+
 import numpy as np
 
-from ..registry import register
+from ..registry import register as _register
+
+# argsort returns integers: no derivative whatever the dtype.
+register = functools.partial(_register, complex=True)
 
 
 def _argsort_jax(x, axis):

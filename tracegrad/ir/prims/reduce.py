@@ -1,10 +1,16 @@
 """Reductions and scans. ``axis`` params are normalised tuples of ints."""
+import functools
 import math
 
 import numpy as np
 
-from ..registry import register
+from ..registry import register as _register
 from .util import jnp_fn
+
+# Sums, products, cumulative sums and choosers (max/min select an element, by NumPy's
+# lexicographic order for complex) are holomorphic or selections: their rules hold for
+# complex values unchanged.
+register = functools.partial(_register, complex=True)
 
 
 def _reduced_shape(shape, axis, keepdims):

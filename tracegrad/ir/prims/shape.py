@@ -3,11 +3,18 @@
 Everything else that moves data (squeeze, stack, flip, roll, tile, repeat,
 split, diag, ...) is composed from these by the tracer.
 """
+import functools
+
 import numpy as np
 
 from ..indexspec import Index, Slice
-from ..registry import apply, register
+from ..registry import apply
+from ..registry import register as _register
 from .util import unbroadcast
+
+# Every shape primitive moves or copies elements (coefficients 0 and 1), so its rules
+# hold for complex values unchanged.
+register = functools.partial(_register, complex=True)
 
 
 def _jax(fn):

@@ -24,7 +24,7 @@ register(
     abstract=lambda primal_out, *operands, rule, index: (primal_out.shape, primal_out.dtype),
     vjp=_custom_vjp_vjp, jvp=_custom_vjp_jvp,
     jax=lambda primal_out, *operands, rule, index: primal_out,
-    family="special",
+    family="special", complex=True,
     doc="output `index` of a tg.custom_vjp function; operands: its residuals then traced args",
 )
 
@@ -39,5 +39,5 @@ def _zeros_impl(shape, dtype):
 register(
     "zeros", _zeros_impl, abstract=lambda shape, dtype: (shape, dtype),
     jax=jnp_fn("zeros"),
-    family="special", doc="a structural zero made by a pass (no operands)",
+    family="special", complex=True, doc="a structural zero made by a pass (no operands)",
 )

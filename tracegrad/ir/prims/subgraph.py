@@ -7,9 +7,14 @@ recomputes the forward values it needs: the backward pass rematerialises them in
 of the forward pass storing them. Running a sub-graph and deriving its adjoint belong to
 the layers above the IR (runtime, passes), so they are imported when a rule runs.
 """
+import functools
+
 import numpy as np
 
-from ..registry import register
+from ..registry import register as _register
+
+# The sub-graph's own nodes are checked for complex rules one by one.
+register = functools.partial(_register, complex=True)
 
 # Sibling nodes (one per output of one sub-graph call) see the same operand arrays:
 # run the sub-graph once for all of them.
