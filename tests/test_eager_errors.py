@@ -114,3 +114,19 @@ def test_profiler_sort_key_is_checked():
         (_leaf() * 2).sum()
     with pytest.raises(ValueError, match="unknown sort_by 'nope'"):
         prof.key_averages().table(sort_by="nope")
+
+
+def test_complex_gradients_are_refused_rather_than_given_in_jaxs_convention():
+    """PyTorch's .grad of a complex leaf is the conjugate of JAX's; until the eager engine
+    converts, complex leaves and hooks on complex tensors are refused."""
+    with pytest.raises(RuntimeError, match="complex tensors cannot require grad"):
+        tg.tensor(np.array([1 + 2j]), requires_grad=True)
+    x = tg.tensor(np.array([1.0, 2.0]), requires_grad=True)
+    z = x * tg.tensor(np.array([1j, 2 + 1j]))
+    # a real leaf through complex intermediates: one answer in both conventions
+    z.abs().sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [1.0, np.sqrt(5.0)])
+    z = x * tg.tensor(np.array([1j, 2 + 1j]))
+    z.register_hook(lambda g: g)
+    with pytest.raises(RuntimeError, match="hooks on complex tensors are not supported"):
+        z.abs().sum().backward()

@@ -194,6 +194,11 @@ def _run(roots, grads, targets, retain_graph, create_graph, handles):
     seeds = [_seed(r, g, i, Tensor) for i, (r, g) in enumerate(zip(roots, grads))]
     order = sorted(handles)
     taps = [n for n in order if handles[n]._hooks and type(handles[n]) is not AccumulateGrad]
+    for n in taps:
+        if np.dtype(TAPE.graph.node(n)["dtype"]).kind == "c":
+            raise RuntimeError("hooks on complex tensors are not supported by tracegrad's "
+                               "eager autograd yet (PyTorch's conjugate-Wirtinger gradients "
+                               "are not implemented)")
     wrt = [n for n in dict.fromkeys(list(targets) + taps) if n in handles]
     plan = _plan(order, handles, [t._node for t in tracers], wrt, taps)
     _check_saved(plan, order, handles)

@@ -19,6 +19,10 @@ _LEAF_INPLACE = "a leaf Variable that requires grad is being used in an in-place
 _VIEW_INPLACE = ("a view of a leaf Variable that requires grad is being used in an in-place "
                  "operation.")
 
+_COMPLEX_GRAD = ("complex tensors cannot require grad in tracegrad's eager autograd yet "
+                 "(PyTorch's conjugate-Wirtinger gradients are not implemented); the "
+                 "functional transforms differentiate complex code with JAX's convention: "
+                 "tg.grad(f)(z), tg.grad(f, holomorphic=True)(z)")
 _default_float = [np.dtype(np.float64)]
 
 
@@ -109,6 +113,10 @@ class Tensor:
         if flag and not is_floating(self._data.dtype):
             raise RuntimeError("Only Tensors of floating point and complex dtype can require "
                                "gradients")
+        if flag and self._data.dtype.kind == "c":
+            # PyTorch hands out conjugate-Wirtinger gradients; the eager engine does not
+            # convert to them yet, and a gradient in the other convention would be wrong
+            raise RuntimeError(_COMPLEX_GRAD)
         self._requires_grad = bool(flag)
         self._input = None
 
