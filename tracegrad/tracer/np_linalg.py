@@ -1,4 +1,5 @@
-"""``np.linalg`` on traced values (real dtypes), batched over leading axes like NumPy.
+"""``np.linalg`` on traced values, batched over leading axes like NumPy (real dtypes;
+``eig`` / ``eigvals`` also complex).
 
 - ``inv``, ``solve``, ``det``, ``slogdet``, ``cholesky``: one primitive each;
 - ``eigh`` / ``eigvalsh``, ``svd`` and ``qr``: the primitives of ``ir/prims/spectral.py``
@@ -11,7 +12,14 @@
 Not supported: ``svd(full_matrices=True, compute_uv=True)`` of a non-square matrix (the
 extra columns of ``U`` or rows of ``Vh`` are an arbitrary basis, with no derivative:
 pass ``full_matrices=False``); ``qr(mode='complete')`` of a tall matrix and
-``mode='raw'``; ``eig`` / ``eigvals`` (complex results).
+``mode='raw'``.
+
+``eig`` / ``eigvals`` (real or complex matrices) are the primitives of ``ir/prims/eig.py``.
+Unlike NumPy, which returns real arrays when every eigenvalue of a real matrix is real,
+their results are always complex (a graph fixes its dtypes before it sees values; JAX
+does the same). Their derivatives need distinct eigenvalues: that module's docstring
+says what the rules give at repeated ones (finite numbers, exact only for functions
+that do not depend on how the tie is resolved; nothing at a defective matrix).
 """
 from __future__ import annotations
 
@@ -84,6 +92,29 @@ def eigvalsh(a, UPLO="L"):  # noqa: N803
     _check_uplo(UPLO)
     a = coerce(a)
     return apply("eigvalsh", a if UPLO == "L" else _mT(a))
+
+
+def _check_square(name, a):
+    shape = shape_of(a)
+    if len(shape) < 2 or shape[-1] != shape[-2]:
+        raise TraceError(f"np.linalg.{name} needs square matrices (or a batch of them), got "
+                         f"shape {tuple(shape)}{where()}")
+
+
+@implements(np.linalg.eig)
+def eig(a):
+    """``EigResult(eigenvalues, eigenvectors)``, both complex (ir/prims/eig.py)."""
+    a = coerce(a)
+    _check_square("eig", a)
+    return _result("EigResult", apply("eigvals", a), apply("eig_vectors", a))
+
+
+@implements(np.linalg.eigvals)
+def eigvals(a):
+    """The eigenvalues of ``eig``, complex, in the same order."""
+    a = coerce(a)
+    _check_square("eigvals", a)
+    return apply("eigvals", a)
 
 
 @implements(np.linalg.svd)

@@ -1,2 +1,15 @@
 """Importing this package fills the registry, one module per family."""
-from . import complex_parts, control, elementwise, linalg, more, nn, reduce, shape, special, spectral, subgraph  # noqa: F401
+from . import (  # noqa: F401
+    complex_parts,
+    control,
+    eig,
+    elementwise,
+    linalg,
+    more,
+    nn,
+    reduce,
+    shape,
+    special,
+    spectral,
+    subgraph,
+)

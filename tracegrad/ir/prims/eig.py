@@ -1,0 +1,216 @@
+"""The general (non-symmetric) eigendecomposition: ``np.linalg.eig`` and ``eigvals`` on
+real or complex square matrices, batched over leading axes. Each result is its own
+primitive, as for ``eigh``: ``eigvals`` (the eigenvalues) and ``eig_vectors`` (the
+eigenvectors, as columns); a rule that needs the other result applies that primitive.
+
+Conventions:
+
+- **Complex results, always.** Both primitives return complex arrays (``complex64`` for
+  ``float32`` / ``complex64`` input, ``complex128`` otherwise), as ``jnp.linalg.eig``
+  does. NumPy returns *real* arrays when every eigenvalue of a real matrix happens to
+  be real; a graph must know its dtypes without looking at values, so here the result
+  is complex even then (its imaginary parts are zero; ``np.real`` recovers NumPy's).
+- **Order and normalisation** are LAPACK's ``geev``, as in NumPy: the eigenvalues come
+  in the order LAPACK finds them (not sorted), ``eigvals`` and ``eig_vectors`` share
+  that order, and each eigenvector has unit 2-norm with its largest-magnitude entry
+  real (for a real matrix, a real eigenvalue's eigenvector is real). One more step
+  fixes the sign LAPACK leaves free: that entry is made *positive* (the first of equal
+  magnitudes), in the impl and in the JAX lowering alike, so both backends agree. For
+  complex input this is NumPy's result (to rounding); for real input a column may be
+  NumPy's times -1 (as ``eigh``'s signs, ``spectral.py``).
+- **Derivatives** (distinct eigenvalues). With ``A = V diag(w) V^-1`` and
+  ``M = V^-1 dA V``: ``dw = diag(M)``; ``dV = V (F o M) + V diag(c)``, with
+  ``F_ij = 1 / (w_j - w_i)`` off the diagonal and ``0`` on it, and ``c_j`` the multiple
+  of ``v_j`` that keeps LAPACK's normalisation: ``Re(c_j) = -Re(v_j^H u_j)`` keeps the
+  unit norm, ``Im(c_j) = -Im(u_kj) / v_kj`` keeps entry ``k`` (the largest of ``v_j``)
+  real, where ``u_j`` is column ``j`` of ``V (F o M)``. So ``dV`` is the derivative of
+  the eigenvectors the impl returns, not merely of some phase choice (JAX's ``eig``
+  JVP makes the same choice). The VJPs are the transposes of these JVPs under the real
+  pairing ``Re(sum(ct * t))`` (JAX's convention, no conjugation):
+  ``ct_A = V^-T diag(ct_w) V^T`` and ``ct_A = V^-T (F o (V^T ct_U)) V^T`` with
+  ``ct_U = ct - conj(V) Re(s) - 1j * E Im(s) / v_k``, ``s_j = sum_i ct_ij V_ij`` and ``E``
+  the one-hot matrix of the largest entries. A real ``A`` gets the real part.
+- **Repeated eigenvalues** have no derivative. As for ``eigh`` (``spectral.py``), two
+  eigenvalues are *tied* when ``|w_i - w_j| <= 1000 * eps * max|w|``; the eigenvector
+  rules use ``F_ij = 0`` for tied pairs and the eigenvalue rules average the cotangent
+  (tangent) over each tied cluster. For a *diagonalisable* matrix with a repeated
+  eigenvalue (``V`` invertible) that gives finite numbers and is the exact limit for
+  functions that do not depend on how the tie is resolved: symmetric functions of the
+  eigenvalues (``sum``, ``prod``: the trace and the determinant), and functions of
+  the eigenvectors that depend only on the tied eigenspace (a spectral projector).
+  Anything else is not differentiable there, and the numbers are one choice among
+  many. A *defective* matrix (a repeated eigenvalue short of eigenvectors, like
+  ``[[1, 1], [0, 1]]``) has a ``V`` that is singular to rounding, and its eigenvalues
+  are not differentiable at all (they move like the square root of a perturbation):
+  the rules solve with ``V`` and their numbers mean nothing there; they may be huge,
+  inf or NaN, or finite and wrong (the gradient of ``prod(w)`` at ``[[1, 1], [0, 1]]``
+  comes out as the identity, not ``det(A) A^-T``). Only ``sum(w)`` (the trace) stays
+  right. Nothing inside a graph detects this case; check ``cond(V)`` yourself if it
+  can happen.
+  Near-ties (gaps above the tolerance but small) give correct but large derivatives,
+  ``~1 / gap``, as the true derivative is.
+"""
+import numpy as np
+
+from ..registry import apply, register
+from .util import mT
+
+# -- values (impl: xp = numpy; lowering: xp = jax) -------------------------------------------------
+
+
+def _complex_dtype(dtype):
+    """complex64 for float32 / complex64 input, complex128 otherwise (as JAX)."""
+    dtype = np.dtype(dtype)
+    if dtype in (np.dtype(np.float32), np.dtype(np.complex64)):
+        return np.dtype(np.complex64)
+    return np.dtype(np.complex128)
+
+
+def _square(a):
+    if len(a.shape) < 2 or a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"expected a square matrix (or a batch of them), got shape "
+                         f"{tuple(a.shape)}")
+    return a
+
+
+def _positive_largest(xp, v):
+    """Each column of ``v`` times the phase that makes its largest-magnitude entry (the
+    first of equals) real and positive. LAPACK leaves that entry real but, for a real
+    matrix, of either sign, and two LAPACK builds (NumPy's, JAX's) may differ in it;
+    for the output of ``zgeev`` the factor is 1 to rounding."""
+    if v.shape[-1] == 0:
+        return v
+    k = xp.argmax(xp.abs(v), axis=-2)
+    vk = xp.take_along_axis(v, k[..., None, :], axis=-2)
+    mag = xp.abs(vk)
+    return v * (xp.conj(vk) / xp.where(mag == 0, 1, mag))
+
+
+def _eig(a):
+    """NumPy's eig, both results complex (NumPy gives real ones when all are real)."""
+    a = _square(np.asarray(a))
+    w, v = np.linalg.eig(a)
+    dtype = _complex_dtype(a.dtype)
+    return w.astype(dtype, copy=False), _positive_largest(np, v.astype(dtype, copy=False))
+
+
+def _jax_eig(a):
+    import jax
+    import jax.numpy as jnp
+
+    a = jnp.asarray(a)
+    if not jnp.issubdtype(a.dtype, jnp.inexact):
+        a = a.astype(jnp.float64)
+    # eigenvector derivatives are opt-in in JAX: its JVP is the one of this module
+    w, v = jax.lax.linalg.eig(a, compute_left_eigenvectors=False, enable_eigvec_derivs=True)
+    dtype = _complex_dtype(a.dtype)
+    return w.astype(dtype), _positive_largest(jnp, v.astype(dtype))
+
+
+# -- traced helpers for the rules ------------------------------------------------------------------
+DEGENERATE_RTOL_EPS = 1000   # tied: |w_i - w_j| <= 1000 * eps * max|w|, as in spectral.py
+
+
+def _untied(w):
+    """Boolean (..., n, n): True where w_i and w_j are not tied (False on the diagonal);
+    and ``w_j - w_i`` at [i, j]."""
+    eps = float(np.finfo(np.dtype(w.dtype)).eps)
+    scale = np.max(np.abs(w), axis=-1, keepdims=True)
+    tol = np.expand_dims(scale * (DEGENERATE_RTOL_EPS * eps), -1)
+    diff = np.expand_dims(w, -2) - np.expand_dims(w, -1)
+    return np.abs(diff) > tol, diff
+
+
+def _inverse_gaps(w):
+    """F_ij = 1 / (w_j - w_i) for untied pairs, 0 for tied ones and on the diagonal."""
+    keep, diff = _untied(w)
+    return np.where(keep, 1.0 / np.where(keep, diff, 1.0), 0.0)
+
+
+def _cluster_average(g, w):
+    """``g`` (..., n) averaged over each cluster of tied eigenvalues ``w``: the identity
+    when they are distinct."""
+    keep, _ = _untied(w)
+    tied = 1.0 - keep.astype(np.finfo(np.dtype(g.dtype)).dtype)
+    return np.sum(tied * np.expand_dims(g, -2), axis=-1) / np.sum(tied, axis=-1)
+
+
+def _largest(v):
+    """The one-hot (..., n, n) real mask of each column's largest-magnitude entry (the
+    first of equals, as LAPACK's ``i?amax``): the entry ``geev`` makes real."""
+    n = v.shape[-1]
+    k = np.argmax(np.abs(v), axis=-2)
+    rows = np.arange(n).reshape(n, 1)
+    return (rows == np.expand_dims(k, -2)).astype(np.finfo(np.dtype(v.dtype)).dtype)
+
+
+def _gauge(u, v):
+    """c_j: the multiple of v_j added to u_j that keeps ||v_j|| = 1 and its largest
+    entry real (see the module docstring)."""
+    e = _largest(v)
+    re = -np.real(np.sum(np.conj(v) * u, axis=-2))
+    im = -np.imag(np.sum(e * u, axis=-2)) / np.real(np.sum(e * v, axis=-2))
+    return re + 1j * im
+
+
+def _complex_tangent(t, v):
+    return t if np.dtype(t.dtype) == np.dtype(v.dtype) else t.astype(v.dtype)
+
+
+# -- eigvals -----------------------------------------------------------------------------------------
+def _eigvals_vjp(g, out, a):
+    v = apply("eig_vectors", a)
+    g = _cluster_average(g, out)
+    # ct_A = V^-T diag(g) V^T
+    return (np.linalg.solve(mT(v), np.expand_dims(g, -1) * mT(v)),)
+
+
+def _eigvals_jvp(t, out, a):
+    v = apply("eig_vectors", a)
+    m = np.linalg.solve(v, _complex_tangent(t[0], v))       # V^-1 dA
+    dw = np.sum(m * mT(v), axis=-1)                         # diag(V^-1 dA V)
+    return _cluster_average(dw, out)
+
+
+register(
+    "eigvals", lambda a: _eig(a)[0],
+    abstract=lambda a: (_square(a).shape[:-1], _complex_dtype(a.dtype)),
+    vjp=_eigvals_vjp, jvp=_eigvals_jvp, jax=lambda a: _jax_eig(a)[0],
+    family="linalg", complex=True,
+    doc="the eigenvalues of np.linalg.eig (always complex; LAPACK's order, shared with "
+        "eig_vectors; tied eigenvalues share their cotangent; no derivative at a "
+        "defective matrix)",
+)
+
+
+# -- eig_vectors -------------------------------------------------------------------------------------
+def _eig_vectors_vjp(g, out, a):
+    v, w = out, apply("eigvals", a)
+    g = _complex_tangent(g, v)
+    # the transpose of the gauge term: the cotangent reaching U = V (F o M)
+    s = np.sum(g * v, axis=-2)
+    e = _largest(v)
+    vk = np.real(np.sum(e * v, axis=-2))
+    gu = (g - np.conj(v) * np.expand_dims(np.real(s), -2)
+          - 1j * e * np.expand_dims(np.imag(s) / vk, -2))
+    x = _inverse_gaps(w) * (mT(v) @ gu)
+    # ct_A = V^-T x V^T
+    return (np.linalg.solve(mT(v), x @ mT(v)),)
+
+
+def _eig_vectors_jvp(t, out, a):
+    v, w = out, apply("eigvals", a)
+    m = np.linalg.solve(v, _complex_tangent(t[0], v) @ v)  # V^-1 dA V
+    u = v @ (_inverse_gaps(w) * m)
+    return u + v * np.expand_dims(_gauge(u, v), -2)
+
+
+register(
+    "eig_vectors", lambda a: _eig(a)[1],
+    abstract=lambda a: (_square(a).shape, _complex_dtype(a.dtype)),
+    vjp=_eig_vectors_vjp, jvp=_eig_vectors_jvp, jax=lambda a: _jax_eig(a)[1],
+    family="linalg", complex=True,
+    doc="the eigenvectors of np.linalg.eig (columns, always complex; unit norm, largest "
+        "entry real and positive; tied pairs masked in the rules; no derivative at a "
+        "defective matrix)",
+)
