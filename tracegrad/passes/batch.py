@@ -250,6 +250,19 @@ RULES.update({
 del _name, _prim
 
 
+# -- Fourier transforms (tracegrad/ir/prims/fft.py) ----------------------------------------------
+# One operand, and the transformed axes are named: the batch axis in front is one more batch
+# axis of the same primitive, with every axis number moved up by one.
+RULES.update({
+    "fft": lambda size, args, batched, out_shape, axes, inverse, norm: apply(
+        "fft", args[0], axes=_shift_axes(axes), inverse=inverse, norm=norm),
+    "rfft": lambda size, args, batched, out_shape, axis, norm: apply(
+        "rfft", args[0], axis=axis + 1, norm=norm),
+    "irfft": lambda size, args, batched, out_shape, n, axis, norm: apply(
+        "irfft", args[0], n=n, axis=axis + 1, norm=norm),
+})
+
+
 def fallback(size, args, batched, out_shape, op, **params):
     """Any primitive, row by row: apply it to each row of the batched operands (the
     unbatched ones as they are) and stack the results."""

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..errors import TraceError
 from ..ir import apply
-from . import np_complex, np_more  # noqa: F401  (more handlers: they register themselves)
+from . import np_complex, np_fft, np_more  # noqa: F401  (more handlers: they register themselves)
 from .core import Tracer
 from .np_base import (
     FUNCTIONS,

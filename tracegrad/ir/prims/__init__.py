@@ -4,6 +4,7 @@ from . import (  # noqa: F401
     control,
     eig,
     elementwise,
+    fft,
     linalg,
     more,
     nn,
