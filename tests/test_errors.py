@@ -144,10 +144,10 @@ def test_wrong_jvp_tangent():
 # -- NumPy that tracegrad does not support -------------------------------------------------------
 # each row: the name in the message, and the user's call (also the token locating its line)
 @pytest.mark.parametrize("name,fn", [
-    ("np.fft.fft", lambda x: np.sum(np.fft.fft(x).real)),
+    ("np.polyfit", lambda x: np.sum(np.polyfit(x, x, 1))),
     ("np.histogram", lambda x: np.sum(np.histogram(x)[0] * 1.0)),
     ("np.bincount", lambda x: np.sum(np.bincount(np.array([0, 1, 1]), weights=x))),
-    ("np.linalg.eig", lambda x: np.sum(np.linalg.eig(np.outer(x, x))[0].real)),
+    ("np.linalg.matrix_rank", lambda x: np.sum(np.linalg.matrix_rank(np.outer(x, x)) * x)),
 ], ids=lambda v: v if isinstance(v, str) else "")
 def test_unsupported_numpy_function_is_named(name, fn):
     err = expect_error(lambda: tg.grad(fn)(V), f'("{name}", lambda',
@@ -155,11 +155,11 @@ def test_unsupported_numpy_function_is_named(name, fn):
     assert str(err).startswith(name)
 
 
-def test_fft_message_exactly():
+def test_unsupported_function_message_exactly():
     with pytest.raises(tg.TraceError) as info:
-        tg.grad(lambda x: np.sum(np.fft.fft(x).real))(V)  # FFT_HERE
-    assert str(info.value) == (f"np.fft.fft is not supported by tracegrad "
-                               f"(at test_errors.py:{line_of('FFT_HERE')})")
+        tg.grad(lambda x: np.sum(np.polyfit(x, x, 1)))(V)  # UNSUPPORTED_HERE
+    assert str(info.value) == (f"np.polyfit is not supported by tracegrad "
+                               f"(at test_errors.py:{line_of('UNSUPPORTED_HERE')})")
 
 
 def test_unsupported_options():

@@ -310,7 +310,7 @@ def test_float32_stays_float32():
 
 
 @pytest.mark.parametrize("call, name", [
-    (lambda x: np.fft.fft(x), "np.fft"),
+    (lambda x: np.polyfit(x, x, 1), "np.polyfit"),
     (lambda x: np.interp(x, KNOTS, KNOTS, period=2.0), "period"),
     (lambda x: np.quantile(x, 0.5, method="weibull"), "weibull"),
     (lambda x: np.sort(x, order="f"), "order"),
