@@ -199,23 +199,17 @@ def _convert_impl(x, dtype):
     return np.asarray(x).astype(dtype, copy=False)
 
 
-def _real_cast(v, dtype):
-    """``v.astype(dtype)``; complex to real keeps the real part (the transpose of the
-    real-to-complex cast), said explicitly rather than through NumPy's ComplexWarning."""
-    if np.dtype(v.dtype).kind == "c" and np.dtype(dtype).kind != "c":
-        v = np.real(v)
-    return v.astype(dtype)
-
-
+# The rules hand the (co)tangent on unchanged: the derivative passes cast every one to its
+# operand's dtype (``passes.common.fit``), taking the real part from complex to real.
 def _convert_vjp(g, out, x, dtype):
-    return (_real_cast(g, x.dtype) if np.dtype(x.dtype).kind in "fc" else None,)
+    return (g if np.dtype(x.dtype).kind in "fc" else None,)
 
 
 register(
     "convert", _convert_impl,
     abstract=lambda x, dtype: (x.shape, dtype),
     vjp=_convert_vjp,
-    jvp=lambda t, out, x, dtype: _real_cast(t[0], out.dtype),
+    jvp=lambda t, out, x, dtype: t[0],
     jax=lambda x, dtype: x.astype(dtype), family="elementwise", complex=True,
     doc="x.astype(dtype)",
 )
