@@ -20,7 +20,8 @@ import numpy as np
 
 from ..errors import TraceError
 from ..ir import apply
-from ..ir.prims.fft import NORMS, SWAPPED, complex_dtype
+from ..ir.prims.fft import NORMS, SWAPPED
+from ..ir.prims.util import complex_dtype
 from .np_base import (
     _reject,
     _single_axis,

@@ -53,24 +53,10 @@ Conventions:
 import numpy as np
 
 from ..registry import apply, register
-from .util import mT
+from .spectral import cluster_average, inverse_gaps
+from .util import complex_dtype, mT, square
 
 # -- values (impl: xp = numpy; lowering: xp = jax) -------------------------------------------------
-
-
-def _complex_dtype(dtype):
-    """complex64 for float32 / complex64 input, complex128 otherwise (as JAX)."""
-    dtype = np.dtype(dtype)
-    if dtype in (np.dtype(np.float32), np.dtype(np.complex64)):
-        return np.dtype(np.complex64)
-    return np.dtype(np.complex128)
-
-
-def _square(a):
-    if len(a.shape) < 2 or a.shape[-1] != a.shape[-2]:
-        raise ValueError(f"expected a square matrix (or a batch of them), got shape "
-                         f"{tuple(a.shape)}")
-    return a
 
 
 def _positive_largest(xp, v):
@@ -88,9 +74,9 @@ def _positive_largest(xp, v):
 
 def _eig(a):
     """NumPy's eig, both results complex (NumPy gives real ones when all are real)."""
-    a = _square(np.asarray(a))
+    a = square(np.asarray(a))
     w, v = np.linalg.eig(a)
-    dtype = _complex_dtype(a.dtype)
+    dtype = complex_dtype(a.dtype)
     return w.astype(dtype, copy=False), _positive_largest(np, v.astype(dtype, copy=False))
 
 
@@ -103,38 +89,11 @@ def _jax_eig(a):
         a = a.astype(jnp.float64)
     # eigenvector derivatives are opt-in in JAX: its JVP is the one of this module
     w, v = jax.lax.linalg.eig(a, compute_left_eigenvectors=False, enable_eigvec_derivs=True)
-    dtype = _complex_dtype(a.dtype)
+    dtype = complex_dtype(a.dtype)
     return w.astype(dtype), _positive_largest(jnp, v.astype(dtype))
 
 
-# -- traced helpers for the rules ------------------------------------------------------------------
-DEGENERATE_RTOL_EPS = 1000   # tied: |w_i - w_j| <= 1000 * eps * max|w|, as in spectral.py
-
-
-def _untied(w):
-    """Boolean (..., n, n): True where w_i and w_j are not tied (False on the diagonal);
-    and ``w_j - w_i`` at [i, j]."""
-    eps = float(np.finfo(np.dtype(w.dtype)).eps)
-    scale = np.max(np.abs(w), axis=-1, keepdims=True)
-    tol = np.expand_dims(scale * (DEGENERATE_RTOL_EPS * eps), -1)
-    diff = np.expand_dims(w, -2) - np.expand_dims(w, -1)
-    return np.abs(diff) > tol, diff
-
-
-def _inverse_gaps(w):
-    """F_ij = 1 / (w_j - w_i) for untied pairs, 0 for tied ones and on the diagonal."""
-    keep, diff = _untied(w)
-    return np.where(keep, 1.0 / np.where(keep, diff, 1.0), 0.0)
-
-
-def _cluster_average(g, w):
-    """``g`` (..., n) averaged over each cluster of tied eigenvalues ``w``: the identity
-    when they are distinct."""
-    keep, _ = _untied(w)
-    tied = 1.0 - keep.astype(np.finfo(np.dtype(g.dtype)).dtype)
-    return np.sum(tied * np.expand_dims(g, -2), axis=-1) / np.sum(tied, axis=-1)
-
-
+# -- traced helpers for the rules (the tie handling is eigh's: spectral.py) -----------------------
 def _largest(v):
     """The one-hot (..., n, n) real mask of each column's largest-magnitude entry (the
     first of equals, as LAPACK's ``i?amax``): the entry ``geev`` makes real."""
@@ -160,7 +119,7 @@ def _complex_tangent(t, v):
 # -- eigvals -----------------------------------------------------------------------------------------
 def _eigvals_vjp(g, out, a):
     v = apply("eig_vectors", a)
-    g = _cluster_average(g, out)
+    g = cluster_average(g, out)
     # ct_A = V^-T diag(g) V^T
     return (np.linalg.solve(mT(v), np.expand_dims(g, -1) * mT(v)),)
 
@@ -169,12 +128,12 @@ def _eigvals_jvp(t, out, a):
     v = apply("eig_vectors", a)
     m = np.linalg.solve(v, _complex_tangent(t[0], v))       # V^-1 dA
     dw = np.sum(m * mT(v), axis=-1)                         # diag(V^-1 dA V)
-    return _cluster_average(dw, out)
+    return cluster_average(dw, out)
 
 
 register(
     "eigvals", lambda a: _eig(a)[0],
-    abstract=lambda a: (_square(a).shape[:-1], _complex_dtype(a.dtype)),
+    abstract=lambda a: (square(a).shape[:-1], complex_dtype(a.dtype)),
     vjp=_eigvals_vjp, jvp=_eigvals_jvp, jax=lambda a: _jax_eig(a)[0],
     family="linalg", complex=True,
     doc="the eigenvalues of np.linalg.eig (always complex; LAPACK's order, shared with "
@@ -193,7 +152,7 @@ def _eig_vectors_vjp(g, out, a):
     vk = np.real(np.sum(e * v, axis=-2))
     gu = (g - np.conj(v) * np.expand_dims(np.real(s), -2)
           - 1j * e * np.expand_dims(np.imag(s) / vk, -2))
-    x = _inverse_gaps(w) * (mT(v) @ gu)
+    x = inverse_gaps(w) * (mT(v) @ gu)
     # ct_A = V^-T x V^T
     return (np.linalg.solve(mT(v), x @ mT(v)),)
 
@@ -201,13 +160,13 @@ def _eig_vectors_vjp(g, out, a):
 def _eig_vectors_jvp(t, out, a):
     v, w = out, apply("eigvals", a)
     m = np.linalg.solve(v, _complex_tangent(t[0], v) @ v)  # V^-1 dA V
-    u = v @ (_inverse_gaps(w) * m)
+    u = v @ (inverse_gaps(w) * m)
     return u + v * np.expand_dims(_gauge(u, v), -2)
 
 
 register(
     "eig_vectors", lambda a: _eig(a)[1],
-    abstract=lambda a: (_square(a).shape, _complex_dtype(a.dtype)),
+    abstract=lambda a: (square(a).shape, complex_dtype(a.dtype)),
     vjp=_eig_vectors_vjp, jvp=_eig_vectors_jvp, jax=lambda a: _jax_eig(a)[1],
     family="linalg", complex=True,
     doc="the eigenvectors of np.linalg.eig (columns, always complex; unit norm, largest "

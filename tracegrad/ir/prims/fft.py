@@ -23,25 +23,11 @@ shifts are composed from these (``tracegrad/tracer/np_fft.py``).
 import numpy as np
 
 from ..registry import apply, register
+from .util import complex_dtype, real_dtype
 
 NORMS = ("backward", "ortho", "forward")
 # the scaling of the opposite direction: rfft(., forward) undoes irfft(., backward)'s 1/n
 SWAPPED = {"backward": "forward", "ortho": "ortho", "forward": "backward"}
-
-
-def complex_dtype(dtype):
-    """The dtype NumPy's FFTs return for an operand of ``dtype``."""
-    dtype = np.dtype(dtype)
-    if dtype.kind == "c":
-        return dtype
-    if dtype.kind == "f":
-        return np.result_type(dtype, np.complex64)
-    return np.dtype(np.complex128)
-
-
-def real_dtype(dtype):
-    """The real counterpart of a complex dtype (``irfft``'s result)."""
-    return np.finfo(complex_dtype(dtype)).dtype
 
 
 def _moved(shape, axis, n):

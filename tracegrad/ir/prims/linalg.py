@@ -2,7 +2,7 @@
 import numpy as np
 
 from ..registry import register
-from .util import mT, unbroadcast
+from .util import mT, square, unbroadcast
 
 
 def _float(dtype):
@@ -126,26 +126,20 @@ register(
 
 
 # -- np.linalg --------------------------------------------------------------------------
-def _square_abstract(a):
-    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
-        raise ValueError(f"expected a square matrix (or a batch of them), got shape {a.shape}")
-    return a
-
-
 def _inv_vjp(g, out, a):
     return (-(mT(out) @ g @ mT(out)),)
 
 
 register(
     "inv", np.linalg.inv,
-    abstract=lambda a: (_square_abstract(a).shape, _float(a.dtype)),
+    abstract=lambda a: (square(a).shape, _float(a.dtype)),
     vjp=_inv_vjp, jvp=lambda t, out, a: -(out @ t[0] @ out),
     jax=_jax(lambda jnp, a: jnp.linalg.inv(a)), family="linalg", complex=True,
 )
 
 
 def _solve_abstract(a, b):
-    _square_abstract(a)
+    square(a)
     vector = b.ndim == 1
     if b.shape[0 if vector else -2] != a.shape[-1]:
         raise ValueError(f"solve: a of shape {a.shape} and b of shape {b.shape} do not match")
@@ -182,7 +176,7 @@ register(
 
 
 def _batch_scalar_abstract(a):
-    return _square_abstract(a).shape[:-2], _float(a.dtype)
+    return square(a).shape[:-2], _float(a.dtype)
 
 
 def _trace_of_product(p, q):
@@ -253,7 +247,7 @@ def _cholesky_jvp(t, out, a):
 
 register(
     "cholesky", np.linalg.cholesky,
-    abstract=lambda a: (_square_abstract(a).shape, _float(a.dtype)),
+    abstract=lambda a: (square(a).shape, _float(a.dtype)),
     vjp=_cholesky_vjp, jvp=_cholesky_jvp,
     jax=_jax(lambda jnp, a: jnp.linalg.cholesky(a)), family="linalg",
 )

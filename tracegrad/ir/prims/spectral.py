@@ -34,7 +34,7 @@ import numpy as np
 
 from ...errors import TraceError
 from ..registry import apply, register
-from .util import mT
+from .util import mT, square
 
 # -- helpers shared by impls (xp = numpy) and JAX lowerings (xp = jax.numpy) ---------------------
 
@@ -74,12 +74,6 @@ def _float(dtype):
     return dtype if dtype.kind == "f" else np.dtype(np.float64)
 
 
-def _square(a):
-    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
-        raise ValueError(f"expected a square matrix (or a batch of them), got shape {a.shape}")
-    return a
-
-
 def _matrix(a):
     if a.ndim < 2:
         raise ValueError(f"expected a matrix (or a batch of them), got shape {a.shape}")
@@ -91,8 +85,9 @@ DEGENERATE_RTOL_EPS = 1000   # tied: |lambda_i - lambda_j| <= 1000 * eps * max|l
 
 
 def _tolerance(w):
-    """The tie tolerance per matrix of the batch, shaped (..., 1, 1)."""
-    eps = np.finfo(_float(w.dtype)).eps
+    """The tie tolerance per matrix of the batch, shaped (..., 1, 1) (for real or complex
+    values: ``eig``'s eigenvalues share these rules)."""
+    eps = np.finfo(np.dtype(w.dtype)).eps
     scale = np.max(np.abs(w), axis=-1, keepdims=True)
     return np.expand_dims(scale * (DEGENERATE_RTOL_EPS * eps), -1)
 
@@ -103,7 +98,7 @@ def _untied(w):
     return np.abs(diff) > _tolerance(w), diff
 
 
-def _inverse_gaps(w):
+def inverse_gaps(w):
     """F_ij = 1 / (w_j - w_i) for untied pairs, 0 for tied ones and on the diagonal."""
     keep, diff = _untied(w)
     return np.where(keep, 1.0 / np.where(keep, diff, 1.0), 0.0)
@@ -116,7 +111,7 @@ def _inverse_square_gaps(s):
     return np.where(keep, 1.0 / np.where(keep, diff * total, 1.0), 0.0)
 
 
-def _cluster_average(g, w):
+def cluster_average(g, w):
     """``g`` (..., n) averaged over each cluster of tied values of ``w``: the identity when
     the values are distinct."""
     keep, _ = _untied(w)
@@ -136,19 +131,19 @@ def _sym(t):
 
 # -- eigh --------------------------------------------------------------------------------------
 def _eigvalsh_abstract(a):
-    return _square(a).shape[:-1], _float(a.dtype)
+    return square(a).shape[:-1], _float(a.dtype)
 
 
 def _eigvalsh_vjp(g, out, a):
     v = apply("eigh_vectors", a)
-    g = _cluster_average(g, out)
+    g = cluster_average(g, out)
     return ((v * np.expand_dims(g, -2)) @ mT(v),)
 
 
 def _eigvalsh_jvp(t, out, a):
     v = apply("eigh_vectors", a)
     dw = np.sum(v * (_sym(t[0]) @ v), axis=-2)
-    return _cluster_average(dw, out)
+    return cluster_average(dw, out)
 
 
 register(
@@ -162,18 +157,18 @@ register(
 
 def _eigh_vectors_vjp(g, out, a):
     w = apply("eigvalsh", a)
-    s = out @ (_inverse_gaps(w) * (mT(out) @ g)) @ mT(out)
+    s = out @ (inverse_gaps(w) * (mT(out) @ g)) @ mT(out)
     return (_sym(s),)
 
 
 def _eigh_vectors_jvp(t, out, a):
     w = apply("eigvalsh", a)
-    return out @ (_inverse_gaps(w) * (mT(out) @ _sym(t[0]) @ out))
+    return out @ (inverse_gaps(w) * (mT(out) @ _sym(t[0]) @ out))
 
 
 register(
     "eigh_vectors", lambda a: _eigh(np, a)[1],
-    abstract=lambda a: (_square(a).shape, _float(a.dtype)),
+    abstract=lambda a: (square(a).shape, _float(a.dtype)),
     vjp=_eigh_vectors_vjp, jvp=_eigh_vectors_jvp, jax=_jax(lambda jnp, a: _eigh(jnp, a)[1]),
     family="linalg",
     doc="the eigenvectors of np.linalg.eigh (columns; sign fixed; tied pairs masked in the rules)",
@@ -189,14 +184,14 @@ def _svd_shapes(a):
 
 def _svdvals_vjp(g, out, a):
     u, vh = apply("svd_u", a), apply("svd_vh", a)
-    g = _cluster_average(g, out)
+    g = cluster_average(g, out)
     return ((u * np.expand_dims(g, -2)) @ vh,)
 
 
 def _svdvals_jvp(t, out, a):
     u, vh = apply("svd_u", a), apply("svd_vh", a)
     ds = np.sum(u * (t[0] @ mT(vh)), axis=-2)
-    return _cluster_average(ds, out)
+    return cluster_average(ds, out)
 
 
 register(

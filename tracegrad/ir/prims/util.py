@@ -31,6 +31,31 @@ def unbroadcast(x, shape):
     return x
 
 
+def square(a):
+    """``a`` (an array or an aval) when it is a square matrix or a batch of them; else
+    NumPy-style ValueError naming its shape."""
+    if len(a.shape) < 2 or a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"expected a square matrix (or a batch of them), got shape "
+                         f"{tuple(a.shape)}")
+    return a
+
+
+def complex_dtype(dtype):
+    """The complex dtype NumPy's FFTs (and ``eig``) return for an operand of ``dtype``:
+    float32 -> complex64, float64 -> complex128, integers -> complex128."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "c":
+        return dtype
+    if dtype.kind == "f":
+        return np.result_type(dtype, np.complex64)
+    return np.dtype(np.complex128)
+
+
+def real_dtype(dtype):
+    """The real counterpart of ``complex_dtype(dtype)`` (``irfft``'s result)."""
+    return np.finfo(complex_dtype(dtype)).dtype
+
+
 def mT(x):
     """Swap the last two axes (matrix transpose of a batch of matrices)."""
     return np.swapaxes(x, -1, -2)
