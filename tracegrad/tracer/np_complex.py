@@ -45,7 +45,7 @@ def angle(z, deg=False):
     """``arctan2(imag, real)``; its derivative is zero for real values, as in JAX."""
     z = coerce(z)
     if _is_complex(z):
-        a = apply("arctan2", apply("imag", z), apply("real", z))
+        a = apply("arctan2", imag(z), real(z))
     else:
         z = z if dtype_of(z).kind == "f" else z.astype(np.float64)
         a = apply("arctan2", np.zeros(np.shape(z), dtype_of(z)), z)
@@ -56,7 +56,8 @@ def angle(z, deg=False):
 def real_if_close(a, tol=100):
     """The real part when every imaginary part is within ``tol`` machine epsilons of
     zero. Which one it returns depends on the values, so the decision is read at trace
-    time and recorded as a guard (a re-run that decides differently raises)."""
+    time and recorded as a guard (a compiled function traces again when a later call
+    decides differently)."""
     a = coerce(a)
     if not _is_complex(a):
         return a
