@@ -17,6 +17,7 @@ from . import passes
 from .errors import TraceError
 from .ir import REGISTRY, Aval, Graph, apply
 from .ir.dtypes import is_float
+from .passes.prune import live_nodes
 from .runtime import run
 from .tracer import Tracer, coerce, flatten, new_trace, replay, sync, unflatten, user_src, where
 from .tracer.core import _stack
@@ -84,10 +85,7 @@ def _check_complex_rules(graph: Graph, src, check_all=False):
     to the outputs and whose primitive has no complex derivative rule (``sign``,
     ``cholesky``, ...): its real rule would give a silently wrong derivative. Sub-graphs
     (loop bodies, branches) are checked node by node."""
-    live = set(graph.outputs)      # nodes the outputs depend on
-    for n in reversed(list(graph)):
-        if n in live:
-            live.update(graph.args(n))
+    live = live_nodes(graph, graph.outputs)
     reached = {}   # node -> depends on a floating-point input (whatever the rules say)
     for n, d in graph.nx.nodes(data=True):
         if d["op"] in ("input", "const"):
