@@ -27,6 +27,21 @@ import numpy as np  # noqa: E402
 # JAX is the reference implementation; without x64 it would silently compute in float32.
 jax.config.update("jax_enable_x64", True)
 
+# Generated checks enumerate far more cases than the default run can afford. By default
+# each runs a fixed slice spread evenly over its cases; TRACEGRAD_EXHAUSTIVE=1 runs them all.
+EXHAUSTIVE = os.environ.get("TRACEGRAD_EXHAUSTIVE", "") not in ("", "0")
+
+
+def bounded(cases, n):
+    """``cases`` (a list), or with TRACEGRAD_EXHAUSTIVE unset at most ``n`` of them, evenly
+    spaced so that every family of a generated list is sampled. Deterministic: a failure
+    seen once is seen again."""
+    cases = list(cases)
+    if EXHAUSTIVE or len(cases) <= n:
+        return cases
+    step = len(cases) / n
+    return [cases[int(i * step)] for i in range(n)]
+
 
 def assert_close(actual, expected, rtol, what="", floor=0.0):
     """``actual`` equals ``expected`` to ``rtol``, relative to the largest entry of ``expected``
