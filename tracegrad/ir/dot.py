@@ -42,7 +42,7 @@ from __future__ import annotations
 import numpy as np
 
 from .dtypes import aval_str
-from .printing import format_params
+from .printing import format_params, printable
 
 FORWARD_FILL = "#dbe9f6"   # light blue
 ADJOINT_FILL = "#fde0c5"   # light orange
@@ -56,9 +56,11 @@ _SPREAD = ("reshape", "broadcast_to")
 
 def escape(text) -> str:
     """``text`` as the inside of a DOT quoted string: backslashes and quotes are
-    escaped, and line breaks become Graphviz's ``\\n``."""
+    escaped, line breaks become Graphviz's ``\\n`` and other control characters their
+    escapes (``printable``)."""
     text = str(text).replace("\\", "\\\\").replace('"', '\\"')
-    return text.replace("\r\n", "\\n").replace("\n", "\\n").replace("\r", "\\n")
+    text = text.replace("\r\n", "\\n").replace("\n", "\\n").replace("\r", "\\n")
+    return printable(text)
 
 
 def _label(lines) -> str:

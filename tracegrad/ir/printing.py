@@ -6,6 +6,16 @@ from .dtypes import aval_str
 _MAX_INLINE = 8  # larger constants print as their type, not their values
 
 
+def printable(text) -> str:
+    """``text`` with every character that is not printable (line breaks, other control
+    characters, separators such as U+2028) written as its escape: a source location or
+    name from a graph can never start a new line of a dump or of generated code."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def format_value(v) -> str:
     if isinstance(v, np.ndarray):
         if v.size <= _MAX_INLINE:
@@ -27,10 +37,10 @@ def format_value(v) -> str:
         return f"{{{len(v)} nodes}}"
     if callable(v):
         return getattr(v, "__qualname__", getattr(v, "__name__", type(v).__name__))
-    return repr(v)
+    return printable(repr(v))
 
 
 def format_params(params: dict, bare=False) -> str:
     if bare:
         return " ".join(format_value(v) for v in params.values())
-    return " ".join(f"{k}={format_value(v)}" for k, v in params.items())
+    return " ".join(f"{printable(k)}={format_value(v)}" for k, v in params.items())

@@ -27,22 +27,29 @@ from __future__ import annotations
 
 import base64
 import json
+import keyword
 import math
+import re
+import warnings
 
 import numpy as np
 
 from ..errors import TraceError
 from .indexspec import Arg, Index, Slice
-from .registry import REGISTRY
+from .printing import printable
+from .registry import REGISTRY, Aval
+from .schema import DTYPES as _DTYPES
+from .schema import MAX_DIMS, MAX_ELEMENTS, MAX_INT, Invalid, check_node
 
 FORMAT = "tracegrad-ir"
 VERSION = 1
 MAX_DOCUMENT_BYTES = 256 * 2**20
-MAX_ELEMENTS = 2**31            # per node (shape product)
 MAX_CONSTANT_BYTES = 2**30      # all arrays of a document together
 MAX_NESTING = 8                 # sub-graphs within sub-graphs
-_DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-           "float16", "float32", "float64", "complex64", "complex128"}
+MAX_VALUE_DEPTH = 4             # tuples within tuples within a parameter value
+MAX_STRING = 4096
+MAX_SRC = 512
+_SRC = re.compile(r".{1,480}:[0-9]{1,9}\Z", re.DOTALL)
 _NODE_FIELDS = {"id", "op", "args", "shape", "dtype", "params", "src"}
 _DOC_FIELDS = {"format", "version", "inputs", "outputs", "guards", "nodes"}
 
@@ -108,6 +115,16 @@ def _guard_value(v):
 
 
 # -- reading --------------------------------------------------------------------------------
+def _short(v) -> str:
+    """A bounded description of a value from a document (``repr`` of a deeply nested list
+    could itself recurse too deeply)."""
+    if isinstance(v, (list, dict)):
+        return f"a JSON {'array' if isinstance(v, list) else 'object'} of {len(v)} items"
+    if isinstance(v, str):
+        return printable(repr(v[:40]))
+    return printable(repr(v)[:60])
+
+
 class _Loader:
     def __init__(self):
         self.constant_bytes = 0
@@ -121,47 +138,70 @@ class _Loader:
             self.fail(message)
 
     def int_(self, v, what, lo=None):
-        self.expect(type(v) is int and (lo is None or v >= lo), f"{what} must be an integer"
-                    + (f" >= {lo}" if lo is not None else "") + f", got {v!r}")
+        self.expect(type(v) is int and (lo is None or v >= lo) and abs(v) <= MAX_INT,
+                    f"{what} must be an integer" + (f" >= {lo}" if lo is not None else "")
+                    + f", got {_short(v)}")
         return v
+
+    def parse_int(self, digits):
+        # Python refuses to parse ints of over 4300 digits (ValueError); a document has no
+        # use for more than 19
+        self.expect(len(digits) <= 20, f"an integer of {len(digits)} digits")
+        return int(digits)
 
     def dtype(self, name):
         self.expect(isinstance(name, str) and name in _DTYPES,
-                    f"dtype must be one of {sorted(_DTYPES)}, got {name!r}")
+                    f"dtype must be one of {sorted(_DTYPES)}, got {_short(name)}")
         return np.dtype(name)
 
     def shape(self, value, what):
         self.expect(isinstance(value, list), f"{what} must be a list of sizes")
+        self.expect(len(value) <= MAX_DIMS, f"{what} has {len(value)} dimensions (at most "
+                                            f"{MAX_DIMS})")
         dims = tuple(self.int_(d, f"a dimension of {what}", lo=0) for d in value)
-        self.expect(len(dims) <= 32, f"{what} has {len(dims)} dimensions (at most 32)")
         self.expect(math.prod(dims) <= MAX_ELEMENTS,
                     f"{what} {dims} has more than {MAX_ELEMENTS} elements")
         return dims
 
-    def value(self, v):
-        if v is None or isinstance(v, (bool, str)):
+    def src(self, v):
+        """A source location is printed (dumps, error messages, generated code comments):
+        a short printable ``file:line``, nothing else."""
+        self.expect(v is None or (isinstance(v, str) and len(v) <= MAX_SRC and v.isprintable()
+                                  and _SRC.match(v)),
+                    f"src must be null or a short printable 'file:line', got {_short(v)}")
+        return v
+
+    def value(self, v, depth=0):
+        self.expect(depth <= MAX_VALUE_DEPTH, f"a parameter value nested more than "
+                                              f"{MAX_VALUE_DEPTH} deep")
+        if v is None or isinstance(v, bool):
+            return v
+        if isinstance(v, str):
+            self.expect(len(v) <= MAX_STRING, f"a string of {len(v)} characters")
             return v
         if type(v) is int:
-            return v
+            return self.int_(v, "an integer parameter")
         self.expect(isinstance(v, dict) and len(v) == 1,
                     f"a parameter value must be a JSON scalar or a one-key tagged object, "
-                    f"got {v!r:.80}")
+                    f"got {_short(v)}")
         (tag, body), = v.items()
         if tag == "float":
-            self.expect(isinstance(body, str), "a float is written as float.hex()")
+            self.expect(isinstance(body, str) and len(body) <= 40,
+                        "a float is written as float.hex()")
             try:
                 return float.fromhex(body)
-            except ValueError:
-                self.fail(f"bad float {body!r:.40}")
+            except (ValueError, OverflowError):
+                self.fail(f"bad float {_short(body)}")
         if tag == "tuple":
             self.expect(isinstance(body, list), "a tuple holds a list")
-            return tuple(self.value(x) for x in body)
+            return tuple(self.value(x, depth + 1) for x in body)
         if tag == "dtype":
             return self.dtype(body)
         if tag == "array":
             return self.array(body)
         if tag == "index":
-            self.expect(isinstance(body, list), "an index holds a list")
+            self.expect(isinstance(body, list) and len(body) <= MAX_DIMS + 1,
+                        f"an index holds a list of at most {MAX_DIMS + 1} items")
             return Index(self.index_item(x) for x in body)
         if tag == "graph":
             depth = self.depth
@@ -169,7 +209,7 @@ class _Loader:
                 return self.document(body, depth + 1)
             finally:
                 self.depth = depth
-        self.fail(f"unknown parameter tag {tag!r:.40}")
+        self.fail(f"unknown parameter tag {_short(tag)}")
 
     def array(self, body):
         self.expect(isinstance(body, dict) and set(body) == {"dtype", "shape", "data"},
@@ -201,21 +241,29 @@ class _Loader:
             if tag == "arg":
                 return Arg(self.int_(body, "an index operand", lo=0))
             if tag == "ellipsis":
+                self.expect(body is True, "an ellipsis is written {\"ellipsis\": true}")
                 return Ellipsis
-        value = self.value(item)
-        self.expect(value is None or type(value) is int or (
-            isinstance(value, np.ndarray) and value.dtype.kind in "iu"),
-            "an index item must be an int, None, a slice, ..., an operand or an int array")
-        return value
+            if tag == "array":
+                value = self.array(body)
+                self.expect(value.dtype.kind in "iu", "an index array must hold integers")
+                return value
+        self.expect(item is None or type(item) is int,
+                    "an index item must be an int, None, a slice, ..., an operand or an "
+                    "int array")
+        return item if item is None else self.int_(item, "an index")
 
     def load(self, text):
         if isinstance(text, bytes):
-            text = text.decode("utf-8")
+            try:
+                text = text.decode("utf-8")
+            except UnicodeDecodeError:
+                self.fail("the document is not UTF-8 text")
         self.expect(isinstance(text, str), "the document must be JSON text")
         self.expect(len(text) <= MAX_DOCUMENT_BYTES,
                     f"the document is over {MAX_DOCUMENT_BYTES} bytes")
         try:
-            doc = json.loads(text, parse_constant=lambda c: self.fail(f"{c} is not JSON"))
+            doc = json.loads(text, parse_int=self.parse_int,
+                             parse_constant=lambda c: self.fail(f"{c} is not JSON"))
         except json.JSONDecodeError as e:
             self.fail(f"not JSON ({e})")
         except RecursionError:
@@ -230,10 +278,10 @@ class _Loader:
         self.expect(isinstance(doc, dict), "the document must be a JSON object")
         self.expect(doc.get("format") == FORMAT, f"format must be {FORMAT!r}")
         self.expect(doc.get("version") == VERSION,
-                    f"unsupported version {doc.get('version')!r} (this tracegrad reads "
+                    f"unsupported version {_short(doc.get('version'))} (this tracegrad reads "
                     f"version {VERSION})")
         self.expect(set(doc) == _DOC_FIELDS,
-                    f"unexpected or missing fields: {sorted(set(doc) ^ _DOC_FIELDS)}")
+                    f"unexpected or missing fields: {_short(sorted(set(doc) ^ _DOC_FIELDS))}")
         self.expect(isinstance(doc["nodes"], list), "nodes must be a list")
         graph = Graph()
         for entry in doc["nodes"]:
@@ -243,6 +291,8 @@ class _Loader:
         inputs = [self.ref(graph, n, "an input") for n in doc["inputs"]]
         declared = [n for n in graph if graph.op(n) == "input"]
         self.expect(inputs == declared, "inputs must list every input node, in order")
+        self.expect([graph.node(n)["params"]["index"] for n in inputs] ==
+                    list(range(len(inputs))), "input nodes must be numbered 0, 1, ... in order")
         graph.inputs = inputs
         graph.outputs = [self.ref(graph, n, "an output") for n in doc["outputs"]]
         self.expect(isinstance(doc["guards"], list), "guards must be a list")
@@ -250,12 +300,15 @@ class _Loader:
             self.expect(isinstance(g, dict) and set(g) == {"node", "value"},
                         "a guard has exactly node and value")
             value = self.value(g["value"])
+            self.expect(type(value) in (bool, int) or (isinstance(value, np.ndarray) and
+                                                       value.dtype.kind in "biu"),
+                        "a guard value is a boolean, an integer or an integer array")
             graph.guards.append((self.ref(graph, g["node"], "a guard"), value))
         return graph
 
     def ref(self, graph, n, what):
-        self.expect(type(n) is int and n in graph, f"{what} refers to node {n!r}, which is "
-                                                   "not defined before it")
+        self.expect(type(n) is int and n in graph, f"{what} refers to node {_short(n)}, which "
+                                                   "is not defined before it")
         return n
 
     def node(self, graph, entry):
@@ -265,7 +318,7 @@ class _Loader:
         self.expect(n not in graph, f"node id {n} appears twice")
         op = entry["op"]
         self.expect(isinstance(op, str) and (op in ("input", "const") or op in REGISTRY),
-                    f"unknown op {op!r:.40}")
+                    f"unknown op {_short(op)}")
         self.expect(op != "custom_vjp_call", "custom_vjp nodes cannot be loaded (their rule "
                                              "is Python code)")
         self.expect(isinstance(entry["args"], list), "args must be a list")
@@ -276,18 +329,43 @@ class _Loader:
         self.expect(isinstance(entry["params"], dict), "params must be an object")
         params = {}
         for k, v in entry["params"].items():
+            self.expect(k.isidentifier() and not keyword.iskeyword(k) and len(k) <= 64,
+                        f"a parameter name must be an identifier, got {_short(k)}")
             params[k] = self.value(v)
+        src = self.src(entry["src"])
         if op == "const":
             value = params.get("value")
             self.expect(set(params) == {"value"} and isinstance(value, np.ndarray) and
                         value.shape == shape and value.dtype == dtype,
                         f"const node {n} must hold an array of its shape and dtype")
-        if op == "input":
-            self.expect(set(params) == {"index"}, f"input node {n} has only an index")
-        self.expect(entry["src"] is None or isinstance(entry["src"], str),
-                    "src must be a string or null")
+        elif op == "input":
+            self.expect(set(params) == {"index"} and type(params["index"]) is int,
+                        f"input node {n} has only an index")
+        else:
+            self.derive(n, REGISTRY[op], [graph.node(a) for a in args], params, shape, dtype)
         graph.put(n, {"op": op, "args": tuple(args), "shape": shape, "dtype": dtype.name,
-                      "params": params, "src": entry["src"]})
+                      "params": params, "src": src})
+
+    def derive(self, n, prim, operands, params, shape, dtype):
+        """Check the node against its primitive's declaration, then re-derive its shape and
+        dtype with the registry's rule: a document cannot say what the op does not give."""
+        avals = [Aval(tuple(d["shape"]), np.dtype(d["dtype"])) for d in operands]
+        try:
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                check_node(prim, avals, params)
+                got_shape, got_dtype = prim.shape_dtype(avals, params)
+        except Invalid as e:
+            self.fail(f"node {n}: {e}")
+        except TraceError as e:
+            self.fail(f"node {n} ({prim.name}): {e}")
+        except Exception as e:  # noqa: BLE001 - a rule's own error on a bad document
+            self.fail(f"node {n} ({prim.name}) does not apply to operands "
+                      f"{[(a.shape, a.dtype.name) for a in avals]}: "
+                      f"{type(e).__name__}: {printable(str(e))[:200]}")
+        self.expect(tuple(got_shape) == shape and np.dtype(got_dtype) == dtype,
+                    f"node {n} ({prim.name}) declares {dtype.name}{list(shape)}, but its "
+                    f"operands and params give {np.dtype(got_dtype).name}{list(got_shape)}")
 
 
 def from_json(text):

@@ -15,11 +15,14 @@ one branch returns ``GUARD_FAILED`` for inputs that take another.
 from __future__ import annotations
 
 import itertools
+import keyword
 import linecache
 
 import numpy as np
 
+from ..errors import TraceError
 from ..ir import REGISTRY, Arg, Graph, Slice
+from ..ir.printing import printable
 
 GUARD_FAILED = object()
 
@@ -109,7 +112,7 @@ class _Generator:
                     self.scalar[n] = value[()]
                 self.var[n] = self.bind(f"c{n}", value[()] if value.ndim == 0 else value)
             elif d["op"] != "input":
-                comment = f"  # {d['src']}" if d["src"] else ""
+                comment = f"  # {printable(d['src'])}" if d["src"] else ""
                 body.append(f"    v{n} = {self.expression(n, d)}{comment}")
                 self.var[n] = f"v{n}"
                 prim = REGISTRY[d["op"]]
@@ -160,6 +163,9 @@ class _Generator:
         if op == "index_update" and len(args) == 2:
             return self.index_update(n, d, args)
         fn = self.bind(f"impl_{op}", prim.impl)
+        for k in params:   # a parameter's name is written into the source as a keyword
+            if not (isinstance(k, str) and k.isidentifier()) or keyword.iskeyword(k):
+                raise TraceError(f"{op}: parameter name {printable(repr(k))} is not an identifier")
         kw = "".join(f", {k}={self.param_source(n, k, v)}" for k, v in params.items())
         call_args = ", ".join(args)
         return f"{fn}({call_args}{kw})" if call_args else f"{fn}({kw[2:]})"
@@ -173,7 +179,7 @@ class _Generator:
         for item in index:
             if isinstance(item, Slice):
                 bounds = list(item) if item.step is not None else list(item[:2])
-                parts.append(":".join("" if v is None else str(v) for v in bounds))
+                parts.append(":".join("" if v is None else repr(int(v)) for v in bounds))
             elif isinstance(item, Arg):
                 parts.append(operands[item.k])
             elif item is Ellipsis:

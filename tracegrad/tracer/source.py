@@ -7,6 +7,8 @@ import numpy as np
 
 import tracegrad
 
+from ..ir.printing import printable
+
 _SKIP = tuple(os.path.dirname(m.__file__) + os.sep for m in (tracegrad, np))
 _internal: dict = {}  # code object -> bool, so the walk costs a dict lookup per frame
 _basenames: dict = {}  # code object -> its file's base name
@@ -49,7 +51,9 @@ def user_src():
     code = frame.f_code
     name = _basenames.get(code)
     if name is None:
-        name = _basenames[code] = os.path.basename(code.co_filename)
+        # a file name may hold any character: escaped, it cannot break a dump or a
+        # generated source's comment line
+        name = _basenames[code] = printable(os.path.basename(code.co_filename))
     return f"{name}:{frame.f_lineno}"
 
 
