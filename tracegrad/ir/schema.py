@@ -178,7 +178,7 @@ def _show(avals):
 
 
 def _output(graph, index, what):
-    _need(index < len(graph.outputs), f"{what}: index {index} but the sub-graph has "
+    _need(index < len(graph.outputs), f"index {index} but the {what} sub-graph has "
                                       f"{len(graph.outputs)} outputs")
 
 
@@ -234,56 +234,56 @@ def _remat(avals, params):
     _need(len(g.inputs) == len(avals), f"the sub-graph takes {len(g.inputs)} operands, the "
                                        f"node has {len(avals)}")
     _same(avals, g, g.inputs, "remat_call")
-    _output(g, params["index"], "remat_call")
+    _output(g, params["index"], "checkpointed")
 
 
 def _scan(avals, params):
     body, nc, nx = params["body"], params["n_carry"], params["n_x"]
     length = params["length"]
     _need(nc + nx <= len(avals) and len(body.inputs) == len(avals),
-          f"scan: {len(avals)} operands for n_carry={nc}, n_x={nx} and a body of "
+          f"{len(avals)} operands for n_carry={nc}, n_x={nx} and a body of "
           f"{len(body.inputs)} inputs")
     _same(avals[:nc], body, body.inputs[:nc], "scan carry")
     xs = [a._replace(shape=tuple(a.shape)[1:]) for a in avals[nc:nc + nx]]
     _need(all(tuple(a.shape)[:1] == (length,) for a in avals[nc:nc + nx]),
-          f"scan: every xs operand must have a leading axis of length {length}")
+          f"every xs operand must have a leading axis of length {length}")
     _same(xs, body, body.inputs[nc:nc + nx], "scan xs")
     _same(avals[nc + nx:], body, body.inputs[nc + nx:], "scan constants")
-    _need(len(body.outputs) >= nc, "scan: the body returns fewer values than the carry")
+    _need(len(body.outputs) >= nc, "the body returns fewer values than the carry")
     _same(avals[:nc], body, body.outputs[:nc], "scan carry out")
-    _output(body, params["index"], "scan")
+    _output(body, params["index"], "body")
     _need(all(math.prod((length,) + _aval(body, n)[0]) <= MAX_ELEMENTS
-              for n in body.outputs[nc:]), "scan: stacked outputs too large")
+              for n in body.outputs[nc:]), "stacked outputs too large")
 
 
 def _while(avals, params):
     cond, body, nc, ncond = params["cond"], params["body"], params["n_carry"], params["n_cond"]
-    _need(nc + ncond <= len(avals), f"while_loop: {len(avals)} operands for n_carry={nc}, "
+    _need(nc + ncond <= len(avals), f"{len(avals)} operands for n_carry={nc}, "
                                     f"n_cond={ncond}")
     carry, cconsts, bconsts = avals[:nc], avals[nc:nc + ncond], avals[nc + ncond:]
     _need(len(cond.inputs) == nc + ncond and len(body.inputs) == len(carry) + len(bconsts),
-          "while_loop: the cond and body graphs take other operands than the node has")
+          "the cond and body graphs take other operands than the node has")
     _same(carry + cconsts, cond, cond.inputs, "while_loop cond")
     _need(len(cond.outputs) >= 1 and _aval(cond, cond.outputs[0]) == ((), np.dtype(bool)),
-          "while_loop: cond must return a boolean scalar first")
+          "cond must return a boolean scalar first")
     _same(carry + bconsts, body, body.inputs, "while_loop body")
-    _need(len(body.outputs) == nc, "while_loop: the body must return the carry")
+    _need(len(body.outputs) == nc, "the body must return the carry")
     _same(carry, body, body.outputs, "while_loop carry out")
-    _need(params["index"] < nc, "while_loop: index past the carry")
+    _need(params["index"] < nc, "index past the carry")
 
 
 def _cond(avals, params):
     true, false = params["true"], params["false"]
-    _need(len(avals) >= 1 and tuple(avals[0].shape) == (), "cond: the predicate must be a "
+    _need(len(avals) >= 1 and tuple(avals[0].shape) == (), "the predicate must be a "
                                                           "scalar")
     ops = avals[1:]
     for name, g in (("true", true), ("false", false)):
-        _need(len(g.inputs) == len(ops), f"cond: the {name} graph takes {len(g.inputs)} "
+        _need(len(g.inputs) == len(ops), f"the {name} graph takes {len(g.inputs)} "
                                          f"operands, the node has {len(ops)}")
         _same(ops, g, g.inputs, f"cond {name}")
     _need([_aval(true, n) for n in true.outputs] == [_aval(false, n) for n in false.outputs],
-          "cond: the branches return different shapes or dtypes")
-    _output(true, params["index"], "cond")
+          "the branches return different shapes or dtypes")
+    _output(true, params["index"], "branch")
 
 
 class Spec(NamedTuple):

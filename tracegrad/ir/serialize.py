@@ -299,12 +299,26 @@ class _Loader:
         for g in doc["guards"]:
             self.expect(isinstance(g, dict) and set(g) == {"node", "value"},
                         "a guard has exactly node and value")
-            value = self.value(g["value"])
-            self.expect(type(value) in (bool, int) or (isinstance(value, np.ndarray) and
-                                                       value.dtype.kind in "biu"),
-                        "a guard value is a boolean, an integer or an integer array")
-            graph.guards.append((self.ref(graph, g["node"], "a guard"), value))
+            node = self.ref(graph, g["node"], "a guard")
+            graph.guards.append((node, self.guard(graph.node(node), self.value(g["value"]))))
         return graph
+
+    def guard(self, d, value):
+        """What the generated code checks a guard with must apply to the node's value: a
+        boolean of a one-element value, an integer of an integer scalar, an array of the
+        node's shape."""
+        shape, kind = tuple(d["shape"]), np.dtype(d["dtype"]).kind
+        if type(value) is bool:
+            self.expect(math.prod(shape) == 1, "a boolean guard needs a one-element value")
+        elif type(value) is int:
+            self.expect(shape == () and kind in "biu", "an integer guard needs an integer "
+                                                       "scalar value")
+        else:
+            self.expect(isinstance(value, np.ndarray) and value.shape == shape
+                        and value.dtype.kind in "biufc" and kind in "biufc",
+                        "a guard value is a boolean, an integer or an array of the node's "
+                        "shape")
+        return value
 
     def ref(self, graph, n, what):
         self.expect(type(n) is int and n in graph, f"{what} refers to node {_short(n)}, which "
