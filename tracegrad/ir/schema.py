@@ -229,6 +229,14 @@ def _fft_axes(avals, params):
     _need(all(avals[0].shape[a] > 0 for a in axes), "cannot transform an empty axis")
 
 
+def _conv(avals, params):
+    """The front ends (torch's rule) give both operands one floating dtype; the JAX lowering
+    relies on it."""
+    x, w = (np.dtype(a.dtype) for a in avals)
+    _need(x == w and x.kind == "f", f"input and weight must share a floating dtype, got "
+                                    f"{x.name} and {w.name}")
+
+
 def _remat(avals, params):
     g = params["graph"]
     _need(len(g.inputs) == len(avals), f"the sub-graph takes {len(g.inputs)} operands, the "
@@ -319,9 +327,9 @@ SPECS = {
     "fft": Spec({"axes": AXES, "inverse": BOOL, "norm": _NORM}, 1, _fft_axes),
     "rfft": Spec({"axis": AXIS, "norm": _NORM}, 1, _fft_axes),
     "irfft": Spec({"n": INT(1, MAX_ELEMENTS), "axis": AXIS, "norm": _NORM}, 1),
-    "conv2d": Spec({"stride": PAIR(1), "padding": PAIR(0), "dilation": PAIR(1)}, 2),
+    "conv2d": Spec({"stride": PAIR(1), "padding": PAIR(0), "dilation": PAIR(1)}, 2, _conv),
     "conv_transpose2d": Spec({"stride": PAIR(1), "padding": PAIR(0), "output_padding": PAIR(0),
-                              "dilation": PAIR(1)}, 2),
+                              "dilation": PAIR(1)}, 2, _conv),
     "max_pool2d": Spec({"kernel": PAIR(1), "stride": PAIR(1), "padding": PAIR(0),
                         "dilation": PAIR(1)}, 1),
     "avg_pool2d": Spec({"kernel": PAIR(1), "stride": PAIR(1), "padding": PAIR(0)}, 1),
