@@ -7,11 +7,11 @@ registry's shape rules (``Primitive.shape_dtype``) then re-derive the node's sha
 dtype, and the loader compares them with the declared ones: a rule is written for the
 operands and params the tracer records, so it runs only after these checks.
 
-Most primitives need no entry: a ufunc takes ``nin`` operands and no parameters, and an
-implementation whose signature has only required positional parameters (``(a)``,
-``(c, x, y)``) takes that many operands and no parameters. ``SPECS`` declares every
-other primitive; one that is neither cannot be loaded (``tests/test_json.py`` checks
-that every registered primitive is covered).
+Most primitives need no entry: a ufunc takes ``nin`` operands and no parameters, and
+another implementation's required positional parameters are its operands, beside the
+commonly named parameters of ``NAMED`` (``axis``, ``keepdims``, ``UPLO``, ...).
+``SPECS`` declares every other primitive; one that is neither cannot be loaded
+(``tests/test_json_loader.py`` checks that every registered primitive is covered).
 """
 from __future__ import annotations
 
@@ -323,7 +323,6 @@ SPECS = {
     "convert": Spec({"dtype": DTYPE}, 1),
     "zeros": Spec({"shape": SHAPE, "dtype": DTYPE}, 0),
     "einsum": Spec({"subscripts": SUBSCRIPTS}, minimum=1),
-    "cholesky": Spec({"upper": BOOL}, 1, optional=("upper",)),
     "fft": Spec({"axes": AXES, "inverse": BOOL, "norm": _NORM}, 1, _fft_axes),
     "rfft": Spec({"axis": AXIS, "norm": _NORM}, 1, _fft_axes),
     "irfft": Spec({"n": INT(1, MAX_ELEMENTS), "axis": AXIS, "norm": _NORM}, 1),
@@ -342,6 +341,20 @@ SPECS = {
 }
 
 
+def AXIS_ANY(v, avals):
+    if type(v) is tuple:
+        AXES(v, avals)
+    else:
+        AXIS_OR_NONE(v, avals)
+
+
+# Parameter names whose meaning is the same wherever they appear: a primitive without an
+# entry in SPECS may take these (as NumPy spells them) beside its operands.
+NAMED = {"axis": AXIS_ANY, "keepdims": BOOL, "dtype": DTYPE, "upper": BOOL, "lower": BOOL,
+         "UPLO": CHOICE("L", "U"), "uplo": CHOICE("L", "U"), "full_matrices": BOOL,
+         "compute_uv": BOOL, "mode": CHOICE("reduced", "complete", "r", "raw")}
+
+
 def spec(prim) -> Spec | None:
     """``prim``'s declaration, derived from its implementation when it has no entry; None
     when it has neither (it cannot be loaded)."""
@@ -354,10 +367,14 @@ def spec(prim) -> Spec | None:
     except (TypeError, ValueError):
         return None
     positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    required = [p for p in sig.parameters.values() if p.default is inspect.Parameter.empty]
-    if not all(p.kind in positional for p in required):
+    empty = inspect.Parameter.empty
+    operands = [p for p in sig.parameters.values()
+                if p.name not in NAMED and p.default is empty]
+    if not all(p.kind in positional for p in operands):
         return None     # keyword or variadic parameters: they need a declaration
-    return Spec({}, len(required))
+    named = [p for p in sig.parameters.values() if p.name in NAMED]
+    return Spec({p.name: NAMED[p.name] for p in named}, len(operands),
+                optional=tuple(p.name for p in named if p.default is not empty))
 
 
 def check_node(prim, avals, params):
