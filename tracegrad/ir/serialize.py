@@ -21,7 +21,13 @@ Loading parses JSON and decodes base64 into NumPy buffers, nothing else: it
 never evaluates, imports or unpickles. It rejects, with a ``TraceError`` saying
 what is wrong, documents over a size limit, unknown fields, ops and tags,
 references to nodes not yet defined, dtypes outside plain numbers and booleans,
-negative or absurd shapes, and array data that does not match its shape.
+negative or absurd shapes, array data that does not match its shape, oversized
+integers and strings, deep nesting, and a ``src`` that is not a short printable
+``file:line``. Every other node is checked against its primitive's declaration
+(``schema.py``: operand count, parameter names, types and ranges, sub-graph
+structure), and the registry's shape rule re-derives its shape and dtype, which must
+be the declared ones: a loaded node gives its implementation, the code generator and
+the JAX lowering nothing the tracer would not have given them.
 """
 from __future__ import annotations
 
