@@ -1,5 +1,6 @@
 """Loading never runs code and refuses what its primitives would not take: the examples of
 issue 12 (class 1), one test each, and the per-primitive declarations the loader checks."""
+import base64
 import inspect
 import json
 import os
@@ -151,6 +152,19 @@ def test_a_shape_rule_failing_on_a_bad_document_is_a_trace_error():
     const = next(n for n in doc["nodes"] if n["op"] == "const" and n["shape"] == [2, 2])
     const["shape"], const["params"]["value"]["array"]["shape"] = [4, 1], [4, 1]
     _refused(doc, f"node {matmul['id']} (matmul) does not apply")
+
+
+def test_index_arrays_that_broadcast_past_the_node_limit():
+    """The shape rule would allocate their result while loading."""
+    doc = _doc(lambda v: v[np.array([[0], [1]]), np.array([[0, 1]])], np.ones((2, 2)))
+    text = json.dumps(doc)
+    get = _node(doc, "getitem")
+    rows, cols = (np.zeros((50000, 1), np.int64), np.zeros((1, 50000), np.int64))
+    get["params"]["index"]["index"] = [
+        {"array": {"dtype": "int64", "shape": list(a.shape),
+                   "data": base64.b64encode(a.tobytes()).decode()}} for a in (rows, cols)]
+    assert text != json.dumps(doc)
+    _refused(doc, "broadcast to more than")
 
 
 def _remat_doc():

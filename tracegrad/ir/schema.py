@@ -197,6 +197,15 @@ def _index_operands(avals, index, first):
                                     f"{n_idx} index operands")
     _need(all(np.dtype(a.dtype).kind in "iu" for a in avals[first:]),
           "index operands must be integer arrays")
+    # getitem's shape rule indexes a stand-in, which allocates the result: integer arrays
+    # that broadcast to more than a node may hold are refused before it runs
+    shapes = [tuple(a.shape) for a in avals[first:]] + [
+        item.shape for item in index if isinstance(item, np.ndarray)]
+    try:
+        size = math.prod(np.broadcast_shapes(*shapes)) if shapes else 1
+    except ValueError:
+        raise Invalid(f"index arrays of shapes {shapes} do not broadcast together") from None
+    _need(size <= MAX_ELEMENTS, f"index arrays broadcast to more than {MAX_ELEMENTS} elements")
 
 
 def _getitem(avals, params):
