@@ -234,3 +234,29 @@ def test_every_primitive_has_a_declaration():
         if spec.params:
             sig = inspect.signature(prim.impl).parameters
             assert set(spec.params) <= set(sig), (name, set(spec.params) - set(sig))
+
+
+def test_a_commonly_named_parameter_a_primitive_gains_is_declared_by_its_name():
+    """A primitive that later takes ``dtype=`` or ``UPLO=`` (NumPy's names) loads without
+    a new entry; the value is still checked."""
+    from tracegrad.ir.registry import Aval, Primitive
+
+    def impl(x, axis, keepdims, dtype=None):
+        return np.sum(x, axis=axis, keepdims=keepdims, dtype=dtype)
+
+    prim = Primitive("sum", impl)
+    avals = [Aval((2, 3), np.dtype("float64"))]
+    for params in ({"axis": (0,), "keepdims": False}, {"axis": (0,), "keepdims": False,
+                                                        "dtype": None},
+                   {"axis": (0,), "keepdims": False, "dtype": np.dtype("float32")}):
+        schema.check_node(prim, avals, params)
+    with pytest.raises(schema.Invalid, match="dtype must be a dtype"):
+        schema.check_node(prim, avals, {"axis": (0,), "keepdims": False, "dtype": "f4"})
+
+    def eigvalsh(a, UPLO="L"):  # noqa: N803 - NumPy's name
+        return np.linalg.eigvalsh(a, UPLO)
+
+    square = [Aval((2, 2), np.dtype("float64"))]
+    schema.check_node(Primitive("new_eigvalsh", eigvalsh), square, {"UPLO": "U"})
+    with pytest.raises(schema.Invalid, match="UPLO must be one of"):
+        schema.check_node(Primitive("new_eigvalsh", eigvalsh), square, {"UPLO": "X"})

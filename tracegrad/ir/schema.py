@@ -309,6 +309,7 @@ class Spec(NamedTuple):
     check: object = None     # (avals, params) -> None, after every param passed its kind
     optional: tuple = ()     # params that may be left out
     minimum: int = 0
+    nullable: tuple = ()     # params that may be null (their default is None)
 
 
 _REDUCE = Spec({"axis": AXES, "keepdims": BOOL}, 1)
@@ -367,23 +368,33 @@ NAMED = {"axis": AXIS_ANY, "keepdims": BOOL, "dtype": DTYPE, "upper": BOOL, "low
 def spec(prim) -> Spec | None:
     """``prim``'s declaration, derived from its implementation when it has no entry; None
     when it has neither (it cannot be loaded)."""
-    if prim.name in SPECS:
-        return SPECS[prim.name]
-    if isinstance(prim.impl, np.ufunc):
+    if isinstance(prim.impl, np.ufunc) and prim.name not in SPECS:
         return Spec({}, prim.impl.nin)
     try:
         sig = inspect.signature(prim.impl)
     except (TypeError, ValueError):
-        return None
-    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        return SPECS.get(prim.name)
     empty = inspect.Parameter.empty
+    if prim.name in SPECS:
+        # a commonly named parameter the implementation gained later is taken as well
+        s = SPECS[prim.name]
+        extra = [p for p in sig.parameters.values() if p.name in NAMED and p.name not in s.params
+                 and p.kind != inspect.Parameter.POSITIONAL_ONLY]
+        if not extra:
+            return s
+        return s._replace(params={**s.params, **{p.name: NAMED[p.name] for p in extra}},
+                          optional=s.optional + tuple(p.name for p in extra
+                                                      if p.default is not empty),
+                          nullable=tuple(p.name for p in extra if p.default is None))
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     operands = [p for p in sig.parameters.values()
                 if p.name not in NAMED and p.default is empty]
     if not all(p.kind in positional for p in operands):
         return None     # keyword or variadic parameters: they need a declaration
     named = [p for p in sig.parameters.values() if p.name in NAMED]
     return Spec({p.name: NAMED[p.name] for p in named}, len(operands),
-                optional=tuple(p.name for p in named if p.default is not empty))
+                optional=tuple(p.name for p in named if p.default is not empty),
+                nullable=tuple(p.name for p in named if p.default is None))
 
 
 def check_node(prim, avals, params):
@@ -399,6 +410,8 @@ def check_node(prim, avals, params):
     _need(not unknown and not missing, f"{prim.name}: unknown params {unknown!r:.80}, "
                                        f"missing params {missing}")
     for name, value in params.items():
+        if value is None and name in s.nullable:
+            continue        # left at its default (``dtype=None``)
         try:
             s.params[name](value, avals)
         except Invalid as e:
