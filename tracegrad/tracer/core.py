@@ -191,6 +191,13 @@ def new_trace():
     _stack.append(trace)
     try:
         yield trace
+    except (ValueError, TypeError) as e:
+        # ``z[0] = t`` into a plain float array: NumPy calls float(t), and replaces the
+        # TraceError that raises by its own "setting an array element with a sequence",
+        # keeping ours as the cause. Give the user ours, which names their line.
+        if isinstance(e.__cause__, TraceError) and not isinstance(e, TraceError):
+            raise e.__cause__.with_traceback(e.__traceback__) from None
+        raise
     finally:
         _stack.pop()
         trace.active = False
@@ -272,6 +279,25 @@ def guard_failure_message(graph, n, expected, value):
             "retraces; a saved graph does not)")
 
 
+def _carries_gradient(t):
+    """Whether some input of ``t``'s graph (an argument or a captured outer value)
+    reaches ``t`` other than through a ``stop_gradient`` node."""
+    sync(t)
+    graph = t._trace.graph
+    seen, todo = set(), [t._node]
+    while todo:
+        n = todo.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        op = graph.node(n)["op"]
+        if op == "input":
+            return True
+        if op != "stop_gradient":
+            todo.extend(graph.args(n))
+    return False
+
+
 class Tracer:
     """A traced array. Behaves like a NumPy array inside the user's function."""
     __slots__ = ("_trace", "_node", "shape", "dtype", "_value", "_view", "_version",
@@ -335,9 +361,11 @@ class Tracer:
         return value
 
     def _integer_value(self, what):
-        """An integer or boolean array has no gradient to lose: like bool(), reading its
-        value is allowed, and recorded as a guard. A floating one raises."""
-        if self.dtype.kind not in "iub":
+        """An integer or boolean array has no gradient to lose, and neither has a value
+        that reaches no input but through tg.stop_gradient (the error below recommends
+        it): like bool(), reading its value is allowed, and recorded as a guard. Another
+        floating one raises."""
+        if self.dtype.kind not in "iub" and _carries_gradient(self):
             raise lost_gradient(what)
         value = self._concrete(what)
         self._trace.guard(self, np.array(value, copy=True))
@@ -365,7 +393,9 @@ class Tracer:
         # the next traced NumPy call (or the return) turns back into a traced
         # array. A numeric dtype means the value would be written into a plain
         # ndarray, losing the gradient.
-        if dtype is not None and np.dtype(dtype) != object:
+        # ``z[0] = t`` into a plain ndarray asks for it too (with no dtype): NumPy would
+        # fail with "setting an array element with a sequence"; say what happened.
+        if dtype is not None and np.dtype(dtype) != object or _user_is_storing_item():
             raise lost_gradient(f"Converting to a NumPy array of dtype {np.dtype(dtype).name}")
         from .elements import element_array
         return element_array(self)
