@@ -300,15 +300,15 @@ def _carries_gradient(t):
 
 class Tracer:
     """A traced array. Behaves like a NumPy array inside the user's function."""
-    __slots__ = ("_trace", "_node", "shape", "dtype", "_value", "_view", "_version",
+    __slots__ = ("_trace", "_node", "_shape", "_dtype", "_value", "_view", "_version",
                  "__weakref__")
     __array_priority__ = 1000
 
     def __init__(self, trace, node, shape, dtype, value=None):
         self._trace = trace
         self._node = node
-        self.shape = shape
-        self.dtype = dtype
+        self._shape = shape
+        self._dtype = dtype
         self._value = value
         self._view = None       # a views.View when this is a NumPy view of another tracer
         self._version = 0       # bumped by every indexed assignment into this array
@@ -316,6 +316,11 @@ class Tracer:
     def __repr__(self):
         from ..ir.dtypes import aval_str
         return f"Tracer<{aval_str(self.shape, self.dtype)} %{self._node}>"
+
+    # NumPy lets ``a.shape = ...`` and ``a.dtype = ...`` change an array in place; the
+    # setters (methods.py) do that or raise, so neither is silently ignored
+    shape = property(lambda self: self._shape)
+    dtype = property(lambda self: self._dtype)
 
     @property
     def ndim(self):

@@ -15,20 +15,68 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..errors import TraceError
+from .source import where
+
 
 class View(NamedTuple):
     base: object                  # the Tracer this one is a view of
     derive: Callable              # base -> a fresh value of this view
-    write_back: Callable          # (base, view) -> base with the view's part replaced
+    write_back: Callable | None   # (base, view) -> base with the view's part replaced;
+                                  # None for NumPy's read-only views (broadcast_to, diagonal)
     on_layout: Callable           # the same view taken of a NumPy array (see ``layout``)
     version: int                  # base._version when the two were last in step
+    what: str = ""                # for a read-only view, the function that made it
+    base_shape: tuple = ()        # base.shape when the view was taken (``base.shape = s``
+                                  # may change it later; memory, and so the view, stay)
 
 
-def mark_view(result, base, derive, write_back, on_layout):
-    """Record that ``result`` (a Tracer) is a NumPy view of ``base``."""
-    if result is not base and hasattr(result, "_view") and hasattr(base, "_view"):
-        result._view = View(base, derive, write_back, on_layout, base._version)
+def mark_view(result, base, derive, write_back, on_layout, what=""):
+    """Record that ``result`` (a Tracer) is a NumPy view of ``base``; ``write_back=None``
+    makes it read-only, as NumPy's ``what`` is. Returns the view: when the operation gave
+    ``base`` itself back (``x.T`` of a vector, a reshape to the same shape), a new name for
+    it, since NumPy's view is a new array (``v.shape = ...`` must not change ``base``)."""
+    if not (hasattr(result, "_view") and hasattr(base, "_view")):
+        return result
+    if result is base:
+        sync(base)
+        result = type(base)(base._trace, base._node, base.shape, base.dtype, base._value)
+    result._view = View(base, derive, write_back, on_layout, base._version, what,
+                        tuple(base.shape))
     return result
+
+
+def _base_as_taken(v, base):
+    """``base`` in the shape it had when view ``v`` was taken."""
+    if tuple(base.shape) == v.base_shape:
+        return base
+    from ..ir import apply
+    return apply("reshape", base, shape=v.base_shape)
+
+
+def _no_copy_reshape(arr, shape):
+    stand_in = arr.view()
+    stand_in.shape = shape
+    return stand_in
+
+
+def alias(t, what=""):
+    """A new view of all of ``t`` (``x.view()``, NumPy functions that return their input
+    as a new array object); read-only when ``what`` names the function."""
+    return mark_view(t, t, lambda base: base, None if what else (lambda base, view: view),
+                     lambda arr: arr, what)
+
+
+def ensure_writable(t):
+    """Raise NumPy's error (as a TraceError, which is a ValueError) if ``t`` is, or is a
+    view of, a read-only view."""
+    v = t._view
+    while v is not None:
+        if v.write_back is None:
+            raise TraceError(f"assignment destination is read-only: {v.what} returns a "
+                             f"read-only view in NumPy (write into a copy, e.g. "
+                             f"{v.what}(...).copy()){where()}")
+        v = v.base._view
 
 
 def layout(t):
@@ -42,7 +90,7 @@ def layout(t):
             strides[i] = strides[i + 1] * max(t.shape[i + 1], 1)
         return np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), shape=t.shape,
                                                strides=strides)
-    return v.on_layout(layout(v.base))
+    return v.on_layout(_no_copy_reshape(layout(v.base), v.base_shape))
 
 
 def reshape_is_view(t, shape):
@@ -64,7 +112,7 @@ def sync(t):
         return t
     sync(v.base)
     if v.base._version != v.version:
-        fresh = v.derive(v.base)
+        fresh = v.derive(_base_as_taken(v, v.base))
         t._node, t._value = fresh._node, fresh._value
         t._view = v._replace(version=v.base._version)
         t._version += 1             # views of t are now behind too
@@ -79,7 +127,28 @@ def assigned(t):
     if v is None:
         return
     base = v.base
-    new_base = v.write_back(base, t)
+    new_base = v.write_back(_base_as_taken(v, base), t)
+    if tuple(new_base.shape) != tuple(base.shape):
+        from ..ir import apply
+        new_base = apply("reshape", new_base, shape=tuple(base.shape))
     base._node, base._value = new_base._node, new_base._value
     t._view = v._replace(version=base._version + 1)
     assigned(base)
+
+
+def set_shape(t, shape, new_value):
+    """``t.shape = shape`` (already checked to need no copy): ``t`` names ``new_value``, the
+    reshaped array; if ``t`` is a view, it stays one of the same base."""
+    sync(t)
+    old_shape = tuple(t.shape)
+    t._node, t._value, t._shape = new_value._node, new_value._value, tuple(shape)
+    v = t._view
+    if v is None:
+        return
+    from ..ir import apply
+    derive, write_back, on_layout = v.derive, v.write_back, v.on_layout
+    t._view = v._replace(
+        derive=lambda base: apply("reshape", derive(base), shape=tuple(shape)),
+        write_back=None if write_back is None else (
+            lambda base, view: write_back(base, apply("reshape", view, shape=old_shape))),
+        on_layout=lambda arr: _no_copy_reshape(on_layout(arr), shape))
