@@ -21,6 +21,7 @@ import numpy as np
 from ..errors import TraceError
 from ..ir import REGISTRY, Aval, Graph
 from ..ir import registry as _registry
+from .elements import wrap_constructors
 from .source import source_override, user_frame, user_src, where
 from .views import sync
 
@@ -188,6 +189,8 @@ def _as_const(a, tracer_dtypes):
 @contextmanager
 def new_trace():
     trace = Trace(len(_stack))
+    if not _stack:
+        wrap_constructors(True)     # np.array([t0, t1]) gives a traced array (elements.py)
     _stack.append(trace)
     try:
         yield trace
@@ -201,6 +204,8 @@ def new_trace():
     finally:
         _stack.pop()
         trace.active = False
+        if not _stack:
+            wrap_constructors(False)
 
 
 def bind(name, *args, **params):
@@ -403,6 +408,10 @@ class Tracer:
         if dtype is not None and np.dtype(dtype) != object or _user_is_storing_item():
             raise lost_gradient(f"Converting to a NumPy array of dtype {np.dtype(dtype).name}")
         from .elements import element_array
-        return element_array(self)
+        # the elements refer to the value as it is now: the object array is a copy, so
+        # later writes to this array do not show in it (np.array copies)
+        sync(self)
+        return element_array(Tracer(self._trace, self._node, self.shape, self.dtype,
+                                    self._value))
 
     __hash__ = None
