@@ -64,7 +64,10 @@ def _mask_positions(mask: Tracer):
 def getitem(x, key):
     index, operands = normalize(key)
     result = apply("getitem", x, *operands, index=index)
-    if index.is_basic and not operands:     # NumPy gives a view: keep it in step with x
+    # NumPy gives a view (keep it in step with x), except for a single element picked by
+    # integers alone (a[0] of a vector), which is a scalar: a copy, blind to later writes
+    scalar = result.shape == () and Ellipsis not in index
+    if index.is_basic and not operands and not scalar:
         result = mark_view(result, x, lambda base: apply("getitem", base, index=index),
                   lambda base, view: apply("index_update", base, view, index=index, mode="set"),
                   lambda arr: arr[index.to_numpy()])
