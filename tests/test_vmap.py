@@ -51,6 +51,7 @@ def test_axes_pytrees_and_jax():
     (lambda: tg.vmap(loss, in_axes=(0, 5))(XS, W), "out of range"),
     (lambda: tg.vmap(loss, in_axes=(0, None, 1))(XS, W), "one entry per argument"),
     (lambda: tg.vmap(lambda x: x if np.sum(x) > 0 else -x)(XS), "batched"),
+    (lambda: tg.vmap(np.linalg.inv)(np.zeros((0, 3, 3))), "empty batch.*test_vmap.py:"),
 ])
 def test_errors(call, message):
     with pytest.raises(tg.TraceError, match=message):

@@ -27,13 +27,10 @@ def _axes_per_arg(in_axes, n_args):
                      f"argument ({n_args}), got {in_axes!r}{where()}")
 
 
-def _first_row(leaf, size):
+def _first_row(leaf):
     """Example 0 of a mapped leaf (batch axis in front). A traced leaf's row is read from
     its value, so tracing it records nothing in the enclosing trace; an abstract one (no
-    value) gives an abstract row. An empty batch has no example: zeros stand in."""
-    if size == 0:
-        return np.zeros(np.shape(leaf)[1:], np.result_type(leaf.dtype if isinstance(
-            leaf, Tracer) else leaf))
+    value) gives an abstract row."""
     if isinstance(leaf, Tracer):
         return leaf[0] if leaf._value is None else np.asarray(leaf._value)[0]
     return np.asarray(leaf)[0]
@@ -69,10 +66,14 @@ def vmap(fun, in_axes=0, out_axes=0):
             raise TraceError(f"vmap needs the mapped axes to have one size, got "
                              f"{sorted(sizes) or 'no mapped argument'}{where()}")
         (size,) = sizes
+        if size == 0:
+            # no example to trace on (made-up zeros would make solve or inv singular)
+            raise TraceError(f"vmap over an empty batch (a mapped axis of length 0) is not "
+                             f"supported{where()}")
         # The function is traced on the real first example, not on made-up values (zeros
         # make np.linalg.solve or inv fail with "Singular matrix"); a branch on its values
         # is refused by ``batch``, so the trace holds for every row.
-        examples = [_first_row(leaf, size) if ax is not None else leaf
+        examples = [_first_row(leaf) if ax is not None else leaf
                     for leaf, ax in zip(moved, leaf_axes)]
 
         out_tree = {}
