@@ -12,7 +12,7 @@ from . import numpy_api as api
 from .core import Tracer
 from .indexing import getitem, setitem
 from .source import where
-from .views import alias, assigned, ensure_writable, reshape_is_view, set_shape
+from .views import alias, assigned, ensure_writable, new_array, reshape_is_view, set_shape
 
 
 def _binary(ufunc):
@@ -61,10 +61,11 @@ for _name, _uf in [("eq", np.equal), ("ne", np.not_equal), ("lt", np.less),
 
 Tracer.__divmod__ = lambda self, other: np.divmod(self, other)
 Tracer.__rdivmod__ = lambda self, other: np.divmod(other, self)
-Tracer.__round__ = lambda self, ndigits=None: api.round_(self, ndigits or 0)
-Tracer.round = lambda self, decimals=0, out=None: api.round_(self, decimals, out)
+Tracer.__round__ = lambda self, ndigits=None: new_array(api.round_(self, ndigits or 0), [self])
+Tracer.round = lambda self, decimals=0, out=None: new_array(api.round_(self, decimals, out),
+                                                                [self])
 Tracer.__neg__ = lambda self: np.negative(self)
-Tracer.__pos__ = lambda self: self
+Tracer.__pos__ = lambda self: np.positive(self)     # a new array, as NumPy's
 Tracer.__abs__ = lambda self: np.absolute(self)
 Tracer.__invert__ = lambda self: np.invert(self)
 Tracer.__getitem__ = getitem
@@ -93,14 +94,16 @@ Tracer.mT = property(lambda self: api.swapaxes(self, -1, -2))
 Tracer.reshape = lambda self, *shape, order="C", copy=None: (
     api.reshape if copy else api.reshape_view)(self, _shape_args(shape), order)
 Tracer.transpose = lambda self, *axes: api.transpose(self, _shape_args(axes) if axes else None)
-Tracer.astype = lambda self, dtype, **kw: api.astype(self, dtype)
+Tracer.astype = lambda self, dtype, copy=True, **kw: (
+    new_array if copy else lambda r, _: r)(api.astype(self, dtype), [self])
 Tracer.ravel = lambda self, order="C": api.ravel(self, order)
-Tracer.flatten = lambda self, order="C": api.reshape(self, (-1,), order)   # always a copy
+Tracer.flatten = lambda self, order="C": new_array(api.reshape(self, (-1,), order), [self])
 Tracer.squeeze = lambda self, axis=None: api.squeeze(self, axis)
 Tracer.swapaxes = lambda self, a, b: api.swapaxes(self, a, b)
 Tracer.copy = lambda self, order="C": api.copy(self)
 Tracer.dot = lambda self, b, out=None: api.dot(self, b, out)
-Tracer.clip = lambda self, min=None, max=None, out=None: api.clip(self, min, max, out)  # noqa: A002
+Tracer.clip = lambda self, min=None, max=None, out=None: new_array(  # noqa: A002
+    api.clip(self, min, max, out), [self])
 Tracer.repeat = lambda self, repeats, axis=None: api.repeat(self, repeats, axis)
 Tracer.diagonal = lambda self, offset=0, axis1=0, axis2=1: api.diagonal(self, offset, axis1, axis2)
 Tracer.trace = lambda self, offset=0, axis1=0, axis2=1, dtype=None, out=None: api.trace(

@@ -152,3 +152,17 @@ def set_shape(t, shape, new_value):
         write_back=None if write_back is None else (
             lambda base, view: write_back(base, apply("reshape", view, shape=old_shape))),
         on_layout=lambda arr: _no_copy_reshape(on_layout(arr), shape))
+
+
+def new_array(result, operands=()):
+    """``result`` as a new array object where it is one of ``operands`` (a handler that
+    gave back its input: ``+a``, ``a.astype(a.dtype)``, ``np.conj`` of a real array, a
+    one-array ``np.meshgrid``). NumPy's result is a new array there; the same object would
+    make a later write to either show in the other. Lists and tuples are looked into."""
+    if type(result) in (list, tuple):
+        return type(result)(new_array(r, operands) for r in result)
+    if any(result is a for a in operands) and hasattr(result, "_view"):
+        sync(result)
+        return type(result)(result._trace, result._node, result.shape, result.dtype,
+                            result._value)
+    return result
