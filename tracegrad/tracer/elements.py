@@ -117,6 +117,12 @@ def _traced_array(name, obj, dtype=None, *, copy=True, ndmin=0):
         result = api.coerce(original(obj, dtype=object))
         if not isinstance(result, Tracer):          # no traced leaf reached NumPy after all
             return original(obj, dtype=dtype, ndmin=ndmin)
+        if dtype is not None and result.dtype.kind == "c" and np.dtype(dtype).kind != "c":
+            # NumPy converts each complex element with float(): an error, not a cast
+            from .source import where
+            raise TypeError(f"float() argument must be a string or a real number, not "
+                            f"'complex' (np.{name} of complex values with dtype="
+                            f"{np.dtype(dtype).name}){where()}")
     if dtype is not None:
         result = api.astype(result, dtype)
     if ndmin > result.ndim:
