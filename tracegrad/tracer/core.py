@@ -411,6 +411,8 @@ class Tracer:
         # the elements refer to the value as it is now: the object array is a copy, so
         # later writes to this array do not show in it (np.array copies)
         sync(self)
+        if type(self) is not Tracer:        # the eager API's tracers keep their tape handle
+            return element_array(self)
         return element_array(Tracer(self._trace, self._node, self.shape, self.dtype,
                                     self._value))
 

@@ -39,11 +39,20 @@ def mark_view(result, base, derive, write_back, on_layout, what=""):
     if not (hasattr(result, "_view") and hasattr(base, "_view")):
         return result
     if result is base:
+        if not _functional(base):
+            return result       # the eager API makes its own node for an operand handed back
         sync(base)
         result = type(base)(base._trace, base._node, base.shape, base.dtype, base._value)
     result._view = View(base, derive, write_back, on_layout, base._version, what,
                         tuple(base.shape))
     return result
+
+
+def _functional(t):
+    """A tracer of the functional API's traces: a new name for it is a plain ``Tracer``
+    (the eager API's tracers carry a tape handle, and make their own new nodes)."""
+    from .core import Tracer
+    return type(t) is Tracer
 
 
 def _base_as_taken(v, base):
@@ -161,7 +170,7 @@ def new_array(result, operands=()):
     make a later write to either show in the other. Lists and tuples are looked into."""
     if type(result) in (list, tuple):
         return type(result)(new_array(r, operands) for r in result)
-    if any(result is a for a in operands) and hasattr(result, "_view"):
+    if any(result is a for a in operands) and _functional(result):
         sync(result)
         return type(result)(result._trace, result._node, result.shape, result.dtype,
                             result._value)
