@@ -6,7 +6,9 @@ In NumPy, ``row = z[0]`` (basic indexing) and ``z.T`` share memory with ``z``:
 traced array is a value, so tracegrad keeps that sharing by bookkeeping: a view
 remembers its base, how to derive itself from the base and how to write itself
 back into it, and the base's version when the two were last in step. Without
-it, ``z[0][1] = v`` would silently leave ``z`` unchanged.
+it, ``z[0][1] = v`` would silently leave ``z`` unchanged. NumPy's read-only views
+(``np.broadcast_to``, ``np.diagonal``) have no way back: writing into them raises
+NumPy's ValueError, as a TraceError naming the user's line.
 """
 from __future__ import annotations
 
@@ -69,11 +71,10 @@ def _no_copy_reshape(arr, shape):
     return stand_in
 
 
-def alias(t, what=""):
-    """A new view of all of ``t`` (``x.view()``, NumPy functions that return their input
-    as a new array object); read-only when ``what`` names the function."""
-    return mark_view(t, t, lambda base: base, None if what else (lambda base, view: view),
-                     lambda arr: arr, what)
+def alias(t):
+    """A new view of all of ``t`` (``x.view()``, ``x.T`` of a vector, a reshape to the
+    same shape): writes through either reach the other, but ``v.shape = ...`` is its own."""
+    return mark_view(t, t, lambda base: base, lambda base, view: view, lambda arr: arr)
 
 
 def ensure_writable(t):
