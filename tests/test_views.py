@@ -349,3 +349,14 @@ def test_results_share_an_argument_exactly_when_numpys_do(name, fn):
             break
     if not checked:
         pytest.skip(f"{name} takes no single array")
+
+
+@pytest.mark.parametrize("attribute", ["T", "mT", "ndim", "size", "itemsize", "nbytes",
+                                       "flags", "not_an_attribute"])
+def test_other_attribute_assignments_raise_as_in_numpy(attribute):
+    """Read-only ndarray attributes and unknown names: an AttributeError in NumPy and
+    traced alike, never a silently ignored assignment."""
+    with pytest.raises(AttributeError):
+        setattr(np.ones((2, 2)), attribute, 1)
+    with pytest.raises(AttributeError):
+        tg.jit(lambda x: setattr(x * 1, attribute, 1))(np.ones((2, 2)))
