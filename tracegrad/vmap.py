@@ -15,7 +15,7 @@ import numpy as np
 from .errors import TraceError
 from .passes.batch import batch
 from .runtime.interpreter import call_graph
-from .tracer import Tracer, flatten, unflatten, user_src, where
+from .tracer import Tracer, flatten, sync, unflatten, user_src, where
 
 
 def _axes_per_arg(in_axes, n_args):
@@ -32,6 +32,7 @@ def _first_row(leaf):
     its value, so tracing it records nothing in the enclosing trace; an abstract one (no
     value) gives an abstract row."""
     if isinstance(leaf, Tracer):
+        sync(leaf)                  # a view of an array assigned into since
         return leaf[0] if leaf._value is None else np.asarray(leaf._value)[0]
     return np.asarray(leaf)[0]
 
