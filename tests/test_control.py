@@ -166,3 +166,33 @@ def test_passes_optimise_loop_bodies_too():
     optimised = jitted.lower(X).graph
     assert sum(body_sizes(optimised)) < sum(body_sizes(traced))
     np.testing.assert_allclose(jitted(X), tg.grad(f)(X), rtol=1e-14)
+
+
+# -- cond without operands (JAX allows zero); branches that only use closed-over values --
+@pytest.mark.parametrize("pred_sign", [1.0, -1.0])
+def test_cond_without_operands_matches_jax(pred_sign):
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+
+    def f(x, cond, where, xnp):
+        return cond(where(x[0] * pred_sign > 0), lambda: xnp.sum(xnp.sin(x)) * 2.0,
+                    lambda: xnp.prod(x) + 0.0)
+
+    mine = lambda x: f(x, tg.cond, lambda p: p, np)  # noqa: E731
+    with jax.enable_x64(True):
+        theirs = lambda x: f(x, jax.lax.cond, lambda p: p, jnp)  # noqa: E731
+        want, want_grad = float(theirs(X)), np.asarray(jax.grad(theirs)(X))
+    np.testing.assert_allclose(mine(X), want, rtol=1e-14)
+    np.testing.assert_allclose(tg.jit(mine)(X), want, rtol=1e-14)
+    np.testing.assert_allclose(tg.grad(mine)(X), want_grad, rtol=1e-13)
+    np.testing.assert_allclose(tg.grad(tg.jit(mine))(X), want_grad, rtol=1e-13)
+    # a constant predicate, no traced value anywhere
+    assert tg.cond(pred_sign > 0, lambda: 1.0, lambda: 2.0) == (1.0 if pred_sign > 0 else 2.0)
+
+
+def test_scan_body_returning_a_closed_over_value():
+    def f(x):
+        _, ys = tg.scan(lambda c, _: (c + 1.0, x * 2.0), 0.0, None, length=3)
+        return np.sum(ys)
+
+    np.testing.assert_allclose(tg.grad(f)(X), np.full(3, 6.0), rtol=1e-15)

@@ -196,7 +196,7 @@ def test_out_keyword():
     (".tolist()", "LOSE_TOLIST", lambda x: sum(x.tolist())),  # LOSE_TOLIST
     ("float()", "LOSE_MATH", lambda x: math.sin(np.sum(x))),  # LOSE_MATH
     ("Converting to a NumPy array of dtype float64", "LOSE_ASARRAY",
-     lambda x: np.sum(np.asarray(x, float))),  # LOSE_ASARRAY
+     lambda x: np.sum(np.ascontiguousarray(x, float))),  # LOSE_ASARRAY
     ("Converting to a NumPy array of dtype float64", "LOSE_SCALAR",
      lambda x: np.float64(np.sum(x))),  # LOSE_SCALAR
 ], ids=lambda v: v if isinstance(v, str) and v.startswith("LOSE") else "")

@@ -51,7 +51,57 @@ def test_axes_pytrees_and_jax():
     (lambda: tg.vmap(loss, in_axes=(0, 5))(XS, W), "out of range"),
     (lambda: tg.vmap(loss, in_axes=(0, None, 1))(XS, W), "one entry per argument"),
     (lambda: tg.vmap(lambda x: x if np.sum(x) > 0 else -x)(XS), "batched"),
+    (lambda: tg.vmap(np.linalg.inv)(np.zeros((0, 3, 3))), "empty batch.*test_vmap.py:"),
 ])
 def test_errors(call, message):
     with pytest.raises(tg.TraceError, match=message):
         call()
+
+
+# -- linear algebra is traced on a real example, not on zeros (singular) -----------------
+A = RNG.standard_normal((4, 3, 3)) + 3 * np.eye(3)
+B = RNG.standard_normal((4, 3))
+
+
+@pytest.mark.parametrize("name, fn, args", [
+    ("solve", np.linalg.solve, (A, B)),
+    ("inv", np.linalg.inv, (A,)),
+    ("det", np.linalg.det, (A,)),
+    ("inv then matmul", lambda a, b: np.linalg.inv(a) @ b, (A, B)),
+])
+def test_linalg_under_vmap_matches_a_loop_and_jax(name, fn, args):
+    jax = pytest.importorskip("jax")
+    got = tg.vmap(fn)(*args)
+    np.testing.assert_allclose(got, np.stack([fn(*row) for row in zip(*args)]), rtol=1e-12)
+    jfn = {"solve": jax.numpy.linalg.solve, "inv": jax.numpy.linalg.inv,
+           "det": jax.numpy.linalg.det,
+           "inv then matmul": lambda a, b: jax.numpy.linalg.inv(a) @ b}[name]
+    with jax.enable_x64(True):
+        want_grad = np.asarray(jax.grad(lambda a: jax.numpy.sum(jax.vmap(jfn)(a, *args[1:])))(A))
+    np.testing.assert_allclose(tg.grad(lambda a: np.sum(tg.vmap(fn)(a, *args[1:])))(A),
+                               want_grad, rtol=1e-10)
+
+
+# -- grad through a vmap that closes over traced weights -----------------------------------
+def test_grad_through_vmap_with_closed_over_weights_matches_jax():
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+
+    def batch_loss(w, b, xnp, vmap):
+        return xnp.sum(vmap(lambda x: xnp.tanh(x @ w + b) ** 2)(XS))
+
+    mine = lambda w, b: batch_loss(w, b, np, tg.vmap)  # noqa: E731
+    with jax.enable_x64(True):
+        theirs = lambda w, b: batch_loss(w, b, jnp, jax.vmap)  # noqa: E731
+        want = [np.asarray(g) for g in jax.grad(theirs, argnums=(0, 1))(W, np.ones(2))]
+    got = tg.grad(mine, argnums=(0, 1))(W, np.ones(2))
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-12)
+    got = tg.jit(tg.grad(mine, argnums=(0, 1)))(W, np.ones(2))
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-12)
+    # second order through the closure too
+    h = tg.hessian(lambda b: mine(W, b))(np.ones(2))
+    with jax.enable_x64(True):
+        want_h = np.asarray(jax.hessian(lambda b: theirs(W, b))(np.ones(2)))
+    np.testing.assert_allclose(h, want_h, rtol=1e-10)

@@ -632,6 +632,7 @@ class custom_vjp:
         functools.update_wrapper(self, fun)
         self.fun = fun
         self.fwd = self.bwd = None
+        self._in_fwd = 0    # > 0 while fwd runs: there, calling the function is its primal
 
     def defvjp(self, fwd, bwd):
         self.fwd, self.bwd = fwd, bwd
@@ -641,12 +642,18 @@ class custom_vjp:
         if kwargs:
             args = inspect.signature(self.fun).bind(*args, **kwargs).args
         arg_leaves, arg_tree = flatten(tuple(args))
-        if not any(isinstance(a, Tracer) for a in arg_leaves):
+        # JAX's documented fwd is ``def f_fwd(x): return f(x), x``: inside fwd, f is the
+        # plain function, not another custom rule (which would recurse forever)
+        if self._in_fwd or not any(isinstance(a, Tracer) for a in arg_leaves):
             return self.fun(*args)
         if self.fwd is None:
             raise TraceError(f"custom_vjp function {_fun_name(self.fun)} has no rule yet: call "
                              f"{_fun_name(self.fun)}.defvjp(fwd, bwd) first{_at(user_src())}")
-        out, res = self.fwd(*args)
+        self._in_fwd += 1
+        try:
+            out, res = self.fwd(*args)
+        finally:
+            self._in_fwd -= 1
         out_leaves, out_tree = flatten(out)
         out_leaves = [coerce(o) for o in out_leaves]
         res_leaves, res_tree = flatten(res)

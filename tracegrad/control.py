@@ -48,8 +48,12 @@ def _trace(fn, avals, what):
             raise
         leaves, tree = flatten(out)
         graph = trace.graph
-        graph.outputs = [(v if isinstance(v, Tracer) else trace.const(np.asarray(v)))._node
-                         for v in leaves]
+        # A result computed only from values the function closes over (tg.cond's
+        # branches without operands) was recorded in the enclosing trace: it enters
+        # this graph as a captured input.
+        graph.outputs = [(v if isinstance(v, Tracer) and v._trace is trace else
+                          trace.lift(v) if isinstance(v, Tracer) else
+                          trace.const(np.asarray(v)))._node for v in leaves]
         captured = trace.captured_outer
     return prune(graph), captured, tree
 

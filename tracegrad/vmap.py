@@ -15,7 +15,7 @@ import numpy as np
 from .errors import TraceError
 from .passes.batch import batch
 from .runtime.interpreter import call_graph
-from .tracer import Tracer, flatten, unflatten, where
+from .tracer import Tracer, flatten, sync, unflatten, user_src, where
 
 
 def _axes_per_arg(in_axes, n_args):
@@ -25,6 +25,16 @@ def _axes_per_arg(in_axes, n_args):
         return list(in_axes)
     raise TraceError(f"vmap in_axes must be an int, None, or a tuple with one entry per "
                      f"argument ({n_args}), got {in_axes!r}{where()}")
+
+
+def _first_row(leaf):
+    """Example 0 of a mapped leaf (batch axis in front). A traced leaf's row is read from
+    its value, so tracing it records nothing in the enclosing trace; an abstract one (no
+    value) gives an abstract row."""
+    if isinstance(leaf, Tracer):
+        sync(leaf)                  # a view of an array assigned into since
+        return leaf[0] if leaf._value is None else np.asarray(leaf._value)[0]
+    return np.asarray(leaf)[0]
 
 
 def vmap(fun, in_axes=0, out_axes=0):
@@ -57,9 +67,15 @@ def vmap(fun, in_axes=0, out_axes=0):
             raise TraceError(f"vmap needs the mapped axes to have one size, got "
                              f"{sorted(sizes) or 'no mapped argument'}{where()}")
         (size,) = sizes
-        examples = [np.zeros(np.shape(leaf)[1:] if ax is not None else np.shape(leaf),
-                             np.result_type(leaf)) if ax is not None or isinstance(leaf, Tracer)
-                    else leaf for leaf, ax in zip(moved, leaf_axes)]
+        if size == 0:
+            # no example to trace on (made-up zeros would make solve or inv singular)
+            raise TraceError(f"vmap over an empty batch (a mapped axis of length 0) is not "
+                             f"supported{where()}")
+        # The function is traced on the real first example, not on made-up values (zeros
+        # make np.linalg.solve or inv fail with "Singular matrix"); a branch on its values
+        # is refused by ``batch``, so the trace holds for every row.
+        examples = [_first_row(leaf) if ax is not None else leaf
+                    for leaf, ax in zip(moved, leaf_axes)]
 
         out_tree = {}
 
@@ -70,11 +86,16 @@ def vmap(fun, in_axes=0, out_axes=0):
             out_tree["tree"] = flatten(out)[1]
             return out
 
-        from .api import trace
-        graph = trace(flat_fun, *examples)
+        from .api import _Traced
+        traced = _Traced(flat_fun, examples, {}, tuple(range(len(examples))), user_src(),
+                         differentiable=False, check_complex=False)
+        graph = traced.graph
+        # values of an enclosing transform the function closes over (tg.grad of a loss
+        # whose vmap uses traced weights) are extra, unbatched inputs
+        captured = traced.eval_args[traced.n_in:]
         positions = [k for k, ax in enumerate(leaf_axes) if ax is not None]
         batched = batch(graph, positions, size)
-        outs = call_graph(batched, moved)
+        outs = call_graph(batched, list(moved) + list(captured))
         result = []
         for out in outs:
             if out_axes not in (0, None):

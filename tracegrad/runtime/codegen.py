@@ -253,16 +253,19 @@ class _Generator:
 
 
 def _set_at(x, index, v):
+    x = x if isinstance(x, np.ndarray) else np.array(x)   # a 0-d result may be a scalar
     x[index] = v
     return x
 
 
 def _add_at(x, index, v):
+    x = x if isinstance(x, np.ndarray) else np.array(x)
     x[index] += v
     return x
 
 
 def _add_at_repeated(x, index, v):
+    x = x if isinstance(x, np.ndarray) else np.array(x)
     np.add.at(x, index, v)  # integer arrays may name a position twice: add every one
     return x
 

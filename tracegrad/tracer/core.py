@@ -21,6 +21,7 @@ import numpy as np
 from ..errors import TraceError
 from ..ir import REGISTRY, Aval, Graph
 from ..ir import registry as _registry
+from .elements import wrap_constructors
 from .source import source_override, user_frame, user_src, where
 from .views import sync
 
@@ -188,12 +189,23 @@ def _as_const(a, tracer_dtypes):
 @contextmanager
 def new_trace():
     trace = Trace(len(_stack))
+    if not _stack:
+        wrap_constructors(True)     # np.array([t0, t1]) gives a traced array (elements.py)
     _stack.append(trace)
     try:
         yield trace
+    except (ValueError, TypeError) as e:
+        # ``z[0] = t`` into a plain float array: NumPy calls float(t), and replaces the
+        # TraceError that raises by its own "setting an array element with a sequence",
+        # keeping ours as the cause. Give the user ours, which names their line.
+        if isinstance(e.__cause__, TraceError) and not isinstance(e, TraceError):
+            raise e.__cause__.with_traceback(e.__traceback__) from None
+        raise
     finally:
         _stack.pop()
         trace.active = False
+        if not _stack:
+            wrap_constructors(False)
 
 
 def bind(name, *args, **params):
@@ -272,17 +284,36 @@ def guard_failure_message(graph, n, expected, value):
             "retraces; a saved graph does not)")
 
 
+def _carries_gradient(t):
+    """Whether some input of ``t``'s graph (an argument or a captured outer value)
+    reaches ``t`` other than through a ``stop_gradient`` node."""
+    sync(t)
+    graph = t._trace.graph
+    seen, todo = set(), [t._node]
+    while todo:
+        n = todo.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        op = graph.node(n)["op"]
+        if op == "input":
+            return True
+        if op != "stop_gradient":
+            todo.extend(graph.args(n))
+    return False
+
+
 class Tracer:
     """A traced array. Behaves like a NumPy array inside the user's function."""
-    __slots__ = ("_trace", "_node", "shape", "dtype", "_value", "_view", "_version",
+    __slots__ = ("_trace", "_node", "_shape", "_dtype", "_value", "_view", "_version",
                  "__weakref__")
     __array_priority__ = 1000
 
     def __init__(self, trace, node, shape, dtype, value=None):
         self._trace = trace
         self._node = node
-        self.shape = shape
-        self.dtype = dtype
+        self._shape = shape
+        self._dtype = dtype
         self._value = value
         self._view = None       # a views.View when this is a NumPy view of another tracer
         self._version = 0       # bumped by every indexed assignment into this array
@@ -290,6 +321,11 @@ class Tracer:
     def __repr__(self):
         from ..ir.dtypes import aval_str
         return f"Tracer<{aval_str(self.shape, self.dtype)} %{self._node}>"
+
+    # NumPy lets ``a.shape = ...`` and ``a.dtype = ...`` change an array in place; the
+    # setters (methods.py) do that or raise, so neither is silently ignored
+    shape = property(lambda self: self._shape)
+    dtype = property(lambda self: self._dtype)
 
     @property
     def ndim(self):
@@ -335,9 +371,11 @@ class Tracer:
         return value
 
     def _integer_value(self, what):
-        """An integer or boolean array has no gradient to lose: like bool(), reading its
-        value is allowed, and recorded as a guard. A floating one raises."""
-        if self.dtype.kind not in "iub":
+        """An integer or boolean array has no gradient to lose, and neither has a value
+        that reaches no input but through tg.stop_gradient (the error below recommends
+        it): like bool(), reading its value is allowed, and recorded as a guard. Another
+        floating one raises."""
+        if self.dtype.kind not in "iub" and _carries_gradient(self):
             raise lost_gradient(what)
         value = self._concrete(what)
         self._trace.guard(self, np.array(value, copy=True))
@@ -365,9 +403,17 @@ class Tracer:
         # the next traced NumPy call (or the return) turns back into a traced
         # array. A numeric dtype means the value would be written into a plain
         # ndarray, losing the gradient.
-        if dtype is not None and np.dtype(dtype) != object:
+        # ``z[0] = t`` into a plain ndarray asks for it too (with no dtype): NumPy would
+        # fail with "setting an array element with a sequence"; say what happened.
+        if dtype is not None and np.dtype(dtype) != object or _user_is_storing_item():
             raise lost_gradient(f"Converting to a NumPy array of dtype {np.dtype(dtype).name}")
         from .elements import element_array
-        return element_array(self)
+        # the elements refer to the value as it is now: the object array is a copy, so
+        # later writes to this array do not show in it (np.array copies)
+        sync(self)
+        if type(self) is not Tracer:        # the eager API's tracers keep their tape handle
+            return element_array(self)
+        return element_array(Tracer(self._trace, self._node, self.shape, self.dtype,
+                                    self._value))
 
     __hash__ = None

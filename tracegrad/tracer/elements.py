@@ -84,3 +84,72 @@ def element_array(tracer):
     for index in np.ndindex(*tracer.shape):
         out[index] = Element(tracer, index)
     return out
+
+
+# -- np.array / np.asarray of traced values -------------------------------------------------
+# NumPy's array constructors are C functions that no protocol reaches: np.array([t0, t1])
+# of traced scalars is an object array, on which np.exp fails (its loop looks for a
+# method) and np.linalg.det refuses the dtype. So while a trace is active, ``np.array``,
+# ``np.asarray`` and ``np.asanyarray`` are wrapped: an argument holding traced values gives
+# a traced array (one gather of the elements); any other argument goes to NumPy untouched.
+_CONSTRUCTORS = {name: getattr(np, name) for name in ("array", "asarray", "asanyarray")}
+
+
+def _holds_traced(obj, depth=0):
+    from .core import Tracer
+    if isinstance(obj, (Tracer, Element)):
+        return True
+    if isinstance(obj, np.ndarray):
+        return obj.dtype == object and any(_holds_traced(e, depth + 1) for e in obj.flat)
+    if isinstance(obj, (list, tuple)) and depth < 64:
+        return any(_holds_traced(e, depth + 1) for e in obj)
+    return False
+
+
+def _traced_array(name, obj, dtype=None, *, copy=True, ndmin=0):
+    from . import numpy_api as api
+    from .core import Tracer
+    if isinstance(obj, Tracer):
+        # np.array copies (a new array that later writes to obj do not reach); asarray is obj
+        result = api.copy(obj) if name == "array" and copy else obj
+    else:
+        original = _CONSTRUCTORS["array"]
+        result = api.coerce(original(obj, dtype=object))
+        if not isinstance(result, Tracer):          # no traced leaf reached NumPy after all
+            return original(obj, dtype=dtype, ndmin=ndmin)
+        if dtype is not None and result.dtype.kind == "c" and np.dtype(dtype).kind != "c":
+            # NumPy converts each complex element with float(): an error, not a cast
+            from .source import where
+            raise TypeError(f"float() argument must be a string or a real number, not "
+                            f"'complex' (np.{name} of complex values with dtype="
+                            f"{np.dtype(dtype).name}){where()}")
+    if dtype is not None:
+        result = api.astype(result, dtype)
+    if ndmin > result.ndim:
+        result = api.reshape(result, (1,) * (ndmin - result.ndim) + tuple(result.shape))
+    return result
+
+
+def _wrapped(name):
+    original = _CONSTRUCTORS[name]
+
+    def constructor(obj, dtype=None, *args, **kwargs):
+        if isinstance(obj, (list, tuple, np.ndarray, Element)) or hasattr(obj, "_trace"):
+            if _holds_traced(obj):
+                copy = kwargs.get("copy", True if name == "array" else None)
+                return _traced_array(name, obj, dtype, copy=bool(copy),
+                                     ndmin=kwargs.get("ndmin", 0))
+        return original(obj, dtype, *args, **kwargs)
+    constructor.__name__ = constructor.__qualname__ = name
+    constructor.__doc__ = original.__doc__
+    constructor.__wrapped__ = original
+    return constructor
+
+
+_WRAPPERS = {name: _wrapped(name) for name in _CONSTRUCTORS}
+
+
+def wrap_constructors(on):
+    """Install (``on``) or remove the wrappers above; the outermost trace does both."""
+    for name, fn in (_WRAPPERS if on else _CONSTRUCTORS).items():
+        setattr(np, name, fn)

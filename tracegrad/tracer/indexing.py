@@ -7,7 +7,7 @@ from ..errors import TraceError
 from ..ir import Arg, Index, Slice, apply
 from .core import Tracer
 from .source import where
-from .views import assigned, mark_view, sync
+from .views import assigned, ensure_writable, mark_view, sync
 
 
 def _int_or_none(v):
@@ -64,8 +64,11 @@ def _mask_positions(mask: Tracer):
 def getitem(x, key):
     index, operands = normalize(key)
     result = apply("getitem", x, *operands, index=index)
-    if index.is_basic and not operands:     # NumPy gives a view: keep it in step with x
-        mark_view(result, x, lambda base: apply("getitem", base, index=index),
+    # NumPy gives a view (keep it in step with x), except for a single element picked by
+    # integers alone (a[0] of a vector), which is a scalar: a copy, blind to later writes
+    scalar = result.shape == () and Ellipsis not in index
+    if index.is_basic and not operands and not scalar:
+        result = mark_view(result, x, lambda base: apply("getitem", base, index=index),
                   lambda base, view: apply("index_update", base, view, index=index, mode="set"),
                   lambda arr: arr[index.to_numpy()])
     return result
@@ -76,6 +79,7 @@ def setitem(x: Tracer, key, value):
     from .numpy_api import coerce
 
     sync(x)
+    ensure_writable(x)
     index, operands = normalize(key)
     new = apply("index_update", x, coerce(value), *operands, index=index, mode="set")
     if new._trace is not x._trace:

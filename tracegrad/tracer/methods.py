@@ -3,6 +3,8 @@
 Operators go through NumPy's own ufuncs (``x + y`` is ``np.add(x, y)``), so
 there is one path from any spelling to the handlers in ``numpy_api``.
 """
+import math
+
 import numpy as np
 
 from ..errors import TraceError
@@ -10,7 +12,7 @@ from . import numpy_api as api
 from .core import Tracer
 from .indexing import getitem, setitem
 from .source import where
-from .views import assigned
+from .views import alias, assigned, ensure_writable, new_array, reshape_is_view, set_shape
 
 
 def _binary(ufunc):
@@ -32,6 +34,7 @@ def _in_place(x, ufunc, other):
     """``x op= other`` as NumPy does it: ``x`` itself changes, so other names for it, its
     views and (if it is a view) its base all see the result. Recorded as a new node that
     ``x`` now names, like an indexed assignment."""
+    ensure_writable(x)
     new = ufunc(x, other)
     if tuple(new.shape) != tuple(x.shape):
         raise TraceError(f"non-broadcastable output operand with shape {x.shape} doesn't match "
@@ -58,10 +61,11 @@ for _name, _uf in [("eq", np.equal), ("ne", np.not_equal), ("lt", np.less),
 
 Tracer.__divmod__ = lambda self, other: np.divmod(self, other)
 Tracer.__rdivmod__ = lambda self, other: np.divmod(other, self)
-Tracer.__round__ = lambda self, ndigits=None: api.round_(self, ndigits or 0)
-Tracer.round = lambda self, decimals=0, out=None: api.round_(self, decimals, out)
+Tracer.__round__ = lambda self, ndigits=None: new_array(api.round_(self, ndigits or 0), [self])
+Tracer.round = lambda self, decimals=0, out=None: new_array(api.round_(self, decimals, out),
+                                                                [self])
 Tracer.__neg__ = lambda self: np.negative(self)
-Tracer.__pos__ = lambda self: self
+Tracer.__pos__ = lambda self: np.positive(self)     # a new array, as NumPy's
 Tracer.__abs__ = lambda self: np.absolute(self)
 Tracer.__invert__ = lambda self: np.invert(self)
 Tracer.__getitem__ = getitem
@@ -90,14 +94,16 @@ Tracer.mT = property(lambda self: api.swapaxes(self, -1, -2))
 Tracer.reshape = lambda self, *shape, order="C", copy=None: (
     api.reshape if copy else api.reshape_view)(self, _shape_args(shape), order)
 Tracer.transpose = lambda self, *axes: api.transpose(self, _shape_args(axes) if axes else None)
-Tracer.astype = lambda self, dtype, **kw: api.astype(self, dtype)
+Tracer.astype = lambda self, dtype, copy=True, **kw: (
+    new_array if copy else lambda r, _: r)(api.astype(self, dtype), [self])
 Tracer.ravel = lambda self, order="C": api.ravel(self, order)
-Tracer.flatten = lambda self, order="C": api.reshape(self, (-1,), order)   # always a copy
+Tracer.flatten = lambda self, order="C": new_array(api.reshape(self, (-1,), order), [self])
 Tracer.squeeze = lambda self, axis=None: api.squeeze(self, axis)
 Tracer.swapaxes = lambda self, a, b: api.swapaxes(self, a, b)
 Tracer.copy = lambda self, order="C": api.copy(self)
 Tracer.dot = lambda self, b, out=None: api.dot(self, b, out)
-Tracer.clip = lambda self, min=None, max=None, out=None: api.clip(self, min, max, out)  # noqa: A002
+Tracer.clip = lambda self, min=None, max=None, out=None: new_array(  # noqa: A002
+    api.clip(self, min, max, out), [self])
 Tracer.repeat = lambda self, repeats, axis=None: api.repeat(self, repeats, axis)
 Tracer.diagonal = lambda self, offset=0, axis1=0, axis2=1: api.diagonal(self, offset, axis1, axis2)
 Tracer.trace = lambda self, offset=0, axis1=0, axis2=1, dtype=None, out=None: api.trace(
@@ -122,6 +128,54 @@ Tracer.cumsum = lambda self, axis=None, dtype=None, out=None: api.cumsum(self, a
 Tracer.nonzero = lambda self: api.nonzero(self)
 Tracer.any = lambda self, axis=None, out=None, keepdims=False: api.any(self, axis, out, keepdims)
 Tracer.all = lambda self, axis=None, out=None, keepdims=False: api.all(self, axis, out, keepdims)
+
+
+# -- attributes NumPy lets you assign ---------------------------------------------------
+def _set_shape(self, shape):
+    """``a.shape = s``: NumPy reshapes ``a`` itself, never copying; a shape that would
+    need a copy raises its AttributeError, a wrong size its ValueError."""
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    if -1 not in shape and math.prod(shape) != self.size:
+        raise TraceError(f"cannot reshape array of size {self.size} into shape {shape}"
+                         f"{where()}")
+    new = api.reshape(self, shape)
+    if not reshape_is_view(self, new.shape):
+        raise AttributeError("Incompatible shape for in-place modification. Use `.reshape()` "
+                             f"to make a copy with the desired shape.{where()}")
+    set_shape(self, new.shape, new)
+
+
+def _set_dtype(self, dtype):
+    if np.dtype(dtype) != self.dtype:
+        raise TraceError(f"a.dtype = {np.dtype(dtype).name} reinterprets the array's bytes in "
+                         f"NumPy, which tracegrad does not trace: convert with "
+                         f"a.astype({np.dtype(dtype).name}) instead{where()}")
+
+
+def _unassignable(name):
+    def get(self):
+        return _missing_attribute(self, name)
+
+    def put(self, value):
+        raise TraceError(f"assigning a.{name} is not supported on traced values by tracegrad "
+                         f"(a NumPy array's memory layout is not traced){where()}")
+    return property(get, put)
+
+
+Tracer.shape = property(Tracer.shape.fget, _set_shape)
+Tracer.dtype = property(Tracer.dtype.fget, _set_dtype)
+for _name in ("strides", "data", "flat", "base"):
+    setattr(Tracer, _name, _unassignable(_name))
+
+
+def _view(self, dtype=None, type=None):  # noqa: A002  (NumPy's names)
+    if type is not None or (dtype is not None and np.dtype(dtype) != self.dtype):
+        raise TraceError(f"a.view(...) with another dtype or type reinterprets memory, which "
+                         f"tracegrad does not trace; use a.astype(...) instead{where()}")
+    return alias(self)
+
+
+Tracer.view = _view
 
 
 def _missing_attribute(self, name):

@@ -21,7 +21,7 @@ from .core import Tracer
 from .elements import Element
 from .indexing import getitem
 from .source import where
-from .views import mark_view, reshape_is_view
+from .views import alias, mark_view, reshape_is_view
 
 UFUNCS: dict = {}
 FUNCTIONS: dict = {}
@@ -167,7 +167,7 @@ def transpose(x, axes=None):
     if sorted(axes) != list(range(nd)):
         raise TraceError(f"axes {axes} don't match an array of dimension {nd}{where()}")
     if axes == tuple(range(nd)):
-        return x
+        return alias(x) if isinstance(x, Tracer) else x     # still a new view in NumPy
     inverse = tuple(int(i) for i in np.argsort(axes))
     return mark_view(apply("transpose", x, axes=axes), x,   # NumPy's transpose is a view
                      lambda base: apply("transpose", base, axes=axes),
@@ -179,9 +179,11 @@ def reshape_view(x, shape, order="C"):
     """``reshape``, as a NumPy view of ``x`` where NumPy's reshape would be one (it is
     whenever no copy is needed), so writes into it reach ``x``."""
     result = reshape(x, shape, order)
-    if isinstance(x, Tracer) and result is not x and reshape_is_view(x, result.shape):
+    if isinstance(x, Tracer) and result is x:
+        return alias(x)                 # the same shape: NumPy's result is a new view
+    if isinstance(x, Tracer) and reshape_is_view(x, result.shape):
         new_shape, old_shape = result.shape, x.shape
-        mark_view(result, x, lambda base: reshape(base, new_shape),
+        result = mark_view(result, x, lambda base: reshape(base, new_shape),
                   lambda base, view: reshape(view, old_shape),
                   lambda arr: arr.reshape(new_shape))
     return result

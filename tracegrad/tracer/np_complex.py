@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import TraceError
 from ..ir import apply
 from .core import Tracer
 from .np_base import UFUNCS, coerce, dtype_of, implements
+from .source import where
+from .views import mark_view
 
 
 def _is_complex(x):
@@ -21,15 +24,28 @@ def _is_complex(x):
 @implements(np.real)
 def real(val):
     val = coerce(val)
-    return apply("real", val) if _is_complex(val) else val
+    return _part_view(apply("real", val), val, "real") if _is_complex(val) else val
 
 
 @implements(np.imag)
 def imag(val):
     val = coerce(val)
     if _is_complex(val):
-        return apply("imag", val)
+        return _part_view(apply("imag", val), val, "imag")
     return np.zeros(np.shape(val), dtype_of(val))
+
+
+def _part_view(part, z, name):
+    """NumPy's real and imag parts of a complex array are views of it: this one sees later
+    writes to ``z``. Writing through it would need z rebuilt as re + 1j * im, which turns
+    an infinite part into NaN, so it raises rather than give a wrong number."""
+    def refuse(base, view):
+        raise TraceError(f"writing into np.{name}(z) of a traced complex z is not supported "
+                         f"(NumPy writes through the view): assign z itself, e.g. "
+                         f"z = np.real(z) + 1j * new_imag{where()}")
+    # its layout is z's with every stride doubled, which reshapes without a copy exactly
+    # when z's does: z's own stand-in serves
+    return mark_view(part, z, lambda base: apply(name, base), refuse, lambda arr: arr)
 
 
 def conjugate(x):
@@ -93,6 +109,20 @@ def isreal(x):
     return apply("equal", apply("imag", x), 0.0)
 
 
-Tracer.real = property(real)
-Tracer.imag = property(imag)
+def _set_real(self, value):
+    if _is_complex(self):
+        raise TraceError(f"assigning z.real of a traced complex z is not supported: assign z "
+                         f"itself, e.g. z = new_real + 1j * np.imag(z){where()}")
+    self[...] = value               # a real array is its own real part
+
+
+def _set_imag(self, value):
+    if not _is_complex(self):
+        raise TypeError(f"array does not have imaginary part to set{where()}")
+    raise TraceError(f"assigning z.imag of a traced complex z is not supported: assign z "
+                     f"itself, e.g. z = np.real(z) + 1j * new_imag{where()}")
+
+
+Tracer.real = property(real, _set_real)
+Tracer.imag = property(imag, _set_imag)
 Tracer.conj = Tracer.conjugate = conjugate

@@ -37,6 +37,7 @@ from .np_base import (
 )
 from .np_reductions import sum  # noqa: A004  (np.sum's handler, for np.trace)
 from .source import where
+from .views import mark_view
 
 
 @implements(np.reshape)
@@ -94,7 +95,11 @@ def squeeze(a, axis=None):
 
 @implements(np.broadcast_to)
 def broadcast_to_(array, shape, subok=False):
-    return broadcast_to(coerce(array), shape)
+    array = coerce(array)
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    # a read-only view in NumPy: it sees later writes to ``array``, and refuses writes
+    return mark_view(broadcast_to(array, shape), array, lambda base: broadcast_to(base, shape),
+                     None, lambda arr: np.broadcast_to(arr, shape), "np.broadcast_to")
 
 
 def _atleast_nd(n):
@@ -110,7 +115,7 @@ def _atleast_nd(n):
                     shape = (1,) + shape + (1,)
                 else:
                     shape = (1,) * (n - len(shape)) + shape
-                a = reshape(a, shape)
+                a = reshape_view(a, shape)     # a view, as NumPy's
             outs.append(a)
         return outs[0] if len(outs) == 1 else outs
     return handler
@@ -237,10 +242,13 @@ def pad(array, pad_width, mode="constant", **kwargs):
 @implements(np.diagonal)
 def diagonal(a, offset=0, axis1=0, axis2=1):
     a = coerce(a)
-    a = moveaxis(a, (axis1, axis2), (-2, -1))
-    n, m = shape_of(a)[-2:]
+    moved = moveaxis(a, (axis1, axis2), (-2, -1))
+    n, m = shape_of(moved)[-2:]
     rows = np.arange(builtins.max(0, -offset), builtins.min(n, m - offset))
-    return getitem(a, (Ellipsis, rows, rows + offset))
+    result = getitem(moved, (Ellipsis, rows, rows + offset))
+    # a read-only view in NumPy: it sees later writes to ``a``, and refuses writes
+    return mark_view(result, a, lambda base: diagonal(base, offset, axis1, axis2), None,
+                     lambda arr: arr.diagonal(offset, axis1, axis2), "np.diagonal")
 
 
 @implements(np.diag)

@@ -86,6 +86,7 @@ from .np_shapes import (
     vstack,
 )
 from .source import where
+from .views import new_array
 
 __all__ = [
     # dispatch
@@ -189,7 +190,8 @@ def handle_ufunc(ufunc, method, inputs, kwargs):
         result = UFUNCS[ufunc](a, b)
     else:
         raise TraceError(f"np.{ufunc.__name__}.{method} is not supported by tracegrad{where()}")
-    return result if dtype is None else astype(result, dtype)
+    # a ufunc's result is always a new array (np.positive(a), np.conj of a real a)
+    return new_array(result if dtype is None else astype(result, dtype), inputs)
 
 
 _REDUCERS = {np.add: "sum", np.multiply: "prod", np.maximum: "max", np.minimum: "min"}
@@ -206,4 +208,12 @@ def handle_function(func, args, kwargs):
     handler = FUNCTIONS.get(func)
     if handler is None:
         raise unsupported(func)
-    return handler(*args, **kwargs)
+    result = handler(*args, **kwargs)
+    if func in _RETURN_THEIR_INPUT:
+        return result
+    return new_array(result, [*args, *kwargs.values()])
+
+
+# NumPy functions that give back their argument itself when it already fits (np.real of a
+# real array, np.atleast_2d of a matrix); every other result is a new array object
+_RETURN_THEIR_INPUT = {np.real, np.real_if_close, np.atleast_1d, np.atleast_2d, np.atleast_3d}
