@@ -64,7 +64,7 @@ def test_simplify_identities():
     x = np.array([1.5, -2.0, 3.0])
 
     def f(x):
-        a = (x * 1.0 + 0.0 - 0.0) / 1.0
+        a = (x * 1.0 + -0.0 - 0.0) / 1.0
         b = np.negative(np.negative(a))
         c = np.transpose(np.transpose(b.reshape(3, 1))).reshape(3)
         return c ** 1.0 + c ** 2.0
@@ -118,10 +118,28 @@ def test_simplify_folds_constants():
 
 
 def test_simplify_sum_of_broadcast_scalar():
-    g = tg.trace(lambda s: np.sum(np.broadcast_to(s, (4, 5)), axis=(0, 1)), np.float64(1.5))
+    g = tg.trace(lambda s: np.sum(np.broadcast_to(s, (4, 5)), axis=(0, 1)), np.int64(7))
     s = prune(simplify(g))
     assert "broadcast_to" not in ops(s)
-    same_numbers(g, s, np.float64(1.5))
+    same_numbers(g, s, np.int64(7))
+    # a floating sum rounds at every step: s * n is not what NumPy's sum gives
+    g = tg.trace(lambda s: np.sum(np.broadcast_to(s, (4, 5)), axis=(0, 1)), np.float64(1.5))
+    assert "broadcast_to" in ops(prune(simplify(g)))
+
+
+def test_simplify_keeps_x_plus_zero_where_it_flips_a_negative_zero():
+    # -0.0 + 0.0 is +0.0, so arctan2(x + 0.0, -1) at x = -0.0 is pi, as in NumPy
+    f = lambda x: np.arctan2(x + 0.0, -1.0)  # noqa: E731
+    x = np.array([-0.0, 0.0])
+    expected = f(x)
+    assert np.all(expected == np.pi)
+    for fn in (tg.jit(f), tg.jit(f, backend="jax")):
+        np.testing.assert_array_equal(np.asarray(fn(x)), expected)
+    g = tg.trace(f, x)
+    assert "add" in ops(prune(simplify(g)))
+    # x + (-0.0), x - 0.0 and an integer x + 0 are x itself, bit for bit
+    g = tg.trace(lambda x, i: (x + -0.0, x - 0.0, i + 0), x, np.arange(2))
+    assert set(ops(prune(simplify(g)))) == {"input"}
 
 
 @pytest.mark.parametrize("order", [1, 2])
