@@ -368,6 +368,12 @@ class Tracer:
         if dtype is not None and np.dtype(dtype) != object:
             raise lost_gradient(f"Converting to a NumPy array of dtype {np.dtype(dtype).name}")
         from .elements import element_array
+        if copy:
+            # np.array(t) is a new array, not t: another object naming the same node, so
+            # tg.jit does not hand back the caller's input for it (see runtime.aliasing)
+            sync(self)
+            return element_array(Tracer(self._trace, self._node, self.shape, self.dtype,
+                                        self._value))
         return element_array(self)
 
     __hash__ = None

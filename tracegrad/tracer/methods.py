@@ -28,6 +28,13 @@ for _name, _uf in [("add", np.add), ("sub", np.subtract), ("mul", np.multiply),
     setattr(Tracer, f"__i{_name}__", (lambda uf: lambda self, other: _in_place(self, uf, other))(
         _uf))
 
+def _astype_method(x, dtype, copy):
+    """``x.astype(dtype)`` is a new array (a new object for tg.jit's outputs, see
+    ``runtime.aliasing``) even when the dtype is x's own, unless ``copy=False``."""
+    result = api.astype(x, dtype)
+    return api.copy(x) if result is x and copy else result
+
+
 def _in_place(x, ufunc, other):
     """``x op= other`` as NumPy does it: ``x`` itself changes, so other names for it, its
     views and (if it is a view) its base all see the result. Recorded as a new node that
@@ -61,7 +68,7 @@ Tracer.__rdivmod__ = lambda self, other: np.divmod(other, self)
 Tracer.__round__ = lambda self, ndigits=None: api.round_(self, ndigits or 0)
 Tracer.round = lambda self, decimals=0, out=None: api.round_(self, decimals, out)
 Tracer.__neg__ = lambda self: np.negative(self)
-Tracer.__pos__ = lambda self: self
+Tracer.__pos__ = lambda self: api.copy(self)     # np.positive: a new array
 Tracer.__abs__ = lambda self: np.absolute(self)
 Tracer.__invert__ = lambda self: np.invert(self)
 Tracer.__getitem__ = getitem
@@ -90,7 +97,8 @@ Tracer.mT = property(lambda self: api.swapaxes(self, -1, -2))
 Tracer.reshape = lambda self, *shape, order="C", copy=None: (
     api.reshape if copy else api.reshape_view)(self, _shape_args(shape), order)
 Tracer.transpose = lambda self, *axes: api.transpose(self, _shape_args(axes) if axes else None)
-Tracer.astype = lambda self, dtype, **kw: api.astype(self, dtype)
+Tracer.astype = lambda self, dtype, order="K", casting="unsafe", subok=True, copy=True: (
+    _astype_method(self, dtype, copy))
 Tracer.ravel = lambda self, order="C": api.ravel(self, order)
 Tracer.flatten = lambda self, order="C": api.reshape(self, (-1,), order)   # always a copy
 Tracer.squeeze = lambda self, axis=None: api.squeeze(self, axis)

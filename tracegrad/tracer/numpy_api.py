@@ -143,7 +143,7 @@ _UFUNC_PRIMS = {
 for _uf, _prim in _UFUNC_PRIMS.items():
     UFUNCS[_uf] = _prim_ufunc(_prim)
 
-UFUNCS[np.positive] = lambda x: x
+UFUNCS[np.positive] = lambda x: copy(x)          # a new array, as NumPy's
 UFUNCS[np.square] = lambda x: apply("mul", x, x)
 UFUNCS[np.reciprocal] = lambda x: apply("div", 1.0, x)
 UFUNCS[np.float_power] = lambda x, y: apply("pow", astype(x, np.float64), astype(y, np.float64))
@@ -189,7 +189,33 @@ def handle_ufunc(ufunc, method, inputs, kwargs):
         result = UFUNCS[ufunc](a, b)
     else:
         raise TraceError(f"np.{ufunc.__name__}.{method} is not supported by tracegrad{where()}")
-    return result if dtype is None else astype(result, dtype)
+    result = result if dtype is None else astype(result, dtype)
+    return _new_objects(result, inputs)      # a ufunc's result is never one of its inputs
+
+
+# NumPy functions that may return an argument itself (or a view of it); every other one
+# returns new arrays. A handler that hands back an argument unchanged for another function
+# (np.clip with no bounds, np.full_like of an array, np.tensordot with 1) gets a new
+# object naming the same node: tg.jit then gives the caller a new array, as NumPy does
+# (runtime.aliasing).
+_MAY_RETURN_ARGUMENT = {getattr(np, name) for name in (
+    "asarray", "asanyarray", "ascontiguousarray", "asfortranarray", "asarray_chkfinite",
+    "require", "atleast_1d", "atleast_2d", "atleast_3d", "real", "imag", "real_if_close",
+    "squeeze", "ravel", "reshape", "transpose", "permute_dims", "matrix_transpose",
+    "swapaxes", "moveaxis", "rollaxis", "expand_dims", "broadcast_to", "broadcast_arrays",
+    "diagonal", "flip", "fliplr", "flipud", "rot90", "split", "array_split", "hsplit",
+    "vsplit", "dsplit", "unstack", "trim_zeros") if hasattr(np, name)}
+
+
+def _new_objects(result, args):
+    """``result`` with every leaf that is one of ``args`` replaced by a new tracer
+    naming the same node."""
+    if isinstance(result, Tracer):
+        return copy(result) if builtins.any(result is a for a in args) else result
+    if isinstance(result, (tuple, list)) and builtins.any(isinstance(r, Tracer) for r in result):
+        items = [_new_objects(r, args) for r in result]
+        return type(result)(*items) if hasattr(result, "_fields") else type(result)(items)
+    return result
 
 
 _REDUCERS = {np.add: "sum", np.multiply: "prod", np.maximum: "max", np.minimum: "min"}
@@ -206,4 +232,7 @@ def handle_function(func, args, kwargs):
     handler = FUNCTIONS.get(func)
     if handler is None:
         raise unsupported(func)
-    return handler(*args, **kwargs)
+    result = handler(*args, **kwargs)
+    if func in _MAY_RETURN_ARGUMENT:
+        return result
+    return _new_objects(result, list(args) + list(kwargs.values()))
