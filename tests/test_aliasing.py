@@ -283,3 +283,15 @@ def test_input_returned_as_is_is_the_callers_object():
     assert out[0] is x and out[1] == 0.5 and type(out[1]) is float
     y, z = tg.jit(_twice)(x)
     assert y is z            # one array returned twice, as NumPy does for return y, y
+
+
+def test_derived_values_never_hand_back_an_argument():
+    # the cotangent of lambda x: x is the caller's cotangent; the caller must own what it
+    # gets back (JAX's arrays are immutable; NumPy's are not)
+    x, ct = np.arange(3.0), np.ones(3)
+    (g,) = tg.vjp(lambda x: x, x)[1](ct)
+    _, t = tg.jvp(lambda x: x.reshape(3), (x,), (ct,))
+    for out in (g, t):
+        assert not np.shares_memory(out, ct) and not np.shares_memory(out, x)
+        out *= 0
+    np.testing.assert_array_equal(ct, np.ones(3))

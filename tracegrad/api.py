@@ -19,6 +19,7 @@ from .ir import REGISTRY, Aval, Graph, apply
 from .ir.dtypes import is_float
 from .passes.prune import live_nodes
 from .runtime import run
+from .runtime.aliasing import fresh_bases
 from .tracer import Tracer, coerce, flatten, new_trace, replay, sync, unflatten, user_src, where
 from .tracer.core import _stack
 
@@ -189,7 +190,10 @@ def _evaluate(graph: Graph, args):
                              "finished (was it stored in a global?)")
         env = replay(graph, args)
         return [env[o] for o in graph.outputs]
-    return [_writeable(v) for v in run(graph, [np.asarray(a) for a in args])]
+    # derived values (derivatives, tangents) are the caller's own arrays, never an input
+    # handed back (the cotangent of lambda x: x) or a view of one
+    return [_writeable(v) for v in run(graph, [np.asarray(a) for a in args],
+                                       bases=fresh_bases(graph))]
 
 
 def _writeable(v):
