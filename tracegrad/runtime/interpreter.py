@@ -78,8 +78,15 @@ def owned_outputs(graph: Graph, outs, inputs, bases=None):
     if len({id(v) for v in arrays}) == len(arrays) and all(
             v.base is None and id(v) not in suspects for v in arrays):
         return outs     # every output is a buffer of its own (the common case): no copies
+    # loop bodies run once per iteration: the plan is made once per graph and bases
+    key = (tuple(graph.inputs), tuple(graph.outputs), len(graph.nx),
+           None if bases is None else tuple(bases))
+    cache = graph.__dict__.setdefault("_alias_plans", {})
+    if key not in cache:
+        cache.clear()
+        cache[key] = plan(graph, bases)
     result = []
-    for v, (same, ins, cs, earlier, from_const) in zip(outs, plan(graph, bases)):
+    for v, (same, ins, cs, earlier, from_const) in zip(outs, cache[key]):
         if same is not None:
             result.append(result[same])
             continue
