@@ -20,7 +20,18 @@ from .ir.dtypes import is_float
 from .passes.prune import live_nodes
 from .runtime import run
 from .runtime.aliasing import fresh_bases
-from .tracer import Tracer, coerce, flatten, new_trace, replay, sync, unflatten, user_src, where
+from .tracer import (
+    Tracer,
+    coerce,
+    flatten,
+    new_trace,
+    replay,
+    source_override,
+    sync,
+    unflatten,
+    user_src,
+    where,
+)
 from .tracer.core import _stack
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "trace",
@@ -171,8 +182,7 @@ class _Traced:
 
     def unflatten_inputs(self, leaves, single, numbers_as_scalars=False):
         if numbers_as_scalars:
-            leaves = [v[()] if number and isinstance(v, (np.ndarray, Tracer)) and v.ndim == 0
-                      else v for v, number in zip(leaves, self.numbers)]
+            leaves = [_as_scalar(v) if number else v for v, number in zip(leaves, self.numbers)]
         out, it = [], iter(leaves)
         for tree in self.trees:
             out.append(unflatten(tree, [next(it) for _ in range(tree.num_leaves)]))
@@ -181,6 +191,19 @@ class _Traced:
     def out_aval(self, k):
         d = self.graph.node(self.graph.outputs[k])
         return d["shape"], np.dtype(d["dtype"])
+
+
+def _as_scalar(v):
+    """A 0-d gradient as a NumPy scalar: the cast back from a weakly typed input's dtype
+    (``astype``) would give a 0-d array where NumPy's arithmetic gives a scalar."""
+    if isinstance(v, np.ndarray) and v.ndim == 0:
+        return v[()]
+    if isinstance(v, Tracer) and v.ndim == 0:
+        d = v._trace.graph.node(v._node)
+        if d["op"] == "convert":
+            with source_override(d["src"]):
+                return v[()]
+    return v
 
 
 def _evaluate(graph: Graph, args):
