@@ -69,7 +69,7 @@ Tracer.__rdivmod__ = lambda self, other: np.divmod(other, self)
 Tracer.__round__ = lambda self, ndigits=None: api.round_(self, ndigits or 0)
 Tracer.round = lambda self, decimals=0, out=None: api.round_(self, decimals, out)
 Tracer.__neg__ = lambda self: weak_result(np.negative(self), self)
-Tracer.__pos__ = lambda self: api.copy(self)     # np.positive: a new array
+Tracer.__pos__ = lambda self: weak_result(api.copy(self), self)   # np.positive: a new array
 Tracer.__abs__ = lambda self: weak_result(np.absolute(self), self)
 Tracer.__invert__ = lambda self: np.invert(self)
 Tracer.__getitem__ = getitem
