@@ -204,3 +204,21 @@ def test_gradient_with_respect_to_a_python_float():
     assert value.dtype == f(0.5, w).dtype == np.float32 and type(g) is np.float64
     (g,) = tg.vjp(lambda lr: lr * w, 0.5)[1](np.ones(3, np.float32))
     assert type(g) is np.float64 and g == np.sum(w)
+
+
+def test_weak_scalars_through_other_transforms():
+    xs = np.ones((2, 3), np.float32)
+    scale = tg.vmap(lambda x, s: x * s, in_axes=(0, None))
+    expected = xs * 0.5
+    for call in (scale, tg.jit(scale), tg.jit(scale, backend="jax")):
+        out = np.asarray(call(xs, 0.5))
+        assert out.dtype == np.float32
+        np.testing.assert_array_equal(out, expected)
+    branch = tg.jit(lambda x, s: tg.cond(s > 0, lambda x: x * s, lambda x: x, x))
+    assert branch(xs[0], 0.5).dtype == np.float32
+    # inside grad inside jit: the number stays weak, so the value is float32 arithmetic
+    w = np.array([0.3, -1.1, 2.0], np.float32)
+    inner = tg.jit(lambda w, lr: tg.grad(lambda w: np.sum(np.sin(lr * w)))(w))
+    g = inner(w, 0.7)
+    assert g.dtype == np.float32
+    np.testing.assert_allclose(g, np.cos(np.float32(0.7) * w) * np.float32(0.7), rtol=1e-6)

@@ -57,8 +57,11 @@ def vmap(fun, in_axes=0, out_axes=0):
             raise TraceError(f"vmap needs the mapped axes to have one size, got "
                              f"{sorted(sizes) or 'no mapped argument'}{where()}")
         (size,) = sizes
-        examples = [np.zeros(np.shape(leaf)[1:] if ax is not None else np.shape(leaf),
-                             np.result_type(leaf)) if ax is not None or isinstance(leaf, Tracer)
+        # (a Python number traced by an enclosing transform stands in as a Python number:
+        # it stays a weak scalar, NEP 50)
+        examples = [leaf._weak(0) if ax is None and getattr(leaf, "_weak", None) is not None
+                    else np.zeros(np.shape(leaf)[1:] if ax is not None else np.shape(leaf),
+                                  np.result_type(leaf)) if ax is not None or isinstance(leaf, Tracer)
                     else leaf for leaf, ax in zip(moved, leaf_axes)]
 
         out_tree = {}
