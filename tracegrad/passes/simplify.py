@@ -230,15 +230,24 @@ class _Rewriter:
                          d["shape"], d["dtype"], d["src"])
 
     def sum_of_broadcast(self, d, x):
-        """sum(broadcast_to(s, shape)) of a scalar s is s * count (no big temporary), for
-        integers: a floating sum rounds n times (and an empty one is +0.0 where s * 0 is
-        -0.0 or NaN)."""
+        """sum(broadcast_to(c, shape)) of a constant c is folded; of a scalar s, it is
+        s * count (no big temporary) for integers only: a floating sum rounds n times (and
+        an empty one is +0.0 where s * 0 is -0.0 or NaN)."""
         b = self.attrs(x)
-        if b["op"] != "broadcast_to" or self.attrs(b["args"][0])["shape"] != () \
-                or np.dtype(d["dtype"]).kind not in "iub":
+        if b["op"] != "broadcast_to":
+            return None
+        s = b["args"][0]
+        value = self.const(s)
+        if value is not None and int(np.prod(d["shape"])) <= FOLD_LIMIT:
+            # a constant (the seed of a gradient): NumPy's own sum of the broadcast view,
+            # once, here, is what every call would compute
+            with np.errstate(all="ignore"):
+                folded = REGISTRY["sum"].impl(np.broadcast_to(value, b["shape"]), **d["params"])
+            return self.out.add_const(np.asarray(folded).astype(d["dtype"], copy=False),
+                                      src=d["src"])
+        if np.dtype(d["dtype"]).kind not in "iub" or self.attrs(s)["shape"] != ():
             return None
         count = int(np.prod([b["shape"][i] for i in d["params"]["axis"]]))
-        s = b["args"][0]
         c = self.out.add_const(np.asarray(count, dtype=d["dtype"]), src=d["src"])
         scaled = self.node("mul", (s, c), {}, (), d["dtype"], d["src"])
         return self.fit(scaled, d)
