@@ -1,6 +1,9 @@
 """cse and simplify: each checked for the nodes it removes and for unchanged numbers."""
+import warnings
+
 import numpy as np
 import pytest
+from conftest import bounded
 
 import tracegrad as tg
 from tracegrad.passes import adjoint, cse, prune, simplify
@@ -64,7 +67,7 @@ def test_simplify_identities():
     x = np.array([1.5, -2.0, 3.0])
 
     def f(x):
-        a = (x * 1.0 + 0.0 - 0.0) / 1.0
+        a = (x * 1.0 + -0.0 - 0.0) / 1.0
         b = np.negative(np.negative(a))
         c = np.transpose(np.transpose(b.reshape(3, 1))).reshape(3)
         return c ** 1.0 + c ** 2.0
@@ -118,10 +121,27 @@ def test_simplify_folds_constants():
 
 
 def test_simplify_sum_of_broadcast_scalar():
-    g = tg.trace(lambda s: np.sum(np.broadcast_to(s, (4, 5)), axis=(0, 1)), np.float64(1.5))
+    g = tg.trace(lambda s: np.sum(np.broadcast_to(s, (4, 5)), axis=(0, 1)), np.int64(7))
     s = prune(simplify(g))
     assert "broadcast_to" not in ops(s)
-    same_numbers(g, s, np.float64(1.5))
+    same_numbers(g, s, np.int64(7))
+    # a floating sum rounds at every step: s * n is not what NumPy's sum gives
+    g = tg.trace(lambda s: np.sum(np.broadcast_to(s, (4, 5)), axis=(0, 1)), np.float64(1.5))
+    assert "broadcast_to" in ops(prune(simplify(g)))
+
+
+def test_simplify_keeps_x_plus_zero_where_it_flips_a_negative_zero():
+    # -0.0 + 0.0 is +0.0, so arctan2(x + 0.0, -1) at x = -0.0 is pi, as in NumPy
+    f = lambda x: np.arctan2(x + 0.0, -1.0)  # noqa: E731
+    x = np.array([-0.0, 0.0])
+    expected = f(x)
+    assert np.all(expected == np.pi)
+    np.testing.assert_array_equal(tg.jit(f)(x), expected)
+    g = tg.trace(f, x)
+    assert "add" in ops(prune(simplify(g)))
+    # x + (-0.0), x - 0.0 and an integer x + 0 are x itself, bit for bit
+    g = tg.trace(lambda x, i: (x + -0.0, x - 0.0, i + 0), x, np.arange(2))
+    assert set(ops(prune(simplify(g)))) == {"input"}
 
 
 @pytest.mark.parametrize("order", [1, 2])
@@ -179,3 +199,107 @@ def test_simplify_keeps_broadcast_scalars_scalar():
     const = next(n for n in s if s.op(n) == "const")
     assert s.node(const)["shape"] == ()
     same_numbers(g, s, np.arange(4.0))
+
+
+# -- simplify is exact: a generated check ---------------------------------------------------
+# Each rewrite simplify knows, as the NumPy code that meets it, on special values of every
+# dtype: simplified and unsimplified graphs (interpreted, and under tg.jit, whose pipeline
+# simplifies) must give NumPy's own bits, signed zeros, infinities and NaNs included.
+SPECIAL = {
+    "float64": np.array([-0.0, 0.0, np.inf, -np.inf, np.nan, 1.5, -2.0, 1e308, 5e-324]),
+    "float32": np.array([-0.0, 0.0, np.inf, -np.inf, np.nan, 1.5, -2.0, 3e38, 1e-45],
+                        np.float32),
+    "float16": np.array([-0.0, 0.0, np.inf, -np.inf, np.nan, 1.5, -2.0, 65504, 6e-8],
+                        np.float16),
+    "int64": np.array([0, -1, 1, 7, -(2 ** 63), 2 ** 63 - 1, 3, -5, 2]),
+    "int8": np.array([0, -1, 1, 7, -128, 127, 3, -5, 2], np.int8),
+    "uint8": np.array([0, 255, 1, 7, 128, 127, 3, 5, 2], np.uint8),
+    "complex128": np.array([complex(r, i) for r, i in [(-0.0, -0.0), (0.0, -0.0), (-0.0, 0.0),
+                                                       (np.inf, 0.0), (0.0, np.inf),
+                                                       (np.nan, 1.0), (1.5, -2.0),
+                                                       (-np.inf, -0.0), (1.0, np.nan)]]),
+}
+SPECIAL["complex64"] = SPECIAL["complex128"].astype(np.complex64)
+SPECIAL["bool"] = np.array([True, False, True, True, False, False, True, False, True])
+
+
+def _rosen_grad(x):
+    return tg.grad(lambda x: np.sum((x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2))(x)
+
+
+def _slices_grad(x):
+    return tg.grad(lambda x: np.sum(x[1:] * 2.0) + np.sum(x[:-1] * -1.0) + np.sum(x[2:4]))(x)
+
+
+PATTERNS = {
+    "x+0.0": lambda x: x + 0.0, "0.0+x": lambda x: 0.0 + x, "x+(-0.0)": lambda x: x + -0.0,
+    "x+0": lambda x: x + 0, "x+f32(0)": lambda x: x + np.float32(0.0),
+    "x+f64(-0)": lambda x: x + np.float64(-0.0), "x+zeros": lambda x: x + np.zeros(9),
+    "x+zeros_like": lambda x: x + np.zeros_like(x), "x-0.0": lambda x: x - 0.0,
+    "x-(-0.0)": lambda x: x - -0.0, "x-0": lambda x: x - 0, "0.0-x": lambda x: 0.0 - x,
+    "x*1.0": lambda x: x * 1.0, "1*x": lambda x: 1 * x, "x*f32(1)": lambda x: x * np.float32(1),
+    "x*ones": lambda x: x * np.ones(9), "x*1j^0": lambda x: x * (1 + 0j),
+    "x*0.0": lambda x: x * 0.0, "x/1.0": lambda x: x / 1.0, "x/1": lambda x: x / 1,
+    "x**1": lambda x: x ** 1, "x**1.0": lambda x: x ** 1.0, "x**2": lambda x: x ** 2,
+    "x**2.0": lambda x: x ** 2.0, "--x": lambda x: np.negative(-x),
+    "where_true": lambda x: np.where(np.bool_(True), x, 0.0),
+    "where_false": lambda x: np.where(np.bool_(False), 0, x),
+    "reshape_same": lambda x: x.reshape(9), "reshape_twice": lambda x: x.reshape(3, 3).reshape(9),
+    "transpose_twice": lambda x: x.reshape(3, 3).T.T.reshape(9),
+    "astype_same": lambda x: x.astype(x.dtype), "astype_wider": lambda x: x.astype(np.complex128),
+    "sum_broadcast": lambda x: np.sum(np.broadcast_to(x[0], (4, 5))) + x,
+    "sum_broadcast_empty": lambda x: np.sum(np.broadcast_to(x[0], (0, 5))) + x,
+    "folded": lambda x: x * (np.float64(0.1) * np.float64(3.0)) + np.float32(2.0) ** 2,
+    "broadcast_scalars": lambda x: x * (np.broadcast_to(np.float64(-0.0), (9,))
+                                        + np.broadcast_to(np.float64(0.0), (9,))),
+    "arctan2_plus_zero": lambda x: np.arctan2(x + 0.0, -1.0),
+    "rosen_grad": _rosen_grad, "slices_grad": _slices_grad,
+}
+
+
+def _simplify_cases():
+    return [(p, d) for p in PATTERNS for d in SPECIAL]
+
+
+def _same_bits(a, b, what):
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.dtype == b.dtype and a.shape == b.shape, f"{what}: {a.dtype}{a.shape} vs {b.dtype}{b.shape}"
+    if a.dtype.kind == "c":
+        _same_bits(a.real, b.real, what + " (real part)")
+        _same_bits(a.imag, b.imag, what + " (imaginary part)")
+    elif a.dtype.kind == "f":
+        nan = np.isnan(a)
+        assert np.array_equal(nan, np.isnan(b)), f"{what}: NaNs at {a} vs {b}"
+        assert np.array_equal(a[~nan].view(f"u{a.itemsize}"), b[~nan].view(f"u{b.itemsize}")), \
+            f"{what}: {a!r} vs {b!r} (bit for bit)"
+    else:
+        np.testing.assert_array_equal(a, b, err_msg=what)
+
+
+SIMPLIFY_CASES = bounded(_simplify_cases(), 220)
+
+
+@pytest.mark.parametrize("pattern,dtype", SIMPLIFY_CASES,
+                         ids=[f"{p}-{d}" for p, d in SIMPLIFY_CASES])
+def test_simplify_is_bit_exact_on_special_values(pattern, dtype):
+    f, x = PATTERNS[pattern], SPECIAL[dtype]
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            expected = f(x.copy())
+        except Exception:  # noqa: BLE001 - a NumPy refusal (-bool, complex grad): no case
+            pytest.skip("NumPy itself (or the transform) refuses this dtype")
+        try:
+            g = tg.trace(f, x)
+        except tg.TraceError as e:
+            pytest.skip(f"tracegrad refuses: {e}")
+        before = run(g, [x])[0]
+        after = run(prune(simplify(cse(g))), [x])[0]
+        compiled = tg.jit(f)(x)
+    _same_bits(after, before, "after cse and simplify, against before")
+    try:
+        _same_bits(before, expected, "the trace")
+    except AssertionError as e:
+        pytest.skip(f"the trace differs from NumPy before any pass (not simplify's doing): {e}")
+    _same_bits(after, expected, "after cse and simplify")
+    _same_bits(compiled, expected, "under tg.jit")

@@ -19,7 +19,19 @@ from .ir import REGISTRY, Aval, Graph, apply
 from .ir.dtypes import is_float
 from .passes.prune import live_nodes
 from .runtime import run
-from .tracer import Tracer, coerce, flatten, new_trace, replay, sync, unflatten, user_src, where
+from .runtime.aliasing import fresh_bases
+from .tracer import (
+    Tracer,
+    coerce,
+    flatten,
+    new_trace,
+    replay,
+    source_override,
+    sync,
+    unflatten,
+    user_src,
+    where,
+)
 from .tracer.core import _stack
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "trace",
@@ -118,6 +130,10 @@ class _Traced:
             arg_leaves, tree = flatten(args[i])
             self.trees.append(tree)
             leaves.extend(arg_leaves)
+        # a Python number's gradient is a NumPy scalar (a weakly typed input's gradient
+        # passes through a cast, which would make it a 0-d array)
+        self.numbers = [type(x) in (int, float, complex) or getattr(x, "_weak", None) is not None
+                        for x in leaves]
         leaves = [coerce(x) for x in leaves]      # np.asarray(t) of an outer tracer
         for x in leaves:
             if isinstance(x, Tracer):
@@ -126,6 +142,9 @@ class _Traced:
         with new_trace() as trace:
             inputs = [trace.new_input(x._value if isinstance(x, Tracer) else x, aval)
                       for x, aval in zip(leaves, avals)]
+            for inp, x in zip(inputs, leaves):
+                if isinstance(x, Tracer):
+                    inp._weak = x._weak         # a Python number traced by an outer transform
             new_args, it = list(args), iter(inputs)
             for i, tree in zip(argnums, self.trees):
                 new_args[i] = unflatten(tree, [next(it) for _ in range(tree.num_leaves)])
@@ -161,7 +180,9 @@ class _Traced:
             return x if x._trace is trace else trace.lift(x)
         return trace.const(_numeric_array(x, "outputs", self.src))
 
-    def unflatten_inputs(self, leaves, single):
+    def unflatten_inputs(self, leaves, single, numbers_as_scalars=False):
+        if numbers_as_scalars:
+            leaves = [_as_scalar(v) if number else v for v, number in zip(leaves, self.numbers)]
         out, it = [], iter(leaves)
         for tree in self.trees:
             out.append(unflatten(tree, [next(it) for _ in range(tree.num_leaves)]))
@@ -172,6 +193,19 @@ class _Traced:
         return d["shape"], np.dtype(d["dtype"])
 
 
+def _as_scalar(v):
+    """A 0-d gradient as a NumPy scalar: the cast back from a weakly typed input's dtype
+    (``astype``) would give a 0-d array where NumPy's arithmetic gives a scalar."""
+    if isinstance(v, np.ndarray) and v.ndim == 0:
+        return v[()]
+    if isinstance(v, Tracer) and v.ndim == 0:
+        d = v._trace.graph.node(v._node)
+        if d["op"] == "convert":
+            with source_override(d["src"]):
+                return v[()]
+    return v
+
+
 def _evaluate(graph: Graph, args):
     if any(isinstance(a, Tracer) for a in args):
         if not _stack:
@@ -179,7 +213,10 @@ def _evaluate(graph: Graph, args):
                              "finished (was it stored in a global?)")
         env = replay(graph, args)
         return [env[o] for o in graph.outputs]
-    return [_writeable(v) for v in run(graph, [np.asarray(a) for a in args])]
+    # derived values (derivatives, tangents) are the caller's own arrays, never an input
+    # handed back (the cotangent of lambda x: x) or a view of one
+    return [_writeable(v) for v in run(graph, [np.asarray(a) for a in args],
+                                       bases=fresh_bases(graph))]
 
 
 def _writeable(v):
@@ -272,7 +309,7 @@ def _grad_core(fun, argnums, has_aux, with_value, holomorphic=False):
             fwd_idx = ([0] if with_value else []) + (list(range(1, n_fwd)) if has_aux else [])
         keep = [adj.outputs[i] for i in fwd_idx] + adj.outputs[n_fwd:n_fwd + t.n_in]
         outs = _evaluate(passes.prune(adj, keep), t.eval_args + [np.ones(shape, dtype)])
-        grads = t.unflatten_inputs(outs[len(fwd_idx):], single)
+        grads = t.unflatten_inputs(outs[len(fwd_idx):], single, numbers_as_scalars=True)
         if t.concrete:
             fwd = [v._value for v in t.out_values + t.aux_values]
         else:
@@ -341,7 +378,7 @@ def vjp(fun, *primals, has_aux=False):
         cts = [_check_cotangent(c, *t.out_aval(k), call_src, "the cotangent")
                for k, c in enumerate(leaves)]
         grads = _evaluate(adj, t.eval_args + cts)
-        return t.unflatten_inputs(grads, single=False)
+        return t.unflatten_inputs(grads, single=False, numbers_as_scalars=True)
 
     if has_aux:
         return out, vjp_fn, unflatten(t.aux_tree, outs[t.n_out:])

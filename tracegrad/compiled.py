@@ -51,10 +51,13 @@ class Lowered:
 
 
 class _Entry:
-    __slots__ = ("run", "out_tree", "graph", "compiled", "finish")
+    __slots__ = ("run", "out_tree", "graph", "compiled", "finish", "given_back")
 
-    def __init__(self, run, out_tree, graph, compiled):
+    def __init__(self, run, out_tree, graph, compiled, given_back=()):
         self.run, self.out_tree, self.graph, self.compiled = run, out_tree, graph, compiled
+        # (output, input) pairs where the function returns that input itself, as NumPy does
+        # for ``lambda x: x``: the caller gets its own object back (a Python float too)
+        self.given_back = given_back
         # rebuilding the result's structure, without the general unflatten when it is flat
         if out_tree.kind == "leaf":
             self.finish = _first
@@ -128,7 +131,7 @@ class Jitted:
         for entry in self._cache.get(key, ()):
             out = entry.run(*arrays)
             if out is not GUARD_FAILED:
-                return entry.finish(out)
+                return entry.finish(_given_back(entry, out, arrays, leaves))
         entry = self._specialize(key, args, kwargs)
         if entry is None:  # it closes over values an enclosing transform is tracing
             return self.fun(*args, **kwargs)
@@ -137,7 +140,7 @@ class Jitted:
         if out is GUARD_FAILED:
             raise TraceError(f"{self.__name__} takes a different branch each time it is traced "
                              f"on these inputs{_where()}")
-        return entry.finish(out)
+        return entry.finish(_given_back(entry, out, arrays, leaves))
 
     def _remember_fast(self, key, args, kwargs):
         """Let later calls with these argument types skip the pytree walk."""
@@ -166,10 +169,10 @@ class Jitted:
             traced = self._trace(args, kwargs)
             if traced is None:
                 return None
-            graph, out_tree = traced
+            graph, out_tree, bases = traced
             graph = optimize(graph)
             if self.backend == "numpy":
-                compiled = generate(graph, name=_safe_name(self.__name__))
+                compiled = generate(graph, name=_safe_name(self.__name__), bases=bases)
             else:
                 from .runtime.jax_backend import JaxCompiled
                 compiled = JaxCompiled(graph, **self.jax_options)
@@ -178,7 +181,9 @@ class Jitted:
                 gc.enable()
         # the generated function itself is called on the hot path (no wrapper call)
         run = compiled.fn if self.backend == "numpy" else compiled
-        entry = _Entry(run, out_tree, graph, compiled)
+        given_back = tuple((k, b[1]) for k, b in enumerate(bases)
+                           if b[0] == "input" and graph.outputs[k] == graph.inputs[b[1]])
+        entry = _Entry(run, out_tree, graph, compiled, given_back)
         entries = self._cache.setdefault(key, [])
         entries.insert(0, entry)
         self._traces += 1
@@ -196,8 +201,10 @@ class Jitted:
 
         statics = {i: args[i] for i in self.static_argnums}
         n = len(args)
+        traced_inputs = []
 
         def flat_fun(dynamic_and_kwargs):
+            traced_inputs.extend(flatten(dynamic_and_kwargs)[0])
             dynamic, kw = dynamic_and_kwargs
             it = iter(dynamic)
             full = [statics[i] if i in statics else next(it) for i in range(n)]
@@ -212,7 +219,7 @@ class Jitted:
             return None
         graph = t.graph
         graph.outputs = graph.outputs[:t.n_out]
-        return graph, t.out_tree
+        return graph, t.out_tree, _numpy_bases(traced_inputs, t.out_values)
 
     # -- looking inside ------------------------------------------------------------------
     def lower(self, *args, **kwargs) -> Lowered:
@@ -235,6 +242,31 @@ class Jitted:
     @property
     def cache_size(self):
         return sum(len(v) for v in self._cache.values())
+
+
+def _numpy_bases(inputs, outputs):
+    """The bases (``runtime.aliasing``) of a traced function's outputs, from the Python
+    objects the function returned: an input itself or a NumPy view of one (the tracer
+    records views) has that input as its base; any other output has the array its view
+    chain starts from, so outputs share a base exactly when NumPy's results share memory.
+    ``np.copy(x)``, ``x * 1.0`` and the like are new objects, whatever node they name."""
+    bases = []
+    for v in outputs:
+        root = v
+        while isinstance(root, Tracer) and root._view is not None:
+            root = root._view.base
+        i = next((i for i, x in enumerate(inputs) if x is root), None)
+        bases.append(("input", i) if i is not None else ("object", id(root)))
+    return bases
+
+
+def _given_back(entry, out, arrays, leaves):
+    """An input the function returns as is goes back as the caller's own object (a Python
+    number the call turned into an array included)."""
+    for k, i in entry.given_back:
+        if out[k] is arrays[i] and leaves[i] is not arrays[i]:
+            out[k] = leaves[i]
+    return out
 
 
 def _is_jax_array(x):

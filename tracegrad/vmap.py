@@ -37,6 +37,14 @@ def _first_row(leaf):
     return np.asarray(leaf)[0]
 
 
+def _weak_number(leaf):
+    """An unmapped leaf as the example to trace on: a traced Python number (weak, NEP 50)
+    as a Python number of its value, so the function sees a weak scalar; others as is."""
+    if isinstance(leaf, Tracer) and leaf._weak is not None:
+        return leaf._weak(np.asarray(leaf._value)[()] if leaf._value is not None else 0)
+    return leaf
+
+
 def vmap(fun, in_axes=0, out_axes=0):
     """Map ``fun`` over axis ``in_axes`` of its arguments (an int for all, or one int or
     None per argument; None: not mapped); outputs get the batch axis at ``out_axes``."""
@@ -74,7 +82,9 @@ def vmap(fun, in_axes=0, out_axes=0):
         # The function is traced on the real first example, not on made-up values (zeros
         # make np.linalg.solve or inv fail with "Singular matrix"); a branch on its values
         # is refused by ``batch``, so the trace holds for every row.
-        examples = [_first_row(leaf) if ax is not None else leaf
+        # (a Python number traced by an enclosing transform stands in as a Python number:
+        # it stays a weak scalar, NEP 50)
+        examples = [_first_row(leaf) if ax is not None else _weak_number(leaf)
                     for leaf, ax in zip(moved, leaf_axes)]
 
         out_tree = {}

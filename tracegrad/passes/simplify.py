@@ -1,9 +1,16 @@
 """Algebraic simplification and constant folding, in one forward sweep.
 
-Rewrites keep every node's shape and dtype. IEEE semantics are kept where
-they matter: ``x * 0`` is *not* zero for a zero the program computed (``x``
-may be inf or NaN); it is for a structural zero (the ``zeros`` a pass made
-for a missing cotangent), which stands for "no contribution at all".
+Rewrites keep every node's shape and dtype, and every value bit for bit on
+every input, as IEEE arithmetic computes it: signed zeros, NaN, inf and
+integer wrap-around included. So ``x + 0.0`` is *not* ``x`` for a float ``x``
+(``-0.0 + 0.0`` is ``+0.0``) unless ``x`` provably holds no ``-0.0``;
+``x - 0.0`` and ``x + (-0.0)`` are ``x``; ``x * 1``, ``x / 1`` and ``x ** 1``
+are ``x`` except for complex values (NumPy multiplies by ``1 + 0j``, and
+``inf * 0`` is NaN); ``x * 0`` is *not* zero for a zero the program computed
+(``x`` may be inf or NaN). The exception is a structural zero (the ``zeros``
+a pass made for a missing cotangent), which stands for "no contribution at
+all": ``x + zeros`` is ``x`` and ``zeros * x`` is ``zeros`` whatever ``x``
+holds.
 """
 import numpy as np
 
@@ -106,9 +113,9 @@ class _Rewriter:
             return self.zeros(d)
         if op == "add":
             x, y = args
-            if self.is_zeros(y) or self.is_number(y, 0):
+            if self.adds_nothing(x, y, d):
                 return self.fit(x, d)
-            if self.is_zeros(x) or self.is_number(x, 0):
+            if self.adds_nothing(y, x, d):
                 return self.fit(y, d)
             return self.add_scattered(d, x, y) or self.add_scattered(d, y, x)
         if op == "select":
@@ -117,25 +124,31 @@ class _Rewriter:
                 return self.fit(args[1] if cond.all() else args[2], d)
         if op == "sub":
             x, y = args
-            if self.is_zeros(y) or self.is_number(y, 0):
+            # x - (+0.0) is x for every x, -0.0 included; x - (-0.0) is x + 0.0
+            if self.is_zeros(y) or (self.is_number(y, 0) and self.no_negative_zero(y)):
                 return self.fit(x, d)
             if self.is_zeros(x):
                 y = self.fit(y, d)
                 return None if y is None else self.node("neg", (y,), {}, d["shape"], d["dtype"],
                                                         d["src"])
-        if op == "mul":
+        # complex values are multiplied (divided, raised) by 1 + 0j: inf * 0 is NaN and
+        # -0.0 + 0.0 is +0.0 in the parts, so these identities hold for real values only
+        real = np.dtype(d["dtype"]).kind != "c"
+        if op == "mul" and real:
             x, y = args
             if self.is_number(y, 1):
                 return self.fit(x, d)
             if self.is_number(x, 1):
                 return self.fit(y, d)
-        if op == "div" and self.is_number(args[1], 1):
+        if op == "div" and real and self.is_number(args[1], 1):
             return self.fit(args[0], d)
-        if op == "pow":
+        if op == "pow" and real:
             x, y = args
             if self.is_number(y, 1):
                 return self.fit(x, d)
-            if self.is_number(y, 2) and self.attrs(x)["shape"] == d["shape"]:
+            # NumPy's power computes x ** 2 as x * x (so bit for bit the same)
+            if self.is_number(y, 2) and self.attrs(x)["shape"] == d["shape"] \
+                    and self.attrs(x)["dtype"] == d["dtype"]:
                 return self.node("mul", (x, x), {}, d["shape"], d["dtype"], d["src"])
         if op == "neg" and self.attrs(args[0])["op"] == "neg":
             return self.attrs(args[0])["args"][0]
@@ -162,23 +175,79 @@ class _Rewriter:
             return self.sum_of_broadcast(d, args[0])
         return None
 
+    def adds_nothing(self, x, y, d):
+        """``x + y`` is ``x`` (cast and broadcast to ``d``) bit for bit: ``y`` is a
+        structural zero, or a constant zero and ``x + 0`` cannot turn a ``-0.0`` of ``x``
+        into ``+0.0`` (``y`` is ``-0.0``, or ``x`` holds no ``-0.0``)."""
+        if self.is_zeros(y):
+            return True
+        if not self.is_number(y, 0) or np.dtype(d["dtype"]).kind == "c":
+            return False
+        return self.all_negative_zero(y) or self.no_negative_zero(x)
+
+    def all_negative_zero(self, n):
+        value = self.scalar(n) if self.attrs(n)["op"] == "broadcast_to" else self.const(n)
+        return value is not None and value.dtype.kind == "f" and bool(
+            np.all((value == 0) & np.signbit(value)))
+
+    def no_negative_zero(self, n):
+        """``n`` provably holds no ``-0.0``: it is not floating point, a constant or
+        structural zero without one, or a chain of basic-index additions into such zeros
+        (``+0.0 + g`` is never ``-0.0``, and neither is ``a + g`` for such an ``a``)."""
+        while True:
+            d = self.attrs(n)
+            if np.dtype(d["dtype"]).kind not in "fc" or d["op"] == "zeros":
+                return True
+            if d["op"] == "broadcast_to":
+                n = d["args"][0]
+                continue
+            value = self.const(n)
+            if value is not None:
+                return not bool(np.any((value == 0) & np.signbit(value.real if value.dtype.kind
+                                                                 == "c" else value)))
+            if d["op"] == "index_update" and d["params"]["mode"] == "add" \
+                    and d["params"]["index"].is_basic and d["dtype"] == self.attrs(
+                        d["args"][0])["dtype"]:
+                n = d["args"][0]
+                continue
+            return False
+
     def add_scattered(self, d, x, y):
         """x + (zeros with g added at idx) is x with g added at idx: the sum of the
-        cotangents of several slices of one array touches each slice only."""
+        cotangents of several slices of one array touches each slice only. Bit for bit
+        only when the positions outside idx are unchanged by adding ``+0.0``, i.e. ``x``
+        holds no ``-0.0`` (then ``x + (0.0 + g)`` is ``x + g`` at idx too); with a basic
+        index, which names each position once (several additions would round in
+        another order)."""
         scatter = self.scatter_into_zeros(y)
         a = self.attrs(x)
         if scatter is None or a["shape"] != d["shape"] or a["dtype"] != d["dtype"]:
+            return None
+        if not (scatter["params"]["index"].is_basic and self.no_negative_zero(y)
+                and self.no_negative_zero(x)):
             return None
         return self.node("index_update", (x,) + scatter["args"][1:], scatter["params"],
                          d["shape"], d["dtype"], d["src"])
 
     def sum_of_broadcast(self, d, x):
-        """sum(broadcast_to(s, shape)) of a scalar s is s * count (no big temporary)."""
+        """sum(broadcast_to(c, shape)) of a constant c is folded; of a scalar s, it is
+        s * count (no big temporary) for integers only: a floating sum rounds n times (and
+        an empty one is +0.0 where s * 0 is -0.0 or NaN)."""
         b = self.attrs(x)
-        if b["op"] != "broadcast_to" or self.attrs(b["args"][0])["shape"] != ():
+        if b["op"] != "broadcast_to":
+            return None
+        s = b["args"][0]
+        value = self.const(s)
+        if value is not None and int(np.prod(d["shape"])) <= FOLD_LIMIT:
+            # a constant (the seed of a gradient): NumPy's own sum of the broadcast view,
+            # once, here, is what every call would compute
+            with np.errstate(all="ignore"):
+                folded = REGISTRY["sum"].impl(np.broadcast_to(value, b["shape"]), **d["params"])
+            return self.out.add_const(np.asarray(folded).astype(d["dtype"], copy=False),
+                                      src=d["src"])
+        if np.dtype(d["dtype"]).kind not in "iub" or self.attrs(s)["shape"] != ():
             return None
         count = int(np.prod([b["shape"][i] for i in d["params"]["axis"]]))
-        s = b["args"][0]
         c = self.out.add_const(np.asarray(count, dtype=d["dtype"]), src=d["src"])
         scaled = self.node("mul", (s, c), {}, (), d["dtype"], d["src"])
         return self.fit(scaled, d)

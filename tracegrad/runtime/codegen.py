@@ -23,13 +23,15 @@ import numpy as np
 from ..errors import TraceError
 from ..ir import REGISTRY, Arg, Graph, Slice
 from ..ir.printing import printable
+from .aliasing import own, plan
 
 GUARD_FAILED = object()
 
 # Below this many elements a fresh allocation is cheaper than out='s keyword handling.
 REUSE_MIN_SIZE = 2048
-# Primitives whose result is a fresh array the function owns.
-_FRESH = {"einsum", "matmul", "sum", "prod", "max", "min", "cumsum", "concatenate", "pad",
+# Primitives whose result is a fresh array the function owns (not einsum: some of its
+# results are views of an operand, and writing into one would write into the caller's).
+_FRESH = {"matmul", "sum", "prod", "max", "min", "cumsum", "concatenate", "pad",
           "index_update", "inv", "solve", "cholesky", "select"}
 # Primitives whose result may share memory with their first operand.
 _VIEWS = {"reshape", "transpose", "getitem", "broadcast_to", "stop_gradient", "convert",
@@ -99,7 +101,7 @@ class _Generator:
         return name
 
     # -- statements ---------------------------------------------------------------------
-    def generate(self, name):
+    def generate(self, name, bases=None):
         body = []
         guards_at: dict = {}
         for k, (n, expected) in enumerate(self.graph.guards):
@@ -124,10 +126,28 @@ class _Generator:
                            and a not in self.keep and self.var[a].startswith("v")})
             if dead:
                 body.append("    del " + ", ".join(self.var[a] for a in dead))
-        outs = ", ".join(self.var[o] for o in self.graph.outputs)
-        body.append(f"    return [{outs}]")
+        body.extend(self.returns(bases))
         params = ", ".join(self.var[n] for n in self.graph.inputs)
         return f"def {name}({params}):\n" + "\n".join(body) + "\n"
+
+    def returns(self, bases):
+        """The return statement, copying each output that may share memory it must not
+        (see ``aliasing``): the caller owns what it gets, except NumPy's own views."""
+        lines, names = [], []
+        for k, (o, (same, inputs, consts, earlier, from_const)) in enumerate(
+                zip(self.graph.outputs, plan(self.graph, bases))):
+            if same is not None:
+                names.append(names[same])
+                continue
+            others = ([self.var[self.graph.inputs[i]] for i in inputs]
+                      + [self.var[c] for c in consts] + [names[j] for j in earlier])
+            if not others:
+                names.append(self.var[o])
+                continue
+            fn = self.bind("own", own)
+            lines.append(f"    r{k} = {fn}({self.var[o]}, ({', '.join(others)},), {from_const})")
+            names.append(f"r{k}")
+        return lines + [f"    return [{', '.join(names)}]"]
 
     def guard_line(self, k, value_var, expected):
         if isinstance(expected, (bool, np.bool_)):
@@ -270,9 +290,11 @@ def _add_at_repeated(x, index, v):
     return x
 
 
-def generate(graph: Graph, name="tracegrad_fn") -> Compiled:
+def generate(graph: Graph, name="tracegrad_fn", bases=None) -> Compiled:
+    """``graph`` as a Python function. ``bases`` (see ``aliasing``) say which outputs NumPy
+    gives as inputs or their views; without them they are read off the graph."""
     gen = _Generator(graph)
-    source = gen.generate(name)
+    source = gen.generate(name, bases)
     filename = f"<tracegrad-generated-{next(_counter)}>"
     # linecache keeps the source so tracebacks through generated code are readable
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)

@@ -9,6 +9,7 @@ from ..errors import TraceError
 from ..ir import REGISTRY, Graph
 from ..tracer import Tracer, replay, where
 from ..tracer.core import _guard_holds, guard_failure_message
+from .aliasing import own, plan
 
 
 def _last_uses(graph: Graph):
@@ -36,11 +37,14 @@ def check_args(graph: Graph, args):
                              f"{tuple(np.shape(a))}{where()}")
 
 
-def run(graph: Graph, args, env=None, observe=None):
+def run(graph: Graph, args, env=None, observe=None, bases=None):
     """Evaluate ``graph`` on concrete arrays; returns the list of outputs. ``observe(node,
     value)``, when given, sees each computed value and returns the value to keep (the
-    eager front end runs hooks, anomaly checks and the profiler through it)."""
+    eager front end runs hooks, anomaly checks and the profiler through it). The outputs
+    are the caller's own arrays, except where ``bases`` (see ``aliasing``; by default
+    read off the graph) make one an input or a NumPy view of one."""
     env = dict(zip(graph.inputs, args)) if env is None else dict(env)
+    inputs = [env.get(n) for n in graph.inputs]
     drops = _last_uses(graph)
     guards: dict = {}
     for n, expected in graph.guards:
@@ -63,7 +67,32 @@ def run(graph: Graph, args, env=None, observe=None):
                 raise TraceError(guard_failure_message(graph, n, expected, env[n]))
         for a in drops.get(n, ()):
             env.pop(a, None)
-    return [env[o] for o in graph.outputs]
+    return owned_outputs(graph, [env[o] for o in graph.outputs], inputs, bases)
+
+
+def owned_outputs(graph: Graph, outs, inputs, bases=None):
+    """``outs`` with a copy of each one that may share memory it must not (``aliasing``)."""
+    consts = {n: d["params"]["value"] for n, d in graph.nx.nodes(data=True) if d["op"] == "const"}
+    suspects = {id(v) for v in inputs} | {id(v) for v in consts.values()}
+    arrays = [v for v in outs if isinstance(v, np.ndarray)]
+    if len({id(v) for v in arrays}) == len(arrays) and all(
+            v.base is None and id(v) not in suspects for v in arrays):
+        return outs     # every output is a buffer of its own (the common case): no copies
+    # loop bodies run once per iteration: the plan is made once per graph and bases
+    key = (tuple(graph.inputs), tuple(graph.outputs), len(graph.nx),
+           None if bases is None else tuple(bases))
+    cache = graph.__dict__.setdefault("_alias_plans", {})
+    if key not in cache:
+        cache.clear()
+        cache[key] = plan(graph, bases)
+    result = []
+    for v, (same, ins, cs, earlier, from_const) in zip(outs, cache[key]):
+        if same is not None:
+            result.append(result[same])
+            continue
+        others = [inputs[i] for i in ins] + [consts[c] for c in cs] + [result[j] for j in earlier]
+        result.append(own(v, others, from_const))
+    return result
 
 
 def run_each(graph: Graph, args, last_values):

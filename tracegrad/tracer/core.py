@@ -79,13 +79,19 @@ class Trace:
 
     # -- making values ----------------------------------------------------
     def new_input(self, value=None, aval=None) -> Tracer:
+        """An input of the graph. A Python int, float or complex ``value`` makes a weakly
+        typed input (NEP 50): the function sees a Python number, so ``w_f32 - lr * w_f32``
+        stays float32 for ``lr=0.5``, as in NumPy (see ``_resolve_weak``)."""
+        weak = type(value) if type(value) in _WEAK_KINDS else None
         if value is not None:
             value = np.asarray(value)
             aval = Aval(value.shape, value.dtype)
         elif aval is None:
             raise ValueError("an input needs a value or an aval")
         node = self.graph.add_input(aval.shape, aval.dtype, src=user_src())
-        return Tracer(self, node, tuple(aval.shape), np.dtype(aval.dtype), value)
+        t = Tracer(self, node, tuple(aval.shape), np.dtype(aval.dtype), value)
+        t._weak = weak
+        return t
 
     def const(self, value, snapshot=True) -> Tracer:
         """A constant node. ``snapshot=False`` for values nobody else can change (a
@@ -118,6 +124,7 @@ class Trace:
         hit = self.captured.get(key)
         if hit is None:
             inner = self.new_input(outer._value, Aval(outer.shape, outer.dtype))
+            inner._weak = outer._weak
             alias = Tracer(outer._trace, outer._node, outer.shape, outer.dtype, outer._value)
             hit = self.captured[key] = (alias, inner, outer)
         return hit[1]
@@ -129,6 +136,8 @@ class Trace:
 
     # -- recording operations ----------------------------------------------
     def add(self, prim, args, params) -> Tracer:
+        if any(isinstance(a, Tracer) and a._weak is not None for a in args):
+            args = resolve_weak(args)
         tracer_dtypes = [a.dtype for a in args if isinstance(a, Tracer)]
         ids, vals, avals = [], [], []
         concrete = True
@@ -170,6 +179,76 @@ class Trace:
 
     def guard(self, tracer: Tracer, expected):
         self.graph.guards.append((tracer._node, expected))
+
+
+_WEAK_KINDS = (int, float, complex)
+_WEAK_SAMPLE = {int: 0, float: 0.0, complex: 0j}
+
+
+def _is_python_number(a):
+    return type(a) in _WEAK_KINDS or type(a) is bool
+
+
+def resolve_weak(args):
+    """NEP 50 for weakly typed inputs: where a Python-number input meets a typed operand,
+    it takes the dtype NumPy gives the Python number there (``np.result_type(f32, 0.5)``
+    is float32, ``np.result_type(int8, 3)`` int8), through a convert node. Among Python
+    numbers only, it keeps its default dtype (int64, float64, complex128). A Python int
+    that does not fit the integer dtype raises, as NumPy's OverflowError does, and a
+    guard makes a compiled function retrace (and raise) for such a value."""
+    strong = [a.dtype for a in args if isinstance(a, Tracer) and a._weak is None]
+    strong += [np.asarray(a).dtype for a in args
+               if not isinstance(a, Tracer) and not _is_python_number(a)]
+    if not strong:
+        return args
+    out = []
+    for a in args:
+        if isinstance(a, Tracer) and a._weak is not None:
+            try:
+                target = np.result_type(*strong, _WEAK_SAMPLE[a._weak])
+            except TypeError:
+                out.append(a)        # no common dtype: the operation itself says what fails
+                continue
+            if a._weak is int and target.kind in "iu":
+                _check_fits(a, target)
+            if target != a.dtype:
+                a = a._trace.add(REGISTRY["convert"], (a,), {"dtype": target})
+            else:
+                a = Tracer(a._trace, a._node, a.shape, a.dtype, a._value)   # now typed
+        out.append(a)
+    return out
+
+
+def _check_fits(a, dtype):
+    info = np.iinfo(dtype)
+    if a._value is not None and not info.min <= int(a._value) <= info.max:
+        raise TraceError(f"Python integer {int(a._value)} out of bounds for {dtype.name} "
+                         f"(NumPy raises OverflowError){where()}")
+    if info.min <= np.iinfo(a.dtype).min and info.max >= np.iinfo(a.dtype).max:
+        return
+    trace = a._trace
+    low = trace.add(REGISTRY["greater_equal"], (a, int(info.min)), {})
+    high = trace.add(REGISTRY["less_equal"], (a, int(info.max)), {})
+    fits = trace.add(REGISTRY["logical_and"], (low, high), {})
+    trace.guard(fits, True)
+
+
+def weak_result(result, *operands):
+    """``result`` of a Python operator (``lr * 2``, ``-lr``): weakly typed again when every
+    operand is a weakly typed input or a Python number, as Python's own arithmetic on
+    Python numbers gives a Python number."""
+    if not isinstance(result, Tracer) or result.shape:
+        return result
+    if not all((isinstance(o, Tracer) and o._weak is not None) or _is_python_number(o)
+               for o in operands):
+        return result
+    if not any(isinstance(o, Tracer) for o in operands):
+        return result
+    kind = {"i": int, "f": float, "c": complex}.get(result.dtype.kind)
+    if kind is not None and result.dtype in (np.dtype(np.int64), np.dtype(np.float64),
+                                             np.dtype(np.complex128)):
+        result._weak = kind
+    return result
 
 
 def _as_const(a, tracer_dtypes):
@@ -233,6 +312,9 @@ def replay(graph: Graph, args) -> dict:
     for a in args:
         if isinstance(a, Tracer) and (top is None or a._trace.level > top.level):
             top = a._trace
+    # a graph's inputs are typed: a weakly typed argument takes the input's own dtype
+    args = [Tracer(a._trace, a._node, a.shape, a.dtype, a._value)
+            if isinstance(a, Tracer) and a._weak is not None else a for a in args]
     if top is not None:
         # Inlining: plain arrays and constants become constant nodes of the trace, so
         # operations on them are recorded (and left to simplify), not evaluated here into
@@ -305,7 +387,7 @@ def _carries_gradient(t):
 
 class Tracer:
     """A traced array. Behaves like a NumPy array inside the user's function."""
-    __slots__ = ("_trace", "_node", "_shape", "_dtype", "_value", "_view", "_version",
+    __slots__ = ("_trace", "_node", "_shape", "_dtype", "_value", "_view", "_version", "_weak",
                  "__weakref__")
     __array_priority__ = 1000
 
@@ -317,6 +399,7 @@ class Tracer:
         self._value = value
         self._view = None       # a views.View when this is a NumPy view of another tracer
         self._version = 0       # bumped by every indexed assignment into this array
+        self._weak = None       # int/float/complex for a Python number's input (NEP 50)
 
     def __repr__(self):
         from ..ir.dtypes import aval_str

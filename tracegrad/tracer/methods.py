@@ -9,15 +9,16 @@ import numpy as np
 
 from ..errors import TraceError
 from . import numpy_api as api
-from .core import Tracer
+from .core import Tracer, weak_result
 from .indexing import getitem, setitem
 from .source import where
 from .views import alias, assigned, ensure_writable, new_array, reshape_is_view, set_shape
 
 
 def _binary(ufunc):
-    return (lambda self, other: ufunc(self, other),
-            lambda self, other: ufunc(other, self))
+    # Python numbers stay Python numbers under Python's operators (NEP 50 weak typing)
+    return (lambda self, other: weak_result(ufunc(self, other), self, other),
+            lambda self, other: weak_result(ufunc(other, self), other, self))
 
 
 for _name, _uf in [("add", np.add), ("sub", np.subtract), ("mul", np.multiply),
@@ -64,9 +65,9 @@ Tracer.__rdivmod__ = lambda self, other: np.divmod(other, self)
 Tracer.__round__ = lambda self, ndigits=None: new_array(api.round_(self, ndigits or 0), [self])
 Tracer.round = lambda self, decimals=0, out=None: new_array(api.round_(self, decimals, out),
                                                                 [self])
-Tracer.__neg__ = lambda self: np.negative(self)
-Tracer.__pos__ = lambda self: np.positive(self)     # a new array, as NumPy's
-Tracer.__abs__ = lambda self: np.absolute(self)
+Tracer.__neg__ = lambda self: weak_result(np.negative(self), self)
+Tracer.__pos__ = lambda self: weak_result(np.positive(self), self)   # a new array, as NumPy's
+Tracer.__abs__ = lambda self: weak_result(np.absolute(self), self)
 Tracer.__invert__ = lambda self: np.invert(self)
 Tracer.__getitem__ = getitem
 Tracer.__setitem__ = setitem

@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import TraceError
 from ..ir import apply
 from . import np_complex, np_fft, np_more  # noqa: F401  (more handlers: they register themselves)
-from .core import Tracer
+from .core import Tracer, resolve_weak
 from .np_base import (
     FUNCTIONS,
     UFUNCS,
@@ -144,7 +144,7 @@ _UFUNC_PRIMS = {
 for _uf, _prim in _UFUNC_PRIMS.items():
     UFUNCS[_uf] = _prim_ufunc(_prim)
 
-UFUNCS[np.positive] = lambda x: x
+UFUNCS[np.positive] = lambda x: copy(x)          # a new array, as NumPy's
 UFUNCS[np.square] = lambda x: apply("mul", x, x)
 UFUNCS[np.reciprocal] = lambda x: apply("div", 1.0, x)
 UFUNCS[np.float_power] = lambda x, y: apply("pow", astype(x, np.float64), astype(y, np.float64))
@@ -157,6 +157,10 @@ UFUNCS[np.divmod] = lambda x, y: (apply("floor_divide", x, y), apply("remainder"
 
 def handle_ufunc(ufunc, method, inputs, kwargs):
     inputs = tuple(coerce(x) for x in inputs)
+    if builtins.any(isinstance(x, Tracer) and x._weak is not None for x in inputs):
+        # NEP 50 before the handler looks at dtypes: a Python number's input takes the
+        # dtype NumPy would give the number among these operands
+        inputs = tuple(resolve_weak(inputs))
     out = kwargs.pop("out", None)
     if out is not None and builtins.any(o is not None for o in out):
         if builtins.any(o is not None and not isinstance(o, Tracer) for o in out):

@@ -1,0 +1,106 @@
+"""Who owns a graph's outputs: the caller, unless NumPy would hand back the caller's memory.
+
+NumPy returns a new array, or an input itself, or a view of one. A graph run by
+the interpreter or the generated code may instead return memory NumPy would not:
+an input (``simplify`` turned ``x * 1.0`` into ``x``; ``np.copy(x)`` names ``x``'s
+node), a constant the compiled function keeps from call to call (a constant
+gradient: the caller's ``g *= 0`` would change every later answer), or one buffer
+for two outputs NumPy gives as two arrays (``cse`` merged ``x * 2`` and ``x * 2``).
+
+Each output has a *base*: ``("input", i)`` when NumPy's result is input ``i`` or a
+view of it, otherwise a key that outputs share exactly when NumPy's results are one
+array or views of one array. An output may share memory with its base only: one
+that may also share memory with another input, a constant or an output of another
+base is copied, and so is a read-only one made from a constant (a broadcast zero).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import REGISTRY, Graph
+
+# primitives whose NumPy result is (or may be) a view of their first operand
+VIEW_PRIMS = frozenset({"reshape", "transpose", "getitem", "broadcast_to"})
+# primitives whose result is always a new array (so is every ufunc's); ``einsum`` is not
+# one of them: np.einsum("ij->ji", a) is a view of a
+FRESH_PRIMS = frozenset({"matmul", "sum", "prod", "max", "min", "cumsum", "concatenate",
+                         "pad", "inv", "solve", "cholesky", "select"})
+
+
+def makes_fresh(op: str) -> bool:
+    return op in FRESH_PRIMS or "ufunc" in REGISTRY[op].extra
+
+
+def sources(graph: Graph) -> dict:
+    """node -> the inputs, constants and fresh results whose memory its value may share."""
+    nodes = graph.nx.nodes
+    out = {}
+    for n in graph:
+        d = nodes[n]
+        op = d["op"]
+        if op in ("input", "const") or makes_fresh(op) or not d["args"]:
+            out[n] = frozenset((n,))
+        else:
+            out[n] = frozenset().union(*(out[a] for a in d["args"]))
+    return out
+
+
+def structural_bases(graph: Graph) -> list:
+    """The bases of ``graph``'s outputs read off the graph itself (a graph run on its own,
+    with no trace to say which Python object each output was): an output that is an
+    input, or a chain of NumPy views of one, has that input as its base; any other has
+    its own root node."""
+    nodes = graph.nx.nodes
+    index = {n: i for i, n in enumerate(graph.inputs)}
+    bases = []
+    for o in graph.outputs:
+        root = o
+        while nodes[root]["op"] in VIEW_PRIMS:
+            root = nodes[root]["args"][0]
+        bases.append(("input", index[root]) if root in index else ("node", root))
+    return bases
+
+
+def fresh_bases(graph: Graph) -> list:
+    """Bases under which every output is the caller's own (derivatives: never a view)."""
+    return [("node", k) for k in range(len(graph.outputs))]
+
+
+def own(value, others=(), from_constant=False):
+    """``value``, or a copy of it when it may share memory with one of ``others`` (or is a
+    read-only array made from a constant)."""
+    if not isinstance(value, np.ndarray):
+        return value
+    if from_constant and not value.flags.writeable:
+        return value.copy()
+    for other in others:
+        if isinstance(other, np.ndarray) and np.may_share_memory(value, other):
+            return value.copy()
+    return value
+
+
+def plan(graph: Graph, bases=None):
+    """Per output: ``(same, inputs, constants, earlier, from_constant)``: ``same`` is the
+    index of an earlier output that is the same node with the same base (the same object
+    is returned twice, as NumPy does for ``return y, y``), else None; the others say what
+    the output must not share memory with: input positions, constant nodes, earlier
+    output positions. ``from_constant``: it may be a (read-only) view of a constant."""
+    bases = structural_bases(graph) if bases is None else bases
+    src = sources(graph)
+    nodes = graph.nx.nodes
+    index = {n: i for i, n in enumerate(graph.inputs)}
+    result = []
+    for k, o in enumerate(graph.outputs):
+        base = bases[k]
+        same = next((j for j in range(k) if graph.outputs[j] == o and bases[j] == base), None)
+        if same is not None:
+            result.append((same, (), (), (), False))
+            continue
+        mine = src[o]
+        inputs = tuple(index[n] for n in sorted(mine & index.keys())
+                       if base != ("input", index[n]))
+        consts = tuple(n for n in sorted(mine) if nodes[n]["op"] == "const")
+        earlier = tuple(j for j in range(k) if bases[j] != base
+                        and src[graph.outputs[j]] & mine)
+        result.append((None, inputs, consts, earlier, bool(consts)))
+    return result
