@@ -30,14 +30,25 @@ def _broadcast(x, shape):
     return apply("broadcast_to", x, shape=tuple(shape))
 
 
+def _broadcasts_to(have, shape):
+    try:
+        return np.broadcast_shapes(have, shape) == shape
+    except ValueError:
+        return False
+
+
 def fit(value, shape, dtype):
-    """``value`` made to match an operand's aval: summed over broadcast axes, cast back
-    (complex to real by taking the real part)."""
-    if tuple(np.shape(value)) != tuple(shape):
-        if len(np.shape(value)) >= len(shape):
-            value = unbroadcast(value, shape)
-        else:
+    """``value`` made to match a node's aval: broadcast up to it (a tangent) or summed
+    over the broadcast axes (a cotangent), cast back (complex to real by taking the
+    real part)."""
+    have, shape = tuple(np.shape(value)), tuple(shape)
+    if have != shape:
+        # a tangent of a broadcast operand (y (1, 4) against a constant c (3, 4)) is
+        # broadcast up to the result; a cotangent of one is summed down to the operand
+        if _broadcasts_to(have, shape):
             value = _broadcast(value, shape)
+        else:
+            value = unbroadcast(value, shape)
     if np.dtype(value.dtype) != np.dtype(dtype):
         if np.dtype(value.dtype).kind == "c" and np.dtype(dtype).kind != "c":
             # a real operand of a complex computation: its cotangent (tangent) is the real
