@@ -1,0 +1,349 @@
+"""Derivatives where features meet, generated from the registry's cases.
+
+Every differentiable case of ``primitive_cases.CASES`` is differentiated with respect to
+every non-empty subset of its differentiable operands, the others held constant (closed
+over, so they reach the graph as constants without tangents or cotangents):
+
+- first order, in both modes and through every entry point: ``tg.vjp``, ``tg.grad`` of a
+  random projection, ``tg.jvp``, ``tg.jacobian`` in ``"rev"`` and ``"fwd"`` mode (its
+  blocks contracted with the same probes);
+- second order: forward over reverse (``tg.jvp`` of ``tg.grad``), reverse over reverse
+  (``tg.grad`` of a ``tg.grad`` product) and reverse over forward (``tg.grad`` of a
+  ``tg.jvp``), all three the Hessian-vector product of the same random projection;
+- broadcasting: each elementwise primitive with several operands is also applied to
+  operands of broadcastable shapes ((1, 4) against (3, 4), 0-d against (3,), (3, 1)
+  against (1, 4), in every arrangement), its values drawn from its own case's operands
+  (so from the primitive's valid domain).
+
+Oracles: central finite differences of the case's NumPy function (``case.fd_fn``) for
+float64 cases where they are valid (first order: the full VJP and the JVP; second order:
+the mixed difference <v, H u> of the projection), and JAX (``case.jax_fn``) for the
+cases finite differences cannot check (ties, kinks, float32) when it has the same
+convention there. A primitive added to the registry with cases is covered here without
+an edit. The exhaustive set runs with TRACEGRAD_EXHAUSTIVE=1; by default an evenly spread
+slice of it.
+"""
+import dataclasses
+import itertools
+import zlib
+
+import numpy as np
+import pytest
+from conftest import assert_close, bounded, fd_jvp, fd_vjp
+
+import tracegrad as tg
+from tracegrad.ir import REGISTRY
+
+from primitive_cases import CASES
+
+RTOL_FD = 1e-7        # first order against central differences (float64, h = 1e-6)
+RTOL_FD2 = 1e-5       # <v, H u> against a mixed central difference (h = 1e-4)
+RTOL_JAX = 1e-10      # against JAX in float64
+RTOL_F32 = 2e-5       # anything computed in float32
+RTOL_SELF = 1e-9      # tracegrad's modes against each other (float64)
+
+N_FIRST = 110         # default slice sizes (all with TRACEGRAD_EXHAUSTIVE=1)
+N_SECOND = 60
+N_MIXED = 40
+N_COMPILED = 30
+
+# broadcastable operand shapes: operand i takes SHAPE_SETS[s][(i + r) % len], for each
+# rotation r, so each operand is on each side of each pairing once
+SHAPE_SETS = [((1, 4), (3, 4)), ((), (3,)), ((3, 1), (1, 4))]
+
+
+# -- the generated crossings ----------------------------------------------------------------
+def _broadcast_cases():
+    """Cases of broadcastable operand shapes for every elementwise primitive with more than
+    one operand, from its first case that finite differences can check."""
+    out = []
+    for name, prim in REGISTRY.items():
+        if prim.family != "elementwise":
+            continue
+        bases = [c for c in CASES.get(name, []) if c.differentiable and c.fd and len(c.args) > 1
+                 and all(a.size for a in c.args) and c.out.dtype == np.float64]
+        if not bases:
+            continue
+        base = bases[0]
+        rng = np.random.default_rng(zlib.crc32(f"broadcast/{name}".encode()))
+        n = len(base.args)
+        arrangements = dict.fromkeys(tuple(shapes[(i + r) % len(shapes)] for i in range(n))
+                                     for shapes in SHAPE_SETS for r in range(n))
+        for new_shapes in arrangements:
+            # values drawn from the base case's own operands: the same domain
+            args = tuple(np.asarray(rng.choice(np.ravel(a), s), dtype=a.dtype)
+                         for a, s in zip(base.args, new_shapes))
+            out.append(dataclasses.replace(base, args=args, tag="bcast", second=True))
+    return out
+
+
+def _subsets(diff):
+    return [s for k in range(1, len(diff) + 1) for s in itertools.combinations(diff, k)]
+
+
+def _has_oracle(case):
+    return (case.fd and case.out.dtype == np.float64 and all(
+        case.args[i].dtype == np.float64 or case.args[i].dtype == np.complex128
+        for i in case.diff)) or case.jax_derivs
+
+
+def _crossings():
+    cases = [c for cs in CASES.values() for c in cs] + _broadcast_cases()
+    out = []
+    for case in cases:
+        if not case.differentiable:
+            continue
+        for wrt in _subsets(case.diff):
+            marks = ()
+            if case.known_failure:
+                # raised by the rule, or by a second-order rule as a TraceError naming it
+                raises, reason = case.known_failure
+                marks = pytest.mark.xfail(raises=(raises, tg.TraceError), reason=reason,
+                                          strict=True)
+            out.append(pytest.param(case, wrt, id=f"{case.id}-wrt{''.join(map(str, wrt))}",
+                                    marks=marks))
+    return out
+
+
+ALL = _crossings()
+FIRST = bounded(ALL, N_FIRST)
+SECOND = bounded([p for p in ALL if _has_oracle(p.values[0]) or p.values[0].forward_mode],
+                 N_SECOND)
+
+
+def test_generated_counts():
+    """The generated set covers every differentiable registered primitive, with subsets
+    and broadcasting; prints the sizes the issue's closing note reports."""
+    names = {p.values[0].prim for p in ALL}
+    want = {n for n, cs in CASES.items() if any(c.differentiable for c in cs)}
+    assert names == want
+    bcast = [p for p in ALL if "-bcast-" in p.id]
+    assert {p.values[0].prim for p in bcast} >= {"add", "mul", "pow", "select", "arctan2"}
+    print(f"crossings: {len(ALL)} generated ({len(bcast)} broadcast), "
+          f"{len(FIRST)} first-order and {len(SECOND)} second-order in the default slice")
+
+
+# -- probes and helpers -------------------------------------------------------------------------
+def _random_like(case, wrt, x, salt):
+    x = np.asarray(x)
+    rng = np.random.default_rng(zlib.crc32(f"{case.id}/{wrt}/{salt}".encode()))
+    if x.dtype.kind == "c":
+        return (rng.standard_normal(x.shape) + 1j * rng.standard_normal(x.shape)).astype(x.dtype)
+    return np.asarray(rng.standard_normal(x.shape)).astype(x.dtype)
+
+
+def _partial(case, fn, wrt):
+    """``fn`` as a function of the operands ``wrt``; the others are closed over."""
+    def f(*xs):
+        ops = list(case.args)
+        for i, x in zip(wrt, xs):
+            ops[i] = x
+        return fn(*ops)
+    return f
+
+
+def _f64(case, wrt):
+    return case.out.dtype in (np.float64, np.complex128) and all(
+        case.args[i].dtype in (np.float64, np.complex128) for i in wrt)
+
+
+def _rtol(case, base):
+    single = (np.float32, np.complex64)
+    return RTOL_F32 if case.out.dtype in single or any(a.dtype in single for a in case.args) \
+        else base
+
+
+def _pair(a, b):
+    """Re <a, b>: the real pairing that makes a complex cotangent a gradient."""
+    return np.sum(np.real(a * b))
+
+
+def _jax_first(case, wrt, xs, ct, ts):
+    import jax
+    import jax.numpy as jnp
+    # the constants as JAX arrays too (a lowering may call JAX methods on them)
+    f = _partial(case, lambda *ops: case.jax_fn(*map(jnp.asarray, ops)), wrt)
+    _, vjp_fn = jax.vjp(f, *xs)
+    vjp = [np.asarray(v) for v in vjp_fn(np.asarray(ct))]
+    jvp = np.asarray(jax.jvp(f, tuple(xs), tuple(ts))[1])
+    return vjp, jvp
+
+
+def _first_order_oracle(case, wrt, xs, ct, ts):
+    """(vjp, jvp, rtol, name) from finite differences where valid, else from JAX, else None."""
+    if case.fd and _f64(case, wrt):
+        fd = _partial(case, case.fd_fn, wrt)
+        return fd_vjp(fd, xs, ct), fd_jvp(fd, xs, ts), RTOL_FD, "finite differences", 1.0
+    if case.jax_derivs:
+        vjp, jvp = _jax_first(case, wrt, xs, ct, ts)
+        vjp = [v.astype(x.dtype) for v, x in zip(vjp, xs)]
+        return vjp, jvp.astype(case.out.dtype), _rtol(case, RTOL_JAX), "JAX", 0.0
+    return None
+
+
+# -- first order --------------------------------------------------------------------------------
+@pytest.mark.parametrize("case,wrt", FIRST)
+def test_first_order(case, wrt):
+    """vjp, grad, jvp and both Jacobians, with respect to the operands ``wrt`` only."""
+    xs = [case.args[i] for i in wrt]
+    ct = _random_like(case, wrt, case.out, "ct")
+    ts = [_random_like(case, wrt, x, f"t{k}") for k, x in enumerate(xs)]
+    f = _partial(case, case.fn, wrt)
+    argnums = tuple(range(len(xs)))
+    oracle = _first_order_oracle(case, wrt, xs, ct, ts)
+    self_rtol = _rtol(case, RTOL_SELF)
+
+    out, vjp_fn = tg.vjp(f, *xs)
+    assert_close(out, case.out, _rtol(case, 1e-12), "vjp primal output")
+    vjp = vjp_fn(ct)
+    assert len(vjp) == len(xs)
+    grads = tg.grad(lambda *ys: _pair(ct, f(*ys)), argnums=argnums)(*xs)
+    for k, (g, h) in enumerate(zip(vjp, grads)):
+        assert_close(h, g, self_rtol, f"grad of <ct, f> vs vjp, operand {wrt[k]}")
+
+    if not case.forward_mode:
+        with pytest.raises(tg.TraceError, match="forward mode"):
+            tg.jvp(f, xs, ts)
+        jvp = None
+    else:
+        out_f, jvp = tg.jvp(f, xs, ts)
+        assert_close(out_f, case.out, _rtol(case, 1e-12), "jvp primal output")
+        assert np.asarray(jvp).shape == case.out.shape
+
+    if not case.complex:
+        # each mode's Jacobian contracted with the probes: the VJP and the JVP again
+        modes = ["rev"] + (["fwd"] if case.forward_mode else [])
+        for mode in modes:
+            jac = tg.jacobian(f, argnums=argnums, mode=mode)(*xs)
+            nd = case.out.ndim
+            for k, (block, x) in enumerate(zip(jac, xs)):
+                assert block.shape == case.out.shape + x.shape, f"{mode} block {k}"
+                assert_close(np.tensordot(ct, block, nd).astype(x.dtype), vjp[k], self_rtol,
+                             f"ct . jacobian(mode={mode!r}) vs vjp, operand {wrt[k]}")
+            if jvp is not None:
+                contracted = sum(np.tensordot(b, t, t.ndim) for b, t in zip(jac, ts))
+                assert_close(np.asarray(contracted).astype(case.out.dtype), jvp, self_rtol,
+                             f"jacobian(mode={mode!r}) . t vs jvp")
+
+    if oracle is None:
+        return              # a kink where neither oracle applies: the modes agree (above)
+    want_vjp, want_jvp, rtol, name, floor = oracle
+    for k, (g, w) in enumerate(zip(vjp, want_vjp)):
+        assert_close(g, w, rtol, f"vjp, operand {wrt[k]}, vs {name}", floor=floor)
+    if jvp is not None:
+        assert_close(jvp, want_jvp, rtol, f"jvp vs {name}", floor=floor)
+
+
+# -- second order -------------------------------------------------------------------------------
+def _mixed_difference(g, xs, us, vs, h=1e-4):
+    """d2/da db g(xs + a us + b vs) at 0 by central differences (four evaluations)."""
+    def at(a, b):
+        return g(*[x + a * u + b * v for x, u, v in zip(xs, us, vs)])
+    return (at(h, h) - at(h, -h) - at(-h, h) + at(-h, -h)) / (4 * h * h)
+
+
+@pytest.mark.parametrize("case,wrt", SECOND)
+def test_second_order(case, wrt):
+    """The Hessian-vector product of <w, f> three ways, against each other and a mixed
+    central difference of NumPy's function."""
+    xs = [case.args[i] for i in wrt]
+    w = _random_like(case, wrt, case.out, "w")
+    us = [_random_like(case, wrt, x, f"u{k}") for k, x in enumerate(xs)]
+    vs = [_random_like(case, wrt, x, f"v{k}") for k, x in enumerate(xs)]
+    f = _partial(case, case.fn, wrt)
+    argnums = tuple(range(len(xs)))
+    rtol = _rtol(case, RTOL_SELF)
+
+    def g(*ys):
+        return _pair(w, f(*ys))
+
+    grad_g = tg.grad(g, argnums=argnums)
+    # reverse over reverse: the gradient of the directional derivative <grad g, u>
+    hu_rr = tg.grad(lambda *ys: sum(_pair(a, u) for a, u in zip(grad_g(*ys), us)),
+                    argnums=argnums)(*xs)
+    results = {"reverse over reverse": hu_rr}
+    if case.forward_mode:
+        results["forward over reverse"] = tg.jvp(grad_g, xs, us)[1]
+        results["reverse over forward"] = tg.grad(
+            lambda *ys: np.real(tg.jvp(g, ys, us)[1]), argnums=argnums)(*xs)
+    for mode, hu in results.items():
+        for k, (a, b) in enumerate(zip(hu, hu_rr)):
+            assert_close(a, b, rtol, f"H u, operand {wrt[k]}: {mode} vs reverse over reverse")
+
+    # jax_derivs=False marks a case at a kink (|x| at 0): its first differences are
+    # valid, its second are not
+    if case.fd and case.jax_derivs and _f64(case, wrt):
+        fd = _partial(case, case.fd_fn, wrt)
+        want = _mixed_difference(lambda *ys: _pair(w, np.asarray(fd(*ys))), xs, us, vs)
+        got = sum(_pair(a, v) for a, v in zip(hu_rr, vs))
+        assert_close(np.float64(got), np.float64(want), RTOL_FD2, "<v, H u> vs finite "
+                     "differences", floor=max(1.0, float(np.abs(g(*xs)))))
+
+
+# -- mixed partials: one operand set differentiated inside a transform of the others -----------
+MIXED = bounded([p for p in ALL if len(p.values[1]) > 1], N_MIXED)
+
+
+@pytest.mark.parametrize("case,wrt", MIXED)
+def test_mixed_partials(case, wrt):
+    """The cross blocks of the Hessian of <w, f> with the inner transform closing over the
+    outer one's traced operands (the other operands constants): H_BA u_A and H_AB u_B, for
+    A = the first operand of ``wrt``, B = the rest, against the blocks of the full H u."""
+    xs = [case.args[i] for i in wrt]
+    w = _random_like(case, wrt, case.out, "w")
+    us = [_random_like(case, wrt, x, f"u{k}") for k, x in enumerate(xs)]
+    f = _partial(case, case.fn, wrt)
+    rtol = _rtol(case, RTOL_SELF)
+
+    def g(*ys):
+        return _pair(w, f(*ys))
+
+    full = tg.grad(g, argnums=tuple(range(len(xs))))
+
+    def hu(masked):          # H u, u zero outside `masked`, by reverse over reverse
+        u = [u if k in masked else np.zeros_like(u) for k, u in enumerate(us)]
+        return tg.grad(lambda *ys: sum(_pair(a, b) for a, b in zip(full(*ys), u)),
+                       argnums=tuple(range(len(xs))))(*xs)
+
+    def grad_a(*rest):       # d/dx_A g, closing over the outer (traced) rest
+        return tg.grad(lambda a: g(a, *rest))(xs[0])
+
+    # H_BA u_A: the outer gradient of <grad_A g, u_A> in the rest
+    got = tg.grad(lambda *rest: _pair(grad_a(*rest), us[0]),
+                  argnums=tuple(range(len(xs) - 1)))(*xs[1:])
+    want = hu({0})[1:]
+    for k, (a, b) in enumerate(zip(got, want)):
+        assert_close(a, b, rtol, f"H_BA u_A, operand {wrt[k + 1]}")
+    if case.forward_mode:
+        # H_AB u_B: the outer tangent of grad_A g along u_B
+        got = tg.jvp(grad_a, xs[1:], us[1:])[1]
+        assert_close(got, hu(set(range(1, len(xs))))[0], rtol, "H_AB u_B")
+
+
+# -- compiled: the derivative graphs through tg.jit ------------------------------------------
+COMPILED = bounded(ALL, N_COMPILED)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "jax"])
+@pytest.mark.parametrize("case,wrt", COMPILED)
+def test_compiled_derivatives(case, wrt, backend):
+    """tg.jit of the gradient of a projection and of a jvp gives the interpreted numbers."""
+    xs = [case.args[i] for i in wrt]
+    ct = _random_like(case, wrt, case.out, "ct")
+    ts = [_random_like(case, wrt, x, f"t{k}") for k, x in enumerate(xs)]
+    f = _partial(case, case.fn, wrt)
+    argnums = tuple(range(len(xs)))
+    rtol = _rtol(case, RTOL_SELF)
+
+    def grad_fn(*ys):
+        return tg.grad(lambda *zs: _pair(ct, f(*zs)), argnums=argnums)(*ys)
+
+    want = grad_fn(*xs)
+    got = tg.jit(grad_fn, backend=backend)(*xs)
+    for k, (a, b) in enumerate(zip(got, want)):
+        assert_close(np.asarray(a), b, rtol, f"jit({backend}) grad, operand {wrt[k]}")
+    if case.forward_mode:
+        def jvp_fn(*ys):
+            return tg.jvp(f, ys, ts)[1]
+        assert_close(np.asarray(tg.jit(jvp_fn, backend=backend)(*xs)), jvp_fn(*xs), rtol,
+                     f"jit({backend}) jvp")
