@@ -266,6 +266,15 @@ def test_second_order(case, wrt):
         results["forward over reverse"] = tg.jvp(grad_g, xs, us)[1]
         results["reverse over forward"] = tg.grad(
             lambda *ys: np.real(tg.jvp(g, ys, us)[1]), argnums=argnums)(*xs)
+    if not case.complex:
+        # the full Hessian blocks, batched (tg.passes.batch) over one-hot seeds: the
+        # adjoint of the adjoint graph, and the tangent graph of the adjoint graph
+        modes = ["rev"] + (["fwd"] if case.forward_mode else [])
+        for mode in modes:
+            hess = tg.jacobian(grad_g, argnums=argnums, mode=mode)(*xs)
+            results[f"jacobian(grad, mode={mode!r})"] = [
+                sum(np.tensordot(hess[i][j], u, u.ndim) for j, u in enumerate(us)).astype(x.dtype)
+                for i, x in enumerate(xs)]
     for mode, hu in results.items():
         for k, (a, b) in enumerate(zip(hu, hu_rr)):
             assert_close(a, b, rtol, f"H u, operand {wrt[k]}: {mode} vs reverse over reverse")
@@ -347,3 +356,114 @@ def test_compiled_derivatives(case, wrt, backend):
             return tg.jvp(f, ys, ts)[1]
         assert_close(np.asarray(tg.jit(jvp_fn, backend=backend)(*xs)), jvp_fn(*xs), rtol,
                      f"jit({backend}) jvp")
+
+
+# -- scenarios: np.unique's gradient and argnums ---------------------------------------------
+UNIQUE_INPUTS = [np.array([0.7, -1.2, 2.5, 0.1]),                  # no ties: a permutation
+                 np.array([1.0, 2.0, 2.0, 3.0, 2.0]),              # a tie of three
+                 np.array([[2.0, -1.0], [2.0, 0.5], [-1.0, 4.0]]),  # 2-D, two ties
+                 np.array([np.nan, 1.5, np.nan, -0.5, 1.5])]       # NaNs (one value by default)
+
+
+@pytest.mark.parametrize("x", UNIQUE_INPUTS, ids=["distinct", "tie", "2d", "nan"])
+def test_unique_gradient_is_finite_differences(x):
+    """Each occurrence of a value gets that value's whole cotangent: the central difference
+    of NumPy's sum(phi(np.unique(x))) (moving one duplicate adds a value)."""
+    def phi_np(x):
+        return np.nansum(np.sin(np.unique(x)) * np.unique(x))
+
+    g = tg.grad(phi_np)(x)
+    assert_close(g, fd_vjp(phi_np, [x], np.float64(1.0))[0], RTOL_FD, "grad", floor=1.0)
+    if not np.isnan(x).any():
+        # second order: the derivative of that gradient (within each group of ties,
+        # every occurrence moves its value)
+        h = tg.hessian(lambda x: np.sum(np.unique(x) ** 3))(x)
+        flat = np.ravel(x)
+        want = np.where(flat[:, None] == flat[None, :], 6 * flat[:, None], 0.0)
+        assert_close(h.reshape(flat.size, flat.size), want, RTOL_SELF, "hessian")
+
+
+def test_unique_values_without_ties_match_jax_and_fd_in_both_modes():
+    x = np.array([0.7, -1.2, 2.5, 0.1, 1.9])
+    w = np.array([1.0, 3.0, 1.0, -2.0, 0.5])
+    t = np.array([0.3, -1.0, 2.0, 0.5, 1.0])
+    vals, vjp_fn = tg.vjp(np.unique, x)
+    np.testing.assert_array_equal(vals, np.unique(x))
+    assert_close(vjp_fn(w)[0], fd_vjp(np.unique, [x], w)[0], RTOL_FD, "vjp", floor=1.0)
+    assert_close(tg.jvp(np.unique, (x,), (t,))[1], fd_jvp(np.unique, [x], [t]), RTOL_FD, "jvp",
+                 floor=1.0)
+    assert_close(tg.jacobian(np.unique, mode="fwd")(x), tg.jacobian(np.unique)(x), RTOL_SELF,
+                 "jacobian fwd vs rev")
+    for backend in ("numpy", "jax"):
+        got = tg.jit(tg.grad(lambda x: np.sum(np.unique(x) * w)), backend=backend)(x)
+        assert_close(np.asarray(got), vjp_fn(w)[0], RTOL_SELF, f"jit({backend})")
+
+
+@pytest.mark.parametrize("equal_nan", [True, False])
+@pytest.mark.parametrize("x", UNIQUE_INPUTS + [np.zeros((0, 2)), np.array([[np.nan]])],
+                         ids=["distinct", "tie", "2d", "nan", "empty", "one-nan"])
+def test_unique_index_inverse_counts_are_numpys(x, equal_nan):
+    """return_index / return_inverse / return_counts: NumPy's arrays (dtypes and shapes),
+    traced and compiled on both backends; the values still carry their gradient."""
+    def f(x):
+        return np.unique(x, return_index=True, return_inverse=True, return_counts=True,
+                         equal_nan=equal_nan)
+
+    want = f(x)
+    for name, got in [("traced", tg.vjp(f, x)[0]), ("jit", tg.jit(f)(x)),
+                      ("jit(jax)", tg.jit(f, backend="jax")(x))]:
+        assert len(got) == 4, name
+        for k, (a, b) in enumerate(zip(got, want)):
+            a = np.asarray(a)
+            assert (a.shape, a.dtype) == (b.shape, b.dtype), f"{name} output {k}"
+            np.testing.assert_array_equal(a, b, err_msg=f"{name} output {k}")
+    for flags in [dict(return_index=True), dict(return_inverse=True), dict(return_counts=True),
+                  dict(return_index=True, return_counts=True)]:
+        got = tg.vjp(lambda x: np.unique(x, equal_nan=equal_nan, **flags), x)[0]
+        for a, b in zip(got, np.unique(x, equal_nan=equal_nan, **flags)):
+            np.testing.assert_array_equal(a, b)
+    if x.size:
+        # x == values[inverse]; the gradient through counts-weighted values
+        g = tg.grad(lambda x: np.nansum(f(x)[0] * f(x)[3]))(x)
+        ok = ~np.isnan(np.ravel(x))
+        counts = {v: np.sum(np.ravel(x) == v) for v in np.ravel(x)[ok]}
+        want_g = np.array([counts[v] if k else 0 for v, k in zip(np.ravel(x), ok)], float)
+        assert_close(g, want_g.reshape(x.shape), RTOL_SELF, "grad of sum(values * counts)")
+
+
+def test_unique_refuses_axis_with_the_users_line():
+    with pytest.raises(tg.TraceError, match=r"axis is not supported .*test_crossings.py:\d+"):
+        tg.grad(lambda x: np.sum(np.unique(x, axis=0)))(np.ones((2, 2)))
+
+
+@pytest.mark.parametrize("transform", ["grad", "value_and_grad", "jacobian", "hessian"])
+@pytest.mark.parametrize("argnums", [(1, 1), (0, -3), (2, 0, 2)])
+def test_repeated_argnums_raise(transform, argnums):
+    """JAX refuses a repeated argnums; tracegrad used to give one of them a zero gradient."""
+    fun = getattr(tg, transform)(lambda x, y, z: np.sum(x * y * z), argnums=argnums)
+    with pytest.raises(tg.TraceError, match=r"repeats argument \d.*test_crossings.py:\d+"):
+        fun(1.0, 2.0, 3.0)
+
+
+@pytest.mark.parametrize("argnums,nargs", [(3, 3), (-4, 3), ((0, 5), 3)])
+def test_out_of_range_argnums_raise(argnums, nargs):
+    fun = tg.grad(lambda x, y, z: x * y * z, argnums=argnums)
+    with pytest.raises(tg.TraceError, match=r"out of range.*3 positional.*test_crossings.py"):
+        fun(1.0, 2.0, 3.0)
+
+
+def test_negative_argnums_count_from_the_end():
+    g = tg.grad(lambda x, y, z: x * y ** 2 * z, argnums=(-1, 0))(1.0, 2.0, 3.0)
+    assert g == (4.0, 12.0)
+
+
+def test_issue_example_forward_mode_against_a_broadcast_constant():
+    """tg.jvp and tg.jacobian(mode="fwd") of y (1, 4) + c (3, 4), c a constant."""
+    c = np.arange(12.0).reshape(3, 4)
+    y, t = np.ones((1, 4)), np.arange(4.0).reshape(1, 4)
+    out, tan = tg.jvp(lambda y: y + c, (y,), (t,))
+    np.testing.assert_array_equal(out, y + c)
+    np.testing.assert_array_equal(tan, np.broadcast_to(t, (3, 4)))
+    jac = tg.jacobian(lambda y: y * c, mode="fwd")(y)
+    np.testing.assert_array_equal(jac, tg.jacobian(lambda y: y * c)(y))
+    np.testing.assert_array_equal(jac[2, :, 0, :], np.diag(c[2]))
