@@ -467,3 +467,13 @@ def test_issue_example_forward_mode_against_a_broadcast_constant():
     jac = tg.jacobian(lambda y: y * c, mode="fwd")(y)
     np.testing.assert_array_equal(jac, tg.jacobian(lambda y: y * c)(y))
     np.testing.assert_array_equal(jac[2, :, 0, :], np.diag(c[2]))
+
+
+def test_a_jvp_rule_returning_a_larger_tangent_is_an_error(monkeypatch):
+    """A tangent is only ever broadcast up to its value; one larger than its value is a
+    rule's bug, which summing down (a cotangent's fit) would hide as a wrong number."""
+    prim = REGISTRY["sin"]
+    monkeypatch.setattr(prim, "jvp", lambda t, out, x: np.stack([t[0], t[0]]))
+    with pytest.raises(tg.TraceError, match=r"internal error: a JVP rule returned a tangent "
+                       r"of shape \(2, 3\) for a value of shape \(3,\).*test_crossings.py"):
+        tg.jvp(np.sin, (np.ones(3),), (np.ones(3),))

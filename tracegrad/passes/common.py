@@ -37,16 +37,21 @@ def _broadcasts_to(have, shape):
         return False
 
 
-def fit(value, shape, dtype):
-    """``value`` made to match a node's aval: broadcast up to it (a tangent) or summed
-    over the broadcast axes (a cotangent), cast back (complex to real by taking the
-    real part)."""
+def fit(value, shape, dtype, tangent=False):
+    """``value`` made to match a node's aval: a cotangent summed over the axes its operand
+    was broadcast along (or broadcast, when a rule returns one that is constant along
+    them); a ``tangent`` broadcast up to its node's shape. Then cast back (complex to
+    real by taking the real part)."""
     have, shape = tuple(np.shape(value)), tuple(shape)
     if have != shape:
-        # a tangent of a broadcast operand (y (1, 4) against a constant c (3, 4)) is
-        # broadcast up to the result; a cotangent of one is summed down to the operand
         if _broadcasts_to(have, shape):
+            # the tangent of y (1, 4) in y + c, c a constant (3, 4): no tangent of c
+            # brought it to the result's shape
             value = _broadcast(value, shape)
+        elif tangent:
+            # summing a tangent down would be a silently wrong number
+            raise TraceError(f"internal error: a JVP rule returned a tangent of shape {have} "
+                             f"for a value of shape {shape}")
         else:
             value = unbroadcast(value, shape)
     if np.dtype(value.dtype) != np.dtype(dtype):
