@@ -42,10 +42,10 @@ RTOL_JAX = 1e-10      # against JAX in float64
 RTOL_F32 = 2e-5       # anything computed in float32
 RTOL_SELF = 1e-9      # tracegrad's modes against each other (float64)
 
-N_FIRST = 110         # default slice sizes (all with TRACEGRAD_EXHAUSTIVE=1)
-N_SECOND = 60
-N_MIXED = 40
-N_COMPILED = 30
+N_FIRST = 300         # default slice sizes (all with TRACEGRAD_EXHAUSTIVE=1)
+N_SECOND = 150
+N_MIXED = 60
+N_COMPILED = 24
 
 # broadcastable operand shapes: operand i takes SHAPE_SETS[s][(i + r) % len], for each
 # rotation r, so each operand is on each side of each pairing once
@@ -55,26 +55,30 @@ SHAPE_SETS = [((1, 4), (3, 4)), ((), (3,)), ((3, 1), (1, 4))]
 # -- the generated crossings ----------------------------------------------------------------
 def _broadcast_cases():
     """Cases of broadcastable operand shapes for every elementwise primitive with more than
-    one operand, from its first case that finite differences can check."""
+    one operand, from its first real and its first complex case that finite differences
+    can check."""
     out = []
     for name, prim in REGISTRY.items():
         if prim.family != "elementwise":
             continue
-        bases = [c for c in CASES.get(name, []) if c.differentiable and c.fd and len(c.args) > 1
-                 and all(a.size for a in c.args) and c.out.dtype == np.float64]
-        if not bases:
-            continue
-        base = bases[0]
-        rng = np.random.default_rng(zlib.crc32(f"broadcast/{name}".encode()))
-        n = len(base.args)
-        arrangements = dict.fromkeys(tuple(shapes[(i + r) % len(shapes)] for i in range(n))
-                                     for shapes in SHAPE_SETS for r in range(n))
-        for new_shapes in arrangements:
-            # values drawn from the base case's own operands: the same domain
-            args = tuple(np.asarray(rng.choice(np.ravel(a), s), dtype=a.dtype)
-                         for a, s in zip(base.args, new_shapes))
-            out.append(dataclasses.replace(base, args=args, tag="bcast", second=True))
+        for dtype in (np.float64, np.complex128):
+            bases = [c for c in CASES.get(name, []) if c.differentiable and c.fd
+                     and len(c.args) > 1 and all(a.size for a in c.args) and c.out.dtype == dtype]
+            if bases:
+                out.extend(_broadcast_variants(bases[0]))
     return out
+
+
+def _broadcast_variants(base):
+    rng = np.random.default_rng(zlib.crc32(f"broadcast/{base.id}".encode()))
+    n = len(base.args)
+    arrangements = dict.fromkeys(tuple(shapes[(i + r) % len(shapes)] for i in range(n))
+                                 for shapes in SHAPE_SETS for r in range(n))
+    for new_shapes in arrangements:
+        # values drawn from the base case's own operands: the same domain
+        args = tuple(np.asarray(rng.choice(np.ravel(a), s), dtype=a.dtype)
+                     for a, s in zip(base.args, new_shapes))
+        yield dataclasses.replace(base, args=args, tag="bcast", second=True)
 
 
 def _subsets(diff):
