@@ -215,20 +215,24 @@ def test_first_order(case, wrt):
         assert_close(out_f, case.out, _rtol(case, 1e-12), "jvp primal output")
         assert np.asarray(jvp).shape == case.out.shape
 
-    if not case.complex:
-        # each mode's Jacobian contracted with the probes: the VJP and the JVP again
-        modes = ["rev"] + (["fwd"] if case.forward_mode else [])
-        for mode in modes:
-            jac = tg.jacobian(f, argnums=argnums, mode=mode)(*xs)
-            nd = case.out.ndim
-            for k, (block, x) in enumerate(zip(jac, xs)):
-                assert block.shape == case.out.shape + x.shape, f"{mode} block {k}"
-                assert_close(np.tensordot(ct, block, nd).astype(x.dtype), vjp[k], self_rtol,
-                             f"ct . jacobian(mode={mode!r}) vs vjp, operand {wrt[k]}")
-            if jvp is not None:
-                contracted = sum(np.tensordot(b, t, t.ndim) for b, t in zip(jac, ts))
-                assert_close(np.asarray(contracted).astype(case.out.dtype), jvp, self_rtol,
-                             f"jacobian(mode={mode!r}) . t vs jvp")
+    # each mode's Jacobian contracted with the probes: the VJP and the JVP again. As
+    # JAX's jacrev and jacfwd: reverse mode needs real outputs, forward mode real inputs
+    modes = (["rev"] if case.out.dtype.kind == "f" else []) + (
+        ["fwd"] if case.forward_mode and all(x.dtype.kind == "f" for x in xs) else [])
+    for mode in modes:
+        jac = tg.jacobian(f, argnums=argnums, mode=mode)(*xs)
+        nd = case.out.ndim
+        for k, (block, x) in enumerate(zip(jac, xs)):
+            assert block.shape == case.out.shape + x.shape, f"{mode} block {k}"
+            contracted = np.tensordot(ct, block, nd)
+            if x.dtype.kind == "f":
+                contracted = np.real(contracted)   # the real pairing Re <ct, J dx>
+            assert_close(contracted.astype(x.dtype), vjp[k], self_rtol,
+                         f"ct . jacobian(mode={mode!r}) vs vjp, operand {wrt[k]}")
+        if jvp is not None and (mode == "fwd" or all(x.dtype.kind == "f" for x in xs)):
+            contracted = sum(np.tensordot(b, t, t.ndim) for b, t in zip(jac, ts))
+            assert_close(np.asarray(contracted).astype(case.out.dtype), jvp, self_rtol,
+                         f"jacobian(mode={mode!r}) . t vs jvp")
 
     if oracle is None:
         return              # a kink where neither oracle applies: the modes agree (above)
