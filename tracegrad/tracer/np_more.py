@@ -206,8 +206,10 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     if dtype_of(s).kind in "fc" and n:
         # the value (exactly) plus the sum over each group of its entries' changes, which
         # are zero in value: d values[g] = sum of d s over group g
-        change = apply("select", apply("isfinite", apply("stop_gradient", s)),
-                       apply("sub", s, apply("stop_gradient", s)), np.zeros((), dtype_of(s)))
+        # (infinities and NaNs left out first: inf - inf would warn, as np.unique does not)
+        finite = apply("select", apply("isfinite", apply("stop_gradient", s)), s,
+                       np.zeros((), dtype_of(s)))
+        change = apply("sub", finite, apply("stop_gradient", finite))
         values = apply("add", values, _segment_sum(change, group, k))
     if not (return_index or return_inverse or return_counts):
         return values
