@@ -6,8 +6,8 @@
 - sorting: ``sort``, ``argsort``, ``partition``/``argpartition`` (the fully sorted array,
   a valid partition), ``median``, ``quantile``, ``percentile`` and their ``nan``-free
   methods ``linear lower higher nearest midpoint`` (gathers at sorted positions,
-  piecewise linear), ``searchsorted``, ``digitize`` (no gradient) and ``unique`` (each occurrence gets its
-  value's gradient);
+  piecewise linear), ``searchsorted``, ``digitize`` (no gradient) and ``unique`` (each
+  occurrence of a value gets that value's gradient);
 - shapes: ``rollaxis``, ``vsplit``/``hsplit``/``dsplit``, ``array_split`` with unequal
   parts, ``column_stack``, ``row_stack``, ``dstack``, ``flipud``, ``fliplr``, ``rot90``,
   ``append``, ``meshgrid``, ``take``, ``take_along_axis``, ``put_along_axis`` (in place on
