@@ -62,7 +62,15 @@ def _argnums(argnums, nargs, src, fun, kwargs=None):
                     if kwargs else "")
             raise TraceError(f"argnums={argnums!r} is out of range: {_fun_name(fun)} was "
                              f"called with {nargs} positional argument(s){hint}{_at(src)}")
-    return tuple(i % nargs for i in nums), single
+    nums = tuple(int(i) % nargs for i in nums)
+    repeated = sorted({i for i in nums if nums.count(i) > 1})
+    if repeated:
+        # JAX refuses too: a second input for the same argument would silently get none
+        # of the gradient
+        raise TraceError(f"argnums={argnums!r} repeats argument {repeated[0]} (negative "
+                         f"numbers count from the end): each argument can be differentiated "
+                         f"once{_at(src)}")
+    return nums, single
 
 
 def _numeric_array(x, what, src):

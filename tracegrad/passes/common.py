@@ -30,14 +30,30 @@ def _broadcast(x, shape):
     return apply("broadcast_to", x, shape=tuple(shape))
 
 
-def fit(value, shape, dtype):
-    """``value`` made to match an operand's aval: summed over broadcast axes, cast back
-    (complex to real by taking the real part)."""
-    if tuple(np.shape(value)) != tuple(shape):
-        if len(np.shape(value)) >= len(shape):
-            value = unbroadcast(value, shape)
-        else:
+def _broadcasts_to(have, shape):
+    try:
+        return np.broadcast_shapes(have, shape) == shape
+    except ValueError:
+        return False
+
+
+def fit(value, shape, dtype, tangent=False):
+    """``value`` made to match a node's aval: a cotangent summed over the axes its operand
+    was broadcast along (or broadcast, when a rule returns one that is constant along
+    them); a ``tangent`` broadcast up to its node's shape. Then cast back (complex to
+    real by taking the real part)."""
+    have, shape = tuple(np.shape(value)), tuple(shape)
+    if have != shape:
+        if _broadcasts_to(have, shape):
+            # the tangent of y (1, 4) in y + c, c a constant (3, 4): no tangent of c
+            # brought it to the result's shape
             value = _broadcast(value, shape)
+        elif tangent:
+            # summing a tangent down would be a silently wrong number
+            raise TraceError(f"internal error: a JVP rule returned a tangent of shape {have} "
+                             f"for a value of shape {shape}")
+        else:
+            value = unbroadcast(value, shape)
     if np.dtype(value.dtype) != np.dtype(dtype):
         if np.dtype(value.dtype).kind == "c" and np.dtype(dtype).kind != "c":
             # a real operand of a complex computation: its cotangent (tangent) is the real

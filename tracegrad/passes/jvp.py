@@ -29,7 +29,7 @@ def jvp(graph: Graph) -> Graph:
             with at_node(d):
                 t = prim.jvp(arg_tangents, env[n], *(env[a] for a in d["args"]), **d["params"])
                 if t is not None:
-                    tangents[n] = fit(t, d["shape"], d["dtype"])
+                    tangents[n] = fit(t, d["shape"], d["dtype"], tangent=True)
 
         out_tangents = []
         for o in graph.outputs:

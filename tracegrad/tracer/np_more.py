@@ -6,7 +6,8 @@
 - sorting: ``sort``, ``argsort``, ``partition``/``argpartition`` (the fully sorted array,
   a valid partition), ``median``, ``quantile``, ``percentile`` and their ``nan``-free
   methods ``linear lower higher nearest midpoint`` (gathers at sorted positions,
-  piecewise linear), ``searchsorted``, ``digitize`` and ``unique`` (no gradient);
+  piecewise linear), ``searchsorted``, ``digitize`` (no gradient) and ``unique`` (each
+  occurrence of a value gets that value's gradient);
 - shapes: ``rollaxis``, ``vsplit``/``hsplit``/``dsplit``, ``array_split`` with unequal
   parts, ``column_stack``, ``row_stack``, ``dstack``, ``flipud``, ``fliplr``, ``rot90``,
   ``append``, ``meshgrid``, ``take``, ``take_along_axis``, ``put_along_axis`` (in place on
@@ -26,7 +27,7 @@ import math
 import numpy as np
 
 from ..errors import TraceError
-from ..ir import apply
+from ..ir import Arg, Index, apply
 from .core import Tracer
 from .indexing import getitem
 from .np_base import (
@@ -171,23 +172,62 @@ def digitize(x, bins, right=False):
 @implements(np.unique)
 def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None,
            *, equal_nan=True, sorted=True):  # noqa: A002
-    """The sorted distinct values (no gradient, like ``np.unique`` of a constant). Which
-    entries are distinct is read at trace time and recorded as a guard."""
-    if return_index or return_inverse or return_counts or axis is not None:
-        raise TraceError(f"np.unique on traced values gives the values only (no return_index, "
-                         f"return_inverse, return_counts or axis){where()}")
-    s = sort(ravel(_arr(ar)))
-    if shape_of(s)[0] == 0:
-        return apply("stop_gradient", s)
-    first = np.ones(1, dtype=bool)
-    fresh = concatenate([first, apply("not_equal", getitem(s, (slice(1, None),)),
-                                      getitem(s, (slice(None, -1),)))])
-    if equal_nan and dtype_of(s).kind == "f":
-        # NaNs sort last and are unequal to each other: keep only the first
-        nan = apply("isnan", s)
-        prev_nan = concatenate([~first, getitem(nan, (slice(None, -1),))])
-        fresh = apply("logical_and", fresh, apply("logical_not", prev_nan))
-    return apply("stop_gradient", getitem(s, (fresh,)))
+    """The sorted distinct values, and NumPy's first indices, inverse and counts (integers).
+    Which entries are distinct is read at trace time and recorded as a guard.
+
+    The derivative of a distinct value is the sum of its occurrences' derivatives: every
+    occurrence of a value gets that value's whole cotangent. This is what finite
+    differences of NumPy's function give for the scalar functions they are defined for
+    at a tie (``sum(phi(np.unique(x)))``: moving one duplicate adds a value), and, without
+    ties, the plain permutation."""
+    if axis is not None:
+        raise TraceError(f"np.unique on traced values: axis is not supported (flatten the "
+                         f"array, or compare rows another way){where()}")
+    a = _arr(ar)
+    flat = ravel(a)
+    n = shape_of(flat)[0]
+    perm = apply("argsort", flat, axis=0)          # stable: first occurrences come first
+    s = getitem(flat, (perm,))
+    if n == 0:
+        fresh = apply("not_equal", s, s)           # an empty boolean array
+    else:
+        first = np.ones(1, dtype=bool)
+        fresh = concatenate([first, apply("not_equal", getitem(s, (slice(1, None),)),
+                                          getitem(s, (slice(None, -1),)))])
+        if equal_nan and dtype_of(s).kind in "fc":
+            # NaNs sort last and are unequal to each other: keep only the first
+            nan = apply("isnan", s)
+            prev_nan = concatenate([~first, getitem(nan, (slice(None, -1),))])
+            fresh = apply("logical_and", fresh, apply("logical_not", prev_nan))
+    values = apply("stop_gradient", getitem(s, (fresh,)))    # reads `fresh`: a guard
+    k = shape_of(values)[0]
+    # the group (position in `values`) of each sorted entry
+    group = apply("sub", apply("cumsum", astype(fresh, np.int64), axis=0), 1)
+    if dtype_of(s).kind in "fc" and n:
+        # the value (exactly) plus the sum over each group of its entries' changes, which
+        # are zero in value: d values[g] = sum of d s over group g
+        # (infinities and NaNs left out first: inf - inf would warn, as np.unique does not)
+        finite = apply("select", apply("isfinite", apply("stop_gradient", s)), s,
+                       np.zeros((), dtype_of(s)))
+        change = apply("sub", finite, apply("stop_gradient", finite))
+        values = apply("add", values, _segment_sum(change, group, k))
+    if not (return_index or return_inverse or return_counts):
+        return values
+    out = [values]
+    if return_index:
+        out.append(getitem(perm, (fresh,)))
+    if return_inverse:
+        inverse = getitem(group, (apply("argsort", perm, axis=0),))
+        out.append(reshape(inverse, shape_of(a)))
+    if return_counts:
+        out.append(_segment_sum(apply("add", apply("mul", group, 0), 1), group, k))
+    return tuple(out)
+
+
+def _segment_sum(x, group, k):
+    """``out[g] = sum of x[i] with group[i] == g`` for ``g < k`` (``np.add.at``)."""
+    zeros = apply("zeros", shape=(k,), dtype=dtype_of(x))
+    return apply("index_update", zeros, x, group, index=Index((Arg(0),)), mode="add")
 
 
 def _quantile_sorted(s, q, axis, method, keepdims, a_shape):
