@@ -6,7 +6,7 @@ import pytest
 
 import tracegrad as tg
 
-from oracles import check, rand
+from oracles import check, finite_diff_grad, rand
 
 
 def _spread_sym(n, seed=0, batch=()):
@@ -115,24 +115,48 @@ def test_invalid_norm_orders_raise():
 
 
 # -- eigh, svd, qr through np.linalg -----------------------------------------------------------
+def _triangle(xp, a, upper=False):
+    """The symmetric matrix NumPy's eigh / cholesky read in ``a`` (UPLO='L' or 'U')."""
+    if upper:
+        return xp.triu(a) + xp.swapaxes(xp.triu(a, 1), -1, -2)
+    return xp.tril(a) + xp.swapaxes(xp.tril(a, -1), -1, -2)
+
+
+def _as_numpy_reads(fn, upper=False):
+    """``fn(xp, a)``, its JAX side given the triangle NumPy reads (JAX symmetrises)."""
+    return lambda xp, a: fn(xp, a if xp is np else _triangle(xp, a, upper))
+
+
+def _lopsided(a, seed):
+    """``a`` plus noise above the diagonal: a matrix that is not symmetric, whose lower
+    triangle is ``a``'s."""
+    noise = rand(*a.shape, seed=seed)
+    return a + np.triu(noise, 1)
+
+
 def test_eigh_and_eigvalsh():
-    a = _spread_sym(4, seed=10, batch=(2,))
-    check(lambda xp, a: xp.linalg.eigvalsh(a), a, hessian=True)
+    a = _lopsided(_spread_sym(4, seed=10, batch=(2,)), seed=10)
+    check(_as_numpy_reads(lambda xp, a: xp.linalg.eigvalsh(a)), a, hessian=True, fd=True)
     check(lambda xp, a: xp.linalg.eigvalsh(0.5 * (a + xp.swapaxes(a, -1, -2))), a, fd=True)
     w, v = np.linalg.eigh(a)
     got_w, got_v = tg.trace(lambda a: np.linalg.eigh(a), a)(a)
     np.testing.assert_allclose(got_w, w, rtol=1e-12, atol=1e-12)
-    # the sign of each eigenvector is fixed (largest entry positive); up to it, NumPy's
-    np.testing.assert_allclose(np.abs(got_v), np.abs(v), atol=1e-12)
+    np.testing.assert_allclose(got_v, v, atol=1e-12)     # NumPy's own signs
     # a function that is invariant to the signs: against JAX and differences
-    check(lambda xp, a: xp.linalg.eigh(a)[1] ** 2, a)
-    # through symmetric perturbations (NumPy reads the lower triangle; the gradient is
-    # the symmetrised one, as JAX's)
+    check(_as_numpy_reads(lambda xp, a: xp.linalg.eigh(a)[1] ** 2), a, fd=True)
+
     def products(xp, a):    # v_ik v_0k: invariant to each column's sign
-        v = xp.linalg.eigh(0.5 * (a + xp.swapaxes(a, -1, -2)))[1]
+        v = xp.linalg.eigh(a)[1]
         return v * v[..., :1, :]
-    check(products, a, fd=True)
-    check(lambda xp, a: xp.linalg.eigvalsh(a, UPLO="U"), a)
+    check(_as_numpy_reads(products), a, fd=True)
+    check(_as_numpy_reads(lambda xp, a: xp.linalg.eigvalsh(a, UPLO="U"), upper=True),
+          np.swapaxes(a, -1, -2), fd=True)
+    # the raw eigenvectors (NumPy's signs are locally constant): against differences
+    weights = rand(*a.shape, seed=3)
+    g = tg.grad(lambda a: np.sum(np.linalg.eigh(a)[1] * weights))(a)
+    want = finite_diff_grad(lambda a: np.sum(np.linalg.eigh(a)[1] * weights), (a,), 0)
+    np.testing.assert_allclose(g, want, atol=1e-6 * np.max(np.abs(want)))
+    assert np.all(np.triu(g, 1) == 0)   # the upper triangle is never read
 
 
 def test_svd_through_np_linalg():
@@ -166,6 +190,10 @@ def test_batched_classics():
     check(lambda xp, a: xp.linalg.det(a), a, fd=True)
     check(lambda xp, a: xp.linalg.slogdet(a)[1], a, fd=True)
     check(lambda xp, a: xp.linalg.cholesky(0.5 * (a + xp.swapaxes(a, -1, -2))), spd, fd=True)
+    lopsided = _lopsided(spd, seed=16)   # NumPy reads the lower triangle only
+    check(_as_numpy_reads(lambda xp, a: xp.linalg.cholesky(a)), lopsided, fd=True)
+    check(_as_numpy_reads(lambda xp, a: xp.linalg.cholesky(a, upper=True), upper=True),
+          np.swapaxes(lopsided, -1, -2), fd=True)
 
 
 # -- degenerate spectra: the documented conventions --------------------------------------------------

@@ -1,7 +1,8 @@
 """Linear algebra: matmul, einsum and the np.linalg primitives (batched over leading axes)."""
 import numpy as np
 
-from ..registry import register
+from ..registry import apply, register
+from .spectral import from_lower, lower_cotangent
 from .util import mT, square, unbroadcast
 
 
@@ -184,10 +185,28 @@ def _trace_of_product(p, q):
     return np.sum(mT(p) * q, axis=(-2, -1))
 
 
+def _adjugate_t(a, det_a):
+    """adj(A)^T, the derivative of det(A), also at a singular A (where det(A) A^-T is
+    0 * inf): through the SVD ``A = U diag(s) Vh``, ``adj(A) = det(U) det(Vh) Vh^T
+    diag(p) U^T`` with ``p_i`` the product of the other singular values (no division).
+    Its own derivative goes through the SVD's rules: exact where the singular values
+    are distinct (at most one of them zero). A complex A keeps ``det(A) A^-T`` (the
+    SVD has no complex derivative rules here, and the second derivative needs them)."""
+    if np.dtype(a.dtype).kind == "c":
+        return det_a[..., None, None] * mT(np.linalg.inv(a))
+    u, s, vh = apply("svd_u", a), apply("svdvals", a), apply("svd_vh", a)
+    n = a.shape[-1]
+    eye = np.eye(n, dtype=np.dtype(s.dtype))
+    others = np.prod(np.expand_dims(s, -2) * (1 - eye) + eye, axis=-1)
+    # +-1 and locally constant: slogdet_sign carries no derivative for real matrices
+    phase = apply("slogdet_sign", u) * apply("slogdet_sign", vh)
+    return phase[..., None, None] * ((u * np.expand_dims(others, -2)) @ vh)
+
+
 register(
     "det", np.linalg.det, abstract=_batch_scalar_abstract,
-    vjp=lambda g, out, a: ((g * out)[..., None, None] * mT(np.linalg.inv(a)),),
-    jvp=lambda t, out, a: out * _trace_of_product(np.linalg.inv(a), t[0]),
+    vjp=lambda g, out, a: (g[..., None, None] * _adjugate_t(a, out),),
+    jvp=lambda t, out, a: np.sum(_adjugate_t(a, out) * t[0], axis=(-2, -1)),
     jax=_jax(lambda jnp, a: jnp.linalg.det(a)), family="linalg", complex=True,
 )
 register(
@@ -228,26 +247,33 @@ def _phi_mask(n, dtype):
     return (np.tril(np.ones((n, n))) - 0.5 * np.eye(n)).astype(dtype)
 
 
+# NumPy's cholesky reads the lower triangle of A only; the rules are the derivatives of
+# that function (with respect to the lower triangle: zero above the diagonal), also for
+# a non-symmetric A, as finite differences of np.linalg.cholesky see it (spectral.py).
 def _cholesky_vjp(g, out, a):
-    # From L L^T = A: Abar = sym(L^-T phi(L^T Lbar) L^-1), the input tangent
-    # symmetrised as JAX does (only symmetric perturbations keep A an SPD matrix).
+    # From L L^T = S (S: the symmetric matrix read): Sbar = L^-T phi(L^T Lbar) L^-1
     n = a.shape[-1]
     linv = np.linalg.inv(out)
     p = (mT(out) @ g) * _phi_mask(n, out.dtype)
-    s = mT(linv) @ p @ linv
-    return (0.5 * (s + mT(s)),)
+    return (lower_cotangent(mT(linv) @ p @ linv),)
 
 
 def _cholesky_jvp(t, out, a):
     n = a.shape[-1]
     linv = np.linalg.inv(out)
-    sym = 0.5 * (t[0] + mT(t[0]))
-    return out @ ((linv @ sym @ mT(linv)) * _phi_mask(n, out.dtype))
+    return out @ ((linv @ from_lower(t[0]) @ mT(linv)) * _phi_mask(n, out.dtype))
+
+
+def _jax_cholesky(a):
+    # jnp.linalg.cholesky symmetrises a first: another matrix than NumPy's when a is not
+    # symmetric
+    import jax
+    return jax.lax.linalg.cholesky(a, symmetrize_input=False)
 
 
 register(
     "cholesky", np.linalg.cholesky,
     abstract=lambda a: (square(a).shape, _float(a.dtype)),
-    vjp=_cholesky_vjp, jvp=_cholesky_jvp,
-    jax=_jax(lambda jnp, a: jnp.linalg.cholesky(a)), family="linalg",
+    vjp=_cholesky_vjp, jvp=_cholesky_jvp, jax=_jax_cholesky, family="linalg",
+    doc="np.linalg.cholesky (lower triangle read, and differentiated)",
 )
