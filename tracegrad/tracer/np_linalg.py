@@ -82,25 +82,23 @@ def _mH(x):
     return np.conj(_mT(x)) if dtype_of(x).kind == "c" else _mT(x)
 
 
-def _upper_as_lower(a, UPLO):  # noqa: N803
-    """The matrix whose lower triangle is the triangle NumPy reads: ``a`` for ``'L'``,
-    ``a^H`` for ``'U'`` (the Hermitian matrix of a's upper triangle is that of the
-    lower triangle of a^H)."""
+def _check_uplo(UPLO):  # noqa: N803
     if UPLO not in ("L", "U"):
         raise TraceError(f"UPLO must be 'L' or 'U', got {UPLO!r}{where()}")
-    return a if UPLO == "L" else _mH(a)
+    return UPLO
 
 
 @implements(np.linalg.eigh)
 def eigh(a, UPLO="L"):  # noqa: N803
     """Eigenvalues (ascending) and eigenvectors, NumPy's signs (ir/prims/spectral.py)."""
-    a = _upper_as_lower(coerce(a), UPLO)
-    return _result("EighResult", apply("eigvalsh", a), apply("eigh_vectors", a))
+    a, UPLO = coerce(a), _check_uplo(UPLO)
+    return _result("EighResult", apply("eigvalsh", a, UPLO=UPLO),
+                   apply("eigh_vectors", a, UPLO=UPLO))
 
 
 @implements(np.linalg.eigvalsh)
 def eigvalsh(a, UPLO="L"):  # noqa: N803
-    return apply("eigvalsh", _upper_as_lower(coerce(a), UPLO))
+    return apply("eigvalsh", coerce(a), UPLO=_check_uplo(UPLO))
 
 
 def _check_square(name, a):
@@ -150,10 +148,10 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
 def _hermitian_svd(a, compute_uv):
     """NumPy's ``svd(a, hermitian=True)``: the eigendecomposition of the lower triangle,
     the eigenvalues' magnitudes sorted descending, their signs moved into Vh."""
-    w = apply("eigvalsh", a)
+    w = apply("eigvalsh", a, UPLO="L")
     if not compute_uv:
         return np.flip(np.sort(apply("abs", w), axis=-1), axis=-1)
-    v = apply("eigh_vectors", a)
+    v = apply("eigh_vectors", a, UPLO="L")
     order = np.flip(np.argsort(apply("abs", w), axis=-1), axis=-1)
     w = np.take_along_axis(w, order, axis=-1)
     u = np.take_along_axis(v, np.expand_dims(order, -2), axis=-1)
@@ -179,7 +177,7 @@ def qr(a, mode="reduced"):
     else:   # wide: Householder QR of [X | Y] is that of X, with R = [R_X | Q^T Y]
         x, y = a[..., :, :m], a[..., :, m:]
         q = apply("qr_q", x)
-        r = np.concatenate([apply("qr_r", x), _mT(q) @ y], axis=-1)
+        r = np.concatenate([apply("qr_r", x), _mH(q) @ y], axis=-1)
     return r if mode == "r" else _result("QRResult", q, r)
 
 

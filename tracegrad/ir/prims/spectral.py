@@ -18,7 +18,15 @@ Conventions (see docs of ``np.linalg.eigh`` / ``svd`` on traced values):
   of NumPy's function: with respect to the lower triangle (``from_lower`` /
   ``lower_cotangent``), zero above the diagonal. (JAX symmetrises instead: its
   gradient differs from finite differences of NumPy's function on a non-symmetric
-  input.) ``UPLO='U'`` is the lower triangle of ``a.T`` (``conj(a.T)``), in the tracer.
+  input.) ``UPLO='U'`` is a parameter of ``eigvalsh`` / ``eigh_vectors``: LAPACK's
+  eigenvectors of the upper triangle may have other signs than those of the lower
+  triangle of ``a^H``. ``cholesky(upper=True)`` is ``L^H`` of ``a^H`` (a unique factor).
+- **Where NumPy's signs jump.** At some matrices the sign LAPACK picks is decided by
+  rounding-level quantities (for ``eigh``, seen at matrices with eigenvalues ``l`` and
+  ``-l``: LAPACK's iteration compares magnitudes to choose its direction): there a
+  perturbation of 1e-8 flips a column of NumPy's result, which has no derivative; the
+  rules give that of the sign held. Functions of the vectors that do not depend on
+  their signs (projectors, ``v**2``) are smooth there.
 - **Degenerate spectra.** Two eigenvalues (singular values) are *tied* when they differ
   by at most ``1000 * eps * max|lambda|``. The eigenvector (singular vector) rules use
   ``F_ij = 1 / (lambda_j - lambda_i)`` (``1 / (s_j**2 - s_i**2)``) for untied pairs and
@@ -84,12 +92,12 @@ def host_lowering(name):
     return lower
 
 
-def _jax_eigvalsh(a):
-    """Eigenvalues from the lower triangle alone, as NumPy's ``syevd`` reads it:
+def _jax_eigvalsh(a, UPLO="L"):  # noqa: N803
+    """Eigenvalues from one triangle alone, as NumPy's ``syevd`` reads it:
     ``jnp.linalg.eigh`` would symmetrise ``a`` first and change them for a
     non-symmetric input."""
     import jax
-    return jax.lax.linalg.eigh(a, lower=True, symmetrize_input=False)[1]
+    return jax.lax.linalg.eigh(a, lower=UPLO == "L", symmetrize_input=False)[1]
 
 
 def _jax(fn):
@@ -151,63 +159,80 @@ def _lower_masks(t):
     return np.tril(np.ones((n, n)), -1).astype(dtype), np.eye(n, dtype=dtype)
 
 
-def from_lower(t):
+def from_lower(t, UPLO="L"):  # noqa: N803
     """The symmetric matrix NumPy's ``eigh`` / ``cholesky`` see in ``t``: its lower
-    triangle, mirrored (the upper triangle is never read)."""
+    triangle (``UPLO='U'``: upper), mirrored (the other triangle is never read)."""
+    if UPLO == "U":
+        return mT(from_lower(mT(t)))
     low, eye = _lower_masks(t)
     return t * low + mT(t * low) + t * eye
 
 
-def lower_cotangent(g):
-    """The adjoint of ``from_lower``: the cotangent of the lower triangle that was read
-    (zero above the diagonal), so that the rules are the derivatives of NumPy's own
-    function, also for a non-symmetric input."""
+def lower_cotangent(g, UPLO="L"):  # noqa: N803
+    """The adjoint of ``from_lower``: the cotangent of the triangle that was read (zero
+    in the other one), so that the rules are the derivatives of NumPy's own function,
+    also for a non-symmetric input."""
+    if UPLO == "U":
+        return mT(lower_cotangent(mT(g)))
     low, eye = _lower_masks(g)
     return (g + mT(g)) * low + g * eye
 
 
+def _check_uplo(UPLO):  # noqa: N803
+    if UPLO not in ("L", "U"):
+        raise ValueError(f"UPLO must be 'L' or 'U', got {UPLO!r}")
+    return UPLO
+
+
 # -- eigh --------------------------------------------------------------------------------------
-def _eigvalsh_abstract(a):
+def _eigvalsh_abstract(a, UPLO="L"):  # noqa: N803
+    _check_uplo(UPLO)
     return square(a).shape[:-1], _real(a.dtype)
 
 
-def _eigvalsh_vjp(g, out, a):
-    v = apply("eigh_vectors", a)
+def _eigvalsh_vjp(g, out, a, UPLO="L"):  # noqa: N803
+    v = apply("eigh_vectors", a, UPLO=UPLO)
     g = cluster_average(g, out)
-    return (lower_cotangent((v * np.expand_dims(g, -2)) @ mT(v)),)
+    return (lower_cotangent((v * np.expand_dims(g, -2)) @ mT(v), UPLO),)
 
 
-def _eigvalsh_jvp(t, out, a):
-    v = apply("eigh_vectors", a)
-    dw = np.sum(v * (from_lower(t[0]) @ v), axis=-2)
+def _eigvalsh_jvp(t, out, a, UPLO="L"):  # noqa: N803
+    v = apply("eigh_vectors", a, UPLO=UPLO)
+    dw = np.sum(v * (from_lower(t[0], UPLO) @ v), axis=-2)
     return cluster_average(dw, out)
 
 
 register(
-    "eigvalsh", lambda a: np.linalg.eigvalsh(a), abstract=_eigvalsh_abstract,
+    "eigvalsh", lambda a, UPLO="L": np.linalg.eigvalsh(a, UPLO=UPLO),
+    abstract=_eigvalsh_abstract,
     vjp=_eigvalsh_vjp, jvp=_eigvalsh_jvp, jax=_jax_eigvalsh, family="linalg",
-    doc="the eigenvalues of np.linalg.eigh (ascending; only the lower triangle is read, "
+    doc="the eigenvalues of np.linalg.eigh (ascending; only the UPLO triangle is read, "
         "and differentiated; tied eigenvalues share their cotangent)",
 )
 
 
-def _eigh_vectors_vjp(g, out, a):
-    w = apply("eigvalsh", a)
+def _eigh_vectors_abstract(a, UPLO="L"):  # noqa: N803
+    _check_uplo(UPLO)
+    return square(a).shape, _float(a.dtype)
+
+
+def _eigh_vectors_vjp(g, out, a, UPLO="L"):  # noqa: N803
+    w = apply("eigvalsh", a, UPLO=UPLO)
     s = out @ (inverse_gaps(w) * (mT(out) @ g)) @ mT(out)
-    return (lower_cotangent(s),)
+    return (lower_cotangent(s, UPLO),)
 
 
-def _eigh_vectors_jvp(t, out, a):
-    w = apply("eigvalsh", a)
-    return out @ (inverse_gaps(w) * (mT(out) @ from_lower(t[0]) @ out))
+def _eigh_vectors_jvp(t, out, a, UPLO="L"):  # noqa: N803
+    w = apply("eigvalsh", a, UPLO=UPLO)
+    return out @ (inverse_gaps(w) * (mT(out) @ from_lower(t[0], UPLO) @ out))
 
 
 register(
-    "eigh_vectors", lambda a: np.linalg.eigh(a)[1],
-    abstract=lambda a: (square(a).shape, _float(a.dtype)),
+    "eigh_vectors", lambda a, UPLO="L": np.linalg.eigh(a, UPLO=UPLO)[1],
+    abstract=_eigh_vectors_abstract,
     vjp=_eigh_vectors_vjp, jvp=_eigh_vectors_jvp, jax=host_lowering("eigh_vectors"),
     family="linalg",
-    doc="the eigenvectors of np.linalg.eigh (columns, NumPy's signs; lower triangle read; "
+    doc="the eigenvectors of np.linalg.eigh (columns, NumPy's signs; UPLO triangle read; "
         "tied pairs masked in the rules)",
 )
 
