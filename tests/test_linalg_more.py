@@ -6,7 +6,7 @@ import pytest
 
 import tracegrad as tg
 
-from oracles import check, finite_diff_grad, rand
+from oracles import check, finite_diff_grad, jax, jnp, rand
 
 
 def _spread_sym(n, seed=0, batch=()):
@@ -233,3 +233,26 @@ def test_eigenvectors_at_a_tie_are_finite_and_exact_for_invariant_functions():
     np.testing.assert_allclose(g2, np.eye(3) / 3, atol=1e-12)
     gv = tg.grad(lambda a: np.sum(np.linalg.svd(a)[0]))(np.eye(3))
     assert np.all(np.isfinite(gv))
+
+
+# -- det at a singular matrix: the adjugate -------------------------------------------------------
+@pytest.mark.parametrize("rank", [2, 1, 0])
+def test_det_gradient_at_a_singular_matrix_is_the_adjugate(rank):
+    r = np.random.default_rng(17 + rank)
+    a = r.standard_normal((3, rank)) @ r.standard_normal((rank, 3))
+    # adj(A)^T from the cofactors
+    cof = np.array([[(-1) ** (i + j) * np.linalg.det(np.delete(np.delete(a, i, 0), j, 1))
+                     for j in range(3)] for i in range(3)])
+    g = tg.grad(np.linalg.det)(a)
+    np.testing.assert_allclose(g, cof, atol=1e-12)
+    np.testing.assert_allclose(g, jax.grad(jnp.linalg.det)(a), atol=1e-12)
+    np.testing.assert_allclose(g, finite_diff_grad(np.linalg.det, (a,), 0), atol=1e-8)
+    _, tangent = tg.jvp(np.linalg.det, (a,), (np.ones((3, 3)),))
+    np.testing.assert_allclose(tangent, np.sum(cof), atol=1e-12)
+    if rank == 2:   # one zero singular value: the second derivative too
+        np.testing.assert_allclose(tg.hessian(np.linalg.det)(a), jax.hessian(jnp.linalg.det)(a),
+                                   atol=1e-10)
+    # batched, with a nonsingular matrix beside the singular one
+    b = np.stack([a, np.eye(3) + 0.1 * r.standard_normal((3, 3))])
+    np.testing.assert_allclose(tg.grad(lambda b: np.sum(np.linalg.det(b)))(b),
+                               jax.grad(lambda b: jnp.sum(jnp.linalg.det(b)))(b), atol=1e-12)

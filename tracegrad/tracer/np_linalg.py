@@ -1,5 +1,6 @@
-"""``np.linalg`` on traced values, batched over leading axes like NumPy (real dtypes;
-``eig`` / ``eigvals`` also complex).
+"""``np.linalg`` on traced values, batched over leading axes like NumPy: NumPy's values
+and dtypes (complex too; derivatives of complex values where the rules allow, else a
+TraceError), eigenvectors and singular vectors with NumPy's own signs.
 
 - ``inv``, ``solve``, ``det``, ``slogdet``, ``cholesky``: one primitive each;
 - ``eigh`` / ``eigvalsh``, ``svd`` and ``qr``: the primitives of ``ir/prims/spectral.py``
@@ -9,10 +10,10 @@
   (repeated squaring, ``inv`` for negative powers), ``norm`` (every ``ord`` NumPy takes;
   ``2``, ``-2`` and ``'nuc'`` for matrices through the singular values).
 
-Not supported: ``svd(full_matrices=True, compute_uv=True)`` of a non-square matrix (the
-extra columns of ``U`` or rows of ``Vh`` are an arbitrary basis, with no derivative:
-pass ``full_matrices=False``); ``qr(mode='complete')`` of a tall matrix and
-``mode='raw'``.
+``svd(full_matrices=True)`` of a non-square matrix gives NumPy's values and refuses to be
+differentiated (the extra columns of ``U`` or rows of ``Vh`` are an arbitrary basis:
+pass ``full_matrices=False``). Not supported: ``qr(mode='complete')`` of a tall matrix
+and ``mode='raw'``.
 
 ``eig`` / ``eigvals`` (real or complex matrices) are the primitives of ``ir/prims/eig.py``.
 Unlike NumPy, which returns real arrays when every eigenvalue of a real matrix is real,
@@ -136,13 +137,12 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
         return _hermitian_svd(a, compute_uv)
     if not compute_uv:
         return apply("svdvals", a)
+    # full_matrices changes nothing for a square matrix: no parameter then, so that the
+    # factors are the reduced ones the rules apply (the full ones have no derivative)
     m, n = shape_of(a)[-2:]
-    if full_matrices and m != n:
-        raise TraceError(
-            f"np.linalg.svd(full_matrices=True) of a {m}x{n} matrix: the extra columns of U "
-            "(rows of Vh) are an arbitrary basis with no derivative; pass full_matrices=False"
-            f"{where()}")
-    return _result("SVDResult", apply("svd_u", a), apply("svdvals", a), apply("svd_vh", a))
+    full = {"full_matrices": True} if full_matrices and m != n else {}
+    return _result("SVDResult", apply("svd_u", a, **full), apply("svdvals", a),
+                   apply("svd_vh", a, **full))
 
 
 def _hermitian_svd(a, compute_uv):

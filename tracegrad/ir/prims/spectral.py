@@ -287,11 +287,39 @@ def _svd_u_jvp(t, out, a):
     return du
 
 
+def _reduced_only(rule):
+    """``rule`` of the reduced SVD. ``full_matrices=True`` adds, to a non-square matrix's
+    ``U`` (tall) or ``Vh`` (wide), columns (rows) that are any orthonormal basis of a
+    complement: LAPACK's, with no derivative (JAX refuses too). The other factor of that
+    call may differ in sign from the reduced call's, whose factors the rules pair, so
+    neither is differentiated."""
+    def checked(x, out, a, full_matrices=False):
+        m, n = a.shape[-2:]
+        if full_matrices and m != n:
+            raise TraceError(
+                f"np.linalg.svd(full_matrices=True) of a {m}x{n} matrix has no derivative "
+                f"(the extra {'columns of U' if m > n else 'rows of Vh'} are any "
+                "orthonormal basis of a complement); pass full_matrices=False")
+        return rule(x, out, a)
+    return checked
+
+
+def _svd_vectors_abstract(which):
+    def abstract(a, full_matrices=False):
+        batch, m, n, k = _svd_shapes(a)
+        shape = (m, m if full_matrices else k) if which == "U" else (
+            n if full_matrices else k, n)
+        return batch + shape, _float(a.dtype)
+    return abstract
+
+
 register(
-    "svd_u", lambda a: np.linalg.svd(a, full_matrices=False)[0],
-    abstract=lambda a: (a.shape[:-1] + (_svd_shapes(a)[3],), _float(a.dtype)),
-    vjp=_svd_u_vjp, jvp=_svd_u_jvp, jax=host_lowering("svd_u"), family="linalg",
-    doc="U of the reduced SVD (NumPy's signs; tied pairs masked in the rules)",
+    "svd_u", lambda a, full_matrices=False: np.linalg.svd(a, full_matrices=full_matrices)[0],
+    abstract=_svd_vectors_abstract("U"),
+    vjp=_reduced_only(_svd_u_vjp), jvp=_reduced_only(_svd_u_jvp),
+    jax=host_lowering("svd_u"), family="linalg",
+    doc="U of the SVD (NumPy's signs; full_matrices: values only; tied pairs masked in "
+        "the rules)",
 )
 
 
@@ -318,10 +346,12 @@ def _svd_vh_jvp(t, out, a):
 
 
 register(
-    "svd_vh", lambda a: np.linalg.svd(a, full_matrices=False)[2],
-    abstract=lambda a: (a.shape[:-2] + (_svd_shapes(a)[3], a.shape[-1]), _float(a.dtype)),
-    vjp=_svd_vh_vjp, jvp=_svd_vh_jvp, jax=host_lowering("svd_vh"), family="linalg",
-    doc="Vh of the reduced SVD (rows, NumPy's signs; tied pairs masked in the rules)",
+    "svd_vh", lambda a, full_matrices=False: np.linalg.svd(a, full_matrices=full_matrices)[2],
+    abstract=_svd_vectors_abstract("Vh"),
+    vjp=_reduced_only(_svd_vh_vjp), jvp=_reduced_only(_svd_vh_jvp),
+    jax=host_lowering("svd_vh"), family="linalg",
+    doc="Vh of the SVD (rows, NumPy's signs; full_matrices: values only; tied pairs "
+        "masked in the rules)",
 )
 
 
