@@ -318,3 +318,28 @@ def test_gradient_matches_differences_of_numpy(case):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5 * scale,
                                    err_msg=f"{case.id}: d/d arg {k}")
         assert np.asarray(g).dtype == case.args[k].dtype
+
+
+# -- where NumPy raises, every backend raises ----------------------------------------------------
+SINGULAR = np.array([[1.0, 2.0], [2.0, 4.0]])
+GOOD = np.array([[2.0, 1.0], [1.0, 2.0]])
+FAILING = [("inv", np.linalg.inv, SINGULAR, "Singular matrix"),
+           ("solve", lambda a: np.linalg.solve(a, np.ones(2)), SINGULAR, "Singular matrix"),
+           ("solve-batched", lambda a: np.linalg.solve(a, np.ones((2, 2, 1))),
+            np.stack([GOOD, SINGULAR]), "Singular matrix"),
+           ("cholesky", np.linalg.cholesky, SINGULAR - 3 * np.eye(2), "not positive definite")]
+
+
+@pytest.mark.parametrize("name,fn,bad,message", FAILING, ids=[f[0] for f in FAILING])
+@pytest.mark.parametrize("backend", ["numpy", "jax"])
+def test_lapack_failures_raise_on_every_backend(name, fn, bad, message, backend):
+    """Compiled at a good matrix, called at a bad one: NumPy's LinAlgError, never the
+    inf or NaN that XLA computes (the JAX backend reports it through a host callback,
+    as a runtime error whose message names the LinAlgError)."""
+    with pytest.raises(np.linalg.LinAlgError, match=message):
+        fn(bad)
+    compiled = tg.jit(fn, backend=backend)
+    compiled(np.broadcast_to(GOOD, bad.shape).copy())
+    error = np.linalg.LinAlgError if backend == "numpy" else Exception
+    with pytest.raises(error, match=f"LinAlgError: .*{message}" if backend == "jax" else message):
+        compiled(bad)

@@ -127,6 +127,42 @@ register(
 
 
 # -- np.linalg --------------------------------------------------------------------------
+# NumPy raises LinAlgError where LAPACK reports failure (an exactly zero pivot, a matrix
+# that is not positive definite); XLA returns inf or NaN. The JAX lowerings compute
+# LAPACK's criterion and raise NumPy's error from the host (an unordered io_callback:
+# jax.jit reports it as a JaxRuntimeError whose message names the LinAlgError).
+def _raise_on_host(failed, message):
+    from jax.experimental import io_callback
+
+    def check(failed):
+        if np.any(failed):
+            raise np.linalg.LinAlgError(message)
+    io_callback(check, None, failed, ordered=False)
+
+
+def _singular(a):
+    """True when LU with partial pivoting (LAPACK's getrf, as NumPy's gesv) meets an
+    exactly zero pivot in any matrix of the batch."""
+    import jax
+    import jax.numpy as jnp
+    if a.shape[-1] == 0 or a.size == 0:
+        return jnp.asarray(False)
+    lu = jax.lax.linalg.lu(a)[0]
+    return jnp.any(jnp.diagonal(lu, axis1=-2, axis2=-1) == 0)
+
+
+def _jax_inv(a):
+    import jax.numpy as jnp
+    _raise_on_host(_singular(a), "Singular matrix")
+    return jnp.linalg.inv(a)
+
+
+def _jax_solve(a, b):
+    import jax.numpy as jnp
+    _raise_on_host(_singular(a), "Singular matrix")
+    return jnp.linalg.solve(a, b)
+
+
 def _inv_vjp(g, out, a):
     return (-(mT(out) @ g @ mT(out)),)
 
@@ -135,7 +171,7 @@ register(
     "inv", np.linalg.inv,
     abstract=lambda a: (square(a).shape, _float(a.dtype)),
     vjp=_inv_vjp, jvp=lambda t, out, a: -(out @ t[0] @ out),
-    jax=_jax(lambda jnp, a: jnp.linalg.inv(a)), family="linalg", complex=True,
+    jax=_jax_inv, family="linalg", complex=True,
 )
 
 
@@ -171,7 +207,7 @@ def _solve_jvp(t, out, a, b):
 
 register(
     "solve", np.linalg.solve, abstract=_solve_abstract, vjp=_solve_vjp, jvp=_solve_jvp,
-    jax=_jax(lambda jnp, a, b: jnp.linalg.solve(a, b)), family="linalg",
+    jax=_jax_solve, family="linalg",
     complex=True,
 )
 
@@ -205,7 +241,7 @@ def _adjugate_t(a, det_a):
 
 register(
     "det", np.linalg.det, abstract=_batch_scalar_abstract,
-    vjp=lambda g, out, a: (g[..., None, None] * _adjugate_t(a, out),),
+    vjp=lambda g, out, a: (np.expand_dims(g, (-2, -1)) * _adjugate_t(a, out),),
     jvp=lambda t, out, a: np.sum(_adjugate_t(a, out) * t[0], axis=(-2, -1)),
     jax=_jax(lambda jnp, a: jnp.linalg.det(a)), family="linalg", complex=True,
 )
@@ -266,9 +302,12 @@ def _cholesky_jvp(t, out, a):
 
 def _jax_cholesky(a):
     # jnp.linalg.cholesky symmetrises a first: another matrix than NumPy's when a is not
-    # symmetric
+    # symmetric. XLA leaves NaN where LAPACK's potrf stops (a pivot <= 0 or NaN).
     import jax
-    return jax.lax.linalg.cholesky(a, symmetrize_input=False)
+    import jax.numpy as jnp
+    low = jax.lax.linalg.cholesky(a, symmetrize_input=False)
+    _raise_on_host(jnp.any(jnp.isnan(low)), "Matrix is not positive definite")
+    return low
 
 
 register(
