@@ -221,22 +221,40 @@ def _trace_of_product(p, q):
     return np.sum(mT(p) * q, axis=(-2, -1))
 
 
+# Where the SVD branch of adj(A) takes over: the inverse's branch has a second derivative
+# accurate to about cond(A) * eps, so it is kept up to cond(A) = 1e8
+NEAR_SINGULAR = 1e-8
+
+
 def _adjugate_t(a, det_a):
     """adj(A)^T, the derivative of det(A), also at a singular A (where det(A) A^-T is
-    0 * inf): through the SVD ``A = U diag(s) Vh``, ``adj(A) = det(U) det(Vh) Vh^T
-    diag(p) U^T`` with ``p_i`` the product of the other singular values (no division).
-    Its own derivative goes through the SVD's rules: exact where the singular values
-    are distinct (at most one of them zero). A complex A keeps ``det(A) A^-T`` (the
-    SVD has no complex derivative rules here, and the second derivative needs them)."""
+    0 * inf, and NumPy's inv refuses). Two branches, chosen per matrix:
+
+    - ``det(A) A^-T`` where ``s_min > 1e-8 * s_max``: exact to every order;
+    - otherwise through the SVD ``A = U diag(s) Vh``: ``adj(A) = det(U) det(Vh) Vh^T
+      diag(p) U^T``, ``p_i`` the product of the other singular values (no division).
+      This branch's own derivative goes through the SVD's rules: exact where the
+      singular values are distinct (one of them zero), the tie convention of
+      spectral.py where they are not (the second derivative at ``diag(1, 1, 0)`` is
+      not exact).
+
+    A complex A keeps ``det(A) A^-T`` alone (the SVD has no complex derivative rules
+    here; NumPy's inv refuses an exactly singular one)."""
     if np.dtype(a.dtype).kind == "c":
         return det_a[..., None, None] * mT(np.linalg.inv(a))
-    u, s, vh = apply("svd_u", a), apply("svdvals", a), apply("svd_vh", a)
     n = a.shape[-1]
-    eye = np.eye(n, dtype=np.dtype(s.dtype))
+    if n == 0:
+        return a
+    eye = np.eye(n, dtype=np.dtype(a.dtype))
+    u, s, vh = apply("svd_u", a), apply("svdvals", a), apply("svd_vh", a)
+    near = np.expand_dims(s[..., -1] <= NEAR_SINGULAR * s[..., 0], (-2, -1))
+    # the inverse of a well-conditioned stand-in where A is near singular (not taken)
+    regular = det_a[..., None, None] * mT(np.linalg.inv(np.where(near, eye, a)))
     others = np.prod(np.expand_dims(s, -2) * (1 - eye) + eye, axis=-1)
     # +-1 and locally constant: slogdet_sign carries no derivative for real matrices
     phase = apply("slogdet_sign", u) * apply("slogdet_sign", vh)
-    return phase[..., None, None] * ((u * np.expand_dims(others, -2)) @ vh)
+    through_svd = phase[..., None, None] * ((u * np.expand_dims(others, -2)) @ vh)
+    return np.where(near, through_svd, regular)
 
 
 register(
