@@ -256,3 +256,18 @@ def test_det_gradient_at_a_singular_matrix_is_the_adjugate(rank):
     b = np.stack([a, np.eye(3) + 0.1 * r.standard_normal((3, 3))])
     np.testing.assert_allclose(tg.grad(lambda b: np.sum(np.linalg.det(b)))(b),
                                jax.grad(lambda b: jnp.sum(jnp.linalg.det(b)))(b), atol=1e-12)
+
+
+@pytest.mark.parametrize("a", [np.eye(3), 2.0 * np.eye(3), np.diag([1.0, 1.0, 2.0]),
+                               np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]),
+                               np.array([[1.0, 2.0, 0.5], [2.0, 4.0, 1.0], [0.3, -1.0, 2.0]])
+                               + np.diag([0.0, 1e-12, 0.0]),
+                               np.zeros((3, 3))],
+                         ids=["identity", "scaled", "tied", "permutation", "near-singular", "zero"])
+def test_det_second_derivative_at_tied_and_near_singular_matrices(a):
+    """Tied singular values (the identity) and near-singular matrices (one singular value
+    near zero): the Hessian of det is JAX's (the SVD's tie convention must not reach a
+    well-conditioned matrix). Two (near-)zero singular values are the documented
+    exception (ir/prims/linalg.py)."""
+    np.testing.assert_allclose(tg.hessian(np.linalg.det)(a), jax.hessian(jnp.linalg.det)(a),
+                               atol=1e-10)

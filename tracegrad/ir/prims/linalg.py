@@ -235,8 +235,8 @@ def _adjugate_t(a, det_a):
       diag(p) U^T``, ``p_i`` the product of the other singular values (no division).
       This branch's own derivative goes through the SVD's rules: exact where the
       singular values are distinct (one of them zero), the tie convention of
-      spectral.py where they are not (the second derivative at ``diag(1, 1, 0)`` is
-      not exact).
+      spectral.py where they are not: the second derivative at ``diag(1, 1, 0)``, or
+      at a matrix of rank ``n - 2`` or less (two zero singular values), is not exact.
 
     A complex A keeps ``det(A) A^-T`` alone (the SVD has no complex derivative rules
     here; NumPy's inv refuses an exactly singular one)."""
