@@ -104,13 +104,30 @@ def _vec(*shape):
     return lambda dt: vector(shape, dt)
 
 
+def _view(make, how):
+    """The same values seen through a non-contiguous view: ``transposed`` (F-ordered),
+    ``reversed`` (a negative stride) or ``strided`` (every other element)."""
+    def view(dt):
+        x = make(dt)
+        if how == "transposed":
+            return np.swapaxes(np.ascontiguousarray(np.swapaxes(x, -1, -2)), -1, -2)
+        if how == "reversed":
+            return np.ascontiguousarray(x[..., ::-1, :])[..., ::-1, :]
+        wide = np.zeros(x.shape[:-1] + (2 * x.shape[-1],), x.dtype)
+        wide[..., ::2] = x
+        return wide[..., ::2]
+    return view
+
+
 SQUARE = [("square", (_sq(3, 3),)), ("batched", (_sq(2, 3, 3),)), ("empty", (_sq(0, 0),)),
-          ("empty-batch", (_sq(0, 2, 2),))]
+          ("empty-batch", (_sq(0, 2, 2),)), ("transposed", (_view(_sq(3, 3), "transposed"),))]
 LOWER = [("lopsided", (_herm(3, 3),)), ("lopsided-batched", (_herm(2, 3, 3),)),
-         ("empty-batch", (_herm(0, 2, 2),))]
+         ("empty-batch", (_herm(0, 2, 2),)), ("lopsided-transposed",
+                                             (_view(_herm(3, 3), "transposed"),))]
 UPPER = [("lopsided-upper", (_herm(3, 3, upper=True),))]
 RECT = [("square", (_sq(3, 3),)), ("tall", (_sq(4, 2),)), ("wide", (_sq(2, 4),)),
-        ("batched", (_sq(2, 4, 3),))]
+        ("batched", (_sq(2, 4, 3),)), ("tall-reversed", (_view(_sq(4, 2), "reversed"),)),
+        ("wide-strided", (_view(_sq(2, 4), "strided"),))]
 
 
 def _vector_ords():
@@ -124,8 +141,10 @@ def _matrix_ords():
 SPECS = {
     "inv": [("", np.linalg.inv, SQUARE)],
     "det": [("", np.linalg.det, SQUARE)],
-    "slogdet": [("", lambda a: tuple(np.linalg.slogdet(a)), SQUARE[:3])],
+    "slogdet": [("", lambda a: tuple(np.linalg.slogdet(a)), SQUARE)],
     "solve": [("", np.linalg.solve, [("vector-b", (_sq(3, 3), _vec(3))),
+                                     ("views", (_view(_sq(3, 3), "reversed"),
+                                                _view(_sq(3, 2), "strided"))),
                                      ("matrix-b", (_sq(3, 3), _sq(3, 2))),
                                      ("batched", (_sq(2, 3, 3), _sq(2, 3, 2)))])],
     "cholesky": [("", np.linalg.cholesky, [("lopsided", (_herm(3, 3, pd=True),)),
@@ -134,7 +153,7 @@ SPECS = {
                   [("lopsided-upper", (_herm(3, 3, pd=True, upper=True),))])],
     "eigvalsh": [("", np.linalg.eigvalsh, LOWER),
                  ("U", lambda a: np.linalg.eigvalsh(a, UPLO="U"), UPPER)],
-    "eigh": [("", lambda a: tuple(np.linalg.eigh(a)), LOWER[:2]),
+    "eigh": [("", lambda a: tuple(np.linalg.eigh(a)), LOWER),
              ("U", lambda a: tuple(np.linalg.eigh(a, UPLO="U")), UPPER)],
     "svd": [("full", lambda a: tuple(np.linalg.svd(a)), RECT),
             ("reduced", lambda a: tuple(np.linalg.svd(a, full_matrices=False)), RECT),
@@ -146,12 +165,12 @@ SPECS = {
     "lstsq": [("", lambda a, b: tuple(np.linalg.lstsq(a, b)),
                [("tall-vector", (_sq(4, 3), _vec(4))), ("tall-matrix", (_sq(4, 3), _sq(4, 2))),
                 ("wide", (_sq(2, 4), _vec(2)))])],
-    "qr": [("", lambda a: tuple(np.linalg.qr(a)), RECT[:2] + RECT[3:]),
+    "qr": [("", lambda a: tuple(np.linalg.qr(a)), RECT),
            ("r", lambda a: np.linalg.qr(a, mode="r"), RECT)],
     "matrix_power": [(f"n={n}", (lambda n: lambda a: np.linalg.matrix_power(a, n))(n),
                       SQUARE[:2]) for n in (3, -2, 0)],
-    "eig": [("", lambda a: tuple(np.linalg.eig(a)), SQUARE[:2])],
-    "eigvals": [("", np.linalg.eigvals, SQUARE[:2])],
+    "eig": [("", lambda a: tuple(np.linalg.eig(a)), SQUARE)],
+    "eigvals": [("", np.linalg.eigvals, SQUARE)],
     "norm": (
         [(f"vector-ord={o}", (lambda o: lambda x: np.linalg.norm(x, o))(o),
           [("vector", (_vec(5),))]) for o in _vector_ords()]
