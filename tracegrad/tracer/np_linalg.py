@@ -200,8 +200,10 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=_NOVALUE):
         if rtol is _NOVALUE:
             rcond = 1e-15
         elif rtol is None:
-            dt = dtype_of(a) if dtype_of(a).kind == "f" else np.dtype(float)
-            rcond = builtins.max(m, n) * np.finfo(dt).eps
+            if dtype_of(a).kind not in "fc":   # NumPy asks finfo of the input's dtype
+                raise TraceError(f"np.linalg.pinv(rtol=None) of a {dtype_of(a)} array: NumPy "
+                                 f"raises (finfo of a non-inexact dtype){where()}")
+            rcond = builtins.max(m, n) * np.finfo(dtype_of(a)).eps
         else:
             rcond = rtol
     if dtype_of(a).kind == "c":   # NumPy's own steps: the SVD of conj(a), transposed
