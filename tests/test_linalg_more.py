@@ -271,3 +271,13 @@ def test_det_second_derivative_at_tied_and_near_singular_matrices(a):
     exception (ir/prims/linalg.py)."""
     np.testing.assert_allclose(tg.hessian(np.linalg.det)(a), jax.hessian(jnp.linalg.det)(a),
                                atol=1e-10)
+
+
+def test_new_refusals_name_the_line():
+    with pytest.raises(tg.TraceError, match=r"pinv\(rtol=None\) of a int64 .*test_linalg_more.py:"):
+        tg.trace(lambda a: np.linalg.pinv(a, rtol=None), np.eye(2, dtype=np.int64))
+    with pytest.raises(tg.TraceError, match=r"UPLO must be 'L' or 'U'.*test_linalg_more.py:"):
+        tg.trace(lambda a: np.linalg.eigh(a, UPLO="X"), np.eye(2))
+    with pytest.raises(tg.TraceError, match=r"full_matrices=True\) of a 3x2 matrix has no "
+                                            r"derivative.*test_linalg_more.py:"):
+        tg.grad(lambda a: np.sum(np.linalg.svd(a)[2]))(np.arange(6.0).reshape(3, 2) + np.eye(3, 2))
