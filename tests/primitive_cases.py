@@ -439,6 +439,11 @@ for _subs, _shapes in [("ij,jk->ik", [(2, 3), (3, 2)]), ("ij->ji", [(2, 3)]), ("
     add(Case("einsum", tuple(uniform(s) for s in _shapes), {"subscripts": _subs}, tag=_subs,
              second=_subs in ("ij,jk->k", "ij->i", ",i->i")))
 
+def _jax_cholesky_lower(a):
+    import jax.numpy as jnp
+    return jnp.linalg.cholesky(jnp.tril(a) + jnp.swapaxes(jnp.tril(a, -1), -1, -2))
+
+
 for _n, _batch in [(3, ()), (2, (2,)), (1, ()), (2, (0,))]:
     _a = well_conditioned(_n, _batch)
     _second = _n == 3 or _batch == (2,)
@@ -446,15 +451,17 @@ for _n, _batch in [(3, ()), (2, (2,)), (1, ()), (2, (0,))]:
     add(Case("det", (_a,), second=_second))
     add(Case("logabsdet", (_a,), second=_second))
     add(Case("slogdet_sign", (_a,), second=_second))
-    add(Case("cholesky", (spd(_n, _batch),), second=_second, fd_fn=lambda a: np.linalg.cholesky(
-        0.5 * (a + np.swapaxes(a, -1, -2)))))  # NumPy reads only the lower triangle
+    # NumPy reads only the lower triangle (noise above it), and the rules differentiate
+    # that triangle; the JAX twin is jnp.linalg.cholesky of that triangle, mirrored
+    add(Case("cholesky", (spd(_n, _batch) + np.triu(uniform((_n, _n)), 1),), second=_second,
+             jax_fn=_jax_cholesky_lower))
+    add(Case("cholesky", (spd(_n, _batch),), tag="symmetric", jax_fn=_jax_cholesky_lower))
 add(Case("inv", (np.zeros((0, 0)),)))
 add(Case("det", (well_conditioned(3, (2,)),)))
-# the derivative of det exists at a singular matrix (the adjugate), but the rule goes
-# through inv(a), which NumPy refuses
+# the derivative of det at a singular matrix: the adjugate, as JAX gives (rank 2 and rank 1)
 add(Case("det", (np.array([[1.0, 2.0, 0.5], [2.0, 4.0, 1.0], [0.3, -1.0, 2.0]]),), tag="singular",
-         known_failure=(np.linalg.LinAlgError, "det's VJP/JVP go through inv(a), which fails at a "
-                        "singular matrix; JAX gives the adjugate")))
+         second=True))
+add(Case("det", (np.outer([1.0, -2.0, 0.5], [0.25, 1.0, 2.0]),), tag="rank-1"))  # exact: det 0
 add(Case("matmul", (uniform((2, 3)), np.array([1, -2, 3]))))
 
 for _sa, _sb in [((3, 3), (3,)), ((3, 3), (3, 2)), ((2, 2, 2), (2, 2, 1)), ((2, 2, 2), (2,)),

@@ -6,7 +6,7 @@ import pytest
 
 import tracegrad as tg
 
-from oracles import check, rand
+from oracles import check, finite_diff_grad, jax, jnp, rand
 
 
 def _spread_sym(n, seed=0, batch=()):
@@ -115,24 +115,48 @@ def test_invalid_norm_orders_raise():
 
 
 # -- eigh, svd, qr through np.linalg -----------------------------------------------------------
+def _triangle(xp, a, upper=False):
+    """The symmetric matrix NumPy's eigh / cholesky read in ``a`` (UPLO='L' or 'U')."""
+    if upper:
+        return xp.triu(a) + xp.swapaxes(xp.triu(a, 1), -1, -2)
+    return xp.tril(a) + xp.swapaxes(xp.tril(a, -1), -1, -2)
+
+
+def _as_numpy_reads(fn, upper=False):
+    """``fn(xp, a)``, its JAX side given the triangle NumPy reads (JAX symmetrises)."""
+    return lambda xp, a: fn(xp, a if xp is np else _triangle(xp, a, upper))
+
+
+def _lopsided(a, seed):
+    """``a`` plus noise above the diagonal: a matrix that is not symmetric, whose lower
+    triangle is ``a``'s."""
+    noise = rand(*a.shape, seed=seed)
+    return a + np.triu(noise, 1)
+
+
 def test_eigh_and_eigvalsh():
-    a = _spread_sym(4, seed=10, batch=(2,))
-    check(lambda xp, a: xp.linalg.eigvalsh(a), a, hessian=True)
+    a = _lopsided(_spread_sym(4, seed=10, batch=(2,)), seed=10)
+    check(_as_numpy_reads(lambda xp, a: xp.linalg.eigvalsh(a)), a, hessian=True, fd=True)
     check(lambda xp, a: xp.linalg.eigvalsh(0.5 * (a + xp.swapaxes(a, -1, -2))), a, fd=True)
     w, v = np.linalg.eigh(a)
     got_w, got_v = tg.trace(lambda a: np.linalg.eigh(a), a)(a)
     np.testing.assert_allclose(got_w, w, rtol=1e-12, atol=1e-12)
-    # the sign of each eigenvector is fixed (largest entry positive); up to it, NumPy's
-    np.testing.assert_allclose(np.abs(got_v), np.abs(v), atol=1e-12)
+    np.testing.assert_allclose(got_v, v, atol=1e-12)     # NumPy's own signs
     # a function that is invariant to the signs: against JAX and differences
-    check(lambda xp, a: xp.linalg.eigh(a)[1] ** 2, a)
-    # through symmetric perturbations (NumPy reads the lower triangle; the gradient is
-    # the symmetrised one, as JAX's)
+    check(_as_numpy_reads(lambda xp, a: xp.linalg.eigh(a)[1] ** 2), a, fd=True)
+
     def products(xp, a):    # v_ik v_0k: invariant to each column's sign
-        v = xp.linalg.eigh(0.5 * (a + xp.swapaxes(a, -1, -2)))[1]
+        v = xp.linalg.eigh(a)[1]
         return v * v[..., :1, :]
-    check(products, a, fd=True)
-    check(lambda xp, a: xp.linalg.eigvalsh(a, UPLO="U"), a)
+    check(_as_numpy_reads(products), a, fd=True)
+    check(_as_numpy_reads(lambda xp, a: xp.linalg.eigvalsh(a, UPLO="U"), upper=True),
+          np.swapaxes(a, -1, -2), fd=True)
+    # the raw eigenvectors (NumPy's signs are locally constant): against differences
+    weights = rand(*a.shape, seed=3)
+    g = tg.grad(lambda a: np.sum(np.linalg.eigh(a)[1] * weights))(a)
+    want = finite_diff_grad(lambda a: np.sum(np.linalg.eigh(a)[1] * weights), (a,), 0)
+    np.testing.assert_allclose(g, want, atol=1e-6 * np.max(np.abs(want)))
+    assert np.all(np.triu(g, 1) == 0)   # the upper triangle is never read
 
 
 def test_svd_through_np_linalg():
@@ -166,6 +190,10 @@ def test_batched_classics():
     check(lambda xp, a: xp.linalg.det(a), a, fd=True)
     check(lambda xp, a: xp.linalg.slogdet(a)[1], a, fd=True)
     check(lambda xp, a: xp.linalg.cholesky(0.5 * (a + xp.swapaxes(a, -1, -2))), spd, fd=True)
+    lopsided = _lopsided(spd, seed=16)   # NumPy reads the lower triangle only
+    check(_as_numpy_reads(lambda xp, a: xp.linalg.cholesky(a)), lopsided, fd=True)
+    check(_as_numpy_reads(lambda xp, a: xp.linalg.cholesky(a, upper=True), upper=True),
+          np.swapaxes(lopsided, -1, -2), fd=True)
 
 
 # -- degenerate spectra: the documented conventions --------------------------------------------------
@@ -205,3 +233,51 @@ def test_eigenvectors_at_a_tie_are_finite_and_exact_for_invariant_functions():
     np.testing.assert_allclose(g2, np.eye(3) / 3, atol=1e-12)
     gv = tg.grad(lambda a: np.sum(np.linalg.svd(a)[0]))(np.eye(3))
     assert np.all(np.isfinite(gv))
+
+
+# -- det at a singular matrix: the adjugate -------------------------------------------------------
+@pytest.mark.parametrize("rank", [2, 1, 0])
+def test_det_gradient_at_a_singular_matrix_is_the_adjugate(rank):
+    r = np.random.default_rng(17 + rank)
+    a = r.standard_normal((3, rank)) @ r.standard_normal((rank, 3))
+    # adj(A)^T from the cofactors
+    cof = np.array([[(-1) ** (i + j) * np.linalg.det(np.delete(np.delete(a, i, 0), j, 1))
+                     for j in range(3)] for i in range(3)])
+    g = tg.grad(np.linalg.det)(a)
+    np.testing.assert_allclose(g, cof, atol=1e-12)
+    np.testing.assert_allclose(g, jax.grad(jnp.linalg.det)(a), atol=1e-12)
+    np.testing.assert_allclose(g, finite_diff_grad(np.linalg.det, (a,), 0), atol=1e-8)
+    _, tangent = tg.jvp(np.linalg.det, (a,), (np.ones((3, 3)),))
+    np.testing.assert_allclose(tangent, np.sum(cof), atol=1e-12)
+    if rank == 2:   # one zero singular value: the second derivative too
+        np.testing.assert_allclose(tg.hessian(np.linalg.det)(a), jax.hessian(jnp.linalg.det)(a),
+                                   atol=1e-10)
+    # batched, with a nonsingular matrix beside the singular one
+    b = np.stack([a, np.eye(3) + 0.1 * r.standard_normal((3, 3))])
+    np.testing.assert_allclose(tg.grad(lambda b: np.sum(np.linalg.det(b)))(b),
+                               jax.grad(lambda b: jnp.sum(jnp.linalg.det(b)))(b), atol=1e-12)
+
+
+@pytest.mark.parametrize("a", [np.eye(3), 2.0 * np.eye(3), np.diag([1.0, 1.0, 2.0]),
+                               np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]),
+                               np.array([[1.0, 2.0, 0.5], [2.0, 4.0, 1.0], [0.3, -1.0, 2.0]])
+                               + np.diag([0.0, 1e-12, 0.0]),
+                               np.zeros((3, 3))],
+                         ids=["identity", "scaled", "tied", "permutation", "near-singular", "zero"])
+def test_det_second_derivative_at_tied_and_near_singular_matrices(a):
+    """Tied singular values (the identity) and near-singular matrices (one singular value
+    near zero): the Hessian of det is JAX's (the SVD's tie convention must not reach a
+    well-conditioned matrix). Two (near-)zero singular values are the documented
+    exception (ir/prims/linalg.py)."""
+    np.testing.assert_allclose(tg.hessian(np.linalg.det)(a), jax.hessian(jnp.linalg.det)(a),
+                               atol=1e-10)
+
+
+def test_new_refusals_name_the_line():
+    with pytest.raises(tg.TraceError, match=r"pinv\(rtol=None\) of a int64 .*test_linalg_more.py:"):
+        tg.trace(lambda a: np.linalg.pinv(a, rtol=None), np.eye(2, dtype=np.int64))
+    with pytest.raises(tg.TraceError, match=r"UPLO must be 'L' or 'U'.*test_linalg_more.py:"):
+        tg.trace(lambda a: np.linalg.eigh(a, UPLO="X"), np.eye(2))
+    with pytest.raises(tg.TraceError, match=r"full_matrices=True\) of a 3x2 matrix has no "
+                                            r"derivative.*test_linalg_more.py:"):
+        tg.grad(lambda a: np.sum(np.linalg.svd(a)[2]))(np.arange(6.0).reshape(3, 2) + np.eye(3, 2))

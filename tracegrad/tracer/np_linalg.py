@@ -1,5 +1,6 @@
-"""``np.linalg`` on traced values, batched over leading axes like NumPy (real dtypes;
-``eig`` / ``eigvals`` also complex).
+"""``np.linalg`` on traced values, batched over leading axes like NumPy: NumPy's values
+and dtypes (complex too; derivatives of complex values where the rules allow, else a
+TraceError), eigenvectors and singular vectors with NumPy's own signs.
 
 - ``inv``, ``solve``, ``det``, ``slogdet``, ``cholesky``: one primitive each;
 - ``eigh`` / ``eigvalsh``, ``svd`` and ``qr``: the primitives of ``ir/prims/spectral.py``
@@ -9,10 +10,10 @@
   (repeated squaring, ``inv`` for negative powers), ``norm`` (every ``ord`` NumPy takes;
   ``2``, ``-2`` and ``'nuc'`` for matrices through the singular values).
 
-Not supported: ``svd(full_matrices=True, compute_uv=True)`` of a non-square matrix (the
-extra columns of ``U`` or rows of ``Vh`` are an arbitrary basis, with no derivative:
-pass ``full_matrices=False``); ``qr(mode='complete')`` of a tall matrix and
-``mode='raw'``.
+``svd(full_matrices=True)`` of a non-square matrix gives NumPy's values and refuses to be
+differentiated (the extra columns of ``U`` or rows of ``Vh`` are an arbitrary basis:
+pass ``full_matrices=False``). Not supported: ``qr(mode='complete')`` of a tall matrix
+and ``mode='raw'``.
 
 ``eig`` / ``eigvals`` (real or complex matrices) are the primitives of ``ir/prims/eig.py``.
 Unlike NumPy, which returns real arrays when every eigenvalue of a real matrix is real,
@@ -59,8 +60,12 @@ def slogdet(a):
 
 @implements(np.linalg.cholesky)
 def cholesky(a, /, *, upper=False):
-    L = apply("cholesky", coerce(a))
-    return swapaxes(L, -1, -2) if upper else L
+    """``upper=True`` reads the upper triangle (NumPy's ``UPLO='U'``): the lower one of
+    ``a^H``, whose factor ``L`` gives ``U = L^H``."""
+    a = coerce(a)
+    if upper:
+        return _mH(apply("cholesky", _mH(a)))
+    return apply("cholesky", a)
 
 
 def _result(name, *parts):
@@ -73,25 +78,28 @@ def _mT(x):
     return swapaxes(x, -1, -2)
 
 
+def _mH(x):
+    """The conjugate transpose (the transpose of a real array)."""
+    return np.conj(_mT(x)) if dtype_of(x).kind == "c" else _mT(x)
+
+
 def _check_uplo(UPLO):  # noqa: N803
     if UPLO not in ("L", "U"):
         raise TraceError(f"UPLO must be 'L' or 'U', got {UPLO!r}{where()}")
+    return UPLO
 
 
 @implements(np.linalg.eigh)
 def eigh(a, UPLO="L"):  # noqa: N803
-    """Eigenvalues (ascending) and eigenvectors; signs fixed (ir/prims/spectral.py)."""
-    _check_uplo(UPLO)
-    a = coerce(a)
-    a = a if UPLO == "L" else _mT(a)     # the upper triangle of a is the lower one of a.T
-    return _result("EighResult", apply("eigvalsh", a), apply("eigh_vectors", a))
+    """Eigenvalues (ascending) and eigenvectors, NumPy's signs (ir/prims/spectral.py)."""
+    a, UPLO = coerce(a), _check_uplo(UPLO)
+    return _result("EighResult", apply("eigvalsh", a, UPLO=UPLO),
+                   apply("eigh_vectors", a, UPLO=UPLO))
 
 
 @implements(np.linalg.eigvalsh)
 def eigvalsh(a, UPLO="L"):  # noqa: N803
-    _check_uplo(UPLO)
-    a = coerce(a)
-    return apply("eigvalsh", a if UPLO == "L" else _mT(a))
+    return apply("eigvalsh", coerce(a), UPLO=_check_uplo(UPLO))
 
 
 def _check_square(name, a):
@@ -119,19 +127,37 @@ def eigvals(a):
 
 @implements(np.linalg.svd)
 def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
-    """``hermitian`` is a hint NumPy may use; the general SVD is taken either way."""
+    """NumPy's U, s and Vh (its signs). ``hermitian=True`` is NumPy's own other
+    algorithm, through ``eigh`` of the lower triangle (``_hermitian_svd``)."""
     a = coerce(a)
     if ndim_of(a) < 2:
         raise TraceError(f"svd needs a matrix (or a batch of them), got {ndim_of(a)}-d{where()}")
+    if hermitian:
+        _check_square("svd(hermitian=True)", a)
+        return _hermitian_svd(a, compute_uv)
     if not compute_uv:
         return apply("svdvals", a)
+    # full_matrices changes nothing for a square matrix: no parameter then, so that the
+    # factors are the reduced ones the rules apply (the full ones have no derivative)
     m, n = shape_of(a)[-2:]
-    if full_matrices and m != n:
-        raise TraceError(
-            f"np.linalg.svd(full_matrices=True) of a {m}x{n} matrix: the extra columns of U "
-            "(rows of Vh) are an arbitrary basis with no derivative; pass full_matrices=False"
-            f"{where()}")
-    return _result("SVDResult", apply("svd_u", a), apply("svdvals", a), apply("svd_vh", a))
+    full = {"full_matrices": True} if full_matrices and m != n else {}
+    return _result("SVDResult", apply("svd_u", a, **full), apply("svdvals", a),
+                   apply("svd_vh", a, **full))
+
+
+def _hermitian_svd(a, compute_uv):
+    """NumPy's ``svd(a, hermitian=True)``: the eigendecomposition of the lower triangle,
+    the eigenvalues' magnitudes sorted descending, their signs moved into Vh."""
+    w = apply("eigvalsh", a, UPLO="L")
+    if not compute_uv:
+        return np.flip(np.sort(apply("abs", w), axis=-1), axis=-1)
+    v = apply("eigh_vectors", a, UPLO="L")
+    order = np.flip(np.argsort(apply("abs", w), axis=-1), axis=-1)
+    w = np.take_along_axis(w, order, axis=-1)
+    u = np.take_along_axis(v, np.expand_dims(order, -2), axis=-1)
+    sign = astype(np.sign(w), dtype_of(u))
+    vh = _mH(u * np.expand_dims(sign, -2))
+    return _result("SVDResult", u, apply("abs", w), vh)
 
 
 @implements(np.linalg.qr)
@@ -151,7 +177,7 @@ def qr(a, mode="reduced"):
     else:   # wide: Householder QR of [X | Y] is that of X, with R = [R_X | Q^T Y]
         x, y = a[..., :, :m], a[..., :, m:]
         q = apply("qr_q", x)
-        r = np.concatenate([apply("qr_r", x), _mT(q) @ y], axis=-1)
+        r = np.concatenate([apply("qr_r", x), _mH(q) @ y], axis=-1)
     return r if mode == "r" else _result("QRResult", q, r)
 
 
@@ -174,10 +200,14 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=_NOVALUE):
         if rtol is _NOVALUE:
             rcond = 1e-15
         elif rtol is None:
-            dt = dtype_of(a) if dtype_of(a).kind == "f" else np.dtype(float)
-            rcond = builtins.max(m, n) * np.finfo(dt).eps
+            if dtype_of(a).kind not in "fc":   # NumPy asks finfo of the input's dtype
+                raise TraceError(f"np.linalg.pinv(rtol=None) of a {dtype_of(a)} array: NumPy "
+                                 f"raises (finfo of a non-inexact dtype){where()}")
+            rcond = builtins.max(m, n) * np.finfo(dtype_of(a)).eps
         else:
             rcond = rtol
+    if dtype_of(a).kind == "c":   # NumPy's own steps: the SVD of conj(a), transposed
+        a = np.conj(a)
     u, s, vh = apply("svd_u", a), apply("svdvals", a), apply("svd_vh", a)
     cutoff = np.asarray(rcond)[..., None] * max(s, axis=-1, keepdims=True)
     return (_mT(vh) * np.expand_dims(_svd_cutoff_inverse(s, cutoff), -2)) @ _mT(u)
@@ -204,13 +234,14 @@ def lstsq(a, b, rcond=None):
     cutoff = rcond * max(s, axis=-1, keepdims=True)
     vector = ndim_of(b) == 1
     bm = b[:, None] if vector else b
-    x = _mT(vh) @ (np.expand_dims(_svd_cutoff_inverse(s, cutoff), -1) * (_mT(u) @ bm))
-    rank = sum(astype(s > cutoff, np.int32), axis=-1)
+    x = _mH(vh) @ (np.expand_dims(_svd_cutoff_inverse(s, cutoff), -1) * (_mH(u) @ bm))
+    rank = astype(sum(s > cutoff, axis=-1), np.int32)    # LAPACK's integer, as in NumPy
+    real = dtype_of(s)
     if bool(rank == n) and m > n:
         r = bm - a @ x
-        residuals = sum(r * r, axis=0)
+        residuals = sum(np.real(np.conj(r) * r) if dtype_of(r).kind == "c" else r * r, axis=0)
     else:
-        residuals = np.zeros((0,), dtype=dtype_of(x))
+        residuals = np.zeros((0,), dtype=real)
     return (x[:, 0] if vector else x), residuals, rank, s
 
 
@@ -243,11 +274,15 @@ def matrix_power(a, n):
 
 @implements(np.linalg.norm)
 def norm(x, ord=None, axis=None, keepdims=False):  # noqa: A002
+    """NumPy's steps: integers and booleans become float64; complex entries count by
+    their moduli (the result is real)."""
     x = coerce(x)
+    if dtype_of(x).kind not in "fc":
+        x = astype(x, np.float64)
     nd = ndim_of(x)
     if axis is None:
         if ord is None:  # the 2-norm of the flattened array, whatever its shape
-            return apply("sqrt", sum(x * x, axis=None, keepdims=keepdims))
+            return apply("sqrt", sum(_abs2(x), axis=None, keepdims=keepdims))
         if nd not in (1, 2):
             raise TraceError(f"improper number of dimensions to norm{where()}")
         axis = tuple(range(nd))
@@ -256,20 +291,27 @@ def norm(x, ord=None, axis=None, keepdims=False):  # noqa: A002
     if len(axes) == 1:
         return _vector_norm(x, ord, axes, keepdims)
     if len(axes) == 2:
+        if axes[0] == axes[1]:
+            raise TraceError(f"norm: duplicate axes given{where()}")
         return _matrix_norm(x, ord, axes, keepdims)
     raise TraceError(f"improper number of dimensions to norm{where()}")
 
 
+def _abs2(x):
+    """|x|**2, real: NumPy's ``(x.conj() * x).real``."""
+    return np.real(np.conj(x) * x) if dtype_of(x).kind == "c" else x * x
+
+
 def _vector_norm(x, ord, axes, keepdims):  # noqa: A002
     if ord is None or ord == 2:
-        return apply("sqrt", sum(x * x, axis=axes, keepdims=keepdims))
+        return apply("sqrt", sum(_abs2(x), axis=axes, keepdims=keepdims))
     ax = apply("abs", x)
     if ord == np.inf:
         return max(ax, axis=axes, keepdims=keepdims)
     if ord == -np.inf:
         return min(ax, axis=axes, keepdims=keepdims)
     if ord == 0:
-        return sum(astype(apply("not_equal", x, 0), dtype_of(x)), axis=axes, keepdims=keepdims)
+        return sum(astype(apply("not_equal", x, 0), dtype_of(ax)), axis=axes, keepdims=keepdims)
     if ord == 1:
         return sum(ax, axis=axes, keepdims=keepdims)
     if isinstance(ord, str):
@@ -279,8 +321,10 @@ def _vector_norm(x, ord, axes, keepdims):  # noqa: A002
 
 def _matrix_norm(x, ord, axes, keepdims):  # noqa: A002
     row, col = axes
-    if ord is None or ord == "fro":
-        return apply("sqrt", sum(x * x, axis=axes, keepdims=keepdims))
+    if ord is None or ord in ("fro", "f"):
+        return apply("sqrt", sum(_abs2(x), axis=axes, keepdims=keepdims))
+    if isinstance(ord, str) and ord != "nuc":
+        raise TraceError(f"invalid norm order {ord!r} for matrices{where()}")
     ax = apply("abs", x)
     if ord in (1, -1):
         sums = sum(ax, axis=row, keepdims=True)

@@ -10,14 +10,13 @@ Conventions:
   does. NumPy returns *real* arrays when every eigenvalue of a real matrix happens to
   be real; a graph must know its dtypes without looking at values, so here the result
   is complex even then (its imaginary parts are zero; ``np.real`` recovers NumPy's).
-- **Order and normalisation** are LAPACK's ``geev``, as in NumPy: the eigenvalues come
+- **Order and normalisation** are NumPy's own (LAPACK's ``geev``): the eigenvalues come
   in the order LAPACK finds them (not sorted), ``eigvals`` and ``eig_vectors`` share
   that order, and each eigenvector has unit 2-norm with its largest-magnitude entry
-  real (for a real matrix, a real eigenvalue's eigenvector is real). One more step
-  fixes the sign LAPACK leaves free: that entry is made *positive* (the first of equal
-  magnitudes), in the impl and in the JAX lowering alike, so both backends agree. For
-  complex input this is NumPy's result (to rounding); for real input a column may be
-  NumPy's times -1 (as ``eigh``'s signs, ``spectral.py``).
+  real, of the sign LAPACK left (locally constant, so the rules below are the
+  derivatives of exactly these vectors). On the JAX backend both primitives run NumPy
+  on the host (``spectral.host_lowering``): XLA's ``eig`` (CPU only anyway) may order
+  the eigenvalues and sign the eigenvectors otherwise.
 - **Derivatives** (distinct eigenvalues). With ``A = V diag(w) V^-1`` and
   ``M = V^-1 dA V``: ``dw = diag(M)``; ``dV = V (F o M) + V diag(c)``, with
   ``F_ij = 1 / (w_j - w_i)`` off the diagonal and ``0`` on it, and ``c_j`` the multiple
@@ -53,23 +52,10 @@ Conventions:
 import numpy as np
 
 from ..registry import apply, register
-from .spectral import cluster_average, inverse_gaps
+from .spectral import cluster_average, host_lowering, inverse_gaps
 from .util import complex_dtype, mT, square
 
 # -- values (impl: xp = numpy; lowering: xp = jax) -------------------------------------------------
-
-
-def _positive_largest(xp, v):
-    """Each column of ``v`` times the phase that makes its largest-magnitude entry (the
-    first of equals) real and positive. LAPACK leaves that entry real but, for a real
-    matrix, of either sign, and two LAPACK builds (NumPy's, JAX's) may differ in it;
-    for the output of ``zgeev`` the factor is 1 to rounding."""
-    if v.shape[-1] == 0:
-        return v
-    k = xp.argmax(xp.abs(v), axis=-2)
-    vk = xp.take_along_axis(v, k[..., None, :], axis=-2)
-    mag = xp.abs(vk)
-    return v * (xp.conj(vk) / xp.where(mag == 0, 1, mag))
 
 
 def _eig(a):
@@ -77,20 +63,12 @@ def _eig(a):
     a = square(np.asarray(a))
     w, v = np.linalg.eig(a)
     dtype = complex_dtype(a.dtype)
-    return w.astype(dtype, copy=False), _positive_largest(np, v.astype(dtype, copy=False))
+    return w.astype(dtype, copy=False), v.astype(dtype, copy=False)
 
 
-def _jax_eig(a):
-    import jax
-    import jax.numpy as jnp
-
-    a = jnp.asarray(a)
-    if not jnp.issubdtype(a.dtype, jnp.inexact):
-        a = a.astype(jnp.float64)
-    # eigenvector derivatives are opt-in in JAX: its JVP is the one of this module
-    w, v = jax.lax.linalg.eig(a, compute_left_eigenvectors=False, enable_eigvec_derivs=True)
-    dtype = complex_dtype(a.dtype)
-    return w.astype(dtype), _positive_largest(jnp, v.astype(dtype))
+# Not "linalg": the JAX backend casts an integer operand of that family to the node's dtype
+# (complex here), and NumPy's eig of a complex matrix orders its eigenvalues otherwise.
+FAMILY = "eig"
 
 
 # -- traced helpers for the rules (the tie handling is eigh's: spectral.py) -----------------------
@@ -134,8 +112,8 @@ def _eigvals_jvp(t, out, a):
 register(
     "eigvals", lambda a: _eig(a)[0],
     abstract=lambda a: (square(a).shape[:-1], complex_dtype(a.dtype)),
-    vjp=_eigvals_vjp, jvp=_eigvals_jvp, jax=lambda a: _jax_eig(a)[0],
-    family="linalg", complex=True,
+    vjp=_eigvals_vjp, jvp=_eigvals_jvp, jax=host_lowering("eigvals"),
+    family=FAMILY, complex=True,
     doc="the eigenvalues of np.linalg.eig (always complex; LAPACK's order, shared with "
         "eig_vectors; tied eigenvalues share their cotangent; no derivative at a "
         "defective matrix)",
@@ -167,9 +145,9 @@ def _eig_vectors_jvp(t, out, a):
 register(
     "eig_vectors", lambda a: _eig(a)[1],
     abstract=lambda a: (square(a).shape, complex_dtype(a.dtype)),
-    vjp=_eig_vectors_vjp, jvp=_eig_vectors_jvp, jax=lambda a: _jax_eig(a)[1],
-    family="linalg", complex=True,
-    doc="the eigenvectors of np.linalg.eig (columns, always complex; unit norm, largest "
-        "entry real and positive; tied pairs masked in the rules; no derivative at a "
+    vjp=_eig_vectors_vjp, jvp=_eig_vectors_jvp, jax=host_lowering("eig_vectors"),
+    family=FAMILY, complex=True,
+    doc="the eigenvectors of np.linalg.eig (columns, always complex; NumPy's: unit norm, "
+        "largest entry real; tied pairs masked in the rules; no derivative at a "
         "defective matrix)",
 )

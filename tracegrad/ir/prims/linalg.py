@@ -1,7 +1,8 @@
 """Linear algebra: matmul, einsum and the np.linalg primitives (batched over leading axes)."""
 import numpy as np
 
-from ..registry import register
+from ..registry import apply, register
+from .spectral import from_lower, lower_cotangent
 from .util import mT, square, unbroadcast
 
 
@@ -126,6 +127,42 @@ register(
 
 
 # -- np.linalg --------------------------------------------------------------------------
+# NumPy raises LinAlgError where LAPACK reports failure (an exactly zero pivot, a matrix
+# that is not positive definite); XLA returns inf or NaN. The JAX lowerings compute
+# LAPACK's criterion and raise NumPy's error from the host (an unordered io_callback:
+# jax.jit reports it as a JaxRuntimeError whose message names the LinAlgError).
+def _raise_on_host(failed, message):
+    from jax.experimental import io_callback
+
+    def check(failed):
+        if np.any(failed):
+            raise np.linalg.LinAlgError(message)
+    io_callback(check, None, failed, ordered=False)
+
+
+def _singular(a):
+    """True when LU with partial pivoting (LAPACK's getrf, as NumPy's gesv) meets an
+    exactly zero pivot in any matrix of the batch."""
+    import jax
+    import jax.numpy as jnp
+    if a.shape[-1] == 0 or a.size == 0:
+        return jnp.asarray(False)
+    lu = jax.lax.linalg.lu(a)[0]
+    return jnp.any(jnp.diagonal(lu, axis1=-2, axis2=-1) == 0)
+
+
+def _jax_inv(a):
+    import jax.numpy as jnp
+    _raise_on_host(_singular(a), "Singular matrix")
+    return jnp.linalg.inv(a)
+
+
+def _jax_solve(a, b):
+    import jax.numpy as jnp
+    _raise_on_host(_singular(a), "Singular matrix")
+    return jnp.linalg.solve(a, b)
+
+
 def _inv_vjp(g, out, a):
     return (-(mT(out) @ g @ mT(out)),)
 
@@ -134,7 +171,7 @@ register(
     "inv", np.linalg.inv,
     abstract=lambda a: (square(a).shape, _float(a.dtype)),
     vjp=_inv_vjp, jvp=lambda t, out, a: -(out @ t[0] @ out),
-    jax=_jax(lambda jnp, a: jnp.linalg.inv(a)), family="linalg", complex=True,
+    jax=_jax_inv, family="linalg", complex=True,
 )
 
 
@@ -170,7 +207,7 @@ def _solve_jvp(t, out, a, b):
 
 register(
     "solve", np.linalg.solve, abstract=_solve_abstract, vjp=_solve_vjp, jvp=_solve_jvp,
-    jax=_jax(lambda jnp, a, b: jnp.linalg.solve(a, b)), family="linalg",
+    jax=_jax_solve, family="linalg",
     complex=True,
 )
 
@@ -184,10 +221,46 @@ def _trace_of_product(p, q):
     return np.sum(mT(p) * q, axis=(-2, -1))
 
 
+# Where the SVD branch of adj(A) takes over: the inverse's branch has a second derivative
+# accurate to about cond(A) * eps, so it is kept up to cond(A) = 1e8
+NEAR_SINGULAR = 1e-8
+
+
+def _adjugate_t(a, det_a):
+    """adj(A)^T, the derivative of det(A), also at a singular A (where det(A) A^-T is
+    0 * inf, and NumPy's inv refuses). Two branches, chosen per matrix:
+
+    - ``det(A) A^-T`` where ``s_min > 1e-8 * s_max``: exact to every order;
+    - otherwise through the SVD ``A = U diag(s) Vh``: ``adj(A) = det(U) det(Vh) Vh^T
+      diag(p) U^T``, ``p_i`` the product of the other singular values (no division).
+      This branch's own derivative goes through the SVD's rules: exact where the
+      singular values are distinct (one of them zero), the tie convention of
+      spectral.py where they are not: the second derivative at ``diag(1, 1, 0)``, or
+      at a matrix of rank ``n - 2`` or less (two zero singular values), is not exact.
+
+    A complex A keeps ``det(A) A^-T`` alone (the SVD has no complex derivative rules
+    here; NumPy's inv refuses an exactly singular one)."""
+    if np.dtype(a.dtype).kind == "c":
+        return det_a[..., None, None] * mT(np.linalg.inv(a))
+    n = a.shape[-1]
+    if n == 0:
+        return a
+    eye = np.eye(n, dtype=np.dtype(a.dtype))
+    u, s, vh = apply("svd_u", a), apply("svdvals", a), apply("svd_vh", a)
+    near = np.expand_dims(s[..., -1] <= NEAR_SINGULAR * s[..., 0], (-2, -1))
+    # the inverse of a well-conditioned stand-in where A is near singular (not taken)
+    regular = det_a[..., None, None] * mT(np.linalg.inv(np.where(near, eye, a)))
+    others = np.prod(np.expand_dims(s, -2) * (1 - eye) + eye, axis=-1)
+    # +-1 and locally constant: slogdet_sign carries no derivative for real matrices
+    phase = apply("slogdet_sign", u) * apply("slogdet_sign", vh)
+    through_svd = phase[..., None, None] * ((u * np.expand_dims(others, -2)) @ vh)
+    return np.where(near, through_svd, regular)
+
+
 register(
     "det", np.linalg.det, abstract=_batch_scalar_abstract,
-    vjp=lambda g, out, a: ((g * out)[..., None, None] * mT(np.linalg.inv(a)),),
-    jvp=lambda t, out, a: out * _trace_of_product(np.linalg.inv(a), t[0]),
+    vjp=lambda g, out, a: (np.expand_dims(g, (-2, -1)) * _adjugate_t(a, out),),
+    jvp=lambda t, out, a: np.sum(_adjugate_t(a, out) * t[0], axis=(-2, -1)),
     jax=_jax(lambda jnp, a: jnp.linalg.det(a)), family="linalg", complex=True,
 )
 register(
@@ -228,26 +301,36 @@ def _phi_mask(n, dtype):
     return (np.tril(np.ones((n, n))) - 0.5 * np.eye(n)).astype(dtype)
 
 
+# NumPy's cholesky reads the lower triangle of A only; the rules are the derivatives of
+# that function (with respect to the lower triangle: zero above the diagonal), also for
+# a non-symmetric A, as finite differences of np.linalg.cholesky see it (spectral.py).
 def _cholesky_vjp(g, out, a):
-    # From L L^T = A: Abar = sym(L^-T phi(L^T Lbar) L^-1), the input tangent
-    # symmetrised as JAX does (only symmetric perturbations keep A an SPD matrix).
+    # From L L^T = S (S: the symmetric matrix read): Sbar = L^-T phi(L^T Lbar) L^-1
     n = a.shape[-1]
     linv = np.linalg.inv(out)
     p = (mT(out) @ g) * _phi_mask(n, out.dtype)
-    s = mT(linv) @ p @ linv
-    return (0.5 * (s + mT(s)),)
+    return (lower_cotangent(mT(linv) @ p @ linv),)
 
 
 def _cholesky_jvp(t, out, a):
     n = a.shape[-1]
     linv = np.linalg.inv(out)
-    sym = 0.5 * (t[0] + mT(t[0]))
-    return out @ ((linv @ sym @ mT(linv)) * _phi_mask(n, out.dtype))
+    return out @ ((linv @ from_lower(t[0]) @ mT(linv)) * _phi_mask(n, out.dtype))
+
+
+def _jax_cholesky(a):
+    # jnp.linalg.cholesky symmetrises a first: another matrix than NumPy's when a is not
+    # symmetric. XLA leaves NaN where LAPACK's potrf stops (a pivot <= 0 or NaN).
+    import jax
+    import jax.numpy as jnp
+    low = jax.lax.linalg.cholesky(a, symmetrize_input=False)
+    _raise_on_host(jnp.any(jnp.isnan(low)), "Matrix is not positive definite")
+    return low
 
 
 register(
     "cholesky", np.linalg.cholesky,
     abstract=lambda a: (square(a).shape, _float(a.dtype)),
-    vjp=_cholesky_vjp, jvp=_cholesky_jvp,
-    jax=_jax(lambda jnp, a: jnp.linalg.cholesky(a)), family="linalg",
+    vjp=_cholesky_vjp, jvp=_cholesky_jvp, jax=_jax_cholesky, family="linalg",
+    doc="np.linalg.cholesky (lower triangle read, and differentiated)",
 )

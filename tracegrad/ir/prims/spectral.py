@@ -1,19 +1,32 @@
-"""Spectral linear algebra on real matrices: ``eigh``, ``svd`` and ``qr``, batched over
-leading axes. Every result is its own primitive (``eigvalsh`` / ``eigh_vectors``,
-``svdvals`` / ``svd_u`` / ``svd_vh``, ``qr_q`` / ``qr_r``), as ``slogdet`` is split into
+"""Spectral linear algebra: ``eigh``, ``svd`` and ``qr``, batched over leading axes
+(values of real or complex matrices; derivatives of real ones). Every result is its
+own primitive (``eigvalsh`` / ``eigh_vectors``, ``svdvals`` / ``svd_u`` / ``svd_vh``,
+``qr_q`` / ``qr_r``), as ``slogdet`` is split into
 ``slogdet_sign`` and ``logabsdet``; a rule that needs another result applies that
 primitive (the passes' CSE merges repeated applications).
 
 Conventions (see docs of ``np.linalg.eigh`` / ``svd`` on traced values):
 
-- **Signs.** Eigenvectors and singular vectors are only defined up to sign; the impls
-  and the JAX lowerings both fix it the same way: in each column of ``V`` (``eigh``) or
-  ``U`` (``svd``) the first entry of largest magnitude is positive (``svd`` flips the
-  matching row of ``Vh``). The result is a valid NumPy decomposition, but its signs may
-  differ from what ``np.linalg`` returns on a plain array.
-- **Symmetric input.** ``eigh`` reads the lower triangle, as NumPy does; its derivatives
-  are those of the symmetrised input (the cotangent is symmetric), as in JAX: only
-  symmetric perturbations keep the matrix symmetric.
+- **Signs.** Eigenvectors and singular vectors are only defined up to sign (phase);
+  the impls return NumPy's own (``np.linalg.eigh`` / ``svd``), so a function of them
+  gives NumPy's number. The sign LAPACK picks is locally constant, so the rules, which
+  are written in terms of the vectors returned, are the derivatives of exactly those
+  vectors. On the JAX backend ``eigh_vectors``, ``svd_u`` and ``svd_vh`` run NumPy on
+  the host (``host_lowering``): XLA's solvers pick their own signs.
+- **Symmetric input.** ``eigh`` (and ``cholesky``, ``linalg.py``) read the lower
+  triangle, as NumPy does; the upper one is never read, and the derivatives are those
+  of NumPy's function: with respect to the lower triangle (``from_lower`` /
+  ``lower_cotangent``), zero above the diagonal. (JAX symmetrises instead: its
+  gradient differs from finite differences of NumPy's function on a non-symmetric
+  input.) ``UPLO='U'`` is a parameter of ``eigvalsh`` / ``eigh_vectors``: LAPACK's
+  eigenvectors of the upper triangle may have other signs than those of the lower
+  triangle of ``a^H``. ``cholesky(upper=True)`` is ``L^H`` of ``a^H`` (a unique factor).
+- **Where NumPy's signs jump.** At some matrices the sign LAPACK picks is decided by
+  rounding-level quantities (for ``eigh``, seen at matrices with eigenvalues ``l`` and
+  ``-l``: LAPACK's iteration compares magnitudes to choose its direction): there a
+  perturbation of 1e-8 flips a column of NumPy's result, which has no derivative; the
+  rules give that of the sign held. Functions of the vectors that do not depend on
+  their signs (projectors, ``v**2``) are smooth there.
 - **Degenerate spectra.** Two eigenvalues (singular values) are *tied* when they differ
   by at most ``1000 * eps * max|lambda|``. The eigenvector (singular vector) rules use
   ``F_ij = 1 / (lambda_j - lambda_i)`` (``1 / (s_j**2 - s_i**2)``) for untied pairs and
@@ -33,33 +46,58 @@ Conventions (see docs of ``np.linalg.eigh`` / ``svd`` on traced values):
 import numpy as np
 
 from ...errors import TraceError
-from ..registry import apply, register
+from ..registry import REGISTRY, Aval, apply, register
 from .util import mT, square
 
-# -- helpers shared by impls (xp = numpy) and JAX lowerings (xp = jax.numpy) ---------------------
+# -- values -------------------------------------------------------------------------------------
 
 
-def _col_signs(xp, v):
-    """+1/-1 per column of ``v`` (..., n, k), shaped (..., 1, k): the first entry whose
-    magnitude is the column's largest (to within 1e-4) becomes positive."""
-    if v.shape[-2] == 0 or v.shape[-1] == 0:
-        return xp.ones(v.shape[:-2] + (1, v.shape[-1]), dtype=v.dtype)
-    mag = xp.abs(v)
-    big = mag >= xp.max(mag, axis=-2, keepdims=True) * (1 - 1e-4)
-    idx = xp.argmax(big, axis=-2)
-    pick = xp.take_along_axis(v, idx[..., None, :], axis=-2)
-    return xp.where(pick < 0, -1.0, 1.0).astype(v.dtype)
+def _float(dtype):
+    """The dtype of the vectors: floats and complex keep theirs, integers give float64."""
+    dtype = np.dtype(dtype)
+    return dtype if dtype.kind in "fc" else np.dtype(np.float64)
 
 
-def _eigh(xp, a):
-    w, v = xp.linalg.eigh(a)
-    return w, v * _col_signs(xp, v)
+def _real(dtype):
+    """The dtype of eigenvalues / singular values: the real counterpart of ``_float``."""
+    return np.finfo(_float(dtype)).dtype
 
 
-def _svd(xp, a):
-    u, s, vh = xp.linalg.svd(a, full_matrices=False)
-    sg = _col_signs(xp, u)
-    return u * sg, s, vh * xp.swapaxes(sg, -1, -2)
+def _matrix(a):
+    if a.ndim < 2:
+        raise ValueError(f"expected a matrix (or a batch of them), got shape {a.shape}")
+    return a
+
+
+def host_lowering(name):
+    """The JAX lowering of primitive ``name`` that runs its NumPy impl on the host
+    (``jax.pure_callback``). For results that only NumPy's LAPACK defines: the signs
+    (phases) of eigenvectors and singular vectors are whatever its ``syevd`` / ``gesdd``
+    return, which no formula reproduces and XLA's solvers need not match; a function of
+    them (``U @ diag(s)[:, :1]``) must give NumPy's number on every backend."""
+    def lower(*args, **params):
+        import jax
+
+        prim = REGISTRY[name]
+        avals = [Aval(tuple(a.shape), np.dtype(a.dtype)) for a in args]
+        shape, dtype = prim.shape_dtype(avals, params)
+
+        def host(*xs):
+            return np.asarray(prim.impl(*(np.asarray(x) for x in xs), **params), dtype=dtype)
+
+        # expand_dims: the impls are batched over leading axes, as jax.vmap needs
+        return jax.pure_callback(host, jax.ShapeDtypeStruct(shape, dtype), *args,
+                                 vmap_method="expand_dims")
+    lower.__name__ = f"host:{name}"
+    return lower
+
+
+def _jax_eigvalsh(a, UPLO="L"):  # noqa: N803
+    """Eigenvalues from one triangle alone, as NumPy's ``syevd`` reads it:
+    ``jnp.linalg.eigh`` would symmetrise ``a`` first and change them for a
+    non-symmetric input."""
+    import jax
+    return jax.lax.linalg.eigh(a, lower=UPLO == "L", symmetrize_input=False)[1]
 
 
 def _jax(fn):
@@ -67,17 +105,6 @@ def _jax(fn):
         import jax.numpy as jnp
         return fn(jnp, *args, **params)
     return lower
-
-
-def _float(dtype):
-    dtype = np.dtype(dtype)
-    return dtype if dtype.kind == "f" else np.dtype(np.float64)
-
-
-def _matrix(a):
-    if a.ndim < 2:
-        raise ValueError(f"expected a matrix (or a batch of them), got shape {a.shape}")
-    return a
 
 
 # -- traced helpers for the rules --------------------------------------------------------------
@@ -125,53 +152,88 @@ def _safe_reciprocal(s):
     return np.where(keep, 1.0 / np.where(keep, s, 1.0), 0.0)
 
 
-def _sym(t):
-    return 0.5 * (t + mT(t))
+def _lower_masks(t):
+    """The strictly lower triangle and the diagonal, as 0/1 matrices of ``t``'s dtype."""
+    n = t.shape[-1]
+    dtype = np.dtype(t.dtype)
+    return np.tril(np.ones((n, n)), -1).astype(dtype), np.eye(n, dtype=dtype)
+
+
+def from_lower(t, UPLO="L"):  # noqa: N803
+    """The symmetric matrix NumPy's ``eigh`` / ``cholesky`` see in ``t``: its lower
+    triangle (``UPLO='U'``: upper), mirrored (the other triangle is never read)."""
+    if UPLO == "U":
+        return mT(from_lower(mT(t)))
+    low, eye = _lower_masks(t)
+    return t * low + mT(t * low) + t * eye
+
+
+def lower_cotangent(g, UPLO="L"):  # noqa: N803
+    """The adjoint of ``from_lower``: the cotangent of the triangle that was read (zero
+    in the other one), so that the rules are the derivatives of NumPy's own function,
+    also for a non-symmetric input."""
+    if UPLO == "U":
+        return mT(lower_cotangent(mT(g)))
+    low, eye = _lower_masks(g)
+    return (g + mT(g)) * low + g * eye
+
+
+def _check_uplo(UPLO):  # noqa: N803
+    if UPLO not in ("L", "U"):
+        raise ValueError(f"UPLO must be 'L' or 'U', got {UPLO!r}")
+    return UPLO
 
 
 # -- eigh --------------------------------------------------------------------------------------
-def _eigvalsh_abstract(a):
-    return square(a).shape[:-1], _float(a.dtype)
+def _eigvalsh_abstract(a, UPLO="L"):  # noqa: N803
+    _check_uplo(UPLO)
+    return square(a).shape[:-1], _real(a.dtype)
 
 
-def _eigvalsh_vjp(g, out, a):
-    v = apply("eigh_vectors", a)
+def _eigvalsh_vjp(g, out, a, UPLO="L"):  # noqa: N803
+    v = apply("eigh_vectors", a, UPLO=UPLO)
     g = cluster_average(g, out)
-    return ((v * np.expand_dims(g, -2)) @ mT(v),)
+    return (lower_cotangent((v * np.expand_dims(g, -2)) @ mT(v), UPLO),)
 
 
-def _eigvalsh_jvp(t, out, a):
-    v = apply("eigh_vectors", a)
-    dw = np.sum(v * (_sym(t[0]) @ v), axis=-2)
+def _eigvalsh_jvp(t, out, a, UPLO="L"):  # noqa: N803
+    v = apply("eigh_vectors", a, UPLO=UPLO)
+    dw = np.sum(v * (from_lower(t[0], UPLO) @ v), axis=-2)
     return cluster_average(dw, out)
 
 
 register(
-    "eigvalsh", lambda a: _eigh(np, a)[0], abstract=_eigvalsh_abstract,
-    vjp=_eigvalsh_vjp, jvp=_eigvalsh_jvp, jax=_jax(lambda jnp, a: _eigh(jnp, a)[0]),
-    family="linalg",
-    doc="the eigenvalues of np.linalg.eigh (ascending; lower triangle read, derivatives "
-        "symmetrised; tied eigenvalues share their cotangent)",
+    "eigvalsh", lambda a, UPLO="L": np.linalg.eigvalsh(a, UPLO=UPLO),
+    abstract=_eigvalsh_abstract,
+    vjp=_eigvalsh_vjp, jvp=_eigvalsh_jvp, jax=_jax_eigvalsh, family="linalg",
+    doc="the eigenvalues of np.linalg.eigh (ascending; only the UPLO triangle is read, "
+        "and differentiated; tied eigenvalues share their cotangent)",
 )
 
 
-def _eigh_vectors_vjp(g, out, a):
-    w = apply("eigvalsh", a)
+def _eigh_vectors_abstract(a, UPLO="L"):  # noqa: N803
+    _check_uplo(UPLO)
+    return square(a).shape, _float(a.dtype)
+
+
+def _eigh_vectors_vjp(g, out, a, UPLO="L"):  # noqa: N803
+    w = apply("eigvalsh", a, UPLO=UPLO)
     s = out @ (inverse_gaps(w) * (mT(out) @ g)) @ mT(out)
-    return (_sym(s),)
+    return (lower_cotangent(s, UPLO),)
 
 
-def _eigh_vectors_jvp(t, out, a):
-    w = apply("eigvalsh", a)
-    return out @ (inverse_gaps(w) * (mT(out) @ _sym(t[0]) @ out))
+def _eigh_vectors_jvp(t, out, a, UPLO="L"):  # noqa: N803
+    w = apply("eigvalsh", a, UPLO=UPLO)
+    return out @ (inverse_gaps(w) * (mT(out) @ from_lower(t[0], UPLO) @ out))
 
 
 register(
-    "eigh_vectors", lambda a: _eigh(np, a)[1],
-    abstract=lambda a: (square(a).shape, _float(a.dtype)),
-    vjp=_eigh_vectors_vjp, jvp=_eigh_vectors_jvp, jax=_jax(lambda jnp, a: _eigh(jnp, a)[1]),
+    "eigh_vectors", lambda a, UPLO="L": np.linalg.eigh(a, UPLO=UPLO)[1],
+    abstract=_eigh_vectors_abstract,
+    vjp=_eigh_vectors_vjp, jvp=_eigh_vectors_jvp, jax=host_lowering("eigh_vectors"),
     family="linalg",
-    doc="the eigenvectors of np.linalg.eigh (columns; sign fixed; tied pairs masked in the rules)",
+    doc="the eigenvectors of np.linalg.eigh (columns, NumPy's signs; UPLO triangle read; "
+        "tied pairs masked in the rules)",
 )
 
 
@@ -196,7 +258,7 @@ def _svdvals_jvp(t, out, a):
 
 register(
     "svdvals", lambda a: np.linalg.svd(a, compute_uv=False),
-    abstract=lambda a: (_svd_shapes(a)[0] + (_svd_shapes(a)[3],), _float(a.dtype)),
+    abstract=lambda a: (_svd_shapes(a)[0] + (_svd_shapes(a)[3],), _real(a.dtype)),
     vjp=_svdvals_vjp, jvp=_svdvals_jvp,
     jax=_jax(lambda jnp, a: jnp.linalg.svd(a, compute_uv=False)), family="linalg",
     doc="the singular values (descending); tied values share their cotangent",
@@ -225,11 +287,39 @@ def _svd_u_jvp(t, out, a):
     return du
 
 
+def _reduced_only(rule):
+    """``rule`` of the reduced SVD. ``full_matrices=True`` adds, to a non-square matrix's
+    ``U`` (tall) or ``Vh`` (wide), columns (rows) that are any orthonormal basis of a
+    complement: LAPACK's, with no derivative (JAX refuses too). The other factor of that
+    call may differ in sign from the reduced call's, whose factors the rules pair, so
+    neither is differentiated."""
+    def checked(x, out, a, full_matrices=False):
+        m, n = a.shape[-2:]
+        if full_matrices and m != n:
+            raise TraceError(
+                f"np.linalg.svd(full_matrices=True) of a {m}x{n} matrix has no derivative "
+                f"(the extra {'columns of U' if m > n else 'rows of Vh'} are any "
+                "orthonormal basis of a complement); pass full_matrices=False")
+        return rule(x, out, a)
+    return checked
+
+
+def _svd_vectors_abstract(which):
+    def abstract(a, full_matrices=False):
+        batch, m, n, k = _svd_shapes(a)
+        shape = (m, m if full_matrices else k) if which == "U" else (
+            n if full_matrices else k, n)
+        return batch + shape, _float(a.dtype)
+    return abstract
+
+
 register(
-    "svd_u", lambda a: _svd(np, a)[0],
-    abstract=lambda a: (a.shape[:-1] + (_svd_shapes(a)[3],), _float(a.dtype)),
-    vjp=_svd_u_vjp, jvp=_svd_u_jvp, jax=_jax(lambda jnp, a: _svd(jnp, a)[0]), family="linalg",
-    doc="U of the reduced SVD (sign fixed; tied pairs masked in the rules)",
+    "svd_u", lambda a, full_matrices=False: np.linalg.svd(a, full_matrices=full_matrices)[0],
+    abstract=_svd_vectors_abstract("U"),
+    vjp=_reduced_only(_svd_u_vjp), jvp=_reduced_only(_svd_u_jvp),
+    jax=host_lowering("svd_u"), family="linalg",
+    doc="U of the SVD (NumPy's signs; full_matrices: values only; tied pairs masked in "
+        "the rules)",
 )
 
 
@@ -256,10 +346,12 @@ def _svd_vh_jvp(t, out, a):
 
 
 register(
-    "svd_vh", lambda a: _svd(np, a)[2],
-    abstract=lambda a: (a.shape[:-2] + (_svd_shapes(a)[3], a.shape[-1]), _float(a.dtype)),
-    vjp=_svd_vh_vjp, jvp=_svd_vh_jvp, jax=_jax(lambda jnp, a: _svd(jnp, a)[2]), family="linalg",
-    doc="Vh of the reduced SVD (rows; sign matched to svd_u; tied pairs masked in the rules)",
+    "svd_vh", lambda a, full_matrices=False: np.linalg.svd(a, full_matrices=full_matrices)[2],
+    abstract=_svd_vectors_abstract("Vh"),
+    vjp=_reduced_only(_svd_vh_vjp), jvp=_reduced_only(_svd_vh_jvp),
+    jax=host_lowering("svd_vh"), family="linalg",
+    doc="Vh of the SVD (rows, NumPy's signs; full_matrices: values only; tied pairs "
+        "masked in the rules)",
 )
 
 
