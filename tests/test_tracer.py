@@ -450,3 +450,25 @@ def test_custom_vjp_whose_fwd_calls_the_function_matches_jax():
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-14)
     np.testing.assert_allclose(tg.jit(lambda x, y: f(x, y))(x, y), np.sin(x) * y, rtol=1e-15)
+
+
+def test_a_graph_runs_on_the_inputs_it_was_traced_on_when_a_branch_reads_a_float():
+    # bool(2.5) decided the branch: the interpreter's guard is bool(value), as the
+    # generated code's is, not an exact comparison of 2.5 with True
+    def f(x):
+        return x * 2.0 if np.sum(x) else x
+
+    x = np.array([1.0, 1.5])
+    graph = tg.trace(f, x)
+    np.testing.assert_array_equal(graph(x), f(x))
+    np.testing.assert_array_equal(graph(np.array([4.0, 0.5])), f(np.array([4.0, 0.5])))
+    with pytest.raises(tg.TraceError, match="different branch"):
+        graph(np.array([1.0, -1.0]))
+
+
+def test_a_dump_escapes_a_line_break_in_a_source_location():
+    graph = tg.trace(lambda x: x + 1.0, np.ones(2))
+    n = graph.outputs[0]
+    graph.nx.nodes[n]["src"] = "evil.py:1\nimport os"
+    text = str(graph)
+    assert "\nimport os" not in text and "evil.py:1\\nimport os" in text

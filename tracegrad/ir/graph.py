@@ -15,7 +15,7 @@ import networkx as nx
 import numpy as np
 
 from .dtypes import aval_str
-from .printing import format_params
+from .printing import format_params, printable
 
 _DTYPE_NAMES: dict = {}
 
@@ -150,7 +150,7 @@ class Graph:
             body.append((text, d["src"], [(k, v) for k, v in d["params"].items()
                                           if isinstance(v, Graph)]))
         for text, src, subgraphs in body:
-            lines.append(f"{text.ljust(width)}   # {src}" if src else text)
+            lines.append(f"{text.ljust(width)}   # {printable(src)}" if src else text)
             for key, sub in subgraphs:       # sub-graph params, indented under their node
                 nested = sub.dump().splitlines()
                 if key != "graph":

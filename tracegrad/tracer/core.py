@@ -350,6 +350,12 @@ def _const_at(trace, value, src):
 
 
 def _guard_holds(value, expected):
+    """The check the code generator writes (``codegen.guard_line``): a branch decided by
+    ``bool(t)`` holds while ``bool(value)`` is the same, ``int(t)`` while the int is."""
+    if isinstance(expected, (bool, np.bool_)):
+        return bool(value) is bool(expected)
+    if isinstance(expected, (int, np.integer)):
+        return int(value) == int(expected)
     return np.array_equal(np.asarray(value), np.asarray(expected))
 
 
