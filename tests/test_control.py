@@ -196,3 +196,22 @@ def test_scan_body_returning_a_closed_over_value():
         return np.sum(ys)
 
     np.testing.assert_allclose(tg.grad(f)(X), np.full(3, 6.0), rtol=1e-15)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8])
+def test_fori_loop_step_number_is_a_python_int(dtype):
+    # NumPy's own loop: `for i in range(n)` gives Python ints, so 0.1 * i is a weak float
+    # (NEP 50) and a float32 carry stays float32; an int8 carry plus i stays int8
+    def body(i, c):
+        return c + (i if np.dtype(dtype).kind == "i" else 0.5 * i * c)
+
+    def python_loop(x):
+        for i in range(1, 4):
+            x = body(i, x)
+        return x
+
+    x = np.arange(1, 4).astype(dtype)
+    expected = python_loop(x)
+    for got in (tg.fori_loop(1, 4, body, x), tg.jit(lambda v: tg.fori_loop(1, 4, body, v))(x)):
+        assert got.dtype == expected.dtype
+        np.testing.assert_array_equal(got, expected)

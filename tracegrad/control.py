@@ -123,9 +123,19 @@ def fori_loop(lower, upper, body_fun, init_val):
     steps. Differentiable in both modes."""
     lo, hi = _concrete_int(lower, "lower"), _concrete_int(upper, "upper")
     # the step number rides in the carry, so no array of the steps is made
-    (_, carry), _ = scan(lambda c, _: ((c[0] + 1, body_fun(c[0], c[1])), None),
+    (_, carry), _ = scan(lambda c, _: ((c[0] + 1, body_fun(_step_number(c[0]), c[1])), None),
                          (np.int64(lo), init_val), None, length=max(0, hi - lo))
     return carry
+
+
+def _step_number(i):
+    """The step number as a Python ``for i in range(...)`` loop gives it: a Python int, so
+    ``0.1 * i`` is a weak Python float and keeps a float32 carry float32 (NEP 50)."""
+    if not isinstance(i, Tracer):
+        return int(i)
+    step = Tracer(i._trace, i._node, i.shape, i.dtype, i._value)
+    step._weak = int
+    return step
 
 
 def while_loop(cond_fun, body_fun, init_val):
