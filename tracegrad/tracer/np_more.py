@@ -39,6 +39,7 @@ from .np_base import (
     coerce,
     concatenate,
     dtype_of,
+    full_like_tracer,
     implements,
     ndim_of,
     operator_index,
@@ -190,10 +191,15 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     return apply("stop_gradient", getitem(s, (fresh,)))
 
 
-def _quantile_sorted(s, q, axis, method, keepdims, a_shape):
-    """Quantiles of ``s`` (sorted along ``axis``) at constant ``q`` in [0, 1]."""
+def _quantile_sorted(s, q, axis, method, keepdims, a_shape, dt):
+    """Quantiles of ``s`` (sorted along ``axis``) at constant ``q`` in [0, 1], in ``s``'s
+    dtype; NaN where the slice holds a NaN (NaNs sort last) or is empty, as in NumPy."""
     n = shape_of(s)[axis]
     q_arr = np.asarray(q, dtype=np.float64)
+    if n == 0:
+        rest = tuple(d for i, d in enumerate(shape_of(s)) if i != axis)
+        out = full_like_tracer(s, np.nan, shape=q_arr.shape + rest)
+        return _keep_quantile_dims(out, q_arr, axis, keepdims, a_shape)
     pos = q_arr * (n - 1)
     lo = np.floor(pos).astype(np.int64)
     hi = np.minimum(lo + 1, n - 1)
@@ -205,7 +211,8 @@ def _quantile_sorted(s, q, axis, method, keepdims, a_shape):
 
     if method == "linear":
         a_lo, a_hi = at(lo), at(hi)
-        t = np.reshape(frac, frac.shape + (1,) * (ndim_of(s) - 1))
+        # NumPy interpolates in the data's dtype (float32 data, float32 quantiles)
+        t = np.reshape(frac, frac.shape + (1,) * (ndim_of(s) - 1)).astype(dt)
         diff = apply("sub", a_hi, a_lo)
         # NumPy's lerp: from the nearer end, exact at t = 0 and t = 1
         out = apply("select", t >= 0.5, apply("sub", a_hi, apply("mul", diff, 1 - t)),
@@ -218,9 +225,20 @@ def _quantile_sorted(s, q, axis, method, keepdims, a_shape):
         out = at(np.where(np.around(pos) == hi, hi, lo))
     elif method == "midpoint":
         out = apply("mul", apply("add", at(lo), at(np.where(frac > 0, hi, lo))), 0.5)
+    elif method == "median":
+        # NumPy's median is a mean, whose sum starts from +0.0: -0.0 comes out as +0.0
+        out = apply("add", apply("mul", apply("add", at(lo), at(np.where(frac > 0, hi, lo))),
+                                 0.5), 0.0)
     else:
         raise TraceError(f"quantile method {method!r} is not supported on traced values "
                          f"(linear, lower, higher, nearest, midpoint){where()}")
+    if dtype_of(s).kind in "fc":
+        last = at(np.full(q_arr.shape, n - 1))
+        out = apply("select", apply("isnan", last), np.asarray(np.nan, dtype_of(s)), out)
+    return _keep_quantile_dims(out, q_arr, axis, keepdims, a_shape)
+
+
+def _keep_quantile_dims(out, q_arr, axis, keepdims, a_shape):
     if keepdims:
         shape = list(a_shape)
         for d in (range(len(a_shape)) if axis is None else [axis]):
@@ -229,36 +247,61 @@ def _quantile_sorted(s, q, axis, method, keepdims, a_shape):
     return out
 
 
+def _axes_of(axis, nd):
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    return sorted(_single_axis(operator_index(x), nd) for x in axes)
+
+
 def _quantile(name, a, q, axis, out, overwrite_input, method, keepdims, weights=None,
-              interpolation=None):
+              interpolation=None, scale=1.0):
     _reject(name, out=out, weights=weights, interpolation=interpolation)
+    if method == "median" and name != "np.median":     # the name median's own path uses
+        raise TraceError(f"{name}: method 'median' is not a quantile method{where()}")
     if isinstance(q, Tracer) or (isinstance(q, (list, tuple)) and builtins.any(
             isinstance(e, Tracer) for e in q)):
         raise TraceError(f"{name} on traced values needs a constant q{where()}")
-    q = np.asarray(q, dtype=np.float64)
+    # NumPy's result dtype: the data's float dtype, promoted with q's unless q is a
+    # Python number (weak, NEP 50); integers give float64
+    q_dtype = None if isinstance(q, (int, float)) else np.asarray(q).dtype
+    q = np.asarray(q, dtype=np.float64) / scale
     if np.any((q < 0) | (q > 1)):
         raise TraceError(f"{name}: quantiles must be in the range [0, 1]{where()}")
     a = _arr(a)
-    if dtype_of(a).kind in "iub":
+    if dtype_of(a).kind == "b":
+        raise TraceError(f"{name} of a boolean array: NumPy subtracts booleans here and "
+                         f"raises TypeError; convert it first (a.astype(float)){where()}")
+    if dtype_of(a).kind in "iu":
         a = astype(a, np.float64)
+    dt = dtype_of(a)
+    if q_dtype is not None and q_dtype.kind in "iuf":
+        dt = np.result_type(dt, q_dtype if q_dtype.kind == "f" else np.float64)
+    result = _quantile_axes(a, q, axis, method, keepdims, dt)
+    return result if dtype_of(result) == dt else astype(result, dt)
+
+
+def _quantile_axes(a, q, axis, method, keepdims, dt):
     a_shape = tuple(shape_of(a))
+    if method != "median" and math.prod(
+            a_shape if axis is None else [a_shape[d] for d in _axes_of(axis, len(a_shape))]) == 0:
+        raise TraceError(f"quantile of an empty slice: index -1 is out of bounds (NumPy "
+                         f"raises IndexError){where()}")
     if axis is None:
         flat = ravel(a)
-        result = _quantile_sorted(sort(flat), q, 0, method, False, a_shape)
+        result = _quantile_sorted(sort(flat), q, 0, method, False, a_shape, dt)
         if keepdims:
             result = reshape(result, q.shape + (1,) * len(a_shape))
         return result
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
-    axes = sorted(_single_axis(operator_index(x), len(a_shape)) for x in axes)
+    axes = _axes_of(axis, len(a_shape))
     if len(axes) > 1:                 # several axes: move them to the end and merge them
         rest = [d for d in range(len(a_shape)) if d not in axes]
         merged = reshape(transpose(a, rest + axes), tuple(a_shape[d] for d in rest) + (-1,))
-        result = _quantile_sorted(sort(merged, axis=-1), q, len(rest), method, False, a_shape)
+        result = _quantile_sorted(sort(merged, axis=-1), q, len(rest), method, False, a_shape,
+                                  dt)
         if keepdims:
             shape = [1 if d in axes else n for d, n in enumerate(a_shape)]
             result = reshape(result, q.shape + tuple(shape))
         return result
-    return _quantile_sorted(sort(a, axis=axes[0]), q, axes[0], method, keepdims, a_shape)
+    return _quantile_sorted(sort(a, axis=axes[0]), q, axes[0], method, keepdims, a_shape, dt)
 
 
 @implements(np.quantile)
@@ -273,13 +316,16 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear"
                keepdims=False, *, weights=None, interpolation=None):
     if isinstance(q, Tracer):
         raise TraceError(f"np.percentile on traced values needs a constant q{where()}")
-    return _quantile("np.percentile", a, np.asarray(q, dtype=np.float64) / 100.0, axis, out,
-                     overwrite_input, method, keepdims, weights, interpolation)
+    return _quantile("np.percentile", a, q, axis, out, overwrite_input, method, keepdims,
+                     weights, interpolation, scale=100.0)
 
 
 @implements(np.median)
 def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
-    return _quantile("np.median", a, 0.5, axis, out, overwrite_input, "midpoint", keepdims)
+    a = _arr(a)
+    if dtype_of(a).kind == "b":      # NumPy's median averages booleans as numbers
+        a = astype(a, np.float64)
+    return _quantile("np.median", a, 0.5, axis, out, overwrite_input, "median", keepdims)
 
 
 # -- shapes ----------------------------------------------------------------------------

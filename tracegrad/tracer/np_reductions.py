@@ -87,26 +87,40 @@ def _count(a, axes):
 
 @implements(np.mean)
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+    """NumPy's ``_mean``: the sum in ``dtype`` (float64 for integers and booleans, float32
+    for float16, which is cast back), divided by the count and cast back to the sum's
+    dtype (``dtype=int`` truncates, as NumPy's in-place division does)."""
     _reject("np.mean", out=out, where=where)
     a = coerce(a)
+    result_dtype = None
     if dtype is None and dtype_of(a).kind in "iub":
         dtype = np.float64
+    elif dtype is None and dtype_of(a) == np.float16:
+        dtype, result_dtype = np.float32, np.float16
     total = _reduction("sum", a, axis, keepdims, dtype)
-    return total / _count(a, _axis_tuple(axis, a))
+    result = astype(total / _count(a, _axis_tuple(axis, a)), dtype_of(total))
+    return result if result_dtype is None else astype(result, result_dtype)
 
 
 @implements(np.var)
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
         correction=None):
+    """NumPy's ``_var``: the mean in ``dtype``, then the sum of squared moduli (real for
+    complex data) in ``dtype``, over ``max(n - ddof, 0)``."""
     _reject("np.var", out=out, where=where, mean=mean, correction=correction)
     a = coerce(a)
     if dtype is None and dtype_of(a).kind in "iub":
         dtype = np.float64
-    if dtype is not None:
-        a = astype(a, dtype)
-    centred = a - globals()["mean"](a, axis=axis, keepdims=True)
-    total = sum(centred * centred, axis=axis, keepdims=keepdims)
-    return total / builtins.max(_count(a, _axis_tuple(axis, a)) - ddof, 0)
+    n = _count(a, _axis_tuple(axis, a))
+    centre = _reduction("sum", a, axis, True, dtype)
+    centre = astype(centre / n, dtype_of(centre))
+    centred = a - centre
+    if dtype_of(centred).kind == "c":
+        squares = apply("real", apply("mul", centred, apply("conj", centred)))
+    else:
+        squares = centred * centred
+    total = _reduction("sum", squares, axis, keepdims, dtype)
+    return astype(total / builtins.max(n - ddof, 0), dtype_of(total))
 
 
 @implements(np.std)
