@@ -629,6 +629,12 @@ def select(condlist, choicelist, default=0):
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     x = _arr(x)
     dt = dtype_of(x)
+    if dt.kind == "c":
+        # NumPy replaces in the real and the imaginary part separately
+        parts = [nan_to_num(apply(p, x), nan=nan, posinf=posinf, neginf=neginf)
+                 for p in ("real", "imag")]
+        fixed = apply("add", parts[0], apply("mul", parts[1], np.asarray(1j, dt)))
+        return apply("select", apply("isfinite", x), x, fixed)
     if dt.kind not in "f":
         return x
     big = np.finfo(dt).max
@@ -647,6 +653,14 @@ def cumprod(a, axis=None, dtype=None, out=None):
     if dtype is not None:
         a = astype(a, dtype)
     n = shape_of(a)[axis]
+    if dtype_of(a).kind == "c" and n:
+        # NumPy multiplies in sequence; a masked product's extra factors (1 + 0j) would
+        # turn an infinite or NaN part into NaN in the other part too
+        lead = (slice(None),) * axis
+        outs = [getitem(a, lead + (slice(0, 1),))]
+        for k in range(1, n):
+            outs.append(outs[-1] * getitem(a, lead + (slice(k, k + 1),)))
+        return concatenate(outs, axis=axis)
     a = moveaxis(a, axis, -1)
     rows = reshape(a, tuple(shape_of(a)[:-1]) + (1, n))
     tri = np.tril(np.ones((n, n), dtype=bool))
@@ -656,7 +670,7 @@ def cumprod(a, axis=None, dtype=None, out=None):
 
 def _no_nan(a, fill):
     a = _arr(a)
-    if dtype_of(a).kind != "f":
+    if dtype_of(a).kind not in "fc":
         return a
     return apply("select", apply("isnan", a), np.asarray(fill, dtype_of(a)), a)
 
@@ -679,45 +693,84 @@ def nancumsum(a, axis=None, dtype=None, out=None):
     return np.cumsum(_no_nan(a, 0), axis=axis, dtype=dtype)
 
 
+def _all_nan(a, axis, keepdims):
+    """Where a whole slice is NaN (NumPy's nanmax/nanmin give NaN there), or None."""
+    if dtype_of(a).kind not in "fc":
+        return None
+    return np.all(apply("isnan", a), axis=axis, keepdims=keepdims)
+
+
+def _nan_extreme(np_fn, fill, a, axis, keepdims):
+    a = _arr(a)
+    result = np_fn(_no_nan(a, fill), axis=axis, keepdims=keepdims)
+    empty = _all_nan(a, axis, keepdims)
+    if empty is None:
+        return result
+    return apply("select", empty, np.asarray(np.nan, dtype_of(result)), result)
+
+
 @implements(np.nanmax)
 def nanmax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     _reject("np.nanmax", out=out, initial=initial, where=where)
-    return np.max(_no_nan(a, -np.inf), axis=axis, keepdims=keepdims)
+    return _nan_extreme(np.max, -np.inf, a, axis, keepdims)
 
 
 @implements(np.nanmin)
 def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     _reject("np.nanmin", out=out, initial=initial, where=where)
-    return np.min(_no_nan(a, np.inf), axis=axis, keepdims=keepdims)
+    return _nan_extreme(np.min, np.inf, a, axis, keepdims)
 
 
-def _not_nan_count(a, axis, keepdims):
-    a = _arr(a)
-    ok = apply("logical_not", apply("isnan", a))
-    return np.sum(ok, axis=axis, keepdims=keepdims)
+def _inexact(name, dtype):
+    if dtype is not None and np.dtype(dtype).kind not in "fc":
+        raise TraceError(f"{name}: if a is inexact, then dtype must be inexact (NumPy raises "
+                         f"TypeError){where()}")
+
+
+def _not_nan_count(mask, axis, keepdims):
+    return np.sum(apply("logical_not", mask), axis=axis, keepdims=keepdims)
 
 
 @implements(np.nanmean)
 def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+    """NumPy's: the sum of the non-NaN entries in ``dtype`` over their count, in the sum's
+    dtype (float32 data, a float32 mean)."""
     _reject("np.nanmean", out=out, where=where)
     a = _arr(a)
-    if dtype_of(a).kind in "iub":
+    if dtype_of(a).kind not in "fc":
         return np.mean(a, axis=axis, dtype=dtype, keepdims=keepdims)
-    total = np.sum(_no_nan(a, 0), axis=axis, dtype=dtype, keepdims=keepdims)
-    return total / _not_nan_count(a, axis, keepdims)
+    _inexact("np.nanmean", dtype)
+    mask = apply("isnan", a)
+    total = np.sum(apply("select", mask, np.zeros((), dtype_of(a)), a), axis=axis,
+                   dtype=dtype, keepdims=keepdims)
+    return astype(total / _not_nan_count(mask, axis, keepdims), dtype_of(total))
 
 
 @implements(np.nanvar)
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
            mean=None, correction=None):
+    """NumPy's recipe step by step: the deviations are taken in the data's own dtype and
+    zeroed where the data is NaN (an infinite entry still makes NaN), squared moduli are
+    summed in ``dtype``, and a slice with ``count - ddof <= 0`` is NaN."""
     _reject("np.nanvar", out=out, where=where, mean=mean, correction=correction)
     a = _arr(a)
-    if dtype_of(a).kind in "iub":
+    if dtype_of(a).kind not in "fc":
         return np.var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
-    m = nanmean(a, axis=axis, dtype=dtype, keepdims=True)
-    centred = _no_nan(a - m, 0)
-    total = np.sum(centred * centred, axis=axis, keepdims=keepdims)
-    return total / np.maximum(_not_nan_count(a, axis, keepdims) - ddof, 0)
+    _inexact("np.nanvar", dtype)
+    mask = apply("isnan", a)
+    zero = np.zeros((), dtype_of(a))
+    arr = apply("select", mask, zero, a)
+    avg = np.sum(arr, axis=axis, dtype=dtype, keepdims=True)
+    avg = astype(avg / _not_nan_count(mask, axis, True), dtype_of(avg))
+    dev = apply("select", mask, zero, astype(arr - avg, dtype_of(a)))
+    if dtype_of(dev).kind == "c":
+        sqr = apply("real", apply("mul", dev, apply("conj", dev)))
+    else:
+        sqr = dev * dev
+    total = np.sum(sqr, axis=axis, dtype=dtype, keepdims=keepdims)
+    dof = _not_nan_count(mask, axis, keepdims) - ddof
+    result = astype(total / dof, dtype_of(total))
+    return apply("select", dof <= 0, np.asarray(np.nan, dtype_of(result)), result)
 
 
 @implements(np.nanstd)
