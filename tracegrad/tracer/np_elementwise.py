@@ -53,7 +53,14 @@ def round_(a, decimals=0, out=None):
     _reject("np.round", out=out)
     a = coerce(a)
     decimals = operator_index(decimals)
-    if dtype_of(a).kind in "iub":
+    if dtype_of(a).kind == "b":
+        # NumPy rounds booleans with its float16 rint loop; with decimals it multiplies
+        # into a boolean output, which it refuses (UFuncTypeError)
+        if decimals:
+            raise TraceError(f"np.round of a boolean array with decimals={decimals}: NumPy "
+                             f"cannot cast the scaled values back to bool{where()}")
+        return apply("rint", astype(a, np.float16))
+    if dtype_of(a).kind in "iu":
         if decimals >= 0:
             return a
         scale = 10 ** -decimals

@@ -42,6 +42,7 @@ from .np_base import (
     full_like_tracer,
     implements,
     ndim_of,
+    numpy_loop,
     operator_index,
     ravel,
     reshape,
@@ -61,14 +62,18 @@ def _fmod(x, y):
 
 
 def _heaviside(x1, x2):
-    inner = apply("select", apply("greater", x1, 0), np.ones((), dtype_of(x2)), x2)
-    return apply("select", apply("less", x1, 0), np.zeros((), dtype_of(x2)), inner)
+    dt = np.result_type(dtype_of(x1), dtype_of(x2))
+    inner = apply("select", apply("greater", x1, 0), np.ones((), dt), x2)
+    inner = apply("select", apply("less", x1, 0), np.zeros((), dt), inner)
+    if dtype_of(x1).kind == "f":         # NaN in x1 is NaN, whatever x2 says
+        inner = apply("select", apply("isnan", x1), np.asarray(np.nan, dt), inner)
+    return inner
 
 
-UFUNCS[np.logaddexp2] = lambda x, y: apply(
-    "div", apply("logaddexp", apply("mul", x, _LN2), apply("mul", y, _LN2)), _LN2)
-UFUNCS[np.fmod] = _fmod
-UFUNCS[np.heaviside] = _heaviside
+UFUNCS[np.logaddexp2] = numpy_loop(np.logaddexp2, lambda x, y: apply(
+    "div", apply("logaddexp", apply("mul", x, _LN2), apply("mul", y, _LN2)), _LN2))
+UFUNCS[np.fmod] = numpy_loop(np.fmod, _fmod)
+UFUNCS[np.heaviside] = numpy_loop(np.heaviside, _heaviside)
 
 
 @implements(np.sinc)
@@ -154,6 +159,12 @@ def searchsorted(a, v, side="left", sorter=None):
         raise TraceError(f"np.searchsorted: side must be 'left' or 'right', got {side!r}{where()}")
     vv = reshape(v, tuple(shape_of(v)) + (1,))
     hits = apply("less" if side == "left" else "less_equal", a, vv)
+    if dtype_of(v).kind in "fc":
+        # NaN sorts last: it goes after every number ('left') or after everything ('right')
+        after = apply("isnan", vv)
+        if side == "left" and dtype_of(a).kind in "fc":
+            after = apply("logical_and", after, apply("logical_not", apply("isnan", a)))
+        hits = apply("logical_or", hits, after)
     return apply("sum", astype(hits, np.int64), axis=(ndim_of(vv) - 1,), keepdims=False)
 
 
@@ -495,8 +506,9 @@ def diff(a, n=1, axis=-1, prepend=np._NoValue, append=np._NoValue):  # noqa: A00
     if len(pieces) > 1:
         a = concatenate(pieces, axis=axis)
     lead = (slice(None),) * axis
+    op = "not_equal" if dtype_of(a).kind == "b" else "sub"    # NumPy's diff of booleans
     for _ in range(operator_index(n)):
-        a = apply("sub", getitem(a, lead + (slice(1, None),)), getitem(a, lead + (slice(None, -1),)))
+        a = apply(op, getitem(a, lead + (slice(1, None),)), getitem(a, lead + (slice(None, -1),)))
     return a
 
 
@@ -554,7 +566,10 @@ def _gradient_axis(f, axis, h, edge_order):
 @implements(np.gradient)
 def gradient(f, *varargs, axis=None, edge_order=1):
     f = _arr(f)
-    if dtype_of(f).kind in "iub":
+    if dtype_of(f).kind == "b":
+        raise TraceError(f"np.gradient of a boolean array: NumPy subtracts booleans here and "
+                         f"raises TypeError{where()}")
+    if dtype_of(f).kind in "iu":
         f = astype(f, np.float64)
     nd = ndim_of(f)
     axes = list(range(nd)) if axis is None else (
@@ -619,9 +634,14 @@ def select(condlist, choicelist, default=0):
     if len(condlist) != len(choicelist):
         raise TraceError(f"np.select: list of cases must be same length as list of "
                          f"conditions{where()}")
-    out = _arr(default)
-    for cond, choice in reversed(list(zip(condlist, choicelist))):
-        out = np.where(_arr(cond), _arr(choice), out)
+    choices = [_arr(c) for c in choicelist]
+    # NumPy's result dtype: the choices', with a Python-number default weak (NEP 50)
+    weak = isinstance(default, (bool, int, float, complex))
+    dt = np.result_type(*[dtype_of(c) for c in choices],
+                        default if weak else dtype_of(_arr(default)))
+    out = astype(_arr(default), dt)
+    for cond, choice in reversed(list(zip(condlist, choices))):
+        out = np.where(_arr(cond), astype(choice, dt), out)
     return out
 
 
@@ -784,12 +804,28 @@ def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
 def interp(x, xp, fp, left=None, right=None, period=None):
     """Piecewise linear, as JAX's ``jnp.interp``: differentiable in ``x``, ``xp`` and
     ``fp``; at a knot the gradient in ``x`` is the slope of the segment to the right."""
-    if period is not None:
-        raise TraceError(f"np.interp(period=...) is not supported on traced values{where()}")
     x, xp, fp = _arr(x), _arr(xp), _arr(fp)
     if ndim_of(xp) != 1 or ndim_of(fp) != 1:
         raise TraceError(f"np.interp: xp and fp must be 1-D{where()}")
-    x, xp, fp = (astype(v, np.float64) for v in (x, xp, fp))   # NumPy's interp: float64
+    if shape_of(xp)[0] != shape_of(fp)[0] or shape_of(xp)[0] == 0:
+        raise TraceError(f"np.interp: fp and xp are not of the same length, or empty{where()}")
+    # NumPy's interp computes in float64, or complex128 for complex fp
+    fp = astype(fp, np.complex128 if dtype_of(fp).kind == "c" else np.float64)
+    x, xp = astype(x, np.float64), astype(xp, np.float64)
+    if period is not None:
+        if isinstance(period, Tracer):
+            raise TraceError(f"np.interp on traced values needs a constant period{where()}")
+        if period == 0:
+            raise TraceError(f"np.interp: period must be a non-zero value{where()}")
+        # NumPy's normalisation: everything modulo the period, the knots sorted and
+        # extended by one on each side
+        period, left, right = abs(float(period)), None, None
+        x, xp = np.remainder(x, period), np.remainder(xp, period)
+        order = argsort(xp)
+        xp, fp = take(xp, order), take(fp, order)
+        xp = concatenate([getitem(xp, (slice(-1, None),)) - period, xp,
+                          getitem(xp, (slice(0, 1),)) + period])
+        fp = concatenate([getitem(fp, (slice(-1, None),)), fp, getitem(fp, (slice(0, 1),))])
     n = shape_of(xp)[0]
     i = np.clip(searchsorted(xp, x, side="right"), 1, n - 1)
     x0, x1 = take(xp, i - 1), take(xp, i)
@@ -834,6 +870,8 @@ def convolve(a, v, mode="full"):
 def correlate(a, v, mode="valid"):
     a, v = ravel(_arr(a)), ravel(_arr(v))
     n, m = shape_of(a)[0], shape_of(v)[0]
+    if dtype_of(v).kind == "c":          # NumPy's correlate conjugates v
+        v = apply("conj", v)
     full = convolve(a, flip(v), "full")
     lo, hi = builtins.min(n, m), builtins.max(n, m)
     if mode == "full":
@@ -856,7 +894,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
         raise TraceError(f"np.linspace: number of samples, {num}, must be non-negative{where()}")
     start, stop = coerce(start), coerce(stop)
     div = (num - 1) if endpoint else num
-    dt = np.result_type(dtype_of(start), dtype_of(stop), float)
+    dt = np.result_type(dtype_of(start), dtype_of(stop), 1.0)    # 1.0: a weak float
     start, stop = astype(start, dt), astype(stop, dt)
     delta = stop - start
     extra = ndim_of(delta)
