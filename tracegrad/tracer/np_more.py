@@ -437,14 +437,23 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
         raise TraceError(f"np.meshgrid: indexing must be 'xy' or 'ij'{where()}")
     xs = [ravel(_arr(x)) for x in xi]
     nd = len(xs)
-    outs = []
+    shapes = []
     for i, x in enumerate(xs):
         shape = [1] * nd
-        shape[(1 - i if i < 2 else i) if indexing == "xy" and nd > 1 else i] = -1
-        outs.append(reshape(x, tuple(shape)))
-    if not sparse:
-        full = np.broadcast_shapes(*(shape_of(o) for o in outs))
-        outs = [broadcast_to(o, full) for o in outs]
+        shape[(1 - i if i < 2 else i) if indexing == "xy" and nd > 1 else i] = shape_of(x)[0]
+        shapes.append(tuple(shape))
+    full = np.broadcast_shapes(*shapes)
+    outs = []
+    for x, shape in zip(xs, shapes):
+        if copy:
+            # NumPy's copy=True results are arrays of their own: a gather, not a
+            # broadcast view of the input
+            idx = np.arange(shape_of(x)[0]).reshape(shape)
+            outs.append(getitem(x, (idx if sparse else np.ascontiguousarray(
+                np.broadcast_to(idx, full)),)))
+        else:
+            out = reshape(x, shape)
+            outs.append(out if sparse else broadcast_to(out, full))
     return tuple(outs)
 
 
@@ -514,7 +523,11 @@ def diff(a, n=1, axis=-1, prepend=np._NoValue, append=np._NoValue):  # noqa: A00
 
 @implements(np.ediff1d)
 def ediff1d(ary, to_end=None, to_begin=None):
-    d = diff(ravel(_arr(ary)))
+    ary = _arr(ary)
+    if dtype_of(ary).kind == "b":      # np.ediff1d subtracts, even booleans (TypeError)
+        raise TraceError(f"np.ediff1d of a boolean array: NumPy's boolean subtract is not "
+                         f"supported (use np.diff, which compares){where()}")
+    d = diff(ravel(ary))
     parts = [ravel(_arr(x)) for x in (to_begin,) if x is not None] + [d] + \
         [ravel(_arr(x)) for x in (to_end,) if x is not None]
     return concatenate(parts) if len(parts) > 1 else d
