@@ -87,19 +87,16 @@ def _count(a, axes):
 
 @implements(np.mean)
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
-    """NumPy's ``_mean``: the sum in ``dtype`` (float64 for integers and booleans, float32
-    for float16, which is cast back), divided by the count and cast back to the sum's
-    dtype (``dtype=int`` truncates, as NumPy's in-place division does)."""
+    """NumPy's ``_mean``: the sum in ``dtype`` (float64 for integers and booleans),
+    divided by the count and cast back to the sum's dtype (``dtype=int`` truncates, as
+    NumPy's in-place division does). NumPy accumulates float16 in float32; here float16
+    stays float16 (graphs hold no wider float than their inputs; test_dtypes)."""
     _reject("np.mean", out=out, where=where)
     a = coerce(a)
-    result_dtype = None
     if dtype is None and dtype_of(a).kind in "iub":
         dtype = np.float64
-    elif dtype is None and dtype_of(a) == np.float16:
-        dtype, result_dtype = np.float32, np.float16
     total = _reduction("sum", a, axis, keepdims, dtype)
-    result = astype(total / _count(a, _axis_tuple(axis, a)), dtype_of(total))
-    return result if result_dtype is None else astype(result, result_dtype)
+    return astype(total / _count(a, _axis_tuple(axis, a)), dtype_of(total))
 
 
 @implements(np.var)
