@@ -171,13 +171,41 @@ def searchsorted(a, v, side="left", sorter=None):
 @implements(np.digitize)
 def digitize(x, bins, right=False):
     x, bins = _arr(x), _arr(bins)
+    if dtype_of(x).kind == "c":
+        raise TraceError(f"np.digitize: x may not be complex (NumPy raises TypeError){where()}")
     if ndim_of(bins) != 1:
         raise TraceError(f"np.digitize: bins must be 1-D{where()}")
     n = shape_of(bins)[0]
-    increasing = n < 2 or bool(apply("greater_equal", getitem(bins, (-1,)), getitem(bins, (0,))))
-    if increasing:
+    direction = _monotonicity(bins)
+    if direction == 0:
+        raise TraceError(f"np.digitize: bins must be monotonically increasing or decreasing"
+                         f"{where()}")
+    if direction == 1:
         return searchsorted(bins, x, side="left" if right else "right")
     return apply("sub", n, searchsorted(flip(bins), x, side="right" if right else "left"))
+
+
+def _monotonicity(bins):
+    """NumPy's check_array_monotonic: 1 (increasing), -1 (decreasing) or 0, decided by the
+    first pair of unequal neighbours (a NaN pair counts as decreasing). Traced bins are
+    read at trace time, with guards on their neighbour comparisons."""
+    if isinstance(bins, Tracer):
+        value = np.asarray(bins._concrete("np.digitize"))
+        lo, hi = getitem(bins, (slice(None, -1),)), getitem(bins, (slice(1, None),))
+        for op, fn in (("less", np.less), ("greater", np.greater), ("equal", np.equal)):
+            bins._trace.guard(apply(op, lo, hi), fn(value[:-1], value[1:]))
+    else:
+        value = np.asarray(bins)
+    i = 1
+    while i < len(value) and value[i] == value[i - 1]:
+        i += 1
+    if i >= len(value):
+        return 1
+    increasing = value[i - 1] < value[i]
+    rest_lo, rest_hi = value[i:-1], value[i + 1:]
+    if increasing:
+        return 0 if np.any(rest_lo > rest_hi) else 1
+    return 0 if np.any(rest_lo < rest_hi) else -1
 
 
 @implements(np.unique)
@@ -278,6 +306,9 @@ def _quantile(name, a, q, axis, out, overwrite_input, method, keepdims, weights=
     if np.any((q < 0) | (q > 1)):
         raise TraceError(f"{name}: quantiles must be in the range [0, 1]{where()}")
     a = _arr(a)
+    if dtype_of(a).kind == "c" and method != "median":
+        raise TraceError(f"{name} of complex values: NumPy refuses to order them here "
+                         f"(TypeError){where()}")
     if dtype_of(a).kind == "b":
         raise TraceError(f"{name} of a boolean array: NumPy subtracts booleans here and "
                          f"raises TypeError; convert it first (a.astype(float)){where()}")
@@ -822,6 +853,9 @@ def interp(x, xp, fp, left=None, right=None, period=None):
         raise TraceError(f"np.interp: xp and fp must be 1-D{where()}")
     if shape_of(xp)[0] != shape_of(fp)[0] or shape_of(xp)[0] == 0:
         raise TraceError(f"np.interp: fp and xp are not of the same length, or empty{where()}")
+    if dtype_of(x).kind == "c" or dtype_of(xp).kind == "c":
+        raise TraceError(f"np.interp: x and xp must be real (NumPy cannot cast complex values "
+                         f"to float64, TypeError){where()}")
     # NumPy's interp computes in float64, or complex128 for complex fp
     fp = astype(fp, np.complex128 if dtype_of(fp).kind == "c" else np.float64)
     x, xp = astype(x, np.float64), astype(xp, np.float64)
@@ -840,14 +874,28 @@ def interp(x, xp, fp, left=None, right=None, period=None):
                           getitem(xp, (slice(0, 1),)) + period])
         fp = concatenate([getitem(fp, (slice(-1, None),)), fp, getitem(fp, (slice(0, 1),))])
     n = shape_of(xp)[0]
-    i = np.clip(searchsorted(xp, x, side="right"), 1, n - 1)
-    x0, x1 = take(xp, i - 1), take(xp, i)
-    f0, f1 = take(fp, i - 1), take(fp, i)
-    dx = x1 - x0
-    flat = np.abs(dx) <= 0
-    f = np.where(flat, f0, f0 + (x - x0) / np.where(flat, 1.0, dx) * (f1 - f0))
-    f = np.where(x < take(xp, 0), take(fp, 0) if left is None else left, f)
-    return np.where(x > take(xp, n - 1), take(fp, n - 1) if right is None else right, f)
+    lval = take(fp, 0) if left is None else left
+    rval = take(fp, n - 1) if right is None else right
+    if n == 1:
+        f = broadcast_to(take(fp, 0), tuple(shape_of(x)))
+    else:
+        # NumPy's compiled loop: j, the last knot at or below x; on a segment
+        # slope * (x - xp[j]) + fp[j], then from the right end if that is NaN, then fp[j]
+        # if both are NaN and the segment is flat; at the last knot fp[-1]
+        j = searchsorted(xp, x, side="right") - 1
+        jc = np.clip(j, 0, n - 2)
+        x0, x1 = take(xp, jc), take(xp, jc + 1)
+        f0, f1 = take(fp, jc), take(fp, jc + 1)
+        slope = (f1 - f0) / (x1 - x0)
+        at_end = j >= n - 1
+        f = np.where(at_end, slope * (x - x1) + f1, slope * (x - x0) + f0)
+        f = np.where(np.isnan(f) & at_end, f1, f)
+        f = np.where(np.isnan(f) & (x == x0), f0, f)            # exact hit, repeated knot
+        f = np.where(np.isnan(f), slope * (x - x1) + f1, f)
+        f = np.where(np.isnan(f) & (f0 == f1), f0, f)
+    f = np.where(x < take(xp, 0), lval, f)
+    f = np.where(x > take(xp, n - 1), rval, f)
+    return np.where(np.isnan(x), np.asarray(np.nan, dtype_of(f)), f)
 
 
 def _full_convolve(a, v):
