@@ -140,6 +140,7 @@ def numpy_loop(ufunc, handler):
     def run(*args):
         weak = [isinstance(a, (bool, int, float, complex)) and not isinstance(a, np.generic)
                 for a in args]
+        args = [a if w or isinstance(a, Tracer) else np.asarray(a) for a, w in zip(args, weak)]
         dts = tuple(type(a) if w else dtype_of(a) for a, w in zip(args, weak))
         try:
             loop = ufunc.resolve_dtypes(dts + (None,) * ufunc.nout)
