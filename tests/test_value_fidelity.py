@@ -976,6 +976,114 @@ def _copyto(a, b):
     return z
 
 
+# -- every dtype through the single-array and two-array functions ---------------------------
+def dtype_sweep(f, shape=(3, 4)):
+    """``f`` of one array of every dtype, with NaN/inf/-0.0 in the inexact ones."""
+    out = [V(f"sweep_{np.dtype(d).name}", f, A(shape, d, seed=21)) for d in DTYPES]
+    out += [
+        V(f"sweep_special_{np.dtype(d).name}", f, A(shape, d, seed=22, special=True)) for d in (F16, F32, C64)
+    ]
+    return out
+
+
+_PAIRS = [(F32, F32), (F32, F64), (I32, F32), (I8, U8), (B, B), (B, F16), (C64, F32), (I64, C128), (F16, F16)]
+
+
+def pair_sweep(f, shape_a=(3, 4), shape_b=(4, 2)):
+    """``f`` of two arrays over mixed dtype pairs."""
+    return [
+        V(f"pair_{np.dtype(da).name}_{np.dtype(db).name}", f, A(shape_a, da, 23), A(shape_b, db, 24))
+        for da, db in _PAIRS
+    ]
+
+
+def _extend(name, extra):
+    base = SPECS[name]
+    SPECS[name] = lambda: base() + extra()
+
+
+_SWEEP_ONE = {
+    "np.sort": np.sort,
+    "np.argsort": _stable_argsort,
+    "np.cumsum": np.cumsum,
+    "np.cumprod": np.cumprod,
+    "np.nancumsum": np.nancumsum,
+    "np.diff": np.diff,
+    "np.ediff1d": np.ediff1d,
+    "np.gradient": np.gradient,
+    "np.trapezoid": np.trapezoid,
+    "np.sinc": np.sinc,
+    "np.angle": np.angle,
+    "np.nan_to_num": np.nan_to_num,
+    "np.median": lambda a: np.median(a, axis=1),
+    "np.quantile": lambda a: np.quantile(a, 0.3),
+    "np.percentile": lambda a: np.percentile(a, [25, 50]),
+    "np.sum": np.sum,
+    "np.prod": np.prod,
+    "np.mean": np.mean,
+    "np.var": lambda a: np.var(a, axis=0),
+    "np.std": np.std,
+    "np.nansum": np.nansum,
+    "np.nanprod": np.nanprod,
+    "np.nanmean": np.nanmean,
+    "np.nanvar": np.nanvar,
+    "np.nanstd": lambda a: np.nanstd(a, axis=1),
+    "np.nanmax": np.nanmax,
+    "np.nanmin": np.nanmin,
+    "np.max": np.max,
+    "np.min": np.min,
+    "np.argmax": np.argmax,
+    "np.argmin": np.argmin,
+    "np.any": np.any,
+    "np.all": np.all,
+    "np.round": lambda a: np.round(a, 1),
+    "np.clip": lambda a: np.clip(a, -1, 1),
+    "np.unique": np.unique,
+    "np.real_if_close": np.real_if_close,
+    "np.fft.fft": np.fft.fft,
+    "np.fft.ifft": np.fft.ifft,
+    "np.fft.rfft": np.fft.rfft,
+    "np.fft.irfft": np.fft.irfft,
+    "np.fft.hfft": np.fft.hfft,
+    "np.fft.ihfft": np.fft.ihfft,
+    "np.fft.fft2": np.fft.fft2,
+    "np.fft.rfftn": np.fft.rfftn,
+    "np.fft.irfft2": np.fft.irfft2,
+    "np.fft.fftshift": np.fft.fftshift,
+    "np.trace": np.trace,
+    "np.searchsorted": lambda a: np.searchsorted(np.sort(a[0]), a),
+    "np.digitize": lambda a: np.digitize(a, np.sort(a[0])),
+    "np.interp": lambda a: np.interp(a, np.sort(a[0].real if a.dtype.kind == "c" else a[0]), a[1]),
+    "np.isclose": lambda a: np.isclose(a, a[0]),
+    "np.allclose": lambda a: np.allclose(a, a[:1]),
+}
+for _name, _f in _SWEEP_ONE.items():
+    _extend(_name, (lambda f: lambda: dtype_sweep(f))(_f))
+
+_SWEEP_TWO = {
+    "np.dot": np.dot,
+    "np.matmul": np.matmul,
+    "np.inner": lambda a, b: np.inner(a, b.T),
+    "np.outer": np.outer,
+    "np.kron": np.kron,
+    "np.tensordot": lambda a, b: np.tensordot(a, b, 1),
+    "np.einsum": lambda a, b: np.einsum("ij,jk->ik", a, b),
+    "np.convolve": lambda a, b: np.convolve(a[0], b[0]),
+    "np.correlate": lambda a, b: np.correlate(a[0], b[:, 0], "full"),
+    "np.cross": lambda a, b: np.cross(a[:, :3], b[:3].T),
+    "np.where": lambda a, b: np.where(a[:, :2] > b[:3].real, a[:, :2], b[:3]),
+    "np.select": lambda a, b: np.select([a[:, :2] > 0], [b[:3]], default=1),
+    "np.isclose": lambda a, b: np.isclose(a[:, :2], b[:3]),
+    "ufunc.float_power": lambda a, b: np.float_power(a[:, :2], b[:3]),
+    "ufunc.heaviside": lambda a, b: np.heaviside(a[:, :2], b[:3]),
+    "ufunc.fmod": lambda a, b: np.fmod(a[:, :2], b[:3]),
+    "ufunc.logaddexp2": lambda a, b: np.logaddexp2(a[:, :2], b[:3]),
+    "ufunc.divmod": lambda a, b: np.divmod(a[:, :2], b[:3]),
+}
+for _name, _f in _SWEEP_TWO.items():
+    _extend(_name, (lambda f: lambda: pair_sweep(f))(_f))
+
+
 # -- Tracer methods ----------------------------------------------------------------------
 _METHOD_CALLS = {
     "ndim": [lambda a: a.ndim],
@@ -1214,16 +1322,22 @@ OWNERS = {
     "integer is 0 or saturated on XLA, NumPy's cast gives INT_MIN (and "
     "warns 'invalid value encountered in cast')",
     "jax_complex_order": "JAX backend (another engineer): argmax/argmin of complex values "
-    "(NumPy orders them lexicographically; XLA has no complex "
-    "comparison), max/min of complex values with NaN",
+    "(NumPy orders them lexicographically; XLA has no complex comparison), max/min/clip of "
+    "complex values with NaN",
     "jax_floordiv": "JAX backend (another engineer): integer floor division by zero and "
     "the signs of zero quotients differ from NumPy's",
     "jax_zero_sign": "JAX backend (another engineer): maximum/minimum/sign/remainder give "
     "other signs of zero than NumPy",
-    "jax_complex_special": "JAX backend (another engineer): complex arcsinh/sign at "
-    "infinite or NaN parts differ from NumPy's",
-    "exp2": "numpy_api: complex exp2 at infinite/NaN parts scales z by ln 2 as a complex "
-    "product (NaN from inf * 0); needs a complex-from-parts primitive (ir/prims)",
+    "jax_complex_special": "JAX backend (another engineer): complex arcsinh/sign and complex "
+    "arithmetic at infinite or NaN parts differ from NumPy's",
+    "jax_fft_nonfinite": "JAX backend (another engineer): XLA's FFT spreads infinities and "
+    "NaN over other outputs than pocketfft does",
+    "complex_parts": "numpy_api / np_elementwise (this deliverable, left open): complex "
+    "exp2 and round at infinite or NaN parts; NumPy scales the real and imaginary parts "
+    "separately, tracegrad multiplies complex numbers (inf * 0 is NaN); building a complex "
+    "array from its parts needs a new primitive (ir/prims)",
+    "fft_f16": "np_fft (this deliverable, left open): for float16 data NumPy rounds its "
+    "1/n normalisation to float16 (irfftn's complex pass); tracegrad scales exactly",
 }
 # name -> {variant label: (modes failing, owner key)}; modes "*" = all three
 XFAIL: dict = {
@@ -1308,6 +1422,9 @@ XFAIL: dict = {
         "nan_c128_ax0": ("jax", "jax_complex_order"),
         "nan_c128_axNone": ("jax", "jax_complex_order"),
         "nan_c128_keep": ("jax", "jax_complex_order"),
+        "sweep_complex128": ("jax", "jax_complex_order"),
+        "sweep_complex64": ("jax", "jax_complex_order"),
+        "sweep_special_complex64": ("jax", "jax_complex_order"),
     },
     "np.argmin": {
         "c128_ax-1": ("jax", "jax_complex_order"),
@@ -1318,10 +1435,16 @@ XFAIL: dict = {
         "nan_c128_ax0": ("jax", "jax_complex_order"),
         "nan_c128_axNone": ("jax", "jax_complex_order"),
         "nan_c128_keep": ("jax", "jax_complex_order"),
+        "sweep_complex128": ("jax", "jax_complex_order"),
+        "sweep_complex64": ("jax", "jax_complex_order"),
+        "sweep_special_complex64": ("jax", "jax_complex_order"),
     },
     "np.around": {
         "int_d0": ("numpy,trace", "alias"),
         "int_d1": ("numpy,trace", "alias"),
+    },
+    "np.clip": {
+        "sweep_special_complex64": ("jax", "jax_complex_order"),
     },
     "np.copy": {
         "1d": ("numpy,trace", "alias"),
@@ -1343,6 +1466,16 @@ XFAIL: dict = {
         "nan_c128_dtype_int64": ("jax", "jax_int_cast"),
         "nan_dtype_int64": ("jax", "jax_int_cast"),
         "nan_f32_dtype_int64": ("jax", "jax_int_cast"),
+    },
+    "np.fft.ihfft": {
+        "sweep_special_float16": ("jax", "jax_fft_nonfinite"),
+        "sweep_special_float32": ("jax", "jax_fft_nonfinite"),
+    },
+    "np.fft.irfft2": {
+        "sweep_float16": ("*", "fft_f16"),
+    },
+    "np.gradient": {
+        "sweep_special_complex64": ("jax", "jax_complex_special"),
     },
     "np.linalg.cholesky": {
         "batch": ("jax", "jax_uplo"),
@@ -1421,6 +1554,7 @@ XFAIL: dict = {
         "nan_c128_ax0": ("jax", "jax_complex_order"),
         "nan_c128_axNone": ("jax", "jax_complex_order"),
         "nan_c128_keep": ("jax", "jax_complex_order"),
+        "sweep_special_complex64": ("jax", "jax_complex_order"),
     },
     "np.mean": {
         "allnan_dtype_int64": ("jax", "jax_int_cast"),
@@ -1439,10 +1573,16 @@ XFAIL: dict = {
         "nan_c128_ax0": ("jax", "jax_complex_order"),
         "nan_c128_axNone": ("jax", "jax_complex_order"),
         "nan_c128_keep": ("jax", "jax_complex_order"),
+        "sweep_special_complex64": ("jax", "jax_complex_order"),
     },
     "np.nan_to_num": {
         "bool": ("numpy,trace", "alias"),
         "int": ("numpy,trace", "alias"),
+        "sweep_bool": ("numpy,trace", "alias"),
+        "sweep_int32": ("numpy,trace", "alias"),
+        "sweep_int64": ("numpy,trace", "alias"),
+        "sweep_int8": ("numpy,trace", "alias"),
+        "sweep_uint8": ("numpy,trace", "alias"),
     },
     "np.nancumsum": {
         "nan_c128_dtype_int64": ("jax", "jax_int_cast"),
@@ -1463,6 +1603,11 @@ XFAIL: dict = {
     "np.round": {
         "int_d0": ("numpy,trace", "alias"),
         "int_d1": ("numpy,trace", "alias"),
+        "sweep_int32": ("numpy,trace", "alias"),
+        "sweep_int64": ("numpy,trace", "alias"),
+        "sweep_int8": ("numpy,trace", "alias"),
+        "sweep_special_complex64": ("*", "complex_parts"),
+        "sweep_uint8": ("numpy,trace", "alias"),
     },
     "np.sum": {
         "allnan_dtype_int64": ("jax", "jax_int_cast"),
@@ -1504,12 +1649,18 @@ XFAIL: dict = {
         "f32": ("jax", "jax_floordiv"),
         "i64": ("jax", "jax_floordiv"),
         "i64_f32": ("jax", "jax_floordiv"),
+        "pair_bool_bool": ("jax", "jax_floordiv"),
+        "pair_bool_float16": ("jax", "jax_floordiv"),
+        "pair_float16_float16": ("jax", "jax_floordiv"),
+        "pair_float32_float32": ("jax", "jax_floordiv"),
+        "pair_float32_float64": ("jax", "jax_floordiv"),
+        "pair_int32_float32": ("jax", "jax_floordiv"),
         "special": ("jax", "jax_floordiv"),
         "u8_i8": ("jax", "jax_floordiv"),
         "views": ("jax", "jax_floordiv"),
     },
     "ufunc.exp2": {
-        "special_c128": ("*", "exp2"),
+        "special_c128": ("*", "complex_parts"),
     },
     "ufunc.floor_divide": {
         "bool": ("jax", "jax_floordiv"),
@@ -1609,6 +1760,10 @@ ERRORS = [
     ("interp_period_zero", lambda a: np.interp(a, np.sort(a[0]), a[1], period=0), "non-zero"),
     ("interp_lengths", lambda a: np.interp(a, a[0], a[1, :2]), "same length"),
     ("einsum_diagonal_dims", lambda a: np.einsum("ii->i", a), "don't match"),
+    ("quantile_complex", lambda a: np.quantile(a * 1j, 0.5), "complex"),
+    ("digitize_complex", lambda a: np.digitize(a * 1j, np.sort(a[0])), "complex"),
+    ("digitize_not_monotonic", lambda a: np.digitize(a, a[0]), "monotonically"),
+    ("interp_complex_x", lambda a: np.interp(a * 1j, np.sort(a[0]), a[1]), "real"),
 ]
 
 
