@@ -1057,6 +1057,15 @@ _SWEEP_ONE = {
     "np.isclose": lambda a: np.isclose(a, a[0]),
     "np.allclose": lambda a: np.allclose(a, a[:1]),
 }
+# NumPy's initial= (a starting value in every slice; max/min of an empty slice)
+for _name, _fn in [("np.sum", np.sum), ("np.prod", np.prod), ("np.max", np.max),
+                   ("np.min", np.min), ("np.amax", np.amax), ("np.amin", np.amin)]:
+    _extend(_name, (lambda fn: lambda: [
+        V(f"initial_{label}_{v}", lambda a, v=v: fn(a, axis=0, initial=v), x)
+        for label, x in [("f64", _X), ("int", _I), ("f32", _F32), ("empty", A((0, 3))),
+                         ("nan", _NAN), ("bool", _X > 0)]
+        for v in (1, 0.5, -1.5)])(_fn))
+
 for _name, _f in _SWEEP_ONE.items():
     _extend(_name, (lambda f: lambda: dtype_sweep(f))(_f))
 

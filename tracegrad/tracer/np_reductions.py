@@ -20,6 +20,7 @@ from .np_base import (
     astype,
     coerce,
     dtype_of,
+    full_like_tracer,
     implements,
     ndim_of,
     operator_index,
@@ -29,38 +30,55 @@ from .np_base import (
 from .source import where
 
 
-def _reduction(prim, x, axis, keepdims, dtype=None):
+def _reduction(prim, x, axis, keepdims, dtype=None, initial=None):
+    """``prim`` over ``axis``; ``initial`` (NumPy's starting value, cast to the result's
+    dtype as NumPy casts it) joins every slice, and lets max/min reduce empty ones."""
     if dtype is not None:
         x = astype(x, dtype)
     axes = _axis_tuple(axis, x)
-    if prim in ("max", "min") and builtins.any(shape_of(x)[i] == 0 for i in axes):
-        raise TraceError(f"zero-size array to reduction operation {prim} which has no "
-                         f"identity{where()}")
-    return apply(prim, x, axis=axes, keepdims=bool(keepdims))
+    empty = builtins.any(shape_of(x)[i] == 0 for i in axes)
+    if prim in ("max", "min") and empty:
+        if initial is None:
+            raise TraceError(f"zero-size array to reduction operation {prim} which has no "
+                             f"identity{where()}")
+        shape = tuple(1 if i in axes else n for i, n in enumerate(shape_of(x)))
+        if not keepdims:
+            shape = tuple(n for i, n in enumerate(shape_of(x)) if i not in axes)
+        return full_like_tracer(x, _cast(initial, dtype_of(x)), shape=shape)
+    result = apply(prim, x, axis=axes, keepdims=bool(keepdims))
+    if initial is None:
+        return result
+    join = {"sum": "add", "prod": "mul", "max": "maximum", "min": "minimum"}[prim]
+    return apply(join, result, _cast(initial, dtype_of(result)))
+
+
+def _cast(value, dtype):
+    with np.errstate(all="ignore"):
+        return np.asarray(value).astype(dtype)
 
 
 @implements(np.sum)
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
-    _reject("np.sum", out=out, initial=initial, where=where)
-    return _reduction("sum", coerce(a), axis, keepdims, dtype)
+    _reject("np.sum", out=out, where=where)
+    return _reduction("sum", coerce(a), axis, keepdims, dtype, initial)
 
 
 @implements(np.prod)
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
-    _reject("np.prod", out=out, initial=initial, where=where)
-    return _reduction("prod", coerce(a), axis, keepdims, dtype)
+    _reject("np.prod", out=out, where=where)
+    return _reduction("prod", coerce(a), axis, keepdims, dtype, initial)
 
 
 @implements(np.max, np.amax)
 def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
-    _reject("np.max", out=out, initial=initial, where=where)
-    return _reduction("max", coerce(a), axis, keepdims)
+    _reject("np.max", out=out, where=where)
+    return _reduction("max", coerce(a), axis, keepdims, initial=initial)
 
 
 @implements(np.min, np.amin)
 def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
-    _reject("np.min", out=out, initial=initial, where=where)
-    return _reduction("min", coerce(a), axis, keepdims)
+    _reject("np.min", out=out, where=where)
+    return _reduction("min", coerce(a), axis, keepdims, initial=initial)
 
 
 def _arg_reduction(prim, a, axis, out, keepdims):
