@@ -1058,13 +1058,62 @@ _SWEEP_ONE = {
     "np.allclose": lambda a: np.allclose(a, a[:1]),
 }
 # NumPy's initial= (a starting value in every slice; max/min of an empty slice)
-for _name, _fn in [("np.sum", np.sum), ("np.prod", np.prod), ("np.max", np.max),
-                   ("np.min", np.min), ("np.amax", np.amax), ("np.amin", np.amin)]:
-    _extend(_name, (lambda fn: lambda: [
-        V(f"initial_{label}_{v}", lambda a, v=v: fn(a, axis=0, initial=v), x)
-        for label, x in [("f64", _X), ("int", _I), ("f32", _F32), ("empty", A((0, 3))),
-                         ("nan", _NAN), ("bool", _X > 0)]
-        for v in (1, 0.5, -1.5)])(_fn))
+for _name, _fn in [
+    ("np.sum", np.sum),
+    ("np.prod", np.prod),
+    ("np.max", np.max),
+    ("np.min", np.min),
+    ("np.amax", np.amax),
+    ("np.amin", np.amin),
+]:
+    _extend(
+        _name,
+        (
+            lambda fn: (
+                lambda: [
+                    V(f"initial_{label}_{v}", lambda a, v=v: fn(a, axis=0, initial=v), x)
+                    for label, x in [
+                        ("f64", _X),
+                        ("int", _I),
+                        ("f32", _F32),
+                        ("empty", A((0, 3))),
+                        ("nan", _NAN),
+                        ("bool", _X > 0),
+                    ]
+                    for v in (1, 0.5, -1.5)
+                ]
+            )
+        )(_fn),
+    )
+
+# where= masks (broadcast), with initial= where NumPy needs one
+_MASK = A((1, 4), B, 31)
+for _name, _fn in [
+    ("np.sum", np.sum),
+    ("np.prod", np.prod),
+    ("np.max", np.max),
+    ("np.min", np.min),
+    ("np.amax", np.amax),
+    ("np.amin", np.amin),
+]:
+    _extend(
+        _name,
+        (
+            lambda fn: (
+                lambda: [
+                    V(f"where_{label}_{k}", f, x, _MASK)
+                    for label, x in [("f64", _X), ("int", _I), ("f32", _F32), ("nan", _NAN), ("bool", _X > 0)]
+                    for k, f in enumerate(
+                        [
+                            lambda a, m: fn(a, where=m),
+                            lambda a, m: fn(a, axis=1, where=m, initial=-2),
+                            lambda a, m: fn(a, axis=0, where=m, initial=0.5, keepdims=True),
+                        ]
+                    )
+                ]
+            )
+        )(_fn),
+    )
 
 for _name, _f in _SWEEP_ONE.items():
     _extend(_name, (lambda f: lambda: dtype_sweep(f))(_f))
@@ -1769,6 +1818,7 @@ ERRORS = [
     ("interp_period_zero", lambda a: np.interp(a, np.sort(a[0]), a[1], period=0), "non-zero"),
     ("interp_lengths", lambda a: np.interp(a, a[0], a[1, :2]), "same length"),
     ("einsum_diagonal_dims", lambda a: np.einsum("ii->i", a), "don't match"),
+    ("max_where_no_initial", lambda a: np.max(a, where=a > 0), "specify 'initial'"),
     ("quantile_complex", lambda a: np.quantile(a * 1j, 0.5), "complex"),
     ("digitize_complex", lambda a: np.digitize(a * 1j, np.sort(a[0])), "complex"),
     ("digitize_not_monotonic", lambda a: np.digitize(a, a[0]), "monotonically"),

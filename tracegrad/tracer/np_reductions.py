@@ -52,6 +52,22 @@ def _reduction(prim, x, axis, keepdims, dtype=None, initial=None):
     return apply(join, result, _cast(initial, dtype_of(result)))
 
 
+def _masked(prim, a, where_, initial, dtype):
+    """NumPy's where= for a reduction: the masked-out entries are the reduction's identity
+    (max/min have none: NumPy then needs initial=, which fills them)."""
+    if where_ is None or where_ is True:
+        return a
+    if prim in ("max", "min") and initial is None:
+        raise TraceError(f"reduction operation '{'maximum' if prim == 'max' else 'minimum'}' "
+                         f"does not have an identity, so to use a where mask one has to "
+                         f"specify 'initial'{where()}")
+    a = coerce(a)
+    dt = np.dtype(dtype) if dtype is not None else dtype_of(a)
+    fill = {"sum": 0, "prod": 1}.get(prim, initial)
+    a = astype(a, dt)
+    return apply("select", astype(coerce(where_), bool), a, _cast(fill, dt))
+
+
 def _cast(value, dtype):
     with np.errstate(all="ignore"):
         return np.asarray(value).astype(dtype)
@@ -59,26 +75,30 @@ def _cast(value, dtype):
 
 @implements(np.sum)
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
-    _reject("np.sum", out=out, where=where)
-    return _reduction("sum", coerce(a), axis, keepdims, dtype, initial)
+    _reject("np.sum", out=out)
+    a = _masked("sum", coerce(a), where, initial, dtype)
+    return _reduction("sum", a, axis, keepdims, dtype, initial)
 
 
 @implements(np.prod)
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
-    _reject("np.prod", out=out, where=where)
-    return _reduction("prod", coerce(a), axis, keepdims, dtype, initial)
+    _reject("np.prod", out=out)
+    a = _masked("prod", coerce(a), where, initial, dtype)
+    return _reduction("prod", a, axis, keepdims, dtype, initial)
 
 
 @implements(np.max, np.amax)
 def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
-    _reject("np.max", out=out, where=where)
-    return _reduction("max", coerce(a), axis, keepdims, initial=initial)
+    _reject("np.max", out=out)
+    a = _masked("max", coerce(a), where, initial, None)
+    return _reduction("max", a, axis, keepdims, initial=initial)
 
 
 @implements(np.min, np.amin)
 def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
-    _reject("np.min", out=out, where=where)
-    return _reduction("min", coerce(a), axis, keepdims, initial=initial)
+    _reject("np.min", out=out)
+    a = _masked("min", coerce(a), where, initial, None)
+    return _reduction("min", a, axis, keepdims, initial=initial)
 
 
 def _arg_reduction(prim, a, axis, out, keepdims):
