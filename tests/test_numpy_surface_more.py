@@ -165,6 +165,10 @@ CASES = [
                                                       right=4.0), X * 1.5),
     case("interp_fp_hessian", lambda xp, fp: xp.interp(X, KNOTS, fp ** 2), rand(6, seed=109),
          hessian=True),
+    case("interp_period", lambda xp, x, fp: xp.interp(x * 3.0, KNOTS, fp, period=1.5), X,
+         rand(6, seed=110), argnums=(0, 1), fd=True),
+    case("interp_complex_fp", lambda xp, fp: xp.real(xp.interp(X, KNOTS, fp * (1 + 2j)))
+         + xp.imag(xp.interp(X, KNOTS, fp * (1 + 2j))), rand(6, seed=111)),
     *[case(f"convolve_{mode}_{n}_{m}", (lambda mode: lambda xp, a, v: xp.convolve(a, v, mode))(
         mode), rand(n, seed=110 + n), rand(m, seed=120 + m), argnums=(0, 1))
       for mode in ("full", "same", "valid") for n, m in ((5, 3), (3, 5), (4, 4), (1, 3))],
@@ -311,7 +315,7 @@ def test_float32_stays_float32():
 
 @pytest.mark.parametrize("call, name", [
     (lambda x: np.polyfit(x, x, 1), "np.polyfit"),
-    (lambda x: np.interp(x, KNOTS, KNOTS, period=2.0), "period"),
+    (lambda x: np.interp(x, KNOTS, KNOTS, period=0.0), "period must be a non-zero"),
     (lambda x: np.quantile(x, 0.5, method="weibull"), "weibull"),
     (lambda x: np.sort(x, order="f"), "order"),
     (lambda x: np.quantile(x, x[0, 0] * 0 + 0.5), "constant q"),

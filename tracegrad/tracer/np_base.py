@@ -131,6 +131,29 @@ def _single_axis(axis, ndim):
     return axis % ndim
 
 
+def numpy_loop(ufunc, handler):
+    """``handler`` (a composition of primitives standing for ``ufunc``) on the dtypes
+    NumPy's own type resolution picks for ``ufunc``: the operands cast to the chosen
+    loop's input dtypes, the results to its output dtypes; no loop (``np.fabs`` of a
+    complex array) is NumPy's ``TypeError``, here a ``TraceError``. Python numbers stay
+    weak (NEP 50), as they are for NumPy."""
+    def run(*args):
+        weak = [isinstance(a, (bool, int, float, complex)) and not isinstance(a, np.generic)
+                for a in args]
+        args = [a if w or isinstance(a, Tracer) else np.asarray(a) for a, w in zip(args, weak)]
+        dts = tuple(type(a) if w else dtype_of(a) for a, w in zip(args, weak))
+        try:
+            loop = ufunc.resolve_dtypes(dts + (None,) * ufunc.nout)
+        except TypeError as e:
+            raise TraceError(f"np.{ufunc.__name__}: {e}{where()}") from None
+        args = [a if w else astype(a, dt) for a, w, dt in zip(args, weak, loop)]
+        out = handler(*args)
+        if ufunc.nout == 1:
+            return astype(out, loop[-1])
+        return tuple(astype(o, dt) for o, dt in zip(out, loop[ufunc.nin:]))
+    return run
+
+
 def astype(x, dtype):
     dtype = np.dtype(dtype)
     if dtype_of(x) == dtype:

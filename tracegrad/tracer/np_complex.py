@@ -12,7 +12,7 @@ import numpy as np
 from ..errors import TraceError
 from ..ir import apply
 from .core import Tracer
-from .np_base import UFUNCS, coerce, dtype_of, implements
+from .np_base import UFUNCS, astype, coerce, dtype_of, implements, numpy_loop
 from .source import where
 from .views import mark_view
 
@@ -53,7 +53,7 @@ def conjugate(x):
     return apply("conj", x) if _is_complex(x) else x
 
 
-UFUNCS[np.conjugate] = conjugate
+UFUNCS[np.conjugate] = numpy_loop(np.conjugate, conjugate)
 
 
 @implements(np.angle)
@@ -63,7 +63,8 @@ def angle(z, deg=False):
     if _is_complex(z):
         a = apply("arctan2", imag(z), real(z))
     else:
-        z = z if dtype_of(z).kind == "f" else z.astype(np.float64)
+        # NumPy's arctan2(0, z): a weak 0, so int8 data gives float16
+        z = astype(z, np.arctan2.resolve_dtypes((int, dtype_of(z), None))[-1])
         a = apply("arctan2", np.zeros(np.shape(z), dtype_of(z)), z)
     return a * (180.0 / np.pi) if deg else a
 

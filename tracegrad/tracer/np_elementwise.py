@@ -4,6 +4,8 @@ its one-argument form, read at trace time under a guard), ``np.clip``, ``np.roun
 """
 from __future__ import annotations
 
+import builtins
+
 import numpy as np
 
 from ..errors import TraceError
@@ -41,10 +43,19 @@ def clip(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue, 
     hi = a_max if a_max is not np._NoValue else (None if max is np._NoValue else max)
     x = coerce(a)
     if lo is not None:
-        x = apply("maximum", x, coerce(lo))
+        x = apply("maximum", x, _in_range(coerce(lo), x))
     if hi is not None:
-        x = apply("minimum", x, coerce(hi))
+        x = apply("minimum", x, _in_range(coerce(hi), x))
     return x
+
+
+def _in_range(bound, x):
+    """A Python integer bound outside an integer array's range is the range's end, as in
+    NumPy's clip (np.clip(uint8_array, -1, 3) is uint8, clipped at 0 below)."""
+    if isinstance(bound, int) and not isinstance(bound, bool) and dtype_of(x).kind in "iu":
+        info = np.iinfo(dtype_of(x))
+        return builtins.min(builtins.max(bound, int(info.min)), int(info.max))
+    return bound
 
 
 @implements(np.round, np.around)
@@ -53,7 +64,14 @@ def round_(a, decimals=0, out=None):
     _reject("np.round", out=out)
     a = coerce(a)
     decimals = operator_index(decimals)
-    if dtype_of(a).kind in "iub":
+    if dtype_of(a).kind == "b":
+        # NumPy rounds booleans with its float16 rint loop; with decimals it multiplies
+        # into a boolean output, which it refuses (UFuncTypeError)
+        if decimals:
+            raise TraceError(f"np.round of a boolean array with decimals={decimals}: NumPy "
+                             f"cannot cast the scaled values back to bool{where()}")
+        return apply("rint", astype(a, np.float16))
+    if dtype_of(a).kind in "iu":
         if decimals >= 0:
             return a
         scale = 10 ** -decimals

@@ -25,6 +25,7 @@ from ..ir.prims.util import complex_dtype
 from .np_base import (
     _reject,
     _single_axis,
+    astype,
     coerce,
     concatenate,
     dtype_of,
@@ -208,7 +209,13 @@ def irfft(a, n=None, axis=-1, norm=None, out=None):
     a = _array(a, "irfft")
     axis = _single_axis(operator.index(axis), ndim_of(a))
     n = _points(2 * (shape_of(a)[axis] - 1) if n is None else n)
-    return _irfft_along(a, n, axis, _norm(norm))
+    return _half_back(a, _irfft_along(a, n, axis, _norm(norm)))
+
+
+def _half_back(a, result):
+    """NumPy's irfft/hfft of float16 data give float16 (its real output dtype is
+    result_type(a.real.dtype, 1.0)); the transform itself runs in float32."""
+    return astype(result, np.float16) if dtype_of(a) == np.float16 else result
 
 
 def _rfftn(name, default_axes=None):
@@ -260,7 +267,7 @@ def hfft(a, n=None, axis=-1, norm=None, out=None):
     a = _array(a, "hfft")
     axis = _single_axis(operator.index(axis), ndim_of(a))
     n = _points(2 * (shape_of(a)[axis] - 1) if n is None else n)
-    return _irfft_along(_complex_input(_conj(a)), n, axis, SWAPPED[_norm(norm)])
+    return _half_back(a, _irfft_along(_complex_input(_conj(a)), n, axis, SWAPPED[_norm(norm)]))
 
 
 @implements(np.fft.ihfft)

@@ -40,8 +40,10 @@ from .np_base import (
     coerce,
     concatenate,
     dtype_of,
+    full_like_tracer,
     implements,
     ndim_of,
+    numpy_loop,
     operator_index,
     ravel,
     reshape,
@@ -61,14 +63,18 @@ def _fmod(x, y):
 
 
 def _heaviside(x1, x2):
-    inner = apply("select", apply("greater", x1, 0), np.ones((), dtype_of(x2)), x2)
-    return apply("select", apply("less", x1, 0), np.zeros((), dtype_of(x2)), inner)
+    dt = np.result_type(dtype_of(x1), dtype_of(x2))
+    inner = apply("select", apply("greater", x1, 0), np.ones((), dt), x2)
+    inner = apply("select", apply("less", x1, 0), np.zeros((), dt), inner)
+    if dtype_of(x1).kind == "f":         # NaN in x1 is NaN, whatever x2 says
+        inner = apply("select", apply("isnan", x1), np.asarray(np.nan, dt), inner)
+    return inner
 
 
-UFUNCS[np.logaddexp2] = lambda x, y: apply(
-    "div", apply("logaddexp", apply("mul", x, _LN2), apply("mul", y, _LN2)), _LN2)
-UFUNCS[np.fmod] = _fmod
-UFUNCS[np.heaviside] = _heaviside
+UFUNCS[np.logaddexp2] = numpy_loop(np.logaddexp2, lambda x, y: apply(
+    "div", apply("logaddexp", apply("mul", x, _LN2), apply("mul", y, _LN2)), _LN2))
+UFUNCS[np.fmod] = numpy_loop(np.fmod, _fmod)
+UFUNCS[np.heaviside] = numpy_loop(np.heaviside, _heaviside)
 
 
 @implements(np.sinc)
@@ -154,19 +160,53 @@ def searchsorted(a, v, side="left", sorter=None):
         raise TraceError(f"np.searchsorted: side must be 'left' or 'right', got {side!r}{where()}")
     vv = reshape(v, tuple(shape_of(v)) + (1,))
     hits = apply("less" if side == "left" else "less_equal", a, vv)
+    if dtype_of(v).kind in "fc":
+        # NaN sorts last: it goes after every number ('left') or after everything ('right')
+        after = apply("isnan", vv)
+        if side == "left" and dtype_of(a).kind in "fc":
+            after = apply("logical_and", after, apply("logical_not", apply("isnan", a)))
+        hits = apply("logical_or", hits, after)
     return apply("sum", astype(hits, np.int64), axis=(ndim_of(vv) - 1,), keepdims=False)
 
 
 @implements(np.digitize)
 def digitize(x, bins, right=False):
     x, bins = _arr(x), _arr(bins)
+    if dtype_of(x).kind == "c":
+        raise TraceError(f"np.digitize: x may not be complex (NumPy raises TypeError){where()}")
     if ndim_of(bins) != 1:
         raise TraceError(f"np.digitize: bins must be 1-D{where()}")
     n = shape_of(bins)[0]
-    increasing = n < 2 or bool(apply("greater_equal", getitem(bins, (-1,)), getitem(bins, (0,))))
-    if increasing:
+    direction = _monotonicity(bins)
+    if direction == 0:
+        raise TraceError(f"np.digitize: bins must be monotonically increasing or decreasing"
+                         f"{where()}")
+    if direction == 1:
         return searchsorted(bins, x, side="left" if right else "right")
     return apply("sub", n, searchsorted(flip(bins), x, side="right" if right else "left"))
+
+
+def _monotonicity(bins):
+    """NumPy's check_array_monotonic: 1 (increasing), -1 (decreasing) or 0, decided by the
+    first pair of unequal neighbours (a NaN pair counts as decreasing). Traced bins are
+    read at trace time, with guards on their neighbour comparisons."""
+    if isinstance(bins, Tracer):
+        value = np.asarray(bins._concrete("np.digitize"))
+        lo, hi = getitem(bins, (slice(None, -1),)), getitem(bins, (slice(1, None),))
+        for op, fn in (("less", np.less), ("greater", np.greater), ("equal", np.equal)):
+            bins._trace.guard(apply(op, lo, hi), fn(value[:-1], value[1:]))
+    else:
+        value = np.asarray(bins)
+    i = 1
+    while i < len(value) and value[i] == value[i - 1]:
+        i += 1
+    if i >= len(value):
+        return 1
+    increasing = value[i - 1] < value[i]
+    rest_lo, rest_hi = value[i:-1], value[i + 1:]
+    if increasing:
+        return 0 if np.any(rest_lo > rest_hi) else 1
+    return 0 if np.any(rest_lo < rest_hi) else -1
 
 
 @implements(np.unique)
@@ -230,10 +270,15 @@ def _segment_sum(x, group, k):
     return apply("index_update", zeros, x, group, index=Index((Arg(0),)), mode="add")
 
 
-def _quantile_sorted(s, q, axis, method, keepdims, a_shape):
-    """Quantiles of ``s`` (sorted along ``axis``) at constant ``q`` in [0, 1]."""
+def _quantile_sorted(s, q, axis, method, keepdims, a_shape, dt):
+    """Quantiles of ``s`` (sorted along ``axis``) at constant ``q`` in [0, 1], in ``s``'s
+    dtype; NaN where the slice holds a NaN (NaNs sort last) or is empty, as in NumPy."""
     n = shape_of(s)[axis]
     q_arr = np.asarray(q, dtype=np.float64)
+    if n == 0:
+        rest = tuple(d for i, d in enumerate(shape_of(s)) if i != axis)
+        out = full_like_tracer(s, np.nan, shape=q_arr.shape + rest)
+        return _keep_quantile_dims(out, q_arr, axis, keepdims, a_shape)
     pos = q_arr * (n - 1)
     lo = np.floor(pos).astype(np.int64)
     hi = np.minimum(lo + 1, n - 1)
@@ -245,7 +290,8 @@ def _quantile_sorted(s, q, axis, method, keepdims, a_shape):
 
     if method == "linear":
         a_lo, a_hi = at(lo), at(hi)
-        t = np.reshape(frac, frac.shape + (1,) * (ndim_of(s) - 1))
+        # NumPy interpolates in the data's dtype (float32 data, float32 quantiles)
+        t = np.reshape(frac, frac.shape + (1,) * (ndim_of(s) - 1)).astype(dt)
         diff = apply("sub", a_hi, a_lo)
         # NumPy's lerp: from the nearer end, exact at t = 0 and t = 1
         out = apply("select", t >= 0.5, apply("sub", a_hi, apply("mul", diff, 1 - t)),
@@ -258,9 +304,20 @@ def _quantile_sorted(s, q, axis, method, keepdims, a_shape):
         out = at(np.where(np.around(pos) == hi, hi, lo))
     elif method == "midpoint":
         out = apply("mul", apply("add", at(lo), at(np.where(frac > 0, hi, lo))), 0.5)
+    elif method == "median":
+        # NumPy's median is a mean, whose sum starts from +0.0: -0.0 comes out as +0.0
+        out = apply("add", apply("mul", apply("add", at(lo), at(np.where(frac > 0, hi, lo))),
+                                 0.5), 0.0)
     else:
         raise TraceError(f"quantile method {method!r} is not supported on traced values "
                          f"(linear, lower, higher, nearest, midpoint){where()}")
+    if dtype_of(s).kind in "fc":
+        last = at(np.full(q_arr.shape, n - 1))
+        out = apply("select", apply("isnan", last), np.asarray(np.nan, dtype_of(s)), out)
+    return _keep_quantile_dims(out, q_arr, axis, keepdims, a_shape)
+
+
+def _keep_quantile_dims(out, q_arr, axis, keepdims, a_shape):
     if keepdims:
         shape = list(a_shape)
         for d in (range(len(a_shape)) if axis is None else [axis]):
@@ -269,36 +326,64 @@ def _quantile_sorted(s, q, axis, method, keepdims, a_shape):
     return out
 
 
+def _axes_of(axis, nd):
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    return sorted(_single_axis(operator_index(x), nd) for x in axes)
+
+
 def _quantile(name, a, q, axis, out, overwrite_input, method, keepdims, weights=None,
-              interpolation=None):
+              interpolation=None, scale=1.0):
     _reject(name, out=out, weights=weights, interpolation=interpolation)
+    if method == "median" and name != "np.median":     # the name median's own path uses
+        raise TraceError(f"{name}: method 'median' is not a quantile method{where()}")
     if isinstance(q, Tracer) or (isinstance(q, (list, tuple)) and builtins.any(
             isinstance(e, Tracer) for e in q)):
         raise TraceError(f"{name} on traced values needs a constant q{where()}")
-    q = np.asarray(q, dtype=np.float64)
+    # NumPy's result dtype: the data's float dtype, promoted with q's unless q is a
+    # Python number (weak, NEP 50); integers give float64
+    q_dtype = None if isinstance(q, (int, float)) else np.asarray(q).dtype
+    q = np.asarray(q, dtype=np.float64) / scale
     if np.any((q < 0) | (q > 1)):
         raise TraceError(f"{name}: quantiles must be in the range [0, 1]{where()}")
     a = _arr(a)
-    if dtype_of(a).kind in "iub":
+    if dtype_of(a).kind == "c" and method != "median":
+        raise TraceError(f"{name} of complex values: NumPy refuses to order them here "
+                         f"(TypeError){where()}")
+    if dtype_of(a).kind == "b":
+        raise TraceError(f"{name} of a boolean array: NumPy subtracts booleans here and "
+                         f"raises TypeError; convert it first (a.astype(float)){where()}")
+    if dtype_of(a).kind in "iu":
         a = astype(a, np.float64)
+    dt = dtype_of(a)
+    if q_dtype is not None and q_dtype.kind in "iuf":
+        dt = np.result_type(dt, q_dtype if q_dtype.kind == "f" else np.float64)
+    result = _quantile_axes(a, q, axis, method, keepdims, dt)
+    return result if dtype_of(result) == dt else astype(result, dt)
+
+
+def _quantile_axes(a, q, axis, method, keepdims, dt):
     a_shape = tuple(shape_of(a))
+    if method != "median" and math.prod(
+            a_shape if axis is None else [a_shape[d] for d in _axes_of(axis, len(a_shape))]) == 0:
+        raise TraceError(f"quantile of an empty slice: index -1 is out of bounds (NumPy "
+                         f"raises IndexError){where()}")
     if axis is None:
         flat = ravel(a)
-        result = _quantile_sorted(sort(flat), q, 0, method, False, a_shape)
+        result = _quantile_sorted(sort(flat), q, 0, method, False, a_shape, dt)
         if keepdims:
             result = reshape(result, q.shape + (1,) * len(a_shape))
         return result
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
-    axes = sorted(_single_axis(operator_index(x), len(a_shape)) for x in axes)
+    axes = _axes_of(axis, len(a_shape))
     if len(axes) > 1:                 # several axes: move them to the end and merge them
         rest = [d for d in range(len(a_shape)) if d not in axes]
         merged = reshape(transpose(a, rest + axes), tuple(a_shape[d] for d in rest) + (-1,))
-        result = _quantile_sorted(sort(merged, axis=-1), q, len(rest), method, False, a_shape)
+        result = _quantile_sorted(sort(merged, axis=-1), q, len(rest), method, False, a_shape,
+                                  dt)
         if keepdims:
             shape = [1 if d in axes else n for d, n in enumerate(a_shape)]
             result = reshape(result, q.shape + tuple(shape))
         return result
-    return _quantile_sorted(sort(a, axis=axes[0]), q, axes[0], method, keepdims, a_shape)
+    return _quantile_sorted(sort(a, axis=axes[0]), q, axes[0], method, keepdims, a_shape, dt)
 
 
 @implements(np.quantile)
@@ -313,13 +398,16 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear"
                keepdims=False, *, weights=None, interpolation=None):
     if isinstance(q, Tracer):
         raise TraceError(f"np.percentile on traced values needs a constant q{where()}")
-    return _quantile("np.percentile", a, np.asarray(q, dtype=np.float64) / 100.0, axis, out,
-                     overwrite_input, method, keepdims, weights, interpolation)
+    return _quantile("np.percentile", a, q, axis, out, overwrite_input, method, keepdims,
+                     weights, interpolation, scale=100.0)
 
 
 @implements(np.median)
 def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
-    return _quantile("np.median", a, 0.5, axis, out, overwrite_input, "midpoint", keepdims)
+    a = _arr(a)
+    if dtype_of(a).kind == "b":      # NumPy's median averages booleans as numbers
+        a = astype(a, np.float64)
+    return _quantile("np.median", a, 0.5, axis, out, overwrite_input, "median", keepdims)
 
 
 # -- shapes ----------------------------------------------------------------------------
@@ -420,14 +508,23 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
         raise TraceError(f"np.meshgrid: indexing must be 'xy' or 'ij'{where()}")
     xs = [ravel(_arr(x)) for x in xi]
     nd = len(xs)
-    outs = []
+    shapes = []
     for i, x in enumerate(xs):
         shape = [1] * nd
-        shape[(1 - i if i < 2 else i) if indexing == "xy" and nd > 1 else i] = -1
-        outs.append(reshape(x, tuple(shape)))
-    if not sparse:
-        full = np.broadcast_shapes(*(shape_of(o) for o in outs))
-        outs = [broadcast_to(o, full) for o in outs]
+        shape[(1 - i if i < 2 else i) if indexing == "xy" and nd > 1 else i] = shape_of(x)[0]
+        shapes.append(tuple(shape))
+    full = np.broadcast_shapes(*shapes)
+    outs = []
+    for x, shape in zip(xs, shapes):
+        if copy:
+            # NumPy's copy=True results are arrays of their own: a gather, not a
+            # broadcast view of the input
+            idx = np.arange(shape_of(x)[0]).reshape(shape)
+            outs.append(getitem(x, (idx if sparse else np.ascontiguousarray(
+                np.broadcast_to(idx, full)),)))
+        else:
+            out = reshape(x, shape)
+            outs.append(out if sparse else broadcast_to(out, full))
     return tuple(outs)
 
 
@@ -489,14 +586,19 @@ def diff(a, n=1, axis=-1, prepend=np._NoValue, append=np._NoValue):  # noqa: A00
     if len(pieces) > 1:
         a = concatenate(pieces, axis=axis)
     lead = (slice(None),) * axis
+    op = "not_equal" if dtype_of(a).kind == "b" else "sub"    # NumPy's diff of booleans
     for _ in range(operator_index(n)):
-        a = apply("sub", getitem(a, lead + (slice(1, None),)), getitem(a, lead + (slice(None, -1),)))
+        a = apply(op, getitem(a, lead + (slice(1, None),)), getitem(a, lead + (slice(None, -1),)))
     return a
 
 
 @implements(np.ediff1d)
 def ediff1d(ary, to_end=None, to_begin=None):
-    d = diff(ravel(_arr(ary)))
+    ary = _arr(ary)
+    if dtype_of(ary).kind == "b":      # np.ediff1d subtracts, even booleans (TypeError)
+        raise TraceError(f"np.ediff1d of a boolean array: NumPy's boolean subtract is not "
+                         f"supported (use np.diff, which compares){where()}")
+    d = diff(ravel(ary))
     parts = [ravel(_arr(x)) for x in (to_begin,) if x is not None] + [d] + \
         [ravel(_arr(x)) for x in (to_end,) if x is not None]
     return concatenate(parts) if len(parts) > 1 else d
@@ -548,7 +650,10 @@ def _gradient_axis(f, axis, h, edge_order):
 @implements(np.gradient)
 def gradient(f, *varargs, axis=None, edge_order=1):
     f = _arr(f)
-    if dtype_of(f).kind in "iub":
+    if dtype_of(f).kind == "b":
+        raise TraceError(f"np.gradient of a boolean array: NumPy subtracts booleans here and "
+                         f"raises TypeError{where()}")
+    if dtype_of(f).kind in "iu":
         f = astype(f, np.float64)
     nd = ndim_of(f)
     axes = list(range(nd)) if axis is None else (
@@ -613,9 +718,14 @@ def select(condlist, choicelist, default=0):
     if len(condlist) != len(choicelist):
         raise TraceError(f"np.select: list of cases must be same length as list of "
                          f"conditions{where()}")
-    out = _arr(default)
-    for cond, choice in reversed(list(zip(condlist, choicelist))):
-        out = np.where(_arr(cond), _arr(choice), out)
+    choices = [_arr(c) for c in choicelist]
+    # NumPy's result dtype: the choices', with a Python-number default weak (NEP 50)
+    weak = isinstance(default, (bool, int, float, complex))
+    dt = np.result_type(*[dtype_of(c) for c in choices],
+                        default if weak else dtype_of(_arr(default)))
+    out = astype(_arr(default), dt)
+    for cond, choice in reversed(list(zip(condlist, choices))):
+        out = np.where(_arr(cond), astype(choice, dt), out)
     return out
 
 
@@ -623,6 +733,12 @@ def select(condlist, choicelist, default=0):
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     x = _arr(x)
     dt = dtype_of(x)
+    if dt.kind == "c":
+        # NumPy replaces in the real and the imaginary part separately
+        parts = [nan_to_num(apply(p, x), nan=nan, posinf=posinf, neginf=neginf)
+                 for p in ("real", "imag")]
+        fixed = apply("add", parts[0], apply("mul", parts[1], np.asarray(1j, dt)))
+        return apply("select", apply("isfinite", x), x, fixed)
     if dt.kind not in "f":
         return x
     big = np.finfo(dt).max
@@ -641,6 +757,14 @@ def cumprod(a, axis=None, dtype=None, out=None):
     if dtype is not None:
         a = astype(a, dtype)
     n = shape_of(a)[axis]
+    if dtype_of(a).kind == "c" and n:
+        # NumPy multiplies in sequence; a masked product's extra factors (1 + 0j) would
+        # turn an infinite or NaN part into NaN in the other part too
+        lead = (slice(None),) * axis
+        outs = [getitem(a, lead + (slice(0, 1),))]
+        for k in range(1, n):
+            outs.append(outs[-1] * getitem(a, lead + (slice(k, k + 1),)))
+        return concatenate(outs, axis=axis)
     a = moveaxis(a, axis, -1)
     rows = reshape(a, tuple(shape_of(a)[:-1]) + (1, n))
     tri = np.tril(np.ones((n, n), dtype=bool))
@@ -650,7 +774,7 @@ def cumprod(a, axis=None, dtype=None, out=None):
 
 def _no_nan(a, fill):
     a = _arr(a)
-    if dtype_of(a).kind != "f":
+    if dtype_of(a).kind not in "fc":
         return a
     return apply("select", apply("isnan", a), np.asarray(fill, dtype_of(a)), a)
 
@@ -673,45 +797,84 @@ def nancumsum(a, axis=None, dtype=None, out=None):
     return np.cumsum(_no_nan(a, 0), axis=axis, dtype=dtype)
 
 
+def _all_nan(a, axis, keepdims):
+    """Where a whole slice is NaN (NumPy's nanmax/nanmin give NaN there), or None."""
+    if dtype_of(a).kind not in "fc":
+        return None
+    return np.all(apply("isnan", a), axis=axis, keepdims=keepdims)
+
+
+def _nan_extreme(np_fn, fill, a, axis, keepdims):
+    a = _arr(a)
+    result = np_fn(_no_nan(a, fill), axis=axis, keepdims=keepdims)
+    empty = _all_nan(a, axis, keepdims)
+    if empty is None:
+        return result
+    return apply("select", empty, np.asarray(np.nan, dtype_of(result)), result)
+
+
 @implements(np.nanmax)
 def nanmax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     _reject("np.nanmax", out=out, initial=initial, where=where)
-    return np.max(_no_nan(a, -np.inf), axis=axis, keepdims=keepdims)
+    return _nan_extreme(np.max, -np.inf, a, axis, keepdims)
 
 
 @implements(np.nanmin)
 def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     _reject("np.nanmin", out=out, initial=initial, where=where)
-    return np.min(_no_nan(a, np.inf), axis=axis, keepdims=keepdims)
+    return _nan_extreme(np.min, np.inf, a, axis, keepdims)
 
 
-def _not_nan_count(a, axis, keepdims):
-    a = _arr(a)
-    ok = apply("logical_not", apply("isnan", a))
-    return np.sum(ok, axis=axis, keepdims=keepdims)
+def _inexact(name, dtype):
+    if dtype is not None and np.dtype(dtype).kind not in "fc":
+        raise TraceError(f"{name}: if a is inexact, then dtype must be inexact (NumPy raises "
+                         f"TypeError){where()}")
+
+
+def _not_nan_count(mask, axis, keepdims):
+    return np.sum(apply("logical_not", mask), axis=axis, keepdims=keepdims)
 
 
 @implements(np.nanmean)
 def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+    """NumPy's: the sum of the non-NaN entries in ``dtype`` over their count, in the sum's
+    dtype (float32 data, a float32 mean)."""
     _reject("np.nanmean", out=out, where=where)
     a = _arr(a)
-    if dtype_of(a).kind in "iub":
+    if dtype_of(a).kind not in "fc":
         return np.mean(a, axis=axis, dtype=dtype, keepdims=keepdims)
-    total = np.sum(_no_nan(a, 0), axis=axis, dtype=dtype, keepdims=keepdims)
-    return total / _not_nan_count(a, axis, keepdims)
+    _inexact("np.nanmean", dtype)
+    mask = apply("isnan", a)
+    total = np.sum(apply("select", mask, np.zeros((), dtype_of(a)), a), axis=axis,
+                   dtype=dtype, keepdims=keepdims)
+    return astype(total / _not_nan_count(mask, axis, keepdims), dtype_of(total))
 
 
 @implements(np.nanvar)
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
            mean=None, correction=None):
+    """NumPy's recipe step by step: the deviations are taken in the data's own dtype and
+    zeroed where the data is NaN (an infinite entry still makes NaN), squared moduli are
+    summed in ``dtype``, and a slice with ``count - ddof <= 0`` is NaN."""
     _reject("np.nanvar", out=out, where=where, mean=mean, correction=correction)
     a = _arr(a)
-    if dtype_of(a).kind in "iub":
+    if dtype_of(a).kind not in "fc":
         return np.var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
-    m = nanmean(a, axis=axis, dtype=dtype, keepdims=True)
-    centred = _no_nan(a - m, 0)
-    total = np.sum(centred * centred, axis=axis, keepdims=keepdims)
-    return total / np.maximum(_not_nan_count(a, axis, keepdims) - ddof, 0)
+    _inexact("np.nanvar", dtype)
+    mask = apply("isnan", a)
+    zero = np.zeros((), dtype_of(a))
+    arr = apply("select", mask, zero, a)
+    avg = np.sum(arr, axis=axis, dtype=dtype, keepdims=True)
+    avg = astype(avg / _not_nan_count(mask, axis, True), dtype_of(avg))
+    dev = apply("select", mask, zero, astype(arr - avg, dtype_of(a)))
+    if dtype_of(dev).kind == "c":
+        sqr = apply("real", apply("mul", dev, apply("conj", dev)))
+    else:
+        sqr = dev * dev
+    total = np.sum(sqr, axis=axis, dtype=dtype, keepdims=keepdims)
+    dof = _not_nan_count(mask, axis, keepdims) - ddof
+    result = astype(total / dof, dtype_of(total))
+    return apply("select", dof <= 0, np.asarray(np.nan, dtype_of(result)), result)
 
 
 @implements(np.nanstd)
@@ -725,21 +888,54 @@ def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
 def interp(x, xp, fp, left=None, right=None, period=None):
     """Piecewise linear, as JAX's ``jnp.interp``: differentiable in ``x``, ``xp`` and
     ``fp``; at a knot the gradient in ``x`` is the slope of the segment to the right."""
-    if period is not None:
-        raise TraceError(f"np.interp(period=...) is not supported on traced values{where()}")
     x, xp, fp = _arr(x), _arr(xp), _arr(fp)
     if ndim_of(xp) != 1 or ndim_of(fp) != 1:
         raise TraceError(f"np.interp: xp and fp must be 1-D{where()}")
-    x, xp, fp = (astype(v, np.float64) for v in (x, xp, fp))   # NumPy's interp: float64
+    if shape_of(xp)[0] != shape_of(fp)[0] or shape_of(xp)[0] == 0:
+        raise TraceError(f"np.interp: fp and xp are not of the same length, or empty{where()}")
+    if dtype_of(x).kind == "c" or dtype_of(xp).kind == "c":
+        raise TraceError(f"np.interp: x and xp must be real (NumPy cannot cast complex values "
+                         f"to float64, TypeError){where()}")
+    # NumPy's interp computes in float64, or complex128 for complex fp
+    fp = astype(fp, np.complex128 if dtype_of(fp).kind == "c" else np.float64)
+    x, xp = astype(x, np.float64), astype(xp, np.float64)
+    if period is not None:
+        if isinstance(period, Tracer):
+            raise TraceError(f"np.interp on traced values needs a constant period{where()}")
+        if period == 0:
+            raise TraceError(f"np.interp: period must be a non-zero value{where()}")
+        # NumPy's normalisation: everything modulo the period, the knots sorted and
+        # extended by one on each side
+        period, left, right = abs(float(period)), None, None
+        x, xp = np.remainder(x, period), np.remainder(xp, period)
+        order = argsort(xp)
+        xp, fp = take(xp, order), take(fp, order)
+        xp = concatenate([getitem(xp, (slice(-1, None),)) - period, xp,
+                          getitem(xp, (slice(0, 1),)) + period])
+        fp = concatenate([getitem(fp, (slice(-1, None),)), fp, getitem(fp, (slice(0, 1),))])
     n = shape_of(xp)[0]
-    i = np.clip(searchsorted(xp, x, side="right"), 1, n - 1)
-    x0, x1 = take(xp, i - 1), take(xp, i)
-    f0, f1 = take(fp, i - 1), take(fp, i)
-    dx = x1 - x0
-    flat = np.abs(dx) <= 0
-    f = np.where(flat, f0, f0 + (x - x0) / np.where(flat, 1.0, dx) * (f1 - f0))
-    f = np.where(x < take(xp, 0), take(fp, 0) if left is None else left, f)
-    return np.where(x > take(xp, n - 1), take(fp, n - 1) if right is None else right, f)
+    lval = take(fp, 0) if left is None else left
+    rval = take(fp, n - 1) if right is None else right
+    if n == 1:
+        f = broadcast_to(take(fp, 0), tuple(shape_of(x)))
+    else:
+        # NumPy's compiled loop: j, the last knot at or below x; on a segment
+        # slope * (x - xp[j]) + fp[j], then from the right end if that is NaN, then fp[j]
+        # if both are NaN and the segment is flat; at the last knot fp[-1]
+        j = searchsorted(xp, x, side="right") - 1
+        jc = np.clip(j, 0, n - 2)
+        x0, x1 = take(xp, jc), take(xp, jc + 1)
+        f0, f1 = take(fp, jc), take(fp, jc + 1)
+        slope = (f1 - f0) / (x1 - x0)
+        at_end = j >= n - 1
+        f = np.where(at_end, slope * (x - x1) + f1, slope * (x - x0) + f0)
+        f = np.where(np.isnan(f) & at_end, f1, f)
+        f = np.where(np.isnan(f) & (x == x0), f0, f)            # exact hit, repeated knot
+        f = np.where(np.isnan(f), slope * (x - x1) + f1, f)
+        f = np.where(np.isnan(f) & (f0 == f1), f0, f)
+    f = np.where(x < take(xp, 0), lval, f)
+    f = np.where(x > take(xp, n - 1), rval, f)
+    return np.where(np.isnan(x), np.asarray(np.nan, dtype_of(f)), f)
 
 
 def _full_convolve(a, v):
@@ -775,6 +971,8 @@ def convolve(a, v, mode="full"):
 def correlate(a, v, mode="valid"):
     a, v = ravel(_arr(a)), ravel(_arr(v))
     n, m = shape_of(a)[0], shape_of(v)[0]
+    if dtype_of(v).kind == "c":          # NumPy's correlate conjugates v
+        v = apply("conj", v)
     full = convolve(a, flip(v), "full")
     lo, hi = builtins.min(n, m), builtins.max(n, m)
     if mode == "full":
@@ -797,7 +995,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
         raise TraceError(f"np.linspace: number of samples, {num}, must be non-negative{where()}")
     start, stop = coerce(start), coerce(stop)
     div = (num - 1) if endpoint else num
-    dt = np.result_type(dtype_of(start), dtype_of(stop), float)
+    dt = np.result_type(dtype_of(start), dtype_of(stop), 1.0)    # 1.0: a weak float
     start, stop = astype(start, dt), astype(stop, dt)
     delta = stop - start
     extra = ndim_of(delta)

@@ -112,11 +112,6 @@ def _normalize_subscripts(subscripts, shapes):
         out = ell + "".join(sorted(c for c, n in counts.items() if n == 1 and c not in ell))
     else:
         out = out.replace("...", ell)
-    for i in full:
-        if len(set(i)) != len(i):
-            raise TraceError(f"np.einsum with an index repeated within one operand ('{i}') is "
-                             "not supported; use np.diagonal or np.trace for that part"
-                             f"{where()}")
     return ",".join(full) + "->" + out
 
 
@@ -130,4 +125,23 @@ def einsum(subscripts, *operands, out=None, optimize=False, **kwargs):
                          f"supported; use a subscripts string{where()}")
     operands = [coerce(o) for o in operands]
     subs = _normalize_subscripts(subscripts, [shape_of(o) for o in operands])
-    return apply("einsum", *operands, subscripts=subs)
+    ins, out = subs.split("->")
+    ins = ins.split(",")
+    for k, i in enumerate(ins):
+        operands[k], ins[k] = _diagonals(operands[k], i)
+    return apply("einsum", *operands, subscripts=",".join(ins) + "->" + out)
+
+
+def _diagonals(op, sub):
+    """An index repeated within one operand ('ii') is that operand's diagonal: taken with
+    np.diagonal (which puts it last) until every index is distinct."""
+    while len(set(sub)) != len(sub):
+        c = next(c for c in sub if sub.count(c) > 1)
+        p = sub.index(c)
+        q = sub.index(c, p + 1)
+        if shape_of(op)[p] != shape_of(op)[q]:
+            raise TraceError(f"np.einsum: dimensions in operand for collapsing index '{c}' "
+                             f"don't match ({shape_of(op)[p]} != {shape_of(op)[q]}){where()}")
+        op = np.diagonal(op, 0, p, q)
+        sub = sub[:p] + sub[p + 1:q] + sub[q + 1:] + c
+    return op, sub

@@ -20,6 +20,7 @@ from .np_base import (
     astype,
     coerce,
     dtype_of,
+    full_like_tracer,
     implements,
     ndim_of,
     operator_index,
@@ -29,38 +30,75 @@ from .np_base import (
 from .source import where
 
 
-def _reduction(prim, x, axis, keepdims, dtype=None):
+def _reduction(prim, x, axis, keepdims, dtype=None, initial=None):
+    """``prim`` over ``axis``; ``initial`` (NumPy's starting value, cast to the result's
+    dtype as NumPy casts it) joins every slice, and lets max/min reduce empty ones."""
     if dtype is not None:
         x = astype(x, dtype)
     axes = _axis_tuple(axis, x)
-    if prim in ("max", "min") and builtins.any(shape_of(x)[i] == 0 for i in axes):
-        raise TraceError(f"zero-size array to reduction operation {prim} which has no "
-                         f"identity{where()}")
-    return apply(prim, x, axis=axes, keepdims=bool(keepdims))
+    empty = builtins.any(shape_of(x)[i] == 0 for i in axes)
+    if prim in ("max", "min") and empty:
+        if initial is None:
+            raise TraceError(f"zero-size array to reduction operation {prim} which has no "
+                             f"identity{where()}")
+        shape = tuple(1 if i in axes else n for i, n in enumerate(shape_of(x)))
+        if not keepdims:
+            shape = tuple(n for i, n in enumerate(shape_of(x)) if i not in axes)
+        return full_like_tracer(x, _cast(initial, dtype_of(x)), shape=shape)
+    result = apply(prim, x, axis=axes, keepdims=bool(keepdims))
+    if initial is None:
+        return result
+    join = {"sum": "add", "prod": "mul", "max": "maximum", "min": "minimum"}[prim]
+    return apply(join, result, _cast(initial, dtype_of(result)))
+
+
+def _masked(prim, a, where_, initial, dtype):
+    """NumPy's where= for a reduction: the masked-out entries are the reduction's identity
+    (max/min have none: NumPy then needs initial=, which fills them)."""
+    if where_ is None or where_ is True:
+        return a
+    if prim in ("max", "min") and initial is None:
+        raise TraceError(f"reduction operation '{'maximum' if prim == 'max' else 'minimum'}' "
+                         f"does not have an identity, so to use a where mask one has to "
+                         f"specify 'initial'{where()}")
+    a = coerce(a)
+    dt = np.dtype(dtype) if dtype is not None else dtype_of(a)
+    fill = {"sum": 0, "prod": 1}.get(prim, initial)
+    a = astype(a, dt)
+    return apply("select", astype(coerce(where_), bool), a, _cast(fill, dt))
+
+
+def _cast(value, dtype):
+    with np.errstate(all="ignore"):
+        return np.asarray(value).astype(dtype)
 
 
 @implements(np.sum)
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
-    _reject("np.sum", out=out, initial=initial, where=where)
-    return _reduction("sum", coerce(a), axis, keepdims, dtype)
+    _reject("np.sum", out=out)
+    a = _masked("sum", coerce(a), where, initial, dtype)
+    return _reduction("sum", a, axis, keepdims, dtype, initial)
 
 
 @implements(np.prod)
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
-    _reject("np.prod", out=out, initial=initial, where=where)
-    return _reduction("prod", coerce(a), axis, keepdims, dtype)
+    _reject("np.prod", out=out)
+    a = _masked("prod", coerce(a), where, initial, dtype)
+    return _reduction("prod", a, axis, keepdims, dtype, initial)
 
 
 @implements(np.max, np.amax)
 def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
-    _reject("np.max", out=out, initial=initial, where=where)
-    return _reduction("max", coerce(a), axis, keepdims)
+    _reject("np.max", out=out)
+    a = _masked("max", coerce(a), where, initial, None)
+    return _reduction("max", a, axis, keepdims, initial=initial)
 
 
 @implements(np.min, np.amin)
 def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
-    _reject("np.min", out=out, initial=initial, where=where)
-    return _reduction("min", coerce(a), axis, keepdims)
+    _reject("np.min", out=out)
+    a = _masked("min", coerce(a), where, initial, None)
+    return _reduction("min", a, axis, keepdims, initial=initial)
 
 
 def _arg_reduction(prim, a, axis, out, keepdims):
@@ -87,26 +125,37 @@ def _count(a, axes):
 
 @implements(np.mean)
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+    """NumPy's ``_mean``: the sum in ``dtype`` (float64 for integers and booleans),
+    divided by the count and cast back to the sum's dtype (``dtype=int`` truncates, as
+    NumPy's in-place division does). NumPy accumulates float16 in float32; here float16
+    stays float16 (graphs hold no wider float than their inputs; test_dtypes)."""
     _reject("np.mean", out=out, where=where)
     a = coerce(a)
     if dtype is None and dtype_of(a).kind in "iub":
         dtype = np.float64
     total = _reduction("sum", a, axis, keepdims, dtype)
-    return total / _count(a, _axis_tuple(axis, a))
+    return astype(total / _count(a, _axis_tuple(axis, a)), dtype_of(total))
 
 
 @implements(np.var)
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
         correction=None):
+    """NumPy's ``_var``: the mean in ``dtype``, then the sum of squared moduli (real for
+    complex data) in ``dtype``, over ``max(n - ddof, 0)``."""
     _reject("np.var", out=out, where=where, mean=mean, correction=correction)
     a = coerce(a)
     if dtype is None and dtype_of(a).kind in "iub":
         dtype = np.float64
-    if dtype is not None:
-        a = astype(a, dtype)
-    centred = a - globals()["mean"](a, axis=axis, keepdims=True)
-    total = sum(centred * centred, axis=axis, keepdims=keepdims)
-    return total / builtins.max(_count(a, _axis_tuple(axis, a)) - ddof, 0)
+    n = _count(a, _axis_tuple(axis, a))
+    centre = _reduction("sum", a, axis, True, dtype)
+    centre = astype(centre / n, dtype_of(centre))
+    centred = a - centre
+    if dtype_of(centred).kind == "c":
+        squares = apply("real", apply("mul", centred, apply("conj", centred)))
+    else:
+        squares = centred * centred
+    total = _reduction("sum", squares, axis, keepdims, dtype)
+    return astype(total / builtins.max(n - ddof, 0), dtype_of(total))
 
 
 @implements(np.std)

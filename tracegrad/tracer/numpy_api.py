@@ -34,6 +34,7 @@ from .np_base import (
     full_like_tracer,
     implements,
     ndim_of,
+    numpy_loop,
     operator_index,
     ravel,
     reshape,
@@ -130,7 +131,7 @@ _UFUNC_PRIMS = {
     np.sin: "sin", np.cos: "cos", np.tan: "tan", np.arcsin: "arcsin", np.arccos: "arccos",
     np.arctan: "arctan", np.sinh: "sinh", np.cosh: "cosh", np.tanh: "tanh",
     np.arcsinh: "arcsinh", np.arccosh: "arccosh", np.arctanh: "arctanh",
-    np.absolute: "abs", np.fabs: "abs", np.sign: "sign", np.floor: "floor", np.ceil: "ceil",
+    np.absolute: "abs", np.sign: "sign", np.floor: "floor", np.ceil: "ceil",
     np.rint: "rint", np.trunc: "trunc", np.maximum: "maximum", np.minimum: "minimum",
     np.fmax: "fmax", np.fmin: "fmin", np.arctan2: "arctan2", np.hypot: "hypot",
     np.logaddexp: "logaddexp", np.remainder: "remainder", np.floor_divide: "floor_divide",
@@ -144,15 +145,40 @@ _UFUNC_PRIMS = {
 for _uf, _prim in _UFUNC_PRIMS.items():
     UFUNCS[_uf] = _prim_ufunc(_prim)
 
-UFUNCS[np.positive] = lambda x: copy(x)          # a new array, as NumPy's
-UFUNCS[np.square] = lambda x: apply("mul", x, x)
-UFUNCS[np.reciprocal] = lambda x: apply("div", 1.0, x)
-UFUNCS[np.float_power] = lambda x, y: apply("pow", astype(x, np.float64), astype(y, np.float64))
-UFUNCS[np.exp2] = lambda x: apply("pow", 2.0, x)
-UFUNCS[np.deg2rad] = UFUNCS[np.radians] = lambda x: apply("mul", x, math.pi / 180.0)
-UFUNCS[np.rad2deg] = UFUNCS[np.degrees] = lambda x: apply("mul", x, 180.0 / math.pi)
+
+
+def _reciprocal(x):
+    """1 / x; for integers NumPy's C division, 1 // x truncated toward zero (0 unless
+    |x| == 1), and at 0 whatever NumPy's integer loop gives on this machine."""
+    dt = dtype_of(x)
+    if dt.kind not in "iub":
+        return apply("div", np.ones((), dt), x)
+    with np.errstate(all="ignore"):
+        at_zero = np.reciprocal(np.zeros((), dt))
+    unit = apply("equal", apply("abs", x), np.ones((), dt))
+    return apply("select", apply("equal", x, np.zeros((), dt)), at_zero,
+                 apply("select", unit, x, np.zeros((), dt)))
+
+
+# Compositions of primitives, run on NumPy's own loop dtypes (numpy_loop): np.fabs of
+# an int8 array is float16, np.reciprocal of an int64 array is int64, np.positive of a
+# boolean array is NumPy's TypeError.
+_COMPOSED = {
+    np.positive: lambda x: x,
+    np.square: lambda x: apply("mul", x, x),
+    np.reciprocal: _reciprocal,
+    np.float_power: lambda x, y: apply("pow", x, y),
+    np.exp2: lambda x: apply("pow", 2.0, x),
+    np.deg2rad: lambda x: apply("mul", x, math.pi / 180.0),
+    np.radians: lambda x: apply("mul", x, math.pi / 180.0),
+    np.rad2deg: lambda x: apply("mul", x, 180.0 / math.pi),
+    np.degrees: lambda x: apply("mul", x, 180.0 / math.pi),
+    np.fabs: lambda x: apply("abs", x),
+    np.divmod: lambda x, y: (apply("floor_divide", x, y), apply("remainder", x, y)),
+}
+for _uf, _handler in _COMPOSED.items():
+    UFUNCS[_uf] = numpy_loop(_uf, _handler)
 UFUNCS[np.matmul] = lambda a, b: matmul(a, b)
-UFUNCS[np.divmod] = lambda x, y: (apply("floor_divide", x, y), apply("remainder", x, y))
 
 
 def handle_ufunc(ufunc, method, inputs, kwargs):
