@@ -17,7 +17,7 @@ from ..tracer import where as _at_user_line
 from .dispatch import call
 from .indexing import getitem_name, is_basic
 from .tape import TAPE, EagerTracer, Version
-from .tensor import Tensor, _index_key, default_dtype
+from .tensor import Tensor, _index_key, _private_copy, default_dtype
 
 MinMax = namedtuple("MinMax", ["values", "indices"])
 
@@ -385,7 +385,23 @@ def _var_like(fn, name):
     return op
 
 
-Tensor.std = _var_like(np.std, "StdBackward0")
+def _safe_root(s, p=2):
+    """``s ** (1 / p)`` whose derivative is 0 where ``s`` is 0 (PyTorch's norm and std
+    backward mask that point, where the plain rule would give 0 / 0)."""
+    zero = s == 0
+    safe = np.where(zero, np.ones((), s.dtype), s)
+    root = np.sqrt(safe) if p == 2 else safe ** (1 / p)
+    return np.where(zero, np.zeros((), s.dtype), root)
+
+
+_safe_sqrt = _safe_root
+
+
+def _std(v, axis=None, ddof=0, keepdims=False):
+    return _safe_sqrt(np.var(v, axis=axis, ddof=ddof, keepdims=keepdims))
+
+
+Tensor.std = _var_like(_std, "StdBackward0")
 Tensor.var = _var_like(np.var, "VarBackward0")
 
 
@@ -400,10 +416,26 @@ def _extremum(fn, argfn, name_all, name_dim):
                                    "input.numel() == 0.")
             return call(fn, self, name=name_all)
         _check_dim(self, dim)
-        values = call(lambda v: fn(v, axis=dim, keepdims=keepdim), self, name=name_dim)
-        idx = argfn(self._concrete("max(dim)"), axis=dim)
-        if keepdim:
-            idx = np.expand_dims(idx, dim)
+        if self.dim() == 0:
+            return MinMax(call(lambda v: np.reshape(v, ()), self, name=name_dim),
+                          Tensor._plain(np.zeros((), np.int64)))
+        data = self._concrete("max(dim)")
+        if data.shape[dim] == 0:
+            raise IndexError(f"{fn.__name__}(): Expected reduction dim {dim % data.ndim} to have "
+                             "non-zero size.")
+        # the values are read at the returned indices, so that the whole gradient goes to
+        # those (the first of tied elements), as PyTorch's MaxBackward0 sends it
+        idx = np.expand_dims(argfn(data, axis=dim), dim)
+        grids = np.indices(idx.shape, sparse=True)
+        axis = dim % data.ndim
+        key = tuple(idx if d == axis else grids[d] for d in range(data.ndim))
+
+        def pick(v):
+            out = v[_operand_key(v, key)]
+            return out if keepdim else np.squeeze(out, axis=axis)
+        values = call(pick, self, name=name_dim)
+        if not keepdim:
+            idx = np.squeeze(idx, axis=axis)
         return MinMax(values, Tensor._plain(np.asarray(idx, dtype=np.int64)))
     return op
 
@@ -460,7 +492,7 @@ Tensor.logsumexp, Tensor.softmax, Tensor.log_softmax = logsumexp, softmax, log_s
 
 def norm(self, p="fro", dim=None, keepdim=False):
     if p in ("fro", 2, 2.0) or p is None:
-        return call(lambda x: np.sqrt(np.sum(x * x, axis=_axis(dim), keepdims=keepdim)), self,
+        return call(lambda x: _safe_sqrt(np.sum(x * x, axis=_axis(dim), keepdims=keepdim)), self,
                     name="NormBackward1" if dim is not None else "NormBackward0")
     if p in (1, 1.0):
         return call(lambda x: np.sum(np.abs(x), axis=_axis(dim), keepdims=keepdim), self,
@@ -468,8 +500,8 @@ def norm(self, p="fro", dim=None, keepdim=False):
     if p in (np.inf, float("inf")):
         return call(lambda x: np.max(np.abs(x), axis=_axis(dim), keepdims=keepdim), self,
                     name="NormBackward1")
-    return call(lambda x: np.sum(np.abs(x) ** p, axis=_axis(dim), keepdims=keepdim) ** (1 / p),
-                self, name="NormBackward1")
+    return call(lambda x: _safe_root(np.sum(np.abs(x) ** p, axis=_axis(dim), keepdims=keepdim),
+                                     p), self, name="NormBackward1")
 
 
 Tensor.norm = norm
@@ -615,7 +647,15 @@ def repeat(self, *sizes):
 
 Tensor.repeat = repeat
 Tensor.contiguous = lambda self, *a, **k: self
-Tensor.clone = lambda self, *a, **k: call(np.copy, self, name="CloneBackward0")
+def _clone(x):
+    # a node of its own holding a private copy: the tape must not share the operand's
+    # node (its grad_fn, hooks and in-place history are the clone's own, as in PyTorch)
+    if isinstance(x, EagerTracer):
+        return _private_copy(x)
+    return np.copy(x)
+
+
+Tensor.clone = lambda self, *a, **k: call(_clone, self, name="CloneBackward0")
 Tensor.flip = lambda self, *dims: call(lambda x: np.flip(x, _sizes(dims)), self,
                                        name="FlipBackward0")
 Tensor.roll = lambda self, shifts, dims=None: call(lambda x: np.roll(x, shifts, dims), self,
