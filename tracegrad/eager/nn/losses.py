@@ -31,6 +31,20 @@ def _check_reduction(reduction):
         raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
+def legacy_reduction(size_average, reduce, reduction, stacklevel=3):
+    """``reduction``, or what the deprecated ``size_average`` / ``reduce`` flags mean when
+    either is given (they then override it): PyTorch's ``_Reduction.legacy_get_string``,
+    with its deprecation warning. A flag left at None counts as True."""
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    ret = "mean" if size_average and reduce else "sum" if reduce else "none"
+    warnings.warn(f"size_average and reduce args will be deprecated, please use "
+                  f"reduction='{ret}' instead.", UserWarning, stacklevel=stacklevel)
+    return ret
+
+
 def _target_like(input, target, what):
     if not isinstance(target, Tensor):
         target = Tensor._plain(np.asarray(target, dtype=input.dtype))
@@ -48,6 +62,7 @@ def _target_like(input, target, what):
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     target = _target_like(input, target, "mse_loss")
     return call(lambda x, y: _reduce((x - y) ** 2, reduction), input, target,
@@ -55,6 +70,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     target = _target_like(input, target, "l1_loss")
     # PyTorch composes l1_loss, so its grad_fn is that of the last step
@@ -65,6 +81,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None,
                                      reduce=None, reduction="mean", pos_weight=None):
+    reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     target = _target_like(input, target, "binary_cross_entropy_with_logits")
     w = None if weight is None else _array(weight)
@@ -142,6 +159,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     """Negative log-likelihood of class indices; ``input`` holds log-probabilities along
     dimension 1 (dimension 0 for one unbatched sample). The mean is weighted: the sum of
     picked losses divided by the sum of their weights, as in PyTorch."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     picks, w = _class_targets(input, target, weight, ignore_index)
     class_dim = 0 if input.dim() == 1 else 1
@@ -158,6 +176,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
                   reduce=None, reduction="mean", label_smoothing=0.0):
     """``nll_loss(log_softmax(input, 1), target)`` for class indices; for a floating
     ``target`` of ``input``'s shape, the cross-entropy with those class probabilities."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
