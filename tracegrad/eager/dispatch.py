@@ -140,7 +140,7 @@ def _from_tracer(tracer, Tensor, name, ins, view_of):
     handle = tracer._handle
     if name is not None:
         handle._name = name
-        inputs = tuple(i._handle for i in _flat(ins) if isinstance(i, EagerTracer))
+        inputs = edges(name, _flat(ins))
         if inputs != handle._parents:
             handle._inputs = inputs
     t = Tensor._recorded(tracer)
@@ -149,6 +149,24 @@ def _from_tracer(tracer, Tensor, name, ins, view_of):
         handle._saved_version = view_of._vc.v
         t._base = view_of if view_of._base is None else view_of._base
     return t
+
+
+# PyTorch's arithmetic wraps a Python number (or takes an integer tensor) as an operand
+# of its own, shown as a None edge; elsewhere a number, mask or index is no edge at all.
+_SCALAR_EDGES = frozenset({"AddBackward0", "SubBackward0", "MulBackward0", "DivBackward0",
+                           "WhereBackward0", "MaximumBackward0", "MinimumBackward0"})
+
+
+def edges(name, operands):
+    """What ``next_functions`` shows for a node named ``name`` made from ``operands``."""
+    keep = name in _SCALAR_EDGES
+    out = []
+    for i in operands:
+        if isinstance(i, EagerTracer) and (keep or i.dtype.kind in "fc"):
+            out.append(i._handle)
+        elif keep:
+            out.append(None)
+    return tuple(out)
 
 
 def _flat(ins):

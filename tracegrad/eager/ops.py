@@ -17,7 +17,7 @@ from ..tracer import where as _at_user_line
 from .dispatch import call
 from .indexing import getitem_name, is_basic
 from .tape import TAPE, EagerTracer, Version
-from .tensor import Tensor, _index_key, _private_copy, default_dtype
+from .tensor import Tensor, _index_key, _private_copy, _scalar_name, default_dtype
 
 MinMax = namedtuple("MinMax", ["values", "indices"])
 
@@ -64,15 +64,68 @@ def _true_divide(a, b):
     return np.true_divide(a, b)
 
 
-Tensor.__add__, Tensor.__radd__ = _binary(np.add, "AddBackward0")
-Tensor.__sub__, Tensor.__rsub__ = _binary(np.subtract, "SubBackward0")
-Tensor.__mul__, Tensor.__rmul__ = _binary(np.multiply, "MulBackward0")
-Tensor.__truediv__, Tensor.__rtruediv__ = _binary(_true_divide, "DivBackward0")
+def _is_bool(x):
+    return (x.dtype == np.bool_) if isinstance(x, Tensor) else isinstance(x, (bool, np.bool_))
+
+
+def _subtract(a, b):
+    if _is_bool(a) or _is_bool(b):
+        raise _err("Subtraction, the `-` operator, with a bool tensor is not supported. If you "
+                   "are trying to invert a mask, use the `~` or `logical_not()` operator "
+                   "instead.")
+    return call(np.subtract, a, b, name="SubBackward0")
+
+
+def _sub_op(self, other):
+    _check_broadcast(self, other)
+    return _subtract(self, other)
+
+
+def _rsub_op(self, other):
+    _check_broadcast(other, self)
+    if _is_bool(self) or _is_bool(other):
+        return _subtract(other, self)
+    return call(lambda x, o: o - x, self, other, name="RsubBackward1")
+
+
+def _commuted(fn, name):
+    """``other + self``: PyTorch records it as ``self + other`` (its edges in that order)."""
+    op, _ = _binary(fn, name)
+    return op, op
+
+
+def _rtruediv(self, other):
+    # PyTorch computes ``number / t`` as ``reciprocal(t) * number``: the same rounding
+    _check_broadcast(other, self)
+    return self.reciprocal() * other
+
+
+def _bitwise(logical, bitwise, what):
+    def fn(a, b):
+        for x in (a, b):
+            if isinstance(x, Tensor) and x.dtype.kind in "fc" or isinstance(x, float):
+                kind = "Float" if isinstance(x, Tensor) and x.dtype == np.float32 else "Double"
+                raise NotImplementedError(f'"{what}_cpu" not implemented for \'{kind}\'')
+        return call(logical if _is_bool(a) and _is_bool(b) else bitwise, a, b)
+    return (lambda self, other: fn(self, other)), (lambda self, other: fn(other, self))
+
+
+def _remainder(self, other):
+    _check_broadcast(self, other)
+    return call(np.remainder, self, other,
+                name="RemainderBackward1" if isinstance(other, Tensor) else "RemainderBackward0")
+
+
+Tensor.__add__, Tensor.__radd__ = _commuted(np.add, "AddBackward0")
+Tensor.__sub__, Tensor.__rsub__ = _sub_op, _rsub_op
+Tensor.__mul__, Tensor.__rmul__ = _commuted(np.multiply, "MulBackward0")
+Tensor.__truediv__, _ = _binary(_true_divide, "DivBackward0")
+Tensor.__rtruediv__ = _rtruediv
 Tensor.__floordiv__, Tensor.__rfloordiv__ = _binary(np.floor_divide, "FloorDivideBackward0")
-Tensor.__mod__, Tensor.__rmod__ = _binary(np.remainder, "RemainderBackward0")
-Tensor.__and__, Tensor.__rand__ = _binary(np.logical_and, None)
-Tensor.__or__, Tensor.__ror__ = _binary(np.logical_or, None)
-Tensor.__xor__, Tensor.__rxor__ = _binary(np.logical_xor, None)
+Tensor.__mod__, Tensor.__rmod__ = _remainder, _binary(np.remainder, "RemainderBackward1")[1]
+Tensor.__and__, Tensor.__rand__ = _bitwise(np.logical_and, np.bitwise_and, "bitwise_and")
+Tensor.__or__, Tensor.__ror__ = _bitwise(np.logical_or, np.bitwise_or, "bitwise_or")
+Tensor.__xor__, Tensor.__rxor__ = _bitwise(np.logical_xor, np.bitwise_xor, "bitwise_xor")
 
 
 def _cmp(fn):
@@ -101,7 +154,14 @@ def __rpow__(self, base):
 
 
 Tensor.__pow__, Tensor.__rpow__ = __pow__, __rpow__
-Tensor.__neg__ = lambda self: call(np.negative, self, name="NegBackward0")
+def _negate(self):
+    if self.dtype == np.bool_:
+        raise _err("Negation, the `-` operator, on a bool tensor is not supported. If you are "
+                   "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+    return call(np.negative, self, name="NegBackward0")
+
+
+Tensor.__neg__ = _negate
 Tensor.__pos__ = lambda self: self
 Tensor.__abs__ = lambda self: call(np.abs, self, name="AbsBackward0")
 Tensor.__invert__ = lambda self: call(np.logical_not, self) if self.dtype == bool else \
@@ -189,8 +249,16 @@ _UNARY["arcsin"], _UNARY["arccos"], _UNARY["arctan"] = _UNARY["asin"], _UNARY["a
     _UNARY["atan"]
 
 
+# these keep an integer or boolean dtype; the rest compute in the default float dtype
+_EXACT = {np.floor, np.ceil, np.round, np.trunc, np.sign, np.abs, np.negative, np.square, _relu}
+
+
 def _unary(fn, name):
     def op(self):
+        if fn is np.negative:
+            return _negate(self)
+        if fn not in _EXACT and self.dtype.kind in "biu":
+            self = self.to(default_dtype())
         return call(fn, self, name=name)
 
     def op_(self):
@@ -229,8 +297,8 @@ def _clamp_fn(lo, hi):
 Tensor.clamp = Tensor.clip = clamp
 Tensor.clamp_ = Tensor.clip_ = lambda self, min=None, max=None: self._inplace(
     _clamp_fn(min, max), name="ClampBackward1")
-Tensor.clamp_min = lambda self, min: clamp(self, min=min)
-Tensor.clamp_max = lambda self, max: clamp(self, max=max)
+Tensor.clamp_min = lambda self, min: call(_clamp_fn(min, None), self, name="ClampMinBackward0")
+Tensor.clamp_max = lambda self, max: call(_clamp_fn(None, max), self, name="ClampMaxBackward0")
 
 
 def pow(self, exponent):
@@ -254,6 +322,8 @@ def add(self, other, alpha=1):
 
 def sub(self, other, alpha=1):
     _check_broadcast(self, other)
+    if _is_bool(self) or _is_bool(other):
+        return _subtract(self, other)
     fn, other = _with_alpha(np.subtract, other, alpha)
     return call(fn, self, other, name="SubBackward0")
 
@@ -286,7 +356,10 @@ Tensor.add_ = _inplace_binary(np.add, "AddBackward0")
 Tensor.sub_ = _inplace_binary(np.subtract, "SubBackward0")
 Tensor.mul_ = _inplace_binary(np.multiply, "MulBackward0")
 Tensor.div_ = _inplace_binary(np.true_divide, "DivBackward0")
-Tensor.pow_ = _inplace_binary(np.power, "PowBackward0")
+_pow_scalar, _pow_tensor = (_inplace_binary(np.power, "PowBackward0"),
+                            _inplace_binary(np.power, "PowBackward1"))
+Tensor.pow_ = lambda self, other: (_pow_tensor if isinstance(other, Tensor) else _pow_scalar)(
+    self, other)
 Tensor.__iadd__ = lambda self, other: Tensor.add_(self, other)
 Tensor.__isub__ = lambda self, other: Tensor.sub_(self, other)
 Tensor.__imul__ = lambda self, other: Tensor.mul_(self, other)
@@ -295,14 +368,14 @@ Tensor.__ipow__ = lambda self, other: Tensor.pow_(self, other)
 
 
 def zero_(self):
-    return self._inplace(lambda x: x * 0, name="ZeroBackward0", reads_self=False) \
+    return self._inplace(lambda x: x * 0, name="ZeroBackward0", reads_self=False, cast=True) \
         if self.requires_grad else _fill_plain(self, 0)
 
 
 def fill_(self, value):
     if self.requires_grad or isinstance(value, Tensor) and value.requires_grad:
-        return self._inplace(lambda x, v: x * 0 + v, value, name="FillBackward0",
-                             reads_self=False)
+        return self._inplace(lambda x, v: x * 0 + v, value, reads_self=False, cast=True,
+                             name="FillBackward3" if isinstance(value, Tensor) else "FillBackward2")
     return _fill_plain(self, value)
 
 
@@ -315,7 +388,8 @@ def _fill_plain(self, value):
 
 def copy_(self, src):
     src = src if isinstance(src, Tensor) else Tensor._plain(np.asarray(src))
-    return self._inplace(lambda x, s: x * 0 + s, src, name="CopyBackwards", reads_self=False)
+    return self._inplace(lambda x, s: x * 0 + s, src, name="CopyBackwards", reads_self=False,
+                         cast=True)
 
 
 def _random_fill(sample):
@@ -330,13 +404,19 @@ Tensor.uniform_ = _random_fill(lambda g, s, a=0.0, b=1.0: g.uniform(a, b, s))
 Tensor.normal_ = _random_fill(lambda g, s, mean=0.0, std=1.0: g.normal(mean, std, s))
 
 
+def _fill_where(x, m, v):
+    out = np.where(m, v, x)
+    return out if out.dtype == x.dtype else out.astype(x.dtype)    # the tensor's dtype stays
+
+
 def masked_fill(self, mask, value):
-    return call(lambda x, m, v: np.where(m, v, x), self, mask, value, name="MaskedFillBackward0")
+    return call(_fill_where, self, mask, value, name="MaskedFillBackward0")
 
 
 Tensor.masked_fill = masked_fill
 Tensor.masked_fill_ = lambda self, mask, value: self._inplace(
-    lambda x, m, v: np.where(m, v, x), mask, value, name="MaskedFillBackward0", reads_self=False)
+    _fill_where, mask, value, name="MaskedFillBackward0", reads_self=False,
+    cast=True)
 
 
 # -- reductions -------------------------------------------------------------------------
@@ -351,6 +431,9 @@ def _reduction(fn, name0, name1):
         dim = _axis(axis if dim is None else dim)
         _check_dim(self, dim)
         x = self if dtype is None else self.to(dtype)
+        if fn is np.mean and x.dtype.kind not in "fc":
+            raise _err("mean(): could not infer output dtype. Input dtype must be either a "
+                       f"floating point or complex dtype. Got: {_scalar_name(x.dtype)}")
         return call(lambda v: fn(v, axis=dim, keepdims=keepdim), x,
                     name=name0 if dim is None else name1)
     return op
@@ -380,6 +463,8 @@ def _var_like(fn, name):
         if isinstance(dim, bool):           # std(False): the old positional `unbiased`
             dim, unbiased = None, dim
         ddof = correction if correction is not None else (0 if unbiased is False else 1)
+        if self.dtype.kind not in "fc":
+            raise _err("std and var only support floating point and complex dtypes")
         dim = _axis(dim)
         return call(lambda v: fn(v, axis=dim, ddof=ddof, keepdims=keepdim), self, name=name)
     return op
@@ -608,8 +693,6 @@ def transpose(self, dim0, dim1):
 def t(self):
     if self.dim() > 2:
         raise _err(f"t() expects a tensor with <= 2 dimensions, but self is {self.dim()}D")
-    if self.dim() < 2:
-        return self
     return call(np.transpose, self, name="TBackward0", view_of=self)
 
 
@@ -674,7 +757,15 @@ def split(self, split_size, dim=0):
     else:
         bounds = list(np.cumsum([0] + list(split_size)))
     pre = (slice(None),) * (dim % self.dim())
-    return tuple(self[pre + (slice(a, b),)] for a, b in zip(bounds[:-1], bounds[1:]))
+    return _renamed(tuple(self[pre + (slice(a, b),)] for a, b in zip(bounds[:-1], bounds[1:])),
+                    "SplitBackward0" if isinstance(split_size, int) else "SplitWithSizesBackward0")
+
+
+def _renamed(pieces, name):
+    for p in pieces:
+        if p.grad_fn is not None:
+            p.grad_fn._name = name
+    return pieces
 
 
 def chunk(self, chunks, dim=0):
@@ -684,7 +775,7 @@ def chunk(self, chunks, dim=0):
 
 def unbind(self, dim=0):
     pre = (slice(None),) * (dim % self.dim())
-    return tuple(self[pre + (i,)] for i in range(self.shape[dim]))
+    return _renamed(tuple(self[pre + (i,)] for i in range(self.shape[dim])), "UnbindBackward0")
 
 
 Tensor.narrow, Tensor.split, Tensor.chunk, Tensor.unbind = narrow, split, chunk, unbind
@@ -794,6 +885,9 @@ def cat(tensors, dim=0):
     if not tensors:
         raise _err("torch.cat(): expected a non-empty list of Tensors")
     ref = tuple(tensors[0].shape)
+    for k, t in enumerate(tensors):
+        if t.dim() == 0:
+            raise _err(f"zero-dimensional tensor (at position {k}) cannot be concatenated")
     for k, t in enumerate(tensors[1:], 1):
         s = tuple(t.shape)
         if len(s) != len(ref):

@@ -337,10 +337,11 @@ class Tensor:
                 base._requires_grad and grad_mode.is_grad_enabled():
             raise RuntimeError(_VIEW_INPLACE)
 
-    def _inplace(self, fn, *others, name=None, reads_self=True):
+    def _inplace(self, fn, *others, name=None, reads_self=True, cast=False):
         """Replace this tensor's value by ``fn(self, *others)`` in place, recording it when
         gradients are involved: the tensor then names the new node (its history is
-        rebased, as in PyTorch), and its version goes up."""
+        rebased, as in PyTorch), and its version goes up. Unless ``cast`` (copy_, fill_,
+        indexed assignment), a result of a higher dtype category is an error."""
         self._check_inplace()
         from .dispatch import _RECORD, _SYMBOLIC, mode_of
         mode = mode_of((self,) + others, Tensor)
@@ -349,18 +350,25 @@ class Tensor:
             self._tracer, self._data = new._tracer, new._data
             return self
         if mode != _RECORD:
-            new = fn(self._data, *[o._data if isinstance(o, Tensor) else o for o in others])
+            new = np.asarray(fn(self._data, *[o._data if isinstance(o, Tensor) else o
+                                              for o in others]))
+            if not cast and _kind_rank(new.dtype) > _kind_rank(self._data.dtype):
+                raise RuntimeError(f"result type {_scalar_name(new.dtype)} can't be cast to the "
+                                   f"desired output type {_scalar_name(self._data.dtype)}")
             np.copyto(self._data, new, casting="unsafe")
             self._vc.v += 1
             return self
         if self._base is not None and self._tracer is not None:
             raise RuntimeError("tracegrad does not record in-place changes of a view of a tensor "
                                "that requires grad; compute the new value out of place instead")
-        old = self._traced()
+        first = old = self._traced()
         if reads_self:
             old = _private_copy(old)
         ins = [o._traced() if isinstance(o, Tensor) else o for o in others]
         res = fn(old, *ins)
+        if not cast and _kind_rank(res.dtype) > _kind_rank(self._data.dtype):
+            raise RuntimeError(f"result type {_scalar_name(res.dtype)} can't be cast to the "
+                               f"desired output type {_scalar_name(self._data.dtype)}")
         if res.dtype != self._data.dtype:
             res = res.astype(self._data.dtype)
         np.copyto(self._data, res._value, casting="unsafe")
@@ -371,6 +379,8 @@ class Tensor:
         handle._saved_version = self._vc.v
         if name is not None:
             handle._name = name
+            # the snapshot of the old value is ours, not PyTorch's: the edge is the old node
+            handle._inputs = dispatch.edges(name, [first, *ins])
         self._tracer = _relabelled(res, self._data)
         self._requires_grad = False
         return self
@@ -388,10 +398,23 @@ class Tensor:
             value = Tensor._plain(np.asarray(value))
         from .indexing import index_update
         self._inplace(lambda x, v: index_update(x, key, v), value, name="CopySlices",
-                      reads_self=False)
+                      reads_self=False, cast=True)
 
 
 dispatch.Tensor = Tensor
+
+
+def _kind_rank(dtype):
+    """PyTorch's categories: an in-place result may not move up from bool to integer to
+    floating to complex (``int_tensor += 1.5`` raises rather than truncating)."""
+    return "biufc".index(np.dtype(dtype).kind.replace("u", "i"))
+
+
+def _scalar_name(dtype):
+    return {"float64": "Double", "float32": "Float", "float16": "Half", "int64": "Long",
+            "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
+            "complex128": "ComplexDouble", "complex64": "ComplexFloat"}.get(
+        np.dtype(dtype).name, np.dtype(dtype).name)
 
 
 def _private_copy(tracer):
