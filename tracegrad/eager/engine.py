@@ -418,7 +418,10 @@ def _reached(handles, roots):
         seen.add(n)
         d = nodes.get(n)
         if d is not None and d["op"] not in _EDGE_ENDS:
-            stack.extend(p._id for p in handles[n]._parents)
+            h = handles[n]
+            # PyTorch's edges (next_functions), not the parts of a composite operation
+            stack.extend(p._id for p in (h._parents if h._inputs is None else h._inputs)
+                         if p is not None)
     return seen
 
 

@@ -243,6 +243,18 @@ _UNARY = {
     "trunc": (np.trunc, "TruncBackward0"), "sign": (np.sign, "SignBackward0"),
     "square": (np.square, "PowBackward0"), "reciprocal": (np.reciprocal, "ReciprocalBackward0"),
 }
+def _zero_derivative(fn):
+    """``fn`` (piecewise constant) with PyTorch's backward: an explicit zero gradient for
+    the operand, which then flows on (0 / 0 further back is NaN in PyTorch too), rather
+    than no gradient at all."""
+    def op(x):
+        return np.where(np.ones(np.shape(x), bool), fn(x), x)
+    op.__name__ = fn.__name__
+    return op
+
+
+for _n in ("floor", "ceil", "round", "trunc", "sign"):
+    _UNARY[_n] = (_zero_derivative(_UNARY[_n][0]), _UNARY[_n][1])
 _UNARY["absolute"] = _UNARY["abs"]
 _UNARY["negative"] = _UNARY["neg"]
 _UNARY["arcsin"], _UNARY["arccos"], _UNARY["arctan"] = _UNARY["asin"], _UNARY["acos"], \
@@ -250,7 +262,8 @@ _UNARY["arcsin"], _UNARY["arccos"], _UNARY["arctan"] = _UNARY["asin"], _UNARY["a
 
 
 # these keep an integer or boolean dtype; the rest compute in the default float dtype
-_EXACT = {np.floor, np.ceil, np.round, np.trunc, np.sign, np.abs, np.negative, np.square, _relu}
+_EXACT = {np.abs, np.negative, np.square, _relu, *(_UNARY[n][0] for n in
+                                                   ("floor", "ceil", "round", "trunc", "sign"))}
 
 
 def _unary(fn, name):
@@ -367,14 +380,21 @@ Tensor.__itruediv__ = lambda self, other: Tensor.div_(self, other)
 Tensor.__ipow__ = lambda self, other: Tensor.pow_(self, other)
 
 
+def _overwrite(x, v):
+    """``v`` everywhere, as a node of ``x``: its derivative for ``x`` is an exact zero (not
+    ``0 * g``, NaN where ``g`` is infinite) and an infinite ``x`` gives no NaN (``x * 0``)."""
+    return np.where(np.ones(tuple(x.shape), bool), v, x)
+
+
 def zero_(self):
-    return self._inplace(lambda x: x * 0, name="ZeroBackward0", reads_self=False, cast=True) \
+    return self._inplace(lambda x: _overwrite(x, np.zeros((), x.dtype)), name="ZeroBackward0",
+                         reads_self=False, cast=True) \
         if self.requires_grad else _fill_plain(self, 0)
 
 
 def fill_(self, value):
     if self.requires_grad or isinstance(value, Tensor) and value.requires_grad:
-        return self._inplace(lambda x, v: x * 0 + v, value, reads_self=False, cast=True,
+        return self._inplace(_overwrite, value, reads_self=False, cast=True,
                              name="FillBackward3" if isinstance(value, Tensor) else "FillBackward2")
     return _fill_plain(self, value)
 
@@ -388,7 +408,7 @@ def _fill_plain(self, value):
 
 def copy_(self, src):
     src = src if isinstance(src, Tensor) else Tensor._plain(np.asarray(src))
-    return self._inplace(lambda x, s: x * 0 + s, src, name="CopyBackwards", reads_self=False,
+    return self._inplace(_overwrite, src, name="CopyBackwards", reads_self=False,
                          cast=True)
 
 

@@ -343,6 +343,10 @@ class Tensor:
         rebased, as in PyTorch), and its version goes up. Unless ``cast`` (copy_, fill_,
         indexed assignment), a result of a higher dtype category is an error."""
         self._check_inplace()
+        if self._data is not None and not self._data.flags.writeable:
+            raise RuntimeError("unsupported operation: more than one element of the written-to "
+                               "tensor refers to a single memory location. Please clone() the "
+                               "tensor before performing the operation.")
         from .dispatch import _RECORD, _SYMBOLIC, mode_of
         mode = mode_of((self,) + others, Tensor)
         if mode == _SYMBOLIC:
