@@ -16,6 +16,7 @@ from ..tracer import Tracer
 from ..tracer import where as _at_user_line
 from .dispatch import call
 from .indexing import getitem_name, is_basic
+from .promotion import category, promoted, result_type
 from .tape import TAPE, EagerTracer, Version
 from .tensor import Tensor, _index_key, _private_copy, _scalar_name, default_dtype
 
@@ -49,14 +50,22 @@ def _check_broadcast(a, b):
                                f"({pb[i]}) at non-singleton dimension {i}")
 
 
+def _elementwise(fn, *operands, name=None):
+    """``fn`` on the operands converted to PyTorch's result dtype (see promotion.py)."""
+    dtype = result_type(*operands, default_float=default_dtype())
+    if fn is _true_divide and category(dtype) < category(np.float32):
+        dtype = default_dtype()             # integer division gives the default float
+    return call(promoted(fn, dtype), *operands, name=name)
+
+
 def _binary(fn, name):
     def op(self, other):
         _check_broadcast(self, other)
-        return call(fn, self, other, name=name)
+        return _elementwise(fn, self, other, name=name)
 
     def rop(self, other):
         _check_broadcast(other, self)
-        return call(fn, other, self, name=name)
+        return _elementwise(fn, other, self, name=name)
     return op, rop
 
 
@@ -73,7 +82,7 @@ def _subtract(a, b):
         raise _err("Subtraction, the `-` operator, with a bool tensor is not supported. If you "
                    "are trying to invert a mask, use the `~` or `logical_not()` operator "
                    "instead.")
-    return call(np.subtract, a, b, name="SubBackward0")
+    return _elementwise(np.subtract, a, b, name="SubBackward0")
 
 
 def _sub_op(self, other):
@@ -85,7 +94,7 @@ def _rsub_op(self, other):
     _check_broadcast(other, self)
     if _is_bool(self) or _is_bool(other):
         return _subtract(other, self)
-    return call(lambda x, o: o - x, self, other, name="RsubBackward1")
+    return _elementwise(lambda x, o: o - x, self, other, name="RsubBackward1")
 
 
 def _commuted(fn, name):
@@ -106,14 +115,14 @@ def _bitwise(logical, bitwise, what):
             if isinstance(x, Tensor) and x.dtype.kind in "fc" or isinstance(x, float):
                 kind = "Float" if isinstance(x, Tensor) and x.dtype == np.float32 else "Double"
                 raise NotImplementedError(f'"{what}_cpu" not implemented for \'{kind}\'')
-        return call(logical if _is_bool(a) and _is_bool(b) else bitwise, a, b)
+        return _elementwise(logical if _is_bool(a) and _is_bool(b) else bitwise, a, b)
     return (lambda self, other: fn(self, other)), (lambda self, other: fn(other, self))
 
 
 def _remainder(self, other):
     _check_broadcast(self, other)
-    return call(np.remainder, self, other,
-                name="RemainderBackward1" if isinstance(other, Tensor) else "RemainderBackward0")
+    return _elementwise(np.remainder, self, other, name="RemainderBackward1"
+                        if isinstance(other, Tensor) else "RemainderBackward0")
 
 
 Tensor.__add__, Tensor.__radd__ = _commuted(np.add, "AddBackward0")
@@ -121,8 +130,26 @@ Tensor.__sub__, Tensor.__rsub__ = _sub_op, _rsub_op
 Tensor.__mul__, Tensor.__rmul__ = _commuted(np.multiply, "MulBackward0")
 Tensor.__truediv__, _ = _binary(_true_divide, "DivBackward0")
 Tensor.__rtruediv__ = _rtruediv
-Tensor.__floordiv__, Tensor.__rfloordiv__ = _binary(np.floor_divide, "FloorDivideBackward0")
-Tensor.__mod__, Tensor.__rmod__ = _remainder, _binary(np.remainder, "RemainderBackward1")[1]
+def _integer_division(op):
+    """An integer division by zero raises, as in PyTorch (NumPy gives 0 and a warning)."""
+    def checked(self, other):
+        a, b = (self, other) if op.__name__.startswith("__") else (other, self)
+        dtype = result_type(a, b, default_float=default_dtype())
+        divisor = b._data if isinstance(b, Tensor) else np.asarray(b)
+        if category(dtype) == category(np.int64) and divisor is not None and \
+                np.any(divisor == 0):
+            raise _err("ZeroDivisionError")
+        return op(self, other)
+    return checked
+
+
+_fdiv, _rfdiv = _binary(np.floor_divide, "FloorDivideBackward0")
+_fdiv.__name__, _rfdiv.__name__ = "__floordiv__", "r"
+_rmod = _binary(np.remainder, "RemainderBackward1")[1]
+_rmod.__name__ = "r"
+_remainder.__name__ = "__mod__"
+Tensor.__floordiv__, Tensor.__rfloordiv__ = _integer_division(_fdiv), _integer_division(_rfdiv)
+Tensor.__mod__, Tensor.__rmod__ = _integer_division(_remainder), _integer_division(_rmod)
 Tensor.__and__, Tensor.__rand__ = _bitwise(np.logical_and, np.bitwise_and, "bitwise_and")
 Tensor.__or__, Tensor.__ror__ = _bitwise(np.logical_or, np.bitwise_or, "bitwise_or")
 Tensor.__xor__, Tensor.__rxor__ = _bitwise(np.logical_xor, np.bitwise_xor, "bitwise_xor")
@@ -133,7 +160,7 @@ def _cmp(fn):
         if other is None:
             return NotImplemented
         _check_broadcast(self, other)
-        return call(fn, self, other)
+        return _elementwise(fn, self, other)
     return op
 
 
@@ -146,11 +173,12 @@ Tensor.__hash__ = object.__hash__
 def __pow__(self, exponent):
     _check_broadcast(self, exponent)
     name = "PowBackward1" if isinstance(exponent, Tensor) else "PowBackward0"
-    return call(np.power, self, exponent, name=name)
+    return _elementwise(np.power, self, exponent, name=name)
 
 
 def __rpow__(self, base):
-    return call(np.power, base, self, name="PowBackward1")
+    return _elementwise(np.power, base, self, name="PowBackward2" if not isinstance(
+        base, Tensor) else "PowBackward1")
 
 
 Tensor.__pow__, Tensor.__rpow__ = __pow__, __rpow__
@@ -166,12 +194,6 @@ Tensor.__pos__ = lambda self: self
 Tensor.__abs__ = lambda self: call(np.abs, self, name="AbsBackward0")
 Tensor.__invert__ = lambda self: call(np.logical_not, self) if self.dtype == bool else \
     call(np.invert, self)
-
-
-def _matmul_name(a, b):
-    na, nb = len(_shape(a)), len(_shape(b))
-    return {(2, 2): "MmBackward0", (1, 1): "DotBackward0", (2, 1): "MvBackward0"}.get(
-        (na, nb), "BmmBackward0" if na == nb == 3 else "MatmulBackward0")
 
 
 def _check_matmul(a, b):
@@ -191,15 +213,30 @@ def _check_matmul(a, b):
 
 def matmul(self, other):
     _check_matmul(self, other)
-    return call(np.matmul, self, other, name=_matmul_name(self, other))
+    from .products import matmul as decomposed
+    return decomposed(self, _as_tensor(other))
 
 
 def __rmatmul__(self, other):
     _check_matmul(other, self)
-    return call(np.matmul, other, self, name=_matmul_name(other, self))
+    from .products import matmul as decomposed
+    return decomposed(_as_tensor(other), self)
 
 
-Tensor.__matmul__ = Tensor.matmul = Tensor.mm = Tensor.bmm = Tensor.mv = matmul
+def _fixed_rank(name, ranks, message):
+    """``mm`` / ``bmm`` / ``mv``: one node, operands of the given ranks only."""
+    def op(self, other):
+        if (self.dim(), _as_tensor(other).dim()) != ranks:
+            raise _err(message)
+        _check_matmul(self, other)
+        return call(np.matmul, self, other, name=name)
+    return op
+
+
+Tensor.__matmul__ = Tensor.matmul = matmul
+Tensor.mm = _fixed_rank("MmBackward0", (2, 2), "self must be a matrix")
+Tensor.bmm = _fixed_rank("BmmBackward0", (3, 3), "batch1 must be a 3D tensor")
+Tensor.mv = _fixed_rank("MvBackward0", (2, 1), "vector + matrix @ vector expected")
 Tensor.__rmatmul__ = __rmatmul__
 
 
@@ -220,7 +257,16 @@ def _sigmoid(x):
 
 
 def _relu(x):
-    return apply("relu", x)
+    # PyTorch's threshold_backward passes the gradient wherever the value is not <= 0, NaN
+    # included
+    return np.where(x <= 0, np.zeros((), x.dtype), x)
+
+
+def _sign(x):
+    s = np.sign(x)
+    if s.dtype.kind in "fc":
+        s = np.where(np.isnan(x), np.zeros((), s.dtype), s)     # PyTorch: sign(nan) is 0
+    return s
 
 
 def _rsqrt(x):
@@ -240,7 +286,7 @@ _UNARY = {
     "atan": (np.arctan, "AtanBackward0"), "sigmoid": (_sigmoid, "SigmoidBackward0"),
     "relu": (_relu, "ReluBackward0"), "floor": (np.floor, "FloorBackward0"),
     "ceil": (np.ceil, "CeilBackward0"), "round": (np.round, "RoundBackward0"),
-    "trunc": (np.trunc, "TruncBackward0"), "sign": (np.sign, "SignBackward0"),
+    "trunc": (np.trunc, "TruncBackward0"), "sign": (_sign, "SignBackward0"),
     "square": (np.square, "PowBackward0"), "reciprocal": (np.reciprocal, "ReciprocalBackward0"),
 }
 def _zero_derivative(fn):
@@ -262,7 +308,7 @@ _UNARY["arcsin"], _UNARY["arccos"], _UNARY["arctan"] = _UNARY["asin"], _UNARY["a
 
 
 # these keep an integer or boolean dtype; the rest compute in the default float dtype
-_EXACT = {np.abs, np.negative, np.square, _relu, *(_UNARY[n][0] for n in
+_EXACT = {np.abs, np.negative, _relu, *(_UNARY[n][0] for n in
                                                    ("floor", "ceil", "round", "trunc", "sign"))}
 
 
@@ -275,6 +321,8 @@ def _unary(fn, name):
         return call(fn, self, name=name)
 
     def op_(self):
+        if fn is np.negative and self.dtype == np.bool_:
+            _negate(self)                   # PyTorch's error
         return self._inplace(fn, name=name)
     return op, op_
 
@@ -284,6 +332,11 @@ for _n, (_fn, _name) in _UNARY.items():
     _op.__name__, _op_.__name__ = _n, _n + "_"
     setattr(Tensor, _n, _op)
     setattr(Tensor, _n + "_", _op_)
+
+
+# PyTorch's square is pow(x, 2): bool and integer tensors square to int64 (NumPy: int8)
+Tensor.square = lambda self: self ** 2
+Tensor.square_ = lambda self: self.pow_(2)
 
 
 def clamp(self, min=None, max=None):
@@ -297,12 +350,15 @@ def _clamp_fn(lo, hi):
     hi = hi._data if isinstance(hi, Tensor) else hi
 
     def fn(x):
-        # torch passes the gradient where lo <= x <= hi (both ends included)
+        # PyTorch: min(max(x, lo), hi), the gradient where lo <= x <= hi (both ends
+        # included, never at NaN)
         y = x
         if lo is not None:
-            y = np.where(x < lo, lo, y)
+            y = np.where(y < lo, lo, y)
         if hi is not None:
-            y = np.where(x > hi, hi, y)
+            y = np.where(y > hi, hi, y)
+        if isinstance(x, Tracer) and x.dtype.kind == "f":
+            y = np.where(np.isnan(x), apply("stop_gradient", x), y)
         return y
     return fn
 
@@ -330,7 +386,7 @@ def _with_alpha(fn, other, alpha):
 def add(self, other, alpha=1):
     _check_broadcast(self, other)
     fn, other = _with_alpha(np.add, other, alpha)
-    return call(fn, self, other, name="AddBackward0")
+    return _elementwise(fn, self, other, name="AddBackward0")
 
 
 def sub(self, other, alpha=1):
@@ -338,15 +394,37 @@ def sub(self, other, alpha=1):
     if _is_bool(self) or _is_bool(other):
         return _subtract(self, other)
     fn, other = _with_alpha(np.subtract, other, alpha)
-    return call(fn, self, other, name="SubBackward0")
+    return _elementwise(fn, self, other, name="SubBackward0")
 
 
 Tensor.add, Tensor.sub = add, sub
 Tensor.subtract = sub
 Tensor.mul = Tensor.multiply = lambda self, other: self * other
 Tensor.div = Tensor.divide = Tensor.true_divide = lambda self, other: self / other
-Tensor.maximum = lambda self, other: call(np.maximum, self, other, name="MaximumBackward0")
-Tensor.minimum = lambda self, other: call(np.minimum, self, other, name="MinimumBackward0")
+def _maximum(a, b):
+    """``np.maximum`` with PyTorch's derivative: half to each of tied operands, and the
+    whole of it to both where one is NaN (the value is NaN there either way)."""
+    return np.where(a > b, a, np.where(a < b, b, np.where(a == b, a * 0.5 + b * 0.5, a + b)))
+
+
+def _minimum(a, b):
+    return np.where(a < b, a, np.where(a > b, b, np.where(a == b, a * 0.5 + b * 0.5, a + b)))
+
+
+def _extremes(fn, plain, name, what):
+    def op(self, other):
+        if not isinstance(other, Tensor):
+            raise TypeError(f"{what}(): argument 'other' (position 1) must be Tensor, not "
+                            f"{type(other).__name__}")
+        _check_broadcast(self, other)
+        floating = category(result_type(self, other, default_float=default_dtype())) >= \
+            category(np.float32)
+        return _elementwise(fn if floating else plain, self, other, name=name)
+    return op
+
+
+Tensor.maximum = _extremes(_maximum, np.maximum, "MaximumBackward0", "maximum")
+Tensor.minimum = _extremes(_minimum, np.minimum, "MinimumBackward0", "minimum")
 Tensor.eq, Tensor.ne = Tensor.__eq__, Tensor.__ne__
 Tensor.lt, Tensor.le, Tensor.gt, Tensor.ge = (Tensor.__lt__, Tensor.__le__, Tensor.__gt__,
                                               Tensor.__ge__)
@@ -356,6 +434,8 @@ Tensor.lt, Tensor.le, Tensor.gt, Tensor.ge = (Tensor.__lt__, Tensor.__le__, Tens
 def _inplace_binary(fn, name):
     def op_(self, other, alpha=1):
         _check_broadcast(self, other)
+        if fn is np.subtract and (_is_bool(self) or _is_bool(other)):
+            _subtract(self, other)          # PyTorch's error
         f, other = _with_alpha(fn, other, alpha)
         if tuple(np.broadcast_shapes(_shape(self), _shape(other))) != tuple(self.shape):
             raise _err(f"output with shape {list(self.shape)} doesn't match the "
@@ -513,8 +593,7 @@ Tensor.var = _var_like(np.var, "VarBackward0")
 def _extremum(fn, argfn, name_all, name_dim):
     def op(self, dim=None, keepdim=False):
         if isinstance(dim, Tensor):                   # torch.max(a, b): elementwise
-            return call(np.maximum if fn is np.max else np.minimum, self, dim,
-                        name="MaximumBackward0" if fn is np.max else "MinimumBackward0")
+            return (Tensor.maximum if fn is np.max else Tensor.minimum)(self, dim)
         if dim is None:
             if self.numel() == 0:
                 raise _err("max(): Expected reduction dim to be specified for "
@@ -556,7 +635,11 @@ Tensor.amin = lambda self, dim=None, keepdim=False: call(
 def _arg(fn):
     def op(self, dim=None, keepdim=False):
         data = self._concrete("argmax")
+        if data.dtype == np.bool_:
+            raise _err(f"{fn.__name__}(): does not support bool input")
         idx = fn(data, axis=dim, keepdims=keepdim) if dim is not None else fn(data)
+        if dim is None and keepdim:
+            idx = np.reshape(idx, (1,) * data.ndim)
         return Tensor._plain(np.asarray(idx, dtype=np.int64))
     return op
 
@@ -564,38 +647,80 @@ def _arg(fn):
 Tensor.argmax, Tensor.argmin = _arg(np.argmax), _arg(np.argmin)
 
 
+def _shift(x, dim):
+    """The maximum along ``dim`` (0 where it is not finite or the axis is empty), outside
+    the gradient: subtracted for stability, it changes no derivative."""
+    if x.shape[dim] == 0:
+        return np.zeros((), x.dtype)
+    m = np.max(x, axis=dim, keepdims=True)
+    m = apply("stop_gradient", m) if isinstance(m, Tracer) else m
+    return np.where(np.isfinite(m), m, np.zeros((), m.dtype))
+
+
+def _along(fn, dim):
+    """``fn(x, dim)``, with a 0-d ``x`` taken as one element along dim 0 or -1 (PyTorch)."""
+    def run(x):
+        if np.ndim(x) == 0:
+            if dim not in (0, -1):
+                raise IndexError(f"Dimension out of range (expected to be in range of [-1, 0], "
+                                 f"but got {dim})")
+            return np.reshape(fn(np.reshape(x, (1,)), 0), ())
+        return fn(x, dim)
+    return run
+
+
 def logsumexp(self, dim, keepdim=False):
-    def fn(x):
-        m = np.max(x, axis=dim, keepdims=True)
-        m = apply("stop_gradient", m) if isinstance(m, Tracer) else m
-        m = np.where(np.isfinite(m), m, 0)
+    if self.dtype.kind not in "fc":
+        self = self.to(default_dtype())     # PyTorch computes in the default float dtype
+
+    def fn(x, dim):
+        m = _shift(x, dim)
         out = np.log(np.sum(np.exp(x - m), axis=dim, keepdims=True)) + m
         return out if keepdim else np.squeeze(out, axis=dim)
-    return call(fn, self, name="LogsumexpBackward0")
+    return call(_along(fn, dim), self, name="LogsumexpBackward0")
+
+
+def _float_kernel(t, kernel):
+    if t.dtype.kind not in "fc":
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_scalar_name(t.dtype)}\'')
 
 
 def softmax(self, dim, dtype=None):
-    def fn(x):
-        m = np.max(x, axis=dim, keepdims=True)
-        m = apply("stop_gradient", m) if isinstance(m, Tracer) else m
-        e = np.exp(x - m)
+    _float_kernel(self if dtype is None else Tensor._plain(np.empty(0, dtype)),
+                  "softmax_lastdim_kernel_impl")
+
+    def fn(x, dim):
+        e = np.exp(x - _shift(x, dim))
         return e / np.sum(e, axis=dim, keepdims=True)
-    return call(fn, self if dtype is None else self.to(dtype), name="SoftmaxBackward0")
+    return call(_along(fn, dim), self if dtype is None else self.to(dtype),
+                name="SoftmaxBackward0")
 
 
 def log_softmax(self, dim, dtype=None):
-    def fn(x):
-        m = np.max(x, axis=dim, keepdims=True)
-        m = apply("stop_gradient", m) if isinstance(m, Tracer) else m
-        z = x - m
+    _float_kernel(self if dtype is None else Tensor._plain(np.empty(0, dtype)),
+                  "log_softmax_lastdim_kernel_impl")
+
+    def fn(x, dim):
+        z = x - _shift(x, dim)
         return z - np.log(np.sum(np.exp(z), axis=dim, keepdims=True))
-    return call(fn, self if dtype is None else self.to(dtype), name="LogSoftmaxBackward0")
+    return call(_along(fn, dim), self if dtype is None else self.to(dtype),
+                name="LogSoftmaxBackward0")
 
 
 Tensor.logsumexp, Tensor.softmax, Tensor.log_softmax = logsumexp, softmax, log_softmax
 
 
 def norm(self, p="fro", dim=None, keepdim=False):
+    if self.dtype.kind not in "fc":
+        raise _err("linalg.vector_norm: Expected a floating point or complex tensor as input. "
+                   f"Got {_scalar_name(self.dtype)}")
+    t = _norm(self, p, dim, keepdim)
+    if t.grad_fn is not None:
+        t.grad_fn._name = "LinalgVectorNormBackward0"     # every p and dim in PyTorch 2
+    return t
+
+
+def _norm(self, p, dim, keepdim):
     if p in ("fro", 2, 2.0) or p is None:
         return call(lambda x: _safe_sqrt(np.sum(x * x, axis=_axis(dim), keepdims=keepdim)), self,
                     name="NormBackward1" if dim is not None else "NormBackward0")
@@ -621,13 +746,44 @@ def _sizes(args):
     return tuple(int(a) for a in args)
 
 
-def reshape(self, *shape):
-    shape = _sizes(shape)
-    shape = _resolve_shape(shape, self.numel())
+def _view(self, shape):
     return call(lambda x: np.reshape(x, shape), self, name="ViewBackward0", view_of=self)
 
 
-Tensor.reshape = Tensor.view = reshape
+def reshape(self, *shape):
+    """A view when the strides allow one (``ViewBackward0``, or ``ReshapeAliasBackward0`` for
+    a non-contiguous tensor), else a copy viewed (``UnsafeViewBackward0`` of a clone), as
+    PyTorch records it."""
+    shape = _resolve_shape(_sizes(shape), self.numel())
+    data = self._data
+    if data is None or data.flags.c_contiguous:
+        return _view(self, shape)
+    try:
+        np.reshape(data, shape, copy=False)
+    except ValueError:
+        t = _view(self.clone(), shape)
+        name = "UnsafeViewBackward0"
+    else:
+        t = _view(self, shape)
+        name = "ReshapeAliasBackward0"
+    if t.grad_fn is not None and t.grad_fn._name == "ViewBackward0":
+        t.grad_fn._name = name
+    return t
+
+
+def view(self, *shape):
+    shape = _resolve_shape(_sizes(shape), self.numel())
+    if self._data is not None:
+        try:
+            np.reshape(self._data, shape, copy=False)
+        except ValueError:
+            raise _err("view size is not compatible with input tensor's size and stride (at "
+                       "least one dimension spans across two contiguous subspaces). Use "
+                       ".reshape(...) instead.") from None
+    return _view(self, shape)
+
+
+Tensor.reshape, Tensor.view = reshape, view
 
 
 def _resolve_shape(shape, size):
@@ -638,7 +794,8 @@ def _resolve_shape(shape, size):
             holes and (known == 0 or size % known)) or (not holes and known != size):
         raise _err(f"shape '{list(shape)}' is invalid for input of size {size}")
     return tuple(size // known if s == -1 else s for s in shape)
-Tensor.view_as = Tensor.reshape_as = lambda self, other: reshape(self, tuple(other.shape))
+Tensor.view_as = lambda self, other: view(self, tuple(other.shape))
+Tensor.reshape_as = lambda self, other: reshape(self, tuple(other.shape))
 
 
 def flatten(self, start_dim=0, end_dim=-1):
@@ -646,18 +803,20 @@ def flatten(self, start_dim=0, end_dim=-1):
     if not shape:
         return reshape(self, (1,))
     s, e = start_dim % len(shape), end_dim % len(shape)
+    if s == e:
+        return self                         # PyTorch hands the tensor itself back
     new = shape[:s] + (int(np.prod(shape[s:e + 1], dtype=np.int64)),) + shape[e + 1:]
     return reshape(self, new)
 
 
 Tensor.flatten = flatten
-Tensor.ravel = lambda self: flatten(self)
+Tensor.ravel = lambda self: reshape(self, (-1,))
 
 
 def unflatten(self, dim, sizes):
     shape = tuple(self.shape)
     dim = dim % len(shape)
-    return reshape(self, shape[:dim] + tuple(sizes) + shape[dim + 1:])
+    return _view(self, shape[:dim] + tuple(sizes) + shape[dim + 1:])
 
 
 Tensor.unflatten = unflatten
@@ -670,7 +829,7 @@ def squeeze(self, dim=None):
     else:
         dims = {d % builtins.max(len(shape), 1) for d in (dim if isinstance(dim, tuple) else (dim,))}
         new = tuple(s for i, s in enumerate(shape) if not (i in dims and s == 1))
-    t = reshape(self, new)
+    t = _view(self, new)
     if t.grad_fn is not None and t.grad_fn._name == "ViewBackward0":
         t.grad_fn._name = "SqueezeBackward0" if dim is None else "SqueezeBackward1"
     return t
@@ -683,7 +842,7 @@ def unsqueeze(self, dim):
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
                          f"but got {dim})")
     dim = dim % n
-    t = reshape(self, shape[:dim] + (1,) + shape[dim:])
+    t = _view(self, shape[:dim] + (1,) + shape[dim:])
     if t.grad_fn is not None and t.grad_fn._name == "ViewBackward0":
         t.grad_fn._name = "UnsqueezeBackward0"
     return t
@@ -693,6 +852,8 @@ Tensor.squeeze, Tensor.unsqueeze = squeeze, unsqueeze
 
 
 def permute(self, *dims):
+    if not dims:
+        raise TypeError('permute() missing 1 required positional arguments: "dims"')
     dims = _sizes(dims)
     if sorted(d % builtins.max(self.dim(), 1) for d in dims) != list(range(self.dim())):
         raise _err(f"permute(sparse_coo): number of dimensions in the tensor input does "
@@ -935,11 +1096,12 @@ def where(condition, input=None, other=None):
     if input is None:
         return tuple(Tensor._plain(i.astype(np.int64)) for i in np.nonzero(_as_tensor(condition)._data))
     cond = condition._data if isinstance(condition, Tensor) else np.asarray(condition)
-    return call(lambda a, b: np.where(cond, a, b), input, other, name="WhereBackward0")
+    return _elementwise(lambda a, b: np.where(cond, a, b), input, other, name="WhereBackward0")
 
 
 def outer(a, b):
-    return call(np.outer, a, b, name="OuterBackward0")
+    # PyTorch: a.reshape(-1, 1) * b
+    return _elementwise(np.multiply, reshape(_as_tensor(a), (-1, 1)), b, name="MulBackward0")
 
 
 def einsum(spec, *operands):

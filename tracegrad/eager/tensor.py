@@ -353,6 +353,8 @@ class Tensor:
             new = call(fn, self, *others)
             self._tracer, self._data = new._tracer, new._data
             return self
+        if mode == _RECORD and self._data.dtype.kind not in "fc":
+            mode = None         # an integer or boolean tensor gets the value, never a history
         if mode != _RECORD:
             new = np.asarray(fn(self._data, *[o._data if isinstance(o, Tensor) else o
                                               for o in others]))
@@ -400,8 +402,9 @@ class Tensor:
                 self._vc.v += 1
                 return
             value = Tensor._plain(np.asarray(value))
-        from .indexing import index_update
-        self._inplace(lambda x, v: index_update(x, key, v), value, name="CopySlices",
+        from .indexing import index_update, is_basic
+        self._inplace(lambda x, v: index_update(x, key, v), value,
+                      name="CopySlices" if is_basic(key) else "IndexPutBackward0",
                       reads_self=False, cast=True)
 
 

@@ -161,6 +161,8 @@ def _check_conv(what, x, weight, bias, in_channels, out_channels, transposed):
 def _with_bias(fn, input, weight, bias, squeeze):
     if bias is None:
         out = call(fn, input, weight, name="ConvolutionBackward0")
+        if out.grad_fn is not None:     # PyTorch shows the missing bias as a None edge
+            out.grad_fn._inputs = (out.grad_fn._inputs or out.grad_fn._parents) + (None,)
     else:
         out = call(lambda x, w, b: fn(x, w) + np.reshape(b, (1, -1, 1, 1)), input, weight, bias,
                    name="ConvolutionBackward0")

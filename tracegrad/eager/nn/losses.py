@@ -73,10 +73,9 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     target = _target_like(input, target, "l1_loss")
-    # PyTorch composes l1_loss, so its grad_fn is that of the last step
-    return call(lambda x, y: _reduce(np.abs(x - y), reduction), input, target,
-                name={"mean": "MeanBackward0", "sum": "SumBackward0"}.get(reduction,
-                                                                         "AbsBackward0"))
+    # PyTorch composes l1_loss: (input - target).abs(), then the reduction
+    loss = (input - target).abs()
+    return loss if reduction == "none" else loss.sum() if reduction == "sum" else loss.mean()
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None,
