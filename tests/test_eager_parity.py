@@ -17,6 +17,7 @@ default is float64 by design (docs/pytorch.md), everything else must match.
 """
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -657,13 +658,20 @@ def _tree(fn, depth=0):
     return (name, tuple(_tree(f, depth + 1) for f, _ in fn.next_functions))
 
 
+def _loose(tensors):
+    """The tolerance for float64 values of a program that computed in lower precision."""
+    if any(t.dtype == torch.float16 for t in tensors):
+        return 1e-2
+    return 1e-4 if any(t.dtype == torch.float32 for t in tensors) else False
+
+
 def _close(a, b, what, diffs, loose=False):
     a, b = np.asarray(a), np.asarray(b)
     if a.shape != b.shape or a.dtype != b.dtype:
         diffs.append(f"{what}: {a.dtype}{list(a.shape)} vs torch {b.dtype}{list(b.shape)}")
         return
     if a.dtype.kind in "fc":
-        tol = 1e-4 if a.dtype == np.float32 or loose else 1e-9
+        tol = max({np.float16: 1e-2, np.float32: 1e-4}.get(a.dtype.type, 1e-9), loose or 0)
         scale = np.max(np.abs(b[np.isfinite(b)]), initial=1.0)
         ok = (np.isnan(a) == np.isnan(b)).all() and \
             (a[np.isinf(b)] == b[np.isinf(b)]).all() and \
@@ -675,23 +683,27 @@ def _close(a, b, what, diffs, loose=False):
         diffs.append(f"{what}: {a.tolist()} vs torch {b.tolist()}")
 
 
-def _compare(x, y, what, diffs):
+def _compare(x, y, what, diffs, loose=False):
     """One step's results: tensors (values, dtype, shape, grad_fn tree), ints, tuples."""
     if isinstance(y, (tuple, list)):
         if not isinstance(x, (tuple, list)) or len(x) != len(y):
             diffs.append(f"{what}: {type(x).__name__} vs torch {type(y).__name__}")
             return
         for k, (a, b) in enumerate(zip(x, y)):
-            _compare(a, b, f"{what}[{k}]", diffs)
+            _compare(a, b, f"{what}[{k}]", diffs, loose)
         return
     if isinstance(y, torch.Tensor):
         if not isinstance(x, te.Tensor):
             diffs.append(f"{what}: {type(x).__name__} vs torch Tensor")
             return
-        _close(_np(x), _np(y), what, diffs)
+        _close(_np(x), _np(y), what, diffs, loose)
         if x.requires_grad != y.requires_grad:
             diffs.append(f"{what}: requires_grad {x.requires_grad} vs torch {y.requires_grad}")
-        tx, ty = _tree(x.grad_fn), _tree(y.grad_fn)
+        tx = _tree(x.grad_fn)
+        try:
+            ty = _tree(y.grad_fn)
+        except RuntimeError:        # torch refuses to rebase this view: the next use raises
+            return
         if tx != ty:
             diffs.append(f"{what}: grad_fn {tx} vs torch {ty}")
         return
@@ -732,7 +744,9 @@ def run_program(seed):
                              f"{str(r_tg)[:200]} vs torch {type(r_torch).__name__}: "
                              f"{str(r_torch)[:200]}")
             break
-        _compare(r_tg, r_torch, f"step {k} ({label})", diffs)
+        # a value computed in float32 on the way carries float32 rounding into float64 ones
+        loose = _loose(pool[torch])
+        _compare(r_tg, r_torch, f"step {k} ({label})", diffs, loose)
         if diffs:
             break
         for L, r in results.items():
@@ -748,25 +762,26 @@ def run_program(seed):
 
 def _backward(rng, outputs, leaves, diffs):
     weights = [rng.standard_normal(tuple(t.shape)) for t in outputs[torch]]
-    losses = {}
+    losses, errors = {}, {}
     for L in (torch, te):
         total = None
-        for t, w in zip(outputs[L], weights):
-            if t.requires_grad:
-                term = (t * L.tensor(w).to(t.dtype)).sum()
-                total = term if total is None else total + term
-        losses[L] = total
-    if losses[torch] is None:
-        return
-    errors = {}
-    for L in (torch, te):
         try:
-            losses[L].backward()
+            for t, w in zip(outputs[L], weights):
+                if t.requires_grad:
+                    term = (t * L.tensor(w).to(t.dtype)).sum()
+                    total = term if total is None else total + term
+            if total is not None:
+                total.backward()
         except Exception as e:              # noqa: BLE001
             errors[L] = e
+        losses[L] = total
+    if losses[torch] is None and torch not in errors:
+        return
     if type(errors.get(te)) is not type(errors.get(torch)):
         diffs.append(f"backward: tracegrad {errors.get(te)!r} vs torch {errors.get(torch)!r}")
         return
+    if errors:
+        return      # torch may have accumulated part of the gradients before it raised
     for k, (a, b) in enumerate(zip(leaves[te], leaves[torch])):
         ga, gb = a.grad, b.grad
         if (ga is None) != (gb is None):
@@ -774,7 +789,7 @@ def _backward(rng, outputs, leaves, diffs):
                          f"{'None' if gb is None else gb.tolist()}")
         elif ga is not None:
             # a float32 value on the way rounds a float64 leaf's gradient too
-            loose = any(t.dtype == torch.float32 for t in outputs[torch] + leaves[torch])
+            loose = _loose(outputs[torch] + leaves[torch])
             _close(_np(ga), _np(gb), f"leaf {k} .grad", diffs, loose)
 
 
@@ -794,34 +809,60 @@ def _float64_default():
 KNOWN = {
     "no-kernel": ("torch has no kernel for this dtype (NotImplementedError: abs/floor/matmul/"
                   "pow of bool, ...); tracegrad computes NumPy's value or raises another error",
-                  lambda d: "vs torch NotImplementedError" in d
+                  lambda d, steps: "vs torch NotImplementedError" in d
                   and "tracegrad NotImplementedError" not in d),
-    "bool-exponent-backward": ("torch's backward of pow with a bool exponent raises (it "
-                               "subtracts 1 from the bool); tracegrad differentiates",
-                               lambda d: d.startswith("backward:") and "with a bool tensor" in d),
-
     "saved-values": ("the backward rules save other values than torch's, so the in-place "
                      "version check fires in other programs (each side's own check is sound)",
-                     lambda d: d.startswith("backward:") and "modified by an inplace" in d),
+                     lambda d, steps: d.startswith("backward:") and "modified by an inplace" in d),
     "view-inplace": ("tracegrad refuses in-place changes of a view of a tensor that requires "
                      "grad (torch rebases the view's history)",
-                     lambda d: "does not record in-place changes of a view" in d
-                     or "is a view and is being modified inplace" in d),
+                     lambda d, steps: "does not record in-place changes of a view" in d
+                     or "is a view and is being modified inplace" in d
+                     or "its base or another view of its base has been modified" in d),
+    "stale-view": ("a view used after its base changed in place: torch rebases the view's "
+                   "history, tracegrad raises rather than differentiate the old one",
+                   lambda d, steps: "does not rebase a view's history" in d),
     "floor-divide": ("torch's floor_divide has no derivative (grad_fn NotImplemented, "
                      "backward raises); tracegrad's is zero",
-                     lambda d: "vs torch ('NotImplemented'" in d),
-    "zero-dim-axis": ("dim=0/-1 on a 0-d tensor (torch treats it as a 1-element axis)",
-                      lambda d: "out of bounds for array of dimension 0" in d),
+                     lambda d, steps: "vs torch ('NotImplemented'" in d),
+    "zero-dim-axis": ("dim=0/-1 of a 0-d tensor in reductions (torch treats it as a "
+                      "1-element axis)",
+                      lambda d, steps: "out of bounds for array of dimension 0" in d),
     "int-negative-power": ("an integer to a negative integer power: NumPy's ValueError, "
-                           "torch computes", lambda d: "negative integer powers" in d),
-    "scalar-maximum": ("maximum/minimum with a Python number: torch's TypeError, tracegrad "
-                       "computes", lambda d: "must be Tensor, not" in d),
+                           "torch computes", lambda d, steps: "negative integer powers" in d),
+    "bool-exponent-backward": ("torch's backward of pow with a bool exponent raises (it "
+                               "subtracts 1 from the bool); tracegrad differentiates",
+                               lambda d, steps: d.startswith("backward:")
+                               and "with a bool tensor" in d),
+    "einsum-tree": ("einsum is one node (EinsumBackward0); torch records its permute/bmm "
+                    "decomposition", lambda d, steps: "vs torch" in d and "(einsum(" in d
+                    and "grad_fn ('EinsumBackward0'" in d),
+    "index-none-tree": ("indexing with None is one node; torch records an UnsqueezeBackward0 "
+                        "under it", lambda d, steps: "None, 0)]): grad_fn" in d),
+    "full-slice-assignment": ("x[0:] = t over the whole tensor: torch records fill_ "
+                              "(FillBackward3), tracegrad CopySlices",
+                              lambda d, steps: "vs torch ('FillBackward3'" in d),
+    "index-put-repeat": ("x[[i, i]] = v with a repeated index: torch's IndexPutBackward0 "
+                         "counts v's gradient once per repeat, tracegrad once (the value "
+                         "written)", lambda d, steps: d.startswith("leaf") and any(
+                             _repeats(st) for st in steps)),
+    "pow-zero-base": ("d(x ** y)/dy at x = 0, y < 0: torch -inf (inf * log 0), tracegrad NaN",
+                      lambda d, steps: d.startswith("leaf") and "-inf" in d.split("vs torch")[-1]
+                      and any(st.startswith("pow") for st in steps)),
 }
 
 
-def _classify(diffs):
+def _repeats(step):
+    m = re.search(r"x\[\[([-\d, ]+)\]\] = y", step)
+    if not m:
+        return False
+    keys = [int(k) for k in m.group(1).split(",")]
+    return len(set(keys)) < len(keys) or len({k % 1 for k in keys}) < len(keys)
+
+
+def _classify(steps, diffs):
     for name, (_, match) in KNOWN.items():
-        if any(match(d) for d in diffs):
+        if any(match(d, steps) for d in diffs):
             return name
     return None
 
@@ -832,7 +873,8 @@ SEEDS = bounded(range(N_PROGRAMS), N_DEFAULT)
 @pytest.mark.parametrize("seed", SEEDS)
 def test_random_program_matches_torch(seed):
     steps, diffs = run_program(seed)
-    if diffs and _classify(diffs) is not None:
-        pytest.skip(f"known difference {_classify(diffs)}: {KNOWN[_classify(diffs)][0]}")
+    known = _classify(steps, diffs) if diffs else None
+    if known is not None:
+        pytest.skip(f"known difference {known}: {KNOWN[known][0]}")
     assert not diffs, "program:\n  " + "\n  ".join(steps) + "\ndifferences:\n  " + \
         "\n  ".join(diffs)

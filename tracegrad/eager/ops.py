@@ -111,6 +111,7 @@ def _rtruediv(self, other):
 
 def _bitwise(logical, bitwise, what):
     def fn(a, b):
+        _check_broadcast(a, b)
         for x in (a, b):
             if isinstance(x, Tensor) and x.dtype.kind in "fc" or isinstance(x, float):
                 kind = "Float" if isinstance(x, Tensor) and x.dtype == np.float32 else "Double"
@@ -170,18 +171,25 @@ Tensor.__eq__, Tensor.__ne__ = _cmp(np.equal), _cmp(np.not_equal)
 Tensor.__hash__ = object.__hash__
 
 
+def _power(a, b):
+    if np.result_type(a) == np.bool_ and np.result_type(b) == np.bool_:
+        return np.logical_or(a, np.logical_not(b))      # bool ** bool stays bool in PyTorch
+    return np.power(a, b)
+
+
 def __pow__(self, exponent):
     _check_broadcast(self, exponent)
     name = "PowBackward1" if isinstance(exponent, Tensor) else "PowBackward0"
-    return _elementwise(np.power, self, exponent, name=name)
+    return _elementwise(_power, self, exponent, name=name)
 
 
 def __rpow__(self, base):
-    return _elementwise(np.power, base, self, name="PowBackward2" if not isinstance(
+    return _elementwise(_power, base, self, name="PowBackward2" if not isinstance(
         base, Tensor) else "PowBackward1")
 
 
 Tensor.__pow__, Tensor.__rpow__ = __pow__, __rpow__
+
 def _negate(self):
     if self.dtype == np.bool_:
         raise _err("Negation, the `-` operator, on a bool tensor is not supported. If you are "
@@ -191,7 +199,7 @@ def _negate(self):
 
 Tensor.__neg__ = _negate
 Tensor.__pos__ = lambda self: self
-Tensor.__abs__ = lambda self: call(np.abs, self, name="AbsBackward0")
+Tensor.__abs__ = lambda self: self.abs()
 Tensor.__invert__ = lambda self: call(np.logical_not, self) if self.dtype == bool else \
     call(np.invert, self)
 
@@ -262,7 +270,17 @@ def _relu(x):
     return np.where(x <= 0, np.zeros((), x.dtype), x)
 
 
+def _abs(x):
+    """``|x|`` as ``x * sgn(x)``, the derivative PyTorch uses: ``g * sgn(x)``, 0 at 0 and
+    at NaN (times an infinite ``g`` that is NaN, as in PyTorch)."""
+    if not isinstance(x, Tracer) or x.dtype.kind != "f":
+        return np.abs(x)
+    return x * apply("stop_gradient", _sign(x))
+
+
 def _sign(x):
+    if x.dtype == np.bool_:
+        return np.copy(x) if not isinstance(x, Tracer) else x
     s = np.sign(x)
     if s.dtype.kind in "fc":
         s = np.where(np.isnan(x), np.zeros((), s.dtype), s)     # PyTorch: sign(nan) is 0
@@ -278,7 +296,7 @@ _UNARY = {
     "log2": (np.log2, "Log2Backward0"), "log10": (np.log10, "Log10Backward0"),
     "log1p": (np.log1p, "Log1PBackward0"), "expm1": (np.expm1, "Expm1Backward0"),
     "sqrt": (np.sqrt, "SqrtBackward0"), "rsqrt": (_rsqrt, "RsqrtBackward0"),
-    "abs": (np.abs, "AbsBackward0"), "neg": (np.negative, "NegBackward0"),
+    "abs": (_abs, "AbsBackward0"), "neg": (np.negative, "NegBackward0"),
     "sin": (np.sin, "SinBackward0"), "cos": (np.cos, "CosBackward0"),
     "tan": (np.tan, "TanBackward0"), "sinh": (np.sinh, "SinhBackward0"),
     "cosh": (np.cosh, "CoshBackward0"), "tanh": (np.tanh, "TanhBackward0"),
@@ -308,7 +326,7 @@ _UNARY["arcsin"], _UNARY["arccos"], _UNARY["arctan"] = _UNARY["asin"], _UNARY["a
 
 
 # these keep an integer or boolean dtype; the rest compute in the default float dtype
-_EXACT = {np.abs, np.negative, _relu, *(_UNARY[n][0] for n in
+_EXACT = {_abs, np.negative, _relu, *(_UNARY[n][0] for n in
                                                    ("floor", "ceil", "round", "trunc", "sign"))}
 
 
@@ -440,8 +458,8 @@ def _inplace_binary(fn, name):
         if tuple(np.broadcast_shapes(_shape(self), _shape(other))) != tuple(self.shape):
             raise _err(f"output with shape {list(self.shape)} doesn't match the "
                                f"broadcast shape {list(np.broadcast_shapes(_shape(self), _shape(other)))}")
-        return self._inplace(f, other, name=name, reads_self=fn in (np.multiply, np.true_divide,
-                                                                     np.power))
+        return self._inplace(f, other, name=name,
+                             reads_self=fn in (np.multiply, np.true_divide, _power))
     return op_
 
 
@@ -449,8 +467,8 @@ Tensor.add_ = _inplace_binary(np.add, "AddBackward0")
 Tensor.sub_ = _inplace_binary(np.subtract, "SubBackward0")
 Tensor.mul_ = _inplace_binary(np.multiply, "MulBackward0")
 Tensor.div_ = _inplace_binary(np.true_divide, "DivBackward0")
-_pow_scalar, _pow_tensor = (_inplace_binary(np.power, "PowBackward0"),
-                            _inplace_binary(np.power, "PowBackward1"))
+_pow_scalar, _pow_tensor = (_inplace_binary(_power, "PowBackward0"),
+                            _inplace_binary(_power, "PowBackward1"))
 Tensor.pow_ = lambda self, other: (_pow_tensor if isinstance(other, Tensor) else _pow_scalar)(
     self, other)
 Tensor.__iadd__ = lambda self, other: Tensor.add_(self, other)
@@ -735,7 +753,7 @@ def _norm(self, p, dim, keepdim):
 
 
 Tensor.norm = norm
-Tensor.cumsum = lambda self, dim: call(lambda x: np.cumsum(x, axis=dim), self,
+Tensor.cumsum = lambda self, dim: call(_along(lambda x, d: np.cumsum(x, axis=d), dim), self,
                                        name="CumsumBackward0")
 
 
@@ -1096,6 +1114,9 @@ def where(condition, input=None, other=None):
     if input is None:
         return tuple(Tensor._plain(i.astype(np.int64)) for i in np.nonzero(_as_tensor(condition)._data))
     cond = condition._data if isinstance(condition, Tensor) else np.asarray(condition)
+    _check_broadcast(input, other)
+    _check_broadcast(cond, input)
+    _check_broadcast(cond, other)
     return _elementwise(lambda a, b: np.where(cond, a, b), input, other, name="WhereBackward0")
 
 

@@ -23,6 +23,9 @@ _COMPLEX_GRAD = ("complex tensors cannot require grad in tracegrad's eager autog
                  "(PyTorch's conjugate-Wirtinger gradients are not implemented); the "
                  "functional transforms differentiate complex code with JAX's convention: "
                  "tg.grad(f)(z), tg.grad(f, holomorphic=True)(z)")
+_STALE_VIEW = ("this view's base (or another view of it) was modified in place after the view "
+               "was made, and tracegrad does not rebase a view's history as PyTorch does: "
+               "make the view after the in-place change, or clone() it before")
 _default_float = [np.dtype(np.float64)]
 
 
@@ -87,6 +90,10 @@ class Tensor:
         """This tensor as a tape tracer: its recorded node, or an input node for a leaf."""
         t = self._tracer
         if t is not None:
+            if self._base is not None and isinstance(t, EagerTracer) and \
+                    t._handle._saved_version != self._vc.v:
+                # PyTorch rebases the history of a view whose base changed in place
+                raise RuntimeError(_STALE_VIEW)
             if t._handle._value is None:        # freed by a backward: this tensor still has it
                 t._handle._value = self._data
             return t
