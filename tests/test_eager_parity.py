@@ -838,7 +838,8 @@ KNOWN = {
                     "decomposition", lambda d, steps: "vs torch" in d and "(einsum(" in d
                     and "grad_fn ('EinsumBackward0'" in d),
     "index-none-tree": ("indexing with None is one node; torch records an UnsqueezeBackward0 "
-                        "under it", lambda d, steps: "None, 0)]): grad_fn" in d),
+                        "under it", lambda d, steps: re.search(r"x\[\(.*None.*\)\]\): grad_fn", d)
+                        is not None),
     "full-slice-assignment": ("x[0:] = t over the whole tensor: torch records fill_ "
                               "(FillBackward3), tracegrad CopySlices",
                               lambda d, steps: "vs torch ('FillBackward3'" in d),

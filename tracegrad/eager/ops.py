@@ -544,16 +544,23 @@ def _axis(dim):
     return dim
 
 
+def _scalar_dim(t, dim):
+    """``dim`` for NumPy: PyTorch takes dim 0 or -1 of a 0-d tensor as its one element."""
+    dim = _axis(dim)
+    _check_dim(t, dim)
+    return None if t.dim() == 0 else dim
+
+
 def _reduction(fn, name0, name1):
     def op(self, dim=None, keepdim=False, *, dtype=None, axis=None):
-        dim = _axis(axis if dim is None else dim)
-        _check_dim(self, dim)
+        given = axis if dim is None else dim
+        dim = _scalar_dim(self, given)
         x = self if dtype is None else self.to(dtype)
         if fn is np.mean and x.dtype.kind not in "fc":
             raise _err("mean(): could not infer output dtype. Input dtype must be either a "
                        f"floating point or complex dtype. Got: {_scalar_name(x.dtype)}")
         return call(lambda v: fn(v, axis=dim, keepdims=keepdim), x,
-                    name=name0 if dim is None else name1)
+                    name=name0 if given is None else name1)
     return op
 
 
@@ -571,9 +578,9 @@ Tensor.sum = _reduction(np.sum, "SumBackward0", "SumBackward1")
 Tensor.mean = _reduction(np.mean, "MeanBackward0", "MeanBackward1")
 Tensor.prod = _reduction(np.prod, "ProdBackward0", "ProdBackward1")
 Tensor.all = lambda self, dim=None, keepdim=False: call(
-    lambda v: np.all(v, axis=dim, keepdims=keepdim), self)
+    lambda v: np.all(v, axis=_scalar_dim(self, dim), keepdims=keepdim), self)
 Tensor.any = lambda self, dim=None, keepdim=False: call(
-    lambda v: np.any(v, axis=dim, keepdims=keepdim), self)
+    lambda v: np.any(v, axis=_scalar_dim(self, dim), keepdims=keepdim), self)
 
 
 def _var_like(fn, name):
@@ -583,7 +590,7 @@ def _var_like(fn, name):
         ddof = correction if correction is not None else (0 if unbiased is False else 1)
         if self.dtype.kind not in "fc":
             raise _err("std and var only support floating point and complex dtypes")
-        dim = _axis(dim)
+        dim = _scalar_dim(self, dim)
         return call(lambda v: fn(v, axis=dim, ddof=ddof, keepdims=keepdim), self, name=name)
     return op
 
@@ -645,9 +652,11 @@ def _extremum(fn, argfn, name_all, name_dim):
 Tensor.max = _extremum(np.max, np.argmax, "MaxBackward1", "MaxBackward0")
 Tensor.min = _extremum(np.min, np.argmin, "MinBackward1", "MinBackward0")
 Tensor.amax = lambda self, dim=None, keepdim=False: call(
-    lambda v: np.max(v, axis=_axis(dim), keepdims=keepdim), self, name="AmaxBackward0")
+    lambda v: np.max(v, axis=_scalar_dim(self, dim), keepdims=keepdim), self,
+    name="AmaxBackward0")
 Tensor.amin = lambda self, dim=None, keepdim=False: call(
-    lambda v: np.min(v, axis=_axis(dim), keepdims=keepdim), self, name="AminBackward0")
+    lambda v: np.min(v, axis=_scalar_dim(self, dim), keepdims=keepdim), self,
+    name="AminBackward0")
 
 
 def _arg(fn):
@@ -655,6 +664,7 @@ def _arg(fn):
         data = self._concrete("argmax")
         if data.dtype == np.bool_:
             raise _err(f"{fn.__name__}(): does not support bool input")
+        dim = _scalar_dim(self, dim)
         idx = fn(data, axis=dim, keepdims=keepdim) if dim is not None else fn(data)
         if dim is None and keepdim:
             idx = np.reshape(idx, (1,) * data.ndim)
@@ -732,7 +742,7 @@ def norm(self, p="fro", dim=None, keepdim=False):
     if self.dtype.kind not in "fc":
         raise _err("linalg.vector_norm: Expected a floating point or complex tensor as input. "
                    f"Got {_scalar_name(self.dtype)}")
-    t = _norm(self, p, dim, keepdim)
+    t = _norm(self, p, _scalar_dim(self, dim), keepdim)
     if t.grad_fn is not None:
         t.grad_fn._name = "LinalgVectorNormBackward0"     # every p and dim in PyTorch 2
     return t

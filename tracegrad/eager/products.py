@@ -28,18 +28,10 @@ def _unsafe_view(t, shape):
 
 
 def _as_matrices(t, batch):
-    """``t`` expanded to ``batch`` and viewed as a stack of matrices (a copy first when the
-    expanded tensor cannot be viewed so, as PyTorch's reshape does)."""
+    """``t`` expanded to ``batch`` and reshaped to a stack of matrices (a view where the
+    strides allow, else a copy, as PyTorch's reshape)."""
     n, m = t.shape[-2:]
-    expanded = t.expand(*batch, n, m)
-    shape = (int(np.prod(batch, dtype=np.int64)), n, m)
-    data = expanded._data
-    if data is not None:
-        try:
-            np.reshape(data, shape, copy=False)
-        except ValueError:
-            return _unsafe_view(expanded.clone(), shape)
-    return expanded.view(shape)
+    return t.expand(*batch, n, m).reshape(int(np.prod(batch, dtype=np.int64)), n, m)
 
 
 def matmul(a, b):
