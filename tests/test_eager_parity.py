@@ -847,18 +847,26 @@ KNOWN = {
                          "counts v's gradient once per repeat, tracegrad once (the value "
                          "written)", lambda d, steps: d.startswith("leaf") and any(
                              _repeats(st) for st in steps)),
-    "pow-zero-base": ("d(x ** y)/dy at x = 0, y < 0: torch -inf (inf * log 0), tracegrad NaN",
-                      lambda d, steps: d.startswith("leaf") and "-inf" in d.split("vs torch")[-1]
+    "pow-zero-base": ("x ** y at x = 0 (y < 0): torch's derivatives are infinite there "
+                      "(inf * log 0, y * 0 ** (y - 1)), tracegrad's rule gives NaN",
+                      lambda d, steps: d.startswith("leaf") and "inf" in d.split("vs torch")[-1]
                       and any(st.startswith("pow") for st in steps)),
+    "prod-zeros-nan": ("prod over values with two zeros and a NaN: torch's rule for several "
+                       "zeros gives finite derivatives, tracegrad's NaN",
+                       lambda d, steps: d.startswith("leaf") and "nan" in d.split("vs torch")[0]
+                       and any(st.startswith("prod") for st in steps)),
+    "matmul-tree": ("a matrix or vector times a batch of matrices is one node "
+                    "(MatmulBackward0); torch records its transpose/fold decomposition",
+                    lambda d, steps: "grad_fn ('MatmulBackward0'" in d),
 }
 
 
 def _repeats(step):
-    m = re.search(r"x\[\[([-\d, ]+)\]\] = y", step)
+    m = re.search(r"x\[(?:\('index', array\(|)\[([-\d, ]+)\]\)*\] = y", step)
     if not m:
         return False
     keys = [int(k) for k in m.group(1).split(",")]
-    return len(set(keys)) < len(keys) or len({k % 1 for k in keys}) < len(keys)
+    return len(set(keys)) < len(keys) or any(k < 0 for k in keys)
 
 
 def _classify(steps, diffs):

@@ -124,7 +124,7 @@ def _wrap(out, Tensor, name, ins, view_of):
     if isinstance(out, Tracer):
         return Tensor._symbolic(out)
     t = Tensor._plain(np.asarray(out))
-    if view_of is not None and out is not None and np.shares_memory(t._data, view_of._data):
+    if view_of is not None and out is not None and _aliases(t._data, view_of._data):
         t._vc = view_of._vc
         t._base = view_of if view_of._base is None else view_of._base
     return t
@@ -144,7 +144,7 @@ def _from_tracer(tracer, Tensor, name, ins, view_of):
         if inputs != handle._parents:
             handle._inputs = inputs
     t = Tensor._recorded(tracer)
-    if view_of is not None and np.shares_memory(t._data, view_of._data):
+    if view_of is not None and _aliases(t._data, view_of._data):
         t._vc = handle._counter = view_of._vc
         handle._saved_version = view_of._vc.v
         t._base = view_of if view_of._base is None else view_of._base
@@ -168,6 +168,12 @@ def edges(name, operands):
         elif keep:
             out.append(None)
     return tuple(out)
+
+
+def _aliases(view, base):
+    """Whether a view operation's result is a view of ``base`` (an empty one shares no
+    memory, yet PyTorch still counts it a view)."""
+    return view.size == 0 or np.shares_memory(view, base)
 
 
 def _flat(ins):

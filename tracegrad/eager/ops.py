@@ -234,8 +234,13 @@ def __rmatmul__(self, other):
 def _fixed_rank(name, ranks, message):
     """``mm`` / ``bmm`` / ``mv``: one node, operands of the given ranks only."""
     def op(self, other):
-        if (self.dim(), _as_tensor(other).dim()) != ranks:
+        other = _as_tensor(other)
+        if (self.dim(), other.dim()) != ranks:
             raise _err(message)
+        if ranks == (3, 3) and self.shape[0] != other.shape[0]:
+            raise _err(f"Expected size for first two dimensions of batch2 tensor to be: "
+                       f"[{self.shape[0]}, {self.shape[2]}] but got: "
+                       f"[{other.shape[0]}, {other.shape[1]}].")
         _check_matmul(self, other)
         return call(np.matmul, self, other, name=name)
     return op
@@ -675,14 +680,15 @@ def _arg(fn):
 Tensor.argmax, Tensor.argmin = _arg(np.argmax), _arg(np.argmin)
 
 
-def _shift(x, dim):
-    """The maximum along ``dim`` (0 where it is not finite or the axis is empty), outside
-    the gradient: subtracted for stability, it changes no derivative."""
+def _shift(x, dim, finite=True):
+    """The maximum along ``dim``, outside the gradient: subtracted for stability, it
+    changes no derivative. ``finite``: 0 where it is infinite (PyTorch's logsumexp;
+    its softmax subtracts an infinite maximum too, and gives NaN)."""
     if x.shape[dim] == 0:
         return np.zeros((), x.dtype)
     m = np.max(x, axis=dim, keepdims=True)
     m = apply("stop_gradient", m) if isinstance(m, Tracer) else m
-    return np.where(np.isfinite(m), m, np.zeros((), m.dtype))
+    return np.where(np.isfinite(m), m, np.zeros((), m.dtype)) if finite else m
 
 
 def _along(fn, dim):
@@ -718,7 +724,7 @@ def softmax(self, dim, dtype=None):
                   "softmax_lastdim_kernel_impl")
 
     def fn(x, dim):
-        e = np.exp(x - _shift(x, dim))
+        e = np.exp(x - _shift(x, dim, finite=False))
         return e / np.sum(e, axis=dim, keepdims=True)
     return call(_along(fn, dim), self if dtype is None else self.to(dtype),
                 name="SoftmaxBackward0")
@@ -729,7 +735,7 @@ def log_softmax(self, dim, dtype=None):
                   "log_softmax_lastdim_kernel_impl")
 
     def fn(x, dim):
-        z = x - _shift(x, dim)
+        z = x - _shift(x, dim, finite=False)
         return z - np.log(np.sum(np.exp(z), axis=dim, keepdims=True))
     return call(_along(fn, dim), self if dtype is None else self.to(dtype),
                 name="LogSoftmaxBackward0")
@@ -774,6 +780,14 @@ def _sizes(args):
     return tuple(int(a) for a in args)
 
 
+def is_contiguous(t):
+    """PyTorch's ``is_contiguous``. Only PyTorch's views (``t._base``) can be strided:
+    where NumPy returns a view and PyTorch a copy (``flip``), the tensor counts as
+    contiguous whatever the array's strides."""
+    data = t._data
+    return data.flags.c_contiguous or (t._base is None and data.base is not None)
+
+
 def _view(self, shape):
     return call(lambda x: np.reshape(x, shape), self, name="ViewBackward0", view_of=self)
 
@@ -784,7 +798,7 @@ def reshape(self, *shape):
     PyTorch records it."""
     shape = _resolve_shape(_sizes(shape), self.numel())
     data = self._data
-    if data is None or data.flags.c_contiguous:
+    if data is None or is_contiguous(self):
         return _view(self, shape)
     try:
         np.reshape(data, shape, copy=False)
@@ -801,7 +815,7 @@ def reshape(self, *shape):
 
 def view(self, *shape):
     shape = _resolve_shape(_sizes(shape), self.numel())
-    if self._data is not None:
+    if self._data is not None and not is_contiguous(self):
         try:
             np.reshape(self._data, shape, copy=False)
         except ValueError:
@@ -924,7 +938,9 @@ def expand(self, *sizes):
             raise _err(f"The expanded size of the tensor ({target[lead + i]}) must match "
                                f"the existing size ({s}) at non-singleton dimension {lead + i}.  "
                                f"Target sizes: {list(sizes)}.  Tensor sizes: {list(shape)}")
-    return call(lambda x: np.broadcast_to(x, target), self, name="ExpandBackward0", view_of=self)
+    # expanding to the same shape makes no stride 0, so the view stays writable (PyTorch)
+    grow = np.broadcast_to if target != shape else np.reshape
+    return call(lambda x: grow(x, target), self, name="ExpandBackward0", view_of=self)
 
 
 Tensor.expand = expand

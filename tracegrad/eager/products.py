@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .dispatch import call
+from .ops import is_contiguous
 
 
 def _product(a, b, name):
@@ -46,8 +47,7 @@ def matmul(a, b):
         return _renamed(_product(a.unsqueeze(0), b, "MmBackward0").squeeze(0),
                         "SqueezeBackward4")
     if da >= 3 and db in (1, 2):
-        rows = a.reshape(-1, a.shape[-1]) if a._data is None or a._data.flags.c_contiguous \
-            else None
+        rows = a.reshape(-1, a.shape[-1]) if a._data is None or is_contiguous(a) else None
         if rows is not None:
             out = _product(rows, b, "MvBackward0" if db == 1 else "MmBackward0")
             return _unsafe_view(out, tuple(a.shape[:-1]) + tuple(b.shape[1:]))
