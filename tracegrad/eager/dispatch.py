@@ -100,7 +100,10 @@ def forward_name(name, fn):
 def _call(Tensor, fn, args, name, view_of, kwargs):
     mode = mode_of(args, Tensor)
     if mode == _PLAIN:
-        out = fn(*_map(args, _value, Tensor), **kwargs)
+        values = _map(args, _value, Tensor)
+        out = fn(*values, **kwargs)
+        if view_of is None:
+            out = _owned(out, values)
         return _wrap(out, Tensor, None, None, view_of)
     if mode == _RECORD:
         outer = TAPE.src
@@ -111,9 +114,29 @@ def _call(Tensor, fn, args, name, view_of, kwargs):
             out = fn(*ins, **kwargs)
         finally:
             TAPE.src = outer
+        if view_of is None:
+            out = _owned(out, [i._value for i in _flat(ins) if isinstance(i, EagerTracer)])
         return _wrap(out, Tensor, name, ins, view_of)
     out = fn(*_map(args, _symbolic, Tensor), **kwargs)
     return _wrap(out, Tensor, None, None, None)
+
+
+def _owned(out, sources):
+    """``out`` with memory of its own when the operation is no view in PyTorch but NumPy
+    handed back a view of an operand (``np.flip``): an in-place change of the result must
+    not reach the operand."""
+    if isinstance(out, tuple):
+        return tuple(_owned(o, sources) for o in out)
+    value = out._value if isinstance(out, EagerTracer) else out
+    if not isinstance(value, np.ndarray) or not any(
+            isinstance(s, np.ndarray) and np.may_share_memory(value, s)
+            for s in _flat(sources)):
+        return out
+    copy = np.array(value, copy=True)
+    if isinstance(out, EagerTracer):
+        out._value = out._handle._value = copy
+        return out
+    return copy
 
 
 def _wrap(out, Tensor, name, ins, view_of):

@@ -954,7 +954,8 @@ def repeat(self, *sizes):
 
 
 Tensor.repeat = repeat
-Tensor.contiguous = lambda self, *a, **k: self
+Tensor.contiguous = lambda self, *a, **k: self if self._data is None or is_contiguous(self) \
+    else call(_clone, self, name="CloneBackward0")     # PyTorch copies a strided tensor
 def _clone(x):
     # a node of its own holding a private copy: the tape must not share the operand's
     # node (its grad_fn, hooks and in-place history are the clone's own, as in PyTorch)
@@ -1035,8 +1036,14 @@ def __getitem__(self, key):
         key = np.asarray(key)
     elif isinstance(key, tuple) and any(isinstance(k, list) for k in key):
         key = tuple(np.asarray(k) if isinstance(k, list) else k for k in key)
+    basic = is_basic(key)
+    if basic:
+        items = key if isinstance(key, tuple) else (key,)
+        if not any(k is Ellipsis for k in items):
+            # x[0] of NumPy is a copy when it is 0-d; x[0, ...] is the view PyTorch makes
+            key = tuple(items) + (Ellipsis,)
     return call(lambda x: x[_operand_key(x, key)], self, name=getitem_name(key),
-                view_of=self if is_basic(key) else None)
+                view_of=self if basic else None)
 
 
 Tensor.__getitem__ = __getitem__
