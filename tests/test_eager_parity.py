@@ -848,13 +848,19 @@ KNOWN = {
                          "counts v's gradient once per repeat, tracegrad once (the value "
                          "written)", lambda d, steps: d.startswith("leaf") and any(
                              _repeats(st) for st in steps)),
-    "pow-zero-base": ("x ** y at x = 0 (y < 0): torch's derivatives are infinite there "
-                      "(inf * log 0, y * 0 ** (y - 1)), tracegrad's rule gives NaN",
-                      lambda d, steps: d.startswith("leaf") and "inf" in d.split("vs torch")[-1]
+    "pow-zero-base": ("x ** y at x = 0: torch's rule masks or gives infinities there "
+                      "(inf * log 0, y * 0 ** (y - 1)), tracegrad's gives NaN",
+                      lambda d, steps: d.startswith("leaf") and ("inf" in d or "nan" in d)
                       and any(st.startswith("pow") for st in steps)),
-    "prod-zeros-nan": ("prod over values with two zeros and a NaN: torch's rule for several "
-                       "zeros gives finite derivatives, tracegrad's NaN",
-                       lambda d, steps: d.startswith("leaf") and "nan" in d.split("vs torch")[0]
+    "maxpool-nan": ("max_pool2d over a window with several NaNs: torch's argmax is the last "
+                    "NaN, tracegrad's the first", lambda d, steps: d.startswith("leaf")
+                    and any(st.startswith("max_pool2d") for st in steps)),
+    "inplace-overlap": ("x += y where y overlaps x's memory: torch refuses, tracegrad computes",
+                        lambda d, steps: "refer to a single memory location" in d
+                        and "tracegrad Tensor" in d),
+    "prod-zeros-nan": ("prod over zeros with NaN or infinities: torch's rule for zeros "
+                       "gives other infinities and NaNs than tracegrad's",
+                       lambda d, steps: d.startswith("leaf") and ("inf" in d or "nan" in d)
                        and any(st.startswith("prod") for st in steps)),
     "matmul-tree": ("a matrix or vector times a batch of matrices is one node "
                     "(MatmulBackward0); torch records its transpose/fold decomposition",
@@ -981,9 +987,23 @@ REPRODUCERS = {
     "index-put-repeat": _index_put_repeat,
     "pow-zero-base": _pow_zero_base,
     "prod-zeros-nan": _prod_zeros_nan,
+    "maxpool-nan": lambda L: _maxpool_nan(L),
+    "inplace-overlap": lambda L: _overlap(L),
     "matmul-tree": lambda L: _tree((_leaf(L, [1.0, 2.0]) @ _leaf(L, np.ones((2, 2, 3))))
                                    .grad_fn),
 }
+
+
+def _maxpool_nan(L):
+    x = _leaf(L, [[[float("nan"), 1.0], [float("nan"), 2.0]]])
+    L.nn.functional.max_pool2d(x[None], 2).sum().backward()
+    return _grads(x)
+
+
+def _overlap(L):
+    x = L.tensor([1.0, 2.0, 3.0])
+    x[1:] += x[:2]
+    return x.tolist()
 
 
 def _full_slice(L):

@@ -280,7 +280,7 @@ def _abs(x):
     at NaN (times an infinite ``g`` that is NaN, as in PyTorch)."""
     if not isinstance(x, Tracer) or x.dtype.kind != "f":
         return np.abs(x)
-    return x * apply("stop_gradient", _sign(x))
+    return x * apply("stop_gradient", _sign(x)) + 0.0     # + 0.0: |-0.0| is +0.0
 
 
 def _sign(x):

@@ -52,7 +52,11 @@ def matmul(a, b):
             out = _product(rows, b, "MvBackward0" if db == 1 else "MmBackward0")
             return _unsafe_view(out, tuple(a.shape[:-1]) + tuple(b.shape[1:]))
     if da >= 3 and db >= 3:
-        batch = tuple(np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2])))
+        try:
+            batch = tuple(np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2])))
+        except ValueError:
+            raise RuntimeError(f"The batch dimensions of tensors of shape {list(a.shape)} and "
+                               f"{list(b.shape)} cannot be broadcast together") from None
         out = _product(_as_matrices(a, batch), _as_matrices(b, batch), "BmmBackward0")
         return _unsafe_view(out, batch + (a.shape[-2], b.shape[-1]))
     # a matrix or vector times a batch: one node (PyTorch transposes and folds here)
