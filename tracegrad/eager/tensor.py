@@ -90,9 +90,11 @@ class Tensor:
         """This tensor as a tape tracer: its recorded node, or an input node for a leaf."""
         t = self._tracer
         if t is not None:
-            if self._base is not None and isinstance(t, EagerTracer) and \
-                    t._handle._saved_version != self._vc.v:
-                # PyTorch rebases the history of a view whose base changed in place
+            if self._base is not None and self._base._tracer is not None and \
+                    isinstance(t, EagerTracer) and t._handle._saved_version != self._vc.v:
+                # PyTorch rebases the history of a view whose base changed in place; the
+                # old one would skip the in-place operation's derivative. (A view of a
+                # leaf changed under no_grad keeps a valid history: views read no values.)
                 raise RuntimeError(_STALE_VIEW)
             if t._handle._value is None:        # freed by a backward: this tensor still has it
                 t._handle._value = self._data
