@@ -100,7 +100,10 @@ def forward_name(name, fn):
 def _call(Tensor, fn, args, name, view_of, kwargs):
     mode = mode_of(args, Tensor)
     if mode == _PLAIN:
-        out = fn(*_map(args, _value, Tensor), **kwargs)
+        values = _map(args, _value, Tensor)
+        out = fn(*values, **kwargs)
+        if view_of is None:
+            out = _owned(out, values)
         return _wrap(out, Tensor, None, None, view_of)
     if mode == _RECORD:
         outer = TAPE.src
@@ -111,9 +114,29 @@ def _call(Tensor, fn, args, name, view_of, kwargs):
             out = fn(*ins, **kwargs)
         finally:
             TAPE.src = outer
+        if view_of is None:
+            out = _owned(out, [i._value for i in _flat(ins) if isinstance(i, EagerTracer)])
         return _wrap(out, Tensor, name, ins, view_of)
     out = fn(*_map(args, _symbolic, Tensor), **kwargs)
     return _wrap(out, Tensor, None, None, None)
+
+
+def _owned(out, sources):
+    """``out`` with memory of its own when the operation is no view in PyTorch but NumPy
+    handed back a view of an operand (``np.flip``): an in-place change of the result must
+    not reach the operand."""
+    if isinstance(out, tuple):
+        return tuple(_owned(o, sources) for o in out)
+    value = out._value if isinstance(out, EagerTracer) else out
+    if not isinstance(value, np.ndarray) or not any(
+            isinstance(s, np.ndarray) and np.may_share_memory(value, s)
+            for s in _flat(sources)):
+        return out
+    copy = np.array(value, copy=True)
+    if isinstance(out, EagerTracer):
+        out._value = out._handle._value = copy
+        return out
+    return copy
 
 
 def _wrap(out, Tensor, name, ins, view_of):
@@ -124,7 +147,7 @@ def _wrap(out, Tensor, name, ins, view_of):
     if isinstance(out, Tracer):
         return Tensor._symbolic(out)
     t = Tensor._plain(np.asarray(out))
-    if view_of is not None and out is not None and np.shares_memory(t._data, view_of._data):
+    if view_of is not None and out is not None and _aliases(t._data, view_of._data):
         t._vc = view_of._vc
         t._base = view_of if view_of._base is None else view_of._base
     return t
@@ -140,15 +163,40 @@ def _from_tracer(tracer, Tensor, name, ins, view_of):
     handle = tracer._handle
     if name is not None:
         handle._name = name
-        inputs = tuple(i._handle for i in _flat(ins) if isinstance(i, EagerTracer))
+        inputs = edges(name, _flat(ins))
         if inputs != handle._parents:
             handle._inputs = inputs
     t = Tensor._recorded(tracer)
-    if view_of is not None and np.shares_memory(t._data, view_of._data):
+    if view_of is not None and _aliases(t._data, view_of._data):
         t._vc = handle._counter = view_of._vc
         handle._saved_version = view_of._vc.v
         t._base = view_of if view_of._base is None else view_of._base
     return t
+
+
+# PyTorch's arithmetic wraps a Python number (or takes an integer tensor) as an operand
+# of its own, shown as a None edge; elsewhere a number, mask or index is no edge at all.
+_SCALAR_EDGES = frozenset({"AddBackward0", "SubBackward0", "MulBackward0", "DivBackward0",
+                           "WhereBackward0", "MaximumBackward0", "MinimumBackward0",
+                           "PowBackward1", "RemainderBackward1", "CopyBackwards"})
+
+
+def edges(name, operands):
+    """What ``next_functions`` shows for a node named ``name`` made from ``operands``."""
+    keep = name in _SCALAR_EDGES
+    out = []
+    for i in operands:
+        if isinstance(i, EagerTracer) and (keep or i.dtype.kind in "fc"):
+            out.append(i._handle)
+        elif keep:
+            out.append(None)
+    return tuple(out)
+
+
+def _aliases(view, base):
+    """Whether a view operation's result is a view of ``base`` (an empty one shares no
+    memory, yet PyTorch still counts it a view)."""
+    return view.size == 0 or np.shares_memory(view, base)
 
 
 def _flat(ins):

@@ -390,21 +390,52 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
             receivers[id(t)] = (t, _tensor_nodes(handles, t))
     targets = [n for _, nodes in receivers.values() for n in nodes]
+    reached = _reached(handles, tensors)
     result, inputs = _run(tensors, grads, targets, retain_graph, create_graph, handles)
     with grad_mode.set_grad_enabled(create_graph):
         for t, nodes in receivers.values():
-            g = _gradient_of(t, nodes, result, inputs, Tensor)
+            g = _gradient_of(t, nodes, result, inputs, Tensor, reached)
             if g is not None:
                 _accumulate(t, g, create_graph)
 
 
-def _gradient_of(t, nodes, result, handed, Tensor):
+# Where PyTorch's graph ends: a detached value (``stop_gradient``, which the eager ops use
+# only inside compositions) and a custom Function, whose backward returning None leaves
+# the input without a gradient.
+_EDGE_ENDS = frozenset({"stop_gradient", "custom_vjp_call"})
+
+
+def _reached(handles, roots):
+    """The tape nodes PyTorch's backward would visit from ``roots``: every node on a path
+    of recorded operations, whether or not its derivative is zero (``floor``, ``sign``)."""
+    nodes = TAPE.graph.nx._node
+    seen = set()
+    stack = [r._traced()._node for r in roots]
+    while stack:
+        n = stack.pop()
+        if n in seen or n not in handles:
+            continue
+        seen.add(n)
+        d = nodes.get(n)
+        if d is not None and d["op"] not in _EDGE_ENDS:
+            h = handles[n]
+            # PyTorch's edges (next_functions), not the parts of a composite operation
+            stack.extend(p._id for p in (h._parents if h._inputs is None else h._inputs)
+                         if p is not None)
+    return seen
+
+
+def _gradient_of(t, nodes, result, handed, Tensor, reached=()):
     """``t``'s gradient from the cotangents of its ``nodes`` (a leaf may have one per
-    version), after its hooks; None if no path reached it. ``handed`` holds the arrays it
-    must not share memory with (saved values, gradients already given out) and gets its."""
+    version), after its hooks; None if no path reached it, zeros if every path has a
+    zero derivative (PyTorch's FloorBackward0 hands on zeros). ``handed`` holds the
+    arrays it must not share memory with (saved values, gradients already given out) and
+    gets its."""
     parts = [result[n] for n in nodes if n in result]
     if not parts:
-        return None
+        if not any(n in reached for n in nodes):
+            return None
+        parts = [np.zeros(tuple(t.shape), t.dtype)]
     g = _fresh(_sum(parts) if len(parts) > 1 else parts[0], Tensor, handed)
     handed.append(g._data)
     if t._tracer is None and t._hooks:
@@ -447,12 +478,13 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         if not t.requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
         wanted.append(_tensor_nodes(handles, t))
+    reached = _reached(handles, outputs)
     result, ins = _run(outputs, grads, [n for nodes in wanted for n in nodes], retain_graph,
                        create_graph, handles)
     out = []
     with grad_mode.set_grad_enabled(create_graph):
         for t, nodes in zip(inputs, wanted):
-            g = _gradient_of(t, nodes, result, ins, Tensor)
+            g = _gradient_of(t, nodes, result, ins, Tensor, reached)
             if g is None:
                 if not allow_unused:
                     raise RuntimeError("One of the differentiated Tensors appears to not have "

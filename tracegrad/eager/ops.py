@@ -16,8 +16,9 @@ from ..tracer import Tracer
 from ..tracer import where as _at_user_line
 from .dispatch import call
 from .indexing import getitem_name, is_basic
+from .promotion import category, promoted, result_type
 from .tape import TAPE, EagerTracer, Version
-from .tensor import Tensor, _index_key, default_dtype
+from .tensor import Tensor, _index_key, _private_copy, _scalar_name, default_dtype
 
 MinMax = namedtuple("MinMax", ["values", "indices"])
 
@@ -49,14 +50,22 @@ def _check_broadcast(a, b):
                                f"({pb[i]}) at non-singleton dimension {i}")
 
 
+def _elementwise(fn, *operands, name=None):
+    """``fn`` on the operands converted to PyTorch's result dtype (see promotion.py)."""
+    dtype = result_type(*operands, default_float=default_dtype())
+    if fn is _true_divide and category(dtype) < category(np.float32):
+        dtype = default_dtype()             # integer division gives the default float
+    return call(promoted(fn, dtype), *operands, name=name)
+
+
 def _binary(fn, name):
     def op(self, other):
         _check_broadcast(self, other)
-        return call(fn, self, other, name=name)
+        return _elementwise(fn, self, other, name=name)
 
     def rop(self, other):
         _check_broadcast(other, self)
-        return call(fn, other, self, name=name)
+        return _elementwise(fn, other, self, name=name)
     return op, rop
 
 
@@ -64,15 +73,87 @@ def _true_divide(a, b):
     return np.true_divide(a, b)
 
 
-Tensor.__add__, Tensor.__radd__ = _binary(np.add, "AddBackward0")
-Tensor.__sub__, Tensor.__rsub__ = _binary(np.subtract, "SubBackward0")
-Tensor.__mul__, Tensor.__rmul__ = _binary(np.multiply, "MulBackward0")
-Tensor.__truediv__, Tensor.__rtruediv__ = _binary(_true_divide, "DivBackward0")
-Tensor.__floordiv__, Tensor.__rfloordiv__ = _binary(np.floor_divide, "FloorDivideBackward0")
-Tensor.__mod__, Tensor.__rmod__ = _binary(np.remainder, "RemainderBackward0")
-Tensor.__and__, Tensor.__rand__ = _binary(np.logical_and, None)
-Tensor.__or__, Tensor.__ror__ = _binary(np.logical_or, None)
-Tensor.__xor__, Tensor.__rxor__ = _binary(np.logical_xor, None)
+def _is_bool(x):
+    return (x.dtype == np.bool_) if isinstance(x, Tensor) else isinstance(x, (bool, np.bool_))
+
+
+def _subtract(a, b):
+    if _is_bool(a) or _is_bool(b):
+        raise _err("Subtraction, the `-` operator, with a bool tensor is not supported. If you "
+                   "are trying to invert a mask, use the `~` or `logical_not()` operator "
+                   "instead.")
+    return _elementwise(np.subtract, a, b, name="SubBackward0")
+
+
+def _sub_op(self, other):
+    _check_broadcast(self, other)
+    return _subtract(self, other)
+
+
+def _rsub_op(self, other):
+    _check_broadcast(other, self)
+    if _is_bool(self) or _is_bool(other):
+        return _subtract(other, self)
+    return _elementwise(lambda x, o: o - x, self, other, name="RsubBackward1")
+
+
+def _commuted(fn, name):
+    """``other + self``: PyTorch records it as ``self + other`` (its edges in that order)."""
+    op, _ = _binary(fn, name)
+    return op, op
+
+
+def _rtruediv(self, other):
+    # PyTorch computes ``number / t`` as ``reciprocal(t) * number``: the same rounding
+    _check_broadcast(other, self)
+    return self.reciprocal() * other
+
+
+def _bitwise(logical, bitwise, what):
+    def fn(a, b):
+        _check_broadcast(a, b)
+        for x in (a, b):
+            if isinstance(x, Tensor) and x.dtype.kind in "fc" or isinstance(x, float):
+                kind = "Float" if isinstance(x, Tensor) and x.dtype == np.float32 else "Double"
+                raise NotImplementedError(f'"{what}_cpu" not implemented for \'{kind}\'')
+        return _elementwise(logical if _is_bool(a) and _is_bool(b) else bitwise, a, b)
+    return (lambda self, other: fn(self, other)), (lambda self, other: fn(other, self))
+
+
+def _remainder(self, other):
+    _check_broadcast(self, other)
+    return _elementwise(np.remainder, self, other, name="RemainderBackward1"
+                        if isinstance(other, Tensor) else "RemainderBackward0")
+
+
+Tensor.__add__, Tensor.__radd__ = _commuted(np.add, "AddBackward0")
+Tensor.__sub__, Tensor.__rsub__ = _sub_op, _rsub_op
+Tensor.__mul__, Tensor.__rmul__ = _commuted(np.multiply, "MulBackward0")
+Tensor.__truediv__, _ = _binary(_true_divide, "DivBackward0")
+Tensor.__rtruediv__ = _rtruediv
+def _integer_division(op):
+    """An integer division by zero raises, as in PyTorch (NumPy gives 0 and a warning)."""
+    def checked(self, other):
+        a, b = (self, other) if op.__name__.startswith("__") else (other, self)
+        dtype = result_type(a, b, default_float=default_dtype())
+        divisor = b._data if isinstance(b, Tensor) else np.asarray(b)
+        if category(dtype) == category(np.int64) and divisor is not None and \
+                np.any(divisor == 0):
+            raise _err("ZeroDivisionError")
+        return op(self, other)
+    return checked
+
+
+_fdiv, _rfdiv = _binary(np.floor_divide, "FloorDivideBackward0")
+_fdiv.__name__, _rfdiv.__name__ = "__floordiv__", "r"
+_rmod = _binary(np.remainder, "RemainderBackward1")[1]
+_rmod.__name__ = "r"
+_remainder.__name__ = "__mod__"
+Tensor.__floordiv__, Tensor.__rfloordiv__ = _integer_division(_fdiv), _integer_division(_rfdiv)
+Tensor.__mod__, Tensor.__rmod__ = _integer_division(_remainder), _integer_division(_rmod)
+Tensor.__and__, Tensor.__rand__ = _bitwise(np.logical_and, np.bitwise_and, "bitwise_and")
+Tensor.__or__, Tensor.__ror__ = _bitwise(np.logical_or, np.bitwise_or, "bitwise_or")
+Tensor.__xor__, Tensor.__rxor__ = _bitwise(np.logical_xor, np.bitwise_xor, "bitwise_xor")
 
 
 def _cmp(fn):
@@ -80,7 +161,7 @@ def _cmp(fn):
         if other is None:
             return NotImplemented
         _check_broadcast(self, other)
-        return call(fn, self, other)
+        return _elementwise(fn, self, other)
     return op
 
 
@@ -90,28 +171,37 @@ Tensor.__eq__, Tensor.__ne__ = _cmp(np.equal), _cmp(np.not_equal)
 Tensor.__hash__ = object.__hash__
 
 
+def _power(a, b):
+    if np.result_type(a) == np.bool_ and np.result_type(b) == np.bool_:
+        return np.logical_or(a, np.logical_not(b))      # bool ** bool stays bool in PyTorch
+    return np.power(a, b)
+
+
 def __pow__(self, exponent):
     _check_broadcast(self, exponent)
     name = "PowBackward1" if isinstance(exponent, Tensor) else "PowBackward0"
-    return call(np.power, self, exponent, name=name)
+    return _elementwise(_power, self, exponent, name=name)
 
 
 def __rpow__(self, base):
-    return call(np.power, base, self, name="PowBackward1")
+    return _elementwise(_power, base, self, name="PowBackward2" if not isinstance(
+        base, Tensor) else "PowBackward1")
 
 
 Tensor.__pow__, Tensor.__rpow__ = __pow__, __rpow__
-Tensor.__neg__ = lambda self: call(np.negative, self, name="NegBackward0")
+
+def _negate(self):
+    if self.dtype == np.bool_:
+        raise _err("Negation, the `-` operator, on a bool tensor is not supported. If you are "
+                   "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+    return call(np.negative, self, name="NegBackward0")
+
+
+Tensor.__neg__ = _negate
 Tensor.__pos__ = lambda self: self
-Tensor.__abs__ = lambda self: call(np.abs, self, name="AbsBackward0")
+Tensor.__abs__ = lambda self: self.abs()
 Tensor.__invert__ = lambda self: call(np.logical_not, self) if self.dtype == bool else \
     call(np.invert, self)
-
-
-def _matmul_name(a, b):
-    na, nb = len(_shape(a)), len(_shape(b))
-    return {(2, 2): "MmBackward0", (1, 1): "DotBackward0", (2, 1): "MvBackward0"}.get(
-        (na, nb), "BmmBackward0" if na == nb == 3 else "MatmulBackward0")
 
 
 def _check_matmul(a, b):
@@ -131,15 +221,35 @@ def _check_matmul(a, b):
 
 def matmul(self, other):
     _check_matmul(self, other)
-    return call(np.matmul, self, other, name=_matmul_name(self, other))
+    from .products import matmul as decomposed
+    return decomposed(self, _as_tensor(other))
 
 
 def __rmatmul__(self, other):
     _check_matmul(other, self)
-    return call(np.matmul, other, self, name=_matmul_name(other, self))
+    from .products import matmul as decomposed
+    return decomposed(_as_tensor(other), self)
 
 
-Tensor.__matmul__ = Tensor.matmul = Tensor.mm = Tensor.bmm = Tensor.mv = matmul
+def _fixed_rank(name, ranks, message):
+    """``mm`` / ``bmm`` / ``mv``: one node, operands of the given ranks only."""
+    def op(self, other):
+        other = _as_tensor(other)
+        if (self.dim(), other.dim()) != ranks:
+            raise _err(message)
+        if ranks == (3, 3) and self.shape[0] != other.shape[0]:
+            raise _err(f"Expected size for first two dimensions of batch2 tensor to be: "
+                       f"[{self.shape[0]}, {self.shape[2]}] but got: "
+                       f"[{other.shape[0]}, {other.shape[1]}].")
+        _check_matmul(self, other)
+        return call(np.matmul, self, other, name=name)
+    return op
+
+
+Tensor.__matmul__ = Tensor.matmul = matmul
+Tensor.mm = _fixed_rank("MmBackward0", (2, 2), "self must be a matrix")
+Tensor.bmm = _fixed_rank("BmmBackward0", (3, 3), "batch1 must be a 3D tensor")
+Tensor.mv = _fixed_rank("MvBackward0", (2, 1), "vector + matrix @ vector expected")
 Tensor.__rmatmul__ = __rmatmul__
 
 
@@ -160,7 +270,26 @@ def _sigmoid(x):
 
 
 def _relu(x):
-    return apply("relu", x)
+    # PyTorch's threshold_backward passes the gradient wherever the value is not <= 0, NaN
+    # included
+    return np.where(x <= 0, np.zeros((), x.dtype), x)
+
+
+def _abs(x):
+    """``|x|`` as ``x * sgn(x)``, the derivative PyTorch uses: ``g * sgn(x)``, 0 at 0 and
+    at NaN (times an infinite ``g`` that is NaN, as in PyTorch)."""
+    if not isinstance(x, Tracer) or x.dtype.kind != "f":
+        return np.abs(x)
+    return x * apply("stop_gradient", _sign(x)) + 0.0     # + 0.0: |-0.0| is +0.0
+
+
+def _sign(x):
+    if x.dtype == np.bool_:
+        return np.copy(x) if not isinstance(x, Tracer) else x
+    s = np.sign(x)
+    if s.dtype.kind in "fc":
+        s = np.where(np.isnan(x), np.zeros((), s.dtype), s)     # PyTorch: sign(nan) is 0
+    return s
 
 
 def _rsqrt(x):
@@ -172,7 +301,7 @@ _UNARY = {
     "log2": (np.log2, "Log2Backward0"), "log10": (np.log10, "Log10Backward0"),
     "log1p": (np.log1p, "Log1PBackward0"), "expm1": (np.expm1, "Expm1Backward0"),
     "sqrt": (np.sqrt, "SqrtBackward0"), "rsqrt": (_rsqrt, "RsqrtBackward0"),
-    "abs": (np.abs, "AbsBackward0"), "neg": (np.negative, "NegBackward0"),
+    "abs": (_abs, "AbsBackward0"), "neg": (np.negative, "NegBackward0"),
     "sin": (np.sin, "SinBackward0"), "cos": (np.cos, "CosBackward0"),
     "tan": (np.tan, "TanBackward0"), "sinh": (np.sinh, "SinhBackward0"),
     "cosh": (np.cosh, "CoshBackward0"), "tanh": (np.tanh, "TanhBackward0"),
@@ -180,20 +309,43 @@ _UNARY = {
     "atan": (np.arctan, "AtanBackward0"), "sigmoid": (_sigmoid, "SigmoidBackward0"),
     "relu": (_relu, "ReluBackward0"), "floor": (np.floor, "FloorBackward0"),
     "ceil": (np.ceil, "CeilBackward0"), "round": (np.round, "RoundBackward0"),
-    "trunc": (np.trunc, "TruncBackward0"), "sign": (np.sign, "SignBackward0"),
+    "trunc": (np.trunc, "TruncBackward0"), "sign": (_sign, "SignBackward0"),
     "square": (np.square, "PowBackward0"), "reciprocal": (np.reciprocal, "ReciprocalBackward0"),
 }
+def _zero_derivative(fn):
+    """``fn`` (piecewise constant) with PyTorch's backward: an explicit zero gradient for
+    the operand, which then flows on (0 / 0 further back is NaN in PyTorch too), rather
+    than no gradient at all."""
+    def op(x):
+        return np.where(np.ones(np.shape(x), bool), fn(x), x)
+    op.__name__ = fn.__name__
+    return op
+
+
+for _n in ("floor", "ceil", "round", "trunc", "sign"):
+    _UNARY[_n] = (_zero_derivative(_UNARY[_n][0]), _UNARY[_n][1])
 _UNARY["absolute"] = _UNARY["abs"]
 _UNARY["negative"] = _UNARY["neg"]
 _UNARY["arcsin"], _UNARY["arccos"], _UNARY["arctan"] = _UNARY["asin"], _UNARY["acos"], \
     _UNARY["atan"]
 
 
+# these keep an integer or boolean dtype; the rest compute in the default float dtype
+_EXACT = {_abs, np.negative, _relu, *(_UNARY[n][0] for n in
+                                                   ("floor", "ceil", "round", "trunc", "sign"))}
+
+
 def _unary(fn, name):
     def op(self):
+        if fn is np.negative:
+            return _negate(self)
+        if fn not in _EXACT and self.dtype.kind in "biu":
+            self = self.to(default_dtype())
         return call(fn, self, name=name)
 
     def op_(self):
+        if fn is np.negative and self.dtype == np.bool_:
+            _negate(self)                   # PyTorch's error
         return self._inplace(fn, name=name)
     return op, op_
 
@@ -203,6 +355,11 @@ for _n, (_fn, _name) in _UNARY.items():
     _op.__name__, _op_.__name__ = _n, _n + "_"
     setattr(Tensor, _n, _op)
     setattr(Tensor, _n + "_", _op_)
+
+
+# PyTorch's square is pow(x, 2): bool and integer tensors square to int64 (NumPy: int8)
+Tensor.square = lambda self: self ** 2
+Tensor.square_ = lambda self: self.pow_(2)
 
 
 def clamp(self, min=None, max=None):
@@ -216,12 +373,15 @@ def _clamp_fn(lo, hi):
     hi = hi._data if isinstance(hi, Tensor) else hi
 
     def fn(x):
-        # torch passes the gradient where lo <= x <= hi (both ends included)
+        # PyTorch: min(max(x, lo), hi), the gradient where lo <= x <= hi (both ends
+        # included, never at NaN)
         y = x
         if lo is not None:
-            y = np.where(x < lo, lo, y)
+            y = np.where(y < lo, lo, y)
         if hi is not None:
-            y = np.where(x > hi, hi, y)
+            y = np.where(y > hi, hi, y)
+        if isinstance(x, Tracer) and x.dtype.kind == "f":
+            y = np.where(np.isnan(x), apply("stop_gradient", x), y)
         return y
     return fn
 
@@ -229,8 +389,8 @@ def _clamp_fn(lo, hi):
 Tensor.clamp = Tensor.clip = clamp
 Tensor.clamp_ = Tensor.clip_ = lambda self, min=None, max=None: self._inplace(
     _clamp_fn(min, max), name="ClampBackward1")
-Tensor.clamp_min = lambda self, min: clamp(self, min=min)
-Tensor.clamp_max = lambda self, max: clamp(self, max=max)
+Tensor.clamp_min = lambda self, min: call(_clamp_fn(min, None), self, name="ClampMinBackward0")
+Tensor.clamp_max = lambda self, max: call(_clamp_fn(None, max), self, name="ClampMaxBackward0")
 
 
 def pow(self, exponent):
@@ -249,21 +409,45 @@ def _with_alpha(fn, other, alpha):
 def add(self, other, alpha=1):
     _check_broadcast(self, other)
     fn, other = _with_alpha(np.add, other, alpha)
-    return call(fn, self, other, name="AddBackward0")
+    return _elementwise(fn, self, other, name="AddBackward0")
 
 
 def sub(self, other, alpha=1):
     _check_broadcast(self, other)
+    if _is_bool(self) or _is_bool(other):
+        return _subtract(self, other)
     fn, other = _with_alpha(np.subtract, other, alpha)
-    return call(fn, self, other, name="SubBackward0")
+    return _elementwise(fn, self, other, name="SubBackward0")
 
 
 Tensor.add, Tensor.sub = add, sub
 Tensor.subtract = sub
 Tensor.mul = Tensor.multiply = lambda self, other: self * other
 Tensor.div = Tensor.divide = Tensor.true_divide = lambda self, other: self / other
-Tensor.maximum = lambda self, other: call(np.maximum, self, other, name="MaximumBackward0")
-Tensor.minimum = lambda self, other: call(np.minimum, self, other, name="MinimumBackward0")
+def _maximum(a, b):
+    """``np.maximum`` with PyTorch's derivative: half to each of tied operands, and the
+    whole of it to both where one is NaN (the value is NaN there either way)."""
+    return np.where(a > b, a, np.where(a < b, b, np.where(a == b, a * 0.5 + b * 0.5, a + b)))
+
+
+def _minimum(a, b):
+    return np.where(a < b, a, np.where(a > b, b, np.where(a == b, a * 0.5 + b * 0.5, a + b)))
+
+
+def _extremes(fn, plain, name, what):
+    def op(self, other):
+        if not isinstance(other, Tensor):
+            raise TypeError(f"{what}(): argument 'other' (position 1) must be Tensor, not "
+                            f"{type(other).__name__}")
+        _check_broadcast(self, other)
+        floating = category(result_type(self, other, default_float=default_dtype())) >= \
+            category(np.float32)
+        return _elementwise(fn if floating else plain, self, other, name=name)
+    return op
+
+
+Tensor.maximum = _extremes(_maximum, np.maximum, "MaximumBackward0", "maximum")
+Tensor.minimum = _extremes(_minimum, np.minimum, "MinimumBackward0", "minimum")
 Tensor.eq, Tensor.ne = Tensor.__eq__, Tensor.__ne__
 Tensor.lt, Tensor.le, Tensor.gt, Tensor.ge = (Tensor.__lt__, Tensor.__le__, Tensor.__gt__,
                                               Tensor.__ge__)
@@ -273,12 +457,14 @@ Tensor.lt, Tensor.le, Tensor.gt, Tensor.ge = (Tensor.__lt__, Tensor.__le__, Tens
 def _inplace_binary(fn, name):
     def op_(self, other, alpha=1):
         _check_broadcast(self, other)
+        if fn is np.subtract and (_is_bool(self) or _is_bool(other)):
+            _subtract(self, other)          # PyTorch's error
         f, other = _with_alpha(fn, other, alpha)
         if tuple(np.broadcast_shapes(_shape(self), _shape(other))) != tuple(self.shape):
             raise _err(f"output with shape {list(self.shape)} doesn't match the "
                                f"broadcast shape {list(np.broadcast_shapes(_shape(self), _shape(other)))}")
-        return self._inplace(f, other, name=name, reads_self=fn in (np.multiply, np.true_divide,
-                                                                     np.power))
+        return self._inplace(f, other, name=name,
+                             reads_self=fn in (np.multiply, np.true_divide, _power))
     return op_
 
 
@@ -286,7 +472,10 @@ Tensor.add_ = _inplace_binary(np.add, "AddBackward0")
 Tensor.sub_ = _inplace_binary(np.subtract, "SubBackward0")
 Tensor.mul_ = _inplace_binary(np.multiply, "MulBackward0")
 Tensor.div_ = _inplace_binary(np.true_divide, "DivBackward0")
-Tensor.pow_ = _inplace_binary(np.power, "PowBackward0")
+_pow_scalar, _pow_tensor = (_inplace_binary(_power, "PowBackward0"),
+                            _inplace_binary(_power, "PowBackward1"))
+Tensor.pow_ = lambda self, other: (_pow_tensor if isinstance(other, Tensor) else _pow_scalar)(
+    self, other)
 Tensor.__iadd__ = lambda self, other: Tensor.add_(self, other)
 Tensor.__isub__ = lambda self, other: Tensor.sub_(self, other)
 Tensor.__imul__ = lambda self, other: Tensor.mul_(self, other)
@@ -294,15 +483,22 @@ Tensor.__itruediv__ = lambda self, other: Tensor.div_(self, other)
 Tensor.__ipow__ = lambda self, other: Tensor.pow_(self, other)
 
 
+def _overwrite(x, v):
+    """``v`` everywhere, as a node of ``x``: its derivative for ``x`` is an exact zero (not
+    ``0 * g``, NaN where ``g`` is infinite) and an infinite ``x`` gives no NaN (``x * 0``)."""
+    return np.where(np.ones(tuple(x.shape), bool), v, x)
+
+
 def zero_(self):
-    return self._inplace(lambda x: x * 0, name="ZeroBackward0", reads_self=False) \
+    return self._inplace(lambda x: _overwrite(x, np.zeros((), x.dtype)), name="ZeroBackward0",
+                         reads_self=False, cast=True) \
         if self.requires_grad else _fill_plain(self, 0)
 
 
 def fill_(self, value):
     if self.requires_grad or isinstance(value, Tensor) and value.requires_grad:
-        return self._inplace(lambda x, v: x * 0 + v, value, name="FillBackward0",
-                             reads_self=False)
+        return self._inplace(_overwrite, value, reads_self=False, cast=True,
+                             name="FillBackward3" if isinstance(value, Tensor) else "FillBackward2")
     return _fill_plain(self, value)
 
 
@@ -315,7 +511,8 @@ def _fill_plain(self, value):
 
 def copy_(self, src):
     src = src if isinstance(src, Tensor) else Tensor._plain(np.asarray(src))
-    return self._inplace(lambda x, s: x * 0 + s, src, name="CopyBackwards", reads_self=False)
+    return self._inplace(_overwrite, src, name="CopyBackwards", reads_self=False,
+                         cast=True)
 
 
 def _random_fill(sample):
@@ -330,13 +527,19 @@ Tensor.uniform_ = _random_fill(lambda g, s, a=0.0, b=1.0: g.uniform(a, b, s))
 Tensor.normal_ = _random_fill(lambda g, s, mean=0.0, std=1.0: g.normal(mean, std, s))
 
 
+def _fill_where(x, m, v):
+    out = np.where(m, v, x)
+    return out if out.dtype == x.dtype else out.astype(x.dtype)    # the tensor's dtype stays
+
+
 def masked_fill(self, mask, value):
-    return call(lambda x, m, v: np.where(m, v, x), self, mask, value, name="MaskedFillBackward0")
+    return call(_fill_where, self, mask, value, name="MaskedFillBackward0")
 
 
 Tensor.masked_fill = masked_fill
 Tensor.masked_fill_ = lambda self, mask, value: self._inplace(
-    lambda x, m, v: np.where(m, v, x), mask, value, name="MaskedFillBackward0", reads_self=False)
+    _fill_where, mask, value, name="MaskedFillBackward0", reads_self=False,
+    cast=True)
 
 
 # -- reductions -------------------------------------------------------------------------
@@ -346,13 +549,23 @@ def _axis(dim):
     return dim
 
 
+def _scalar_dim(t, dim):
+    """``dim`` for NumPy: PyTorch takes dim 0 or -1 of a 0-d tensor as its one element."""
+    dim = _axis(dim)
+    _check_dim(t, dim)
+    return None if t.dim() == 0 else dim
+
+
 def _reduction(fn, name0, name1):
     def op(self, dim=None, keepdim=False, *, dtype=None, axis=None):
-        dim = _axis(axis if dim is None else dim)
-        _check_dim(self, dim)
+        given = axis if dim is None else dim
+        dim = _scalar_dim(self, given)
         x = self if dtype is None else self.to(dtype)
+        if fn is np.mean and x.dtype.kind not in "fc":
+            raise _err("mean(): could not infer output dtype. Input dtype must be either a "
+                       f"floating point or complex dtype. Got: {_scalar_name(x.dtype)}")
         return call(lambda v: fn(v, axis=dim, keepdims=keepdim), x,
-                    name=name0 if dim is None else name1)
+                    name=name0 if given is None else name1)
     return op
 
 
@@ -370,9 +583,9 @@ Tensor.sum = _reduction(np.sum, "SumBackward0", "SumBackward1")
 Tensor.mean = _reduction(np.mean, "MeanBackward0", "MeanBackward1")
 Tensor.prod = _reduction(np.prod, "ProdBackward0", "ProdBackward1")
 Tensor.all = lambda self, dim=None, keepdim=False: call(
-    lambda v: np.all(v, axis=dim, keepdims=keepdim), self)
+    lambda v: np.all(v, axis=_scalar_dim(self, dim), keepdims=keepdim), self)
 Tensor.any = lambda self, dim=None, keepdim=False: call(
-    lambda v: np.any(v, axis=dim, keepdims=keepdim), self)
+    lambda v: np.any(v, axis=_scalar_dim(self, dim), keepdims=keepdim), self)
 
 
 def _var_like(fn, name):
@@ -380,30 +593,63 @@ def _var_like(fn, name):
         if isinstance(dim, bool):           # std(False): the old positional `unbiased`
             dim, unbiased = None, dim
         ddof = correction if correction is not None else (0 if unbiased is False else 1)
-        dim = _axis(dim)
+        if self.dtype.kind not in "fc":
+            raise _err("std and var only support floating point and complex dtypes")
+        dim = _scalar_dim(self, dim)
         return call(lambda v: fn(v, axis=dim, ddof=ddof, keepdims=keepdim), self, name=name)
     return op
 
 
-Tensor.std = _var_like(np.std, "StdBackward0")
+def _safe_root(s, p=2):
+    """``s ** (1 / p)`` whose derivative is 0 where ``s`` is 0 (PyTorch's norm and std
+    backward mask that point, where the plain rule would give 0 / 0)."""
+    zero = s == 0
+    safe = np.where(zero, np.ones((), s.dtype), s)
+    root = np.sqrt(safe) if p == 2 else safe ** (1 / p)
+    return np.where(zero, np.zeros((), s.dtype), root)
+
+
+_safe_sqrt = _safe_root
+
+
+def _std(v, axis=None, ddof=0, keepdims=False):
+    return _safe_sqrt(np.var(v, axis=axis, ddof=ddof, keepdims=keepdims))
+
+
+Tensor.std = _var_like(_std, "StdBackward0")
 Tensor.var = _var_like(np.var, "VarBackward0")
 
 
 def _extremum(fn, argfn, name_all, name_dim):
     def op(self, dim=None, keepdim=False):
         if isinstance(dim, Tensor):                   # torch.max(a, b): elementwise
-            return call(np.maximum if fn is np.max else np.minimum, self, dim,
-                        name="MaximumBackward0" if fn is np.max else "MinimumBackward0")
+            return (Tensor.maximum if fn is np.max else Tensor.minimum)(self, dim)
         if dim is None:
             if self.numel() == 0:
                 raise _err("max(): Expected reduction dim to be specified for "
                                    "input.numel() == 0.")
             return call(fn, self, name=name_all)
         _check_dim(self, dim)
-        values = call(lambda v: fn(v, axis=dim, keepdims=keepdim), self, name=name_dim)
-        idx = argfn(self._concrete("max(dim)"), axis=dim)
-        if keepdim:
-            idx = np.expand_dims(idx, dim)
+        if self.dim() == 0:
+            return MinMax(call(lambda v: np.reshape(v, ()), self, name=name_dim),
+                          Tensor._plain(np.zeros((), np.int64)))
+        data = self._concrete("max(dim)")
+        if data.shape[dim] == 0:
+            raise IndexError(f"{fn.__name__}(): Expected reduction dim {dim % data.ndim} to have "
+                             "non-zero size.")
+        # the values are read at the returned indices, so that the whole gradient goes to
+        # those (the first of tied elements), as PyTorch's MaxBackward0 sends it
+        idx = np.expand_dims(argfn(data, axis=dim), dim)
+        grids = np.indices(idx.shape, sparse=True)
+        axis = dim % data.ndim
+        key = tuple(idx if d == axis else grids[d] for d in range(data.ndim))
+
+        def pick(v):
+            out = v[_operand_key(v, key)]
+            return out if keepdim else np.squeeze(out, axis=axis)
+        values = call(pick, self, name=name_dim)
+        if not keepdim:
+            idx = np.squeeze(idx, axis=axis)
         return MinMax(values, Tensor._plain(np.asarray(idx, dtype=np.int64)))
     return op
 
@@ -411,15 +657,22 @@ def _extremum(fn, argfn, name_all, name_dim):
 Tensor.max = _extremum(np.max, np.argmax, "MaxBackward1", "MaxBackward0")
 Tensor.min = _extremum(np.min, np.argmin, "MinBackward1", "MinBackward0")
 Tensor.amax = lambda self, dim=None, keepdim=False: call(
-    lambda v: np.max(v, axis=_axis(dim), keepdims=keepdim), self, name="AmaxBackward0")
+    lambda v: np.max(v, axis=_scalar_dim(self, dim), keepdims=keepdim), self,
+    name="AmaxBackward0")
 Tensor.amin = lambda self, dim=None, keepdim=False: call(
-    lambda v: np.min(v, axis=_axis(dim), keepdims=keepdim), self, name="AminBackward0")
+    lambda v: np.min(v, axis=_scalar_dim(self, dim), keepdims=keepdim), self,
+    name="AminBackward0")
 
 
 def _arg(fn):
     def op(self, dim=None, keepdim=False):
         data = self._concrete("argmax")
+        if data.dtype == np.bool_:
+            raise _err(f"{fn.__name__}(): does not support bool input")
+        dim = _scalar_dim(self, dim)
         idx = fn(data, axis=dim, keepdims=keepdim) if dim is not None else fn(data)
+        if dim is None and keepdim:
+            idx = np.reshape(idx, (1,) * data.ndim)
         return Tensor._plain(np.asarray(idx, dtype=np.int64))
     return op
 
@@ -427,40 +680,83 @@ def _arg(fn):
 Tensor.argmax, Tensor.argmin = _arg(np.argmax), _arg(np.argmin)
 
 
+def _shift(x, dim, finite=True):
+    """The maximum along ``dim``, outside the gradient: subtracted for stability, it
+    changes no derivative. ``finite``: 0 where it is infinite (PyTorch's logsumexp;
+    its softmax subtracts an infinite maximum too, and gives NaN)."""
+    if x.shape[dim] == 0:
+        return np.zeros((), x.dtype)
+    m = np.max(x, axis=dim, keepdims=True)
+    m = apply("stop_gradient", m) if isinstance(m, Tracer) else m
+    return np.where(np.isfinite(m), m, np.zeros((), m.dtype)) if finite else m
+
+
+def _along(fn, dim):
+    """``fn(x, dim)``, with a 0-d ``x`` taken as one element along dim 0 or -1 (PyTorch)."""
+    def run(x):
+        if np.ndim(x) == 0:
+            if dim not in (0, -1):
+                raise IndexError(f"Dimension out of range (expected to be in range of [-1, 0], "
+                                 f"but got {dim})")
+            return np.reshape(fn(np.reshape(x, (1,)), 0), ())
+        return fn(x, dim)
+    return run
+
+
 def logsumexp(self, dim, keepdim=False):
-    def fn(x):
-        m = np.max(x, axis=dim, keepdims=True)
-        m = apply("stop_gradient", m) if isinstance(m, Tracer) else m
-        m = np.where(np.isfinite(m), m, 0)
+    if self.dtype.kind not in "fc":
+        self = self.to(default_dtype())     # PyTorch computes in the default float dtype
+
+    def fn(x, dim):
+        m = _shift(x, dim)
         out = np.log(np.sum(np.exp(x - m), axis=dim, keepdims=True)) + m
         return out if keepdim else np.squeeze(out, axis=dim)
-    return call(fn, self, name="LogsumexpBackward0")
+    return call(_along(fn, dim), self, name="LogsumexpBackward0")
+
+
+def _float_kernel(t, kernel):
+    if t.dtype.kind not in "fc":
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_scalar_name(t.dtype)}\'')
 
 
 def softmax(self, dim, dtype=None):
-    def fn(x):
-        m = np.max(x, axis=dim, keepdims=True)
-        m = apply("stop_gradient", m) if isinstance(m, Tracer) else m
-        e = np.exp(x - m)
+    _float_kernel(self if dtype is None else Tensor._plain(np.empty(0, dtype)),
+                  "softmax_lastdim_kernel_impl")
+
+    def fn(x, dim):
+        e = np.exp(x - _shift(x, dim, finite=False))
         return e / np.sum(e, axis=dim, keepdims=True)
-    return call(fn, self if dtype is None else self.to(dtype), name="SoftmaxBackward0")
+    return call(_along(fn, dim), self if dtype is None else self.to(dtype),
+                name="SoftmaxBackward0")
 
 
 def log_softmax(self, dim, dtype=None):
-    def fn(x):
-        m = np.max(x, axis=dim, keepdims=True)
-        m = apply("stop_gradient", m) if isinstance(m, Tracer) else m
-        z = x - m
+    _float_kernel(self if dtype is None else Tensor._plain(np.empty(0, dtype)),
+                  "log_softmax_lastdim_kernel_impl")
+
+    def fn(x, dim):
+        z = x - _shift(x, dim, finite=False)
         return z - np.log(np.sum(np.exp(z), axis=dim, keepdims=True))
-    return call(fn, self if dtype is None else self.to(dtype), name="LogSoftmaxBackward0")
+    return call(_along(fn, dim), self if dtype is None else self.to(dtype),
+                name="LogSoftmaxBackward0")
 
 
 Tensor.logsumexp, Tensor.softmax, Tensor.log_softmax = logsumexp, softmax, log_softmax
 
 
 def norm(self, p="fro", dim=None, keepdim=False):
+    if self.dtype.kind not in "fc":
+        raise _err("linalg.vector_norm: Expected a floating point or complex tensor as input. "
+                   f"Got {_scalar_name(self.dtype)}")
+    t = _norm(self, p, _scalar_dim(self, dim), keepdim)
+    if t.grad_fn is not None:
+        t.grad_fn._name = "LinalgVectorNormBackward0"     # every p and dim in PyTorch 2
+    return t
+
+
+def _norm(self, p, dim, keepdim):
     if p in ("fro", 2, 2.0) or p is None:
-        return call(lambda x: np.sqrt(np.sum(x * x, axis=_axis(dim), keepdims=keepdim)), self,
+        return call(lambda x: _safe_sqrt(np.sum(x * x, axis=_axis(dim), keepdims=keepdim)), self,
                     name="NormBackward1" if dim is not None else "NormBackward0")
     if p in (1, 1.0):
         return call(lambda x: np.sum(np.abs(x), axis=_axis(dim), keepdims=keepdim), self,
@@ -468,12 +764,12 @@ def norm(self, p="fro", dim=None, keepdim=False):
     if p in (np.inf, float("inf")):
         return call(lambda x: np.max(np.abs(x), axis=_axis(dim), keepdims=keepdim), self,
                     name="NormBackward1")
-    return call(lambda x: np.sum(np.abs(x) ** p, axis=_axis(dim), keepdims=keepdim) ** (1 / p),
-                self, name="NormBackward1")
+    return call(lambda x: _safe_root(np.sum(np.abs(x) ** p, axis=_axis(dim), keepdims=keepdim),
+                                     p), self, name="NormBackward1")
 
 
 Tensor.norm = norm
-Tensor.cumsum = lambda self, dim: call(lambda x: np.cumsum(x, axis=dim), self,
+Tensor.cumsum = lambda self, dim: call(_along(lambda x, d: np.cumsum(x, axis=d), dim), self,
                                        name="CumsumBackward0")
 
 
@@ -484,13 +780,52 @@ def _sizes(args):
     return tuple(int(a) for a in args)
 
 
-def reshape(self, *shape):
-    shape = _sizes(shape)
-    shape = _resolve_shape(shape, self.numel())
+def is_contiguous(t):
+    """PyTorch's ``is_contiguous``. Only PyTorch's views (``t._base``) can be strided:
+    where NumPy returns a view and PyTorch a copy (``flip``), the tensor counts as
+    contiguous whatever the array's strides."""
+    data = t._data
+    return data.flags.c_contiguous or (t._base is None and data.base is not None)
+
+
+def _view(self, shape):
     return call(lambda x: np.reshape(x, shape), self, name="ViewBackward0", view_of=self)
 
 
-Tensor.reshape = Tensor.view = reshape
+def reshape(self, *shape):
+    """A view when the strides allow one (``ViewBackward0``, or ``ReshapeAliasBackward0`` for
+    a non-contiguous tensor), else a copy viewed (``UnsafeViewBackward0`` of a clone), as
+    PyTorch records it."""
+    shape = _resolve_shape(_sizes(shape), self.numel())
+    data = self._data
+    if data is None or is_contiguous(self):
+        return _view(self, shape)
+    try:
+        np.reshape(data, shape, copy=False)
+    except ValueError:
+        t = _view(self.clone(), shape)
+        name = "UnsafeViewBackward0"
+    else:
+        t = _view(self, shape)
+        name = "ReshapeAliasBackward0"
+    if t.grad_fn is not None and t.grad_fn._name == "ViewBackward0":
+        t.grad_fn._name = name
+    return t
+
+
+def view(self, *shape):
+    shape = _resolve_shape(_sizes(shape), self.numel())
+    if self._data is not None and not is_contiguous(self):
+        try:
+            np.reshape(self._data, shape, copy=False)
+        except ValueError:
+            raise _err("view size is not compatible with input tensor's size and stride (at "
+                       "least one dimension spans across two contiguous subspaces). Use "
+                       ".reshape(...) instead.") from None
+    return _view(self, shape)
+
+
+Tensor.reshape, Tensor.view = reshape, view
 
 
 def _resolve_shape(shape, size):
@@ -501,7 +836,8 @@ def _resolve_shape(shape, size):
             holes and (known == 0 or size % known)) or (not holes and known != size):
         raise _err(f"shape '{list(shape)}' is invalid for input of size {size}")
     return tuple(size // known if s == -1 else s for s in shape)
-Tensor.view_as = Tensor.reshape_as = lambda self, other: reshape(self, tuple(other.shape))
+Tensor.view_as = lambda self, other: view(self, tuple(other.shape))
+Tensor.reshape_as = lambda self, other: reshape(self, tuple(other.shape))
 
 
 def flatten(self, start_dim=0, end_dim=-1):
@@ -509,18 +845,20 @@ def flatten(self, start_dim=0, end_dim=-1):
     if not shape:
         return reshape(self, (1,))
     s, e = start_dim % len(shape), end_dim % len(shape)
+    if s == e:
+        return self                         # PyTorch hands the tensor itself back
     new = shape[:s] + (int(np.prod(shape[s:e + 1], dtype=np.int64)),) + shape[e + 1:]
     return reshape(self, new)
 
 
 Tensor.flatten = flatten
-Tensor.ravel = lambda self: flatten(self)
+Tensor.ravel = lambda self: reshape(self, (-1,))
 
 
 def unflatten(self, dim, sizes):
     shape = tuple(self.shape)
     dim = dim % len(shape)
-    return reshape(self, shape[:dim] + tuple(sizes) + shape[dim + 1:])
+    return _view(self, shape[:dim] + tuple(sizes) + shape[dim + 1:])
 
 
 Tensor.unflatten = unflatten
@@ -533,7 +871,7 @@ def squeeze(self, dim=None):
     else:
         dims = {d % builtins.max(len(shape), 1) for d in (dim if isinstance(dim, tuple) else (dim,))}
         new = tuple(s for i, s in enumerate(shape) if not (i in dims and s == 1))
-    t = reshape(self, new)
+    t = _view(self, new)
     if t.grad_fn is not None and t.grad_fn._name == "ViewBackward0":
         t.grad_fn._name = "SqueezeBackward0" if dim is None else "SqueezeBackward1"
     return t
@@ -546,7 +884,7 @@ def unsqueeze(self, dim):
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
                          f"but got {dim})")
     dim = dim % n
-    t = reshape(self, shape[:dim] + (1,) + shape[dim:])
+    t = _view(self, shape[:dim] + (1,) + shape[dim:])
     if t.grad_fn is not None and t.grad_fn._name == "ViewBackward0":
         t.grad_fn._name = "UnsqueezeBackward0"
     return t
@@ -556,6 +894,8 @@ Tensor.squeeze, Tensor.unsqueeze = squeeze, unsqueeze
 
 
 def permute(self, *dims):
+    if not dims:
+        raise TypeError('permute() missing 1 required positional arguments: "dims"')
     dims = _sizes(dims)
     if sorted(d % builtins.max(self.dim(), 1) for d in dims) != list(range(self.dim())):
         raise _err(f"permute(sparse_coo): number of dimensions in the tensor input does "
@@ -576,8 +916,6 @@ def transpose(self, dim0, dim1):
 def t(self):
     if self.dim() > 2:
         raise _err(f"t() expects a tensor with <= 2 dimensions, but self is {self.dim()}D")
-    if self.dim() < 2:
-        return self
     return call(np.transpose, self, name="TBackward0", view_of=self)
 
 
@@ -600,7 +938,9 @@ def expand(self, *sizes):
             raise _err(f"The expanded size of the tensor ({target[lead + i]}) must match "
                                f"the existing size ({s}) at non-singleton dimension {lead + i}.  "
                                f"Target sizes: {list(sizes)}.  Tensor sizes: {list(shape)}")
-    return call(lambda x: np.broadcast_to(x, target), self, name="ExpandBackward0", view_of=self)
+    # expanding to the same shape makes no stride 0, so the view stays writable (PyTorch)
+    grow = np.broadcast_to if target != shape else np.reshape
+    return call(lambda x: grow(x, target), self, name="ExpandBackward0", view_of=self)
 
 
 Tensor.expand = expand
@@ -614,8 +954,17 @@ def repeat(self, *sizes):
 
 
 Tensor.repeat = repeat
-Tensor.contiguous = lambda self, *a, **k: self
-Tensor.clone = lambda self, *a, **k: call(np.copy, self, name="CloneBackward0")
+Tensor.contiguous = lambda self, *a, **k: self if self._data is None or is_contiguous(self) \
+    else call(_clone, self, name="CloneBackward0")     # PyTorch copies a strided tensor
+def _clone(x):
+    # a node of its own holding a private copy: the tape must not share the operand's
+    # node (its grad_fn, hooks and in-place history are the clone's own, as in PyTorch)
+    if isinstance(x, EagerTracer):
+        return _private_copy(x)
+    return np.copy(x)
+
+
+Tensor.clone = lambda self, *a, **k: call(_clone, self, name="CloneBackward0")
 Tensor.flip = lambda self, *dims: call(lambda x: np.flip(x, _sizes(dims)), self,
                                        name="FlipBackward0")
 Tensor.roll = lambda self, shifts, dims=None: call(lambda x: np.roll(x, shifts, dims), self,
@@ -634,7 +983,15 @@ def split(self, split_size, dim=0):
     else:
         bounds = list(np.cumsum([0] + list(split_size)))
     pre = (slice(None),) * (dim % self.dim())
-    return tuple(self[pre + (slice(a, b),)] for a, b in zip(bounds[:-1], bounds[1:]))
+    return _renamed(tuple(self[pre + (slice(a, b),)] for a, b in zip(bounds[:-1], bounds[1:])),
+                    "SplitBackward0" if isinstance(split_size, int) else "SplitWithSizesBackward0")
+
+
+def _renamed(pieces, name):
+    for p in pieces:
+        if p.grad_fn is not None:
+            p.grad_fn._name = name
+    return pieces
 
 
 def chunk(self, chunks, dim=0):
@@ -644,7 +1001,7 @@ def chunk(self, chunks, dim=0):
 
 def unbind(self, dim=0):
     pre = (slice(None),) * (dim % self.dim())
-    return tuple(self[pre + (i,)] for i in range(self.shape[dim]))
+    return _renamed(tuple(self[pre + (i,)] for i in range(self.shape[dim])), "UnbindBackward0")
 
 
 Tensor.narrow, Tensor.split, Tensor.chunk, Tensor.unbind = narrow, split, chunk, unbind
@@ -679,8 +1036,14 @@ def __getitem__(self, key):
         key = np.asarray(key)
     elif isinstance(key, tuple) and any(isinstance(k, list) for k in key):
         key = tuple(np.asarray(k) if isinstance(k, list) else k for k in key)
+    basic = is_basic(key)
+    if basic:
+        items = key if isinstance(key, tuple) else (key,)
+        if not any(k is Ellipsis for k in items):
+            # x[0] of NumPy is a copy when it is 0-d; x[0, ...] is the view PyTorch makes
+            key = tuple(items) + (Ellipsis,)
     return call(lambda x: x[_operand_key(x, key)], self, name=getitem_name(key),
-                view_of=self if is_basic(key) else None)
+                view_of=self if basic else None)
 
 
 Tensor.__getitem__ = __getitem__
@@ -754,6 +1117,9 @@ def cat(tensors, dim=0):
     if not tensors:
         raise _err("torch.cat(): expected a non-empty list of Tensors")
     ref = tuple(tensors[0].shape)
+    for k, t in enumerate(tensors):
+        if t.dim() == 0:
+            raise _err(f"zero-dimensional tensor (at position {k}) cannot be concatenated")
     for k, t in enumerate(tensors[1:], 1):
         s = tuple(t.shape)
         if len(s) != len(ref):
@@ -781,11 +1147,15 @@ def where(condition, input=None, other=None):
     if input is None:
         return tuple(Tensor._plain(i.astype(np.int64)) for i in np.nonzero(_as_tensor(condition)._data))
     cond = condition._data if isinstance(condition, Tensor) else np.asarray(condition)
-    return call(lambda a, b: np.where(cond, a, b), input, other, name="WhereBackward0")
+    _check_broadcast(input, other)
+    _check_broadcast(cond, input)
+    _check_broadcast(cond, other)
+    return _elementwise(lambda a, b: np.where(cond, a, b), input, other, name="WhereBackward0")
 
 
 def outer(a, b):
-    return call(np.outer, a, b, name="OuterBackward0")
+    # PyTorch: a.reshape(-1, 1) * b
+    return _elementwise(np.multiply, reshape(_as_tensor(a), (-1, 1)), b, name="MulBackward0")
 
 
 def einsum(spec, *operands):

@@ -23,6 +23,9 @@ _COMPLEX_GRAD = ("complex tensors cannot require grad in tracegrad's eager autog
                  "(PyTorch's conjugate-Wirtinger gradients are not implemented); the "
                  "functional transforms differentiate complex code with JAX's convention: "
                  "tg.grad(f)(z), tg.grad(f, holomorphic=True)(z)")
+_STALE_VIEW = ("this view's base (or another view of it) was modified in place after the view "
+               "was made, and tracegrad does not rebase a view's history as PyTorch does: "
+               "make the view after the in-place change, or clone() it before")
 _default_float = [np.dtype(np.float64)]
 
 
@@ -87,6 +90,12 @@ class Tensor:
         """This tensor as a tape tracer: its recorded node, or an input node for a leaf."""
         t = self._tracer
         if t is not None:
+            if self._base is not None and self._base._tracer is not None and \
+                    isinstance(t, EagerTracer) and t._handle._saved_version != self._vc.v:
+                # PyTorch rebases the history of a view whose base changed in place; the
+                # old one would skip the in-place operation's derivative. (A view of a
+                # leaf changed under no_grad keeps a valid history: views read no values.)
+                raise RuntimeError(_STALE_VIEW)
             if t._handle._value is None:        # freed by a backward: this tensor still has it
                 t._handle._value = self._data
             return t
@@ -337,30 +346,44 @@ class Tensor:
                 base._requires_grad and grad_mode.is_grad_enabled():
             raise RuntimeError(_VIEW_INPLACE)
 
-    def _inplace(self, fn, *others, name=None, reads_self=True):
+    def _inplace(self, fn, *others, name=None, reads_self=True, cast=False):
         """Replace this tensor's value by ``fn(self, *others)`` in place, recording it when
         gradients are involved: the tensor then names the new node (its history is
-        rebased, as in PyTorch), and its version goes up."""
+        rebased, as in PyTorch), and its version goes up. Unless ``cast`` (copy_, fill_,
+        indexed assignment), a result of a higher dtype category is an error."""
         self._check_inplace()
+        if self._data is not None and not self._data.flags.writeable:
+            raise RuntimeError("unsupported operation: more than one element of the written-to "
+                               "tensor refers to a single memory location. Please clone() the "
+                               "tensor before performing the operation.")
         from .dispatch import _RECORD, _SYMBOLIC, mode_of
         mode = mode_of((self,) + others, Tensor)
         if mode == _SYMBOLIC:
             new = call(fn, self, *others)
             self._tracer, self._data = new._tracer, new._data
             return self
+        if mode == _RECORD and self._data.dtype.kind not in "fc":
+            mode = None         # an integer or boolean tensor gets the value, never a history
         if mode != _RECORD:
-            new = fn(self._data, *[o._data if isinstance(o, Tensor) else o for o in others])
+            new = np.asarray(fn(self._data, *[o._data if isinstance(o, Tensor) else o
+                                              for o in others]))
+            if not cast and _kind_rank(new.dtype) > _kind_rank(self._data.dtype):
+                raise RuntimeError(f"result type {_scalar_name(new.dtype)} can't be cast to the "
+                                   f"desired output type {_scalar_name(self._data.dtype)}")
             np.copyto(self._data, new, casting="unsafe")
             self._vc.v += 1
             return self
         if self._base is not None and self._tracer is not None:
             raise RuntimeError("tracegrad does not record in-place changes of a view of a tensor "
                                "that requires grad; compute the new value out of place instead")
-        old = self._traced()
+        first = old = self._traced()
         if reads_self:
             old = _private_copy(old)
         ins = [o._traced() if isinstance(o, Tensor) else o for o in others]
         res = fn(old, *ins)
+        if not cast and _kind_rank(res.dtype) > _kind_rank(self._data.dtype):
+            raise RuntimeError(f"result type {_scalar_name(res.dtype)} can't be cast to the "
+                               f"desired output type {_scalar_name(self._data.dtype)}")
         if res.dtype != self._data.dtype:
             res = res.astype(self._data.dtype)
         np.copyto(self._data, res._value, casting="unsafe")
@@ -371,6 +394,8 @@ class Tensor:
         handle._saved_version = self._vc.v
         if name is not None:
             handle._name = name
+            # the snapshot of the old value is ours, not PyTorch's: the edge is the old node
+            handle._inputs = dispatch.edges(name, [first, *ins])
         self._tracer = _relabelled(res, self._data)
         self._requires_grad = False
         return self
@@ -386,12 +411,26 @@ class Tensor:
                 self._vc.v += 1
                 return
             value = Tensor._plain(np.asarray(value))
-        from .indexing import index_update
-        self._inplace(lambda x, v: index_update(x, key, v), value, name="CopySlices",
-                      reads_self=False)
+        from .indexing import index_update, is_basic
+        self._inplace(lambda x, v: index_update(x, key, v), value,
+                      name="CopySlices" if is_basic(key) else "IndexPutBackward0",
+                      reads_self=False, cast=True)
 
 
 dispatch.Tensor = Tensor
+
+
+def _kind_rank(dtype):
+    """PyTorch's categories: an in-place result may not move up from bool to integer to
+    floating to complex (``int_tensor += 1.5`` raises rather than truncating)."""
+    return "biufc".index(np.dtype(dtype).kind.replace("u", "i"))
+
+
+def _scalar_name(dtype):
+    return {"float64": "Double", "float32": "Float", "float16": "Half", "int64": "Long",
+            "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
+            "complex128": "ComplexDouble", "complex64": "ComplexFloat"}.get(
+        np.dtype(dtype).name, np.dtype(dtype).name)
 
 
 def _private_copy(tracer):

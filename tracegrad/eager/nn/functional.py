@@ -75,12 +75,10 @@ def log_softmax(input, dim=None, dtype=None):
 
 
 # -- linear -----------------------------------------------------------------------------
-_LINEAR_NAMES = {(1, True): "ViewBackward0", (1, False): "SqueezeBackward4",
-                 (2, True): "AddmmBackward0", (2, False): "MmBackward0"}
-
-
 def linear(input, weight, bias=None):
-    """``input @ weight.T + bias`` over the last dimension of ``input``."""
+    """``input @ weight.T + bias`` over the last dimension of ``input``, recorded as
+    PyTorch records it (``weight.t()``, then ``addmm(bias, input, weight_t)`` or ``mm``
+    on the input viewed as a matrix), so that ``grad_fn.next_functions`` match."""
     x_shape, w_shape = tuple(input.shape), tuple(weight.shape)
     if len(w_shape) != 2 or not x_shape or x_shape[-1] != w_shape[-1]:
         rows = int(np.prod(x_shape[:-1], dtype=np.int64)) if x_shape else 1
@@ -90,14 +88,25 @@ def linear(input, weight, bias=None):
     if input.dtype != weight.dtype:
         raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
                            f"{_dtype_name(input.dtype)} and {_dtype_name(weight.dtype)}")
-    name = _LINEAR_NAMES.get((len(x_shape), bias is not None),
-                             "ViewBackward0" if bias is not None else "UnsafeViewBackward0")
-    if bias is None:
-        return call(lambda x, w: np.matmul(x, np.transpose(w)), input, weight, name=name)
-    if tuple(bias.shape) not in ((w_shape[0],), (), (1,)):
+    if bias is not None and tuple(bias.shape) not in ((w_shape[0],), (), (1,)):
         raise RuntimeError(f"The size of tensor a ({w_shape[0]}) must match the size of tensor b "
                            f"({bias.shape[-1]}) at non-singleton dimension {len(x_shape) - 1}")
-    return call(lambda x, w, b: np.matmul(x, np.transpose(w)) + b, input, weight, bias, name=name)
+    w_t = weight.t()
+    out_shape = x_shape[:-1] + (w_shape[0],)
+    if len(x_shape) == 1 and bias is None:
+        x2 = input.unsqueeze(0)
+    else:
+        x2 = input if len(x_shape) == 2 else input.reshape(-1, x_shape[-1])
+    if bias is None:
+        out = call(np.matmul, x2, w_t, name="MmBackward0")
+    else:
+        out = call(lambda b, x, w: np.matmul(x, w) + b, bias, x2, w_t, name="AddmmBackward0")
+    if len(x_shape) == 2:
+        return out
+    out = out.reshape(out_shape)
+    if out.grad_fn is not None and bias is None:
+        out.grad_fn._name = "SqueezeBackward4" if len(x_shape) == 1 else "UnsafeViewBackward0"
+    return out
 
 
 # -- convolution ------------------------------------------------------------------------
@@ -152,6 +161,8 @@ def _check_conv(what, x, weight, bias, in_channels, out_channels, transposed):
 def _with_bias(fn, input, weight, bias, squeeze):
     if bias is None:
         out = call(fn, input, weight, name="ConvolutionBackward0")
+        if out.grad_fn is not None:     # PyTorch shows the missing bias as a None edge
+            out.grad_fn._inputs = (out.grad_fn._inputs or out.grad_fn._parents) + (None,)
     else:
         out = call(lambda x, w, b: fn(x, w) + np.reshape(b, (1, -1, 1, 1)), input, weight, bias,
                    name="ConvolutionBackward0")

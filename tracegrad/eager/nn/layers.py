@@ -11,6 +11,7 @@ import math
 from ..creation import empty
 from . import functional as F
 from . import init
+from .losses import legacy_reduction
 from .modules import Module, Parameter
 
 __all__ = ["Identity", "Linear", "Conv2d", "ConvTranspose2d", "MaxPool2d", "AvgPool2d", "ReLU",
@@ -231,6 +232,7 @@ class Dropout(Module):
 class _Loss(Module):
     def __init__(self, size_average=None, reduce=None, reduction="mean"):
         super().__init__()
+        reduction = legacy_reduction(size_average, reduce, reduction)
         F._check_reduction(reduction)
         self.reduction = reduction
 
@@ -248,7 +250,7 @@ class L1Loss(_Loss):
 class _WeightedLoss(_Loss):
     def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None,
                  reduction="mean"):
-        super().__init__(reduction=reduction)
+        super().__init__(size_average, reduce, reduction)
         self.register_buffer("weight", weight)
         self.ignore_index = ignore_index
 
@@ -256,7 +258,7 @@ class _WeightedLoss(_Loss):
 class CrossEntropyLoss(_WeightedLoss):
     def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None,
                  reduction="mean", label_smoothing=0.0):
-        super().__init__(weight, ignore_index=ignore_index, reduction=reduction)
+        super().__init__(weight, size_average, ignore_index, reduce, reduction)
         self.label_smoothing = label_smoothing
 
     def forward(self, input, target):
@@ -273,7 +275,7 @@ class NLLLoss(_WeightedLoss):
 class BCEWithLogitsLoss(_Loss):
     def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean",
                  pos_weight=None):
-        super().__init__(reduction=reduction)
+        super().__init__(size_average, reduce, reduction)
         self.register_buffer("weight", weight)
         self.register_buffer("pos_weight", pos_weight)
 

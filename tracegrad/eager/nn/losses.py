@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 
 from ..dispatch import call
+from ..ops import _operand_key
 from ..tensor import Tensor
 
 __all__ = ["mse_loss", "l1_loss", "nll_loss", "cross_entropy", "binary_cross_entropy_with_logits",
@@ -31,6 +32,20 @@ def _check_reduction(reduction):
         raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
+def legacy_reduction(size_average, reduce, reduction, stacklevel=3):
+    """``reduction``, or what the deprecated ``size_average`` / ``reduce`` flags mean when
+    either is given (they then override it): PyTorch's ``_Reduction.legacy_get_string``,
+    with its deprecation warning. A flag left at None counts as True."""
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    ret = "mean" if size_average and reduce else "sum" if reduce else "none"
+    warnings.warn(f"size_average and reduce args will be deprecated, please use "
+                  f"reduction='{ret}' instead.", UserWarning, stacklevel=stacklevel)
+    return ret
+
+
 def _target_like(input, target, what):
     if not isinstance(target, Tensor):
         target = Tensor._plain(np.asarray(target, dtype=input.dtype))
@@ -48,6 +63,7 @@ def _target_like(input, target, what):
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     target = _target_like(input, target, "mse_loss")
     return call(lambda x, y: _reduce((x - y) ** 2, reduction), input, target,
@@ -55,16 +71,17 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     target = _target_like(input, target, "l1_loss")
-    # PyTorch composes l1_loss, so its grad_fn is that of the last step
-    return call(lambda x, y: _reduce(np.abs(x - y), reduction), input, target,
-                name={"mean": "MeanBackward0", "sum": "SumBackward0"}.get(reduction,
-                                                                         "AbsBackward0"))
+    # PyTorch composes l1_loss: (input - target).abs(), then the reduction
+    loss = (input - target).abs()
+    return loss if reduction == "none" else loss.sum() if reduction == "sum" else loss.mean()
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None,
                                      reduce=None, reduction="mean", pos_weight=None):
+    reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     target = _target_like(input, target, "binary_cross_entropy_with_logits")
     w = None if weight is None else _array(weight)
@@ -84,15 +101,14 @@ def _array(t):
 
 
 def _class_targets(input, target, weight, ignore_index):
-    """Each sample's weight (0 where ignored) placed at its target class: an array of
-    ``input``'s shape, so that the picked log-probabilities are ``sum(x * picks)`` along
-    the class dimension (1, or 0 for one unbatched sample); and the weights summed over
-    the class dimension, for the weighted mean.
+    """The index that picks each sample's target class out of ``input`` (class dimension
+    1, or 0 for one unbatched sample; an ignored sample picks class 0), which samples
+    count, and each sample's weight (0 where ignored).
 
-    A dense mask rather than fancy indexing by the targets: the mask enters the recorded
-    graph as a constant operand, an index would be a parameter of the node, and the
-    engine caches backward plans by graph structure including parameters, so every new
-    batch of targets would miss the cache.
+    The picking is indexing, as PyTorch's gather: a NaN or infinity elsewhere in a row
+    stays out of the loss and of its gradient (a dense mask ``sum(x * picks)`` would make
+    them NaN). The index arrays are operands of the node (``_operand_key``), so the
+    backward plan of the next batch is the same plan.
     """
     t = _array(target)
     if t.dtype.kind not in "iu":
@@ -123,9 +139,18 @@ def _class_targets(input, target, weight, ignore_index):
                                f"classes or no classes but got weight tensor of shape: "
                                f"{list(weight.shape)}")
         w = w * weight[np.where(valid, t, 0)].astype(input.dtype)
-    classes = np.arange(n_classes).reshape((-1,) + (1,) * (t.ndim - class_dim))
-    picks = np.where(np.expand_dims(t, class_dim) == classes, np.expand_dims(w, class_dim), 0)
-    return picks.astype(input.dtype), w
+    safe = np.where(valid, t, 0).astype(np.int64)
+    if class_dim == 0:
+        key = (safe,)
+    else:
+        grids = np.indices(t.shape, sparse=True)
+        key = (grids[0], safe, *grids[1:])
+    return key, valid, w
+
+
+def _picked(x, key, valid, w):
+    """Each sample's value at its target class times its weight; 0 for an ignored one."""
+    return np.where(valid, x[_operand_key(x, key)], np.zeros((), x.dtype)) * w
 
 
 def _dtype_name(dtype):
@@ -142,12 +167,12 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     """Negative log-likelihood of class indices; ``input`` holds log-probabilities along
     dimension 1 (dimension 0 for one unbatched sample). The mean is weighted: the sum of
     picked losses divided by the sum of their weights, as in PyTorch."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
-    picks, w = _class_targets(input, target, weight, ignore_index)
-    class_dim = 0 if input.dim() == 1 else 1
+    key, valid, w = _class_targets(input, target, weight, ignore_index)
 
     def fn(x):
-        picked = -np.sum(x * picks, axis=class_dim)
+        picked = -_picked(x, key, valid, w)
         if reduction == "mean":
             return np.sum(picked) / np.sum(w)
         return picked if reduction == "none" else np.sum(picked)
@@ -158,6 +183,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
                   reduce=None, reduction="mean", label_smoothing=0.0):
     """``nll_loss(log_softmax(input, 1), target)`` for class indices; for a floating
     ``target`` of ``input``'s shape, the cross-entropy with those class probabilities."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
@@ -168,18 +194,17 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         return _cross_entropy_probs(logp, target, weight, reduction, label_smoothing, class_dim)
     if label_smoothing == 0.0:
         return nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
-    picks, w = _class_targets(logp, target, weight, ignore_index)
+    key, valid, w = _class_targets(logp, target, weight, ignore_index)
     n_classes = input.shape[class_dim]
     shape = [1] * input.dim()
     shape[class_dim] = n_classes
     cw = np.ones(shape, input.dtype) if weight is None else \
         _array(weight).astype(input.dtype).reshape(shape)
-    valid = _array(target) != ignore_index
     eps = label_smoothing
 
     def fn(x):
-        nll = -np.sum(x * picks, axis=class_dim)
-        smooth = -np.sum(x * cw, axis=class_dim) * valid
+        nll = -_picked(x, key, valid, w)
+        smooth = np.where(valid, -np.sum(x * cw, axis=class_dim), np.zeros((), x.dtype))
         if reduction == "none":
             return (1 - eps) * nll + smooth * (eps / n_classes)
         if reduction == "sum":

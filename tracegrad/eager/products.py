@@ -1,0 +1,64 @@
+"""``matmul`` recorded as PyTorch records it, so that ``grad_fn`` trees match.
+
+PyTorch reduces ``a @ b`` to ``dot``, ``mv``, ``mm`` or ``bmm`` on reshaped operands:
+a vector times a matrix is ``unsqueeze(0)``, ``mm``, ``squeeze``; a batch times a matrix
+or vector folds the batch into the rows (``view``, ``mm``/``mv``, ``_unsafe_view``); two
+batches are expanded to a common batch shape, viewed as 3-D, multiplied by ``bmm`` and
+viewed back. The values are NumPy's ``matmul`` of the same numbers.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .dispatch import call
+from .ops import is_contiguous
+
+
+def _product(a, b, name):
+    return call(np.matmul, a, b, name=name)
+
+
+def _renamed(t, name):
+    if t.grad_fn is not None:
+        t.grad_fn._name = name
+    return t
+
+
+def _unsafe_view(t, shape):
+    return _renamed(t.reshape(shape), "UnsafeViewBackward0")
+
+
+def _as_matrices(t, batch):
+    """``t`` expanded to ``batch`` and reshaped to a stack of matrices (a view where the
+    strides allow, else a copy, as PyTorch's reshape)."""
+    n, m = t.shape[-2:]
+    return t.expand(*batch, n, m).reshape(int(np.prod(batch, dtype=np.int64)), n, m)
+
+
+def matmul(a, b):
+    da, db = a.dim(), b.dim()
+    if da == 1 and db == 1:
+        return _product(a, b, "DotBackward0")
+    if da == 2 and db == 1:
+        return _product(a, b, "MvBackward0")
+    if da == 2 and db == 2:
+        return _product(a, b, "MmBackward0")
+    if da == 1 and db == 2:
+        return _renamed(_product(a.unsqueeze(0), b, "MmBackward0").squeeze(0),
+                        "SqueezeBackward4")
+    if da >= 3 and db in (1, 2):
+        rows = a.reshape(-1, a.shape[-1]) if a._data is None or is_contiguous(a) else None
+        if rows is not None:
+            out = _product(rows, b, "MvBackward0" if db == 1 else "MmBackward0")
+            return _unsafe_view(out, tuple(a.shape[:-1]) + tuple(b.shape[1:]))
+    if da >= 3 and db >= 3:
+        try:
+            batch = tuple(np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2])))
+        except ValueError:
+            raise RuntimeError(f"The batch dimensions of tensors of shape {list(a.shape)} and "
+                               f"{list(b.shape)} cannot be broadcast together") from None
+        out = _product(_as_matrices(a, batch), _as_matrices(b, batch), "BmmBackward0")
+        return _unsafe_view(out, batch + (a.shape[-2], b.shape[-1]))
+    # a matrix or vector times a batch: one node (PyTorch transposes and folds here)
+    return _product(a, b, "MatmulBackward0")
+
