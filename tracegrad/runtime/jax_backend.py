@@ -5,6 +5,12 @@ float64 stays float64: tracing, compiling and running happen inside
 ``jax.enable_x64(True)``, so users need not switch JAX's x64 mode on globally.
 Guards cannot be decided inside XLA, so their values are extra outputs,
 checked on the host after the call.
+
+XLA cannot raise either: an index out of bounds is clamped, an integer to a negative
+power is some number. Lowerings that NumPy would make raise call ``runtime_check``;
+``jax.experimental.checkify`` carries the first failed check out of the compiled
+function (through scans, loops and conds too), and the call raises NumPy's own
+exception after the run (see ``JaxCompiled.__call__``).
 """
 from __future__ import annotations
 
@@ -24,6 +30,14 @@ def import_jax():
 
 
 _PROMOTING = ("elementwise", "linalg")   # families whose operands NumPy promotes together
+_EXCEPTIONS = {"IndexError": IndexError, "ValueError": ValueError}
+
+
+def runtime_check(ok, error: str, message: str, *values):
+    """Inside a lowering: NumPy raises ``error`` (a name in ``_EXCEPTIONS``) with
+    ``message`` (``{}`` filled from ``values``, traced scalars) unless ``ok`` holds."""
+    from jax.experimental import checkify
+    checkify.check(ok, f"{error}: {message}", *values)
 
 
 def graph_function(graph: Graph):
@@ -48,10 +62,16 @@ def graph_function(graph: Graph):
                 prim = REGISTRY[d["op"]]
                 operands = [env[a] for a in d["args"]]
                 out_kind = np.dtype(d["dtype"]).kind
-                if out_kind in "fc" and prim.family in _PROMOTING:
+                if out_kind in "iufc" and prim.family == "elementwise":
                     # JAX promotes mixed dtypes its own way (float32 with int64 stays
-                    # float32, where NumPy computes in float64): integer operands are cast
-                    # to the node's dtype first, so the arithmetic happens in it
+                    # float32, where NumPy computes in float64; uint8 ** int8 is not
+                    # NumPy's int16): operands are cast to the node's dtype first, so the
+                    # arithmetic happens in it, as in NumPy's ufunc loop
+                    operands = [x.astype(d["dtype"]) if i not in prim.nondiff_args
+                                and np.can_cast(x.dtype, d["dtype"], "safe") else x
+                                for i, x in enumerate(operands)]
+                elif out_kind in "fc" and prim.family in _PROMOTING:
+                    # integer operands of a float matrix function are converted
                     operands = [x.astype(d["dtype"]) if i not in prim.nondiff_args
                                 and np.dtype(x.dtype).kind in "iub" else x
                                 for i, x in enumerate(operands)]
@@ -71,21 +91,40 @@ def graph_function(graph: Graph):
 class JaxCompiled:
     def __init__(self, graph: Graph, **jit_options):
         self.jax = import_jax()
+        from jax.experimental import checkify
+
         self.graph = graph
         self.expected = [np.asarray(v) for _, v in graph.guards]
-        self.jitted = self.jax.jit(graph_function(graph), **jit_options)
+        if "out_shardings" in jit_options:  # the checks' error value comes first
+            jit_options = {**jit_options, "out_shardings": (None, jit_options["out_shardings"])}
+        checked = checkify.checkify(graph_function(graph), errors=checkify.user_checks)
+        self.jitted = self.jax.jit(checked, **jit_options)
         self._x64 = self.jax.enable_x64(True)  # reusable: entering it is all a call costs
 
     def __call__(self, *args):
         with self._x64:
-            result = self.jitted(*args)
-        if not self.expected:
-            return result
-        outs, guards = result
-        for value, expected in zip(guards, self.expected):
-            if not np.array_equal(np.asarray(value), expected):
-                return GUARD_FAILED
-        return outs
+            error, result = self.jitted(*args)
+        if self.expected:
+            result, guards = result
+            for value, expected in zip(guards, self.expected):
+                if not np.array_equal(np.asarray(value), expected):
+                    return GUARD_FAILED
+        message = error.get()
+        if message is not None:
+            self._raise(message, args)
+        return result
+
+    def _raise(self, message, args):
+        """NumPy's own exception: the reference interpreter runs the graph on the same
+        inputs and raises it, with NumPy's message. Should it not raise (it always
+        does for the checks the lowerings make), the check's own message is raised."""
+        from .interpreter import run
+
+        with np.errstate(all="ignore"):
+            run(self.graph, [np.asarray(a) for a in args])
+        name, _, text = message.partition(": ")
+        text = text.removesuffix(" (`check` failed)")
+        raise _EXCEPTIONS.get(name, IndexError)(text)
 
     def as_text(self, *args):
         """The StableHLO module for arguments like ``args``."""

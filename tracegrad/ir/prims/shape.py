@@ -7,7 +7,7 @@ import functools
 
 import numpy as np
 
-from ..indexspec import Index, Slice
+from ..indexspec import Arg, Index, Slice
 from ..registry import apply
 from ..registry import register as _register
 from .util import unbroadcast
@@ -111,10 +111,46 @@ def _getitem_vjp(g, out, x, *idx, index):
     return (apply("index_update", zeros, g, *idx, index=index, mode="add"),) + (None,) * len(idx)
 
 
+def check_bounds(shape, index, operands):
+    """JAX clamps an integer index that is out of bounds (and drops such an update);
+    NumPy raises IndexError. Every integer entry of ``index`` is checked against the
+    axis it indexes, traced ones at run time (``runtime_check``)."""
+    import jax.numpy as jnp
+
+    from ...runtime.jax_backend import runtime_check
+
+    taken = sum(1 for item in index if item is not None and item is not Ellipsis)
+    axis = 0
+    for item in index:
+        if item is Ellipsis:
+            axis += len(shape) - taken
+            continue
+        if item is None:
+            continue
+        if isinstance(item, (Arg, np.ndarray)) or (isinstance(item, int)
+                                                   and not isinstance(item, Slice)):
+            n = shape[axis]
+            v = jnp.asarray(operands[item.k] if isinstance(item, Arg) else item)
+            if v.dtype.kind == "u":
+                bad = v >= np.array(n).astype(v.dtype) if n <= np.iinfo(v.dtype).max \
+                    else jnp.zeros(v.shape, bool)
+            else:
+                bad = (v < -n) | (v >= n)
+            first = v.ravel()[jnp.argmax(bad.ravel())] if v.size else jnp.zeros((), v.dtype)
+            runtime_check(~jnp.any(bad), "IndexError",
+                          f"index {{}} is out of bounds for axis {axis} with size {n}", first)
+        axis += 1
+
+
+def _getitem_jax(x, *idx, index):
+    check_bounds(x.shape, index, idx)
+    return x[index.to_numpy(idx)]
+
+
 register(
     "getitem", _getitem_impl, vjp=_getitem_vjp,
     jvp=lambda t, out, x, *idx, index: apply("getitem", t[0], *idx, index=index),
-    jax=lambda x, *idx, index: x[index.to_numpy(idx)],
+    jax=_getitem_jax,
     nondiff_args=(), family="shape", doc="x[index]",
 )
 
@@ -174,6 +210,7 @@ def _contiguous_block(index, shape):
 
 def _index_update_jax(x, v, *idx, index, mode):
     import jax.numpy as jnp
+    check_bounds(x.shape, index, idx)
     block = _contiguous_block(index, x.shape)
     if block is not None and mode == "add":
         # a zero-padded add fuses with its neighbours; XLA's scatter does not
