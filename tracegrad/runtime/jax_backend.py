@@ -18,6 +18,7 @@ import numpy as np
 
 from ..errors import TraceError
 from ..ir import REGISTRY, Graph
+from ..ir.prims.jax_numpy import astype
 from .codegen import GUARD_FAILED
 
 
@@ -67,18 +68,18 @@ def graph_function(graph: Graph):
                     # float32, where NumPy computes in float64; uint8 ** int8 is not
                     # NumPy's int16): operands are cast to the node's dtype first, so the
                     # arithmetic happens in it, as in NumPy's ufunc loop
-                    operands = [x.astype(d["dtype"]) if i not in prim.nondiff_args
+                    operands = [astype(x, d["dtype"]) if i not in prim.nondiff_args
                                 and np.can_cast(x.dtype, d["dtype"], "safe") else x
                                 for i, x in enumerate(operands)]
                 elif out_kind in "fc" and prim.family in _PROMOTING:
                     # integer operands of a float matrix function are converted
-                    operands = [x.astype(d["dtype"]) if i not in prim.nondiff_args
+                    operands = [astype(x, d["dtype"]) if i not in prim.nondiff_args
                                 and np.dtype(x.dtype).kind in "iub" else x
                                 for i, x in enumerate(operands)]
                 value = prim.jax(*operands, **d["params"])
                 # the graph says what NumPy gives, and that is what the node must hold
                 if value.dtype != d["dtype"]:
-                    value = value.astype(d["dtype"])
+                    value = astype(value, d["dtype"])
                 env[n] = value
         outs = [env[o] for o in graph.outputs]
         if graph.guards:
@@ -104,24 +105,33 @@ class JaxCompiled:
     def __call__(self, *args):
         with self._x64:
             error, result = self.jitted(*args)
+        held = True
         if self.expected:
             result, guards = result
-            for value, expected in zip(guards, self.expected):
-                if not np.array_equal(np.asarray(value), expected):
-                    return GUARD_FAILED
+            held = all(np.array_equal(np.asarray(value), expected)
+                       for value, expected in zip(guards, self.expected))
         message = error.get()
         if message is not None:
-            self._raise(message, args)
-        return result
+            return self._raise(message, args, held)
+        return result if held else GUARD_FAILED
 
-    def _raise(self, message, args):
+    def _raise(self, message, args, held):
         """NumPy's own exception: the reference interpreter runs the graph on the same
-        inputs and raises it, with NumPy's message. Should it not raise (it always
-        does for the checks the lowerings make), the check's own message is raised."""
+        inputs and raises it, with NumPy's message, or the guard failure that comes
+        first in program order, as the NumPy backend would (then the caller traces
+        again). Should it not raise (it always does for the checks the lowerings make),
+        the check's own message is raised."""
         from .interpreter import run
 
-        with np.errstate(all="ignore"):
-            run(self.graph, [np.asarray(a) for a in args])
+        try:
+            with np.errstate(all="ignore"):
+                run(self.graph, [np.asarray(a) for a in args])
+        except TraceError:
+            if not held:
+                return GUARD_FAILED
+            raise
+        if not held:
+            return GUARD_FAILED
         name, _, text = message.partition(": ")
         text = text.removesuffix(" (`check` failed)")
         raise _EXCEPTIONS.get(name, IndexError)(text)

@@ -212,7 +212,7 @@ register(
     abstract=lambda x, dtype: (x.shape, dtype),
     vjp=_convert_vjp,
     jvp=lambda t, out, x, dtype: t[0],
-    jax=lambda x, dtype: x.astype(dtype), family="elementwise", complex=True,
+    jax=jax_numpy.astype, family="elementwise", complex=True,
     doc="x.astype(dtype)",
 )
 register(

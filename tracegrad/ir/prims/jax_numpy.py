@@ -29,6 +29,15 @@ def _common(x, y):
     return x, lax.optimization_barrier(y)
 
 
+def astype(x, dtype):
+    """``x.astype(dtype)``; a boolean goes through uint8 first: XLA rewrites
+    ``convert(b) * y`` into ``select(b, y, 0)``, giving 0 for ``False * inf`` (NumPy:
+    nan) and 0.0 for ``False * -2.5`` (NumPy: -0.0)."""
+    if x.dtype == np.bool_ and np.dtype(dtype) != np.bool_:
+        x = x.astype(np.uint8)
+    return x.astype(dtype)
+
+
 def true_divide(x, y):
     x, y = _common(x, y)
     return x / y
@@ -80,8 +89,38 @@ floor_divide = _half_as_single(lambda x, y: _divmod(x, y)[0])
 remainder = _half_as_single(lambda x, y: _divmod(x, y)[1])
 
 
+def _exponent_is_broadcast(x_shape, y_shape):
+    """Whether NumPy's power loop sees the exponent with stride 0 in its inner loop (a
+    0-d exponent, or one broadcast along the last axis longer than 1): it then takes
+    fast paths, ``x ** 0.5`` by ``sqrt`` among them (nan and -0.0 where ``pow`` gives
+    inf and 0.0 for -inf and -0.0)."""
+    if len(y_shape) == 0:
+        return True
+    shape = np.broadcast_shapes(x_shape, y_shape)
+    long_axes = [k for k, n in enumerate(shape) if n > 1]
+    if not long_axes:
+        return False
+    k = long_axes[-1] - (len(shape) - len(y_shape))
+    return k < 0 or y_shape[k] == 1
+
+
+def _float_power(x, y):
+    jnp, _ = _jax()
+    out = jnp.power(x, y)
+    if x.dtype == np.float16 or not _exponent_is_broadcast(x.shape, y.shape):
+        return out  # float16's loop has no fast paths
+    one = jnp.ones((), x.dtype)
+    fast = [(-1.0, one / x), (0.0, jnp.broadcast_to(one, x.shape)), (0.5, jnp.sqrt(x)),
+            (1.0, x), (2.0, x * x)]
+    for value, result in fast:
+        out = jnp.where(y == value, result, out)
+    return out
+
+
 def power(x, y):
     jnp, lax = _jax()
+    if np.dtype(x.dtype).kind == "f":
+        return _float_power(x, y)
     if np.dtype(x.dtype).kind not in "iu":
         return jnp.power(x, y)
     from ...runtime.jax_backend import runtime_check
