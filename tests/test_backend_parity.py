@@ -90,7 +90,7 @@ def _line(rng, env):
     b = rng.choice(names)
     va = env[a]
     kind = rng.choice(["unary", "binary", "binary", "operator", "scalar", "reduce", "shape",
-                       "index", "index", "update", "cast", "where"])
+                       "index", "index", "update", "cast", "where", "function"])
     if kind == "unary":
         return f"np.{rng.choice(UNARY)}({a})"
     if kind == "binary":
@@ -102,6 +102,21 @@ def _line(rng, env):
         op = rng.choice(["+", "-", "*", "/", "//", "%", "**"])
         c = rng.choice(["2", "3", "-2", "0", "0.5", "-1.5", "True"])
         return f"({a} {op} {c})" if rng.random() < 0.7 else f"({c} {op} {a})"
+    if kind == "function":
+        ax = _axis(rng, va)
+        return rng.choice([
+            f"np.divmod({a}, {b})[0]", f"np.divmod({a}, {b})[1]", f"np.round({a})",
+            f"np.round({a}, 1)", f"np.cumprod({a}, axis={ax})", f"np.diff({a}, axis={ax})",
+            f"np.roll({a}, 1, axis={ax})", f"np.repeat({a}, 2, axis={ax})",
+            f"np.tile({a}, 2)", f"np.nan_to_num({a})", f"np.median({a}, axis={ax})",
+            f"np.var({a}, axis={ax})", f"np.std({a})", f"np.ptp({a})",
+            f"np.nanmax({a}, axis={ax})", f"np.nansum({a})", f"np.amax({a})",
+            f"np.clip({a}, {b}, 3)", f"np.sort({a}, axis=None)", f"np.stack([{a}, {a}])",
+            f"np.cumsum({a})", f"np.swapaxes({a}, 0, -1)", f"np.moveaxis({a}, 0, -1)",
+            f"np.searchsorted(np.sort({a}.ravel()), {b})", f"np.triu({a})",
+            f"np.float_power({a}, 2)", f"np.heaviside({a}, {b})", f"np.fmod({a}, {b})",
+            f"np.left_shift({a}, {b})", f"np.right_shift({a}, 2)", f"np.isclose({a}, {b})",
+        ])
     if kind == "reduce":
         fn = rng.choice(["sum", "prod", "max", "min", "argmax", "argmin", "cumsum", "mean",
                          "any", "all"])
