@@ -2,11 +2,15 @@
 
 XLA and NumPy part ways at the edges: integer division by zero (NumPy: 0), an integer
 to a negative power (NumPy: ValueError), the sign of a zero (``sign(-0.0)``,
-``remainder(-0.0, 1)``, ``maximum(0.0, -0.0)``), the order of NaNs and signed zeros
-in a sort, and XLA's rewrite of ``x / broadcast(y)`` into ``x * (1 / y)``, which is off
-by an ulp (or 0 for ``3e38 / 3e38`` in float32). Each function here mirrors NumPy's own
-C loop (numpy/_core/src/npymath, loops) step by step, so the JAX backend gives the same
-bits. Operands arrive already cast to the node's dtype (``jax_backend.graph_function``).
+``remainder(-0.0, 1)``, ``maximum(0.0, -0.0)``, a sum over one -0.0), the order of NaNs
+and signed zeros in a sort, NumPy's fast paths for a scalar exponent (``x ** 0.5`` is
+``sqrt``). XLA's algebraic simplifier also rewrites ``x / broadcast(y)`` into
+``x * (1 / y)`` (off by an ulp, or 0 for ``3e38 / 3e38`` in float32), ``convert(b) * y``
+into a select (``False * inf`` is 0), and takes ``abs`` of an integer to be >= 0.
+Each function here mirrors NumPy's own C loop (numpy/_core/src/npymath, umath loops)
+step by step, so the JAX backend gives the same bits. Operands arrive already cast to
+the node's dtype (``jax_backend.graph_function``). What cannot be mirrored cheaply is
+listed in docs/backends.md.
 """
 import numpy as np
 
@@ -204,3 +208,34 @@ def sort_key(x):
         return x
     nan = jnp.array(np.nan, x.dtype)
     return jnp.where(jnp.isnan(x), nan, jnp.where(x == 0, jnp.zeros((), x.dtype), x))
+
+
+def cumsum(x, axis):
+    """NumPy's running sum starts from ``x[0]``, XLA's from +0.0: a run of -0.0 stays
+    -0.0 in NumPy and becomes 0.0 in XLA. Those entries get their sign back."""
+    jnp, lax = _jax()
+    if axis is None:
+        x, axis = x.ravel(), 0
+    out = jnp.cumsum(x, axis=axis)
+    if np.dtype(x.dtype).kind != "f" or x.ndim == 0:
+        return out
+    negative_zero = ((x == 0) & jnp.signbit(x)).astype(np.int8)
+    run = lax.cummin(negative_zero, axis=axis % x.ndim) == 1
+    return jnp.where(run, -jnp.zeros((), x.dtype), out)
+
+
+def _positive_zero(x):
+    jnp, lax = _jax()
+    kind = np.dtype(x.dtype).kind
+    if kind == "c":
+        return lax.complex(_positive_zero(jnp.real(x)), _positive_zero(jnp.imag(x)))
+    if kind != "f":
+        return x
+    return jnp.where(x == 0, jnp.zeros((), x.dtype), x)
+
+
+def sum_(x, axis, keepdims):
+    """NumPy's sum starts from +0.0, so a zero sum is +0.0 (-0.0 + -0.0 too); XLA drops
+    a reduction over an axis of length 1 and keeps the -0.0."""
+    jnp, _ = _jax()
+    return _positive_zero(jnp.sum(x, axis=axis, keepdims=keepdims))
