@@ -14,10 +14,12 @@ exception after the run (see ``JaxCompiled.__call__``).
 """
 from __future__ import annotations
 
+import contextvars
+
 import numpy as np
 
 from ..errors import TraceError
-from ..ir import REGISTRY, Graph
+from ..ir import REGISTRY, Arg, Graph, Slice
 from ..ir.prims.jax_numpy import astype
 from .codegen import GUARD_FAILED
 
@@ -32,13 +34,48 @@ def import_jax():
 
 _PROMOTING = ("elementwise", "linalg")   # families whose operands NumPy promotes together
 _EXCEPTIONS = {"IndexError": IndexError, "ValueError": ValueError}
+_CHECKING = contextvars.ContextVar("tracegrad_jax_checking", default=False)
 
 
 def runtime_check(ok, error: str, message: str, *values):
     """Inside a lowering: NumPy raises ``error`` (a name in ``_EXCEPTIONS``) with
     ``message`` (``{}`` filled from ``values``, traced scalars) unless ``ok`` holds."""
+    if not _CHECKING.get():     # a graph that ``needs_checks`` says has none
+        return
     from jax.experimental import checkify
     checkify.check(ok, f"{error}: {message}", *values)
+
+
+def needs_checks(graph: Graph) -> bool:
+    """Whether some node's lowering calls ``runtime_check``: integer indexing, integer
+    powers (sub-graphs of control flow included). Graphs without any skip checkify,
+    whose error value is read on the host after every call (a device sync)."""
+    for n in graph:
+        d = graph.node(n)
+        if d["op"] in ("getitem", "index_update") and any(
+                isinstance(item, (int, np.ndarray, Arg)) and not isinstance(item, Slice)
+                for item in d["params"]["index"]):
+            return True
+        if d["op"] == "pow" and np.dtype(d["dtype"]).kind in "iu":
+            return True
+        for value in d["params"].values():
+            values = value if isinstance(value, (list, tuple)) else (value,)
+            if any(isinstance(v, Graph) and needs_checks(v) for v in values):
+                return True
+    return False
+
+
+def _checked(fn):
+    """``fn`` under checkify: returns ``(error, result)``."""
+    from jax.experimental import checkify
+
+    def run(*args):
+        token = _CHECKING.set(True)
+        try:
+            return fn(*args)
+        finally:
+            _CHECKING.reset(token)
+    return checkify.checkify(run, errors=checkify.user_checks)
 
 
 def graph_function(graph: Graph):
@@ -71,6 +108,20 @@ def graph_function(graph: Graph):
                     operands = [astype(x, d["dtype"]) if i not in prim.nondiff_args
                                 and np.can_cast(x.dtype, d["dtype"], "safe") else x
                                 for i, x in enumerate(operands)]
+                elif out_kind == "b" and prim.family == "elementwise" and len(
+                        {np.dtype(x.dtype) for x in operands}) > 1:
+                    # comparisons too: int32 == float16 compares in float64 in NumPy,
+                    # in float16 in JAX (INT_MIN becomes -inf)
+                    common = np.result_type(*(x.dtype for i, x in enumerate(operands)
+                                              if i not in prim.nondiff_args))
+                    operands = [astype(x, common) if i not in prim.nondiff_args else x
+                                for i, x in enumerate(operands)]
+                elif out_kind in "iu" and prim.family == "reduce":
+                    # np.sum/prod/cumsum of small integers and booleans accumulate in
+                    # int64/uint64 (jnp.cumsum in the operand's own type, wrapping)
+                    operands = [astype(x, d["dtype"]) if np.dtype(x.dtype).kind in "iub"
+                                and np.can_cast(x.dtype, d["dtype"], "safe") else x
+                                for x in operands]
                 elif out_kind in "fc" and prim.family in _PROMOTING:
                     # integer operands of a float matrix function are converted
                     operands = [astype(x, d["dtype"]) if i not in prim.nondiff_args
@@ -92,25 +143,27 @@ def graph_function(graph: Graph):
 class JaxCompiled:
     def __init__(self, graph: Graph, **jit_options):
         self.jax = import_jax()
-        from jax.experimental import checkify
-
         self.graph = graph
         self.expected = [np.asarray(v) for _, v in graph.guards]
-        if "out_shardings" in jit_options:  # the checks' error value comes first
-            jit_options = {**jit_options, "out_shardings": (None, jit_options["out_shardings"])}
-        checked = checkify.checkify(graph_function(graph), errors=checkify.user_checks)
-        self.jitted = self.jax.jit(checked, **jit_options)
+        self.checked = needs_checks(graph)
+        fn = graph_function(graph)
+        if self.checked:
+            fn = _checked(fn)
+            if "out_shardings" in jit_options:  # the checks' error value comes first
+                jit_options = {**jit_options,
+                               "out_shardings": (None, jit_options["out_shardings"])}
+        self.jitted = self.jax.jit(fn, **jit_options)
         self._x64 = self.jax.enable_x64(True)  # reusable: entering it is all a call costs
 
     def __call__(self, *args):
         with self._x64:
-            error, result = self.jitted(*args)
+            error, result = self.jitted(*args) if self.checked else (None, self.jitted(*args))
         held = True
         if self.expected:
             result, guards = result
             held = all(np.array_equal(np.asarray(value), expected)
                        for value, expected in zip(guards, self.expected))
-        message = error.get()
+        message = None if error is None else error.get()
         if message is not None:
             return self._raise(message, args, held)
         return result if held else GUARD_FAILED
