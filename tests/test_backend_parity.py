@@ -139,12 +139,15 @@ def _line(rng, env):
             f"np.broadcast_to({a}, (2,) + {a}.shape)", f"np.sort({a}, axis={ax})",
             f"np.argsort({a}, axis={ax}, kind='stable')", f"np.squeeze({a})",
             f"np.transpose({a})", f"np.clip({a}, {_low(va)}, 2)", f"np.abs({a})[None]",
+            f"{a}[:0]", f"{a}[..., 2:1]",           # empty arrays
         ])
     if kind == "index":
         ax = _axis(rng, va)
         return rng.choice([
             f"{a}[i0]", f"{a}[i0, ...]", f"{a}[..., i0]", f"np.take({a}, i0, axis={ax})",
             f"np.take({a}, i0)", f"{a}[np.array([3, -1, 0])]", f"{a}[np.array([-4, 2])]",
+            f"np.take({a}, i0 * 3, axis={ax}, mode='wrap')",
+            f"np.take({a}, i0 * 3, mode='clip')",   # never out of bounds
             f"{a}[i0[0]]", f"{a}[-1]", f"{a}[1, ...]",
             f"np.take_along_axis({a}, np.argsort({a}, axis={ax}, kind='stable'), axis={ax})",
             f"np.take_along_axis({a}, np.broadcast_to(i0.reshape((-1,) + (1,) * ({a}.ndim - 1)),"
