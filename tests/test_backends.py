@@ -262,3 +262,18 @@ def test_jax_backend_raises_numpys_error_for_negative_integer_powers():
     with pytest.raises(ValueError) as got:
         f(x, np.array([1, -1]))
     assert str(got.value) == str(expected.value)
+
+
+def test_jax_backend_checks_only_graphs_that_can_fail():
+    """checkify's error value is read on the host after each call (a device sync): only
+    graphs with integer indexing or integer powers carry it, sub-graphs included."""
+    from tracegrad.runtime.jax_backend import needs_checks
+
+    x, i = np.arange(4.0), np.array([1, 2])
+    assert not needs_checks(tg.trace(lambda x: np.sin(x[1:]) ** 2.0, x))
+    assert needs_checks(tg.trace(lambda x, i: x[i], x, i))
+    assert needs_checks(tg.trace(lambda x, i: x ** i, i, i))
+    assert needs_checks(tg.trace(
+        lambda x, i: tg.scan(lambda c, k: (c + x[k], c), 0.0, i)[0], x, i))
+    f = tg.jit(lambda x: np.sin(x[1:]) * 2.0, backend="jax")
+    np.testing.assert_allclose(f(x), np.sin(x[1:]) * 2.0, rtol=1e-15)
