@@ -32,7 +32,8 @@ jax = pytest.importorskip("jax")
 
 N_PROGRAMS, N_DEFAULT = 1200, 80
 N = 4                       # every array input has 4 rows: the traced index input indexes them
-DTYPES = ["float64", "float32", "float16", "int64", "int32", "int8", "uint8", "bool"]
+DTYPES = ["float64", "float32", "float16", "int64", "int32", "int8", "uint8", "bool",
+          "complex128", "complex64"]
 FLOAT_SPECIALS = [0.0, -0.0, 0.5, -1.5, 2.5, -2.5, 3.0, np.nan, np.inf, -np.inf]
 
 UNARY = sorted(u.__name__ for u in UFUNCS if u.nin == 1 and u.nout == 1)
@@ -42,6 +43,12 @@ BINARY = sorted(u.__name__ for u in UFUNCS if u.nin == 2 and u.nout == 1 and u i
 # -- inputs ----------------------------------------------------------------------------------
 def _values(rng, shape, dtype):
     dtype = np.dtype(dtype)
+    if dtype.kind == "c":
+        # finite parts: with an infinite or NaN part, complex arithmetic differs between
+        # NumPy's loops and XLA in which NaNs and infinities come out (docs/backends.md)
+        re, im = (np.nan_to_num(_values(rng, shape, np.float64), posinf=4.0, neginf=-4.0)
+                  for _ in range(2))
+        return (re + 1j * im).astype(dtype)
     if dtype.kind == "b":
         return rng.random(shape) < 0.5
     if dtype.kind in "iu":
@@ -165,11 +172,11 @@ def _line(rng, env):
         ])
     if kind == "cast":
         target = rng.choice(DTYPES)
-        if np.dtype(va.dtype).kind == "f" and np.dtype(target).kind in "iu":
+        if np.dtype(va.dtype).kind in "fc" and np.dtype(target).kind in "iu":
             # NumPy leaves NaN, inf and out-of-range floats (negative ones to unsigned
             # types too) to the platform: cast in range
             low = 0 if np.dtype(target).kind == "u" else -100
-            return f"np.clip(np.nan_to_num({a}), {low}, 100).astype(np.{target})"
+            return f"np.clip(np.nan_to_num(np.real({a})), {low}, 100).astype(np.{target})"
         return f"{a}.astype(np.{target})"
     return f"np.where({a} > {b}, {a}, {b})"
 
@@ -209,8 +216,10 @@ _NAME = re.compile(r"\b(x0|x1|i0|v\d+)\b")
 
 def _acceptable(value):
     value = np.asarray(value)
-    if value.dtype.kind not in "biuf" or value.size > 256 or value.ndim > 4:
+    if value.dtype.kind not in "biufc" or value.size > 256 or value.ndim > 4:
         return False
+    if value.dtype.kind == "c":
+        return _acceptable(value.real) and _acceptable(value.imag)
     if value.dtype.kind == "f":
         tiny = np.finfo(value.dtype).tiny
         # XLA flushes subnormal numbers to zero (listed in docs/backends.md)
@@ -338,6 +347,9 @@ def assert_same(got, want, what, rtol=0.0):
             f"{where}: {a.dtype}{a.shape} vs {b.dtype}{b.shape}"
         if a.dtype.kind not in "fc":
             np.testing.assert_array_equal(a, b, err_msg=where)
+            continue
+        if a.dtype.kind == "c":
+            assert_same([a.real, a.imag], [b.real, b.imag], f"{where} (real, imag)", rtol)
             continue
         np.testing.assert_array_equal(np.isnan(a), np.isnan(b), err_msg=f"{where}: NaNs")
         finite = np.isfinite(b)

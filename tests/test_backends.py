@@ -240,6 +240,15 @@ INTEGER_AND_EDGE_OPS = [
     ("bool_times_inf", lambda x, y: (x > 0) * y, F64, F64[::-1]),
     ("rint_half_even", lambda x, y: np.rint(x * 0 + np.arange(-3.5, 3.5)), F64, F64),
     ("int8_to_float16", lambda x, y: np.log1p(x) + y.astype(np.float32), I8, F32),
+    ("float64_to_float16", lambda x, y: (x * 1.0000001).astype(np.float16),
+     np.linspace(-70000.0, 70000.0, 20001), F64),
+    ("int_compared_with_float16", lambda x, y: x == x.astype(np.float16), I64, I64),
+    ("uint8_cumsum", lambda x, y: (np.cumsum(x), np.sum(x), np.cumsum(x > 1)), U8, U8),
+    ("zero_sums", lambda x, y: (np.sum(-np.abs(x)[:, None] * 0.0, axis=1),
+                                np.cumsum(np.full(3, -0.0))), F64, F64),
+    ("complex_argmax", lambda x, y: (np.argmax(x + 1j * y), np.argmin(x[:, None] + 1j * y, axis=0)),
+     np.array([1.0, 2.0, 2.0, -1.0, 2.0, 0.0, 2.0]), np.array([0.0, 1.0, 3.0, 5.0, 3.0, 1.0, -1.0])),
+    ("complex_argmax_nan", lambda x, y: np.argmax(x + 1j * y), F64[::-1], F64),
 ]
 
 

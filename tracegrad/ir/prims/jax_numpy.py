@@ -258,3 +258,21 @@ def sum_(x, axis, keepdims):
     a reduction over an axis of length 1 and keeps the -0.0."""
     jnp, _ = _jax()
     return _positive_zero(jnp.sum(x, axis=axis, keepdims=keepdims))
+
+
+def arg_extreme(name):
+    """argmax/argmin. For complex values NumPy orders lexicographically and returns the
+    first NaN (in either part) if there is one; ``jnp.argmax`` refuses complex input."""
+    def lower(x, axis, keepdims):
+        jnp, _ = _jax()
+        if np.dtype(x.dtype).kind != "c":
+            return getattr(jnp, name)(x, axis=axis, keepdims=keepdims)
+        pick, worst = (jnp.max, -np.inf) if name == "argmax" else (jnp.min, np.inf)
+        re, im = jnp.real(x), jnp.imag(x)
+        nan = jnp.isnan(re) | jnp.isnan(im)
+        best_re = pick(jnp.where(nan, worst, re), axis=axis, keepdims=True)
+        ties = re == best_re
+        best_im = pick(jnp.where(ties, im, worst), axis=axis, keepdims=True)
+        best = jnp.where(jnp.any(nan, axis=axis, keepdims=True), nan, ties & (im == best_im))
+        return jnp.argmax(best, axis=axis, keepdims=keepdims)
+    return lower

@@ -129,11 +129,7 @@ def _register_arg(name, np_fn):
             return (1,) * x.ndim, np.int64
         return _reduced_shape(x.shape, axes, keepdims), np.int64
 
-    def lower(x, axis, keepdims):
-        import jax.numpy as jnp
-        return getattr(jnp, name)(x, axis=axis, keepdims=keepdims)
-
-    register(name, impl, abstract=abstract, jax=lower, family="reduce")
+    register(name, impl, abstract=abstract, jax=jax_numpy.arg_extreme(name), family="reduce")
 
 
 _register_arg("argmax", np.argmax)
