@@ -217,8 +217,34 @@ def _index_update_jax(x, v, *idx, index, mode):
         widths = [(lo, n - hi) for (lo, hi), n in zip(block, x.shape)]
         v = jnp.broadcast_to(v, tuple(hi - lo for lo, hi in block)).astype(x.dtype)
         return x + jnp.pad(v, widths)
-    ref = x.at[index.to_numpy(idx)]
+    where = index.to_numpy(idx)
+    if mode == "set" and _may_repeat(index, x.shape) and np.size(v) > 1:
+        v = _last_writes_jax(x, v, where)
+    ref = x.at[where]
     return ref.set(v) if mode == "set" else ref.add(v)
+
+
+def _may_repeat(index, shape):
+    """Whether ``x[index] = v`` may write one position twice: integer arrays computed by
+    the program, or constant ones that do."""
+    if index.is_basic:
+        return False
+    if any(isinstance(item, Arg) for item in index):
+        return True
+    counts = np.zeros(shape, dtype=np.int64)
+    np.add.at(counts, index.to_numpy(), 1)
+    return bool(counts.size) and int(counts.max()) > 1
+
+
+def _last_writes_jax(x, v, where):
+    """The values for ``x.at[where].set``: XLA applies repeated writes to one position in
+    an unspecified order, NumPy keeps the last. Every write to a position is given the
+    last one's value, so the order cannot matter."""
+    import jax.numpy as jnp
+    shape = x[where].shape
+    ids = jnp.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)
+    last = jnp.full(x.shape, -1, dtype=np.int64).at[where].max(ids)[where]
+    return jnp.broadcast_to(jnp.asarray(v), shape).ravel()[last]
 
 
 register(
