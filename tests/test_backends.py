@@ -286,3 +286,19 @@ def test_jax_backend_checks_only_graphs_that_can_fail():
         lambda x, i: tg.scan(lambda c, k: (c + x[k], c), 0.0, i)[0], x, i))
     f = tg.jit(lambda x: np.sin(x[1:]) * 2.0, backend="jax")
     np.testing.assert_allclose(f(x), np.sin(x[1:]) * 2.0, rtol=1e-15)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint64])
+def test_jax_backend_small_integer_indices_on_a_long_axis(dtype):
+    # JAX wraps a negative index in the index's own dtype: int8 cannot hold 300
+    x = np.arange(300.0)
+    i = np.array([3, 127] if dtype == np.uint64 or np.dtype(dtype).kind == "u" else [-100, 5],
+                 dtype)
+
+    def update(x, i):
+        y = x.copy()
+        y[i] = -1.0
+        return y
+
+    for f in (lambda x, i: x[i], update):
+        np.testing.assert_array_equal(tg.jit(f, backend="jax")(x, i), f(x, i))

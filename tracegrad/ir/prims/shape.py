@@ -131,10 +131,10 @@ def check_bounds(shape, index, operands):
                                                    and not isinstance(item, Slice)):
             n = shape[axis]
             v = jnp.asarray(operands[item.k] if isinstance(item, Arg) else item)
-            if v.dtype.kind == "u":
-                bad = v >= np.array(n).astype(v.dtype) if n <= np.iinfo(v.dtype).max \
-                    else jnp.zeros(v.shape, bool)
-            else:
+            if v.dtype == np.uint64:
+                bad = v >= np.uint64(n)
+            else:   # compared in int64: an int8 index may address an axis of 300
+                v = v.astype(np.int64)
                 bad = (v < -n) | (v >= n)
             first = v.ravel()[jnp.argmax(bad.ravel())] if v.size else jnp.zeros((), v.dtype)
             runtime_check(~jnp.any(bad), "IndexError",
@@ -142,9 +142,19 @@ def check_bounds(shape, index, operands):
         axis += 1
 
 
+def _jax_index(index, idx):
+    """``index`` for jax.numpy, integer arrays widened to int64: JAX wraps a negative
+    int8 index by adding the axis length in int8, which overflows past 127."""
+    import jax.numpy as jnp
+    return tuple(jnp.asarray(item).astype(np.int64)
+                 if hasattr(item, "dtype") and np.dtype(item.dtype).kind in "iu"
+                 and np.dtype(item.dtype).itemsize < 8 else item
+                 for item in index.to_numpy(idx))
+
+
 def _getitem_jax(x, *idx, index):
     check_bounds(x.shape, index, idx)
-    return x[index.to_numpy(idx)]
+    return x[_jax_index(index, idx)]
 
 
 register(
@@ -217,7 +227,7 @@ def _index_update_jax(x, v, *idx, index, mode):
         widths = [(lo, n - hi) for (lo, hi), n in zip(block, x.shape)]
         v = jnp.broadcast_to(v, tuple(hi - lo for lo, hi in block)).astype(x.dtype)
         return x + jnp.pad(v, widths)
-    where = index.to_numpy(idx)
+    where = _jax_index(index, idx)
     if mode == "set" and _may_repeat(index, x.shape) and np.size(v) > 1:
         v = _last_writes_jax(x, v, where)
     ref = x.at[where]
