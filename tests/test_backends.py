@@ -130,3 +130,175 @@ def test_tracebacks_point_into_generated_code():
         compiled(np.zeros((2, 2)))
     frames = [entry for entry in info.traceback if "tracegrad-generated" in str(entry.path)]
     assert frames and "_impl_inv" in str(frames[0].statement)
+
+
+# -- the JAX backend gives NumPy's numbers and errors where XLA gives others ----------------
+def _jax_after_valid_call(f, valid, *args):
+    """``f`` under the JAX backend, traced (and compiled) on ``valid`` inputs, then called
+    on ``args``: the check must happen at run time, not while tracing."""
+    jf = tg.jit(f, backend="jax")
+    jf(*valid)
+    return jf(*args)
+
+
+def _update(x, i):
+    y = x.copy()
+    y[i] = 1.0
+    return y
+
+
+def _accumulate(x, i):
+    y = x.copy()
+    y[:, i] += 1.0
+    return y
+
+
+def _scan_gather(x, i):
+    def body(carry, k):
+        total, rows = carry
+        return (total + rows[k], rows), rows[k] * 2.0
+    (total, _), ys = tg.scan(body, (np.zeros(3), x), i)
+    return total, ys
+
+
+OUT_OF_BOUNDS = [
+    ("getitem", lambda x, i: x[i], np.array([1, 7])),
+    ("negative", lambda x, i: x[i], np.array([-5, 0])),
+    ("take", lambda x, i: np.take(x, i, axis=0), np.array([0, 4])),
+    ("take_along_axis", lambda x, i: np.take_along_axis(x, i[:, None] + np.zeros((1, 3), int),
+                                                        axis=0), np.array([2, 4])),
+    ("second_axis", lambda x, i: x[:, i], np.array([0, 3])),
+    ("scalar", lambda x, i: x[i[0]], np.array([4, 0])),
+    ("set", _update, np.array([1, 4])),
+    ("add", _accumulate, np.array([-4, 1])),
+    ("scan_body", _scan_gather, np.array([0, 4])),
+]
+
+
+@pytest.mark.parametrize("name,f,bad", OUT_OF_BOUNDS, ids=[c[0] for c in OUT_OF_BOUNDS])
+def test_jax_backend_raises_numpys_index_error(name, f, bad):
+    x = np.arange(12.0).reshape(4, 3)
+    good = np.array([0, -1])
+    numpy_backend = tg.jit(f)
+    numpy_backend(x, good)
+    with pytest.raises(IndexError) as expected:
+        numpy_backend(x, bad)      # the NumPy code generator: NumPy's own error
+    with pytest.raises(IndexError) as got:
+        _jax_after_valid_call(f, (x, good), x, bad)
+    assert str(got.value) == str(expected.value)
+    assert "is out of bounds for axis" in str(got.value)
+    # in-range indices, negative ones wrapping, still give NumPy's numbers
+    for a, b in zip(tg.jit(f, backend="jax")(x, good), f(x, good)) if name == "scan_body" \
+            else [(tg.jit(f, backend="jax")(x, good), f(x, good))]:
+        np.testing.assert_array_equal(np.asarray(a), b)
+
+
+def _bitwise_equal(got, want):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, want.dtype)
+    np.testing.assert_array_equal(got, want)
+    if want.dtype.kind == "f":
+        np.testing.assert_array_equal(np.signbit(got[~np.isnan(got)]),
+                                      np.signbit(want[~np.isnan(want)]))
+
+
+I8 = np.array([-128, -7, -1, 0, 1, 7, 127], np.int8)
+U8 = np.array([0, 1, 2, 7, 128, 255, 200], np.uint8)
+I64 = np.array([np.iinfo(np.int64).min, -7, -1, 0, 1, 7, np.iinfo(np.int64).max])
+F64 = np.array([-np.inf, -2.5, -0.0, 0.0, 0.5, np.nan, np.inf])
+# no subnormal results: XLA flushes them to zero (docs/backends.md)
+F32 = np.array([3e38, -3e38, -0.0, 0.0, np.nan, np.inf, -np.inf], np.float32)
+
+INTEGER_AND_EDGE_OPS = [
+    ("floor_divide", lambda x, y: x // y, I8, I8[::-1]),
+    ("floor_divide_by_zero", lambda x, y: x // y, I64, np.zeros(7, np.int64)),
+    ("remainder_by_zero", lambda x, y: x % y, I8, np.zeros(7, np.int8)),
+    ("remainder", lambda x, y: np.remainder(x[:, None], y), I8, I8),
+    ("divmod", lambda x, y: np.divmod(x[:, None], y)[0], U8, U8),
+    ("mixed_signs", lambda x, y: x[:, None] // y, I8, U8),
+    ("int_min_by_minus_one", lambda x, y: (x // y, x % y), I64[:1], -np.ones(1, np.int64)),
+    ("power_wraps", lambda x, y: x[:, None] ** y, I8, U8),
+    ("abs_int_min", lambda x, y: np.remainder(np.abs(x), np.abs(y)), I8, I8[::-1]),
+    ("wrap_add_mul", lambda x, y: (x + y, x * y, x - y), U8, U8[::-1]),
+    ("float_floor_divide", lambda x, y: x[:, None] // y, F64, F64),
+    ("float_remainder", lambda x, y: x[:, None] % y, F64, F64),
+    ("float16_remainder", lambda x, y: x.astype(np.float16)[:, None] % y.astype(np.float16),
+     F64, F64),
+    ("true_divide_broadcast", lambda x, y: x[:, None] / y, F32, F32),
+    ("true_divide_scalar", lambda x, y: x / 3.0, F64 * 1.1, F64),
+    ("int_true_divide", lambda x, y: x[:, None] / y, I8, U8),
+    ("sign_of_zero", lambda x, y: np.sign(x), F64, F64),
+    ("maximum_ties_and_nan", lambda x, y: (np.maximum(x[:, None], y), np.minimum(x[:, None], y),
+                                           np.fmax(x[:, None], y), np.fmin(x[:, None], y)),
+     F64, F64),
+    ("float16_maximum", lambda x, y: np.maximum(x.astype(np.float16)[:, None],
+                                                y.astype(np.float16)), F64, F64),
+    ("clip_nan", lambda x, y: np.clip(x, -1.0, 1.0), F64, F64),
+    ("argsort_nan_and_zero", lambda x, y: np.argsort(np.concatenate([x, -x, y]),
+                                                     kind="stable"), F64, F64[::-1]),
+    ("sqrt_by_power", lambda x, y: (x ** 0.5, x ** 2, x ** -1), F64, F64),
+    ("bool_times_inf", lambda x, y: (x > 0) * y, F64, F64[::-1]),
+    ("rint_half_even", lambda x, y: np.rint(x * 0 + np.arange(-3.5, 3.5)), F64, F64),
+    ("int8_to_float16", lambda x, y: np.log1p(x) + y.astype(np.float32), I8, F32),
+    ("float64_to_float16", lambda x, y: (x * 1.0000001).astype(np.float16),
+     np.linspace(-70000.0, 70000.0, 20001), F64),
+    ("int_compared_with_float16", lambda x, y: x == x.astype(np.float16), I64, I64),
+    ("uint8_cumsum", lambda x, y: (np.cumsum(x), np.sum(x), np.cumsum(x > 1)), U8, U8),
+    ("zero_sums", lambda x, y: (np.sum(-np.abs(x)[:, None] * 0.0, axis=1),
+                                np.cumsum(np.full(3, -0.0))), F64, F64),
+    ("complex_argmax", lambda x, y: (np.argmax(x + 1j * y), np.argmin(x[:, None] + 1j * y, axis=0)),
+     np.array([1.0, 2.0, 2.0, -1.0, 2.0, 0.0, 2.0]), np.array([0.0, 1.0, 3.0, 5.0, 3.0, 1.0, -1.0])),
+    ("complex_argmax_nan", lambda x, y: np.argmax(x + 1j * y), F64[::-1], F64),
+]
+
+
+@pytest.mark.parametrize("name,f,x,y", INTEGER_AND_EDGE_OPS,
+                         ids=[c[0] for c in INTEGER_AND_EDGE_OPS])
+def test_jax_backend_gives_numpys_integer_and_edge_values(name, f, x, y):
+    with np.errstate(all="ignore"):
+        want = f(x, y)
+        got = tg.jit(f, backend="jax")(x, y)
+    for g, w in zip(got, want) if isinstance(want, tuple) else [(got, want)]:
+        _bitwise_equal(g, w)
+
+
+def test_jax_backend_raises_numpys_error_for_negative_integer_powers():
+    f = tg.jit(lambda x, y: x ** y, backend="jax")
+    x = np.array([2, 3], np.int64)
+    np.testing.assert_array_equal(f(x, np.array([3, 0])), [8, 1])
+    with pytest.raises(ValueError) as expected:
+        x ** np.array([1, -1])
+    with pytest.raises(ValueError) as got:
+        f(x, np.array([1, -1]))
+    assert str(got.value) == str(expected.value)
+
+
+def test_jax_backend_checks_only_graphs_that_can_fail():
+    """checkify's error value is read on the host after each call (a device sync): only
+    graphs with integer indexing or integer powers carry it, sub-graphs included."""
+    from tracegrad.runtime.jax_backend import needs_checks
+
+    x, i = np.arange(4.0), np.array([1, 2])
+    assert not needs_checks(tg.trace(lambda x: np.sin(x[1:]) ** 2.0, x))
+    assert needs_checks(tg.trace(lambda x, i: x[i], x, i))
+    assert needs_checks(tg.trace(lambda x, i: x ** i, i, i))
+    assert needs_checks(tg.trace(
+        lambda x, i: tg.scan(lambda c, k: (c + x[k], c), 0.0, i)[0], x, i))
+    f = tg.jit(lambda x: np.sin(x[1:]) * 2.0, backend="jax")
+    np.testing.assert_allclose(f(x), np.sin(x[1:]) * 2.0, rtol=1e-15)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint64])
+def test_jax_backend_small_integer_indices_on_a_long_axis(dtype):
+    # JAX wraps a negative index in the index's own dtype: int8 cannot hold 300
+    x = np.arange(300.0)
+    i = np.array([3, 127] if dtype == np.uint64 or np.dtype(dtype).kind == "u" else [-100, 5],
+                 dtype)
+
+    def update(x, i):
+        y = x.copy()
+        y[i] = -1.0
+        return y
+
+    for f in (lambda x, i: x[i], update):
+        np.testing.assert_array_equal(tg.jit(f, backend="jax")(x, i), f(x, i))

@@ -5,13 +5,22 @@ float64 stays float64: tracing, compiling and running happen inside
 ``jax.enable_x64(True)``, so users need not switch JAX's x64 mode on globally.
 Guards cannot be decided inside XLA, so their values are extra outputs,
 checked on the host after the call.
+
+XLA cannot raise either: an index out of bounds is clamped, an integer to a negative
+power is some number. Lowerings that NumPy would make raise call ``runtime_check``;
+``jax.experimental.checkify`` carries the first failed check out of the compiled
+function (through scans, loops and conds too), and the call raises NumPy's own
+exception after the run (see ``JaxCompiled.__call__``).
 """
 from __future__ import annotations
+
+import contextvars
 
 import numpy as np
 
 from ..errors import TraceError
-from ..ir import REGISTRY, Graph
+from ..ir import REGISTRY, Arg, Graph, Slice
+from ..ir.prims.jax_numpy import astype
 from .codegen import GUARD_FAILED
 
 
@@ -24,6 +33,49 @@ def import_jax():
 
 
 _PROMOTING = ("elementwise", "linalg")   # families whose operands NumPy promotes together
+_EXCEPTIONS = {"IndexError": IndexError, "ValueError": ValueError}
+_CHECKING = contextvars.ContextVar("tracegrad_jax_checking", default=False)
+
+
+def runtime_check(ok, error: str, message: str, *values):
+    """Inside a lowering: NumPy raises ``error`` (a name in ``_EXCEPTIONS``) with
+    ``message`` (``{}`` filled from ``values``, traced scalars) unless ``ok`` holds."""
+    if not _CHECKING.get():     # a graph that ``needs_checks`` says has none
+        return
+    from jax.experimental import checkify
+    checkify.check(ok, f"{error}: {message}", *values)
+
+
+def needs_checks(graph: Graph) -> bool:
+    """Whether some node's lowering calls ``runtime_check``: integer indexing, integer
+    powers (sub-graphs of control flow included). Graphs without any skip checkify,
+    whose error value is read on the host after every call (a device sync)."""
+    for n in graph:
+        d = graph.node(n)
+        if d["op"] in ("getitem", "index_update") and any(
+                isinstance(item, (int, np.ndarray, Arg)) and not isinstance(item, Slice)
+                for item in d["params"]["index"]):
+            return True
+        if d["op"] == "pow" and np.dtype(d["dtype"]).kind in "iu":
+            return True
+        for value in d["params"].values():
+            values = value if isinstance(value, (list, tuple)) else (value,)
+            if any(isinstance(v, Graph) and needs_checks(v) for v in values):
+                return True
+    return False
+
+
+def _checked(fn):
+    """``fn`` under checkify: returns ``(error, result)``."""
+    from jax.experimental import checkify
+
+    def run(*args):
+        token = _CHECKING.set(True)
+        try:
+            return fn(*args)
+        finally:
+            _CHECKING.reset(token)
+    return checkify.checkify(run, errors=checkify.user_checks)
 
 
 def graph_function(graph: Graph):
@@ -48,17 +100,37 @@ def graph_function(graph: Graph):
                 prim = REGISTRY[d["op"]]
                 operands = [env[a] for a in d["args"]]
                 out_kind = np.dtype(d["dtype"]).kind
-                if out_kind in "fc" and prim.family in _PROMOTING:
+                if out_kind in "iufc" and prim.family == "elementwise":
                     # JAX promotes mixed dtypes its own way (float32 with int64 stays
-                    # float32, where NumPy computes in float64): integer operands are cast
-                    # to the node's dtype first, so the arithmetic happens in it
-                    operands = [x.astype(d["dtype"]) if i not in prim.nondiff_args
+                    # float32, where NumPy computes in float64; uint8 ** int8 is not
+                    # NumPy's int16): operands are cast to the node's dtype first, so the
+                    # arithmetic happens in it, as in NumPy's ufunc loop
+                    operands = [astype(x, d["dtype"]) if i not in prim.nondiff_args
+                                and np.can_cast(x.dtype, d["dtype"], "safe") else x
+                                for i, x in enumerate(operands)]
+                elif out_kind == "b" and prim.family == "elementwise" and len(
+                        {np.dtype(x.dtype) for x in operands}) > 1:
+                    # comparisons too: int32 == float16 compares in float64 in NumPy,
+                    # in float16 in JAX (INT_MIN becomes -inf)
+                    common = np.result_type(*(x.dtype for i, x in enumerate(operands)
+                                              if i not in prim.nondiff_args))
+                    operands = [astype(x, common) if i not in prim.nondiff_args else x
+                                for i, x in enumerate(operands)]
+                elif out_kind in "iu" and prim.family == "reduce":
+                    # np.sum/prod/cumsum of small integers and booleans accumulate in
+                    # int64/uint64 (jnp.cumsum in the operand's own type, wrapping)
+                    operands = [astype(x, d["dtype"]) if np.dtype(x.dtype).kind in "iub"
+                                and np.can_cast(x.dtype, d["dtype"], "safe") else x
+                                for x in operands]
+                elif out_kind in "fc" and prim.family in _PROMOTING:
+                    # integer operands of a float matrix function are converted
+                    operands = [astype(x, d["dtype"]) if i not in prim.nondiff_args
                                 and np.dtype(x.dtype).kind in "iub" else x
                                 for i, x in enumerate(operands)]
                 value = prim.jax(*operands, **d["params"])
                 # the graph says what NumPy gives, and that is what the node must hold
                 if value.dtype != d["dtype"]:
-                    value = value.astype(d["dtype"])
+                    value = astype(value, d["dtype"])
                 env[n] = value
         outs = [env[o] for o in graph.outputs]
         if graph.guards:
@@ -73,19 +145,49 @@ class JaxCompiled:
         self.jax = import_jax()
         self.graph = graph
         self.expected = [np.asarray(v) for _, v in graph.guards]
-        self.jitted = self.jax.jit(graph_function(graph), **jit_options)
+        self.checked = needs_checks(graph)
+        fn = graph_function(graph)
+        if self.checked:
+            fn = _checked(fn)
+            if "out_shardings" in jit_options:  # the checks' error value comes first
+                jit_options = {**jit_options,
+                               "out_shardings": (None, jit_options["out_shardings"])}
+        self.jitted = self.jax.jit(fn, **jit_options)
         self._x64 = self.jax.enable_x64(True)  # reusable: entering it is all a call costs
 
     def __call__(self, *args):
         with self._x64:
-            result = self.jitted(*args)
-        if not self.expected:
-            return result
-        outs, guards = result
-        for value, expected in zip(guards, self.expected):
-            if not np.array_equal(np.asarray(value), expected):
+            error, result = self.jitted(*args) if self.checked else (None, self.jitted(*args))
+        held = True
+        if self.expected:
+            result, guards = result
+            held = all(np.array_equal(np.asarray(value), expected)
+                       for value, expected in zip(guards, self.expected))
+        message = None if error is None else error.get()
+        if message is not None:
+            return self._raise(message, args, held)
+        return result if held else GUARD_FAILED
+
+    def _raise(self, message, args, held):
+        """NumPy's own exception: the reference interpreter runs the graph on the same
+        inputs and raises it, with NumPy's message, or the guard failure that comes
+        first in program order, as the NumPy backend would (then the caller traces
+        again). Should it not raise (it always does for the checks the lowerings make),
+        the check's own message is raised."""
+        from .interpreter import run
+
+        try:
+            with np.errstate(all="ignore"):
+                run(self.graph, [np.asarray(a) for a in args])
+        except TraceError:
+            if not held:
                 return GUARD_FAILED
-        return outs
+            raise
+        if not held:
+            return GUARD_FAILED
+        name, _, text = message.partition(": ")
+        text = text.removesuffix(" (`check` failed)")
+        raise _EXCEPTIONS.get(name, IndexError)(text)
 
     def as_text(self, *args):
         """The StableHLO module for arguments like ``args``."""

@@ -7,6 +7,7 @@ Broadcasting is undone once, in the adjoint pass, not here.
 import numpy as np
 
 from ..registry import register
+from . import jax_numpy
 from .util import jnp_fn
 
 LN2 = float(np.log(2.0))  # Python floats keep float32 rules float32 (NEP 50)
@@ -59,8 +60,8 @@ def elementwise(name, ufunc, partials=None, jax_name=None, **extra):
         vjp, jvp = _partials_rules(partials)
     extra.setdefault("vjp", vjp)
     extra.setdefault("jvp", jvp)
-    return register(name, ufunc, abstract=_broadcast_rule(ufunc),
-                    jax=jnp_fn(jax_name or ufunc.__name__), family="elementwise",
+    extra.setdefault("jax", jnp_fn(jax_name or ufunc.__name__))
+    return register(name, ufunc, abstract=_broadcast_rule(ufunc), family="elementwise",
                     extra={"ufunc": ufunc}, **extra)
 
 
@@ -98,11 +99,12 @@ def _abs_partials(out, x):
     return (np.sign(x),)
 
 
-elementwise("abs", np.absolute, _abs_partials, jax_name="abs", complex=True)
+elementwise("abs", np.absolute, _abs_partials, jax=jax_numpy.absolute, complex=True)
 
 # -- unary, zero gradient (piecewise constant) and boolean ------------------
-for _name, _uf in [("sign", np.sign), ("floor", np.floor), ("ceil", np.ceil),
-                   ("rint", np.rint), ("trunc", np.trunc)]:
+elementwise("sign", np.sign, jax=jax_numpy.sign)
+for _name, _uf in [("floor", np.floor), ("ceil", np.ceil), ("rint", np.rint),
+                   ("trunc", np.trunc)]:
     elementwise(_name, _uf)
 for _name, _uf in [("isnan", np.isnan), ("isinf", np.isinf), ("isfinite", np.isfinite),
                    ("logical_not", np.logical_not), ("invert", np.invert)]:
@@ -116,7 +118,8 @@ elementwise("sub", np.subtract, lambda out, x, y: (1.0, -1.0),
             vjp=lambda g, out, x, y: (g, -g),
             jvp=lambda t, out, x, y: -t[1] if t[0] is None else (t[0] if t[1] is None else t[0] - t[1]))
 elementwise("mul", np.multiply, lambda out, x, y: (y, x))
-elementwise("div", np.true_divide, lambda out, x, y: (1.0 / y, -out / y), jax_name="true_divide")
+elementwise("div", np.true_divide, lambda out, x, y: (1.0 / y, -out / y),
+            jax=jax_numpy.true_divide)
 
 
 def _pow_partials(out, x, y):
@@ -130,7 +133,7 @@ def _pow_partials(out, x, y):
     return (np.where(zero_exp, 0.0, y1 * x ** (y1 - 1.0)), np.log(np.where(x == 0, 1.0, x)) * out)
 
 
-elementwise("pow", np.power, _pow_partials, jax_name="power")
+elementwise("pow", np.power, _pow_partials, jax=jax_numpy.power)
 
 
 def _chooser(out, x, y):
@@ -141,17 +144,16 @@ def _chooser(out, x, y):
             np.where(y == out, np.where(x == out, half, one), zero))
 
 
-elementwise("maximum", np.maximum, _chooser)
-elementwise("minimum", np.minimum, _chooser)
-elementwise("fmax", np.fmax, _chooser)
-elementwise("fmin", np.fmin, _chooser)
+for _name, _uf in [("maximum", np.maximum), ("minimum", np.minimum), ("fmax", np.fmax),
+                   ("fmin", np.fmin)]:
+    elementwise(_name, _uf, _chooser, jax=jax_numpy.chooser(_name))
 elementwise("arctan2", np.arctan2,
             lambda out, x, y: (y / (x * x + y * y), -x / (x * x + y * y)))
 elementwise("hypot", np.hypot, lambda out, x, y: (x / out, y / out))
 elementwise("logaddexp", np.logaddexp, lambda out, x, y: (np.exp(x - out), np.exp(y - out)))
 elementwise("remainder", np.remainder,
-            lambda out, x, y: (1.0, -np.floor_divide(x, y)))
-elementwise("floor_divide", np.floor_divide)
+            lambda out, x, y: (1.0, -np.floor_divide(x, y)), jax=jax_numpy.remainder)
+elementwise("floor_divide", np.floor_divide, jax=jax_numpy.floor_divide)
 
 # -- comparisons and logic: boolean results, no gradient ----------------------
 for _name, _uf in [("equal", np.equal), ("not_equal", np.not_equal), ("less", np.less),
@@ -174,7 +176,7 @@ def _relu_impl(x):
 _relu_vjp, _relu_jvp = _partials_rules(lambda out, x: (x > 0,))
 register(
     "relu", _relu_impl, abstract=_broadcast_rule(_relu_impl), vjp=_relu_vjp, jvp=_relu_jvp,
-    jax=lambda x: jnp_fn("maximum")(x, 0), family="elementwise", doc="max(x, 0)",
+    jax=jax_numpy.relu, family="elementwise", doc="max(x, 0)",
 )
 
 
@@ -210,7 +212,7 @@ register(
     abstract=lambda x, dtype: (x.shape, dtype),
     vjp=_convert_vjp,
     jvp=lambda t, out, x, dtype: t[0],
-    jax=lambda x, dtype: x.astype(dtype), family="elementwise", complex=True,
+    jax=jax_numpy.astype, family="elementwise", complex=True,
     doc="x.astype(dtype)",
 )
 register(

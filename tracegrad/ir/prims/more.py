@@ -16,7 +16,9 @@ register = functools.partial(_register, complex=True)
 
 def _argsort_jax(x, axis):
     import jax.numpy as jnp
-    return jnp.argsort(x, axis=axis, stable=True).astype(jnp.int64)
+
+    from .jax_numpy import sort_key
+    return jnp.argsort(sort_key(x), axis=axis, stable=True).astype(jnp.int64)
 
 
 register(

@@ -5,7 +5,7 @@ import math
 import numpy as np
 
 from ..registry import register as _register
-from .util import jnp_fn
+from . import jax_numpy
 
 # Sums, products, cumulative sums and choosers (max/min select an element, by NumPy's
 # lexicographic order for complex) are holomorphic or selections: their rules hold for
@@ -47,7 +47,7 @@ register(
     "sum", _sum_impl, abstract=_reduce_rule(_sum_impl),
     vjp=lambda g, out, x, axis, keepdims: (np.broadcast_to(_keep(g, axis, keepdims), x.shape),),
     jvp=lambda t, out, x, axis, keepdims: np.sum(t[0], axis=axis, keepdims=keepdims),
-    jax=_jax_reduce("sum"), family="reduce",
+    jax=jax_numpy.sum_, family="reduce",
 )
 
 
@@ -129,11 +129,7 @@ def _register_arg(name, np_fn):
             return (1,) * x.ndim, np.int64
         return _reduced_shape(x.shape, axes, keepdims), np.int64
 
-    def lower(x, axis, keepdims):
-        import jax.numpy as jnp
-        return getattr(jnp, name)(x, axis=axis, keepdims=keepdims)
-
-    register(name, impl, abstract=abstract, jax=lower, family="reduce")
+    register(name, impl, abstract=abstract, jax=jax_numpy.arg_extreme(name), family="reduce")
 
 
 _register_arg("argmax", np.argmax)
@@ -154,5 +150,5 @@ register(
     abstract=lambda x, axis: (x.shape, _cumsum_impl(np.ones((1,) * x.ndim, x.dtype), axis).dtype),
     vjp=lambda g, out, x, axis: (_reverse_cumsum(g, axis),),
     jvp=lambda t, out, x, axis: np.cumsum(t[0], axis=axis),
-    jax=jnp_fn("cumsum"), family="reduce",
+    jax=jax_numpy.cumsum, family="reduce",
 )

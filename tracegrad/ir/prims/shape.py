@@ -7,7 +7,7 @@ import functools
 
 import numpy as np
 
-from ..indexspec import Index, Slice
+from ..indexspec import Arg, Index, Slice
 from ..registry import apply
 from ..registry import register as _register
 from .util import unbroadcast
@@ -111,10 +111,56 @@ def _getitem_vjp(g, out, x, *idx, index):
     return (apply("index_update", zeros, g, *idx, index=index, mode="add"),) + (None,) * len(idx)
 
 
+def check_bounds(shape, index, operands):
+    """JAX clamps an integer index that is out of bounds (and drops such an update);
+    NumPy raises IndexError. Every integer entry of ``index`` is checked against the
+    axis it indexes, traced ones at run time (``runtime_check``)."""
+    import jax.numpy as jnp
+
+    from ...runtime.jax_backend import runtime_check
+
+    taken = sum(1 for item in index if item is not None and item is not Ellipsis)
+    axis = 0
+    for item in index:
+        if item is Ellipsis:
+            axis += len(shape) - taken
+            continue
+        if item is None:
+            continue
+        if isinstance(item, (Arg, np.ndarray)) or (isinstance(item, int)
+                                                   and not isinstance(item, Slice)):
+            n = shape[axis]
+            v = jnp.asarray(operands[item.k] if isinstance(item, Arg) else item)
+            if v.dtype == np.uint64:
+                bad = v >= np.uint64(n)
+            else:   # compared in int64: an int8 index may address an axis of 300
+                v = v.astype(np.int64)
+                bad = (v < -n) | (v >= n)
+            first = v.ravel()[jnp.argmax(bad.ravel())] if v.size else jnp.zeros((), v.dtype)
+            runtime_check(~jnp.any(bad), "IndexError",
+                          f"index {{}} is out of bounds for axis {axis} with size {n}", first)
+        axis += 1
+
+
+def _jax_index(index, idx):
+    """``index`` for jax.numpy, integer arrays widened to int64: JAX wraps a negative
+    int8 index by adding the axis length in int8, which overflows past 127."""
+    import jax.numpy as jnp
+    return tuple(jnp.asarray(item).astype(np.int64)
+                 if hasattr(item, "dtype") and np.dtype(item.dtype).kind in "iu"
+                 and np.dtype(item.dtype).itemsize < 8 else item
+                 for item in index.to_numpy(idx))
+
+
+def _getitem_jax(x, *idx, index):
+    check_bounds(x.shape, index, idx)
+    return x[_jax_index(index, idx)]
+
+
 register(
     "getitem", _getitem_impl, vjp=_getitem_vjp,
     jvp=lambda t, out, x, *idx, index: apply("getitem", t[0], *idx, index=index),
-    jax=lambda x, *idx, index: x[index.to_numpy(idx)],
+    jax=_getitem_jax,
     nondiff_args=(), family="shape", doc="x[index]",
 )
 
@@ -174,14 +220,41 @@ def _contiguous_block(index, shape):
 
 def _index_update_jax(x, v, *idx, index, mode):
     import jax.numpy as jnp
+    check_bounds(x.shape, index, idx)
     block = _contiguous_block(index, x.shape)
     if block is not None and mode == "add":
         # a zero-padded add fuses with its neighbours; XLA's scatter does not
         widths = [(lo, n - hi) for (lo, hi), n in zip(block, x.shape)]
         v = jnp.broadcast_to(v, tuple(hi - lo for lo, hi in block)).astype(x.dtype)
         return x + jnp.pad(v, widths)
-    ref = x.at[index.to_numpy(idx)]
+    where = _jax_index(index, idx)
+    if mode == "set" and _may_repeat(index, x.shape) and np.size(v) > 1:
+        v = _last_writes_jax(x, v, where)
+    ref = x.at[where]
     return ref.set(v) if mode == "set" else ref.add(v)
+
+
+def _may_repeat(index, shape):
+    """Whether ``x[index] = v`` may write one position twice: integer arrays computed by
+    the program, or constant ones that do."""
+    if index.is_basic:
+        return False
+    if any(isinstance(item, Arg) for item in index):
+        return True
+    counts = np.zeros(shape, dtype=np.int64)
+    np.add.at(counts, index.to_numpy(), 1)
+    return bool(counts.size) and int(counts.max()) > 1
+
+
+def _last_writes_jax(x, v, where):
+    """The values for ``x.at[where].set``: XLA applies repeated writes to one position in
+    an unspecified order, NumPy keeps the last. Every write to a position is given the
+    last one's value, so the order cannot matter."""
+    import jax.numpy as jnp
+    shape = x[where].shape
+    ids = jnp.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)
+    last = jnp.full(x.shape, -1, dtype=np.int64).at[where].max(ids)[where]
+    return jnp.broadcast_to(jnp.asarray(v), shape).ravel()[last]
 
 
 register(
