@@ -33,7 +33,8 @@ def import_jax():
 
 
 _PROMOTING = ("elementwise", "linalg")   # families whose operands NumPy promotes together
-_EXCEPTIONS = {"IndexError": IndexError, "ValueError": ValueError}
+_EXCEPTIONS = {"IndexError": IndexError, "ValueError": ValueError,
+               "LinAlgError": np.linalg.LinAlgError}
 _CHECKING = contextvars.ContextVar("tracegrad_jax_checking", default=False)
 
 
@@ -48,10 +49,15 @@ def runtime_check(ok, error: str, message: str, *values):
 
 def needs_checks(graph: Graph) -> bool:
     """Whether some node's lowering calls ``runtime_check``: integer indexing, integer
-    powers (sub-graphs of control flow included). Graphs without any skip checkify,
+    powers, a primitive whose entry says so (``extra["jax_checks"](node)``: LAPACK's
+    failures), sub-graphs of control flow included. Graphs without any skip checkify,
     whose error value is read on the host after every call (a device sync)."""
     for n in graph:
         d = graph.node(n)
+        prim = REGISTRY.get(d["op"])        # None for inputs and constants
+        says = prim.extra.get("jax_checks") if prim is not None else None
+        if says is not None and says(d):
+            return True
         if d["op"] in ("getitem", "index_update") and any(
                 isinstance(item, (int, np.ndarray, Arg)) and not isinstance(item, Slice)
                 for item in d["params"]["index"]):
@@ -165,15 +171,16 @@ class JaxCompiled:
                        for value, expected in zip(guards, self.expected))
         message = None if error is None else error.get()
         if message is not None:
-            return self._raise(message, args, held)
+            return self._raise(message, args, held, result)
         return result if held else GUARD_FAILED
 
-    def _raise(self, message, args, held):
+    def _raise(self, message, args, held, result):
         """NumPy's own exception: the reference interpreter runs the graph on the same
         inputs and raises it, with NumPy's message, or the guard failure that comes
         first in program order, as the NumPy backend would (then the caller traces
-        again). Should it not raise (it always does for the checks the lowerings make),
-        the check's own message is raised."""
+        again). Should NumPy not raise, the check was stricter than LAPACK (a NaN in a
+        matrix: NumPy returns NaNs, as XLA does) and the result stands; the index and
+        power checks are exact, so for them the check's own message is raised."""
         from .interpreter import run
 
         try:
@@ -186,6 +193,8 @@ class JaxCompiled:
         if not held:
             return GUARD_FAILED
         name, _, text = message.partition(": ")
+        if name == "LinAlgError":
+            return result
         text = text.removesuffix(" (`check` failed)")
         raise _EXCEPTIONS.get(name, IndexError)(text)
 

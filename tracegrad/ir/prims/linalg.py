@@ -129,15 +129,14 @@ register(
 # -- np.linalg --------------------------------------------------------------------------
 # NumPy raises LinAlgError where LAPACK reports failure (an exactly zero pivot, a matrix
 # that is not positive definite); XLA returns inf or NaN. The JAX lowerings compute
-# LAPACK's criterion and raise NumPy's error from the host (an unordered io_callback:
-# jax.jit reports it as a JaxRuntimeError whose message names the LinAlgError).
-def _raise_on_host(failed, message):
-    from jax.experimental import io_callback
+# LAPACK's criterion as a runtime check: the call then raises NumPy's own LinAlgError
+# (runtime.jax_backend). ``jax_checks`` tells the backend that these nodes carry one.
+def _check_lapack(failed, message):
+    from ...runtime.jax_backend import runtime_check
+    runtime_check(~failed, "LinAlgError", message)
 
-    def check(failed):
-        if np.any(failed):
-            raise np.linalg.LinAlgError(message)
-    io_callback(check, None, failed, ordered=False)
+
+_LAPACK_CHECKS = {"jax_checks": lambda node: True}
 
 
 def _singular(a):
@@ -153,13 +152,13 @@ def _singular(a):
 
 def _jax_inv(a):
     import jax.numpy as jnp
-    _raise_on_host(_singular(a), "Singular matrix")
+    _check_lapack(_singular(a), "Singular matrix")
     return jnp.linalg.inv(a)
 
 
 def _jax_solve(a, b):
     import jax.numpy as jnp
-    _raise_on_host(_singular(a), "Singular matrix")
+    _check_lapack(_singular(a), "Singular matrix")
     return jnp.linalg.solve(a, b)
 
 
@@ -171,7 +170,7 @@ register(
     "inv", np.linalg.inv,
     abstract=lambda a: (square(a).shape, _float(a.dtype)),
     vjp=_inv_vjp, jvp=lambda t, out, a: -(out @ t[0] @ out),
-    jax=_jax_inv, family="linalg", complex=True,
+    jax=_jax_inv, family="linalg", complex=True, extra=_LAPACK_CHECKS,
 )
 
 
@@ -207,7 +206,7 @@ def _solve_jvp(t, out, a, b):
 
 register(
     "solve", np.linalg.solve, abstract=_solve_abstract, vjp=_solve_vjp, jvp=_solve_jvp,
-    jax=_jax_solve, family="linalg",
+    jax=_jax_solve, family="linalg", extra=_LAPACK_CHECKS,
     complex=True,
 )
 
@@ -324,7 +323,7 @@ def _jax_cholesky(a):
     import jax
     import jax.numpy as jnp
     low = jax.lax.linalg.cholesky(a, symmetrize_input=False)
-    _raise_on_host(jnp.any(jnp.isnan(low)), "Matrix is not positive definite")
+    _check_lapack(jnp.any(jnp.isnan(low)), "Matrix is not positive definite")
     return low
 
 
@@ -332,5 +331,6 @@ register(
     "cholesky", np.linalg.cholesky,
     abstract=lambda a: (square(a).shape, _float(a.dtype)),
     vjp=_cholesky_vjp, jvp=_cholesky_jvp, jax=_jax_cholesky, family="linalg",
+    extra=_LAPACK_CHECKS,
     doc="np.linalg.cholesky (lower triangle read, and differentiated)",
 )
