@@ -302,3 +302,18 @@ def test_jax_backend_small_integer_indices_on_a_long_axis(dtype):
 
     for f in (lambda x, i: x[i], update):
         np.testing.assert_array_equal(tg.jit(f, backend="jax")(x, i), f(x, i))
+
+
+@pytest.mark.parametrize("f", [lambda x: np.arctan2(x + 0.0, -1.0),
+                               lambda x: np.arctan2(x + np.zeros(3), -1.0),
+                               lambda x: np.arctan2((x + 0j + 0.0).real, -1.0),
+                               lambda x: 1.0 / (x + 0.0)],
+                         ids=["scalar", "array", "complex", "reciprocal"])
+def test_jax_backend_keeps_the_sign_rule_of_adding_zero(f):
+    # -0.0 + 0.0 is +0.0; XLA would fold x + 0.0 to x and keep -0.0 (arctan2 -> -pi)
+    x = np.array([-0.0, 0.0, 1.5])
+    want = f(x)
+    for backend in ("numpy", "jax"):
+        got = np.asarray(tg.jit(f, backend=backend)(x))
+        np.testing.assert_allclose(got, want, rtol=1e-14)   # XLA's arctan: an ulp apart
+        assert np.array_equal(np.signbit(got), np.signbit(want)), backend

@@ -84,6 +84,13 @@ def _checked(fn):
     return checkify.checkify(run, errors=checkify.user_checks)
 
 
+def _holds_positive_zero(value):
+    value = np.asarray(value)
+    if value.dtype.kind == "c":
+        return _holds_positive_zero(value.real) or _holds_positive_zero(value.imag)
+    return value.dtype.kind == "f" and bool(np.any((value == 0) & ~np.signbit(value)))
+
+
 def graph_function(graph: Graph):
     """A Python function of jax arrays computing ``graph``'s outputs and guard values."""
     jax = import_jax()
@@ -93,6 +100,10 @@ def graph_function(graph: Graph):
         op = nodes[n]["op"]
         if op not in ("input", "const") and REGISTRY[op].jax is None:
             raise TraceError(f"primitive {op} has no JAX lowering")
+    # XLA rewrites x + 0.0 to x, but -0.0 + 0.0 is +0.0 (IEEE, and NumPy): a constant
+    # holding a +0.0 goes through an optimization barrier, so XLA cannot see its value
+    opaque = {n for n in graph if nodes[n]["op"] == "const"
+              and _holds_positive_zero(nodes[n]["params"]["value"])}
 
     def fn(*args):
         env = dict(zip(graph.inputs, args))
@@ -101,7 +112,8 @@ def graph_function(graph: Graph):
             if d["op"] == "input":
                 continue
             if d["op"] == "const":
-                env[n] = jnp.asarray(d["params"]["value"])
+                value = jnp.asarray(d["params"]["value"])
+                env[n] = jax.lax.optimization_barrier(value) if n in opaque else value
             else:
                 prim = REGISTRY[d["op"]]
                 operands = [env[a] for a in d["args"]]
