@@ -47,9 +47,11 @@ def sources(graph: Graph) -> dict:
 
 def structural_bases(graph: Graph) -> list:
     """The bases of ``graph``'s outputs read off the graph itself (a graph run on its own,
-    with no trace to say which Python object each output was): an output that is an
-    input, or a chain of NumPy views of one, has that input as its base; any other has
-    its own root node."""
+    with no trace to say which Python object each output was): a chain of NumPy views of
+    an input has that input as its base; any other output has its own root node. So does
+    an output that is an input itself: the graph cannot tell ``lambda x: x`` (NumPy hands
+    back ``x``) from ``np.copy(x)`` (a new array, recorded as no node at all), and a copy
+    is right for the one and harmless for the other."""
     nodes = graph.nx.nodes
     index = {n: i for i, n in enumerate(graph.inputs)}
     bases = []
@@ -57,7 +59,7 @@ def structural_bases(graph: Graph) -> list:
         root = o
         while nodes[root]["op"] in VIEW_PRIMS:
             root = nodes[root]["args"][0]
-        bases.append(("input", index[root]) if root in index else ("node", root))
+        bases.append(("input", index[root]) if root in index and root != o else ("node", root))
     return bases
 
 

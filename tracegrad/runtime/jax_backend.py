@@ -71,6 +71,16 @@ def needs_checks(graph: Graph) -> bool:
     return False
 
 
+def _taking_one(fn):
+    def run(*args):
+        token = _ONE.set(args[-1])
+        try:
+            return fn(*args[:-1])
+        finally:
+            _ONE.reset(token)
+    return run
+
+
 def _checked(fn):
     """``fn`` under checkify: returns ``(error, result)``."""
     from jax.experimental import checkify
@@ -84,11 +94,44 @@ def _checked(fn):
     return checkify.checkify(run, errors=checkify.user_checks)
 
 
+# XLA (and LLVM below it) rewrite x + 0.0 to x, but -0.0 + 0.0 is +0.0 in IEEE
+# arithmetic, and in NumPy. A constant holding a +0.0 is therefore multiplied by a 1.0
+# that XLA cannot see: a scalar argument of the compiled function (``_ONE``, which loop
+# and branch bodies close over). x * 1.0 is exact for every x, signed zeros and NaNs
+# included. (An optimization barrier is not enough: fused loops still fold it.)
+_ONE = contextvars.ContextVar("tracegrad_jax_one", default=None)
+
+
 def _holds_positive_zero(value):
     value = np.asarray(value)
     if value.dtype.kind == "c":
         return _holds_positive_zero(value.real) or _holds_positive_zero(value.imag)
     return value.dtype.kind == "f" and bool(np.any((value == 0) & ~np.signbit(value)))
+
+
+def _opaque_constants(graph: Graph) -> set:
+    nodes = graph.nx.nodes
+    return {n for n in graph if nodes[n]["op"] == "const"
+            and _holds_positive_zero(nodes[n]["params"]["value"])}
+
+
+def needs_one(graph: Graph) -> bool:
+    """Whether ``graph`` (or a sub-graph) has a constant that must be hidden from XLA."""
+    if _opaque_constants(graph):
+        return True
+    return any(isinstance(v, Graph) and needs_one(v)
+               for n in graph for value in graph.node(n)["params"].values()
+               for v in (value if isinstance(value, (list, tuple)) else (value,)))
+
+
+def _hidden(jax, value):
+    one = _ONE.get()
+    if one is None:             # a graph lowered on its own: the barrier is the best left
+        return jax.lax.optimization_barrier(value)
+    if value.dtype.kind == "c":  # complex products mix the parts: scale each part alone
+        return jax.lax.complex(value.real * one.astype(value.real.dtype),
+                               value.imag * one.astype(value.real.dtype))
+    return value * one.astype(value.dtype)
 
 
 def graph_function(graph: Graph):
@@ -100,10 +143,7 @@ def graph_function(graph: Graph):
         op = nodes[n]["op"]
         if op not in ("input", "const") and REGISTRY[op].jax is None:
             raise TraceError(f"primitive {op} has no JAX lowering")
-    # XLA rewrites x + 0.0 to x, but -0.0 + 0.0 is +0.0 (IEEE, and NumPy): a constant
-    # holding a +0.0 goes through an optimization barrier, so XLA cannot see its value
-    opaque = {n for n in graph if nodes[n]["op"] == "const"
-              and _holds_positive_zero(nodes[n]["params"]["value"])}
+    opaque = _opaque_constants(graph)
 
     def fn(*args):
         env = dict(zip(graph.inputs, args))
@@ -113,7 +153,7 @@ def graph_function(graph: Graph):
                 continue
             if d["op"] == "const":
                 value = jnp.asarray(d["params"]["value"])
-                env[n] = jax.lax.optimization_barrier(value) if n in opaque else value
+                env[n] = _hidden(jax, value) if n in opaque else value
             else:
                 prim = REGISTRY[d["op"]]
                 operands = [env[a] for a in d["args"]]
@@ -165,6 +205,10 @@ class JaxCompiled:
         self.expected = [np.asarray(v) for _, v in graph.guards]
         self.checked = needs_checks(graph)
         fn = graph_function(graph)
+        # the hidden 1.0 (``_ONE``) is a last argument, for graphs that need it
+        self._extra = (np.float64(1.0),) if needs_one(graph) else ()
+        if self._extra:
+            fn = _taking_one(fn)
         if self.checked:
             fn = _checked(fn)
             if "out_shardings" in jit_options:  # the checks' error value comes first
@@ -175,7 +219,8 @@ class JaxCompiled:
 
     def __call__(self, *args):
         with self._x64:
-            error, result = self.jitted(*args) if self.checked else (None, self.jitted(*args))
+            out = self.jitted(*args, *self._extra)
+        error, result = out if self.checked else (None, out)
         held = True
         if self.expected:
             result, guards = result
@@ -213,4 +258,4 @@ class JaxCompiled:
     def as_text(self, *args):
         """The StableHLO module for arguments like ``args``."""
         with self.jax.enable_x64(True):
-            return self.jitted.lower(*args).as_text()
+            return self.jitted.lower(*args, *self._extra).as_text()
