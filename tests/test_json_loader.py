@@ -52,7 +52,9 @@ def test_the_issue_attack_newline_in_src_is_refused():
 
 
 @pytest.mark.parametrize("src", [ATTACK, "a.py:1\r" + ATTACK, "a.py:1\u2028x", "a.py:1\x00",
-                                 "x" * 600 + ":1", "no line number", "", 12])
+                                 "x" * 600 + ":1", "no line number", "", 12],
+                         ids=["newline", "return", "separator", "nul", "long", "no-line", "empty",
+                              "number"])
 def test_src_must_be_a_short_printable_file_and_line(src):
     doc = _doc()
     _node(doc, "sin")["src"] = src
