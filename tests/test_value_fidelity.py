@@ -1406,25 +1406,7 @@ OWNERS = {
 # name -> {variant label: (modes failing, owner key)}; modes "*" = all three
 XFAIL: dict = {
     "ndarray.astype": {
-        "bool_2": ("trace", "alias"),
-        "bool_4": ("trace", "alias"),
-        "c128_2": ("trace", "alias"),
-        "c128_3": ("trace", "alias"),
-        "f32_0": ("trace", "alias"),
-        "f32_2": ("trace", "alias"),
-        "f64_2": ("trace", "alias"),
-        "int_1": ("trace", "alias"),
-        "int_2": ("trace", "alias"),
         "nan_1": ("jax", "jax_int_cast"),
-        "nan_2": ("trace", "alias"),
-    },
-    "ndarray.copy": {
-        "bool_0": ("trace", "alias"),
-        "c128_0": ("trace", "alias"),
-        "f32_0": ("trace", "alias"),
-        "f64_0": ("trace", "alias"),
-        "int_0": ("trace", "alias"),
-        "nan_0": ("trace", "alias"),
     },
     "ndarray.flatten": {
         "bool_0": ("trace", "alias"),
@@ -1433,10 +1415,6 @@ XFAIL: dict = {
         "f64_0": ("trace", "alias"),
         "int_0": ("trace", "alias"),
         "nan_0": ("trace", "alias"),
-    },
-    "ndarray.round": {
-        "int_0": ("trace", "alias"),
-        "int_1": ("trace", "alias"),
     },
     "np.amax": {
         "nan_c128_ax(0, 1)": ("jax", "jax_complex_order"),
@@ -1452,21 +1430,8 @@ XFAIL: dict = {
         "nan_c128_axNone": ("jax", "jax_complex_order"),
         "nan_c128_keep": ("jax", "jax_complex_order"),
     },
-    "np.around": {
-        "int_d0": ("trace", "alias"),
-        "int_d1": ("trace", "alias"),
-    },
     "np.clip": {
         "sweep_special_complex64": ("jax", "jax_complex_order"),
-    },
-    "np.copy": {
-        "1d": ("trace", "alias"),
-        "3d": ("trace", "alias"),
-        "bool": ("trace", "alias"),
-        "c": ("trace", "alias"),
-        "f64": ("trace", "alias"),
-        "int": ("trace", "alias"),
-        "step": ("trace", "alias"),
     },
     "np.cumprod": {
         "allnan_dtype_int64": ("jax", "jax_int_cast"),
@@ -1519,10 +1484,6 @@ XFAIL: dict = {
         "nan_dtype_int64": ("jax", "jax_int_cast"),
         "nan_f32_dtype_int64": ("jax", "jax_int_cast"),
     },
-    "np.median": {
-        "nan_ax0": ("jax", "simplify"),
-        "nan_f32_ax0": ("jax", "simplify"),
-    },
     "np.min": {
         "nan_c128_ax(0, 1)": ("jax", "jax_complex_order"),
         "nan_c128_ax-1": ("jax", "jax_complex_order"),
@@ -1530,15 +1491,6 @@ XFAIL: dict = {
         "nan_c128_axNone": ("jax", "jax_complex_order"),
         "nan_c128_keep": ("jax", "jax_complex_order"),
         "sweep_special_complex64": ("jax", "jax_complex_order"),
-    },
-    "np.nan_to_num": {
-        "bool": ("trace", "alias"),
-        "int": ("trace", "alias"),
-        "sweep_bool": ("trace", "alias"),
-        "sweep_int32": ("trace", "alias"),
-        "sweep_int64": ("trace", "alias"),
-        "sweep_int8": ("trace", "alias"),
-        "sweep_uint8": ("trace", "alias"),
     },
     "np.nancumsum": {
         "nan_c128_dtype_int64": ("jax", "jax_int_cast"),
@@ -1557,13 +1509,7 @@ XFAIL: dict = {
         "step": ("trace,numpy", "alias"),
     },
     "np.round": {
-        "int_d0": ("trace", "alias"),
-        "int_d1": ("trace", "alias"),
-        "sweep_int32": ("trace", "alias"),
-        "sweep_int64": ("trace", "alias"),
-        "sweep_int8": ("trace", "alias"),
         "sweep_special_complex64": ("*", "complex_parts"),
-        "sweep_uint8": ("trace", "alias"),
     },
     "np.sum": {
         "allnan_dtype_int64": ("jax", "jax_int_cast"),
@@ -1584,39 +1530,8 @@ XFAIL: dict = {
     "ufunc.arcsinh": {
         "special_c128": ("jax", "jax_complex_special"),
     },
-    "ufunc.conjugate": {
-        "T_int": ("trace", "alias"),
-        "float16": ("trace", "alias"),
-        "float32": ("trace", "alias"),
-        "float64": ("trace", "alias"),
-        "int32": ("trace", "alias"),
-        "int64": ("trace", "alias"),
-        "int8": ("trace", "alias"),
-        "neg": ("trace", "alias"),
-        "special": ("trace", "alias"),
-        "special_f32": ("trace", "alias"),
-        "step": ("trace", "alias"),
-        "uint8": ("trace", "alias"),
-    },
     "ufunc.exp2": {
         "special_c128": ("*", "complex_parts"),
-    },
-    "ufunc.positive": {
-        "T_int": ("trace", "alias"),
-        "complex128": ("trace", "alias"),
-        "complex64": ("trace", "alias"),
-        "float16": ("trace", "alias"),
-        "float32": ("trace", "alias"),
-        "float64": ("trace", "alias"),
-        "int32": ("trace", "alias"),
-        "int64": ("trace", "alias"),
-        "int8": ("trace", "alias"),
-        "neg": ("trace", "alias"),
-        "special": ("trace", "alias"),
-        "special_c128": ("trace", "alias"),
-        "special_f32": ("trace", "alias"),
-        "step": ("trace", "alias"),
-        "uint8": ("trace", "alias"),
     },
     "ufunc.sign": {
         "special_c128": ("jax", "jax_complex_special"),

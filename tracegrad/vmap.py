@@ -16,6 +16,7 @@ from .errors import TraceError
 from .passes.batch import batch
 from .runtime.interpreter import call_graph
 from .tracer import Tracer, flatten, sync, unflatten, user_src, where
+from .tracer.core import BATCHING
 
 
 def _axes_per_arg(in_axes, n_args):
@@ -97,8 +98,12 @@ def vmap(fun, in_axes=0, out_axes=0):
             return out
 
         from .api import _Traced
-        traced = _Traced(flat_fun, examples, {}, tuple(range(len(examples))), user_src(),
-                         differentiable=False, check_complex=False)
+        token = BATCHING.set(True)
+        try:
+            traced = _Traced(flat_fun, examples, {}, tuple(range(len(examples))), user_src(),
+                             differentiable=False, check_complex=False)
+        finally:
+            BATCHING.reset(token)
         graph = traced.graph
         # values of an enclosing transform the function closes over (tg.grad of a loss
         # whose vmap uses traced weights) are extra, unbatched inputs

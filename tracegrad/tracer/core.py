@@ -13,6 +13,7 @@ inner graph, so derivatives with respect to it are not lost.
 """
 from __future__ import annotations
 
+import contextvars
 import dis
 from contextlib import contextmanager
 
@@ -24,6 +25,10 @@ from ..ir import registry as _registry
 from .elements import wrap_constructors
 from .source import source_override, user_frame, user_src, where
 from .views import sync
+
+# True while tg.vmap traces its function on one example: a decision NumPy takes from the
+# values of the whole batch (eig's real or complex results) cannot be taken per example
+BATCHING = contextvars.ContextVar("tracegrad_batching", default=False)
 
 _stack: list[Trace] = []
 

@@ -31,6 +31,7 @@ import numpy as np
 
 from ..errors import TraceError
 from ..ir import apply
+from .core import BATCHING
 from .np_base import _single_axis, astype, coerce, dtype_of, implements, ndim_of, shape_of
 from .np_reductions import max, min, sum  # noqa: A004  (the handlers of np.max, np.min, np.sum)
 from .np_shapes import swapaxes
@@ -111,18 +112,34 @@ def _check_square(name, a):
 
 @implements(np.linalg.eig)
 def eig(a):
-    """``EigResult(eigenvalues, eigenvectors)``, both complex (ir/prims/eig.py)."""
+    """``EigResult(eigenvalues, eigenvectors)`` (ir/prims/eig.py), real where NumPy's are."""
     a = coerce(a)
     _check_square("eig", a)
-    return _result("EigResult", apply("eigvals", a), apply("eig_vectors", a))
+    w, v = apply("eigvals", a), apply("eig_vectors", a)
+    if _real_spectrum(a, w):
+        w, v = np.real(w), np.real(v)
+    return _result("EigResult", w, v)
 
 
 @implements(np.linalg.eigvals)
 def eigvals(a):
-    """The eigenvalues of ``eig``, complex, in the same order."""
+    """The eigenvalues of ``eig``, in the same order, real where NumPy's are."""
     a = coerce(a)
     _check_square("eigvals", a)
-    return apply("eigvals", a)
+    w = apply("eigvals", a)
+    return np.real(w) if _real_spectrum(a, w) else w
+
+
+def _real_spectrum(a, w):
+    """NumPy returns real eigenvalues and eigenvectors for a real matrix whose eigenvalues
+    are all real (every imaginary part exactly zero). That is read off the values at
+    trace time and recorded as a guard, like ``bool(t)``: a compiled function traces
+    again when a later matrix decides otherwise. Empty matrices give complex results, as
+    in NumPy; so does every matrix under tg.vmap (as jnp.linalg.eig), whose function
+    sees one example while NumPy would decide for the whole batch."""
+    if np.dtype(dtype_of(a)).kind == "c" or 0 in shape_of(a) or BATCHING.get():
+        return False
+    return bool(np.all(np.imag(w) == 0))
 
 
 @implements(np.linalg.svd)

@@ -25,6 +25,7 @@ from .np_base import (
     broadcast_to,
     coerce,
     concatenate,
+    dtype_of,
     full_like_tracer,
     implements,
     ndim_of,
@@ -275,22 +276,26 @@ def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     return sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
 
 
-def _tri_mask(shape, k, upper):
-    n, m = shape[-2:]
-    lower = np.tri(n, m, k - 1 if upper else k, dtype=bool)
-    return ~lower if upper else lower
+def _tri(m, k, upper):
+    """NumPy's own recipe: ``where(tri(*m.shape[-2:], k), m, zeros(1, m.dtype))``, so a 1-D
+    ``m`` broadcasts against the square mask and booleans stay booleans."""
+    m = coerce(m)
+    shape = shape_of(m)
+    if not shape:
+        raise TraceError(f"np.{'triu' if upper else 'tril'} needs an array of at least one "
+                         f"dimension, got a 0-d one (NumPy's tri() then lacks N){where()}")
+    lower = np.tri(*shape[-2:], k=k - 1 if upper else k, dtype=bool)
+    return apply("select", ~lower if upper else lower, m, np.zeros((), dtype_of(m)))
 
 
 @implements(np.triu)
 def triu(m, k=0):
-    m = coerce(m)
-    return apply("select", _tri_mask(shape_of(m), k, True), m, 0)
+    return _tri(m, k, True)
 
 
 @implements(np.tril)
 def tril(m, k=0):
-    m = coerce(m)
-    return apply("select", _tri_mask(shape_of(m), k, False), m, 0)
+    return _tri(m, k, False)
 
 
 @implements(np.shape)
