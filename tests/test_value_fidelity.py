@@ -1363,45 +1363,26 @@ def check_case(case_id, mode):
     _compare(case_id, got, want, xs)
 
 
-# -- known mismatches outside this deliverable's files (strict xfail) --------------------
-# reason key -> who owns the fix and what is wrong
+# -- documented differences (strict xfail: a fix shows up as an unexpected pass) ----------
+# reason key -> what differs and why (docs/guarantees.md lists them for users)
 OWNERS = {
-    "alias": "aliasing (another engineer): the result is the caller's input itself, or a "
-    "view of it, where NumPy returns a new array",
-    "simplify": "passes/simplify (another engineer): x + 0.0 is rewritten to x, but "
-    "-0.0 + 0.0 is +0.0 (NumPy's median of -0.0 is +0.0)",
-    "tri": "np_shapes (another engineer): np.tril/np.triu of booleans give int64 and of "
-    "1-D/0-d arrays an internal ValueError",
-    "eig": "np.linalg (another engineer): eig/eigvals of a matrix with real eigenvalues are "
-    "complex (NumPy: float64), and eig/eigh eigenvector signs or phases differ",
-    "svd": "np.linalg (another engineer): svd's U and Vt signs differ from NumPy's",
-    "norm": "np.linalg (another engineer): norm of complex data is complex, of integer data "
-    "integer (NumPy: float64)",
-    "lstsq": "np.linalg (another engineer): lstsq's rank is int64 (NumPy: int32), complex solutions differ",
-    "pinv": "np.linalg (another engineer): pinv of complex matrices differs (no conjugate "
-    "transpose), of an empty matrix raises",
-    "jax_uplo": "np.linalg / JAX backend (another engineer): cholesky and eigvalsh read "
-    "both triangles on the JAX backend (NumPy reads one, UPLO)",
-    "jax_int_cast": "JAX backend (another engineer): NaN or infinity converted to an "
-    "integer is 0 or saturated on XLA, NumPy's cast gives INT_MIN (and "
-    "warns 'invalid value encountered in cast')",
-    "jax_complex_order": "JAX backend (another engineer): argmax/argmin of complex values "
-    "(NumPy orders them lexicographically; XLA has no complex comparison), max/min/clip of "
-    "complex values with NaN",
-    "jax_floordiv": "JAX backend (another engineer): integer floor division by zero and "
-    "the signs of zero quotients differ from NumPy's",
-    "jax_zero_sign": "JAX backend (another engineer): maximum/minimum/sign/remainder give "
-    "other signs of zero than NumPy",
-    "jax_complex_special": "JAX backend (another engineer): complex arcsinh/sign and complex "
-    "arithmetic at infinite or NaN parts differ from NumPy's",
-    "jax_fft_nonfinite": "JAX backend (another engineer): XLA's FFT spreads infinities and "
-    "NaN over other outputs than pocketfft does",
-    "complex_parts": "numpy_api / np_elementwise (this deliverable, left open): complex "
-    "exp2 and round at infinite or NaN parts; NumPy scales the real and imaginary parts "
-    "separately, tracegrad multiplies complex numbers (inf * 0 is NaN); building a complex "
-    "array from its parts needs a new primitive (ir/prims)",
-    "fft_f16": "np_fft (this deliverable, left open): for float16 data NumPy rounds its "
-    "1/n normalisation to float16 (irfftn's complex pass); tracegrad scales exactly",
+    "alias": "graph(*xs) / tg.jit of a.flatten() or np.ravel of a non-contiguous input: "
+    "a graph records flatten and ravel as reshapes (views); a compiled function is "
+    "specialised on shapes and dtypes, not memory layout, so NumPy's copy is not known",
+    "jax_int_cast": "JAX backend: NaN or infinity converted to an integer is XLA's "
+    "saturated value; NumPy's cast gives INT_MIN (and warns 'invalid value encountered "
+    "in cast')",
+    "jax_complex_order": "JAX backend: max/min/clip/argmax/argmin of complex values holding "
+    "NaN (XLA has no complex comparison; NumPy orders lexicographically, NaN first)",
+    "jax_complex_special": "JAX backend: complex arcsinh/sign at infinite or NaN parts "
+    "differ from NumPy's loops",
+    "jax_fft_nonfinite": "JAX backend: XLA's FFT spreads infinities and NaN over other "
+    "outputs than pocketfft does",
+    "complex_parts": "complex exp2 and round at infinite or NaN parts: NumPy scales the "
+    "real and imaginary parts separately, tracegrad multiplies complex numbers (inf * 0 "
+    "is NaN); building a complex array from its parts needs a new primitive",
+    "fft_f16": "for float16 data NumPy rounds its 1/n normalisation to float16 (irfftn's "
+    "complex pass); tracegrad scales exactly",
 }
 # name -> {variant label: (modes failing, owner key)}; modes "*" = all three
 XFAIL: dict = {
@@ -1452,23 +1433,6 @@ XFAIL: dict = {
     "np.fft.irfft2": {
         "sweep_float16": ("*", "fft_f16"),
     },
-    "np.linalg.eig": {
-        "1x1": ("*", "eig"),
-        "empty": ("*", "eig"),
-        "int": ("*", "eig"),
-        "neg": ("*", "eig"),
-        "spd": ("*", "eig"),
-    },
-    "np.linalg.eigvals": {
-        "1x1": ("*", "eig"),
-        "empty": ("*", "eig"),
-        "int": ("*", "eig"),
-        "neg": ("*", "eig"),
-        "spd": ("*", "eig"),
-    },
-    "np.linalg.pinv": {
-        "empty": ("*", "pinv"),
-    },
     "np.max": {
         "nan_c128_ax(0, 1)": ("jax", "jax_complex_order"),
         "nan_c128_ax-1": ("jax", "jax_complex_order"),
@@ -1516,16 +1480,6 @@ XFAIL: dict = {
         "nan_c128_dtype_int64": ("jax", "jax_int_cast"),
         "nan_dtype_int64": ("jax", "jax_int_cast"),
         "nan_f32_dtype_int64": ("jax", "jax_int_cast"),
-    },
-    "np.tril": {
-        "0d": ("*", "tri"),
-        "1d": ("*", "tri"),
-        "bool": ("*", "tri"),
-    },
-    "np.triu": {
-        "0d": ("*", "tri"),
-        "1d": ("*", "tri"),
-        "bool": ("*", "tri"),
     },
     "ufunc.arcsinh": {
         "special_c128": ("jax", "jax_complex_special"),

@@ -134,10 +134,10 @@ def _real_spectrum(a, w):
     """NumPy returns real eigenvalues and eigenvectors for a real matrix whose eigenvalues
     are all real (every imaginary part exactly zero). That is read off the values at
     trace time and recorded as a guard, like ``bool(t)``: a compiled function traces
-    again when a later matrix decides otherwise. Empty matrices give complex results, as
-    in NumPy; so does every matrix under tg.vmap (as jnp.linalg.eig), whose function
-    sees one example while NumPy would decide for the whole batch."""
-    if np.dtype(dtype_of(a)).kind == "c" or 0 in shape_of(a) or BATCHING.get():
+    again when a later matrix decides otherwise. Under tg.vmap the results are always
+    complex (as jnp.linalg.eig's): its function sees one example, while NumPy would
+    decide for the whole batch."""
+    if np.dtype(dtype_of(a)).kind == "c" or BATCHING.get():
         return False
     return bool(np.all(np.imag(w) == 0))
 
@@ -223,6 +223,9 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=_NOVALUE):
             rcond = builtins.max(m, n) * np.finfo(dtype_of(a)).eps
         else:
             rcond = rtol
+    if m == 0 or n == 0:   # NumPy: an empty array of the transposed shape
+        shape = (*shape_of(a)[:-2], n, m)
+        return np.zeros(shape, dtype_of(a))   # NumPy keeps the dtype, even an integer one
     if dtype_of(a).kind == "c":   # NumPy's own steps: the SVD of conj(a), transposed
         a = np.conj(a)
     u, s, vh = apply("svd_u", a), apply("svdvals", a), apply("svd_vh", a)
