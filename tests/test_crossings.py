@@ -533,14 +533,7 @@ def test_vmapped_derivatives(case, wrt):
         return tuple(tg.vjp(f, *ys)[1](ct))
 
     stacked = [np.stack([x, x]) for x in xs]
-    try:
-        got = tg.vmap(vjp)(np.stack(cts), *stacked)
-    except tg.TraceError as e:
-        if "Singular matrix" in str(e) or "not positive definite" in str(e):
-            # issue 12, class 8 (not this file's to fix): tg.vmap traces the function on
-            # zeros, where inv/solve/cholesky refuse
-            pytest.xfail(f"tg.vmap traces on zeros: {e}")
-        raise
+    got = tg.vmap(vjp)(np.stack(cts), *stacked)
     for r in range(2):
         for k, (a, b) in enumerate(zip(got, vjp(cts[r], *xs))):
             assert_close(a[r], b, rtol, f"vmap(vjp) row {r}, operand {wrt[k]}")
