@@ -595,7 +595,7 @@ for _fn in (np.convolve, np.correlate):
     )(_fn)
 
 
-# linalg (another engineer's area; here only values against NumPy)
+# linalg (values against NumPy here; derivatives in test_linalg_fidelity.py)
 def _mats(fn, square=True, extra=()):
     out = [
         V("f64", fn, nonsym(3)),
@@ -745,7 +745,7 @@ for _name in ["fftshift", "ifftshift"]:
     )(getattr(np.fft, _name))
 
 
-# shapes and joins (another engineer's area; values only)
+# shapes and joins (values only; views in test_views.py)
 def _shape_variants(fn, inputs=None):
     inputs = inputs or [
         ("f64", _X),
@@ -1254,7 +1254,7 @@ REFUSED: dict = {
        for m in ("base", "data", "flat", "strides")},
     "np.linalg.qr": dict.fromkeys(
         ["complete"],
-        "np.linalg (another engineer's choice): the extra columns of Q of mode='complete' "
+        "the extra columns of Q of mode='complete' "
         "are an arbitrary basis with no derivative",
     ),
     "np.copyto": dict.fromkeys(
