@@ -90,8 +90,8 @@ def _scan_run(operands, body, n_carry, n_x, length, reverse):
 
 
 def _scan_impl(*operands, body, n_carry, n_x, length, reverse, index):
-    return shared_run(("scan", id(body)), operands,
-                       lambda: _scan_run(operands, body, n_carry, n_x, length, reverse))[index]
+    return shared_run((body,), operands, index,
+                      lambda: _scan_run(operands, body, n_carry, n_x, length, reverse))
 
 
 def _scan_abstract(*avals, body, n_carry, n_x, length, reverse, index):
@@ -217,8 +217,8 @@ def _while_run(operands, cond, body, n_carry, n_cond):
 
 
 def _while_impl(*operands, cond, body, n_carry, n_cond, index):
-    return shared_run(("while", id(body)), operands,
-                       lambda: _while_run(operands, cond, body, n_carry, n_cond))[index]
+    return shared_run((cond, body), operands, index,
+                      lambda: _while_run(operands, cond, body, n_carry, n_cond))
 
 
 def _while_abstract(*avals, cond, body, n_carry, n_cond, index):
@@ -283,8 +283,8 @@ register(
 # -- cond ------------------------------------------------------------------------------------------
 def _cond_impl(pred, *operands, true, false, index):
     branch = true if bool(np.asarray(pred)) else false
-    return shared_run(("cond", id(branch)), operands,
-                       lambda: list(compiled(branch)(*[np.asarray(o) for o in operands])))[index]
+    return shared_run((branch,), operands, index,
+                      lambda: list(compiled(branch)(*[np.asarray(o) for o in operands])))
 
 
 def _cond_abstract(pred, *avals, true, false, index):

@@ -8,6 +8,7 @@ of the forward pass storing them. Running a sub-graph and deriving its adjoint b
 the layers above the IR (runtime, passes), so they are imported when a rule runs.
 """
 import functools
+import threading
 
 import numpy as np
 
@@ -16,19 +17,32 @@ from ..registry import register as _register
 # The sub-graph's own nodes are checked for complex rules one by one.
 register = functools.partial(_register, complex=True)
 
-# Sibling nodes (one per output of one sub-graph call) see the same operand arrays:
-# run the sub-graph once for all of them.
-_memo = {"key": None}
+# Sibling nodes (one per output of one sub-graph call) see the same operand arrays: run
+# the sub-graph once for all of them. The memo holds the graphs and operands themselves
+# (compared by identity, so no id can be reused while it is kept) and the outputs not yet
+# handed out: each sibling takes its own once, so a second request for an output starts a
+# new run. A later evaluation on the same arrays, changed in place since, never sees the
+# old results. One memo per thread.
+_memo = threading.local()
 
 
-def shared_run(key, operands, run):
-    """``run()``, unless the sibling node before this one ran it on the same operands."""
-    full = key + tuple(id(o) for o in operands)
-    if _memo["key"] == full and all(a is b for a, b in zip(_memo["ops"], operands)):
-        return _memo["outs"]
+def shared_run(graphs, operands, index, run):
+    """Output ``index`` of ``run()`` (a list), run once for the siblings asking for the
+    other outputs of the same ``graphs`` (a tuple) on the same ``operands``."""
+    m = _memo.__dict__
+    if (index in m.get("pending", ()) and len(m["graphs"]) == len(graphs)
+            and all(a is b for a, b in zip(m["graphs"], graphs))
+            and len(m["ops"]) == len(operands)
+            and all(a is b for a, b in zip(m["ops"], operands))):
+        m["pending"].discard(index)
+        outs = m["outs"]
+        if not m["pending"]:
+            m.clear()           # every sibling served: hold no arrays any longer
+        return outs[index]
     outs = run()
-    _memo.update(key=full, ops=tuple(operands), outs=outs)
-    return outs
+    m.update(graphs=tuple(graphs), ops=tuple(operands), outs=outs,
+             pending=set(range(len(outs))) - {index})
+    return outs[index]
 
 
 def compiled(graph):
@@ -40,13 +54,9 @@ def compiled(graph):
     return fn
 
 
-def _run(graph, operands):
-    return shared_run(("remat", id(graph)), operands,
-                      lambda: list(compiled(graph)(*[np.asarray(o) for o in operands])))
-
-
 def _remat_impl(*operands, graph, index):
-    return _run(graph, operands)[index]
+    return shared_run((graph,), operands, index,
+                      lambda: list(compiled(graph)(*[np.asarray(o) for o in operands])))
 
 
 def _remat_abstract(*avals, graph, index):
