@@ -249,8 +249,8 @@ def test_multi_output_nodes_rerun_on_arrays_changed_in_place(name):
         if changed == "x and y":
             x *= 1.5
         y[:] = 0.75
-        got = run(x, y)      # before the reference, which runs loops of its own
+        results = run(x, y)      # before the reference, which runs loops of its own
         want = f(x, y) if "grad" not in label else tg.grad(loss, (0, 1))(x.copy(), y.copy())
-        for got, expected in zip(got, want):
+        for got, expected in zip(results, want):
             np.testing.assert_allclose(got, expected, rtol=1e-12,
                                        err_msg=f"{name} {label}, {changed} changed")
