@@ -230,12 +230,15 @@ def _adjugate_t(a, det_a):
     0 * inf, and NumPy's inv refuses). Two branches, chosen per matrix:
 
     - ``det(A) A^-T`` where ``s_min > 1e-8 * s_max``: exact to every order;
-    - otherwise through the SVD ``A = U diag(s) Vh``: ``adj(A) = det(U) det(Vh) Vh^T
-      diag(p) U^T``, ``p_i`` the product of the other singular values (no division).
-      This branch's own derivative goes through the SVD's rules: exact where the
-      singular values are distinct (one of them zero), the tie convention of
-      spectral.py where they are not: the second derivative at ``diag(1, 1, 0)``, or
-      at a matrix of rank ``n - 2`` or less (two zero singular values), is not exact.
+    - otherwise, for ``n <= 4``, the cofactors themselves: ``det`` of every
+      ``(n-1) x (n-1)`` minor, a polynomial in A, so its derivatives (through ``det``'s
+      own rule on the minors) are exact at every rank to second order;
+    - for larger ``n``, through the SVD ``A = U diag(s) Vh``: ``adj(A) = det(U) det(Vh)
+      Vh^T diag(p) U^T``, ``p_i`` the product of the other singular values (no
+      division; n^2 minors would cost O(n^5)). This branch's own derivative goes through
+      the SVD's rules: exact where the singular values are distinct (one of them zero),
+      the tie convention of spectral.py where they are not: the second derivative at
+      ``diag(1, 1, 0, ...)``, or at a matrix of rank ``n - 2`` or less, is not exact.
 
     A complex A keeps ``det(A) A^-T`` alone (the SVD has no complex derivative rules
     here; NumPy's inv refuses an exactly singular one)."""
@@ -245,15 +248,30 @@ def _adjugate_t(a, det_a):
     if n == 0:
         return a
     eye = np.eye(n, dtype=np.dtype(a.dtype))
-    u, s, vh = apply("svd_u", a), apply("svdvals", a), apply("svd_vh", a)
+    s = apply("svdvals", a)
     near = np.expand_dims(s[..., -1] <= NEAR_SINGULAR * s[..., 0], (-2, -1))
     # the inverse of a well-conditioned stand-in where A is near singular (not taken)
     regular = det_a[..., None, None] * mT(np.linalg.inv(np.where(near, eye, a)))
+    if n <= 4:
+        return np.where(near, _cofactors(a), regular)
+    u, vh = apply("svd_u", a), apply("svd_vh", a)
     others = np.prod(np.expand_dims(s, -2) * (1 - eye) + eye, axis=-1)
     # +-1 and locally constant: slogdet_sign carries no derivative for real matrices
     phase = apply("slogdet_sign", u) * apply("slogdet_sign", vh)
     through_svd = phase[..., None, None] * ((u * np.expand_dims(others, -2)) @ vh)
     return np.where(near, through_svd, regular)
+
+
+def _cofactors(a):
+    """The cofactor matrix of ``a`` (``adj(a)^T``): ``(-1)^(i+j) det`` of ``a`` without row i
+    and column j, all n^2 minors gathered at once and their dets taken batched."""
+    n = a.shape[-1]
+    if n == 1:
+        return np.ones_like(a)
+    keep = np.array([[k for k in range(n) if k != i] for i in range(n)])     # (n, n-1)
+    minors = a[..., keep[:, None, :, None], keep[None, :, None, :]]         # (..., n, n, n-1, n-1)
+    signs = (-1.0) ** np.add.outer(np.arange(n), np.arange(n))
+    return signs.astype(np.dtype(a.dtype)) * np.linalg.det(minors)
 
 
 register(
