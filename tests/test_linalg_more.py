@@ -281,3 +281,24 @@ def test_new_refusals_name_the_line():
     with pytest.raises(tg.TraceError, match=r"full_matrices=True\) of a 3x2 matrix has no "
                                             r"derivative.*test_linalg_more.py:"):
         tg.grad(lambda a: np.sum(np.linalg.svd(a)[2]))(np.arange(6.0).reshape(3, 2) + np.eye(3, 2))
+
+
+@pytest.mark.parametrize("a", [np.outer([1.0, -2.0, 0.5], [0.25, 1.0, 2.0]), np.zeros((3, 3)),
+                               np.diag([1.0, 1.0, 0.0]), np.diag([2.0, 0.0, 0.0, 1.0]),
+                               np.outer([1.0, 2.0, -1.0, 0.5], [0.5, -1.0, 1.0, 2.0]),
+                               np.ones((2, 2))],
+                         ids=["rank1-3x3", "zero-3x3", "tied-diag", "rank2-4x4", "rank1-4x4",
+                              "rank1-2x2"])
+def test_det_hessian_at_rank_deficient_matrices_vs_finite_differences(a):
+    # up to 4 x 4 the singular branch is the cofactor matrix: exact to second order
+    rng = np.random.default_rng(3)
+    u, v = rng.normal(size=a.shape), rng.normal(size=a.shape)
+    h = 1e-4
+    det = np.linalg.det
+    want = (det(a + h * u + h * v) - det(a + h * u - h * v) - det(a - h * u + h * v)
+            + det(a - h * u - h * v)) / (4 * h * h)
+    hess = tg.hessian(det)(a)
+    got = np.sum(v * np.tensordot(hess, u, a.ndim))
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    hu = tg.jvp(tg.grad(det), (a,), (u,))[1]               # forward over reverse too
+    np.testing.assert_allclose(np.sum(v * hu), want, rtol=1e-6, atol=1e-6)
