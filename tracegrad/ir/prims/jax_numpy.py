@@ -225,8 +225,7 @@ def sort_key(x):
         return lax.complex(sort_key(jnp.real(x)), sort_key(jnp.imag(x)))
     if kind != "f":
         return x
-    nan = jnp.array(np.nan, x.dtype)
-    return jnp.where(jnp.isnan(x), nan, jnp.where(x == 0, jnp.zeros((), x.dtype), x))
+    return jnp.where(jnp.isnan(x), jnp.array(np.nan, x.dtype), _positive_zero(x))
 
 
 def cumsum(x, axis):
