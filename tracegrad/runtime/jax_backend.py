@@ -19,7 +19,7 @@ import contextvars
 import numpy as np
 
 from ..errors import TraceError
-from ..ir import REGISTRY, Arg, Graph, Slice
+from ..ir import REGISTRY, Graph
 from ..ir.prims.jax_numpy import astype
 from .codegen import GUARD_FAILED
 
@@ -47,28 +47,27 @@ def runtime_check(ok, error: str, message: str, *values):
     checkify.check(ok, f"{error}: {message}", *values)
 
 
+def _subgraphs(graph: Graph):
+    """The graphs held in ``graph``'s params (loop bodies, branches, checkpoints)."""
+    for n in graph:
+        for value in graph.node(n)["params"].values():
+            for v in value if isinstance(value, (list, tuple)) else (value,):
+                if isinstance(v, Graph):
+                    yield v
+
+
 def needs_checks(graph: Graph) -> bool:
-    """Whether some node's lowering calls ``runtime_check``: integer indexing, integer
-    powers, a primitive whose entry says so (``extra["jax_checks"](node)``: LAPACK's
-    failures), sub-graphs of control flow included. Graphs without any skip checkify,
-    whose error value is read on the host after every call (a device sync)."""
+    """Whether some node's lowering calls ``runtime_check``: its primitive's entry says so
+    (``extra["jax_checks"](node)``: integer indexing, integer powers, LAPACK's failures),
+    sub-graphs of control flow included. Graphs without any skip checkify, whose error
+    value is read on the host after every call (a device sync)."""
     for n in graph:
         d = graph.node(n)
         prim = REGISTRY.get(d["op"])        # None for inputs and constants
         says = prim.extra.get("jax_checks") if prim is not None else None
         if says is not None and says(d):
             return True
-        if d["op"] in ("getitem", "index_update") and any(
-                isinstance(item, (int, np.ndarray, Arg)) and not isinstance(item, Slice)
-                for item in d["params"]["index"]):
-            return True
-        if d["op"] == "pow" and np.dtype(d["dtype"]).kind in "iu":
-            return True
-        for value in d["params"].values():
-            values = value if isinstance(value, (list, tuple)) else (value,)
-            if any(isinstance(v, Graph) and needs_checks(v) for v in values):
-                return True
-    return False
+    return any(needs_checks(sub) for sub in _subgraphs(graph))
 
 
 def _taking_one(fn):
@@ -117,11 +116,7 @@ def _opaque_constants(graph: Graph) -> set:
 
 def needs_one(graph: Graph) -> bool:
     """Whether ``graph`` (or a sub-graph) has a constant that must be hidden from XLA."""
-    if _opaque_constants(graph):
-        return True
-    return any(isinstance(v, Graph) and needs_one(v)
-               for n in graph for value in graph.node(n)["params"].values()
-               for v in (value if isinstance(value, (list, tuple)) else (value,)))
+    return bool(_opaque_constants(graph)) or any(needs_one(sub) for sub in _subgraphs(graph))
 
 
 def _hidden(jax, value):

@@ -133,7 +133,9 @@ def _pow_partials(out, x, y):
     return (np.where(zero_exp, 0.0, y1 * x ** (y1 - 1.0)), np.log(np.where(x == 0, 1.0, x)) * out)
 
 
-elementwise("pow", np.power, _pow_partials, jax=jax_numpy.power)
+# an integer to a negative integer power raises in NumPy: the JAX lowering checks it
+elementwise("pow", np.power, _pow_partials, jax=jax_numpy.power).extra["jax_checks"] = (
+    lambda node: np.dtype(node["dtype"]).kind in "iu")
 
 
 def _chooser(out, x, y):

@@ -157,11 +157,19 @@ def _getitem_jax(x, *idx, index):
     return x[_jax_index(index, idx)]
 
 
+def _indexes_by_integers(node):
+    """The JAX lowering checks bounds (NumPy's IndexError) where an index is an integer
+    or an integer array, not where it is only slices."""
+    return any(isinstance(item, (int, np.ndarray, Arg)) and not isinstance(item, Slice)
+               for item in node["params"]["index"])
+
+
 register(
     "getitem", _getitem_impl, vjp=_getitem_vjp,
     jvp=lambda t, out, x, *idx, index: apply("getitem", t[0], *idx, index=index),
     jax=_getitem_jax,
     nondiff_args=(), family="shape", doc="x[index]",
+    extra={"jax_checks": _indexes_by_integers},
 )
 
 
@@ -262,6 +270,7 @@ register(
     abstract=lambda x, v, *idx, index, mode: (x.shape, x.dtype),
     vjp=_index_update_vjp, jvp=_index_update_jvp, jax=_index_update_jax,
     family="shape", doc="functional x[index] = v (mode='set') or x[index] += v (mode='add')",
+    extra={"jax_checks": _indexes_by_integers},
 )
 
 __all__ = ["Index", "Slice"]
