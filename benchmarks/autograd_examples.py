@@ -1,0 +1,415 @@
+"""HIPS autograd's own example programs, run on autograd and on tracegrad.
+
+    git clone https://github.com/HIPS/autograd /tmp/autograd
+    python benchmarks/autograd_examples.py /tmp/autograd/examples            # every example
+    python benchmarks/autograd_examples.py /tmp/autograd/examples rnn tanh   # some of them
+
+Each example runs twice, each time in a fresh process: once with the real ``autograd``,
+once with ``autograd`` pointed at tracegrad through a small shim (below): ``grad``,
+``value_and_grad``, ``elementwise_grad``, ``hessian``, ``jacobian`` and
+``hessian_vector_product`` become tracegrad's un-jitted transforms, ``autograd.numpy`` is
+NumPy itself, and the few ``autograd.scipy`` / ``autograd.misc`` helpers the examples use
+are written here in plain NumPy (tracegrad traces them like any user code). Nothing of
+the examples is copied into this repository: they are read from the checkout given.
+
+What is compared:
+  - the time spent inside derivative calls (the functions ``grad`` & co. return; a call
+    made from inside another one is not counted twice), and its ratio tracegrad/autograd;
+  - the numbers: every top-level derivative call's results are summarised (sum, sum of
+    absolute values) and the two runs must agree (rtol 1e-6) call by call; a run that
+    disagrees is reported WRONG.
+
+Plotting is switched off (Agg backend; ``show``/``pause``/``draw`` do nothing). Examples
+that need the network (MNIST), scipy functions with no NumPy spelling (``gammaln``,
+``norm.cdf``, ``odeint``) or autograd's internals (``defvjp``, ``Box``, ``trace``) are
+listed as skipped with the reason.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+import types
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SKIP = {
+    "convnet": "downloads MNIST", "data": "a helper module", "data_mnist": "a helper module",
+    "generative_adversarial_net": "downloads MNIST", "neural_net": "downloads MNIST",
+    "variational_autoencoder": "downloads MNIST",
+    "define_gradient": "autograd internals (defvjp, primitive)",
+    "rkhs": "autograd internals (Box, VSpace)", "dot_graph": "autograd internals (tracer)",
+    "print_trace": "autograd internals (tracer)",
+    "fixed_points": "autograd.misc.fixed_points (a custom primitive)",
+    "ode_net": "scipy odeint (autograd.scipy.integrate)",
+    "negative_binomial_maxlike": "scipy gammaln", "ica": "scipy t.logpdf (gammaln)",
+    "bayesian_optimization": "scipy norm.cdf", "__init__": "not a program",
+}
+
+TRANSFORMS = ("grad", "value_and_grad", "elementwise_grad", "hessian", "jacobian",
+              "hessian_vector_product")
+
+
+# -- timing and summarising derivative calls (both modes) --------------------------------
+class Recorder:
+    def __init__(self):
+        self.depth = 0
+        self.seconds = 0.0
+        self.calls = 0
+        self.sums = []
+
+    def wrap(self, transform):
+        def make(*targs, **tkwargs):
+            inner = transform(*targs, **tkwargs)
+
+            def timed(*args, **kwargs):
+                self.depth += 1
+                t0 = time.perf_counter()
+                try:
+                    out = inner(*args, **kwargs)
+                finally:
+                    self.depth -= 1
+                if self.depth == 0:
+                    self.seconds += time.perf_counter() - t0
+                    self.calls += 1
+                    if len(self.sums) < 200:
+                        self.sums.append(_summary(out))
+                return out
+            return timed
+        return make
+
+
+def _summary(value):
+    import numpy
+
+    leaves = []
+
+    def walk(v):
+        if isinstance(v, dict):
+            for k in sorted(v):
+                walk(v[k])
+        elif isinstance(v, (list, tuple)):
+            for x in v:
+                walk(x)
+        else:
+            leaves.append(numpy.asarray(v, dtype=float))
+    walk(value)
+    return [[float(numpy.sum(x)), float(numpy.sum(numpy.abs(x)))] for x in leaves]
+
+
+# -- the shim: autograd's names on tracegrad ---------------------------------------------
+def _install_shim():
+    import numpy as np
+
+    import tracegrad as tg
+
+    def grad(fun, argnum=0):
+        return tg.grad(fun, argnums=argnum)
+
+    def value_and_grad(fun, argnum=0):
+        return tg.value_and_grad(fun, argnums=argnum)
+
+    def hessian(fun, argnum=0):
+        return tg.hessian(fun, argnums=argnum)
+
+    def jacobian(fun, argnum=0):
+        return tg.jacobian(fun, argnums=argnum)
+
+    def elementwise_grad(fun, argnum=0):
+        def egrad(*args):
+            def at(x):
+                return fun(*args[:argnum], x, *args[argnum + 1:])
+            out, pull = tg.vjp(at, args[argnum])
+            return pull(np.ones_like(out))[0]
+        return egrad
+
+    def hessian_vector_product(fun, argnum=0):
+        def hvp(*args):
+            *args, vector = args
+
+            def directional(*a):
+                return np.sum(tg.grad(fun, argnums=argnum)(*a) * vector)
+            return tg.grad(directional, argnums=argnum)(*args)
+        return hvp
+
+    def logsumexp(a, axis=None, b=None, keepdims=False):
+        a = np.asarray(a) if not hasattr(a, "shape") else a
+        top = np.max(a, axis=axis, keepdims=True)
+        top = np.where(np.isfinite(top), top, 0.0)
+        e = np.exp(a - tg.stop_gradient(top))
+        if b is not None:
+            e = b * e
+        out = np.log(np.sum(e, axis=axis, keepdims=True)) + tg.stop_gradient(top)
+        return out if keepdims else (np.squeeze(out, axis=axis) if axis is not None
+                                     else out.reshape(()))
+
+    def expit(x):
+        return 0.5 * (np.tanh(0.5 * x) + 1.0)
+
+    def norm_logpdf(x, loc=0.0, scale=1.0):
+        z = (x - loc) / scale
+        return -0.5 * z ** 2 - np.log(scale) - 0.5 * np.log(2 * np.pi)
+
+    def norm_pdf(x, loc=0.0, scale=1.0):
+        return np.exp(norm_logpdf(x, loc, scale))
+
+    def mvn_pdf(x, mean, cov, allow_singular=False):
+        return np.exp(mvn_logpdf(x, mean, cov))
+
+    def mvn_logpdf(x, mean, cov, allow_singular=False):
+        d = x - mean
+        k = np.shape(cov)[-1]
+        sol = np.linalg.solve(cov, np.swapaxes(np.atleast_2d(d), -1, -2) if np.ndim(d) > 1
+                              else d)
+        if np.ndim(d) > 1:
+            quad = np.sum(d * np.swapaxes(sol, -1, -2), axis=-1)
+        else:
+            quad = np.sum(d * sol, axis=-1)
+        _, logdet = np.linalg.slogdet(cov)
+        return -0.5 * quad - 0.5 * logdet - 0.5 * k * np.log(2 * np.pi)
+
+    def flatten(value):
+        leaves, shapes, rebuild = [], [], []
+
+        def walk(v):
+            if isinstance(v, (list, tuple)):
+                kids = [walk(x) for x in v]
+                return ("seq", type(v), kids)
+            if isinstance(v, dict):
+                keys = sorted(v)
+                return ("dict", keys, [walk(v[k]) for k in keys])
+            leaves.append(np.ravel(v))
+            shapes.append(np.shape(v))
+            return ("leaf", len(leaves) - 1)
+        spec = walk(value)
+        sizes = [int(np.prod(s)) for s in shapes]
+        flat = np.concatenate(leaves) if leaves else np.zeros(0)
+
+        def unflatten(vector):
+            offsets = np.cumsum([0] + sizes)
+            parts = [np.reshape(vector[offsets[i]:offsets[i + 1]], shapes[i])
+                     for i in range(len(sizes))]
+
+            def build(s):
+                if s[0] == "leaf":
+                    return parts[s[1]]
+                if s[0] == "seq":
+                    return s[1](build(k) for k in s[2])
+                return {k: build(c) for k, c in zip(s[1], s[2])}
+            return build(spec)
+        rebuild.append(unflatten)
+        return flat, unflatten
+
+    def flatten_func(func, example):
+        _ex, unflatten = flatten(example)
+
+        def flat_func(x, *args):
+            return func(unflatten(x), *args)
+        return flat_func, unflatten, _ex
+
+    def _flat_optimizer(step):
+        def optimizer(grad, x0, callback=None, *args, **kwargs):
+            flat0, unflatten = flatten(x0)
+
+            def flat_grad(x, i):
+                return flatten(grad(unflatten(x), i))[0]
+            flat_cb = None if callback is None else (
+                lambda x, i, g: callback(unflatten(x), i, unflatten(g)))
+            return unflatten(step(flat_grad, flat0, flat_cb, *args, **kwargs))
+        return optimizer
+
+    def _adam(grad, x, callback=None, num_iters=100, step_size=0.001, b1=0.9, b2=0.999,
+              eps=10**-8):
+        m, v = np.zeros(len(x)), np.zeros(len(x))
+        for i in range(num_iters):
+            g = grad(x, i)
+            if callback:
+                callback(x, i, g)
+            m = (1 - b1) * g + b1 * m
+            v = (1 - b2) * (g**2) + b2 * v
+            mhat = m / (1 - b1 ** (i + 1))
+            vhat = v / (1 - b2 ** (i + 1))
+            x = x - step_size * mhat / (np.sqrt(vhat) + eps)
+        return x
+
+    def _sgd(grad, x, callback=None, num_iters=200, step_size=0.1, mass=0.9):
+        velocity = np.zeros(len(x))
+        for i in range(num_iters):
+            g = grad(x, i)
+            if callback:
+                callback(x, i, g)
+            velocity = mass * velocity - (1.0 - mass) * g
+            x = x + step_size * velocity
+        return x
+
+    def check_grads(fun, modes=None, order=1):
+        def check(*args):
+            x = np.asarray(args[0], dtype=float)
+            g = tg.grad(fun)(x, *args[1:])
+            rng = np.random.default_rng(0)
+            for _ in range(3):
+                d = rng.standard_normal(x.shape)
+                eps = 1e-6
+                fd = (fun(x + eps * d, *args[1:]) - fun(x - eps * d, *args[1:])) / (2 * eps)
+                if not np.allclose(np.sum(g * d), fd, rtol=1e-4, atol=1e-6):
+                    raise AssertionError("gradient check failed")
+        return check
+
+    def module(name, **attrs):
+        m = types.ModuleType(name)
+        m.__dict__.update(attrs)
+        sys.modules[name] = m
+        return m
+
+    ag = module("autograd", grad=grad, value_and_grad=value_and_grad, hessian=hessian,
+                jacobian=jacobian, elementwise_grad=elementwise_grad,
+                hessian_vector_product=hessian_vector_product)
+    ag.__path__ = []
+    sys.modules["autograd.numpy"] = np
+    sys.modules["autograd.numpy.random"] = np.random
+    sys.modules["autograd.numpy.linalg"] = np.linalg
+    ag.numpy = np
+    special = module("autograd.scipy.special", logsumexp=logsumexp, expit=expit)
+    norm = module("autograd.scipy.stats.norm", logpdf=norm_logpdf, pdf=norm_pdf)
+    mvn = module("autograd.scipy.stats.multivariate_normal", logpdf=mvn_logpdf,
+                 pdf=mvn_pdf)
+    stats = module("autograd.scipy.stats", norm=norm, multivariate_normal=mvn)
+    stats.__path__ = []
+    scipy = module("autograd.scipy", special=special, stats=stats)
+    scipy.__path__ = []
+    ag.scipy = scipy
+    flat = module("autograd.misc.flatten", flatten=flatten, flatten_func=flatten_func)
+    opt = module("autograd.misc.optimizers", adam=_flat_optimizer(_adam),
+                 sgd=_flat_optimizer(_sgd))
+    misc = module("autograd.misc", flatten=flatten, optimizers=opt)
+    misc.__path__ = []
+    ag.misc = misc
+    del flat
+    module("autograd.test_util", check_grads=check_grads)
+    return ag
+
+
+# -- one run (a child process) -------------------------------------------------------------
+def _child(path, mode):
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    try:
+        import matplotlib.pyplot as plt
+        for name in ("show", "pause", "draw", "ion"):
+            setattr(plt, name, lambda *a, **k: None)
+    except ImportError:
+        pass
+    if mode == "tracegrad":
+        sys.path.insert(0, str(ROOT))
+        ag = _install_shim()
+    else:
+        import autograd as ag
+    rec = Recorder()
+    for name in TRANSFORMS:
+        setattr(ag, name, rec.wrap(getattr(ag, name)))
+    import runpy
+    folder = str(Path(path).parent)
+    sys.path.insert(0, folder)
+    os.chdir(folder)
+    sys.argv = [path]
+    t0 = time.perf_counter()
+    error = None
+    try:
+        runpy.run_path(path, run_name="__main__")
+    except Exception as e:  # noqa: BLE001 - reported, not raised
+        error = f"{type(e).__name__}: {str(e)[:300]}"
+    wall = time.perf_counter() - t0
+    print("\n@@RESULT@@" + json.dumps({"seconds": rec.seconds, "calls": rec.calls,
+                                       "wall": wall, "sums": rec.sums, "error": error}))
+
+
+def _run(path, mode, timeout):
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
+               MKL_NUM_THREADS="1", MPLBACKEND="Agg")
+    try:
+        proc = subprocess.run([sys.executable, __file__, "--child", mode, str(path)],
+                              capture_output=True, text=True, timeout=timeout, env=env,
+                              stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout} s"}
+    marker = proc.stdout.rfind("@@RESULT@@")
+    if marker < 0:
+        return {"error": (proc.stderr.strip().splitlines() or ["no output"])[-1][:300]}
+    return json.loads(proc.stdout[marker + len("@@RESULT@@"):])
+
+
+STRICT_CALLS = 20
+
+
+def _agree(a, b):
+    """None when the two runs' derivative calls agree, else what differs. The first
+    ``STRICT_CALLS`` calls must agree to rtol 1e-6 (relative to the call's largest entry):
+    an optimiser fed slightly different rounding takes a slightly different path, so later
+    calls drift apart on both libraries' own terms; their largest relative drift is
+    reported, not judged."""
+    import numpy as np
+    if len(a) != len(b):
+        return f"{len(a)} vs {len(b)} recorded calls", None
+    drift = 0.0
+    for k, (x, y) in enumerate(zip(a, b)):
+        if len(x) != len(y):
+            return f"call {k}: {len(x)} vs {len(y)} results", None
+        x, y = np.asarray(x), np.asarray(y)
+        scale = max(np.max(np.abs(x)), 1e-300) if x.size else 1.0
+        err = float(np.max(np.abs(x - y)) / scale) if x.size else 0.0
+        if k < STRICT_CALLS and err > 1e-6:
+            return f"call {k}: {x.tolist()[:2]} vs {y.tolist()[:2]}", None
+        drift = max(drift, err)
+    return None, drift
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("examples", help="the examples/ folder of a HIPS/autograd checkout")
+    parser.add_argument("names", nargs="*", help="example names (default: all)")
+    parser.add_argument("--timeout", type=int, default=900)
+    args = parser.parse_args()
+    folder = Path(args.examples)
+    names = args.names or sorted(p.stem for p in folder.glob("*.py"))
+    ratios, failed = [], False
+    print(f"{'example':34} {'calls':>6} {'autograd s':>11} {'tracegrad s':>12} {'ratio':>7}")
+    sys.stdout.flush()
+    for name in names:
+        if name in SKIP and not args.names:
+            print(f"{name:34} skipped: {SKIP[name]}", flush=True)
+            continue
+        path = folder / f"{name}.py"
+        ref = _run(path, "autograd", args.timeout)
+        if ref.get("error"):
+            print(f"{name:34} autograd itself fails here: {ref['error']}", flush=True)
+            continue
+        ours = _run(path, "tracegrad", args.timeout)
+        if ours.get("error"):
+            failed = True
+            print(f"{name:34} FAILS on tracegrad: {ours['error']}", flush=True)
+            continue
+        wrong, drift = _agree(ref["sums"], ours["sums"])
+        if wrong:
+            failed = True
+            print(f"{name:34} WRONG: {wrong}", flush=True)
+            continue
+        ratio = ours["seconds"] / ref["seconds"] if ref["seconds"] else float("nan")
+        ratios.append(ratio)
+        print(f"{name:34} {ref['calls']:>6} {ref['seconds']:>11.3f} {ours['seconds']:>12.3f} "
+              f"{ratio:>6.2f}x" + (f"   (later calls drift {drift:.1e})" if drift > 1e-6 else ""))
+        sys.stdout.flush()
+    if ratios:
+        import statistics
+        print(f"\nmedian ratio over {len(ratios)} examples: {statistics.median(ratios):.2f}x "
+              f"(max {max(ratios):.2f}x)")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        _child(sys.argv[3], sys.argv[2])
+    else:
+        sys.exit(main())
