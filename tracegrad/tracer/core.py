@@ -314,12 +314,17 @@ def bind(name, *args, **params):
 
 def _bind_at(name, args, params, src=None):
     """``Tracer.__tg_bind__``: ``ir.apply`` and ``ir.evaluate`` hand a primitive whose
-    operands include a tracer to ``bind``; ``src``, the line a graph's node came from,
-    is kept by the node recorded."""
-    if src is None:
-        return bind(name, *args, **params)
-    with source_override(src):
-        return bind(name, *args, **params)
+    operands include a tracer here; it is ``bind``, and the node recorded keeps ``src``
+    (the line a replayed graph's node came from) when given."""
+    if src is not None:
+        with source_override(src):
+            return _bind_at(name, args, params)
+    top = _innermost(args)
+    if top is None:
+        return REGISTRY[name].impl(*args, **params)
+    if not top.active:
+        raise TraceError(f"{_ESCAPED}{where()}")
+    return top.add(REGISTRY[name], args, params)
 
 
 def replay(graph: Graph, args) -> dict:
