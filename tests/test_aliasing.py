@@ -258,7 +258,7 @@ def test_graph_call_returns_owned_outputs(name, fn, args):
         graph = tg.trace(fn, *args)
     except tg.TraceError as e:
         _refused(e)
-    from tracegrad.runtime.aliasing import structural_bases
+    from tracegrad.ir.aliasing import structural_bases
     args = [np.array(a) for a in args]
     outs = leaves(graph(*args))
     for o, base in zip(outs, structural_bases(graph)):

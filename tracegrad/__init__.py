@@ -8,7 +8,7 @@
         return np.sum((w * x - y) ** 2)
 """
 from . import eager as _eager
-from . import passes
+from . import higher, passes  # noqa: F401  (higher: registers the higher-order primitives)
 from .api import custom_vjp, grad, hessian, jacobian, jvp, stop_gradient, trace, value_and_grad, vjp
 from .checkpoint import checkpoint
 from .compiled import jit

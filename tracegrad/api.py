@@ -16,10 +16,10 @@ import numpy as np
 from . import passes
 from .errors import TraceError
 from .ir import REGISTRY, Aval, Graph, apply
+from .ir.aliasing import fresh_bases
 from .ir.dtypes import is_float
 from .passes.prune import live_nodes
 from .runtime import run
-from .runtime.aliasing import fresh_bases
 from .tracer import (
     Tracer,
     coerce,

@@ -20,21 +20,14 @@ import sys
 
 import numpy as np
 
+from .cli_errors import RUNTIME, USAGE, CLIError
+
 PROG = "tracegrad"
-USAGE, RUNTIME = 2, 1
 
 # spelling on the command line -> NumPy dtype (the IR prints f64, f32, i64, i32, bool)
 DTYPES = {"f64": np.float64, "f32": np.float32, "i64": np.int64, "i32": np.int32, "bool": np.bool_,
           "float64": np.float64, "float32": np.float32, "int64": np.int64, "int32": np.int32}
 SPEC = re.compile(r"^\s*([a-z0-9]+)\s*\[\s*([0-9\s,]*)\]\s*$")
-
-
-class CLIError(Exception):
-    """An error reported as one line and an exit status, without a traceback."""
-
-    def __init__(self, message, status=RUNTIME):
-        super().__init__(message)
-        self.status = status
 
 
 def one_line(text) -> str:

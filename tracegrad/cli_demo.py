@@ -91,7 +91,7 @@ def load_data(kind):
         images, labels, name = digits(synthetic=True if kind == "synthetic" else
                                       False if kind == "digits" else None)
     except ImportError:
-        from .cli import CLIError
+        from .cli_errors import CLIError
         raise CLIError("--data digits needs scikit-learn (pip install scikit-learn)") from None
     return images.reshape(len(images), 64) * 16.0, labels.astype(int), name
 
@@ -206,13 +206,13 @@ def run_demo(out="tracegrad-demo", epochs=None, quick=False, data="auto") -> int
     t0 = time.perf_counter()
     epochs = epochs if epochs is not None else (4 if quick else 12)
     if epochs < 1:
-        from .cli import CLIError
+        from .cli_errors import CLIError
         raise CLIError("--epochs must be at least 1", 2)
     out = os.path.abspath(out)
     try:
         os.makedirs(out, exist_ok=True)
     except OSError as exc:
-        from .cli import CLIError
+        from .cli_errors import CLIError
         raise CLIError(f"cannot create the output folder {out}: {exc.strerror or exc}") from exc
 
     model = load_models()

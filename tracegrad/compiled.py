@@ -245,7 +245,7 @@ class Jitted:
 
 
 def _numpy_bases(inputs, outputs):
-    """The bases (``runtime.aliasing``) of a traced function's outputs, from the Python
+    """The bases (``ir.aliasing``) of a traced function's outputs, from the Python
     objects the function returned: an input itself or a NumPy view of one (the tracer
     records views) has that input as its base; any other output has the array its view
     chain starts from, so outputs share a base exactly when NumPy's results share memory.

@@ -2,7 +2,7 @@
 ``scan``.
 
 Each traces its function(s) once, abstractly, into a sub-graph held by one node (see
-``ir/prims/control.py``), so a loop of a million steps is a graph of a few nodes. The
+``higher/control.py``), so a loop of a million steps is a graph of a few nodes. The
 functions must not branch on the values they get (use ``tg.cond`` or ``np.where``).
 Values they close over that are being traced become operands of the node, so
 derivatives with respect to them are not lost.

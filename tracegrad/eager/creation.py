@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .tensor import Tensor, _default_float, default_dtype, is_floating
+from .tensor import Tensor, _default_float, as_array, default_dtype, is_floating
 
 float32 = np.dtype(np.float32)
 float64 = np.dtype(np.float64)
@@ -37,35 +37,6 @@ def set_default_dtype(dtype):
 
 def get_default_dtype():
     return default_dtype()
-
-
-def as_array(data, dtype=None):
-    """``data`` as a fresh NumPy array with PyTorch's dtype rules: Python floats take the
-    default float dtype, NumPy arrays keep theirs, integers are int64."""
-    if isinstance(data, Tensor):
-        arr = np.array(data._data, copy=True)
-    elif isinstance(data, (np.ndarray, np.generic)):
-        arr = np.array(data, copy=True)
-    else:
-        data = _untensor(data)
-        arr = np.array(data)
-        if arr.dtype == np.float64:
-            arr = arr.astype(default_dtype())
-        elif arr.dtype.kind in "iu":
-            arr = arr.astype(np.int64)
-        elif arr.dtype == object or arr.dtype.kind not in "biufc":
-            raise TypeError(f"Could not infer dtype of {type(data).__name__}")
-    if dtype is not None:
-        arr = arr.astype(dtype)
-    return arr
-
-
-def _untensor(data):
-    if isinstance(data, Tensor):
-        return data._data
-    if isinstance(data, (list, tuple)):
-        return [_untensor(d) for d in data]
-    return data
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False):

@@ -14,11 +14,14 @@ from collections import OrderedDict
 import numpy as np
 
 from ..ir import Graph
+from ..ir.evaluate import evaluate
 from ..passes.adjoint import backward_graph
 from ..runtime.codegen import generate
 from ..runtime.interpreter import run as interpret
-from ..tracer import bind, source_override
+from ..tracer import source_override
 from . import anomaly, grad_mode, profiler
+from .dispatch import _tensor_class  # tg.Tensor: tensor.py imports this module
+from .promotion import type_name
 from .tape import TAPE, AccumulateGrad, EagerTracer, Saved, collect
 
 _FREED = ("Trying to backward through the graph a second time (or directly access saved "
@@ -30,11 +33,6 @@ _NO_GRAD = "element {i} of tensors does not require grad and does not have a gra
 _CACHE: OrderedDict = OrderedDict()
 _CACHE_SIZE = 64
 _COMPILE_AFTER = 2          # uses of a backward graph before it is compiled to Python
-
-
-def _tensor_class():
-    from .tensor import Tensor
-    return Tensor
 
 
 class _Plan:
@@ -146,8 +144,7 @@ def _plan(order, handles, roots, wrt, taps):
 
 
 def _type_str(value):
-    from .tensor import _type_name
-    return f"[torch.{_type_name(value.dtype)} {list(np.shape(value))}]"
+    return f"[torch.{type_name(value.dtype)} {list(np.shape(value))}]"
 
 
 def _check_saved(plan, order, handles):
@@ -277,7 +274,8 @@ def _run_hooks(hooks, grad, Tensor):
 
 
 def _replay(plan, saved, seed_args, order, handles, Tensor):
-    """Run the backward graph through the tape, so the gradients are recorded too."""
+    """Run the backward graph through the tape, so the gradients are recorded too: the
+    IR's evaluator on tape tracers records every node (``ir.evaluate``)."""
     g = plan.graph
     env = {}
     for n, h in zip(g.inputs, saved):
@@ -288,22 +286,23 @@ def _replay(plan, saved, seed_args, order, handles, Tensor):
         env[n] = s._traced() if isinstance(s, Tensor) and s.requires_grad else (
             s._data if isinstance(s, Tensor) else s)
     checking = anomaly.is_anomaly_enabled()
+
+    def const(value, src):
+        with source_override(src):
+            return TAPE.const(value, snapshot=False)
+
+    def observe(n, value):
+        if checking and n in plan.returned:
+            f, k = plan.returned[n]
+            anomaly.check(_value(value), handles[order[f]], k)
+        f = plan.taps.get(n)
+        if f is not None:
+            out = _run_hooks(handles[order[f]]._hooks, _as_tensor(value, Tensor), Tensor)
+            value = out._traced() if out.requires_grad else out._data
+        return value
+
     with grad_mode.enable_grad():
-        for n, d in g.nx.nodes(data=True):
-            if n in env:
-                continue
-            with source_override(d["src"]):
-                if d["op"] == "const":
-                    env[n] = TAPE.const(d["params"]["value"], snapshot=False)
-                else:
-                    env[n] = bind(d["op"], *[env[a] for a in d["args"]], **d["params"])
-            if checking and n in plan.returned:
-                f, k = plan.returned[n]
-                anomaly.check(_value(env[n]), handles[order[f]], k)
-            f = plan.taps.get(n)
-            if f is not None:
-                out = _run_hooks(handles[order[f]]._hooks, _as_tensor(env[n], Tensor), Tensor)
-                env[n] = out._traced() if out.requires_grad else out._data
+        evaluate(g, env, const=const, observe=observe, guards=False)
     return [_as_tensor(env[o], Tensor) for o in g.outputs]
 
 

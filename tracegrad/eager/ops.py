@@ -16,6 +16,7 @@ from ..tracer import Tracer
 from ..tracer import where as _at_user_line
 from .dispatch import call
 from .indexing import getitem_name, is_basic
+from .products import is_contiguous
 from .promotion import category, promoted, result_type
 from .tape import TAPE, EagerTracer, Version
 from .tensor import Tensor, _index_key, _private_copy, _scalar_name, default_dtype
@@ -778,14 +779,6 @@ def _sizes(args):
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
         args = tuple(args[0])
     return tuple(int(a) for a in args)
-
-
-def is_contiguous(t):
-    """PyTorch's ``is_contiguous``. Only PyTorch's views (``t._base``) can be strided:
-    where NumPy returns a view and PyTorch a copy (``flip``), the tensor counts as
-    contiguous whatever the array's strides."""
-    data = t._data
-    return data.flags.c_contiguous or (t._base is None and data.base is not None)
 
 
 def _view(self, shape):

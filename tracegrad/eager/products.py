@@ -11,7 +11,14 @@ from __future__ import annotations
 import numpy as np
 
 from .dispatch import call
-from .ops import is_contiguous
+
+
+def is_contiguous(t):
+    """PyTorch's ``is_contiguous``. Only PyTorch's views (``t._base``) can be strided:
+    where NumPy returns a view and PyTorch a copy (``flip``), the tensor counts as
+    contiguous whatever the array's strides."""
+    data = t._data
+    return data.flags.c_contiguous or (t._base is None and data.base is not None)
 
 
 def _product(a, b, name):

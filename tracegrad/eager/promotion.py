@@ -79,3 +79,10 @@ def promoted(fn, dtype):
         return fn(*(cast(v, dtype) for v in values))
     run.__name__ = getattr(fn, "__name__", "op")
     return run
+
+
+def type_name(dtype):
+    """PyTorch's legacy type name of ``dtype`` (``DoubleTensor``)."""
+    return {"float64": "DoubleTensor", "float32": "FloatTensor", "float16": "HalfTensor",
+            "int64": "LongTensor", "int32": "IntTensor", "bool": "BoolTensor"}.get(
+        np.dtype(dtype).name, f"{np.dtype(dtype).name}Tensor")

@@ -37,10 +37,33 @@ def is_floating(dtype):
     return np.dtype(dtype).kind in "fc"
 
 
-def _type_name(dtype):
-    return {"float64": "DoubleTensor", "float32": "FloatTensor", "float16": "HalfTensor",
-            "int64": "LongTensor", "int32": "IntTensor", "bool": "BoolTensor"}.get(
-        np.dtype(dtype).name, f"{np.dtype(dtype).name}Tensor")
+def as_array(data, dtype=None):
+    """``data`` as a fresh NumPy array with PyTorch's dtype rules: Python floats take the
+    default float dtype, NumPy arrays keep theirs, integers are int64."""
+    if isinstance(data, Tensor):
+        arr = np.array(data._data, copy=True)
+    elif isinstance(data, (np.ndarray, np.generic)):
+        arr = np.array(data, copy=True)
+    else:
+        data = _untensor(data)
+        arr = np.array(data)
+        if arr.dtype == np.float64:
+            arr = arr.astype(default_dtype())
+        elif arr.dtype.kind in "iu":
+            arr = arr.astype(np.int64)
+        elif arr.dtype == object or arr.dtype.kind not in "biufc":
+            raise TypeError(f"Could not infer dtype of {type(data).__name__}")
+    if dtype is not None:
+        arr = arr.astype(dtype)
+    return arr
+
+
+def _untensor(data):
+    if isinstance(data, Tensor):
+        return data._data
+    if isinstance(data, (list, tuple)):
+        return [_untensor(d) for d in data]
+    return data
 
 
 class Tensor:
@@ -81,7 +104,6 @@ class Tensor:
         return t
 
     def __init__(self, data=None, *, requires_grad=False, dtype=None):
-        from .creation import as_array
         self._set_fields(as_array([] if data is None else data, dtype))
         if requires_grad:
             self.requires_grad = True

@@ -31,7 +31,7 @@ def draw(graph, path: Path, fmt: str, forward=None, seeds=None) -> Path:
         import matplotlib.pyplot as plt
         from matplotlib.patches import FancyArrowPatch
     except ImportError as e:
-        from .render import GraphvizUnavailable
+        from .unavailable import GraphvizUnavailable
         raise GraphvizUnavailable('engine="matplotlib" needs matplotlib: pip install matplotlib '
                                   '(or pip install "tracegrad[demo]")') from e
     adjoint = adjoint_nodes(graph, forward, seeds)

@@ -122,10 +122,10 @@ class Graph:
 
     # -- running ------------------------------------------------------------
     def __call__(self, *args):
-        """Run the graph on the NumPy runtime (or inline it into an active trace)."""
-        from ..runtime import call_graph  # the runtime sits above the IR
+        """Run the graph on NumPy (or inline it into an active trace): ``evaluate.call``."""
+        from .evaluate import call  # evaluate builds on this module
 
-        outs = call_graph(self, args)
+        outs = call(self, args)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     # -- printing -----------------------------------------------------------

@@ -91,13 +91,32 @@ def get(name) -> Primitive:
         raise TraceError(f"unknown primitive {name!r}") from None
 
 
-# The tracer installs its ``bind`` here, so that rules can apply a primitive
-# that has no NumPy spelling (``index_update``) and still be traced.
-_binder = None
+# Applying a primitive dispatches on the operands' types, the way NumPy hands a ufunc to
+# an operand's ``__array_ufunc__``: the first operand whose type defines
+# ``__tg_bind__(name, args, params, src=None)`` handles the application (the tracer's
+# ``Tracer`` records a graph node, in the innermost trace among all the operands), so rules
+# can apply a primitive that has no NumPy spelling (``index_update``) and still be traced.
+# On anything else, the primitive's NumPy implementation runs. type -> its
+# ``__tg_bind__`` or None, looked up once per type (define it in the class body).
+_BINDERS: dict = {}
+
+
+def binder(args):
+    """The ``__tg_bind__`` of the first of ``args`` whose type has one, else None."""
+    for a in args:
+        t = type(a)
+        try:
+            found = _BINDERS[t]
+        except KeyError:
+            found = _BINDERS[t] = getattr(t, "__tg_bind__", None)
+        if found is not None:
+            return found
+    return None
 
 
 def apply(name, *args, **params):
     """Apply primitive ``name``: a graph node on traced values, NumPy otherwise."""
-    if _binder is not None:
-        return _binder(name, *args, **params)
+    bind = binder(args)
+    if bind is not None:
+        return bind(name, args, params)
     return REGISTRY[name].impl(*args, **params)

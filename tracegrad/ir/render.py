@@ -13,16 +13,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .unavailable import GraphvizUnavailable
+
 FORMATS = ("svg", "png", "pdf")
 
 INSTALL_HINT = ('install the Python package with: pip install "tracegrad[viz]" '
                 "(or pip install graphviz), and the Graphviz programs with your system's "
                 "package manager: apt install graphviz / brew install graphviz / "
                 "conda install graphviz")
-
-
-class GraphvizUnavailable(ImportError, RuntimeError):
-    """Rendering needs the ``graphviz`` package and the ``dot`` program, and one is missing."""
 
 
 def _format_of(path: Path, format) -> str:  # noqa: A002

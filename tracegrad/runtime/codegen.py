@@ -22,8 +22,8 @@ import numpy as np
 
 from ..errors import TraceError
 from ..ir import REGISTRY, Arg, Graph, Slice
+from ..ir.aliasing import own, plan
 from ..ir.printing import printable
-from .aliasing import own, plan
 
 GUARD_FAILED = object()
 

@@ -20,6 +20,9 @@ import numpy as np
 
 from ..errors import TraceError
 from ..ir import REGISTRY, Graph
+from ..ir.jax_checks import CHECKING as _CHECKING
+from ..ir.jax_checks import EXCEPTIONS as _EXCEPTIONS
+from ..ir.jax_checks import runtime_check  # noqa: F401  (lowerings import it from here too)
 from ..ir.prims.jax_numpy import astype
 from .codegen import GUARD_FAILED
 
@@ -33,18 +36,6 @@ def import_jax():
 
 
 _PROMOTING = ("elementwise", "linalg")   # families whose operands NumPy promotes together
-_EXCEPTIONS = {"IndexError": IndexError, "ValueError": ValueError,
-               "LinAlgError": np.linalg.LinAlgError}
-_CHECKING = contextvars.ContextVar("tracegrad_jax_checking", default=False)
-
-
-def runtime_check(ok, error: str, message: str, *values):
-    """Inside a lowering: NumPy raises ``error`` (a name in ``_EXCEPTIONS``) with
-    ``message`` (``{}`` filled from ``values``, traced scalars) unless ``ok`` holds."""
-    if not _CHECKING.get():     # a graph that ``needs_checks`` says has none
-        return
-    from jax.experimental import checkify
-    checkify.check(ok, f"{error}: {message}", *values)
 
 
 def _subgraphs(graph: Graph):

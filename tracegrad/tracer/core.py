@@ -21,9 +21,9 @@ import numpy as np
 
 from ..errors import TraceError
 from ..ir import REGISTRY, Aval, Graph
-from ..ir import registry as _registry
+from ..ir.evaluate import evaluate
+from ..ir.source import source_override, user_frame, user_src, where
 from .elements import wrap_constructors
-from .source import source_override, user_frame, user_src, where
 from .views import sync
 
 # True while tg.vmap traces its function on one example: a decision NumPy takes from the
@@ -292,13 +292,19 @@ def new_trace():
             wrap_constructors(False)
 
 
-def bind(name, *args, **params):
-    """Apply primitive ``name``: record it if any operand is traced, else run NumPy."""
-    prim = REGISTRY[name]
+def _innermost(args):
+    """The innermost trace among the tracers in ``args``, else None."""
     top = None
     for a in args:
         if isinstance(a, Tracer) and (top is None or a._trace.level > top.level):
             top = a._trace
+    return top
+
+
+def bind(name, *args, **params):
+    """Apply primitive ``name``: record it if any operand is traced, else run NumPy."""
+    prim = REGISTRY[name]
+    top = _innermost(args)
     if top is None:
         return prim.impl(*args, **params)
     if not top.active:
@@ -306,75 +312,45 @@ def bind(name, *args, **params):
     return top.add(prim, args, params)
 
 
-_registry._binder = bind
+def _bind_at(name, args, params, src=None):
+    """``Tracer.__tg_bind__``: ``ir.apply`` and ``ir.evaluate`` hand a primitive whose
+    operands include a tracer here; it is ``bind``, and the node recorded keeps ``src``
+    (the line a replayed graph's node came from) when given."""
+    if src is not None:
+        with source_override(src):
+            return _bind_at(name, args, params)
+    top = _innermost(args)
+    if top is None:
+        return REGISTRY[name].impl(*args, **params)
+    if not top.active:
+        raise TraceError(f"{_ESCAPED}{where()}")
+    return top.add(REGISTRY[name], args, params)
 
 
 def replay(graph: Graph, args) -> dict:
-    """Evaluate ``graph`` by binding every node: inlines it into the active trace when
-    ``args`` hold tracers (nodes keep their original source lines). Returns the
+    """Evaluate ``graph`` (``ir.evaluate``) on ``args``: inlines it into the active trace
+    when ``args`` hold tracers (nodes keep their original source lines). Returns the
     environment, node id -> value."""
-    top = None
-    for a in args:
-        if isinstance(a, Tracer) and (top is None or a._trace.level > top.level):
-            top = a._trace
+    top = _innermost(args)
     # a graph's inputs are typed: a weakly typed argument takes the input's own dtype
     args = [Tracer(a._trace, a._node, a.shape, a.dtype, a._value)
             if isinstance(a, Tracer) and a._weak is not None else a for a in args]
-    if top is not None:
-        # Inlining: plain arrays and constants become constant nodes of the trace, so
-        # operations on them are recorded (and left to simplify), not evaluated here into
-        # large constants.
-        args = [a if isinstance(a, Tracer) else _const_at(top, a, graph.node(n)["src"])
-                for n, a in zip(graph.inputs, args)]
-    env = dict(zip(graph.inputs, args))
-    for n, d in graph.nx.nodes(data=True):
-        op = d["op"]
-        if op == "input":
-            continue
-        if op == "const":
-            value = d["params"]["value"]
-            if top is not None:
-                with source_override(d["src"]):
-                    value = top.const(value, snapshot=False)
-            env[n] = value
-            continue
-        with source_override(d["src"]):
-            env[n] = bind(op, *[env[a] for a in d["args"]], **d["params"])
-    for n, expected in graph.guards:
-        value = env[n]
-        if isinstance(value, Tracer):
-            value._trace.guard(value, expected)
-        elif not _guard_holds(value, expected):
-            raise TraceError(guard_failure_message(graph, n, expected, value))
-    return env
+    if top is None:
+        return evaluate(graph, dict(zip(graph.inputs, args)))
+    # Inlining: plain arrays and constants become constant nodes of the trace, so
+    # operations on them are recorded (and left to simplify), not evaluated here into
+    # large constants.
+    args = [a if isinstance(a, Tracer) else _const_at(top, a, graph.node(n)["src"])
+            for n, a in zip(graph.inputs, args)]
+
+    def const(value, src):
+        return _const_at(top, value, src, snapshot=False)
+    return evaluate(graph, dict(zip(graph.inputs, args)), const=const)
 
 
-def _const_at(trace, value, src):
+def _const_at(trace, value, src, snapshot=True):
     with source_override(src):
-        return trace.const(value)
-
-
-def _guard_holds(value, expected):
-    """The check the code generator writes (``codegen.guard_line``): a branch decided by
-    ``bool(t)`` holds while ``bool(value)`` is the same, ``int(t)`` while the int is."""
-    if isinstance(expected, (bool, np.bool_)):
-        return bool(value) is bool(expected)
-    if isinstance(expected, (int, np.integer)):
-        return int(value) == int(expected)
-    return np.array_equal(np.asarray(value), np.asarray(expected))
-
-
-def _short(value):
-    value = np.asarray(value)
-    return repr(value.item()) if value.size == 1 else np.array2string(value, threshold=8)
-
-
-def guard_failure_message(graph, n, expected, value):
-    src = graph.node(n)["src"]
-    return (f"these inputs take a different branch than the traced ones: the condition "
-            f"at {src} was {_short(expected)} when traced and is now {_short(value)}. "
-            "Trace the function again for these inputs (tg.trace / a transform call "
-            "retraces; a saved graph does not)")
+        return trace.const(value, snapshot=snapshot)
 
 
 def _carries_gradient(t):
@@ -511,3 +487,11 @@ class Tracer:
                                     self._value))
 
     __hash__ = None
+
+    # the protocol of ``ir.apply`` and ``ir.evaluate``: a primitive applied to a tracer is
+    # recorded, a guard on one is recorded, a graph called on one is inlined
+    __tg_bind__ = staticmethod(_bind_at)
+    __tg_replay__ = staticmethod(replay)
+
+    def __tg_guard__(self, expected):
+        self._trace.guard(self, expected)

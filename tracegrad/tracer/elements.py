@@ -119,7 +119,7 @@ def _traced_array(name, obj, dtype=None, *, copy=True, ndmin=0):
             return original(obj, dtype=dtype, ndmin=ndmin)
         if dtype is not None and result.dtype.kind == "c" and np.dtype(dtype).kind != "c":
             # NumPy converts each complex element with float(): an error, not a cast
-            from .source import where
+            from ..ir.source import where
             raise TypeError(f"float() argument must be a string or a real number, not "
                             f"'complex' (np.{name} of complex values with dtype="
                             f"{np.dtype(dtype).name}){where()}")

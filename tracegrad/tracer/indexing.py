@@ -5,8 +5,8 @@ import numpy as np
 
 from ..errors import TraceError
 from ..ir import Arg, Index, Slice, apply
+from ..ir.source import where
 from .core import Tracer
-from .source import where
 from .views import assigned, ensure_writable, mark_view, sync
 
 

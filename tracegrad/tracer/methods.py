@@ -8,10 +8,10 @@ import math
 import numpy as np
 
 from ..errors import TraceError
+from ..ir.source import where
 from . import numpy_api as api
 from .core import Tracer, weak_result
 from .indexing import getitem, setitem
-from .source import where
 from .views import alias, assigned, ensure_writable, new_array, reshape_is_view, set_shape
 
 

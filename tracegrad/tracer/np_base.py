@@ -17,10 +17,10 @@ import numpy as np
 from ..errors import TraceError
 from ..ir import apply
 from ..ir.prims.util import norm_axes
+from ..ir.source import where
 from .core import Tracer
 from .elements import Element
 from .indexing import getitem
-from .source import where
 from .views import alias, mark_view, reshape_is_view
 
 UFUNCS: dict = {}

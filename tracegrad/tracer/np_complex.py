@@ -11,9 +11,9 @@ import numpy as np
 
 from ..errors import TraceError
 from ..ir import apply
+from ..ir.source import where
 from .core import Tracer
 from .np_base import UFUNCS, astype, coerce, dtype_of, implements, numpy_loop
-from .source import where
 from .views import mark_view
 
 

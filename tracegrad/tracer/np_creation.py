@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import TraceError
+from ..ir.source import where as where_text
 from .core import Tracer
 from .np_base import astype, broadcast_to, coerce, dtype_of, full_like_tracer, implements, shape_of
-from .source import where as where_text
 from .views import sync
 
 

@@ -10,9 +10,9 @@ import numpy as np
 
 from ..errors import TraceError
 from ..ir import apply
+from ..ir.source import where
 from .core import Tracer
 from .np_base import _reject, astype, coerce, dtype_of, implements, operator_index
-from .source import where
 
 
 @implements(np.where)

@@ -22,6 +22,7 @@ from ..errors import TraceError
 from ..ir import apply
 from ..ir.prims.fft import NORMS, SWAPPED
 from ..ir.prims.util import complex_dtype
+from ..ir.source import where
 from .np_base import (
     _reject,
     _single_axis,
@@ -33,7 +34,6 @@ from .np_base import (
     ndim_of,
     shape_of,
 )
-from .source import where
 
 
 # -- argument checks ----------------------------------------------------------------------

@@ -31,11 +31,11 @@ import numpy as np
 
 from ..errors import TraceError
 from ..ir import apply
+from ..ir.source import where
 from .core import BATCHING
 from .np_base import _single_axis, astype, coerce, dtype_of, implements, ndim_of, shape_of
 from .np_reductions import max, min, sum  # noqa: A004  (the handlers of np.max, np.min, np.sum)
 from .np_shapes import swapaxes
-from .source import where
 
 
 @implements(np.linalg.inv)

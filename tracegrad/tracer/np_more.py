@@ -28,6 +28,7 @@ import numpy as np
 
 from ..errors import TraceError
 from ..ir import Arg, Index, apply
+from ..ir.source import where
 from .core import Tracer
 from .indexing import getitem
 from .np_base import (
@@ -51,7 +52,6 @@ from .np_base import (
     transpose,
 )
 from .np_shapes import flip, moveaxis, split
-from .source import where
 
 # -- ufuncs ------------------------------------------------------------------------------
 _LN2 = math.log(2.0)

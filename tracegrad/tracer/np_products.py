@@ -11,8 +11,8 @@ import numpy as np
 
 from ..errors import TraceError
 from ..ir import apply
+from ..ir.source import where
 from .np_base import _reject, _single_axis, coerce, implements, ndim_of, ravel, reshape, shape_of
-from .source import where
 
 
 def matmul(a, b):

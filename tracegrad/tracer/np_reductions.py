@@ -13,6 +13,7 @@ import numpy as np
 
 from ..errors import TraceError
 from ..ir import apply
+from ..ir.source import where
 from .np_base import (
     _axis_tuple,
     _reject,
@@ -27,7 +28,6 @@ from .np_base import (
     ravel,
     shape_of,
 )
-from .source import where
 
 
 def _reduction(prim, x, axis, keepdims, dtype=None, initial=None):

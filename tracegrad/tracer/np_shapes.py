@@ -15,6 +15,7 @@ import numpy as np
 
 from ..errors import TraceError
 from ..ir import apply
+from ..ir.source import where
 from .core import Tracer
 from .indexing import getitem
 from .np_base import (
@@ -37,7 +38,6 @@ from .np_base import (
     transpose,
 )
 from .np_reductions import sum  # noqa: A004  (np.sum's handler, for np.trace)
-from .source import where
 from .views import mark_view
 
 

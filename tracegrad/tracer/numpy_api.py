@@ -19,6 +19,7 @@ import numpy as np
 
 from ..errors import TraceError
 from ..ir import apply
+from ..ir.source import where
 from . import np_complex, np_fft, np_more  # noqa: F401  (more handlers: they register themselves)
 from .core import Tracer, resolve_weak
 from .np_base import (
@@ -86,7 +87,6 @@ from .np_shapes import (
     triu,
     vstack,
 )
-from .source import where
 from .views import new_array
 
 __all__ = [

@@ -18,7 +18,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..errors import TraceError
-from .source import where
+from ..ir.source import where
 
 
 class View(NamedTuple):

@@ -1,7 +1,7 @@
-"""Importing this package fills the registry, one module per family."""
+"""Importing this package fills the registry, one module per family. The higher-order
+primitives (loops, branches, checkpoints) register from ``tracegrad.higher``."""
 from . import (  # noqa: F401
     complex_parts,
-    control,
     eig,
     elementwise,
     fft,
@@ -12,5 +12,4 @@ from . import (  # noqa: F401
     shape,
     special,
     spectral,
-    subgraph,
 )

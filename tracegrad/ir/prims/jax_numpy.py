@@ -146,7 +146,7 @@ def power(x, y):
         return _float_power(x, y)
     if np.dtype(x.dtype).kind not in "iu":
         return jnp.power(x, y)
-    from ...runtime.jax_backend import runtime_check
+    from ..jax_checks import runtime_check
     if np.dtype(y.dtype).kind == "i":
         runtime_check(~jnp.any(y < 0), "ValueError",
                       "Integers to negative integer powers are not allowed.")

@@ -132,7 +132,7 @@ register(
 # LAPACK's criterion as a runtime check: the call then raises NumPy's own LinAlgError
 # (runtime.jax_backend). ``jax_checks`` tells the backend that these nodes carry one.
 def _check_lapack(failed, message):
-    from ...runtime.jax_backend import runtime_check
+    from ..jax_checks import runtime_check
     runtime_check(~failed, "LinAlgError", message)
 
 

@@ -117,7 +117,7 @@ def check_bounds(shape, index, operands):
     axis it indexes, traced ones at run time (``runtime_check``)."""
     import jax.numpy as jnp
 
-    from ...runtime.jax_backend import runtime_check
+    from ..jax_checks import runtime_check
 
     taken = sum(1 for item in index if item is not None and item is not Ellipsis)
     axis = 0

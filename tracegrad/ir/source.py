@@ -5,11 +5,11 @@ import threading
 
 import numpy as np
 
-import tracegrad
+from .printing import printable
 
-from ..ir.printing import printable
-
-_SKIP = tuple(os.path.dirname(m.__file__) + os.sep for m in (tracegrad, np))
+# tracegrad's own folder (the parent of this one) and NumPy's
+_SKIP = tuple(os.path.dirname(path) + os.sep
+              for path in (os.path.dirname(__file__), np.__file__))
 _internal: dict = {}  # code object -> bool, so the walk costs a dict lookup per frame
 _basenames: dict = {}  # code object -> its file's base name
 _local = threading.local()

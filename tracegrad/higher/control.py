@@ -15,16 +15,23 @@ run of the loop (``_memo``).
 - ``cond``: ``pred`` picks the ``true`` or the ``false`` graph (same signature); VJP and
   JVP are ``cond`` of the branches' adjoint and tangent graphs.
 
-Running and differentiating sub-graphs belongs to the runtime and the passes, which sit
-above the IR, so they are imported when a rule runs.
+Running, tracing and differentiating sub-graphs use the runtime, the tracer and the
+passes: this layer sits above them, and registers its primitives into the IR's open
+registry when ``tracegrad`` is imported.
 """
 import functools
 
 import numpy as np
 
-from ...errors import TraceError
-from ..registry import apply
-from ..registry import register as _register
+from ..errors import TraceError
+from ..ir.registry import Aval, apply
+from ..ir.registry import register as _register
+from ..passes.adjoint import adjoint
+from ..passes.jvp import jvp
+from ..passes.prune import prune
+from ..runtime.interpreter import call_graph
+from ..runtime.jax_backend import graph_function, import_jax
+from ..tracer import Tracer, new_trace
 from .subgraph import compiled, shared_run
 
 # Loops and branches hold sub-graphs; whether those may see complex values is checked
@@ -44,15 +51,11 @@ def _zeros(graph, n, lead=()):
 
 def _trace(fn, avals):
     """A graph of ``fn`` over inputs of ``avals`` (all captured values must be operands)."""
-    from ...tracer import new_trace
-    from ..registry import Aval
-
     with new_trace() as trace:
         ins = [trace.new_input(aval=Aval(tuple(s), np.dtype(d))) for s, d in avals]
         outs = fn(*ins)
         if trace.captured:
             raise TraceError("internal: a derived loop body captured an outer value")
-        from ...tracer import Tracer
         trace.graph.outputs = [(o if isinstance(o, Tracer) else trace.const(o))._node
                                for o in outs]
     return _pruned(trace.graph)
@@ -61,12 +64,10 @@ def _trace(fn, avals):
 def _pruned(graph):
     """Without the nodes no output needs (a rule's cotangent for a constant operand, which
     may even warn: log of a negative base)."""
-    from ...passes.prune import prune
     return prune(graph)
 
 
 def _call(graph, args):
-    from ...runtime.interpreter import call_graph
     return call_graph(graph, list(args))
 
 
@@ -105,8 +106,6 @@ def _with_carry_history(body, n_carry):
 
 
 def _scan_vjp(g, out, *operands, body, n_carry, n_x, length, reverse, index):
-    from ...passes.adjoint import adjoint
-
     n_y = len(body.outputs) - n_carry
     n_c = len(operands) - n_carry - n_x
     xs, consts = operands[n_carry:n_carry + n_x], operands[n_carry + n_x:]
@@ -151,8 +150,6 @@ def _scan_vjp(g, out, *operands, body, n_carry, n_x, length, reverse, index):
 
 
 def _scan_jvp(tangents, out, *operands, body, n_carry, n_x, length, reverse, index):
-    from ...passes.jvp import jvp
-
     n_y = len(body.outputs) - n_carry
     tangents = [np.zeros(np.shape(o), np.result_type(o)) if t is None else t
                 for o, t in zip(operands, tangents)]
@@ -183,8 +180,6 @@ def _scan_jvp(tangents, out, *operands, body, n_carry, n_x, length, reverse, ind
 
 
 def _scan_jax(*operands, body, n_carry, n_x, length, reverse, index):
-    from ...runtime.jax_backend import graph_function, import_jax
-
     lax = import_jax().lax
     fn = graph_function(body)
     consts = operands[n_carry + n_x:]
@@ -233,8 +228,6 @@ def _while_vjp(g, out, *operands, cond, body, n_carry, n_cond, index):
 
 
 def _while_jvp(tangents, out, *operands, cond, body, n_carry, n_cond, index):
-    from ...passes.jvp import jvp
-
     tangents = [np.zeros(np.shape(o), np.result_type(o)) if t is None else t
                 for o, t in zip(operands, tangents)]
     jb = _pruned(jvp(body))
@@ -263,8 +256,6 @@ def _while_jvp(tangents, out, *operands, cond, body, n_carry, n_cond, index):
 
 
 def _while_jax(*operands, cond, body, n_carry, n_cond, index):
-    from ...runtime.jax_backend import graph_function, import_jax
-
     lax = import_jax().lax
     test, step = graph_function(cond), graph_function(body)
     cconsts, bconsts = operands[n_carry:n_carry + n_cond], operands[n_carry + n_cond:]
@@ -300,12 +291,10 @@ def _branch_graphs(true, false, index, make):
 
 
 def _adjoint_for(graph, index):
-    from ...passes.adjoint import adjoint
     return _pruned(adjoint(graph, seeds=[index]))
 
 
 def _jvp_of(graph, index):
-    from ...passes.jvp import jvp
     return _pruned(jvp(graph))
 
 
@@ -325,8 +314,6 @@ def _cond_jvp(tangents, out, pred, *operands, true, false, index):
 
 
 def _cond_jax(pred, *operands, true, false, index):
-    from ...runtime.jax_backend import graph_function, import_jax
-
     lax = import_jax().lax
     ft, ff = graph_function(true), graph_function(false)
     return lax.cond(pred, lambda *a: tuple(ft(*a)), lambda *a: tuple(ff(*a)), *operands)[index]

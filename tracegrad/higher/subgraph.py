@@ -4,15 +4,21 @@ A ``remat_call`` node runs its ``graph`` param on its operands and gives output
 ``index`` of it. Only that output is kept: the sub-graph's intermediates live while the
 node runs and are gone afterwards. Its VJP inlines the adjoint of the sub-graph, which
 recomputes the forward values it needs: the backward pass rematerialises them instead
-of the forward pass storing them. Running a sub-graph and deriving its adjoint belong to
-the layers above the IR (runtime, passes), so they are imported when a rule runs.
+of the forward pass storing them. Running a sub-graph and deriving its adjoint use the
+runtime and the passes: this layer sits above both, and registers its primitives into
+the IR's open registry when ``tracegrad`` is imported.
 """
 import functools
 import threading
 
 import numpy as np
 
-from ..registry import register as _register
+from ..ir.registry import register as _register
+from ..passes.adjoint import adjoint
+from ..passes.jvp import jvp
+from ..runtime.codegen import generate
+from ..runtime.interpreter import call_graph
+from ..runtime.jax_backend import graph_function, import_jax
 
 # The sub-graph's own nodes are checked for complex rules one by one.
 register = functools.partial(_register, complex=True)
@@ -49,7 +55,6 @@ def compiled(graph):
     """``graph`` as generated NumPy code, made once per graph."""
     fn = graph.__dict__.get("_compiled")
     if fn is None:
-        from ...runtime.codegen import generate
         fn = graph.__dict__["_compiled"] = generate(graph, "tracegrad_body")
     return fn
 
@@ -65,9 +70,6 @@ def _remat_abstract(*avals, graph, index):
 
 
 def _remat_vjp(g, out, *operands, graph, index):
-    from ...passes.adjoint import adjoint
-    from ...runtime.interpreter import call_graph
-
     adj = _adjoints(graph, index, adjoint)
     cts = call_graph(adj, list(operands) + [g])
     return tuple(cts[len(graph.outputs):])
@@ -82,9 +84,6 @@ def _adjoints(graph, index, adjoint):
 
 
 def _remat_jvp(tangents, out, *operands, graph, index):
-    from ...passes.jvp import jvp
-    from ...runtime.interpreter import call_graph
-
     cache = graph.__dict__.setdefault("_remat_jvp", [])
     if not cache:
         cache.append(jvp(graph))
@@ -95,8 +94,6 @@ def _remat_jvp(tangents, out, *operands, graph, index):
 
 
 def _remat_jax(*operands, graph, index):
-    from ...runtime.jax_backend import graph_function, import_jax
-
     body = graph_function(graph)
     return import_jax().checkpoint(lambda *ops: body(*ops))(*operands)[index]
 

@@ -15,9 +15,14 @@ base is copied, and so is a read-only one made from a constant (a broadcast zero
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from ..ir import REGISTRY, Graph
+from .registry import REGISTRY
+
+if TYPE_CHECKING:     # graph.py (Graph.__call__) imports evaluate, which imports this
+    from .graph import Graph
 
 # primitives whose NumPy result is (or may be) a view of their first operand
 VIEW_PRIMS = frozenset({"reshape", "transpose", "getitem", "broadcast_to"})
@@ -105,4 +110,29 @@ def plan(graph: Graph, bases=None):
         earlier = tuple(j for j in range(k) if bases[j] != base
                         and src[graph.outputs[j]] & mine)
         result.append((None, inputs, consts, earlier, bool(consts)))
+    return result
+
+
+def owned_outputs(graph: Graph, outs, inputs, bases=None):
+    """``outs`` with a copy of each one that may share memory it must not."""
+    consts = {n: d["params"]["value"] for n, d in graph.nx.nodes(data=True) if d["op"] == "const"}
+    suspects = {id(v) for v in inputs} | {id(v) for v in consts.values()}
+    arrays = [v for v in outs if isinstance(v, np.ndarray)]
+    if len({id(v) for v in arrays}) == len(arrays) and all(
+            v.base is None and id(v) not in suspects for v in arrays):
+        return outs     # every output is a buffer of its own (the common case): no copies
+    # loop bodies run once per iteration: the plan is made once per graph and bases
+    key = (tuple(graph.inputs), tuple(graph.outputs), len(graph.nx),
+           None if bases is None else tuple(bases))
+    cache = graph.__dict__.setdefault("_alias_plans", {})
+    if key not in cache:
+        cache.clear()
+        cache[key] = plan(graph, bases)
+    result = []
+    for v, (same, ins, cs, earlier, from_const) in zip(outs, cache[key]):
+        if same is not None:
+            result.append(result[same])
+            continue
+        others = [inputs[i] for i in ins] + [consts[c] for c in cs] + [result[j] for j in earlier]
+        result.append(own(v, others, from_const))
     return result
