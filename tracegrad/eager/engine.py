@@ -97,7 +97,7 @@ def _freeze(v):
 
 
 def _key(order, local, roots, wrt, taps):
-    nodes = TAPE.graph.nx._node
+    nodes = TAPE.graph.by_id
     parts = []
     for n in order:
         d = nodes[n]
@@ -113,7 +113,7 @@ def _key(order, local, roots, wrt, taps):
 
 def _forward_graph(order, roots):
     g = Graph()
-    nodes = TAPE.graph.nx._node
+    nodes = TAPE.graph.by_id
     for n in order:
         d = nodes[n]
         if d["op"] == "input" or d["op"] == "const":
@@ -289,7 +289,7 @@ def _replay(plan, saved, seed_args, order, handles, Tensor):
             s._data if isinstance(s, Tensor) else s)
     checking = anomaly.is_anomaly_enabled()
     with grad_mode.enable_grad():
-        for n, d in g.nx.nodes(data=True):
+        for n, d in g.items():
             if n in env:
                 continue
             with source_override(d["src"]):
@@ -408,7 +408,7 @@ _EDGE_ENDS = frozenset({"stop_gradient", "custom_vjp_call"})
 def _reached(handles, roots):
     """The tape nodes PyTorch's backward would visit from ``roots``: every node on a path
     of recorded operations, whether or not its derivative is zero (``floor``, ``sign``)."""
-    nodes = TAPE.graph.nx._node
+    nodes = TAPE.graph.by_id
     seen = set()
     stack = [r._traced()._node for r in roots]
     while stack:

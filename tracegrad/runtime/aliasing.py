@@ -33,7 +33,7 @@ def makes_fresh(op: str) -> bool:
 
 def sources(graph: Graph) -> dict:
     """node -> the inputs, constants and fresh results whose memory its value may share."""
-    nodes = graph.nx.nodes
+    nodes = graph.by_id
     out = {}
     for n in graph:
         d = nodes[n]
@@ -52,7 +52,7 @@ def structural_bases(graph: Graph) -> list:
     an output that is an input itself: the graph cannot tell ``lambda x: x`` (NumPy hands
     back ``x``) from ``np.copy(x)`` (a new array, recorded as no node at all), and a copy
     is right for the one and harmless for the other."""
-    nodes = graph.nx.nodes
+    nodes = graph.by_id
     index = {n: i for i, n in enumerate(graph.inputs)}
     bases = []
     for o in graph.outputs:
@@ -89,7 +89,7 @@ def plan(graph: Graph, bases=None):
     output positions. ``from_constant``: it may be a (read-only) view of a constant."""
     bases = structural_bases(graph) if bases is None else bases
     src = sources(graph)
-    nodes = graph.nx.nodes
+    nodes = graph.by_id
     index = {n: i for i, n in enumerate(graph.inputs)}
     result = []
     for k, o in enumerate(graph.outputs):

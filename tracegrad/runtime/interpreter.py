@@ -49,7 +49,7 @@ def run(graph: Graph, args, env=None, observe=None, bases=None):
     guards: dict = {}
     for n, expected in graph.guards:
         guards.setdefault(n, []).append(expected)
-    nodes = graph.nx.nodes
+    nodes = graph.by_id
     for n in graph:
         if n not in env:
             d = nodes[n]
@@ -72,14 +72,14 @@ def run(graph: Graph, args, env=None, observe=None, bases=None):
 
 def owned_outputs(graph: Graph, outs, inputs, bases=None):
     """``outs`` with a copy of each one that may share memory it must not (``aliasing``)."""
-    consts = {n: d["params"]["value"] for n, d in graph.nx.nodes(data=True) if d["op"] == "const"}
+    consts = {n: d["params"]["value"] for n, d in graph.items() if d["op"] == "const"}
     suspects = {id(v) for v in inputs} | {id(v) for v in consts.values()}
     arrays = [v for v in outs if isinstance(v, np.ndarray)]
     if len({id(v) for v in arrays}) == len(arrays) and all(
             v.base is None and id(v) not in suspects for v in arrays):
         return outs     # every output is a buffer of its own (the common case): no copies
     # loop bodies run once per iteration: the plan is made once per graph and bases
-    key = (tuple(graph.inputs), tuple(graph.outputs), len(graph.nx),
+    key = (tuple(graph.inputs), tuple(graph.outputs), len(graph),
            None if bases is None else tuple(bases))
     cache = graph.__dict__.setdefault("_alias_plans", {})
     if key not in cache:

@@ -327,7 +327,7 @@ def replay(graph: Graph, args) -> dict:
         args = [a if isinstance(a, Tracer) else _const_at(top, a, graph.node(n)["src"])
                 for n, a in zip(graph.inputs, args)]
     env = dict(zip(graph.inputs, args))
-    for n, d in graph.nx.nodes(data=True):
+    for n, d in graph.items():
         op = d["op"]
         if op == "input":
             continue
