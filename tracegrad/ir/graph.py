@@ -16,6 +16,7 @@ by ``ir/nxview.py`` alone.
 from __future__ import annotations
 
 from collections.abc import Container, Iterable, Iterator, Mapping, MutableMapping
+from itertools import islice
 from types import MappingProxyType
 from typing import Any
 
@@ -70,8 +71,19 @@ class Node(MutableMapping):
 
     # -- the mapping view ------------------------------------------------------------
     def __getitem__(self, key):
-        if key in _FIELD_SET:
-            return getattr(self, key)
+        # a chain of comparisons, most used first: faster than getattr (hot in passes)
+        if key == "op":
+            return self.op
+        if key == "args":
+            return self.args
+        if key == "params":
+            return self.params
+        if key == "shape":
+            return self.shape
+        if key == "dtype":
+            return self.dtype
+        if key == "src":
+            return self.src
         if self._extra is not None:
             return self._extra[key]
         raise KeyError(key)
@@ -324,10 +336,7 @@ class Graph:
         if self._nx is None or state[1] != self._removed or state[0] > count:
             self._nx = build(self._nodes.values())
         elif state[0] < count:
-            values = iter(self._nodes.values())
-            for _ in range(state[0]):
-                next(values)
-            extend(self._nx, values)
+            extend(self._nx, islice(self._nodes.values(), state[0], None))
         self._nx_state = (count, self._removed)
         return self._nx
 

@@ -7,6 +7,7 @@ networkx calls build.
 """
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterable
 
 import networkx as nx
@@ -23,7 +24,22 @@ def extend(g: nx.MultiDiGraph, nodes: Iterable) -> None:
     """Add ``nodes`` (new ones, operands first) and their operand edges to ``g``. Each
     node's attribute dict is the ``Node`` itself; an edge is keyed and labelled by the
     operand's position. An operand no longer in the graph (the eager tape frees nodes)
-    has no edge, as after networkx's ``remove_node``."""
+    has no edge, as after networkx's ``remove_node``. The collector is paused meanwhile:
+    it would otherwise rescan the growing view many times (three quarters of the time
+    on 100k nodes)."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        _add(g, nodes)
+    finally:
+        if collecting:
+            gc.enable()
+    cache = getattr(g, "__networkx_cache__", None)
+    if cache:
+        cache.clear()
+
+
+def _add(g: nx.MultiDiGraph, nodes: Iterable) -> None:
     attrs, succ, pred = g._node, g._succ, g._pred
     for d in nodes:
         n = d.id
@@ -38,6 +54,3 @@ def extend(g: nx.MultiDiGraph, nodes: Iterable) -> None:
                     continue
                 keys = p[a] = out[n] = {}
             keys[pos] = {"pos": pos}
-    cache = getattr(g, "__networkx_cache__", None)
-    if cache:
-        cache.clear()
