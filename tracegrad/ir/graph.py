@@ -18,12 +18,18 @@ from __future__ import annotations
 from collections.abc import Container, Iterable, Iterator, Mapping, MutableMapping
 from itertools import islice
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .dtypes import aval_str
 from .printing import format_params, printable
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from .nxview import nx as networkx
+    from .summary import Summary
 
 _DTYPE_NAMES: dict = {}
 
@@ -201,7 +207,7 @@ class Graph:
 
     # -- building -----------------------------------------------------------
     def add_node(self, op: str, args: Iterable[int] = (), params: dict | None = None, *,
-                 shape, dtype, src: str | None = None) -> int:
+                 shape: Iterable[int], dtype: Any, src: str | None = None) -> int:
         """Append a node with a fresh id; returns the id."""
         nodes = self._nodes
         args = tuple(args)
@@ -230,12 +236,12 @@ class Graph:
             self._next_id = n + 1
         return n
 
-    def add_input(self, shape, dtype, src: str | None = None) -> int:
+    def add_input(self, shape: Iterable[int], dtype: Any, src: str | None = None) -> int:
         n = self.add_node("input", (), {"index": len(self.inputs)}, shape=shape, dtype=dtype, src=src)
         self.inputs.append(n)
         return n
 
-    def add_const(self, value, src: str | None = None) -> int:
+    def add_const(self, value: Any, src: str | None = None) -> int:
         value = np.asarray(value)
         return self.add_node("const", (), {"value": value}, shape=value.shape, dtype=value.dtype, src=src)
 
@@ -324,7 +330,7 @@ class Graph:
         return [node.op for node in self._nodes.values()]
 
     @property
-    def nx(self):
+    def nx(self) -> networkx.MultiDiGraph:
         """The graph as a networkx ``MultiDiGraph``: each node's attribute dict is its
         ``Node`` (so edits through it reach this graph), each operand an edge keyed and
         labelled by its position ``pos``. Built on first use, extended or rebuilt when
@@ -340,13 +346,13 @@ class Graph:
         self._nx_state = (count, self._removed)
         return self._nx
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict:
         state = dict(self.__dict__)
         state["_nx"] = state["_nx_state"] = state["_users"] = state["_users_state"] = None
         return state
 
     # -- running ------------------------------------------------------------
-    def __call__(self, *args):
+    def __call__(self, *args: Any) -> Any:
         """Run the graph on the NumPy runtime (or inline it into an active trace)."""
         from ..runtime import call_graph  # the runtime sits above the IR
 
@@ -391,14 +397,16 @@ class Graph:
         d = self._nodes[n]
         return aval_str(d.shape, d.dtype)
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.dump()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"<tg.Graph {len(self.inputs)} inputs, {len(self)} nodes, "
                 f"{len(self.outputs)} outputs>")
 
-    def to_dot(self, forward=None, *, seeds=None, max_const=None, legend=True) -> str:
+    def to_dot(self, forward: Graph | Iterable[int] | None = None, *,
+               seeds: Iterable[int] | None = None, max_const: int | None = None,
+               legend: bool = True) -> str:
         """Graphviz DOT source (no Graphviz install needed for the text).
 
         The adjoint part of a derived graph is filled apart from the forward part;
@@ -412,7 +420,8 @@ class Graph:
         return to_dot(self, forward, seeds=seeds, legend=legend,
                       max_const=MAX_CONST if max_const is None else max_const)
 
-    def render(self, path, format=None, engine="graphviz", **to_dot_args):  # noqa: A002
+    def render(self, path: str | Path, format: str | None = None,  # noqa: A002
+               engine: str = "graphviz", **to_dot_args: Any) -> Path:
         """Write the drawing to ``path`` as SVG or PNG (from its suffix, or ``format``)
         through the ``graphviz`` package and Graphviz's ``dot`` program; returns the path.
         Raises ``tracegrad.ir.render.GraphvizUnavailable`` (an ImportError and a
@@ -423,7 +432,7 @@ class Graph:
 
         return render(self, path, format=format, engine=engine, **to_dot_args)
 
-    def summary(self):
+    def summary(self) -> Summary:
         """Node counts by op, an estimate of the FLOPs, bytes of intermediates and
         constants, and depth (``print`` it, or read its fields)."""
         from .summary import summarize
@@ -437,7 +446,7 @@ class Graph:
         return to_json(self)
 
     @classmethod
-    def from_json(cls, text) -> Graph:
+    def from_json(cls, text: str) -> Graph:
         """Load a document written by ``to_json``. It is validated, and nothing in it is
         ever evaluated, imported or unpickled."""
         from .serialize import from_json
