@@ -1,4 +1,4 @@
-"""The IR container: networkx structure, printing, DOT, copying."""
+"""The IR container: its networkx view, printing, DOT, copying (the Graph API itself: test_graph_api.py)."""
 import networkx as nx
 import numpy as np
 import pytest
@@ -33,7 +33,7 @@ def test_nodes_and_edges_follow_the_contract():
     assert squares and g.nx.number_of_edges(g.args(squares[0])[0], squares[0]) == 2
 
 
-def test_fast_insertion_builds_what_the_networkx_api_builds():
+def test_nx_view_is_what_the_networkx_api_builds():
     g = _example()
     reference = nx.MultiDiGraph()
     for n, d in g.nx.nodes(data=True):

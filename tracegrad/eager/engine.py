@@ -95,7 +95,7 @@ def _freeze(v):
 
 
 def _key(order, local, roots, wrt, taps):
-    nodes = TAPE.graph.nx._node
+    nodes = TAPE.graph.by_id
     parts = []
     for n in order:
         d = nodes[n]
@@ -111,7 +111,7 @@ def _key(order, local, roots, wrt, taps):
 
 def _forward_graph(order, roots):
     g = Graph()
-    nodes = TAPE.graph.nx._node
+    nodes = TAPE.graph.by_id
     for n in order:
         d = nodes[n]
         if d["op"] == "input" or d["op"] == "const":
@@ -407,7 +407,7 @@ _EDGE_ENDS = frozenset({"stop_gradient", "custom_vjp_call"})
 def _reached(handles, roots):
     """The tape nodes PyTorch's backward would visit from ``roots``: every node on a path
     of recorded operations, whether or not its derivative is zero (``floor``, ``sign``)."""
-    nodes = TAPE.graph.nx._node
+    nodes = TAPE.graph.by_id
     seen = set()
     stack = [r._traced()._node for r in roots]
     while stack:

@@ -72,7 +72,7 @@ class Node:
 
     def __del__(self):
         try:
-            TAPE.graph.nx.remove_node(self._id)
+            TAPE.graph.remove(self._id)
         except Exception:       # interpreter shutdown, or already gone
             pass
 

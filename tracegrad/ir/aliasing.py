@@ -38,7 +38,7 @@ def makes_fresh(op: str) -> bool:
 
 def sources(graph: Graph) -> dict:
     """node -> the inputs, constants and fresh results whose memory its value may share."""
-    nodes = graph.nx.nodes
+    nodes = graph.by_id
     out = {}
     for n in graph:
         d = nodes[n]
@@ -57,7 +57,7 @@ def structural_bases(graph: Graph) -> list:
     an output that is an input itself: the graph cannot tell ``lambda x: x`` (NumPy hands
     back ``x``) from ``np.copy(x)`` (a new array, recorded as no node at all), and a copy
     is right for the one and harmless for the other."""
-    nodes = graph.nx.nodes
+    nodes = graph.by_id
     index = {n: i for i, n in enumerate(graph.inputs)}
     bases = []
     for o in graph.outputs:
@@ -94,7 +94,7 @@ def plan(graph: Graph, bases=None):
     output positions. ``from_constant``: it may be a (read-only) view of a constant."""
     bases = structural_bases(graph) if bases is None else bases
     src = sources(graph)
-    nodes = graph.nx.nodes
+    nodes = graph.by_id
     index = {n: i for i, n in enumerate(graph.inputs)}
     result = []
     for k, o in enumerate(graph.outputs):
@@ -115,14 +115,14 @@ def plan(graph: Graph, bases=None):
 
 def owned_outputs(graph: Graph, outs, inputs, bases=None):
     """``outs`` with a copy of each one that may share memory it must not."""
-    consts = {n: d["params"]["value"] for n, d in graph.nx.nodes(data=True) if d["op"] == "const"}
+    consts = {n: d["params"]["value"] for n, d in graph.items() if d["op"] == "const"}
     suspects = {id(v) for v in inputs} | {id(v) for v in consts.values()}
     arrays = [v for v in outs if isinstance(v, np.ndarray)]
     if len({id(v) for v in arrays}) == len(arrays) and all(
             v.base is None and id(v) not in suspects for v in arrays):
         return outs     # every output is a buffer of its own (the common case): no copies
     # loop bodies run once per iteration: the plan is made once per graph and bases
-    key = (tuple(graph.inputs), tuple(graph.outputs), len(graph.nx),
+    key = (tuple(graph.inputs), tuple(graph.outputs), len(graph),
            None if bases is None else tuple(bases))
     cache = graph.__dict__.setdefault("_alias_plans", {})
     if key not in cache:

@@ -86,7 +86,7 @@ def _const_text(value: np.ndarray, max_const: int) -> str:
 def _dependents(graph, roots) -> set:
     """``roots`` and every node that depends on one (nodes are in topological order)."""
     marked = set(roots)
-    for n, d in graph.nx.nodes(data=True):
+    for n, d in graph.items():
         if n not in marked and any(a in marked for a in d["args"]):
             marked.add(n)
     return marked
@@ -125,7 +125,7 @@ def _key(d, keys):
 
 def _structural_keys(graph) -> dict:
     keys = {}
-    for n, d in graph.nx.nodes(data=True):
+    for n, d in graph.items():
         keys[n] = _key(d, keys)
     return keys
 
@@ -177,7 +177,7 @@ def to_dot(graph, forward=None, *, seeds=None, max_const: int = MAX_CONST,
     lines = ["digraph tracegrad {", "  rankdir=TB;",
              '  node [shape=box, style="rounded,filled", fontname=monospace, fontsize=10];',
              "  edge [fontname=monospace, fontsize=9];"]
-    for n, d in graph.nx.nodes(data=True):
+    for n, d in graph.items():
         aval = aval_str(d["shape"], d["dtype"])
         op = d["op"]
         if op == "input":
@@ -227,7 +227,7 @@ def _cluster(graph, prefix, title, parent, max_const, indent="  ") -> list:
     cluster beside the node holding it; dashed edges lead from its outputs to that node."""
     lines = [f"{indent}subgraph cluster_{prefix} {{",
              f"{indent}  label={_label([title])}; style=dashed; color=gray50;"]
-    for n, d in graph.nx.nodes(data=True):
+    for n, d in graph.items():
         op = d["op"]
         aval = aval_str(d["shape"], d["dtype"])
         if op == "input":

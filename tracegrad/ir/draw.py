@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import networkx as nx
 import numpy as np
 
 from .dot import ADJOINT_FILL, CONST_FILL, FORWARD_FILL, INPUT_FILL, OUTPUT_COLOR, adjoint_nodes
@@ -36,18 +35,19 @@ def draw(graph, path: Path, fmt: str, forward=None, seeds=None) -> Path:
                                   '(or pip install "tracegrad[demo]")') from e
     adjoint = adjoint_nodes(graph, forward, seeds)
     outputs = set(graph.outputs)
-    rows = [sorted(gen) for gen in nx.topological_generations(graph.nx)]
+    levels = graph.levels()
+    rows = [sorted(n for n in levels if levels[n] == k) for k in range(max(levels.values()) + 1)]
     width = max(len(r) for r in rows)
     pos = {}
     for y, row in enumerate(rows):
         for x, n in enumerate(row):
             pos[n] = ((x - (len(row) - 1) / 2) * 2.2, -y * 1.3)
     fig, ax = plt.subplots(figsize=(max(4.0, 2.3 * width), max(3.0, 1.3 * len(rows))))
-    for n, d in graph.nx.nodes(data=True):
+    for n, d in graph.items():
         for a in d["args"]:
             ax.add_patch(FancyArrowPatch(pos[a], pos[n], arrowstyle="-|>", mutation_scale=10,
                                          shrinkA=14, shrinkB=14, color="#555555", lw=0.8))
-    for n, d in graph.nx.nodes(data=True):
+    for n, d in graph.items():
         op = d["op"]
         fill = (INPUT_FILL if op == "input" else CONST_FILL if op == "const" else
                 ADJOINT_FILL if n in adjoint else FORWARD_FILL)

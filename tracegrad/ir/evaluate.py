@@ -95,7 +95,7 @@ def evaluate(graph: Graph, env: dict, *, const=None, observe=None, drops=None,
             checks.setdefault(n, []).append(expected)
     # whether a value may be traced: otherwise every node runs its NumPy implementation
     traced = const is not None or binder(env.values()) is not None
-    nodes = graph.nx.nodes
+    nodes = graph.by_id
     for n in graph:
         if n not in env:
             d = nodes[n]

@@ -104,7 +104,7 @@ def to_json(graph) -> str:
 
 def _document(graph) -> dict:
     nodes = []
-    for n, d in graph.nx.nodes(data=True):
+    for n, d in graph.items():
         nodes.append({"id": n, "op": d["op"], "args": list(d["args"]), "shape": list(d["shape"]),
                       "dtype": d["dtype"],
                       "params": {k: _encode(v) for k, v in d["params"].items()},

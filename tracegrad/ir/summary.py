@@ -12,7 +12,6 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 
-import networkx as nx
 import numpy as np
 
 from .dtypes import aval_str
@@ -89,14 +88,14 @@ def _si(x):
 def summarize(graph) -> Summary:
     ops = Counter(graph.ops())
     intermediates = constants = total = 0
-    for n, d in graph.nx.nodes(data=True):
+    for n, d in graph.items():
         nbytes = _size(d["shape"]) * np.dtype(d["dtype"]).itemsize
         if d["op"] == "const":
             constants += nbytes
         elif d["op"] != "input":
             intermediates += nbytes
         total += flops(graph, n)
-    depth = nx.dag_longest_path_length(graph.nx) if len(graph) else 0
+    depth = max(graph.levels().values(), default=0)
 
     def aval(n):
         d = graph.node(n)

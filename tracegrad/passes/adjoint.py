@@ -56,7 +56,7 @@ def _sweep(trace, graph: Graph, seeds, wrt=None, taps=()) -> _Sweep:
             continue
         prim = REGISTRY[d["op"]]
         args = d["args"]
-        first = trace.graph._next_id
+        first = trace.graph.next_id
         with at_node(d):
             arg_cts = prim.vjp(ct, env[n], *(env[a] for a in args), **d["params"])
             outs = []
@@ -67,7 +67,7 @@ def _sweep(trace, graph: Graph, seeds, wrt=None, taps=()) -> _Sweep:
                     outs.append(a_ct)
                     accumulate(a, a_ct)
         returned[n] = outs
-        for m in range(first, trace.graph._next_id):
+        for m in range(first, trace.graph.next_id):
             origin[m] = n
     return _Sweep(env, seed_cts, final, origin, returned)
 
@@ -134,7 +134,7 @@ def backward_graph(graph: Graph, wrt, seeds=None, taps=()) -> Backward:
 
     bwd = Graph()
     saved, used_seeds = [], []
-    for n, d in full.nx.nodes(data=True):
+    for n, d in full.items():
         if n not in live:
             continue
         if n in boundary:

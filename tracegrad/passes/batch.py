@@ -302,7 +302,7 @@ def batch(graph: Graph, batched_inputs, size: int, *, rules=None, stats=None) ->
                 env[n] = trace.new_input(aval=Aval(lead + tuple(d["shape"]),
                                                    np.dtype(d["dtype"])))
             batched[n] = k in positions
-        for n, d in graph.nx.nodes(data=True):
+        for n, d in graph.items():
             op = d["op"]
             if op == "input":
                 continue

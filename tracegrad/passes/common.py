@@ -68,7 +68,7 @@ def carries_gradient(graph: Graph, sources=None) -> dict:
     """node -> True if its value depends differentiably on a floating-point input (on
     one of the nodes ``sources``, inputs or not, when given)."""
     flows = {}
-    for n, d in graph.nx.nodes(data=True):
+    for n, d in graph.items():
         op = d["op"]
         if sources is not None and n in sources:
             flows[n] = is_float(d["dtype"])

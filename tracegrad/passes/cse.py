@@ -35,7 +35,7 @@ def freeze(value):
 def cse(graph: Graph) -> Graph:
     out = Graph()
     rename, seen = {}, {}
-    for n, d in graph.nx.nodes(data=True):
+    for n, d in graph.items():
         args = tuple(rename[a] for a in d["args"])
         if d["op"] != "input":
             key = (d["op"], args, d["dtype"], d["shape"], freeze(d["params"]))

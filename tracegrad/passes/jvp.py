@@ -18,7 +18,7 @@ def jvp(graph: Graph) -> Graph:
         tangents = {n: t for n, t in zip(graph.inputs, tangents_in)
                     if is_float(graph.node(n)["dtype"])}
 
-        for n, d in graph.nx.nodes(data=True):
+        for n, d in graph.items():
             if d["op"] in ("input", "const") or not is_float(d["dtype"]):
                 continue
             prim = REGISTRY[d["op"]]

@@ -30,7 +30,7 @@ class _Rewriter:
     def __init__(self, graph: Graph):
         self.src_graph = graph
         self.out = Graph()
-        self.out._next_id = graph._next_id
+        self.out.reserve_ids(graph.next_id)
         self.rename = {}
 
     # -- looking at the new graph --------------------------------------------------------
@@ -299,7 +299,7 @@ class _Rewriter:
 
     # -- the sweep ----------------------------------------------------------------------------
     def run(self):
-        for n, d in self.src_graph.nx.nodes(data=True):
+        for n, d in self.src_graph.items():
             args = tuple(self.rename[a] for a in d["args"])
             if d["op"] in ("input", "const"):
                 self.rename[n] = self.out.put(n, d, args)

@@ -7,12 +7,12 @@ def map_subgraphs(graph: Graph, fn) -> Graph:
     Each distinct sub-graph is transformed once, so the sibling nodes of one loop (one per
     carry) keep sharing one body, and so one run."""
     done = {}
-    for _, d in graph.nx.nodes(data=True):
+    for _, d in graph.items():
         for v in d["params"].values():
             if isinstance(v, Graph) and id(v) not in done:
                 done[id(v)] = fn(v)
     if done:
-        for _, d in graph.nx.nodes(data=True):
+        for _, d in graph.items():
             if any(isinstance(v, Graph) for v in d["params"].values()):
                 d["params"] = {k: done[id(v)] if isinstance(v, Graph) else v
                                for k, v in d["params"].items()}

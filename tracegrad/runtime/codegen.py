@@ -71,7 +71,7 @@ def _literal(value):
 class _Generator:
     def __init__(self, graph: Graph):
         self.graph = graph
-        self.nodes = graph.nx.nodes
+        self.nodes = graph.by_id
         self.globals: dict = {"GUARD_FAILED": GUARD_FAILED, "np": np}
         self.var: dict = {n: f"x{i}" for i, n in enumerate(graph.inputs)}
         self.scalar: dict = {}  # const node -> its value, for 0-d constants

@@ -100,7 +100,7 @@ def _holds_positive_zero(value):
 
 
 def _opaque_constants(graph: Graph) -> set:
-    nodes = graph.nx.nodes
+    nodes = graph.by_id
     return {n for n in graph if nodes[n]["op"] == "const"
             and _holds_positive_zero(nodes[n]["params"]["value"])}
 
@@ -124,7 +124,7 @@ def graph_function(graph: Graph):
     """A Python function of jax arrays computing ``graph``'s outputs and guard values."""
     jax = import_jax()
     jnp = jax.numpy
-    nodes = graph.nx.nodes
+    nodes = graph.by_id
     for n in graph:
         op = nodes[n]["op"]
         if op not in ("input", "const") and REGISTRY[op].jax is None:
