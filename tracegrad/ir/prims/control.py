@@ -23,7 +23,7 @@ import functools
 import numpy as np
 
 from ...errors import TraceError
-from ..registry import apply
+from ..registry import apply, per_output_element
 from ..registry import register as _register
 from .subgraph import compiled, shared_run
 
@@ -202,6 +202,9 @@ register(
     family="control", extra={"lazy": True},
     doc="output `index` of a scan of `body` over the leading axis of the xs (tg.scan, "
         "tg.fori_loop)",
+    # facts (registry): row by row under vmap, outputs may share the operands' memory
+    batch=None, aliasing="unknown", ufunc=None, spelling=None, reducer=None,
+    zeros=None, foldable=True, cost=per_output_element, torch_name="ScanBackward0", jax_casts=None,
 )
 
 
@@ -277,6 +280,9 @@ register(
     "while_loop", _while_impl, abstract=_while_abstract, vjp=_while_vjp, jvp=_while_jvp,
     jax=_while_jax, family="control", extra={"lazy": True, "reverse_mode": False},
     doc="output `index` of the carries once `cond` is false (tg.while_loop)",
+    # facts (registry): row by row under vmap, outputs may share the operands' memory
+    batch=None, aliasing="unknown", ufunc=None, spelling=None, reducer=None,
+    zeros=None, foldable=True, cost=per_output_element, torch_name="WhileLoopBackward0", jax_casts=None,
 )
 
 
@@ -336,4 +342,7 @@ register(
     "cond", _cond_impl, abstract=_cond_abstract, vjp=_cond_vjp, jvp=_cond_jvp, jax=_cond_jax,
     nondiff_args=(0,), family="control",
     doc="output `index` of the `true` or the `false` graph, as `pred` says (tg.cond)",
+    # facts (registry): row by row under vmap, outputs may share the operands' memory
+    batch=None, aliasing="unknown", ufunc=None, spelling=None, reducer=None,
+    zeros=None, foldable=True, cost=per_output_element, torch_name="CondBackward0", jax_casts=None,
 )

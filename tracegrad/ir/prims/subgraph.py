@@ -12,6 +12,7 @@ import threading
 
 import numpy as np
 
+from ..registry import per_output_element
 from ..registry import register as _register
 
 # The sub-graph's own nodes are checked for complex rules one by one.
@@ -106,4 +107,7 @@ register(
     jax=_remat_jax, family="subgraph",
     doc="output `index` of `graph` run on the operands; its backward recomputes the graph "
         "(tg.checkpoint)",
+    # facts (registry): row by row under vmap, outputs may share the operands' memory
+    batch=None, aliasing="unknown", ufunc=None, spelling=None, reducer=None,
+    zeros=None, foldable=True, cost=per_output_element, torch_name="RematCallBackward0", jax_casts=None,
 )
