@@ -62,6 +62,41 @@ def _literal(value):
     return None
 
 
+def index_source(index, operands):
+    """An ``Index`` as subscript source; its ``Arg`` entries name ``operands``."""
+    parts = []
+    for item in index:
+        if isinstance(item, Slice):
+            bounds = list(item) if item.step is not None else list(item[:2])
+            parts.append(":".join("" if v is None else repr(int(v)) for v in bounds))
+        elif isinstance(item, Arg):
+            parts.append(operands[item.k])
+        elif item is Ellipsis:
+            parts.append("...")
+        else:
+            parts.append(repr(item))
+    return ", ".join(parts) if parts else "()"
+
+
+def spell(spelling, args, params):
+    """A primitive's ``spelling`` (see ``registry``) filled with the operands' source
+    ``args`` and the parameters' literals; None when a parameter has no literal (the
+    generator then calls ``impl``)."""
+    sources = {}
+    for key, value in params.items():
+        if isinstance(value, Index):
+            # a subscript: its Arg entries name the operands after the first
+            if not all(_literal(i) is not None or isinstance(i, (Slice, Arg))
+                       or i is Ellipsis for i in value):
+                return None
+            sources[key] = index_source(value, args[1:])
+        else:
+            sources[key] = _literal(value)
+            if sources[key] is None:
+                return None
+    return spelling.format(*args, **sources)
+
+
 class _Generator:
     def __init__(self, graph: Graph):
         self.graph = graph
@@ -165,7 +200,7 @@ class _Generator:
             keep = ", None, None, True" if params["keepdims"] else ""
             return f"{fn}({args[0]}, {_literal(params['axis'])}{keep})"
         if prim.spelling is not None:
-            spelled = self.spelled(prim.spelling, args, params)
+            spelled = spell(prim.spelling, args, params)
             if spelled is not None:
                 return spelled
         # two code generation strategies of their own: einsum's contraction order found
@@ -182,40 +217,9 @@ class _Generator:
         call_args = ", ".join(args)
         return f"{fn}({call_args}{kw})" if call_args else f"{fn}({kw[2:]})"
 
-    def spelled(self, spelling, args, params):
-        """``spelling`` filled with the operands and the parameters' literals; None when a
-        parameter has no literal (the caller then calls ``impl``)."""
-        sources = {}
-        for key, value in params.items():
-            if isinstance(value, Index):
-                # a subscript: its Arg entries name the operands after the first
-                if not all(_literal(i) is not None or isinstance(i, (Slice, Arg))
-                           or i is Ellipsis for i in value):
-                    return None
-                sources[key] = self.index_source(value, args[1:])
-            else:
-                sources[key] = _literal(value)
-                if sources[key] is None:
-                    return None
-        return spelling.format(*args, **sources)
-
     def param_source(self, n, key, value):
         lit = _literal(value)
         return lit if lit is not None else self.bind(f"{key}{n}", value)
-
-    def index_source(self, index, operands):
-        parts = []
-        for item in index:
-            if isinstance(item, Slice):
-                bounds = list(item) if item.step is not None else list(item[:2])
-                parts.append(":".join("" if v is None else repr(int(v)) for v in bounds))
-            elif isinstance(item, Arg):
-                parts.append(operands[item.k])
-            elif item is Ellipsis:
-                parts.append("...")
-            else:
-                parts.append(repr(item))
-        return ", ".join(parts) if parts else "()"
 
     def index_update(self, n, d, args):
         """Write into the operand's own buffer when it is dead, else into a copy."""
