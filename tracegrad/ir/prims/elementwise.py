@@ -49,7 +49,9 @@ def elementwise(name, ufunc, partials=None, jax_name=None, **rules):
     """Register a ufunc. ``partials=None``: no gradient (comparisons, floor, ...).
     Each call states ``complex``: True for the holomorphic ones, whose partials are
     complex derivatives f'(z), so ``g * f'(z)`` is the VJP for complex operands too
-    (JAX's convention, see the registry)."""
+    (JAX's convention, see the registry). The ufunc family's facts: the broadcasting
+    batch rule, a new array, a FLOP per element, NumPy's loop dtype in the JAX lowering;
+    a call may add an operator ``spelling`` and a structural-``zeros`` rule."""
     if "complex" not in rules:
         raise TypeError(f"elementwise({name!r}): state complex=True or complex=False")
     vjp = jvp = None
@@ -66,9 +68,10 @@ def elementwise(name, ufunc, partials=None, jax_name=None, **rules):
                     foldable=True, cost=per_output_element, jax_casts="ufunc", **rules)
 
 
-# Facts of the other elementwise primitives (not ufuncs): row-wise batching, one FLOP
-# per element, the JAX lowering computing in the result dtype.
 def elementwise_facts(name, **facts):
+    """The facts of an elementwise primitive that is no ufunc (``facts`` adds or overrides
+    them): the broadcasting batch rule, a FLOP per element, no reducer, foldable, the JAX
+    lowering computing in the result dtype."""
     facts.setdefault("ufunc", None)
     facts.setdefault("spelling", None)
     facts.setdefault("zeros", None)
