@@ -17,7 +17,8 @@ import weakref
 import numpy as np
 
 from ..errors import TraceError
-from ..ir import Graph
+from ..ir import REGISTRY, Graph
+from ..ir.registry import default_torch_name
 from ..tracer import Trace, Tracer, sync, user_src, where
 from ..tracer.core import _as_const
 
@@ -105,26 +106,11 @@ class EagerTracer(Tracer):
     __slots__ = ("_handle",)
 
 
-_NAMES = {
-    "add": "AddBackward0", "sub": "SubBackward0", "mul": "MulBackward0",
-    "div": "DivBackward0", "pow": "PowBackward0", "neg": "NegBackward0",
-    "matmul": "MmBackward0", "sum": "SumBackward0", "concatenate": "CatBackward0",
-    "reshape": "ViewBackward0", "transpose": "PermuteBackward0", "getitem": "IndexBackward0",
-    "index_update": "CopySlices", "select": "WhereBackward0", "maximum": "MaximumBackward0",
-    "minimum": "MinimumBackward0", "max": "MaxBackward1", "min": "MinBackward1",
-    "broadcast_to": "ExpandBackward0", "convert": "ToCopyBackward0",
-    "conv2d": "ConvolutionBackward0", "conv_transpose2d": "ConvolutionBackward0",
-    "max_pool2d": "MaxPool2DWithIndicesBackward0", "avg_pool2d": "AvgPool2DBackward0",
-    "custom_vjp_call": "CustomFunctionBackward", "arctan2": "Atan2Backward0",
-}
-
-
 def backward_name(op: str) -> str:
-    """PyTorch's name for the backward of primitive ``op``: ``exp`` -> ``ExpBackward0``."""
-    name = _NAMES.get(op)
-    if name is None:
-        name = "".join(part.capitalize() for part in op.split("_")) + "Backward0"
-    return name
+    """PyTorch's name for the backward of primitive ``op`` (its ``torch_name``):
+    ``exp`` -> ``ExpBackward0``."""
+    prim = REGISTRY.get(op)     # None for inputs and constants
+    return prim.torch_name if prim is not None else default_torch_name(op)
 
 
 class Tape(Trace):

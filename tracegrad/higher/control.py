@@ -24,7 +24,7 @@ import functools
 import numpy as np
 
 from ..errors import TraceError
-from ..ir.registry import Aval, apply
+from ..ir.registry import Aval, apply, per_output_element
 from ..ir.registry import register as _register
 from ..passes.adjoint import adjoint
 from ..passes.jvp import jvp
@@ -197,6 +197,9 @@ register(
     family="control", extra={"lazy": True},
     doc="output `index` of a scan of `body` over the leading axis of the xs (tg.scan, "
         "tg.fori_loop)",
+    # facts (registry): row by row under vmap, outputs may share the operands' memory
+    batch=None, aliasing="unknown", ufunc=None, spelling=None, reducer=None,
+    zeros=None, foldable=True, cost=per_output_element, torch_name="ScanBackward0", jax_casts=None,
 )
 
 
@@ -268,6 +271,9 @@ register(
     "while_loop", _while_impl, abstract=_while_abstract, vjp=_while_vjp, jvp=_while_jvp,
     jax=_while_jax, family="control", extra={"lazy": True, "reverse_mode": False},
     doc="output `index` of the carries once `cond` is false (tg.while_loop)",
+    # facts (registry): row by row under vmap, outputs may share the operands' memory
+    batch=None, aliasing="unknown", ufunc=None, spelling=None, reducer=None,
+    zeros=None, foldable=True, cost=per_output_element, torch_name="WhileLoopBackward0", jax_casts=None,
 )
 
 
@@ -323,4 +329,7 @@ register(
     "cond", _cond_impl, abstract=_cond_abstract, vjp=_cond_vjp, jvp=_cond_jvp, jax=_cond_jax,
     nondiff_args=(0,), family="control",
     doc="output `index` of the `true` or the `false` graph, as `pred` says (tg.cond)",
+    # facts (registry): row by row under vmap, outputs may share the operands' memory
+    batch=None, aliasing="unknown", ufunc=None, spelling=None, reducer=None,
+    zeros=None, foldable=True, cost=per_output_element, torch_name="CondBackward0", jax_casts=None,
 )

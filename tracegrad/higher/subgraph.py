@@ -13,6 +13,7 @@ import threading
 
 import numpy as np
 
+from ..ir.registry import per_output_element
 from ..ir.registry import register as _register
 from ..passes.adjoint import adjoint
 from ..passes.jvp import jvp
@@ -103,4 +104,7 @@ register(
     jax=_remat_jax, family="subgraph",
     doc="output `index` of `graph` run on the operands; its backward recomputes the graph "
         "(tg.checkpoint)",
+    # facts (registry): row by row under vmap, outputs may share the operands' memory
+    batch=None, aliasing="unknown", ufunc=None, spelling=None, reducer=None,
+    zeros=None, foldable=True, cost=per_output_element, torch_name="RematCallBackward0", jax_casts=None,
 )

@@ -24,16 +24,19 @@ from .registry import REGISTRY
 if TYPE_CHECKING:     # graph.py (Graph.__call__) imports evaluate, which imports this
     from .graph import Graph
 
-# primitives whose NumPy result is (or may be) a view of their first operand
-VIEW_PRIMS = frozenset({"reshape", "transpose", "getitem", "broadcast_to"})
-# primitives whose result is always a new array (so is every ufunc's); ``einsum`` is not
-# one of them: np.einsum("ij->ji", a) is a view of a
-FRESH_PRIMS = frozenset({"matmul", "sum", "prod", "max", "min", "cumsum", "concatenate",
-                         "pad", "inv", "solve", "cholesky", "select"})
 
-
+# Each primitive's entry says what its result may share (``Primitive.aliasing``):
+# "fresh" (always a new array: every ufunc), "view" (NumPy's result is, or may be, a view
+# of operand 0), or memory of any operand ("identity", "unknown"; ``einsum`` is one:
+# np.einsum("ij->ji", a) is a view of a).
 def makes_fresh(op: str) -> bool:
-    return op in FRESH_PRIMS or "ufunc" in REGISTRY[op].extra
+    return REGISTRY[op].aliasing == "fresh"
+
+
+def is_view(op: str) -> bool:
+    """Whether NumPy's result of ``op`` is (or may be) a view of its first operand."""
+    prim = REGISTRY.get(op)     # None for inputs and constants
+    return prim is not None and prim.aliasing == "view"
 
 
 def sources(graph: Graph) -> dict:
@@ -62,7 +65,7 @@ def structural_bases(graph: Graph) -> list:
     bases = []
     for o in graph.outputs:
         root = o
-        while nodes[root]["op"] in VIEW_PRIMS:
+        while is_view(nodes[root]["op"]):
             root = nodes[root]["args"][0]
         bases.append(("input", index[root]) if root in index and root != o else ("node", root))
     return bases

@@ -1,6 +1,6 @@
-"""The primitive registry: one entry per primitive, every rule side by side.
+"""The primitive registry: one entry per primitive, every fact about it side by side.
 
-A primitive entry holds
+A primitive entry holds its rules
   - ``impl(*arrays, **params)``: the NumPy implementation;
   - ``abstract(*avals, **params) -> (shape, dtype)``: the shape/dtype rule, used
     when a graph is built without concrete values (inside the passes). When
@@ -12,16 +12,69 @@ A primitive entry holds
   - ``jvp(tangents, out, *args, **params)``: the output tangent, where
     ``tangents`` has ``None`` for operands whose tangent is zero;
   - ``jax(*arrays, **params)``: the lowering to jax.numpy (optional);
+  - ``batch(size, args, batched, out_shape, **params)``: the batching rule (vmap).
+    ``args`` are the operands with the batch axis in front of the batched ones,
+    ``batched`` flags which are, ``out_shape`` is the unbatched output shape; it
+    returns the output with the batch axis in front, or ``NotImplemented`` for a
+    case it declines. ``batch=None``: evaluated row by row (``passes.batch``'s
+    fallback, always correct, slower);
+
+and its facts, which the passes, runtimes and front ends read instead of keeping
+tables of their own (the fields listed in ``FACTS``; ``register`` records which of
+them an entry states in ``declared``, and every built-in primitive states all):
   - ``complex``: True when the VJP and JVP rules also hold for complex operands,
     with JAX's convention (a VJP is the transpose of the JVP, no conjugation:
     ``g * f'(z)`` for a holomorphic ``f``). Differentiating a primitive that is
-    not marked through complex values raises ``TraceError``, never a wrong number.
+    not marked through complex values raises ``TraceError``, never a wrong number;
+  - ``aliasing``: what memory ``impl``'s result may share (the generated code
+    writes into buffers it owns, and copies outputs that would alias the caller's):
+      ``"fresh"``: always a new array (every ufunc, ``matmul``, reductions);
+      ``"view"``: NumPy's own result is a view of operand 0 (or operand 0 itself),
+      as a user's program sees it (``reshape``, ``transpose``, basic indexing);
+      ``"identity"``: may be operand 0 itself (``stop_gradient``, a cast to the
+      same dtype), but is no view NumPy would give the user;
+      ``"unknown"``: may share memory with any operand (``einsum``, ``np.real``):
+      never written into, never followed as a view;
+  - ``ufunc``: the NumPy ufunc ``impl`` is (a traced ``np.<ufunc>`` call records this
+    primitive; the code generator calls it with ``out=``), or None;
+  - ``spelling``: the Python source the code generator writes for a node, a
+    ``str.format`` template with ``{0}``, ``{1}``… for the operands and ``{param}``
+    for a parameter's literal (``"{0} + {1}"``, ``"{0}.reshape({shape})"``; an
+    ``Index`` parameter is written as a subscript whose array entries are the
+    operands after the first), or None (a call to ``impl``). Where a parameter has no
+    literal the generator calls ``impl`` instead;
+  - ``reducer``: the ufunc whose ``.reduce(x, axis, None, None, keepdims)`` this
+    reduction is (``sum``: ``np.add``), or None;
+  - ``zeros``: when the result is a structural zero (``simplify``; the ``zeros``
+    primitive a pass makes for a missing cotangent stands for "no contribution"):
+      ``"first"``: when operand 0 is one (linear in operand 0);
+      ``"any"``: when any operand is one (multilinear: ``mul``, ``matmul``);
+      ``"all"``: when every operand outside ``nondiff_args`` is one;
+      None: never derived from its operands;
+  - ``foldable``: ``simplify`` may evaluate a node whose operands are all constants
+    (False for structural zeros, user callbacks, and free views that would only
+    become big constants);
+  - ``cost(out_shape, arg_shapes, params) -> int``: estimated FLOPs of one node from
+    shapes alone, a multiply-add counting two (``graph.summary()``);
+  - ``torch_name``: PyTorch's name for the ``grad_fn`` of a tensor this primitive
+    made on the eager tape (``exp``: ``"ExpBackward0"``);
+  - ``jax_casts``: how the JAX lowering casts operands to get NumPy's dtypes where
+    JAX promotes otherwise:
+      ``"ufunc"``: operands to the result dtype (comparisons: to their common dtype),
+      as NumPy's ufunc loop computes;
+      ``"accumulate"``: integer and boolean operands to an integer result dtype
+      (NumPy's int64 accumulator for sums and products);
+      ``"float"``: integer operands to a floating result dtype (matrix functions);
+      None: operands as they are.
+    An entry that does not state it gets its family's (``"elementwise"``: ``"ufunc"``,
+    ``"reduce"``: ``"accumulate"``, ``"linalg"``: ``"float"``).
 
 Rules are NumPy code: applied to traced values they record graph nodes, which
 is what lets the adjoint pass differentiate its own output again.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -41,6 +94,24 @@ class Aval(NamedTuple):
         return len(self.shape)
 
 
+def per_output_element(out_shape, arg_shapes, params) -> int:
+    """The default cost: one FLOP per output element (elementwise work)."""
+    return math.prod(out_shape)
+
+
+def default_torch_name(name: str) -> str:
+    """PyTorch's naming convention: ``log_softmax`` -> ``LogSoftmaxBackward0``."""
+    return "".join(part.capitalize() for part in name.split("_")) + "Backward0"
+
+
+# The facts every built-in primitive states (see the module docstring).
+FACTS = ("batch", "complex", "aliasing", "ufunc", "spelling", "reducer", "zeros",
+         "foldable", "cost", "torch_name", "jax_casts")
+ALIASING = ("fresh", "view", "identity", "unknown")
+ZEROS = ("first", "any", "all", None)
+JAX_CASTS = ("ufunc", "accumulate", "float", None)
+
+
 @dataclass(eq=False)
 class Primitive:
     name: str
@@ -49,12 +120,35 @@ class Primitive:
     jvp: Callable | None = None
     abstract: Callable | None = None
     jax: Callable | None = None
+    batch: Callable | None = None
     # Operand positions that never carry a gradient (index arrays, conditions).
     nondiff_args: tuple = ()
     doc: str = ""
     family: str = ""
+    # -- facts (module docstring); the defaults are the cautious "not known" ----------
     complex: bool = False
+    aliasing: str = "unknown"
+    ufunc: np.ufunc | None = None
+    spelling: str | None = None
+    reducer: np.ufunc | None = None
+    zeros: str | None = None
+    foldable: bool = True
+    cost: Callable = per_output_element
+    torch_name: str = ""
+    jax_casts: str | None = None
     extra: dict = field(default_factory=dict)
+    # the FACTS this entry's registration stated (the rest are defaults)
+    declared: frozenset = field(default=frozenset(), repr=False)
+
+    def __post_init__(self):
+        if not self.torch_name:
+            self.torch_name = default_torch_name(self.name)
+        for fact, value, allowed in (("aliasing", self.aliasing, ALIASING),
+                                     ("zeros", self.zeros, ZEROS),
+                                     ("jax_casts", self.jax_casts, JAX_CASTS)):
+            if value not in allowed:
+                raise ValueError(f"primitive {self.name!r}: {fact}={value!r} is not one of "
+                                 f"{allowed}")
 
     def __repr__(self):
         return f"<primitive {self.name}>"
@@ -74,12 +168,17 @@ def _standin(aval: Aval):
 
 
 REGISTRY: dict[str, Primitive] = {}
+_FAMILY_JAX_CASTS = {"elementwise": "ufunc", "reduce": "accumulate", "linalg": "float"}
 
 
 def register(name, impl, **rules) -> Primitive:
+    """Add primitive ``name``: its rules and facts as keywords (see the module docstring)."""
     if name in REGISTRY:
         raise ValueError(f"primitive {name!r} is registered twice")
-    prim = Primitive(name, impl, **rules)
+    declared = frozenset(k for k in rules if k in FACTS)
+    if "jax_casts" not in rules:
+        rules["jax_casts"] = _FAMILY_JAX_CASTS.get(rules.get("family", ""))
+    prim = Primitive(name, impl, **rules, declared=declared)
     REGISTRY[name] = prim
     return prim
 

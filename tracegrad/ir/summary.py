@@ -1,10 +1,11 @@
 """``graph.summary()``: what a graph costs, at a glance.
 
-FLOPs are estimates from shapes alone, counting a multiply-add as two: one per
-output element for elementwise work, one per input element for reductions,
-``2·m·k·n`` per matrix product, the full index space for ``einsum`` and
-convolutions, and ``n³``-order terms for the dense linear algebra. Views
-(reshape, transpose, indexing, broadcasting) cost nothing.
+FLOPs are estimates from shapes alone, counting a multiply-add as two; each
+primitive's entry holds its rule (``Primitive.cost``): one per output element for
+elementwise work, one per input element for reductions, ``2·m·k·n`` per matrix
+product, the full index space for ``einsum`` and convolutions, and ``n³``-order
+terms for the dense linear algebra. Views (reshape, transpose, indexing,
+broadcasting) cost nothing.
 """
 from __future__ import annotations
 
@@ -15,46 +16,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from .dtypes import aval_str
-
-_FREE = {"input", "const", "reshape", "transpose", "broadcast_to", "getitem", "stop_gradient",
-         "custom_vjp_call", "zeros", "convert", "concatenate", "pad", "index_update"}
-_REDUCTIONS = {"sum", "prod", "max", "min", "argmax", "argmin", "cumsum"}
-_CUBIC = {"inv": 1.0, "solve": 2 / 3, "det": 2 / 3, "logabsdet": 2 / 3, "slogdet_sign": 2 / 3,
-          "cholesky": 1 / 3}
-
-
-def _size(shape):
-    return math.prod(shape)
+from .registry import REGISTRY
 
 
 def flops(graph, n) -> int:
+    """Node ``n``'s estimated FLOPs: its primitive's ``cost`` rule (see ``registry``)."""
     d = graph.node(n)
-    op, shape = d["op"], d["shape"]
-    args = [graph.node(a)["shape"] for a in d["args"]]
-    if op in _FREE:
+    if d["op"] in ("input", "const"):
         return 0
-    if op in _REDUCTIONS:
-        return _size(args[0])
-    if op == "matmul":
-        a, b = args
-        k = a[-1] if a else 1
-        return 2 * _size(shape) * k
-    if op == "einsum":
-        ins, _ = d["params"]["subscripts"].split("->")
-        sizes = {}
-        for letters, s in zip(ins.split(","), args):
-            sizes.update(zip(letters, s))
-        return 2 * math.prod(sizes.values())
-    if op in ("conv2d", "conv_transpose2d"):
-        w = args[1]
-        return 2 * _size(shape) * _size(w[1:] if op == "conv2d" else (w[0],) + w[2:])
-    if op in ("max_pool2d", "avg_pool2d"):
-        return _size(shape) * _size(d["params"].get("kernel", (1, 1)))
-    if op in _CUBIC:
-        n_ = args[0][-1] if args and args[0] else 1
-        batch = _size(args[0][:-2]) if args and len(args[0]) > 2 else 1
-        return int(batch * _CUBIC[op] * 2 * n_ ** 3)
-    return _size(shape)  # elementwise
+    args = [graph.node(a)["shape"] for a in d["args"]]
+    return int(REGISTRY[d["op"]].cost(tuple(d["shape"]), args, d["params"]))
 
 
 @dataclass
@@ -89,7 +60,7 @@ def summarize(graph) -> Summary:
     ops = Counter(graph.ops())
     intermediates = constants = total = 0
     for n, d in graph.items():
-        nbytes = _size(d["shape"]) * np.dtype(d["dtype"]).itemsize
+        nbytes = math.prod(d["shape"]) * np.dtype(d["dtype"]).itemsize
         if d["op"] == "const":
             constants += nbytes
         elif d["op"] != "input":

@@ -19,12 +19,6 @@ from .subgraphs import map_subgraphs
 
 FOLD_LIMIT = 4096  # largest constant (in elements) folding may create
 
-# Primitives that give structural zeros when operand 0 is one, and, for the
-# bilinear ones, when any operand is.
-_LINEAR_IN_FIRST = {"neg", "reshape", "transpose", "broadcast_to", "sum", "getitem", "cumsum",
-                    "convert", "div", "stop_gradient"}
-_ZERO_IF_ANY = {"mul", "matmul", "einsum"}
-
 
 class _Rewriter:
     def __init__(self, graph: Graph):
@@ -100,16 +94,22 @@ class _Rewriter:
         return n
 
     # -- the rules ---------------------------------------------------------------------------
+    def gives_zeros(self, prim, args):
+        """The node is a structural zero by its primitive's ``zeros`` fact (registry)."""
+        rule = prim.zeros
+        if rule == "any":
+            return any(self.is_zeros(a) for a in args)
+        if rule == "first":
+            return bool(args) and self.is_zeros(args[0])
+        if rule == "all":
+            return all(self.is_zeros(a) for i, a in enumerate(args) if i not in prim.nondiff_args)
+        return False
+
     def rewrite(self, d, args):
-        """A replacement node id for a node with attributes ``d``, or None."""
+        """A replacement node id for a node with attributes ``d``, or None. Past the
+        structural zeros, the rules are algebraic identities of particular primitives."""
         op, p = d["op"], d["params"]
-        if op in _ZERO_IF_ANY and any(self.is_zeros(a) for a in args):
-            return self.zeros(d)
-        if op in _LINEAR_IN_FIRST and args and self.is_zeros(args[0]):
-            return self.zeros(d)
-        if op == "select" and all(self.is_zeros(a) for a in args[1:]):
-            return self.zeros(d)
-        if op == "concatenate" and all(self.is_zeros(a) for a in args):
+        if self.gives_zeros(REGISTRY[op], args):
             return self.zeros(d)
         if op == "add":
             x, y = args
@@ -255,7 +255,7 @@ class _Rewriter:
     def fold_broadcast_scalars(self, d, args):
         """An elementwise op on broadcast scalars is the op on the scalars, broadcast."""
         prim = REGISTRY[d["op"]]
-        if "ufunc" not in prim.extra and d["op"] != "select":
+        if prim.family != "elementwise":
             return None
         scalars = [self.scalar(a) for a in args]
         if any(v is None for v in scalars) or all(self.const(a) is not None for a in args):
@@ -268,7 +268,7 @@ class _Rewriter:
     def unbroadcast_scalars(self, d, args):
         """x * broadcast_to(c, shape) is x * c when x alone has the result's shape: the
         constant stays a scalar (a literal, in generated code)."""
-        if "ufunc" not in REGISTRY[d["op"]].extra:
+        if REGISTRY[d["op"]].ufunc is None:
             return None
         new_args, changed = list(args), False
         for i, a in enumerate(args):
@@ -284,8 +284,7 @@ class _Rewriter:
 
     def fold(self, d, args):
         """Evaluate a node whose operands are all constants, if the result is small."""
-        # broadcast_to is a free view; folding it would only make a big constant
-        if not args or d["op"] in ("zeros", "custom_vjp_call", "broadcast_to"):
+        if not args or not REGISTRY[d["op"]].foldable:
             return None
         values = [self.const(a) for a in args]
         if any(v is None for v in values):

@@ -21,7 +21,7 @@ import linecache
 import numpy as np
 
 from ..errors import TraceError
-from ..ir import REGISTRY, Arg, Graph, Slice
+from ..ir import REGISTRY, Arg, Graph, Index, Slice
 from ..ir.aliasing import own, plan
 from ..ir.printing import printable
 
@@ -29,17 +29,11 @@ GUARD_FAILED = object()
 
 # Below this many elements a fresh allocation is cheaper than out='s keyword handling.
 REUSE_MIN_SIZE = 2048
-# Primitives whose result is a fresh array the function owns (not einsum: some of its
-# results are views of an operand, and writing into one would write into the caller's).
-_FRESH = {"matmul", "sum", "prod", "max", "min", "cumsum", "concatenate", "pad",
-          "index_update", "inv", "solve", "cholesky", "select"}
-# Primitives whose result may share memory with their first operand.
-_VIEWS = {"reshape", "transpose", "getitem", "broadcast_to", "stop_gradient", "convert",
-          "custom_vjp_call"}
-_OPERATORS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**", "less": "<",
-              "less_equal": "<=", "greater": ">", "greater_equal": ">=", "equal": "==",
-              "not_equal": "!="}
-_REDUCERS = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}
+# What the generator reads off each primitive's registry entry: ``aliasing`` (a "fresh"
+# result is a buffer the function owns and may write into; a "view" or "identity" one
+# keeps its operand's buffer alive), ``ufunc`` (called with ``out=``), ``spelling`` (the
+# source of an operator, method or subscript) and ``reducer`` (``np.add.reduce``).
+_SHARES_OPERAND = frozenset({"view", "identity"})
 _counter = itertools.count()
 
 
@@ -68,6 +62,41 @@ def _literal(value):
     return None
 
 
+def index_source(index, operands):
+    """An ``Index`` as subscript source; its ``Arg`` entries name ``operands``."""
+    parts = []
+    for item in index:
+        if isinstance(item, Slice):
+            bounds = list(item) if item.step is not None else list(item[:2])
+            parts.append(":".join("" if v is None else repr(int(v)) for v in bounds))
+        elif isinstance(item, Arg):
+            parts.append(operands[item.k])
+        elif item is Ellipsis:
+            parts.append("...")
+        else:
+            parts.append(repr(item))
+    return ", ".join(parts) if parts else "()"
+
+
+def spell(spelling, args, params):
+    """A primitive's ``spelling`` (see ``registry``) filled with the operands' source
+    ``args`` and the parameters' literals; None when a parameter has no literal (the
+    generator then calls ``impl``)."""
+    sources = {}
+    for key, value in params.items():
+        if isinstance(value, Index):
+            # a subscript: its Arg entries name the operands after the first
+            if not all(_literal(i) is not None or isinstance(i, (Slice, Arg))
+                       or i is Ellipsis for i in value):
+                return None
+            sources[key] = index_source(value, args[1:])
+        else:
+            sources[key] = _literal(value)
+            if sources[key] is None:
+                return None
+    return spelling.format(*args, **sources)
+
+
 class _Generator:
     def __init__(self, graph: Graph):
         self.graph = graph
@@ -89,7 +118,9 @@ class _Generator:
         root, end = {}, {}
         for n in self.graph:
             d = self.nodes[n]
-            root[n] = root.get(d["args"][0], d["args"][0]) if d["op"] in _VIEWS else n
+            shares = d["op"] not in ("input", "const") and \
+                REGISTRY[d["op"]].aliasing in _SHARES_OPERAND
+            root[n] = root.get(d["args"][0], d["args"][0]) if shares else n
             r = root[n]
             last = float("inf") if n in self.keep else self.last_use.get(n, -1)
             end[r] = max(end.get(r, -1), last)
@@ -117,8 +148,7 @@ class _Generator:
                 comment = f"  # {printable(d['src'])}" if d["src"] else ""
                 body.append(f"    v{n} = {self.expression(n, d)}{comment}")
                 self.var[n] = f"v{n}"
-                prim = REGISTRY[d["op"]]
-                if d["op"] in _FRESH or "ufunc" in prim.extra:
+                if REGISTRY[d["op"]].aliasing == "fresh":
                     self.owned.add(n)
             for k, expected in guards_at.get(n, ()):
                 body.append(self.guard_line(k, self.var[n], expected))
@@ -161,23 +191,20 @@ class _Generator:
     def expression(self, n, d):
         op, params = d["op"], d["params"]
         prim = REGISTRY[op]
-        ufunc = prim.extra.get("ufunc")
-        if ufunc is not None:
-            return self.elementwise(n, d, ufunc)
+        if prim.ufunc is not None:
+            return self.elementwise(n, d, prim)
         args = [self.var[a] for a in d["args"]]
-        if op in _REDUCERS:
-            fn = self.bind(f"np_{_REDUCERS[op].__name__}_reduce", _REDUCERS[op].reduce)
+        if prim.reducer is not None:
+            reducer = prim.reducer
+            fn = self.bind(f"np_{reducer.__name__}_reduce", reducer.reduce)
             keep = ", None, None, True" if params["keepdims"] else ""
             return f"{fn}({args[0]}, {_literal(params['axis'])}{keep})"
-        if op == "reshape":
-            return f"{args[0]}.reshape({_literal(params['shape'])})"
-        if op == "transpose":
-            return f"{args[0]}.transpose({_literal(params['axes'])})"
-        if op == "matmul":
-            return f"{args[0]} @ {args[1]}"
-        if op == "getitem" and all(_literal(i) is not None or isinstance(i, (Slice, Arg))
-                                   or i is Ellipsis for i in params["index"]):
-            return f"{args[0]}[{self.index_source(params['index'], args[1:])}]"
+        if prim.spelling is not None:
+            spelled = spell(prim.spelling, args, params)
+            if spelled is not None:
+                return spelled
+        # two code generation strategies of their own: einsum's contraction order found
+        # from the shapes at compile time; index_update written into a dead buffer
         if op == "einsum":
             return self.einsum(n, d, args)
         if op == "index_update" and len(args) == 2:
@@ -193,20 +220,6 @@ class _Generator:
     def param_source(self, n, key, value):
         lit = _literal(value)
         return lit if lit is not None else self.bind(f"{key}{n}", value)
-
-    def index_source(self, index, operands):
-        parts = []
-        for item in index:
-            if isinstance(item, Slice):
-                bounds = list(item) if item.step is not None else list(item[:2])
-                parts.append(":".join("" if v is None else repr(int(v)) for v in bounds))
-            elif isinstance(item, Arg):
-                parts.append(operands[item.k])
-            elif item is Ellipsis:
-                parts.append("...")
-            else:
-                parts.append(repr(item))
-        return ", ".join(parts) if parts else "()"
 
     def index_update(self, n, d, args):
         """Write into the operand's own buffer when it is dead, else into a copy."""
@@ -229,16 +242,14 @@ class _Generator:
                     f"optimize={self.bind(f'path{n}', path)})")
         return f"{self.bind('np_einsum', np.einsum)}({subscripts!r}, {', '.join(args)})"
 
-    def elementwise(self, n, d, ufunc):
+    def elementwise(self, n, d, prim):
         operands = [self.operand(a, d) for a in d["args"]]
         if all(a in self.scalar for a in d["args"]):
             operands = [self.var[a] for a in d["args"]]  # keep NumPy scalars: NumPy's result
         out = self.reusable_operand(n, d)
-        symbol = _OPERATORS.get(d["op"])
-        if out is None and symbol is not None:
-            return f"{operands[0]} {symbol} {operands[1]}"
-        if out is None and d["op"] == "neg":
-            return f"-{operands[0]}"
+        if out is None and prim.spelling is not None:
+            return prim.spelling.format(*operands)
+        ufunc = prim.ufunc
         fn = self.bind(f"np_{ufunc.__name__}", ufunc)
         tail = f", out={self.var[d['args'][out]]}" if out is not None else ""
         return f"{fn}({', '.join(operands)}{tail})"

@@ -35,7 +35,6 @@ def import_jax():
     return jax
 
 
-_PROMOTING = ("elementwise", "linalg")   # families whose operands NumPy promotes together
 
 
 def _subgraphs(graph: Graph):
@@ -144,7 +143,8 @@ def graph_function(graph: Graph):
                 prim = REGISTRY[d["op"]]
                 operands = [env[a] for a in d["args"]]
                 out_kind = np.dtype(d["dtype"]).kind
-                if out_kind in "iufc" and prim.family == "elementwise":
+                casts = prim.jax_casts     # the entry's dtype rule (see ``registry``)
+                if out_kind in "iufc" and casts == "ufunc":
                     # JAX promotes mixed dtypes its own way (float32 with int64 stays
                     # float32, where NumPy computes in float64; uint8 ** int8 is not
                     # NumPy's int16): operands are cast to the node's dtype first, so the
@@ -152,7 +152,7 @@ def graph_function(graph: Graph):
                     operands = [astype(x, d["dtype"]) if i not in prim.nondiff_args
                                 and np.can_cast(x.dtype, d["dtype"], "safe") else x
                                 for i, x in enumerate(operands)]
-                elif out_kind == "b" and prim.family == "elementwise" and len(
+                elif out_kind == "b" and casts == "ufunc" and len(
                         {np.dtype(x.dtype) for x in operands}) > 1:
                     # comparisons too: int32 == float16 compares in float64 in NumPy,
                     # in float16 in JAX (INT_MIN becomes -inf)
@@ -160,13 +160,13 @@ def graph_function(graph: Graph):
                                               if i not in prim.nondiff_args))
                     operands = [astype(x, common) if i not in prim.nondiff_args else x
                                 for i, x in enumerate(operands)]
-                elif out_kind in "iu" and prim.family == "reduce":
+                elif out_kind in "iu" and casts == "accumulate":
                     # np.sum/prod/cumsum of small integers and booleans accumulate in
                     # int64/uint64 (jnp.cumsum in the operand's own type, wrapping)
                     operands = [astype(x, d["dtype"]) if np.dtype(x.dtype).kind in "iub"
                                 and np.can_cast(x.dtype, d["dtype"], "safe") else x
                                 for x in operands]
-                elif out_kind in "fc" and prim.family in _PROMOTING:
+                elif out_kind in "fc" and casts == "float":
                     # integer operands of a float matrix function are converted
                     operands = [astype(x, d["dtype"]) if i not in prim.nondiff_args
                                 and np.dtype(x.dtype).kind in "iub" else x

@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from ..errors import TraceError
-from ..ir import apply
+from ..ir import REGISTRY, apply
 from ..ir.source import where
 from . import np_complex, np_fft, np_more  # noqa: F401  (more handlers: they register themselves)
 from .core import Tracer, resolve_weak
@@ -124,26 +124,10 @@ def _prim_ufunc(prim):
     return lambda *args: apply(prim, *args)
 
 
-_UFUNC_PRIMS = {
-    np.add: "add", np.subtract: "sub", np.multiply: "mul", np.true_divide: "div",
-    np.negative: "neg", np.power: "pow", np.sqrt: "sqrt", np.cbrt: "cbrt", np.exp: "exp",
-    np.expm1: "expm1", np.log: "log", np.log1p: "log1p", np.log2: "log2", np.log10: "log10",
-    np.sin: "sin", np.cos: "cos", np.tan: "tan", np.arcsin: "arcsin", np.arccos: "arccos",
-    np.arctan: "arctan", np.sinh: "sinh", np.cosh: "cosh", np.tanh: "tanh",
-    np.arcsinh: "arcsinh", np.arccosh: "arccosh", np.arctanh: "arctanh",
-    np.absolute: "abs", np.sign: "sign", np.floor: "floor", np.ceil: "ceil",
-    np.rint: "rint", np.trunc: "trunc", np.maximum: "maximum", np.minimum: "minimum",
-    np.fmax: "fmax", np.fmin: "fmin", np.arctan2: "arctan2", np.hypot: "hypot",
-    np.logaddexp: "logaddexp", np.remainder: "remainder", np.floor_divide: "floor_divide",
-    np.equal: "equal", np.not_equal: "not_equal", np.less: "less", np.less_equal: "less_equal",
-    np.greater: "greater", np.greater_equal: "greater_equal", np.logical_and: "logical_and",
-    np.logical_or: "logical_or", np.logical_xor: "logical_xor", np.logical_not: "logical_not",
-    np.isnan: "isnan", np.isinf: "isinf", np.isfinite: "isfinite",
-    np.bitwise_and: "bitwise_and", np.bitwise_or: "bitwise_or", np.bitwise_xor: "bitwise_xor",
-    np.invert: "invert",
-}
-for _uf, _prim in _UFUNC_PRIMS.items():
-    UFUNCS[_uf] = _prim_ufunc(_prim)
+# a primitive whose registry entry names its ufunc (``Primitive.ufunc``) handles that ufunc
+for _prim in REGISTRY.values():
+    if _prim.ufunc is not None:
+        UFUNCS[_prim.ufunc] = _prim_ufunc(_prim.name)
 
 
 
@@ -224,7 +208,8 @@ def handle_ufunc(ufunc, method, inputs, kwargs):
     return new_array(result if dtype is None else astype(result, dtype), inputs)
 
 
-_REDUCERS = {np.add: "sum", np.multiply: "prod", np.maximum: "max", np.minimum: "min"}
+# ``np.add.reduce`` is ``sum``: the reductions whose entry names their ufunc (``reducer``)
+_REDUCERS = {p.reducer: name for name, p in REGISTRY.items() if p.reducer is not None}
 
 
 def _ufunc_reduce(ufunc, x, axis=0, keepdims=False, initial=np._NoValue):

@@ -11,6 +11,7 @@ cotangent back to its operand's dtype).
 import numpy as np
 
 from ..registry import register
+from .elementwise import elementwise_facts
 from .util import jnp_fn
 
 
@@ -23,20 +24,27 @@ register(
     "real", np.real, abstract=_part_abstract,
     vjp=lambda g, out, x: (g,),
     jvp=lambda t, out, x: np.real(t[0]),
-    jax=jnp_fn("real"), family="elementwise", complex=True,
+    jax=jnp_fn("real"), family="elementwise",
+    # a real operand itself, a complex one's view
+    **elementwise_facts("real", complex=True, aliasing="unknown"),
     doc="np.real(z)",
 )
 register(
     "imag", np.imag, abstract=_part_abstract,
     vjp=lambda g, out, x: (g * -1j,),
     jvp=lambda t, out, x: np.imag(t[0]),
-    jax=jnp_fn("imag"), family="elementwise", complex=True,
+    jax=jnp_fn("imag"), family="elementwise",
+    # new zeros for a real operand, a complex one's view
+    **elementwise_facts("imag", complex=True, aliasing="unknown"),
     doc="np.imag(z)",
 )
 register(
     "conj", np.conjugate, abstract=lambda x: (x.shape, x.dtype),
     vjp=lambda g, out, x: (np.conjugate(g),),
     jvp=lambda t, out, x: np.conjugate(t[0]),
-    jax=jnp_fn("conjugate"), family="elementwise", complex=True,
+    jax=jnp_fn("conjugate"), family="elementwise",
+    # np.conjugate is a ufunc, but NumPy's conj of a real array is the array itself, which
+    # the tracer's handler (np_complex) keeps: the primitive is no ufunc's spelling
+    **elementwise_facts("conj", complex=True, aliasing="fresh"),
     doc="np.conj(z)",
 )

@@ -6,9 +6,9 @@ Broadcasting is undone once, in the adjoint pass, not here.
 """
 import numpy as np
 
-from ..registry import register
-from . import jax_numpy
-from .util import jnp_fn
+from ..registry import default_torch_name, per_output_element, register
+from . import batching, jax_numpy
+from .util import free, jnp_fn
 
 LN2 = float(np.log(2.0))  # Python floats keep float32 rules float32 (NEP 50)
 LN10 = float(np.log(10.0))
@@ -45,50 +45,67 @@ def _partials_rules(partials):
     return vjp, jvp
 
 
-# Holomorphic ufuncs: the partials above are complex derivatives f'(z), so ``g * f'(z)``
-# is the VJP for complex operands too (JAX's convention, see the registry).
-HOLOMORPHIC = {"neg", "exp", "expm1", "log", "log1p", "log2", "log10", "sqrt", "sin", "cos",
-               "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh",
-               "arccosh", "arctanh", "add", "sub", "mul", "div", "pow"}
-
-
-def elementwise(name, ufunc, partials=None, jax_name=None, **extra):
-    """Register a ufunc. ``partials=None``: no gradient (comparisons, floor, ...)."""
-    extra.setdefault("complex", name in HOLOMORPHIC)
+def elementwise(name, ufunc, partials=None, jax_name=None, **rules):
+    """Register a ufunc. ``partials=None``: no gradient (comparisons, floor, ...).
+    Each call states ``complex``: True for the holomorphic ones, whose partials are
+    complex derivatives f'(z), so ``g * f'(z)`` is the VJP for complex operands too
+    (JAX's convention, see the registry). The ufunc family's facts: the broadcasting
+    batch rule, a new array, a FLOP per element, NumPy's loop dtype in the JAX lowering;
+    a call may add an operator ``spelling`` and a structural-``zeros`` rule."""
+    if "complex" not in rules:
+        raise TypeError(f"elementwise({name!r}): state complex=True or complex=False")
     vjp = jvp = None
     if partials is not None:
         vjp, jvp = _partials_rules(partials)
-    extra.setdefault("vjp", vjp)
-    extra.setdefault("jvp", jvp)
-    extra.setdefault("jax", jnp_fn(jax_name or ufunc.__name__))
+    rules.setdefault("vjp", vjp)
+    rules.setdefault("jvp", jvp)
+    rules.setdefault("jax", jnp_fn(jax_name or ufunc.__name__))
+    rules.setdefault("spelling", None)
+    rules.setdefault("torch_name", default_torch_name(name))
     return register(name, ufunc, abstract=_broadcast_rule(ufunc), family="elementwise",
-                    extra={"ufunc": ufunc}, **extra)
+                    ufunc=ufunc, batch=batching.elementwise(name),
+                    aliasing="fresh", reducer=None, zeros=rules.pop("zeros", None),
+                    foldable=True, cost=per_output_element, jax_casts="ufunc", **rules)
+
+
+def elementwise_facts(name, **facts):
+    """The facts of an elementwise primitive that is no ufunc (``facts`` adds or overrides
+    them): the broadcasting batch rule, a FLOP per element, no reducer, foldable, the JAX
+    lowering computing in the result dtype."""
+    facts.setdefault("ufunc", None)
+    facts.setdefault("spelling", None)
+    facts.setdefault("zeros", None)
+    facts.setdefault("torch_name", default_torch_name(name))
+    facts.setdefault("cost", per_output_element)
+    return dict(batch=batching.elementwise(name), reducer=None, foldable=True,
+                jax_casts="ufunc", **facts)
 
 
 # -- unary, differentiable ---------------------------------------------------
-elementwise("neg", np.negative, lambda out, x: (-1.0,),
-            vjp=lambda g, out, x: (-g,), jvp=lambda t, out, x: -t[0])
-elementwise("exp", np.exp, lambda out, x: (out,))
-elementwise("expm1", np.expm1, lambda out, x: (out + 1.0,))
-elementwise("log", np.log, lambda out, x: (1.0 / x,))
-elementwise("log1p", np.log1p, lambda out, x: (1.0 / (x + 1.0),))
-elementwise("log2", np.log2, lambda out, x: (1.0 / (x * LN2),))
-elementwise("log10", np.log10, lambda out, x: (1.0 / (x * LN10),))
-elementwise("sqrt", np.sqrt, lambda out, x: (0.5 / out,))
-elementwise("cbrt", np.cbrt, lambda out, x: (1.0 / (3.0 * out * out),))
-elementwise("sin", np.sin, lambda out, x: (np.cos(x),))
-elementwise("cos", np.cos, lambda out, x: (-np.sin(x),))
-elementwise("tan", np.tan, lambda out, x: (1.0 + out * out,))
-elementwise("arcsin", np.arcsin, lambda out, x: (1.0 / np.sqrt(1.0 - x * x),))
-elementwise("arccos", np.arccos, lambda out, x: (-1.0 / np.sqrt(1.0 - x * x),))
-elementwise("arctan", np.arctan, lambda out, x: (1.0 / (1.0 + x * x),))
-elementwise("sinh", np.sinh, lambda out, x: (np.cosh(x),))
-elementwise("cosh", np.cosh, lambda out, x: (np.sinh(x),))
-elementwise("tanh", np.tanh, lambda out, x: (1.0 - out * out,))
-elementwise("arcsinh", np.arcsinh, lambda out, x: (1.0 / np.sqrt(x * x + 1.0),))
+elementwise("neg", np.negative, lambda out, x: (-1.0,), complex=True, spelling="-{0}",
+            zeros="first", vjp=lambda g, out, x: (-g,), jvp=lambda t, out, x: -t[0])
+elementwise("exp", np.exp, lambda out, x: (out,), complex=True)
+elementwise("expm1", np.expm1, lambda out, x: (out + 1.0,), complex=True)
+elementwise("log", np.log, lambda out, x: (1.0 / x,), complex=True)
+elementwise("log1p", np.log1p, lambda out, x: (1.0 / (x + 1.0),), complex=True)
+elementwise("log2", np.log2, lambda out, x: (1.0 / (x * LN2),), complex=True)
+elementwise("log10", np.log10, lambda out, x: (1.0 / (x * LN10),), complex=True)
+elementwise("sqrt", np.sqrt, lambda out, x: (0.5 / out,), complex=True)
+elementwise("cbrt", np.cbrt, lambda out, x: (1.0 / (3.0 * out * out),), complex=False)
+elementwise("sin", np.sin, lambda out, x: (np.cos(x),), complex=True)
+elementwise("cos", np.cos, lambda out, x: (-np.sin(x),), complex=True)
+elementwise("tan", np.tan, lambda out, x: (1.0 + out * out,), complex=True)
+elementwise("arcsin", np.arcsin, lambda out, x: (1.0 / np.sqrt(1.0 - x * x),), complex=True)
+elementwise("arccos", np.arccos, lambda out, x: (-1.0 / np.sqrt(1.0 - x * x),), complex=True)
+elementwise("arctan", np.arctan, lambda out, x: (1.0 / (1.0 + x * x),), complex=True)
+elementwise("sinh", np.sinh, lambda out, x: (np.cosh(x),), complex=True)
+elementwise("cosh", np.cosh, lambda out, x: (np.sinh(x),), complex=True)
+elementwise("tanh", np.tanh, lambda out, x: (1.0 - out * out,), complex=True)
+elementwise("arcsinh", np.arcsinh, lambda out, x: (1.0 / np.sqrt(x * x + 1.0),), complex=True)
 # sqrt(x-1)*sqrt(x+1) rather than sqrt(x*x-1): no cancellation near x = 1
-elementwise("arccosh", np.arccosh, lambda out, x: (1.0 / (np.sqrt(x - 1.0) * np.sqrt(x + 1.0)),))
-elementwise("arctanh", np.arctanh, lambda out, x: (1.0 / (1.0 - x * x),))
+elementwise("arccosh", np.arccosh, lambda out, x: (1.0 / (np.sqrt(x - 1.0) * np.sqrt(x + 1.0)),),
+            complex=True)
+elementwise("arctanh", np.arctanh, lambda out, x: (1.0 / (1.0 - x * x),), complex=True)
 
 
 def _abs_partials(out, x):
@@ -102,24 +119,26 @@ def _abs_partials(out, x):
 elementwise("abs", np.absolute, _abs_partials, jax=jax_numpy.absolute, complex=True)
 
 # -- unary, zero gradient (piecewise constant) and boolean ------------------
-elementwise("sign", np.sign, jax=jax_numpy.sign)
+elementwise("sign", np.sign, jax=jax_numpy.sign, complex=False)
 for _name, _uf in [("floor", np.floor), ("ceil", np.ceil), ("rint", np.rint),
                    ("trunc", np.trunc)]:
-    elementwise(_name, _uf)
+    elementwise(_name, _uf, complex=False)
 for _name, _uf in [("isnan", np.isnan), ("isinf", np.isinf), ("isfinite", np.isfinite),
                    ("logical_not", np.logical_not), ("invert", np.invert)]:
-    elementwise(_name, _uf)
+    elementwise(_name, _uf, complex=False)
 
 # -- binary, differentiable ---------------------------------------------------
-elementwise("add", np.add, lambda out, x, y: (1.0, 1.0),
+elementwise("add", np.add, lambda out, x, y: (1.0, 1.0), complex=True, spelling="{0} + {1}",
             vjp=lambda g, out, x, y: (g, g),
             jvp=lambda t, out, x, y: t[0] if t[1] is None else (t[1] if t[0] is None else t[0] + t[1]))
-elementwise("sub", np.subtract, lambda out, x, y: (1.0, -1.0),
+elementwise("sub", np.subtract, lambda out, x, y: (1.0, -1.0), complex=True,
+            spelling="{0} - {1}",
             vjp=lambda g, out, x, y: (g, -g),
             jvp=lambda t, out, x, y: -t[1] if t[0] is None else (t[0] if t[1] is None else t[0] - t[1]))
-elementwise("mul", np.multiply, lambda out, x, y: (y, x))
-elementwise("div", np.true_divide, lambda out, x, y: (1.0 / y, -out / y),
-            jax=jax_numpy.true_divide)
+elementwise("mul", np.multiply, lambda out, x, y: (y, x), complex=True, spelling="{0} * {1}",
+            zeros="any")
+elementwise("div", np.true_divide, lambda out, x, y: (1.0 / y, -out / y), complex=True,
+            spelling="{0} / {1}", zeros="first", jax=jax_numpy.true_divide)
 
 
 def _pow_partials(out, x, y):
@@ -134,7 +153,8 @@ def _pow_partials(out, x, y):
 
 
 # an integer to a negative integer power raises in NumPy: the JAX lowering checks it
-elementwise("pow", np.power, _pow_partials, jax=jax_numpy.power).extra["jax_checks"] = (
+elementwise("pow", np.power, _pow_partials, jax=jax_numpy.power, complex=True,
+            spelling="{0} ** {1}").extra["jax_checks"] = (
     lambda node: np.dtype(node["dtype"]).kind in "iu")
 
 
@@ -148,23 +168,25 @@ def _chooser(out, x, y):
 
 for _name, _uf in [("maximum", np.maximum), ("minimum", np.minimum), ("fmax", np.fmax),
                    ("fmin", np.fmin)]:
-    elementwise(_name, _uf, _chooser, jax=jax_numpy.chooser(_name))
-elementwise("arctan2", np.arctan2,
+    elementwise(_name, _uf, _chooser, jax=jax_numpy.chooser(_name), complex=False)
+elementwise("arctan2", np.arctan2, complex=False, torch_name="Atan2Backward0", partials=
             lambda out, x, y: (y / (x * x + y * y), -x / (x * x + y * y)))
-elementwise("hypot", np.hypot, lambda out, x, y: (x / out, y / out))
-elementwise("logaddexp", np.logaddexp, lambda out, x, y: (np.exp(x - out), np.exp(y - out)))
-elementwise("remainder", np.remainder,
-            lambda out, x, y: (1.0, -np.floor_divide(x, y)), jax=jax_numpy.remainder)
-elementwise("floor_divide", np.floor_divide, jax=jax_numpy.floor_divide)
+elementwise("hypot", np.hypot, complex=False, partials=lambda out, x, y: (x / out, y / out))
+elementwise("logaddexp", np.logaddexp, complex=False,
+            partials=lambda out, x, y: (np.exp(x - out), np.exp(y - out)))
+elementwise("remainder", np.remainder, complex=False,
+            partials=lambda out, x, y: (1.0, -np.floor_divide(x, y)), jax=jax_numpy.remainder)
+elementwise("floor_divide", np.floor_divide, jax=jax_numpy.floor_divide, complex=False)
 
 # -- comparisons and logic: boolean results, no gradient ----------------------
-for _name, _uf in [("equal", np.equal), ("not_equal", np.not_equal), ("less", np.less),
-                   ("less_equal", np.less_equal), ("greater", np.greater),
-                   ("greater_equal", np.greater_equal), ("logical_and", np.logical_and),
-                   ("logical_or", np.logical_or), ("logical_xor", np.logical_xor),
-                   ("bitwise_and", np.bitwise_and), ("bitwise_or", np.bitwise_or),
-                   ("bitwise_xor", np.bitwise_xor)]:
-    elementwise(_name, _uf)
+for _name, _uf, _spelling in [
+        ("equal", np.equal, "{0} == {1}"), ("not_equal", np.not_equal, "{0} != {1}"),
+        ("less", np.less, "{0} < {1}"), ("less_equal", np.less_equal, "{0} <= {1}"),
+        ("greater", np.greater, "{0} > {1}"), ("greater_equal", np.greater_equal, "{0} >= {1}"),
+        ("logical_and", np.logical_and, None), ("logical_or", np.logical_or, None),
+        ("logical_xor", np.logical_xor, None), ("bitwise_and", np.bitwise_and, None),
+        ("bitwise_or", np.bitwise_or, None), ("bitwise_xor", np.bitwise_xor, None)]:
+    elementwise(_name, _uf, complex=False, spelling=_spelling)
 
 
 # -- relu: a primitive because networks apply it everywhere ----------------------
@@ -179,6 +201,7 @@ _relu_vjp, _relu_jvp = _partials_rules(lambda out, x: (x > 0,))
 register(
     "relu", _relu_impl, abstract=_broadcast_rule(_relu_impl), vjp=_relu_vjp, jvp=_relu_jvp,
     jax=jax_numpy.relu, family="elementwise", doc="max(x, 0)",
+    **elementwise_facts("relu", complex=False, aliasing="fresh"),
 )
 
 
@@ -193,8 +216,9 @@ register(
     vjp=lambda g, out, c, x, y: (None, np.where(c, g, 0.0), np.where(c, 0.0, g)),
     jvp=lambda t, out, c, x, y: np.where(
         c, 0.0 if t[1] is None else t[1], 0.0 if t[2] is None else t[2]),
-    jax=jnp_fn("where"), nondiff_args=(0,), family="elementwise", complex=True,
-    doc="np.where(c, x, y)",
+    jax=jnp_fn("where"), nondiff_args=(0,), family="elementwise", doc="np.where(c, x, y)",
+    **elementwise_facts("select", complex=True, aliasing="fresh", zeros="all",
+                        torch_name="WhereBackward0"),
 )
 
 
@@ -214,11 +238,15 @@ register(
     abstract=lambda x, dtype: (x.shape, dtype),
     vjp=_convert_vjp,
     jvp=lambda t, out, x, dtype: t[0],
-    jax=jax_numpy.astype, family="elementwise", complex=True,
-    doc="x.astype(dtype)",
+    jax=jax_numpy.astype, family="elementwise", doc="x.astype(dtype)",
+    # a cast to the operand's own dtype is the operand itself (astype(copy=False))
+    **elementwise_facts("convert", complex=True, aliasing="identity", zeros="first", cost=free,
+                        torch_name="ToCopyBackward0"),
 )
 register(
     "stop_gradient", lambda x: x,
     abstract=lambda x: (x.shape, x.dtype), jax=jnp_fn("lax.stop_gradient"),
-    family="elementwise", complex=True, doc="identity that blocks gradients",
+    family="elementwise", doc="identity that blocks gradients",
+    **elementwise_facts("stop_gradient", complex=True, aliasing="identity", zeros="first",
+                        cost=free),
 )

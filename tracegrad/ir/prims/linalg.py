@@ -1,9 +1,22 @@
 """Linear algebra: matmul, einsum and the np.linalg primitives (batched over leading axes)."""
+import functools
+import math
+import string
+
 import numpy as np
 
-from ..registry import apply, register
+from ..registry import apply
+from ..registry import register as _register
+from . import batching
+from .batching import lift_rank, reshape
+from .batching import shape as shape_of
 from .spectral import from_lower, lower_cotangent
-from .util import mT, square, unbroadcast
+from .util import cubic, mT, square, unbroadcast
+
+# None of these is an elementwise ufunc, a reduction or a structural-zero source of its
+# own; the JAX lowering converts integer operands to the floating result dtype.
+register = functools.partial(_register, ufunc=None, reducer=None, foldable=True,
+                             jax_casts="float")
 
 
 def _float(dtype):
@@ -64,10 +77,31 @@ def _bilinear_jvp(op):
     return jvp
 
 
+def _matmul_batch(size, args, batched, out_shape):
+    a, b = args
+    ka = len(shape_of(a)) - batched[0]
+    kb = len(shape_of(b)) - batched[1]
+    # NumPy's 1-D promotion, made explicit so that the batch axis is a stacking axis
+    if ka == 1:
+        a = reshape(a, shape_of(a)[:-1] + (1,) + shape_of(a)[-1:])
+    if kb == 1:
+        b = reshape(b, shape_of(b) + (1,))
+    stack = max(max(ka, 2) - 2, max(kb, 2) - 2)
+    ops = [lift_rank(x, stack + 2) if f else x for x, f in zip((a, b), batched)]
+    out = apply("matmul", *ops)
+    return reshape(out, (size,) + tuple(out_shape))
+
+
+def _matmul_cost(out_shape, arg_shapes, params):
+    a = arg_shapes[0]
+    return 2 * math.prod(out_shape) * (a[-1] if a else 1)
+
+
 register(
     "matmul", np.matmul, abstract=_matmul_abstract, vjp=_matmul_vjp,
     jvp=_bilinear_jvp(np.matmul), jax=_jax(lambda jnp, a, b: jnp.matmul(a, b)), family="linalg",
-    complex=True,
+    complex=True, batch=_matmul_batch, aliasing="fresh", spelling="{0} @ {1}", zeros="any",
+    cost=_matmul_cost, torch_name="MmBackward0",
 )
 
 
@@ -119,10 +153,29 @@ def _einsum_jvp(t, out, *ops, subscripts):
     return total
 
 
+def _einsum_batch(size, args, batched, out_shape, subscripts):
+    ins, out = subscripts.split("->")
+    ins = ins.split(",")
+    free = next(c for c in string.ascii_letters if c not in subscripts)
+    ins = [free + s if b else s for s, b in zip(ins, batched)]
+    return apply("einsum", *args, subscripts=",".join(ins) + "->" + free + out)
+
+
+def _einsum_cost(out_shape, arg_shapes, params):
+    """The full index space, a multiply-add per point."""
+    ins, _ = params["subscripts"].split("->")
+    sizes = {}
+    for letters, s in zip(ins.split(","), arg_shapes):
+        sizes.update(zip(letters, s))
+    return 2 * math.prod(sizes.values())
+
+
 register(
     "einsum", _einsum_impl, abstract=_einsum_abstract, vjp=_einsum_vjp, jvp=_einsum_jvp,
     jax=_jax(lambda jnp, *ops, subscripts: jnp.einsum(subscripts, *ops)), family="linalg",
-    complex=True,
+    # np.einsum("ij->ji", a) is a view of a; other subscripts give new arrays
+    complex=True, batch=_einsum_batch, aliasing="unknown", spelling=None, zeros="any",
+    cost=_einsum_cost, torch_name="EinsumBackward0",
 )
 
 
@@ -171,6 +224,8 @@ register(
     abstract=lambda a: (square(a).shape, _float(a.dtype)),
     vjp=_inv_vjp, jvp=lambda t, out, a: -(out @ t[0] @ out),
     jax=_jax_inv, family="linalg", complex=True, extra=_LAPACK_CHECKS,
+    batch=batching.stacked("inv"), aliasing="fresh", spelling=None, zeros=None,
+    cost=cubic(1.0), torch_name="InvBackward0",
 )
 
 
@@ -204,10 +259,27 @@ def _solve_jvp(t, out, a, b):
     return dx[..., 0] if vector else dx
 
 
+def _solve_batch(size, args, batched, out_shape):
+    a, b = args
+    ka = len(shape_of(a)) - batched[0]
+    kb = len(shape_of(b)) - batched[1]
+    vector = kb == 1
+    if vector and not batched[1]:
+        # a 1-D right-hand side broadcasts against a's (batched) stack
+        return apply("solve", a, b)
+    if vector:
+        b = reshape(b, shape_of(b) + (1,))
+        kb = 2
+    stack = max(ka - 2, kb - 2)
+    ops = [lift_rank(x, stack + 2) if f else x for x, f in zip((a, b), batched)]
+    return reshape(apply("solve", *ops), (size,) + tuple(out_shape))
+
+
 register(
     "solve", np.linalg.solve, abstract=_solve_abstract, vjp=_solve_vjp, jvp=_solve_jvp,
     jax=_jax_solve, family="linalg", extra=_LAPACK_CHECKS,
-    complex=True,
+    complex=True, batch=_solve_batch, aliasing="fresh", spelling=None, zeros=None,
+    cost=cubic(2 / 3), torch_name="SolveBackward0",
 )
 
 
@@ -279,6 +351,8 @@ register(
     vjp=lambda g, out, a: (np.expand_dims(g, (-2, -1)) * _adjugate_t(a, out),),
     jvp=lambda t, out, a: np.sum(_adjugate_t(a, out) * t[0], axis=(-2, -1)),
     jax=_jax(lambda jnp, a: jnp.linalg.det(a)), family="linalg", complex=True,
+    batch=batching.stacked("det"), aliasing="fresh", spelling=None, zeros=None,
+    cost=cubic(2 / 3), torch_name="DetBackward0",
 )
 register(
     "logabsdet", lambda a: np.linalg.slogdet(a)[1],
@@ -288,6 +362,8 @@ register(
     jax=_jax(lambda jnp, a: jnp.linalg.slogdet(a)[1]), family="linalg",
     complex=True,  # log|det A| = Re(log det A): the real rule's g * A^-T holds
     doc="the second result of np.linalg.slogdet",
+    batch=batching.stacked("logabsdet"), aliasing="fresh", spelling=None, zeros=None,
+    cost=cubic(2 / 3), torch_name="LogabsdetBackward0",
 )
 
 
@@ -310,6 +386,8 @@ register(
     vjp=_sign_vjp, jvp=_sign_jvp,
     jax=_jax(lambda jnp, a: jnp.linalg.slogdet(a)[0]), family="linalg", complex=True,
     doc="the first result of np.linalg.slogdet (no gradient for real matrices)",
+    batch=batching.stacked("slogdet_sign"), aliasing="fresh", spelling=None, zeros=None,
+    cost=cubic(2 / 3), torch_name="SlogdetSignBackward0",
 )
 
 
@@ -351,4 +429,6 @@ register(
     vjp=_cholesky_vjp, jvp=_cholesky_jvp, jax=_jax_cholesky, family="linalg",
     extra=_LAPACK_CHECKS,
     doc="np.linalg.cholesky (lower triangle read, and differentiated)",
+    complex=False, batch=batching.stacked("cholesky"), aliasing="fresh", spelling=None,
+    zeros=None, cost=cubic(1 / 3), torch_name="CholeskyBackward0",
 )

@@ -7,11 +7,36 @@ it); ``conv_transpose2d`` is its adjoint in the input, with a
 (C_in, C_out, kH, kW) weight. Each is the other's derivative, so their VJPs
 are expressed with each other and differentiate again to any order.
 """
+import functools
+import math
+
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ..indexspec import Index, Slice
-from ..registry import apply, register
+from ..registry import apply
+from ..registry import register as _register
+from .batching import fold_into_n
+
+# Real images only; a batch axis folds into N under vmap; the JAX lowering takes the
+# operands as they are.
+register = functools.partial(
+    _register, complex=False, aliasing="unknown", ufunc=None, spelling=None, reducer=None,
+    zeros=None, foldable=True, jax_casts=None)
+
+
+def _conv_cost(out_shape, arg_shapes, params):
+    """A multiply-add per output element and weight entry it reads."""
+    return 2 * math.prod(out_shape) * math.prod(arg_shapes[1][1:])
+
+
+def _conv_transpose_cost(out_shape, arg_shapes, params):
+    w = arg_shapes[1]
+    return 2 * math.prod(out_shape) * math.prod((w[0],) + tuple(w[2:]))
+
+
+def _pool_cost(out_shape, arg_shapes, params):
+    return math.prod(out_shape) * math.prod(params.get("kernel", (1, 1)))
 
 _ALL = Slice(None, None, None)
 _CONV_DIMS = ("NCHW", "OIHW", "NCHW")
@@ -202,12 +227,15 @@ def _conv_transpose2d_jax(x, w, stride, padding, output_padding, dilation):
 register(
     "conv2d", _conv2d_impl, abstract=_conv2d_abstract, vjp=_conv2d_vjp,
     jvp=_bilinear_jvp("conv2d"), jax=_conv2d_jax, family="nn",
+    batch=fold_into_n("conv2d"), cost=_conv_cost, torch_name="ConvolutionBackward0",
     doc="torch.nn.functional.conv2d without bias (groups=1)",
 )
 register(
     "conv_transpose2d", _conv_transpose2d_impl, abstract=_conv_transpose2d_abstract,
     vjp=_conv_transpose2d_vjp, jvp=_bilinear_jvp("conv_transpose2d"),
     jax=_conv_transpose2d_jax, family="nn",
+    batch=fold_into_n("conv_transpose2d"), cost=_conv_transpose_cost,
+    torch_name="ConvolutionBackward0",
     doc="torch.nn.functional.conv_transpose2d without bias (groups=1)",
 )
 
@@ -291,6 +319,8 @@ register(
     abstract=lambda x, kernel, stride, padding, dilation: _pool_abstract(
         "max_pool2d", x, kernel, stride, padding, dilation),
     vjp=_max_pool2d_vjp, jvp=_max_pool2d_jvp, jax=_max_pool2d_jax, family="nn",
+    batch=fold_into_n("max_pool2d"), cost=_pool_cost,
+    torch_name="MaxPool2DWithIndicesBackward0",
     doc="torch.nn.functional.max_pool2d (padding with -inf, floor mode)",
 )
 
@@ -323,5 +353,6 @@ register(
         "avg_pool2d", x, kernel, stride, padding),
     vjp=_avg_pool2d_vjp, jvp=lambda t, out, x, **params: apply("avg_pool2d", t[0], **params),
     jax=_avg_pool2d_jax, family="nn",
+    batch=fold_into_n("avg_pool2d"), cost=_pool_cost, torch_name="AvgPool2DBackward0",
     doc="torch.nn.functional.avg_pool2d (count_include_pad=True, floor mode)",
 )

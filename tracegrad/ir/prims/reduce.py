@@ -4,13 +4,18 @@ import math
 
 import numpy as np
 
+from ..registry import apply
 from ..registry import register as _register
-from . import jax_numpy
+from . import batching, jax_numpy
+from .util import per_input_element
 
 # Sums, products, cumulative sums and choosers (max/min select an element, by NumPy's
 # lexicographic order for complex) are holomorphic or selections: their rules hold for
-# complex values unchanged.
-register = functools.partial(_register, complex=True)
+# complex values unchanged. Every reduction returns a new array, costs a FLOP per operand
+# element, and has its integer operands accumulated in NumPy's dtype by the JAX lowering.
+register = functools.partial(_register, complex=True, aliasing="fresh", ufunc=None,
+                             spelling=None, foldable=True, cost=per_input_element,
+                             jax_casts="accumulate")
 
 
 def _reduced_shape(shape, axis, keepdims):
@@ -48,6 +53,7 @@ register(
     vjp=lambda g, out, x, axis, keepdims: (np.broadcast_to(_keep(g, axis, keepdims), x.shape),),
     jvp=lambda t, out, x, axis, keepdims: np.sum(t[0], axis=axis, keepdims=keepdims),
     jax=jax_numpy.sum_, family="reduce",
+    batch=batching.reduction("sum"), reducer=np.add, zeros="first", torch_name="SumBackward0",
 )
 
 
@@ -57,7 +63,7 @@ def _chooser_weights(out, x, axis, keepdims):
     return hit / np.sum(hit, axis=axis, keepdims=True)
 
 
-def _register_chooser(name, np_fn):
+def _register_chooser(name, np_fn, reducer):
     def impl(x, axis, keepdims):
         return np_fn(x, axis=axis, keepdims=keepdims)
 
@@ -68,11 +74,13 @@ def _register_chooser(name, np_fn):
         jvp=lambda t, out, x, axis, keepdims: np.sum(
             t[0] * _chooser_weights(out, x, axis, keepdims), axis=axis, keepdims=keepdims),
         jax=_jax_reduce(name), family="reduce",
+        batch=batching.reduction(name), reducer=reducer, zeros=None,
+        torch_name=name.capitalize() + "Backward1",   # PyTorch's max() of a whole tensor
     )
 
 
-_register_chooser("max", np.max)
-_register_chooser("min", np.min)
+_register_chooser("max", np.max, np.maximum)
+_register_chooser("min", np.min, np.minimum)
 
 
 # -- prod: the gradient is the product of the *other* elements ------------------------------
@@ -115,6 +123,8 @@ register(
     jvp=lambda t, out, x, axis, keepdims: np.sum(
         t[0] * _prod_others(out, x, axis, keepdims), axis=axis, keepdims=keepdims),
     jax=_jax_reduce("prod"), family="reduce",
+    batch=batching.reduction("prod"), reducer=np.multiply, zeros=None,
+    torch_name="ProdBackward0",
 )
 
 
@@ -129,7 +139,9 @@ def _register_arg(name, np_fn):
             return (1,) * x.ndim, np.int64
         return _reduced_shape(x.shape, axes, keepdims), np.int64
 
-    register(name, impl, abstract=abstract, jax=jax_numpy.arg_extreme(name), family="reduce")
+    register(name, impl, abstract=abstract, jax=jax_numpy.arg_extreme(name), family="reduce",
+             batch=batching.arg_reduction(name), reducer=None, zeros=None,
+             torch_name=name.capitalize() + "Backward0")
 
 
 _register_arg("argmax", np.argmax)
@@ -145,10 +157,16 @@ def _reverse_cumsum(g, axis):
     return np.flip(np.cumsum(np.flip(g, axis), axis=axis), axis)
 
 
+def _cumsum_batch(size, args, batched, out_shape, axis):
+    (x,) = args
+    return apply("cumsum", x, axis=batching.norm(axis, len(batching.shape(x)) - 1) + 1)
+
+
 register(
     "cumsum", _cumsum_impl,
     abstract=lambda x, axis: (x.shape, _cumsum_impl(np.ones((1,) * x.ndim, x.dtype), axis).dtype),
     vjp=lambda g, out, x, axis: (_reverse_cumsum(g, axis),),
     jvp=lambda t, out, x, axis: np.cumsum(t[0], axis=axis),
     jax=jax_numpy.cumsum, family="reduce",
+    batch=_cumsum_batch, reducer=None, zeros="first", torch_name="CumsumBackward0",
 )

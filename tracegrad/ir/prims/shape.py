@@ -8,13 +8,62 @@ import functools
 import numpy as np
 
 from ..indexspec import Arg, Index, Slice
-from ..registry import apply
+from ..registry import Aval, apply, get
 from ..registry import register as _register
-from .util import unbroadcast
+from . import batching
+from .batching import FULL, bcast, index_ok, lift_rank, norm
+from .util import free, unbroadcast
 
 # Every shape primitive moves or copies elements (coefficients 0 and 1), so its rules
-# hold for complex values unchanged.
-register = functools.partial(_register, complex=True)
+# hold for complex values unchanged; none computes anything (no FLOPs), none is a ufunc
+# or a reduction, and the JAX lowering takes the operands' dtypes as they are.
+register = functools.partial(_register, complex=True, ufunc=None, reducer=None, cost=free,
+                             jax_casts=None)
+
+
+# -- batching rules: the batch axis stays in front -------------------------------------
+def _reshape_batch(size, args, batched, out_shape, shape):
+    return apply("reshape", args[0], shape=(size,) + tuple(out_shape))
+
+
+def _transpose_batch(size, args, batched, out_shape, axes):
+    return apply("transpose", args[0], axes=(0,) + tuple(int(a) + 1 for a in axes))
+
+
+def _broadcast_to_batch(size, args, batched, out_shape, shape):
+    x = lift_rank(args[0], len(shape))
+    return apply("broadcast_to", x, shape=(size,) + tuple(shape))
+
+
+def _concatenate_batch(size, args, batched, out_shape, axis):
+    ops = [a if b else bcast(a, size) for a, b in zip(args, batched)]
+    return apply("concatenate", *ops, axis=norm(axis, len(out_shape)) + 1)
+
+
+def _pad_batch(size, args, batched, out_shape, widths, value):
+    return apply("pad", args[0], widths=((0, 0),) + tuple(tuple(w) for w in widths),
+                 value=value)
+
+
+def _getitem_batch(size, args, batched, out_shape, index):
+    if any(batched[1:]) or not index_ok(index):
+        return NotImplemented
+    return apply("getitem", args[0], *args[1:], index=Index((FULL,) + tuple(index)))
+
+
+def _index_update_batch(size, args, batched, out_shape, index, mode):
+    if any(batched[2:]) or not index_ok(index):
+        return NotImplemented
+    x, v, idx = args[0], args[1], args[2:]
+    if not batched[0]:
+        x = bcast(x, size)
+    if batched[1]:
+        # the slot x[index] of one row; the update broadcasts into it from the right
+        slot, _ = get("getitem").shape_dtype(
+            [Aval(out_shape, np.dtype(x.dtype))] + [Aval(batching.shape(i), np.dtype(i.dtype))
+                                                    for i in idx], {"index": index})
+        v = lift_rank(v, len(slot))
+    return apply("index_update", x, v, *idx, index=Index((FULL,) + tuple(index)), mode=mode)
 
 
 def _jax(fn):
@@ -30,6 +79,8 @@ register(
     vjp=lambda g, out, x, shape: (np.reshape(g, x.shape),),
     jvp=lambda t, out, x, shape: np.reshape(t[0], shape),
     jax=_jax(lambda jnp, x, shape: jnp.reshape(x, shape)), family="shape",
+    batch=_reshape_batch, aliasing="view", spelling="{0}.reshape({shape})", zeros="first",
+    foldable=True, torch_name="ViewBackward0",
 )
 register(
     "transpose", lambda x, axes: np.transpose(x, axes),
@@ -37,6 +88,8 @@ register(
     vjp=lambda g, out, x, axes: (np.transpose(g, tuple(np.argsort(axes).tolist())),),
     jvp=lambda t, out, x, axes: np.transpose(t[0], axes),
     jax=_jax(lambda jnp, x, axes: jnp.transpose(x, axes)), family="shape",
+    batch=_transpose_batch, aliasing="view", spelling="{0}.transpose({axes})", zeros="first",
+    foldable=True, torch_name="PermuteBackward0",
 )
 
 
@@ -53,6 +106,9 @@ register(
     vjp=lambda g, out, x, shape: (unbroadcast(g, x.shape),),
     jvp=lambda t, out, x, shape: np.broadcast_to(t[0], shape),
     jax=_jax(lambda jnp, x, shape: jnp.broadcast_to(x, shape)), family="shape",
+    # a free view: folding it would only make a big constant
+    batch=_broadcast_to_batch, aliasing="view", spelling=None, zeros="first", foldable=False,
+    torch_name="ExpandBackward0",
 )
 
 
@@ -85,6 +141,8 @@ register(
     jvp=lambda t, out, *xs, axis: np.concatenate(
         [np.zeros_like(x) if tx is None else tx for tx, x in zip(t, xs)], axis=axis),
     jax=_jax(lambda jnp, *xs, axis: jnp.concatenate(xs, axis=axis)), family="shape",
+    batch=_concatenate_batch, aliasing="fresh", spelling=None, zeros="all", foldable=True,
+    torch_name="CatBackward0",
 )
 
 
@@ -98,6 +156,8 @@ register(
     jvp=lambda t, out, x, widths, value: np.pad(t[0], widths, mode="constant"),
     jax=_jax(lambda jnp, x, widths, value: jnp.pad(x, widths, constant_values=value)),
     family="shape",
+    batch=_pad_batch, aliasing="fresh", spelling=None, zeros=None, foldable=True,
+    torch_name="PadBackward0",
 )
 
 
@@ -169,6 +229,8 @@ register(
     jvp=lambda t, out, x, *idx, index: apply("getitem", t[0], *idx, index=index),
     jax=_getitem_jax,
     nondiff_args=(), family="shape", doc="x[index]",
+    batch=_getitem_batch, aliasing="view", spelling="{0}[{index}]", zeros="first",
+    foldable=True, torch_name="IndexBackward0",
     extra={"jax_checks": _indexes_by_integers},
 )
 
@@ -270,6 +332,8 @@ register(
     abstract=lambda x, v, *idx, index, mode: (x.shape, x.dtype),
     vjp=_index_update_vjp, jvp=_index_update_jvp, jax=_index_update_jax,
     family="shape", doc="functional x[index] = v (mode='set') or x[index] += v (mode='add')",
+    batch=_index_update_batch, aliasing="fresh", spelling=None, zeros=None, foldable=True,
+    torch_name="CopySlices",
     extra={"jax_checks": _indexes_by_integers},
 )
 

@@ -3,7 +3,7 @@ import numpy as np
 
 from ...errors import TraceError
 from ..registry import register
-from .util import jnp_fn
+from .util import free, jnp_fn
 
 
 def _custom_vjp_vjp(g, out, primal_out, *operands, rule, index):
@@ -26,6 +26,10 @@ register(
     jax=lambda primal_out, *operands, rule, index: primal_out,
     family="special", complex=True,
     doc="output `index` of a tg.custom_vjp function; operands: its residuals then traced args",
+    # the value is operand 0 itself (fwd's own output); never folded (the user's rule);
+    # row by row under vmap
+    batch=None, aliasing="identity", ufunc=None, spelling=None, reducer=None, zeros=None,
+    foldable=False, cost=free, torch_name="CustomFunctionBackward", jax_casts=None,
 )
 
 
@@ -40,4 +44,7 @@ register(
     "zeros", _zeros_impl, abstract=lambda shape, dtype: (shape, dtype),
     jax=jnp_fn("zeros"),
     family="special", complex=True, doc="a structural zero made by a pass (no operands)",
+    # no operands to batch; never folded into a constant (it would stop being structural)
+    batch=None, aliasing="fresh", ufunc=None, spelling=None, reducer=None, zeros=None,
+    foldable=False, cost=free, torch_name="ZerosBackward0", jax_casts=None,
 )

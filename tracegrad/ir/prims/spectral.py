@@ -43,11 +43,22 @@ Conventions (see docs of ``np.linalg.eigh`` / ``svd`` on traced values):
   ``m >= n`` and a nonsingular ``R`` (full column rank). ``np.linalg.qr`` on traced
   values builds a wide matrix's QR from the square one of its first ``m`` columns.
 """
+import functools
+
 import numpy as np
 
 from ...errors import TraceError
-from ..registry import REGISTRY, Aval, apply, register
+from ..registry import REGISTRY, Aval, apply, per_output_element
+from ..registry import register as _register
 from .util import mT, square
+
+# The factorisations: real matrices only (``complex=False``), row by row under vmap,
+# one FLOP per output element as an estimate; a result may come from a factorisation
+# shared with a sibling node (``aliasing="unknown"``). The JAX lowering converts integer
+# operands to the floating result dtype.
+register = functools.partial(
+    _register, complex=False, batch=None, aliasing="unknown", ufunc=None, spelling=None,
+    reducer=None, zeros=None, foldable=True, cost=per_output_element, jax_casts="float")
 
 # -- values -------------------------------------------------------------------------------------
 
@@ -205,7 +216,7 @@ def _eigvalsh_jvp(t, out, a, UPLO="L"):  # noqa: N803
 register(
     "eigvalsh", lambda a, UPLO="L": np.linalg.eigvalsh(a, UPLO=UPLO),
     abstract=_eigvalsh_abstract,
-    vjp=_eigvalsh_vjp, jvp=_eigvalsh_jvp, jax=_jax_eigvalsh, family="linalg",
+    vjp=_eigvalsh_vjp, jvp=_eigvalsh_jvp, jax=_jax_eigvalsh, family="linalg", torch_name="EigvalshBackward0",
     doc="the eigenvalues of np.linalg.eigh (ascending; only the UPLO triangle is read, "
         "and differentiated; tied eigenvalues share their cotangent)",
 )
@@ -231,7 +242,7 @@ register(
     "eigh_vectors", lambda a, UPLO="L": np.linalg.eigh(a, UPLO=UPLO)[1],
     abstract=_eigh_vectors_abstract,
     vjp=_eigh_vectors_vjp, jvp=_eigh_vectors_jvp, jax=host_lowering("eigh_vectors"),
-    family="linalg",
+    family="linalg", torch_name="EighVectorsBackward0",
     doc="the eigenvectors of np.linalg.eigh (columns, NumPy's signs; UPLO triangle read; "
         "tied pairs masked in the rules)",
 )
@@ -261,6 +272,7 @@ register(
     abstract=lambda a: (_svd_shapes(a)[0] + (_svd_shapes(a)[3],), _real(a.dtype)),
     vjp=_svdvals_vjp, jvp=_svdvals_jvp,
     jax=_jax(lambda jnp, a: jnp.linalg.svd(a, compute_uv=False)), family="linalg",
+    torch_name="SvdvalsBackward0",
     doc="the singular values (descending); tied values share their cotangent",
 )
 
@@ -317,7 +329,7 @@ register(
     "svd_u", lambda a, full_matrices=False: np.linalg.svd(a, full_matrices=full_matrices)[0],
     abstract=_svd_vectors_abstract("U"),
     vjp=_reduced_only(_svd_u_vjp), jvp=_reduced_only(_svd_u_jvp),
-    jax=host_lowering("svd_u"), family="linalg",
+    jax=host_lowering("svd_u"), family="linalg", torch_name="SvdUBackward0",
     doc="U of the SVD (NumPy's signs; full_matrices: values only; tied pairs masked in "
         "the rules)",
 )
@@ -349,7 +361,7 @@ register(
     "svd_vh", lambda a, full_matrices=False: np.linalg.svd(a, full_matrices=full_matrices)[2],
     abstract=_svd_vectors_abstract("Vh"),
     vjp=_reduced_only(_svd_vh_vjp), jvp=_reduced_only(_svd_vh_jvp),
-    jax=host_lowering("svd_vh"), family="linalg",
+    jax=host_lowering("svd_vh"), family="linalg", torch_name="SvdVhBackward0",
     doc="Vh of the SVD (rows, NumPy's signs; full_matrices: values only; tied pairs "
         "masked in the rules)",
 )
@@ -409,13 +421,13 @@ register(
     "qr_q", lambda a: np.linalg.qr(a)[0], abstract=_qr_abstract(0),
     vjp=lambda g, out, a: (_qr_cotangent(g, None, out, apply("qr_r", a), _qr_check(a)),),
     jvp=lambda t, out, a: _qr_tangents(t[0], out, apply("qr_r", a), _qr_check(a))[0],
-    jax=_jax(lambda jnp, a: jnp.linalg.qr(a)[0]), family="linalg",
+    jax=_jax(lambda jnp, a: jnp.linalg.qr(a)[0]), family="linalg", torch_name="QrQBackward0",
     doc="Q of np.linalg.qr's reduced mode (derivatives: m >= n, full column rank)",
 )
 register(
     "qr_r", lambda a: np.linalg.qr(a)[1], abstract=_qr_abstract(1),
     vjp=lambda g, out, a: (_qr_cotangent(None, g, apply("qr_q", a), out, _qr_check(a)),),
     jvp=lambda t, out, a: _qr_tangents(t[0], apply("qr_q", a), out, _qr_check(a))[1],
-    jax=_jax(lambda jnp, a: jnp.linalg.qr(a)[1]), family="linalg",
+    jax=_jax(lambda jnp, a: jnp.linalg.qr(a)[1]), family="linalg", torch_name="QrRBackward0",
     doc="R of np.linalg.qr's reduced mode (derivatives: m >= n, full column rank)",
 )

@@ -1,4 +1,6 @@
 """Helpers shared by the rule tables. They are NumPy code, so they trace."""
+import math
+
 import numpy as np
 
 
@@ -74,3 +76,24 @@ def norm_axes(axis, ndim):
             raise np.exceptions.AxisError(a, ndim)
         out.append(a % ndim)
     return tuple(sorted(out))
+
+
+# -- cost rules (FLOPs from shapes, see ``registry``): ``cost(out_shape, arg_shapes, params)``
+def free(out_shape, arg_shapes, params):
+    """Views, copies and casts: no arithmetic."""
+    return 0
+
+
+def per_input_element(out_shape, arg_shapes, params):
+    """Reductions: one FLOP per element of operand 0."""
+    return math.prod(arg_shapes[0])
+
+
+def cubic(factor):
+    """Dense linear algebra on an ``n x n`` matrix (a stack of them): ``factor · 2n³``."""
+    def cost(out_shape, arg_shapes, params):
+        a = arg_shapes[0] if arg_shapes else ()
+        n = a[-1] if a else 1
+        stack = math.prod(a[:-2]) if len(a) > 2 else 1
+        return int(stack * factor * 2 * n ** 3)
+    return cost
