@@ -259,7 +259,7 @@ def test_a_declared_batch_rule_gives_the_rows(name):
 
 
 # -- no side tables in the consumers ------------------------------------------------------
-CONSUMERS = ["runtime/codegen.py", "runtime/aliasing.py", "runtime/jax_backend.py",
+CONSUMERS = ["runtime/codegen.py", "ir/aliasing.py", "runtime/jax_backend.py",
              "passes/simplify.py", "passes/batch.py", "ir/summary.py", "eager/tape.py",
              "eager/dispatch.py", "tracer/numpy_api.py"]
 
