@@ -166,5 +166,5 @@ def lookup(key):
 
 def store(key, plan):
     _CACHE[key] = plan
-    if len(_CACHE) > CACHE_SIZE:
+    while len(_CACHE) > CACHE_SIZE:
         _CACHE.popitem(last=False)
