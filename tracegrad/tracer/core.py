@@ -212,6 +212,7 @@ class Trace:
         ids, vals = [], []
         tracer_dtypes = None
         concrete = True
+        src = user_src()
         for a in args:
             if isinstance(a, Tracer):
                 if a._view is not None:
@@ -227,16 +228,18 @@ class Trace:
                 vals.append(value)
             else:
                 if tracer_dtypes is None:
-                    tracer_dtypes = [b.dtype for b in args if isinstance(b, Tracer)]
-                value = self._snapshot(_as_const(a, tracer_dtypes))
+                    tracer_dtypes = tuple(b.dtype for b in args if isinstance(b, Tracer))
+                if type(a) is float:    # a new array: no snapshot needed
+                    value = np.array(a, _float_const_dtype(tracer_dtypes))
+                else:
+                    value = self._snapshot(_as_const(a, tracer_dtypes))
                 ids.append(self._record("const", (), {"value": value}, value.shape,
-                                        value.dtype, user_src(), value))
+                                        value.dtype, src, value))
                 vals.append(value)
         # a loop's value is not computed while tracing: tracing (and so compiling) a loop
         # costs the same whatever its trip count
         if concrete and "lazy" in prim.extra:
             concrete = not prim.extra["lazy"]
-        src = user_src()
         try:
             if concrete:
                 value = prim.impl(*vals, **params)
@@ -290,16 +293,16 @@ def resolve_weak(args):
     numbers only, it keeps its default dtype (int64, float64, complex128). A Python int
     that does not fit the integer dtype raises, as NumPy's OverflowError does, and a
     guard makes a compiled function retrace (and raise) for such a value."""
-    strong = [a.dtype for a in args if isinstance(a, Tracer) and a._weak is None]
-    strong += [np.asarray(a).dtype for a in args
-               if not isinstance(a, Tracer) and not _is_python_number(a)]
+    strong = tuple([a.dtype for a in args if isinstance(a, Tracer) and a._weak is None] +
+                   [np.asarray(a).dtype for a in args
+                    if not isinstance(a, Tracer) and not _is_python_number(a)])
     if not strong:
         return args
     out = []
     for a in args:
         if isinstance(a, Tracer) and a._weak is not None:
             try:
-                target = np.result_type(*strong, _WEAK_SAMPLE[a._weak])
+                target = _weak_target(strong, a._weak)
             except TypeError:
                 out.append(a)        # no common dtype: the operation itself says what fails
                 continue
@@ -343,6 +346,45 @@ def weak_result(result, *operands):
                                              np.dtype(np.complex128)):
         result._weak = kind
     return result
+
+
+_FLOAT_CONST_DTYPES: dict = {}
+
+
+def _float_const_dtype(tracer_dtypes):
+    """``np.result_type(*tracer_dtypes, x)`` for a Python float ``x`` (NEP 50: it does
+    not depend on x's value), memoised."""
+    dtype = _FLOAT_CONST_DTYPES.get(tracer_dtypes)
+    if dtype is None:
+        dtype = _FLOAT_CONST_DTYPES[tracer_dtypes] = np.result_type(*tracer_dtypes, 0.0)
+    return dtype
+
+
+_WEAK_TARGETS: dict = {}
+
+
+def _weak_target(strong, kind):
+    """The dtype a weakly typed input of Python type ``kind`` takes among operands of the
+    ``strong`` dtypes (NEP 50); for float and complex it does not depend on the value."""
+    key = (strong, kind)
+    dtype = _WEAK_TARGETS.get(key)
+    if dtype is None:
+        dtype = np.result_type(*strong, _WEAK_SAMPLE[kind])
+        if kind is not int:
+            _WEAK_TARGETS[key] = dtype
+    return dtype
+
+
+def add_to_top(prim, args, params):
+    """``bind`` for a primitive entry and operands among which is a tracer: record it in
+    the innermost trace (the operators' fast path)."""
+    top = None
+    for a in args:
+        if isinstance(a, Tracer) and (top is None or a._trace.level > top.level):
+            top = a._trace
+    if not top.active:
+        raise TraceError(f"{_ESCAPED}{where()}")
+    return top.add(prim, args, params)
 
 
 def _as_const(a, tracer_dtypes):

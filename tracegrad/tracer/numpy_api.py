@@ -18,9 +18,9 @@ import math
 import numpy as np
 
 from ..errors import TraceError
-from ..ir import apply
+from ..ir import REGISTRY, apply
 from . import np_complex, np_fft, np_more  # noqa: F401  (more handlers: they register themselves)
-from .core import Tracer, resolve_weak
+from .core import Tracer, add_to_top, resolve_weak
 from .np_base import (
     FUNCTIONS,
     UFUNCS,
@@ -144,6 +144,10 @@ _UFUNC_PRIMS = {
 }
 for _uf, _prim in _UFUNC_PRIMS.items():
     UFUNCS[_uf] = _prim_ufunc(_prim)
+# The fast path of ``handle_ufunc`` (and of the operators, in ``methods``): a plain call
+# of one of these on tracers and Python numbers is the primitive itself
+DIRECT = {_uf: REGISTRY[_prim] for _uf, _prim in _UFUNC_PRIMS.items()}
+_SIMPLE = frozenset({Tracer, float, int})
 
 
 
@@ -182,6 +186,14 @@ UFUNCS[np.matmul] = lambda a, b: matmul(a, b)
 
 
 def handle_ufunc(ufunc, method, inputs, kwargs):
+    if not kwargs and method == "__call__":
+        prim = DIRECT.get(ufunc)
+        if prim is not None:
+            for x in inputs:
+                if type(x) not in _SIMPLE:
+                    break
+            else:   # what the general path below does for these, in one step
+                return add_to_top(prim, inputs, {})
     inputs = tuple(coerce(x) for x in inputs)
     if builtins.any(isinstance(x, Tracer) and x._weak is not None for x in inputs):
         # NEP 50 before the handler looks at dtypes: a Python number's input takes the
