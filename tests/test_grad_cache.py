@@ -153,7 +153,7 @@ def test_value_and_grad_and_has_aux_repeat():
     rng = np.random.default_rng(3)
     vg = tg.value_and_grad(f, has_aux=True)
     g = tg.grad(f, has_aux=True)
-    for k in range(4):
+    for _ in range(4):
         w, x = rng.standard_normal(3), rng.standard_normal((5, 3))
         (value, aux), grad = vg(w, x)
         assert_same(((value, aux), grad), fresh(vg, w, x))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 
 import numpy as np
 
@@ -92,7 +93,7 @@ def _leaf_aval(x, src, differentiable, skip_hint="leave it out of argnums"):
     else:
         arr = _numeric_array(x, "arguments", src)
         aval = Aval(arr.shape, arr.dtype)
-    if differentiable and not is_float(aval.dtype):
+    if differentiable and aval.dtype.kind not in "fc":
         raise TraceError(f"cannot differentiate with respect to an argument of dtype "
                          f"{aval.dtype.name}: only floating-point inputs have gradients. "
                          f"Pass it as a float (e.g. np.asarray(x, dtype=float)) or "
@@ -160,7 +161,7 @@ class _Traced:
         with new_trace() as trace:
             if plan_extra is not None and not outer:
                 trace.keep_values()
-            inputs = [trace.new_input(x._value if isinstance(x, Tracer) else x, aval)
+            inputs = [trace.new_input(x._value if isinstance(x, Tracer) else x, aval, src)
                       for x, aval in zip(leaves, avals)]
             # (the function may assign into an input tracer, which then names a new node)
             self.input_nodes = [x._node for x in inputs]
@@ -347,7 +348,7 @@ def _grad_core(fun, argnums, has_aux, with_value, holomorphic=False):
                              f"returned {t.out_tree!r}; use tg.jacobian or tg.vjp for several "
                              f"outputs{_at(src)}")
         shape, dtype = t.out_aval(0)
-        if int(np.prod(shape)) != 1:
+        if math.prod(shape) != 1:
             out_src = t.graph.node(t.graph.outputs[0])["src"]
             raise TraceError(
                 f"tg.grad needs {_fun_name(fun)} to return a scalar, but it returned an array "

@@ -50,8 +50,15 @@ def _freeze(v):
     t = type(v)
     if t is int or t is str or v is None or v is Ellipsis:
         return v
-    if t is tuple or t is list:
-        return (t.__name__,) + tuple(_freeze(x) for x in v)
+    if t is tuple:
+        for x in v:
+            if type(x) is not int:
+                break
+        else:
+            return v        # ints only (axes, shapes): its own key, apart from every tagged one
+        return ("tuple",) + tuple([_freeze(x) for x in v])
+    if t is list:
+        return ("list",) + tuple([_freeze(x) for x in v])
     if t is bool:
         return ("bool", v)
     if t is float:
@@ -78,7 +85,7 @@ def _freeze(v):
 def _freeze_params(params):
     if not params:
         return ()
-    return tuple((k, _freeze(v)) for k, v in params.items())
+    return tuple([(k, _freeze(v)) for k, v in params.items()])
 
 
 def structure_key(records, outputs, extra=()):
@@ -89,7 +96,9 @@ def structure_key(records, outputs, extra=()):
     append = parts.append
     try:
         for op, args, params, shape, dtype, src in records:
-            if op == "input" or op == "const":
+            if op == "input":
+                append((op, shape, dtype))      # (its line is where the transform was called)
+            elif op == "const":
                 append((op, shape, dtype, src))
             else:
                 append((op, args, shape, dtype, _freeze_params(params) if params else (), src))

@@ -22,6 +22,7 @@ import numpy as np
 from ..errors import TraceError
 from ..ir import REGISTRY, Aval, Graph
 from ..ir import registry as _registry
+from . import pytree as _pytree
 from .elements import wrap_constructors
 from .source import source_override, user_frame, user_src, where
 from .views import sync
@@ -81,7 +82,8 @@ class Trace:
 
     def __init__(self, level):
         self.level = level
-        self._graph = Graph()
+        self._graph = None         # made when first read (see ``graph``)
+        self._guards: list = []    # the graph's guards, kept here until it exists
         # node id -> (op, operand ids, params, shape, dtype, src); ops "input" / "const"
         self.records: list[tuple] = []
         self._flushed = 0          # records already copied into _graph
@@ -100,6 +102,9 @@ class Trace:
     def graph(self) -> Graph:
         """The recorded graph. Once read, it is kept up to date: a caller holding it sees
         the nodes recorded later."""
+        if self._graph is None:
+            self._graph = Graph()
+            self._graph.guards = self._guards
         if self._flushed < len(self.records):
             self._flush()
         self._live = True
@@ -145,7 +150,7 @@ class Trace:
         return n
 
     # -- making values ----------------------------------------------------
-    def new_input(self, value=None, aval=None) -> Tracer:
+    def new_input(self, value=None, aval=None, src=None) -> Tracer:
         """An input of the graph. A Python int, float or complex ``value`` makes a weakly
         typed input (NEP 50): the function sees a Python number, so ``w_f32 - lr * w_f32``
         stays float32 for ``lr=0.5``, as in NumPy (see ``_resolve_weak``)."""
@@ -156,7 +161,7 @@ class Trace:
         elif aval is None:
             raise ValueError("an input needs a value or an aval")
         shape, dtype = tuple(aval.shape), np.dtype(aval.dtype)
-        node = self._record("input", (), None, shape, dtype, user_src(), value)
+        node = self._record("input", (), None, shape, dtype, src or user_src(), value)
         t = Tracer(self, node, shape, dtype, value)
         t._weak = weak
         return t
@@ -275,7 +280,7 @@ class Trace:
         return out
 
     def guard(self, tracer: Tracer, expected):
-        self._graph.guards.append((tracer._node, expected))
+        self._guards.append((tracer._node, expected))
 
 
 _WEAK_KINDS = (int, float, complex)
@@ -293,11 +298,18 @@ def resolve_weak(args):
     numbers only, it keeps its default dtype (int64, float64, complex128). A Python int
     that does not fit the integer dtype raises, as NumPy's OverflowError does, and a
     guard makes a compiled function retrace (and raise) for such a value."""
-    strong = tuple([a.dtype for a in args if isinstance(a, Tracer) and a._weak is None] +
-                   [np.asarray(a).dtype for a in args
-                    if not isinstance(a, Tracer) and not _is_python_number(a)])
+    strong = []
+    for a in args:
+        if isinstance(a, Tracer):
+            if a._weak is None:
+                strong.append(a.dtype)
+        elif type(a) is np.ndarray:
+            strong.append(a.dtype)
+        elif not _is_python_number(a):
+            strong.append(np.asarray(a).dtype)
     if not strong:
         return args
+    strong = tuple(strong)
     out = []
     for a in args:
         if isinstance(a, Tracer) and a._weak is not None:
@@ -648,3 +660,6 @@ class Tracer:
                                     self._value))
 
     __hash__ = None
+
+
+_pytree._LEAVES.add(Tracer)     # flatten's fast path: a tracer is always a leaf

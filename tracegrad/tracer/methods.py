@@ -26,7 +26,8 @@ def _binary(ufunc):
     # the fast path: what ufunc(self, other) comes to through __array_ufunc__ and
     # handle_ufunc for a plain tracer and a tracer or Python number
     def forward(self, other):
-        if type(self) is Tracer and type(other) in simple:
+        if type(self) is Tracer and (type(other) in simple or (
+                type(other) is np.ndarray and other.dtype != object)):
             return weak_result(add_to_top(prim, (self, other), {}), self, other)
         return weak_result(ufunc(self, other), self, other)
 

@@ -190,7 +190,7 @@ def handle_ufunc(ufunc, method, inputs, kwargs):
         prim = DIRECT.get(ufunc)
         if prim is not None:
             for x in inputs:
-                if type(x) not in _SIMPLE:
+                if type(x) not in _SIMPLE and not (type(x) is np.ndarray and x.dtype != object):
                     break
             else:   # what the general path below does for these, in one step
                 return add_to_top(prim, inputs, {})
