@@ -3,6 +3,7 @@
     python benchmarks/vs_autograd.py            # about 30 s
     python benchmarks/vs_autograd.py --quick    # a few seconds
     python benchmarks/vs_autograd.py --only loss,mlp
+    python benchmarks/vs_autograd.py --clock cpu   # process CPU time (a busy machine)
 
 Three small workloads where the per-call cost of tracing and differentiating is
 everything (see benchmarks/README.md, "Un-jitted tg.grad against autograd"):
@@ -20,6 +21,7 @@ timed; the timing is interleaved (``timing.interleaved``), on one thread.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -29,6 +31,8 @@ for _k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]   # this working tree's tracegrad
+
+import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 import timing  # noqa: E402
@@ -98,7 +102,12 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="a short run (noisier)")
     p.add_argument("--only", metavar="NAMES", help="comma-separated: loss,loop,mlp")
+    p.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                   help="wall: time.perf_counter (default); cpu: time.process_time")
+    p.add_argument("--json", metavar="PATH", help="also write the numbers as JSON")
     opts = p.parse_args(argv)
+    if opts.clock == "cpu":
+        timing._clock = time.process_time
     try:
         import autograd
     except ImportError:
@@ -107,8 +116,8 @@ def main(argv=None):
     names = opts.only.split(",") if opts.only else list(work)
     budget, rounds = (1.0, (5, 15)) if opts.quick else (8.0, (15, 61))
     print(f"{'workload':10} {'tg.grad':>12} {'autograd':>12} {'ratio':>7}   (median per call, "
-          f"IQR %)")
-    ratios = {}
+          f"IQR %; {opts.clock} clock)")
+    ratios, rows = {}, {}
     for name in names:
         ours, theirs = work[name]
         check(name, ours(), theirs())
@@ -116,8 +125,12 @@ def main(argv=None):
                                  min_rounds=rounds[0], max_rounds=rounds[1], batch_s=0.01)
         t, a = res["tg"], res["autograd"]
         ratios[name] = t.median / a.median
+        rows[name] = {"tracegrad_s": t.median, "autograd_s": a.median, "ratio": ratios[name],
+                      "iqr_pct": [t.iqr_pct, a.iqr_pct]}
         print(f"{name:10} {t.median * 1e3:9.3f} ms {a.median * 1e3:9.3f} ms {ratios[name]:6.2f}x"
               f"   ({t.iqr_pct:.0f}%, {a.iqr_pct:.0f}%)")
+    if opts.json:
+        Path(opts.json).write_text(json.dumps({"clock": opts.clock, "rows": rows}, indent=1))
     return ratios
 
 

@@ -280,3 +280,37 @@ def test_a_repeated_structure_runs_compiled_code():
         np.testing.assert_allclose(tg.grad(f)(x), np.cos(x) - x * np.sin(x), rtol=1e-12)
     (plan,) = plans._CACHE.values()
     assert plan.compiled is not None and "tracegrad_backward" in plan.compiled.source
+
+
+def test_vjp_repeats_and_keeps_its_values_from_the_caller():
+    def f(x):
+        return np.exp(x) * 2.0, np.sum(x ** 2)
+
+    x = np.array([0.1, -0.4, 0.3])
+    for k in range(3):
+        (y, s), pull = tg.vjp(f, x * (k + 1))
+        want = pull((np.ones(3), 1.0))[0]
+        y *= 0.0            # the outputs are the caller's: vjp_fn must not see this
+        got = pull((np.ones(3), 1.0))[0]
+        np.testing.assert_array_equal(got, want)
+        v = x * (k + 1)
+        np.testing.assert_allclose(got, 2.0 * np.exp(v) + 2 * v, rtol=1e-12)
+        np.testing.assert_allclose(s, np.sum(v ** 2), rtol=1e-12)
+
+
+def test_vjp_with_traced_cotangents_inlines():
+    def f(x):
+        return np.sin(x) * x
+
+    def through_vjp(x):
+        _, pull = tg.vjp(f, x)
+        return np.sum(pull(x)[0])
+
+    x = np.array([0.2, 0.9])
+    for _ in range(3):
+        np.testing.assert_allclose(tg.grad(through_vjp)(x), numeric_grad(through_vjp, x),
+                                   rtol=1e-6)
+        ct = np.array([1.0, -2.0])
+        _, pull = tg.vjp(f, x)
+        np.testing.assert_allclose(tg.grad(lambda c: np.sum(pull(c)[0]))(ct),
+                                   np.sin(x) + x * np.cos(x), rtol=1e-12)

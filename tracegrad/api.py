@@ -197,7 +197,8 @@ class _Traced:
         self.plan = self.plan_key = None
         if plan_extra is not None and self.concrete and trace.values is not None \
                 and not trace.captured:
-            self.plan_key = plans.structure_key(trace.records, self.outputs, plan_extra)
+            self.plan_key = plans.structure_key(trace.records, self.outputs,
+                                                (plan_extra, self.n_out))
             if self.plan_key is not None:
                 self.plan = plans.lookup(self.plan_key)
         if isinstance(self.plan, plans.Plan):
@@ -319,10 +320,9 @@ def _check_holomorphic(t, who, holomorphic, src, outputs=True, inputs=True):
 _GRAD_PLAN = ("rev", (0,))
 
 
-def _planned(t, seeds, seed_values):
-    """The cotangents of ``t``'s inputs from its cached plan (made now on a miss), given
-    the cotangents ``seed_values`` of its outputs ``seeds``; None when ``t`` cannot use
-    one (the caller then takes the uncached path)."""
+def _plan_of(t, seeds):
+    """``t``'s cached plan for cotangent seeds at its outputs ``seeds`` (made now on a
+    miss), or None when ``t`` cannot use one (the caller takes the uncached path)."""
     if t.plan_key is None:
         return None
     plan = t.plan
@@ -332,9 +332,14 @@ def _planned(t, seeds, seed_values):
         except Exception:   # e.g. a rule that reads a constant's value: not planned
             plan = False
         plans.store(t.plan_key, plan)
-    if plan is False:
-        return None
-    return plan(t.trace.values, seed_values)
+    return plan or None
+
+
+def _planned(t, seeds, seed_values):
+    """The cotangents of ``t``'s inputs from its cached plan, given the cotangents
+    ``seed_values`` of its outputs ``seeds``; None without a plan."""
+    plan = _plan_of(t, seeds)
+    return None if plan is None else plan(t.trace.values, seed_values)
 
 
 def _grad_core(fun, argnums, has_aux, with_value, holomorphic=False):
@@ -425,16 +430,31 @@ def vjp(fun, *primals, has_aux=False):
     src = user_src()
     nums = tuple(range(len(primals)))
     t = _Traced(fun, primals, {}, nums, src, has_aux=has_aux,
-                skip_hint="close over it: tg.vjp(lambda x: f(x, n), x)")
-    n_fwd = len(t.graph.outputs)
+                skip_hint="close over it: tg.vjp(lambda x: f(x, n), x)", plan_extra="vjp")
     outs = ([v._value for v in t.out_values + t.aux_values] if t.concrete
             else _evaluate(passes.prune(t.graph), t.eval_args))
-    out = unflatten(t.out_tree, [_writeable(np.asarray(v)) if not isinstance(v, Tracer) else v
-                                 for v in outs[:t.n_out]])
-    adj = passes.adjoint(t.graph, seeds=range(t.n_out))
-    adj = passes.prune(adj, adj.outputs[n_fwd:n_fwd + t.n_in])
+    out_leaves = [_writeable(np.asarray(v)) if not isinstance(v, Tracer) else v
+                  for v in outs[:t.n_out]]
+    out = unflatten(t.out_tree, out_leaves)
+    plan = _plan_of(t, list(range(t.n_out)))
+    adj = None
+    if plan is not None:
+        # the forward values the plan reads, kept apart from the arrays handed out (the
+        # caller may change those in place before calling vjp_fn)
+        handed = [v for v in out_leaves + list(outs[t.n_out:]) if isinstance(v, np.ndarray)]
+        saved = {}
+        for n in plan.saved:
+            v = t.trace.values[n]
+            if isinstance(v, np.ndarray) and any(np.may_share_memory(v, h) for h in handed):
+                v = v.copy()
+            saved[n] = v
+    else:
+        n_fwd = len(t.graph.outputs)
+        adj = passes.adjoint(t.graph, seeds=range(t.n_out))
+        adj = passes.prune(adj, adj.outputs[n_fwd:n_fwd + t.n_in])
 
     def vjp_fn(cotangent):
+        nonlocal adj
         call_src = user_src()
         leaves, tree = flatten(cotangent)
         if tree != t.out_tree:
@@ -442,7 +462,14 @@ def vjp(fun, *primals, has_aux=False):
                              f"structure {t.out_tree!r}{_at(call_src)}")
         cts = [_check_cotangent(c, *t.out_aval(k), call_src, "the cotangent")
                for k, c in enumerate(leaves)]
-        grads = _evaluate(adj, t.eval_args + cts)
+        if adj is None and not any(isinstance(c, Tracer) for c in cts):
+            grads = plan(saved, cts)
+        else:
+            if adj is None:     # traced cotangents: the adjoint graph is inlined
+                n_fwd = len(t.graph.outputs)
+                adj = passes.adjoint(t.graph, seeds=range(t.n_out))
+                adj = passes.prune(adj, adj.outputs[n_fwd:n_fwd + t.n_in])
+            grads = _evaluate(adj, t.eval_args + cts)
         return t.unflatten_inputs(grads, single=False, numbers_as_scalars=True)
 
     if has_aux:
