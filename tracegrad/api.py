@@ -201,6 +201,8 @@ class _Traced:
                                                 (plan_extra, self.n_out))
             if self.plan_key is not None:
                 self.plan = plans.lookup(self.plan_key)
+        if self.plan_key is None:
+            trace.values = None     # the uncached path recomputes what it needs
         if isinstance(self.plan, plans.Plan):
             return                  # this structure passed every check below before
         if differentiable if check_complex is None else check_complex:

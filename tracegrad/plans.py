@@ -169,11 +169,17 @@ def lookup(key):
     or None when there is none yet."""
     plan = _CACHE.get(key)
     if plan is not None:
-        _CACHE.move_to_end(key)
+        try:
+            _CACHE.move_to_end(key)
+        except KeyError:        # dropped meanwhile by another thread
+            pass
     return plan
 
 
 def store(key, plan):
     _CACHE[key] = plan
     while len(_CACHE) > CACHE_SIZE:
-        _CACHE.popitem(last=False)
+        try:
+            _CACHE.popitem(last=False)
+        except KeyError:
+            break
