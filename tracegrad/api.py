@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 
 import numpy as np
 
-from . import passes
+from . import passes, plans
 from .errors import TraceError
 from .ir import REGISTRY, Aval, Graph, apply
 from .ir.aliasing import fresh_bases
@@ -92,7 +93,7 @@ def _leaf_aval(x, src, differentiable, skip_hint="leave it out of argnums"):
     else:
         arr = _numeric_array(x, "arguments", src)
         aval = Aval(arr.shape, arr.dtype)
-    if differentiable and not is_float(aval.dtype):
+    if differentiable and aval.dtype.kind not in "fc":
         raise TraceError(f"cannot differentiate with respect to an argument of dtype "
                          f"{aval.dtype.name}: only floating-point inputs have gradients. "
                          f"Pass it as a float (e.g. np.asarray(x, dtype=float)) or "
@@ -127,11 +128,18 @@ def _check_complex_rules(graph: Graph, src, check_all=False):
 
 
 class _Traced:
-    """A function traced at some arguments, ready for a pass."""
+    """A function traced at some arguments, ready for a pass.
+
+    With ``plan_extra`` (what else a cached derivative depends on: argnums, seeds), the
+    trace keeps its values and is looked up in ``tracegrad.plans`` by its structure;
+    ``plan`` is then the cached plan (a hit), None (a miss: ``plan_key`` says where to
+    store one), or ``plan_key`` is None when this trace cannot be cached (traced
+    arguments of an enclosing transform, a captured outer value, a parameter that cannot
+    be keyed)."""
 
     def __init__(self, fun, args, kwargs, argnums, src, *, has_aux=False,
                  differentiable=True, skip_hint="leave it out of argnums",
-                 check_complex=None):
+                 check_complex=None, plan_extra=None):
         self.src = src
         self.trees, leaves = [], []
         for i in argnums:
@@ -143,13 +151,20 @@ class _Traced:
         self.numbers = [type(x) in (int, float, complex) or getattr(x, "_weak", None) is not None
                         for x in leaves]
         leaves = [coerce(x) for x in leaves]      # np.asarray(t) of an outer tracer
+        outer = False
         for x in leaves:
             if isinstance(x, Tracer):
                 sync(x)                           # a view of an outer array assigned into
+                outer = True
         avals = [_leaf_aval(x, src, differentiable, skip_hint) for x in leaves]
+        self.in_avals = avals
         with new_trace() as trace:
-            inputs = [trace.new_input(x._value if isinstance(x, Tracer) else x, aval)
+            if plan_extra is not None and not outer:
+                trace.keep_values()
+            inputs = [trace.new_input(x._value if isinstance(x, Tracer) else x, aval, src)
                       for x, aval in zip(leaves, avals)]
+            # (the function may assign into an input tracer, which then names a new node)
+            self.input_nodes = [x._node for x in inputs]
             for inp, x in zip(inputs, leaves):
                 if isinstance(x, Tracer):
                     inp._weak = x._weak         # a Python number traced by an outer transform
@@ -167,10 +182,9 @@ class _Traced:
             aux_leaves, self.aux_tree = flatten(aux)
             self.out_values = [self._as_node_value(trace, x) for x in out_leaves]
             self.aux_values = [self._as_node_value(trace, x) for x in aux_leaves]
-        self.graph: Graph = trace.graph
-        self.graph.outputs = [v._node for v in self.out_values + self.aux_values]
-        if differentiable if check_complex is None else check_complex:
-            _check_complex_rules(self.graph, src)
+        self.trace = trace
+        self._graph = None
+        self.outputs = [v._node for v in self.out_values + self.aux_values]
         self.n_out = len(self.out_values)
         self.n_in = len(inputs)
         # Evaluating a derived graph takes the arguments, then the outer values
@@ -180,6 +194,26 @@ class _Traced:
         # value tracing leaves to the runtime)
         self.concrete = not any(isinstance(a, Tracer) for a in self.eval_args) and all(
             v._value is not None for v in self.out_values + self.aux_values)
+        self.plan = self.plan_key = None
+        if plan_extra is not None and self.concrete and trace.values is not None \
+                and not trace.captured:
+            self.plan_key = plans.structure_key(trace.records, self.outputs,
+                                                (plan_extra, self.n_out))
+            if self.plan_key is not None:
+                self.plan = plans.lookup(self.plan_key)
+        if self.plan_key is None:
+            trace.values = None     # the uncached path recomputes what it needs
+        if isinstance(self.plan, plans.Plan):
+            return                  # this structure passed every check below before
+        if differentiable if check_complex is None else check_complex:
+            _check_complex_rules(self.graph, src)
+
+    @property
+    def graph(self) -> Graph:
+        if self._graph is None:
+            self._graph = self.trace.graph
+            self._graph.outputs = list(self.outputs)
+        return self._graph
 
     def _as_node_value(self, trace, x):
         x = coerce(x)
@@ -197,8 +231,8 @@ class _Traced:
         return out[0] if single else tuple(out)
 
     def out_aval(self, k):
-        d = self.graph.node(self.graph.outputs[k])
-        return d["shape"], np.dtype(d["dtype"])
+        v = self.out_values[k]
+        return tuple(v.shape), np.dtype(v.dtype)
 
 
 def _as_scalar(v):
@@ -265,7 +299,7 @@ def _check_holomorphic(t, who, holomorphic, src, outputs=True, inputs=True):
     """JAX's dtype rules for complex differentiation. ``holomorphic=True`` needs complex
     inputs and outputs; without it, ``outputs``/``inputs`` say which side must be real
     (reverse mode: the outputs, whose cotangent seeds are real; forward mode: the inputs)."""
-    in_dtypes = [np.dtype(t.graph.node(n)["dtype"]) for n in t.graph.inputs[:t.n_in]]
+    in_dtypes = [np.dtype(a.dtype) for a in t.in_avals]
     out_dtypes = [t.out_aval(k)[1] for k in range(t.n_out)]
     if holomorphic:
         for side, dtypes in (("inputs", in_dtypes), ("outputs", out_dtypes)):
@@ -285,19 +319,44 @@ def _check_holomorphic(t, who, holomorphic, src, outputs=True, inputs=True):
                                  f"{_at(src)}")
 
 
+_GRAD_PLAN = ("rev", (0,))
+
+
+def _plan_of(t, seeds):
+    """``t``'s cached plan for cotangent seeds at its outputs ``seeds`` (made now on a
+    miss), or None when ``t`` cannot use one (the caller takes the uncached path)."""
+    if t.plan_key is None:
+        return None
+    plan = t.plan
+    if plan is None:
+        try:
+            plan = plans.Plan(t.trace.records, t.outputs, t.input_nodes, seeds)
+        except Exception:   # e.g. a rule that reads a constant's value: not planned
+            plan = False
+        plans.store(t.plan_key, plan)
+    return plan or None
+
+
+def _planned(t, seeds, seed_values):
+    """The cotangents of ``t``'s inputs from its cached plan, given the cotangents
+    ``seed_values`` of its outputs ``seeds``; None without a plan."""
+    plan = _plan_of(t, seeds)
+    return None if plan is None else plan(t.trace.values, seed_values)
+
+
 def _grad_core(fun, argnums, has_aux, with_value, holomorphic=False):
     """The shared body of grad and value_and_grad: returns (value or None, aux, grads)."""
 
     def run_grad(args, kwargs, src):
         nums, single = _argnums(argnums, len(args), src, fun, kwargs)
-        t = _Traced(fun, args, kwargs, nums, src, has_aux=has_aux)
+        t = _Traced(fun, args, kwargs, nums, src, has_aux=has_aux, plan_extra=_GRAD_PLAN)
         if t.n_out != 1 or t.out_tree.kind != "leaf":
             raise TraceError(f"tg.grad needs {_fun_name(fun)} to return one scalar, but it "
                              f"returned {t.out_tree!r}; use tg.jacobian or tg.vjp for several "
                              f"outputs{_at(src)}")
         shape, dtype = t.out_aval(0)
-        out_src = t.graph.node(t.graph.outputs[0])["src"]
-        if int(np.prod(shape)) != 1:
+        if math.prod(shape) != 1:
+            out_src = t.graph.node(t.graph.outputs[0])["src"]
             raise TraceError(
                 f"tg.grad needs {_fun_name(fun)} to return a scalar, but it returned an array "
                 f"of shape {shape} (made at {out_src}). Reduce it (e.g. np.sum) or use "
@@ -308,6 +367,11 @@ def _grad_core(fun, argnums, has_aux, with_value, holomorphic=False):
                              f"with holomorphic=True), but "
                              f"{_fun_name(fun)} returned dtype {dtype.name}{_at(src)}")
         _check_holomorphic(t, "tg.grad", holomorphic, src, inputs=False)
+        grads = _planned(t, [0], [np.ones(shape, dtype)])
+        if grads is not None:
+            grads = t.unflatten_inputs(grads, single, numbers_as_scalars=True)
+            fwd = [v._value for v in t.out_values + t.aux_values]
+            return fwd[0], unflatten(t.aux_tree, fwd[1:]) if has_aux else None, grads
         adj = passes.adjoint(t.graph, seeds=[0])
         n_fwd = len(t.graph.outputs)
         # forward outputs: read off the trace when it ran on concrete values, else
@@ -368,16 +432,31 @@ def vjp(fun, *primals, has_aux=False):
     src = user_src()
     nums = tuple(range(len(primals)))
     t = _Traced(fun, primals, {}, nums, src, has_aux=has_aux,
-                skip_hint="close over it: tg.vjp(lambda x: f(x, n), x)")
-    n_fwd = len(t.graph.outputs)
+                skip_hint="close over it: tg.vjp(lambda x: f(x, n), x)", plan_extra="vjp")
     outs = ([v._value for v in t.out_values + t.aux_values] if t.concrete
             else _evaluate(passes.prune(t.graph), t.eval_args))
-    out = unflatten(t.out_tree, [_writeable(np.asarray(v)) if not isinstance(v, Tracer) else v
-                                 for v in outs[:t.n_out]])
-    adj = passes.adjoint(t.graph, seeds=range(t.n_out))
-    adj = passes.prune(adj, adj.outputs[n_fwd:n_fwd + t.n_in])
+    out_leaves = [_writeable(np.asarray(v)) if not isinstance(v, Tracer) else v
+                  for v in outs[:t.n_out]]
+    out = unflatten(t.out_tree, out_leaves)
+    plan = _plan_of(t, list(range(t.n_out)))
+    adj = None
+    if plan is not None:
+        # the forward values the plan reads, kept apart from the arrays handed out (the
+        # caller may change those in place before calling vjp_fn)
+        handed = [v for v in out_leaves + list(outs[t.n_out:]) if isinstance(v, np.ndarray)]
+        saved = {}
+        for n in plan.saved:
+            v = t.trace.values[n]
+            if isinstance(v, np.ndarray) and any(np.may_share_memory(v, h) for h in handed):
+                v = v.copy()
+            saved[n] = v
+    else:
+        n_fwd = len(t.graph.outputs)
+        adj = passes.adjoint(t.graph, seeds=range(t.n_out))
+        adj = passes.prune(adj, adj.outputs[n_fwd:n_fwd + t.n_in])
 
     def vjp_fn(cotangent):
+        nonlocal adj
         call_src = user_src()
         leaves, tree = flatten(cotangent)
         if tree != t.out_tree:
@@ -385,7 +464,14 @@ def vjp(fun, *primals, has_aux=False):
                              f"structure {t.out_tree!r}{_at(call_src)}")
         cts = [_check_cotangent(c, *t.out_aval(k), call_src, "the cotangent")
                for k, c in enumerate(leaves)]
-        grads = _evaluate(adj, t.eval_args + cts)
+        if adj is None and not any(isinstance(c, Tracer) for c in cts):
+            grads = plan(saved, cts)
+        else:
+            if adj is None:     # traced cotangents: the adjoint graph is inlined
+                n_fwd = len(t.graph.outputs)
+                adj = passes.adjoint(t.graph, seeds=range(t.n_out))
+                adj = passes.prune(adj, adj.outputs[n_fwd:n_fwd + t.n_in])
+            grads = _evaluate(adj, t.eval_args + cts)
         return t.unflatten_inputs(grads, single=False, numbers_as_scalars=True)
 
     if has_aux:

@@ -23,6 +23,7 @@ from ..errors import TraceError
 from ..ir import REGISTRY, Aval, Graph
 from ..ir.evaluate import evaluate
 from ..ir.source import source_override, user_frame, user_src, where
+from . import pytree as _pytree
 from .elements import wrap_constructors
 from .views import sync
 
@@ -70,9 +71,24 @@ _ESCAPED = ("a traced value escaped the function that made it (was it stored in 
 
 
 class Trace:
+    """The graph being recorded, and the values seen while recording it.
+
+    Nodes are recorded as plain tuples (``records``) and copied into the ``Graph`` only
+    when someone reads ``graph``: a transform whose derivative is already cached by the
+    structure of the records (``tracegrad.plans``) never builds the graph at all.
+    ``keep_values`` (set before recording) keeps each node's concrete value in
+    ``values``, indexed by node id, for such a cached derivative to read.
+    """
+
     def __init__(self, level):
         self.level = level
-        self.graph = Graph()
+        self._graph = None         # made when first read (see ``graph``)
+        self._guards: list = []    # the graph's guards, kept here until it exists
+        # node id -> (op, operand ids, params, shape, dtype, src); ops "input" / "const"
+        self.records: list[tuple] = []
+        self._flushed = 0          # records already copied into _graph
+        self._live = False         # once the graph was handed out, it is kept up to date
+        self.values: list | None = None
         self.active = True
         # (id(outer tracer), its node) -> (alias of it, inner input, the outer tracer);
         # the outer tracer itself is held so that its id stays unique meanwhile
@@ -82,8 +98,59 @@ class Trace:
     def __repr__(self):
         return f"<Trace level={self.level}>"
 
+    @property
+    def graph(self) -> Graph:
+        """The recorded graph. Once read, it is kept up to date: a caller holding it sees
+        the nodes recorded later."""
+        if self._graph is None:
+            self._graph = Graph()
+            self._graph.guards = self._guards
+        if self._flushed < len(self.records):
+            self._flush()
+        self._live = True
+        return self._graph
+
+    def keep_values(self):
+        """From now on, keep every node's value in ``values`` (a node recorded earlier has
+        None there)."""
+        if self.values is None:
+            self.values = [None] * len(self.records)
+
+    def _flush(self):
+        g = self._graph
+        records = self.records
+        for n in range(self._flushed, len(records)):
+            op, args, params, shape, dtype, src = records[n]
+            if op == "input":
+                m = g.add_input(shape, dtype, src=src)
+            elif op == "const":
+                m = g.add_const(params["value"], src=src)
+            else:
+                m = g.add_node(op, args, params, shape=shape, dtype=dtype, src=src)
+            if m != n:
+                raise AssertionError(f"internal error: node {n} of a trace became node {m}")
+            self._flushed = n + 1
+
+    def _record(self, op, args, params, shape, dtype, src, value):
+        if type(self) is not Trace:
+            # a subclass (the eager tape) numbers its nodes through its graph directly
+            g = self.graph
+            if op == "input":
+                return g.add_input(shape, dtype, src=src)
+            if op == "const":
+                return g.add_const(params["value"], src=src)
+            return g.add_node(op, args, params, shape=shape, dtype=dtype, src=src)
+        records = self.records
+        n = len(records)
+        records.append((op, args, params, shape, dtype, src))
+        if self.values is not None:
+            self.values.append(value)
+        if self._live:
+            self._flush()
+        return n
+
     # -- making values ----------------------------------------------------
-    def new_input(self, value=None, aval=None) -> Tracer:
+    def new_input(self, value=None, aval=None, src=None) -> Tracer:
         """An input of the graph. A Python int, float or complex ``value`` makes a weakly
         typed input (NEP 50): the function sees a Python number, so ``w_f32 - lr * w_f32``
         stays float32 for ``lr=0.5``, as in NumPy (see ``_resolve_weak``)."""
@@ -93,8 +160,9 @@ class Trace:
             aval = Aval(value.shape, value.dtype)
         elif aval is None:
             raise ValueError("an input needs a value or an aval")
-        node = self.graph.add_input(aval.shape, aval.dtype, src=user_src())
-        t = Tracer(self, node, tuple(aval.shape), np.dtype(aval.dtype), value)
+        shape, dtype = tuple(aval.shape), np.dtype(aval.dtype)
+        node = self._record("input", (), None, shape, dtype, src or user_src(), value)
+        t = Tracer(self, node, shape, dtype, value)
         t._weak = weak
         return t
 
@@ -102,7 +170,8 @@ class Trace:
         """A constant node. ``snapshot=False`` for values nobody else can change (a
         graph's own constants), which need no private copy."""
         value = self._snapshot(value) if snapshot else np.asarray(value)
-        node = self.graph.add_const(value, src=user_src())
+        node = self._record("const", (), {"value": value}, value.shape, value.dtype,
+                            user_src(), value)
         return Tracer(self, node, value.shape, value.dtype, value)
 
     def _snapshot(self, value):
@@ -141,11 +210,14 @@ class Trace:
 
     # -- recording operations ----------------------------------------------
     def add(self, prim, args, params) -> Tracer:
-        if any(isinstance(a, Tracer) and a._weak is not None for a in args):
-            args = resolve_weak(args)
-        tracer_dtypes = [a.dtype for a in args if isinstance(a, Tracer)]
-        ids, vals, avals = [], [], []
+        for a in args:
+            if isinstance(a, Tracer) and a._weak is not None:
+                args = resolve_weak(args)
+                break
+        ids, vals = [], []
+        tracer_dtypes = None
         concrete = True
+        src = user_src()
         for a in args:
             if isinstance(a, Tracer):
                 if a._view is not None:
@@ -154,36 +226,61 @@ class Trace:
                     if not a._trace.active:
                         raise TraceError(f"{_ESCAPED}{where()}")
                     a = self.lift(a)
+                ids.append(a._node)
+                value = a._value
+                if value is None:
+                    concrete = False
+                vals.append(value)
             else:
-                a = self.const(_as_const(a, tracer_dtypes))
-            ids.append(a._node)
-            vals.append(a._value)
-            avals.append(Aval(a.shape, a.dtype))
-            concrete = concrete and a._value is not None
+                if tracer_dtypes is None:
+                    tracer_dtypes = tuple(b.dtype for b in args if isinstance(b, Tracer))
+                if type(a) is float:    # a new array: no snapshot needed
+                    value = np.array(a, _float_const_dtype(tracer_dtypes))
+                else:
+                    value = self._snapshot(_as_const(a, tracer_dtypes))
+                ids.append(self._record("const", (), {"value": value}, value.shape,
+                                        value.dtype, src, value))
+                vals.append(value)
         # a loop's value is not computed while tracing: tracing (and so compiling) a loop
         # costs the same whatever its trip count
-        concrete = concrete and not prim.extra.get("lazy")
-        src = user_src()
+        if concrete and "lazy" in prim.extra:
+            concrete = not prim.extra["lazy"]
         try:
             if concrete:
                 value = prim.impl(*vals, **params)
-                shape, dtype = np.shape(value), np.asarray(value).dtype if not hasattr(
-                    value, "dtype") else value.dtype
+                if isinstance(value, (np.ndarray, np.generic)):
+                    shape, dtype = value.shape, value.dtype
+                else:
+                    shape, dtype = np.shape(value), np.asarray(value).dtype
             else:
                 value = None
                 with np.errstate(all="ignore"):
-                    shape, dtype = prim.shape_dtype(avals, params)
+                    shape, dtype = prim.shape_dtype(self._operand_avals(ids), params)
+                shape, dtype = tuple(shape), np.dtype(dtype)
         except TraceError:
             raise
         except (ValueError, TypeError, IndexError, ArithmeticError) as e:
-            shapes = ", ".join(f"{tuple(a.shape)} {np.dtype(a.dtype).name}" for a in avals)
+            shapes = ", ".join(f"{a.shape} {a.dtype.name}" for a in self._operand_avals(ids))
             raise TraceError(f"{prim.name} failed on operands of shape {shapes}: "
                              f"{e}{where(src)}") from None
-        node = self.graph.add_node(prim.name, ids, params, shape=shape, dtype=dtype, src=src)
-        return Tracer(self, node, tuple(shape), np.dtype(dtype), value)
+        ids = tuple(ids)
+        node = self._record(prim.name, ids, params, shape, dtype, src, value)
+        return Tracer(self, node, shape, dtype, value)
+
+    def _operand_avals(self, ids):
+        """The avals of the nodes ``ids``."""
+        out = []
+        for n in ids:
+            if type(self) is Trace:
+                _, _, _, shape, dtype, _ = self.records[n]
+            else:
+                d = self.graph.node(n)
+                shape, dtype = d["shape"], d["dtype"]
+            out.append(Aval(tuple(shape), np.dtype(dtype)))
+        return out
 
     def guard(self, tracer: Tracer, expected):
-        self.graph.guards.append((tracer._node, expected))
+        self._guards.append((tracer._node, expected))
 
 
 _WEAK_KINDS = (int, float, complex)
@@ -201,16 +298,23 @@ def resolve_weak(args):
     numbers only, it keeps its default dtype (int64, float64, complex128). A Python int
     that does not fit the integer dtype raises, as NumPy's OverflowError does, and a
     guard makes a compiled function retrace (and raise) for such a value."""
-    strong = [a.dtype for a in args if isinstance(a, Tracer) and a._weak is None]
-    strong += [np.asarray(a).dtype for a in args
-               if not isinstance(a, Tracer) and not _is_python_number(a)]
+    strong = []
+    for a in args:
+        if isinstance(a, Tracer):
+            if a._weak is None:
+                strong.append(a.dtype)
+        elif type(a) is np.ndarray:
+            strong.append(a.dtype)
+        elif not _is_python_number(a):
+            strong.append(np.asarray(a).dtype)
     if not strong:
         return args
+    strong = tuple(strong)
     out = []
     for a in args:
         if isinstance(a, Tracer) and a._weak is not None:
             try:
-                target = np.result_type(*strong, _WEAK_SAMPLE[a._weak])
+                target = _weak_target(strong, a._weak)
             except TypeError:
                 out.append(a)        # no common dtype: the operation itself says what fails
                 continue
@@ -254,6 +358,45 @@ def weak_result(result, *operands):
                                              np.dtype(np.complex128)):
         result._weak = kind
     return result
+
+
+_FLOAT_CONST_DTYPES: dict = {}
+
+
+def _float_const_dtype(tracer_dtypes):
+    """``np.result_type(*tracer_dtypes, x)`` for a Python float ``x`` (NEP 50: it does
+    not depend on x's value), memoised."""
+    dtype = _FLOAT_CONST_DTYPES.get(tracer_dtypes)
+    if dtype is None:
+        dtype = _FLOAT_CONST_DTYPES[tracer_dtypes] = np.result_type(*tracer_dtypes, 0.0)
+    return dtype
+
+
+_WEAK_TARGETS: dict = {}
+
+
+def _weak_target(strong, kind):
+    """The dtype a weakly typed input of Python type ``kind`` takes among operands of the
+    ``strong`` dtypes (NEP 50); for float and complex it does not depend on the value."""
+    key = (strong, kind)
+    dtype = _WEAK_TARGETS.get(key)
+    if dtype is None:
+        dtype = np.result_type(*strong, _WEAK_SAMPLE[kind])
+        if kind is not int:
+            _WEAK_TARGETS[key] = dtype
+    return dtype
+
+
+def add_to_top(prim, args, params):
+    """``bind`` for a primitive entry and operands among which is a tracer: record it in
+    the innermost trace (the operators' fast path)."""
+    top = None
+    for a in args:
+        if isinstance(a, Tracer) and (top is None or a._trace.level > top.level):
+            top = a._trace
+    if not top.active:
+        raise TraceError(f"{_ESCAPED}{where()}")
+    return top.add(prim, args, params)
 
 
 def _as_const(a, tracer_dtypes):
@@ -357,18 +500,24 @@ def _carries_gradient(t):
     """Whether some input of ``t``'s graph (an argument or a captured outer value)
     reaches ``t`` other than through a ``stop_gradient`` node."""
     sync(t)
-    graph = t._trace.graph
+    trace = t._trace
+    if type(trace) is Trace:
+        records = trace.records
+        node = lambda n: records[n][:2]     # noqa: E731  (op, args), no graph needed
+    else:
+        graph = trace.graph
+        node = lambda n: (graph.op(n), graph.args(n))   # noqa: E731
     seen, todo = set(), [t._node]
     while todo:
         n = todo.pop()
         if n in seen:
             continue
         seen.add(n)
-        op = graph.node(n)["op"]
+        op, args = node(n)
         if op == "input":
             return True
         if op != "stop_gradient":
-            todo.extend(graph.args(n))
+            todo.extend(args)
     return False
 
 
@@ -495,3 +644,5 @@ class Tracer:
 
     def __tg_guard__(self, expected):
         self._trace.guard(self, expected)
+
+_pytree._LEAVES.add(Tracer)     # flatten's fast path: a tracer is always a leaf

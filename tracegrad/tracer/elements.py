@@ -130,10 +130,18 @@ def _traced_array(name, obj, dtype=None, *, copy=True, ndmin=0):
     return result
 
 
+# arguments that can hold no traced value
+_PLAIN = frozenset({float, int, bool, complex, str, type(None), np.float64, np.float32,
+                    np.int64, np.int32, np.bool_, np.complex128, np.complex64})
+
+
 def _wrapped(name):
     original = _CONSTRUCTORS[name]
 
     def constructor(obj, dtype=None, *args, **kwargs):
+        t = type(obj)
+        if t in _PLAIN or (t is np.ndarray and obj.dtype != object):
+            return original(obj, dtype, *args, **kwargs)    # the common case, at once
         if isinstance(obj, (list, tuple, np.ndarray, Element)) or hasattr(obj, "_trace"):
             if _holds_traced(obj):
                 copy = kwargs.get("copy", True if name == "array" else None)

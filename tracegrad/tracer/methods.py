@@ -10,15 +10,33 @@ import numpy as np
 from ..errors import TraceError
 from ..ir.source import where
 from . import numpy_api as api
-from .core import Tracer, weak_result
+from .core import Tracer, add_to_top, weak_result
 from .indexing import getitem, setitem
 from .views import alias, assigned, ensure_writable, new_array, reshape_is_view, set_shape
 
 
 def _binary(ufunc):
     # Python numbers stay Python numbers under Python's operators (NEP 50 weak typing)
-    return (lambda self, other: weak_result(ufunc(self, other), self, other),
-            lambda self, other: weak_result(ufunc(other, self), other, self))
+    prim = api.DIRECT.get(ufunc)
+    if prim is None:
+        return (lambda self, other: weak_result(ufunc(self, other), self, other),
+                lambda self, other: weak_result(ufunc(other, self), other, self))
+    simple = api._SIMPLE
+
+    # the fast path: what ufunc(self, other) comes to through __array_ufunc__ and
+    # handle_ufunc for a plain tracer and a tracer or Python number
+    def forward(self, other):
+        if type(self) is Tracer and (type(other) in simple or (
+                type(other) is np.ndarray and other.dtype != object)):
+            return weak_result(add_to_top(prim, (self, other), {}), self, other)
+        return weak_result(ufunc(self, other), self, other)
+
+    def reflected(self, other):
+        if type(self) is Tracer and type(other) in simple:
+            return weak_result(add_to_top(prim, (other, self), {}), other, self)
+        return weak_result(ufunc(other, self), other, self)
+
+    return forward, reflected
 
 
 for _name, _uf in [("add", np.add), ("sub", np.subtract), ("mul", np.multiply),

@@ -21,7 +21,7 @@ from ..errors import TraceError
 from ..ir import REGISTRY, apply
 from ..ir.source import where
 from . import np_complex, np_fft, np_more  # noqa: F401  (more handlers: they register themselves)
-from .core import Tracer, resolve_weak
+from .core import Tracer, add_to_top, resolve_weak
 from .np_base import (
     FUNCTIONS,
     UFUNCS,
@@ -128,6 +128,10 @@ def _prim_ufunc(prim):
 for _prim in REGISTRY.values():
     if _prim.ufunc is not None:
         UFUNCS[_prim.ufunc] = _prim_ufunc(_prim.name)
+# The fast path of ``handle_ufunc`` (and of the operators, in ``methods``): a plain call
+# of one of these on tracers and Python numbers is the primitive itself
+DIRECT = {_prim.ufunc: _prim for _prim in REGISTRY.values() if _prim.ufunc is not None}
+_SIMPLE = frozenset({Tracer, float, int})
 
 
 
@@ -166,6 +170,14 @@ UFUNCS[np.matmul] = lambda a, b: matmul(a, b)
 
 
 def handle_ufunc(ufunc, method, inputs, kwargs):
+    if not kwargs and method == "__call__":
+        prim = DIRECT.get(ufunc)
+        if prim is not None:
+            for x in inputs:
+                if type(x) not in _SIMPLE and not (type(x) is np.ndarray and x.dtype != object):
+                    break
+            else:   # what the general path below does for these, in one step
+                return add_to_top(prim, inputs, {})
     inputs = tuple(coerce(x) for x in inputs)
     if builtins.any(isinstance(x, Tracer) and x._weak is not None for x in inputs):
         # NEP 50 before the handler looks at dtypes: a Python number's input takes the

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numpy as np
+
 
 class TreeDef(NamedTuple):
     kind: str          # "leaf", "none", "tuple", "list", "dict", "namedtuple"
@@ -33,6 +35,9 @@ class TreeDef(NamedTuple):
 
 
 LEAF = TreeDef("leaf", None, ())
+# types that are always leaves (the fast path of ``flatten``); tracers are added by the
+# tracer when it is imported
+_LEAVES = {float, int, complex, bool, np.ndarray, np.float64, np.float32}
 
 
 def _sorted_keys(d):
@@ -43,6 +48,8 @@ def _sorted_keys(d):
 
 
 def flatten(tree):
+    if type(tree) in _LEAVES:
+        return [tree], LEAF
     leaves = []
 
     def go(x):
@@ -65,6 +72,8 @@ def flatten(tree):
 
 def unflatten(treedef: TreeDef, leaves):
     it = iter(leaves)
+    if treedef.kind == "leaf":
+        return next(it)
 
     def go(td):
         if td.kind == "leaf":

@@ -1,0 +1,185 @@
+"""Backward plans cached by the structure of a traced function.
+
+An un-jitted ``tg.grad`` traces its function on every call: Python control flow on
+values must see each call's values. What follows the trace (the adjoint pass, pruning,
+compiling) depends only on the *structure* of what was traced: each node's operation,
+operands, shape, dtype and parameters. So the derivative of a trace is cached by that
+structure, with every constant turned into an input (constants' values are not part of
+the key: they are passed on each call, like the traced inputs), and a repeated call
+runs the cached backward code on the values the trace computed (what PyTorch calls
+saved tensors) instead of recomputing the forward pass.
+
+A different branch, shape, dtype or parameter gives another structure and so another
+entry; a structure whose parameters cannot be compared safely (sub-graphs of loops and
+``cond``, custom rules, large index arrays) is never cached, and the caller takes the
+uncached path. The cache holds at most ``CACHE_SIZE`` plans, least recently used first
+out. A plan is interpreted on its first use and compiled to Python (``codegen``) from its
+second.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import numpy as np
+
+from .ir import Graph
+from .ir.aliasing import fresh_bases
+from .passes.adjoint import backward_graph
+from .runtime.codegen import generate
+from .runtime.interpreter import run
+
+CACHE_SIZE = 256
+COMPILE_AFTER = 2           # uses of a plan before it is compiled to Python
+_MAX_PARAM_ARRAY = 4096     # elements of an array parameter (a constant index) keyed by value
+
+_CACHE: OrderedDict = OrderedDict()
+
+
+class Uncacheable(Exception):
+    """A parameter whose equality cannot be trusted as a cache key."""
+
+
+def clear():
+    """Forget every cached plan."""
+    _CACHE.clear()
+
+
+def _freeze(v):
+    """A hashable stand-in for parameter ``v`` that is equal for two parameters exactly
+    when they are interchangeable in the generated code."""
+    t = type(v)
+    if t is int or t is str or v is None or v is Ellipsis:
+        return v
+    if t is tuple:
+        for x in v:
+            if type(x) is not int:
+                break
+        else:
+            return v        # ints only (axes, shapes): its own key, apart from every tagged one
+        return ("tuple",) + tuple([_freeze(x) for x in v])
+    if t is list:
+        return ("list",) + tuple([_freeze(x) for x in v])
+    if t is bool:
+        return ("bool", v)
+    if t is float:
+        return ("float", v.hex())               # -0.0 and 0.0 apart, nan equal to nan
+    if t is complex:
+        return ("complex", v.real.hex(), v.imag.hex())
+    if isinstance(v, np.dtype):
+        return ("dtype", v.str)
+    if isinstance(v, np.generic):
+        return ("np", v.dtype.str, v.tobytes())
+    if isinstance(v, np.ndarray):
+        if v.dtype == object or v.size > _MAX_PARAM_ARRAY:
+            raise Uncacheable
+        return ("nd", v.shape, v.dtype.str, v.tobytes())
+    if isinstance(v, tuple):                    # NamedTuples and tuple subclasses (Index)
+        return (t.__module__, t.__qualname__) + tuple(_freeze(x) for x in v)
+    if isinstance(v, slice):
+        return ("slice", _freeze(v.start), _freeze(v.stop), _freeze(v.step))
+    if isinstance(v, type) and v.__module__ in ("builtins", "numpy"):
+        return ("type", v.__module__, v.__qualname__)
+    raise Uncacheable                           # graphs, custom rules, anything else
+
+
+def _freeze_params(params):
+    if not params:
+        return ()
+    return tuple([(k, _freeze(v)) for k, v in params.items()])
+
+
+def structure_key(records, outputs, extra=()):
+    """The cache key of a trace's ``records`` (see ``Trace.records``) with these outputs,
+    or None when some parameter cannot be part of a key. Constants are keyed by shape
+    and dtype only."""
+    parts = []
+    append = parts.append
+    try:
+        for op, args, params, shape, dtype, src in records:
+            if op == "input":
+                append((op, shape, dtype))      # (its line is where the transform was called)
+            elif op == "const":
+                append((op, shape, dtype, src))
+            else:
+                append((op, args, shape, dtype, _freeze_params(params) if params else (), src))
+    except Uncacheable:
+        return None
+    return tuple(parts), tuple(outputs), extra
+
+
+def forward_graph(records, outputs) -> Graph:
+    """The traced graph with every constant made an input (after the traced inputs,
+    in node order), so that no rule can read a constant's value into the plan."""
+    g = Graph()
+    for n, (op, args, params, shape, dtype, src) in enumerate(records):
+        if op == "input" or op == "const":
+            m = g.add_input(shape, dtype, src=src)
+        else:
+            m = g.add_node(op, args, params, shape=shape, dtype=dtype, src=src)
+        if m != n:
+            raise AssertionError("internal error: a plan's forward graph is numbered apart "
+                                 "from its trace")
+    g.outputs = list(outputs)
+    return g
+
+
+class Plan:
+    """The backward graph of one structure: its inputs are the forward values its rules
+    read (``saved``: trace node ids) and the cotangent seeds it reads (``seeds``:
+    positions among the seeded outputs); ``outputs`` gives, per differentiated input,
+    its position among the graph's outputs or None for a zero cotangent."""
+
+    __slots__ = ("graph", "saved", "seeds", "outputs", "avals", "uses", "compiled", "bases")
+
+    def __init__(self, records, outputs, wrt, seeds):
+        bw = backward_graph(forward_graph(records, outputs), wrt, seeds=seeds)
+        self.graph = bw.graph
+        self.saved = bw.saved
+        self.seeds = bw.seeds
+        self.outputs = bw.outputs
+        self.avals = [(records[n][3], records[n][4]) for n in wrt]
+        self.bases = fresh_bases(self.graph)
+        self.uses = 0
+        self.compiled = None
+
+    def __call__(self, values, seeds):
+        """The cotangents of the differentiated inputs: fresh, writeable arrays."""
+        args = [values[n] for n in self.saved] + [seeds[k] for k in self.seeds]
+        self.uses += 1
+        if self.compiled is None and self.uses >= COMPILE_AFTER:
+            self.compiled = generate(self.graph, "tracegrad_backward", bases=self.bases)
+        if self.compiled is not None:
+            outs = self.compiled(*args)
+        else:
+            outs = run(self.graph, args, bases=self.bases)
+        grads = []
+        for k, (shape, dtype) in zip(self.outputs, self.avals):
+            if k is None:
+                grads.append(np.zeros(shape, dtype))
+                continue
+            v = outs[k]
+            if isinstance(v, np.ndarray) and not v.flags.writeable:
+                v = np.array(v)         # a broadcast: hand out a real array
+            grads.append(v)
+        return grads
+
+
+def lookup(key):
+    """The plan cached under ``key``: a Plan, False for a structure known not to plan,
+    or None when there is none yet."""
+    plan = _CACHE.get(key)
+    if plan is not None:
+        try:
+            _CACHE.move_to_end(key)
+        except KeyError:        # dropped meanwhile by another thread
+            pass
+    return plan
+
+
+def store(key, plan):
+    _CACHE[key] = plan
+    while len(_CACHE) > CACHE_SIZE:
+        try:
+            _CACHE.popitem(last=False)
+        except KeyError:
+            break
