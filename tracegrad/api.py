@@ -108,7 +108,8 @@ def _check_complex_rules(graph: Graph, src, check_all=False):
     (loop bodies, branches) are checked node by node."""
     live = live_nodes(graph, graph.outputs)
     reached = {}   # node -> depends on a floating-point input (whatever the rules say)
-    for n, d in graph.nx.nodes(data=True):
+    for n in graph:
+        d = graph.node(n)
         if d["op"] in ("input", "const"):
             reached[n] = d["op"] == "input" and is_float(d["dtype"])
             continue
