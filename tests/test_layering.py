@@ -13,7 +13,8 @@ nothing else:
     passes                      graph transformations (adjoint, jvp, prune, cse, batching, ...)
     higher                      higher-order primitives (scan, while_loop, cond, remat_call):
                                 their rules run, trace and differentiate sub-graphs
-    front end                   api, compiled (jit), control, checkpoint, vmap, datasets
+    front end                   api, plans (cached backward plans), compiled (jit), control,
+                                checkpoint, vmap, datasets
     eager                       the PyTorch-style front end (Tensor, tape, nn, optim)
     package                     ``tracegrad/__init__``: imports every layer
     cli                         the ``tracegrad`` command (cli, cli_demo, cli_errors, __main__)
@@ -59,7 +60,7 @@ KNOWN_CYCLES = [
         "np_shapes", "numpy_api", "views")},
 ]
 _PACKAGES = {"ir", "runtime", "tracer", "passes", "higher", "eager"}
-_FRONT_END = {"api", "compiled", "control", "checkpoint", "vmap", "datasets"}
+_FRONT_END = {"api", "plans", "compiled", "control", "checkpoint", "vmap", "datasets"}
 _CLI = {"cli", "cli_demo", "cli_errors", "__main__"}
 
 
