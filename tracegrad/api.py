@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import functools
 import inspect
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, overload
 
 import numpy as np
 
 from . import passes
+from ._typing import ArgNums, P, PyTree, T
 from .errors import TraceError
 from .ir import REGISTRY, Aval, Graph, apply
 from .ir.dtypes import is_float
@@ -250,10 +253,10 @@ def _check_cotangent(ct, shape, dtype, src, what):
     return np.asarray(ct, dtype=dtype)
 
 
-def _transform(make):
+def _transform(make: Callable[..., Any]) -> Callable[..., Any]:
     """Let a transform be used as ``@t``, ``@t(...)`` and ``t(f, ...)``."""
     @functools.wraps(make)
-    def transform(fun=None, *args, **kwargs):
+    def transform(fun: Callable[..., Any] | None = None, *args: Any, **kwargs: Any) -> Any:
         if fun is None:
             return lambda f: make(f, *args, **kwargs)
         return make(fun, *args, **kwargs)
@@ -329,22 +332,37 @@ def _grad_core(fun, argnums, has_aux, with_value, holomorphic=False):
     return run_grad
 
 
+@overload
+def value_and_grad(fun: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
+                   holomorphic: bool = False) -> Callable[P, tuple[Any, Any]]: ...
+@overload
+def value_and_grad(fun: None = None, argnums: ArgNums = 0, has_aux: bool = False,
+                   holomorphic: bool = False
+                   ) -> Callable[[Callable[P, Any]], Callable[P, tuple[Any, Any]]]: ...
 @_transform
-def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False):
+def value_and_grad(fun: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
+                   holomorphic: bool = False) -> Callable[P, tuple[Any, Any]]:
     """A function returning ``(f(*args), df/dargs[argnums])`` (``((value, aux), grad)``
     with ``has_aux``); ``holomorphic`` as for ``grad``."""
     core = _grad_core(fun, argnums, has_aux, with_value=True, holomorphic=holomorphic)
 
     @functools.wraps(fun)
-    def value_and_grad_fun(*args, **kwargs):
+    def value_and_grad_fun(*args: P.args, **kwargs: P.kwargs) -> tuple[Any, Any]:
         value, aux, grads = core(args, kwargs, user_src())
         return ((value, aux), grads) if has_aux else (value, grads)
 
     return value_and_grad_fun
 
 
+@overload
+def grad(fun: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
+         holomorphic: bool = False) -> Callable[P, Any]: ...
+@overload
+def grad(fun: None = None, argnums: ArgNums = 0, has_aux: bool = False,
+         holomorphic: bool = False) -> Callable[[Callable[P, Any]], Callable[P, Any]]: ...
 @_transform
-def grad(fun, argnums=0, has_aux=False, holomorphic=False):
+def grad(fun: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
+         holomorphic: bool = False) -> Callable[P, Any]:
     """The gradient of scalar-valued ``fun`` with respect to ``args[argnums]``.
 
     Complex numbers follow JAX: for a real-valued ``fun`` of complex ``z`` the result is
@@ -355,7 +373,7 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False):
     core = _grad_core(fun, argnums, has_aux, with_value=False, holomorphic=holomorphic)
 
     @functools.wraps(fun)
-    def grad_fun(*args, **kwargs):
+    def grad_fun(*args: P.args, **kwargs: P.kwargs) -> Any:
         _, aux, grads = core(args, kwargs, user_src())
         return (grads, aux) if has_aux else grads
 
@@ -363,7 +381,7 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False):
 
 
 # -- vjp / jvp --------------------------------------------------------------------------------
-def vjp(fun, *primals, has_aux=False):
+def vjp(fun: Callable[..., Any], *primals: PyTree, has_aux: bool = False) -> tuple[Any, ...]:
     """``(fun(*primals), vjp_fn)``; ``vjp_fn(cotangent)`` gives one cotangent per primal."""
     src = user_src()
     nums = tuple(range(len(primals)))
@@ -377,7 +395,7 @@ def vjp(fun, *primals, has_aux=False):
     adj = passes.adjoint(t.graph, seeds=range(t.n_out))
     adj = passes.prune(adj, adj.outputs[n_fwd:n_fwd + t.n_in])
 
-    def vjp_fn(cotangent):
+    def vjp_fn(cotangent: PyTree) -> tuple[Any, ...]:
         call_src = user_src()
         leaves, tree = flatten(cotangent)
         if tree != t.out_tree:
@@ -393,7 +411,8 @@ def vjp(fun, *primals, has_aux=False):
     return out, vjp_fn
 
 
-def jvp(fun, primals, tangents):
+def jvp(fun: Callable[..., Any], primals: Sequence[PyTree],
+        tangents: Sequence[PyTree]) -> tuple[PyTree, PyTree]:
     """``(fun(*primals), tangent_out)``: forward mode, one Jacobian-vector product."""
     src = user_src()
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
@@ -425,8 +444,18 @@ def jvp(fun, primals, tangents):
 
 
 # -- jacobian / hessian ------------------------------------------------------------------------
+@overload
+def jacobian(fun: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
+             holomorphic: bool = False, *, mode: Literal["rev", "fwd"] = "rev",
+             chunk_size: int | None = None) -> Callable[P, Any]: ...
+@overload
+def jacobian(fun: None = None, argnums: ArgNums = 0, has_aux: bool = False,
+             holomorphic: bool = False, *, mode: Literal["rev", "fwd"] = "rev",
+             chunk_size: int | None = None) -> Callable[[Callable[P, Any]], Callable[P, Any]]: ...
 @_transform
-def jacobian(fun, argnums=0, has_aux=False, holomorphic=False, *, mode="rev", chunk_size=None):
+def jacobian(fun: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
+             holomorphic: bool = False, *, mode: Literal["rev", "fwd"] = "rev",
+             chunk_size: int | None = None) -> Callable[P, Any]:
     """The Jacobian: for each output leaf, an array of shape ``out.shape + arg.shape``.
 
     The function is traced once. ``mode="rev"`` (the default) batches its adjoint graph
@@ -449,7 +478,7 @@ def jacobian(fun, argnums=0, has_aux=False, holomorphic=False, *, mode="rev", ch
                          f"{chunk_size!r}")
 
     @functools.wraps(fun)
-    def jacobian_fun(*args, **kwargs):
+    def jacobian_fun(*args: P.args, **kwargs: P.kwargs) -> Any:
         src = user_src()
         nums, single = _argnums(argnums, len(args), src, fun, kwargs)
         t = _Traced(fun, args, kwargs, nums, src, has_aux=has_aux)
@@ -575,8 +604,15 @@ def _run_sharing(graph: Graph, arg_lists, positions):
     return out
 
 
+@overload
+def hessian(fun: Callable[P, Any], argnums: ArgNums = 0, holomorphic: bool = False, *,
+            chunk_size: int | None = None) -> Callable[P, Any]: ...
+@overload
+def hessian(fun: None = None, argnums: ArgNums = 0, holomorphic: bool = False, *,
+            chunk_size: int | None = None) -> Callable[[Callable[P, Any]], Callable[P, Any]]: ...
 @_transform
-def hessian(fun, argnums=0, holomorphic=False, *, chunk_size=None):
+def hessian(fun: Callable[P, Any], argnums: ArgNums = 0, holomorphic: bool = False, *,
+            chunk_size: int | None = None) -> Callable[P, Any]:
     """The Hessian, ``arg.shape + arg.shape``: the Jacobian of the gradient, i.e. the
     adjoint pass applied to the adjoint graph, all rows in one batched run
     (``chunk_size`` rows at a time when given). ``holomorphic=True``: the complex
@@ -586,7 +622,7 @@ def hessian(fun, argnums=0, holomorphic=False, *, chunk_size=None):
 
 
 # -- tracing and gradient control ----------------------------------------------------------------
-def trace(fun, *example_args, **kwargs) -> Graph:
+def trace(fun: Callable[..., Any], *example_args: PyTree, **kwargs: Any) -> Graph:
     """The IR of ``fun`` at the shapes and dtypes of ``example_args``: every array leaf of
     every argument is a graph input, every leaf of the result a graph output."""
     src = user_src()
@@ -598,7 +634,7 @@ def trace(fun, *example_args, **kwargs) -> Graph:
     return t.graph
 
 
-def stop_gradient(x):
+def stop_gradient(x: T) -> T:
     """``x`` itself, with no gradient flowing through it."""
     leaves, tree = flatten(x)
     return unflatten(tree, [apply("stop_gradient", leaf) if isinstance(leaf, Tracer) else leaf
@@ -673,17 +709,18 @@ class custom_vjp:
         f.defvjp(fwd, bwd)   # fwd(*args) -> (out, residuals); bwd(residuals, g) -> tuple
     """
 
-    def __init__(self, fun):
+    def __init__(self, fun: Callable[..., Any]) -> None:
         functools.update_wrapper(self, fun)
         self.fun = fun
         self.fwd = self.bwd = None
         self._in_fwd = 0    # > 0 while fwd runs: there, calling the function is its primal
 
-    def defvjp(self, fwd, bwd):
+    def defvjp(self, fwd: Callable[..., tuple[Any, Any]],
+               bwd: Callable[[Any, Any], Sequence[Any]]) -> custom_vjp:
         self.fwd, self.bwd = fwd, bwd
         return self
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if kwargs:
             args = inspect.signature(self.fun).bind(*args, **kwargs).args
         arg_leaves, arg_tree = flatten(tuple(args))

@@ -11,10 +11,13 @@ from __future__ import annotations
 import functools
 import gc
 import warnings
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, Literal, overload
 
 import numpy as np
 
 from . import passes
+from ._typing import P
 from .errors import RetraceWarning, TraceError
 from .ir import Graph
 from .runtime.codegen import GUARD_FAILED, generate
@@ -42,7 +45,7 @@ def _leaf_key(x):
 class Lowered:
     """What ``jitted.lower(*args)`` gives: the optimised graph and the backend's text."""
 
-    def __init__(self, graph, text):
+    def __init__(self, graph: Graph, text: str) -> None:
         self.graph = graph
         self._text = text
 
@@ -71,8 +74,9 @@ def _first(out):
     return out[0]
 
 
-class Jitted:
-    def __init__(self, fun, backend="numpy", static_argnums=(), **jax_options):
+class Jitted(Generic[P]):
+    def __init__(self, fun: Callable[P, Any], backend: Literal["numpy", "jax"] = "numpy",
+                 static_argnums: int | Sequence[int] = (), **jax_options: Any) -> None:
         if backend not in ("numpy", "jax"):
             raise TraceError(f'tg.jit backend must be "numpy" or "jax", got {backend!r}')
         if backend == "numpy" and jax_options:
@@ -106,7 +110,7 @@ class Jitted:
                              f"cache){_where()}") from None
         return key, leaves
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> Any:
         if not kwargs:
             key = []
             for a in args:
@@ -222,7 +226,7 @@ class Jitted:
         return graph, t.out_tree, _numpy_bases(traced_inputs, t.out_values)
 
     # -- looking inside ------------------------------------------------------------------
-    def lower(self, *args, **kwargs) -> Lowered:
+    def lower(self, *args: P.args, **kwargs: P.kwargs) -> Lowered:
         """The optimised graph and generated code (NumPy source, or StableHLO for jax)."""
         key, leaves = self._split(args, kwargs)
         arrays = [self._as_input(x) for x in leaves]
@@ -240,7 +244,7 @@ class Jitted:
         return Lowered(entry.graph, text)
 
     @property
-    def cache_size(self):
+    def cache_size(self) -> int:
         return sum(len(v) for v in self._cache.values())
 
 
@@ -283,7 +287,16 @@ def _where():
     return f" (at {src})" if src else ""
 
 
-def jit(fun=None, *, backend="numpy", static_argnums=(), **jax_options):
+@overload
+def jit(fun: Callable[P, Any], *, backend: Literal["numpy", "jax"] = "numpy",
+        static_argnums: int | Sequence[int] = (), **jax_options: Any) -> Jitted[P]: ...
+@overload
+def jit(fun: None = None, *, backend: Literal["numpy", "jax"] = "numpy",
+        static_argnums: int | Sequence[int] = (),
+        **jax_options: Any) -> Callable[[Callable[P, Any]], Jitted[P]]: ...
+def jit(fun: Callable[P, Any] | None = None, *, backend: Literal["numpy", "jax"] = "numpy",
+        static_argnums: int | Sequence[int] = (),
+        **jax_options: Any) -> Jitted[P] | Callable[[Callable[P, Any]], Jitted[P]]:
     """Compile ``fun``: ``@tg.jit``, ``@tg.jit(backend="jax")``, ``tg.jit(f, ...)``.
 
     ``backend="numpy"`` generates Python/NumPy source; ``backend="jax"`` lowers

@@ -10,9 +10,12 @@ derivatives with respect to them are not lost.
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
+from ._typing import PyTree
 from .errors import TraceError
 from .ir import Aval, apply
 from .passes.prune import prune
@@ -69,7 +72,8 @@ def _check_carry(graph, avals, what):
                              f"{where()}")
 
 
-def scan(f, init, xs=None, length=None, reverse=False):
+def scan(f: Callable[[PyTree, PyTree], tuple[PyTree, PyTree]], init: PyTree, xs: PyTree = None,
+         length: int | None = None, reverse: bool = False) -> tuple[PyTree, PyTree]:
     """``carry, ys = scan(f, init, xs)``: ``carry, y = f(carry, x)`` for each x along the
     leading axis of ``xs`` (a pytree), ys stacked along a new leading axis."""
     init_leaves, init_tree = flatten(init)
@@ -118,7 +122,8 @@ def _concrete_int(v, what):
                          f"part of the graph){where()}") from None
 
 
-def fori_loop(lower, upper, body_fun, init_val):
+def fori_loop(lower: int, upper: int, body_fun: Callable[[Any, PyTree], PyTree],
+              init_val: PyTree) -> PyTree:
     """``val = body_fun(i, val)`` for i in ``range(lower, upper)``; one node however many
     steps. Differentiable in both modes."""
     lo, hi = _concrete_int(lower, "lower"), _concrete_int(upper, "upper")
@@ -138,7 +143,8 @@ def _step_number(i):
     return step
 
 
-def while_loop(cond_fun, body_fun, init_val):
+def while_loop(cond_fun: Callable[[PyTree], Any], body_fun: Callable[[PyTree], PyTree],
+               init_val: PyTree) -> PyTree:
     """``while cond_fun(val): val = body_fun(val)``. Forward mode (tg.jvp) differentiates
     it; reverse mode cannot (the number of steps depends on the data) and says so."""
     leaves, tree = flatten(init_val)
@@ -165,7 +171,8 @@ def while_loop(cond_fun, body_fun, init_val):
     return unflatten(tree, outs)
 
 
-def cond(pred, true_fun, false_fun, *operands):
+def cond(pred: Any, true_fun: Callable[..., PyTree], false_fun: Callable[..., PyTree],
+         *operands: PyTree) -> PyTree:
     """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``, as one node: both
     branches are traced and must return the same structure, shapes and dtypes."""
     leaves, tree = flatten(operands)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import functools
 import operator
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -46,11 +48,12 @@ def _weak_number(leaf):
     return leaf
 
 
-def vmap(fun, in_axes=0, out_axes=0):
+def vmap(fun: Callable[..., Any], in_axes: int | None | Sequence[int | None] = 0,
+         out_axes: int | None = 0) -> Callable[..., Any]:
     """Map ``fun`` over axis ``in_axes`` of its arguments (an int for all, or one int or
     None per argument; None: not mapped); outputs get the batch axis at ``out_axes``."""
     @functools.wraps(fun)
-    def mapped(*args):
+    def mapped(*args: Any) -> Any:
         axes = _axes_per_arg(in_axes, len(args))
         leaves, leaf_axes = [], []
         trees = []

@@ -1,5 +1,7 @@
 """The PyTorch-style eager front end: ``tg.tensor``, ``.backward()``, ``tg.autograd``,
 ``tg.nn``, ``tg.optim``, recorded on the same IR the transforms use."""
+from typing import TYPE_CHECKING, Any
+
 from . import ops as _ops  # noqa: F401  (installs the tensor operations)
 from .creation import (
     arange,
@@ -42,6 +44,10 @@ from .tape import recorded_graph
 from .tensor import Size, Tensor
 
 globals().update(FUNCTIONS)
+
+if TYPE_CHECKING:
+    # For type checkers only: the eager functions (tg.cat, tg.exp, ...) come from a table.
+    def __getattr__(name: str) -> Any: ...
 
 __all__ = ["Tensor", "Size", "tensor", "as_tensor", "from_numpy", "ones", "zeros", "full",
            "empty", "eye", "rand", "randn", "randint", "randperm", "ones_like", "zeros_like",
