@@ -31,7 +31,21 @@ def checkpoint(fun: Callable[..., R] | None = None, *, static_argnums: int | Seq
                ) -> Callable[..., R] | Callable[[Callable[..., R]], Callable[..., R]]:
     """``fun`` whose intermediates are recomputed in the backward pass instead of stored
     (JAX's ``jax.checkpoint`` / PyTorch's ``torch.utils.checkpoint``). Usable as a
-    decorator, with or without arguments."""
+    decorator, with or without arguments.
+
+    Args:
+        fun: the function to checkpoint; leave it out to get a decorator.
+        static_argnums: positions of arguments passed through as they are (not
+            traced), e.g. Python flags.
+
+    Returns:
+        A function with ``fun``'s arguments and results. Outside a transform it just
+        calls ``fun``.
+
+    Raises:
+        TraceError: ``fun`` closes over a value traced outside of it (pass it as an
+            argument instead).
+    """
     if fun is None:
         return lambda f: checkpoint(f, static_argnums=static_argnums)
     static = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)

@@ -32,6 +32,7 @@ def generator():
 
 
 def set_default_dtype(dtype: DTypeLike) -> None:
+    """Make ``dtype`` (a floating-point dtype) the one Python floats and ``rand`` & co. get."""
     dtype = np.dtype(dtype)
     if dtype.kind != "f":
         raise TypeError(f"only floating-point types are supported as the default type, got "
@@ -40,6 +41,7 @@ def set_default_dtype(dtype: DTypeLike) -> None:
 
 
 def get_default_dtype() -> np.dtype:
+    """The floating-point dtype Python floats and ``rand`` & co. get (float64 unless changed)."""
     return default_dtype()
 
 
@@ -74,7 +76,18 @@ def _untensor(data):
 
 def tensor(data: Any, dtype: DTypeLike = None, device: Any = None,
            requires_grad: bool = False) -> Tensor:
-    """A new leaf tensor holding a copy of ``data`` (a list, a number or an array)."""
+    """A new leaf tensor holding a copy of ``data``.
+
+    Args:
+        data: a list (nested), a number, a NumPy array or a tensor.
+        dtype: the dtype; by default PyTorch's rules: Python floats take the default
+            float dtype (``get_default_dtype``), integers int64, NumPy arrays keep theirs.
+        device: accepted for PyTorch compatibility; tensors live on the CPU.
+        requires_grad: record operations on it for ``backward``.
+
+    Returns:
+        The new tensor.
+    """
     t = Tensor._plain(as_array(data, dtype))
     if requires_grad:
         t.requires_grad = True
@@ -82,6 +95,7 @@ def tensor(data: Any, dtype: DTypeLike = None, device: Any = None,
 
 
 def as_tensor(data: Any, dtype: DTypeLike = None, device: Any = None) -> Tensor:
+    """``data`` as a tensor, sharing memory with a tensor or NumPy array of that dtype."""
     if isinstance(data, Tensor) and (dtype is None or data.dtype == np.dtype(dtype)):
         return data
     if isinstance(data, np.ndarray) and (dtype is None or data.dtype == np.dtype(dtype)):
@@ -113,21 +127,25 @@ def _dtype(dtype):
 
 def zeros(*size: int | Sequence[int], dtype: DTypeLike = None, requires_grad: bool = False,
           device: Any = None) -> Tensor:
+    """A tensor of zeros of shape ``size`` (``zeros(2, 3)`` or ``zeros((2, 3))``)."""
     return _finish(np.zeros(_shape(size), _dtype(dtype)), requires_grad)
 
 
 def ones(*size: int | Sequence[int], dtype: DTypeLike = None, requires_grad: bool = False,
          device: Any = None) -> Tensor:
+    """A tensor of ones of shape ``size`` (``ones(2, 3)`` or ``ones((2, 3))``)."""
     return _finish(np.ones(_shape(size), _dtype(dtype)), requires_grad)
 
 
 def empty(*size: int | Sequence[int], dtype: DTypeLike = None, requires_grad: bool = False,
           device: Any = None) -> Tensor:
+    """A tensor of shape ``size`` (zero-filled here)."""
     return _finish(np.zeros(_shape(size), _dtype(dtype)), requires_grad)
 
 
 def full(size: int | Sequence[int], fill_value: float | bool, dtype: DTypeLike = None,
          requires_grad: bool = False, device: Any = None) -> Tensor:
+    """A tensor of shape ``size`` filled with ``fill_value`` (its dtype by PyTorch's rules)."""
     if dtype is None:
         dtype = default_dtype() if isinstance(fill_value, float) else np.result_type(fill_value)
         if np.dtype(dtype).kind in "iu":
@@ -137,23 +155,27 @@ def full(size: int | Sequence[int], fill_value: float | bool, dtype: DTypeLike =
 
 def eye(n: int, m: int | None = None, dtype: DTypeLike = None, requires_grad: bool = False,
         device: Any = None) -> Tensor:
+    """An ``n`` by ``m`` (default ``n``) identity matrix."""
     return _finish(np.eye(n, m, dtype=_dtype(dtype)), requires_grad)
 
 
 def rand(*size: int | Sequence[int], dtype: DTypeLike = None, requires_grad: bool = False,
          device: Any = None, generator: Any = None) -> Tensor:
+    """Uniform samples in [0, 1) of shape ``size``, from the generator ``manual_seed`` seeds."""
     arr = _rng[0].random(_shape(size)).astype(_dtype(dtype))
     return _finish(arr, requires_grad)
 
 
 def randn(*size: int | Sequence[int], dtype: DTypeLike = None, requires_grad: bool = False,
           device: Any = None, generator: Any = None) -> Tensor:
+    """Standard normal samples of shape ``size``, from the generator ``manual_seed`` seeds."""
     arr = _rng[0].standard_normal(_shape(size)).astype(_dtype(dtype))
     return _finish(arr, requires_grad)
 
 
 def randint(low: int, high: int | None = None, size: int | Sequence[int] | None = None,
             dtype: DTypeLike = None, requires_grad: bool = False, device: Any = None) -> Tensor:
+    """Integers in [``low``, ``high``) of shape ``size``; ``randint(high, size=...)`` counts from 0."""
     if high is None:
         low, high = 0, low
     arr = _rng[0].integers(low, high, size=_shape((size,)) if size is not None else ())
@@ -161,6 +183,7 @@ def randint(low: int, high: int | None = None, size: int | Sequence[int] | None 
 
 
 def randperm(n: int, dtype: DTypeLike = None, device: Any = None) -> Tensor:
+    """A random permutation of ``0 .. n - 1`` (int64)."""
     return _finish(_rng[0].permutation(int(n)).astype(np.int64 if dtype is None else dtype), False)
 
 
@@ -186,12 +209,14 @@ rand_like.__name__, randn_like.__name__, empty_like.__name__ = "rand_like", "ran
 
 def full_like(t: Tensor, fill_value: float | bool, dtype: DTypeLike = None, requires_grad: bool = False,
               device: Any = None) -> Tensor:
+    """A tensor shaped like ``t``, filled with ``fill_value``."""
     dt = np.dtype(dtype) if dtype is not None else t.dtype
     return _finish(np.full(tuple(t.shape), fill_value, dt), requires_grad)
 
 
 def arange(start: float, end: float | None = None, step: float = 1, dtype: DTypeLike = None,
            requires_grad: bool = False, device: Any = None) -> Tensor:
+    """``start, start + step, ...`` up to ``end`` (excluded); ``arange(end)`` counts from 0."""
     if end is None:
         start, end = 0, start
     arr = np.arange(start, end, step)
@@ -206,12 +231,15 @@ def arange(start: float, end: float | None = None, step: float = 1, dtype: DType
 
 def linspace(start: float, end: float, steps: int, dtype: DTypeLike = None, requires_grad: bool = False,
              device: Any = None) -> Tensor:
+    """``steps`` evenly spaced values from ``start`` to ``end`` (both included)."""
     return _finish(np.linspace(start, end, int(steps), dtype=_dtype(dtype)), requires_grad)
 
 
 def is_tensor(obj: object) -> bool:
+    """Whether ``obj`` is a ``tg.Tensor``."""
     return isinstance(obj, Tensor)
 
 
 def is_floating_point(t: Tensor) -> bool:
+    """Whether ``t`` has a floating-point dtype."""
     return is_floating(t.dtype)

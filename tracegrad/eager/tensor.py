@@ -48,6 +48,12 @@ def _type_name(dtype):
 
 
 class Tensor:
+    """A NumPy array with PyTorch's autograd semantics (``tg.tensor`` makes one).
+
+    Operations on tensors that require grad are recorded; ``backward()`` runs the
+    adjoint of the recorded graph and accumulates into the leaves' ``.grad``.
+    """
+
     __slots__ = ("_data", "_tracer", "_requires_grad", "_grad", "_vc", "_input",
                  "_hooks", "_base", "_retains", "__weakref__")
     __array_priority__ = 1000
