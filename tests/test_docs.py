@@ -8,8 +8,9 @@ at the page line. A block whose first line is ``# not run`` is skipped (the page
 installation and shell snippets in ```bash blocks instead, so no page uses it today).
 Blocks check their own printed output with ``assert``.
 
-``mkdocs build --strict`` runs too, when mkdocs and mkdocs-material are installed
-(the ``docs`` extra; not part of the ``test`` extra).
+``mkdocs build --strict`` runs too, when mkdocs, mkdocs-material and mkdocstrings are
+installed (the ``docs`` extra; not part of the ``test`` extra); it renders the API
+reference (``reference.md``) from the docstrings, which must cover the public API.
 """
 from __future__ import annotations
 
@@ -91,11 +92,37 @@ def test_page_code_runs(page, clean_state):
                         f"{type(e).__name__}: {e}\n{traceback.format_exc()}", pytrace=False)
 
 
+# every public name of the functional API, and the eager API's entry points
+REFERENCED = ["grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "stop_gradient",
+              "custom_vjp", "checkpoint", "trace", "Graph", "adjoint", "prune", "cse", "simplify",
+              "batch", "jit", "Jitted", "Lowered", "cond", "fori_loop", "while_loop", "scan", "vmap",
+              "TraceError", "RetraceWarning", "tensor", "zeros", "ones", "rand", "randn", "arange",
+              "manual_seed", "set_default_dtype", "Tensor", "no_grad", "enable_grad",
+              "set_grad_enabled"]
+
+
+def test_reference_page_covers_the_public_api():
+    text = (DOCS / "reference.md").read_text()
+    documented = {line.split()[1].rsplit(".", 1)[-1] for line in text.splitlines()
+                  if line.startswith("::: tracegrad.")}
+    assert set(REFERENCED) <= documented, sorted(set(REFERENCED) - documented)
+    for name in documented & set(tg.__all__) - {"Graph"}:
+        assert getattr(tg, name).__doc__, f"tg.{name} has no docstring for the reference"
+    assert "reference.md" in (ROOT / "mkdocs.yml").read_text()
+
+
 def test_mkdocs_build_strict(tmp_path):
-    if importlib.util.find_spec("mkdocs") is None or importlib.util.find_spec("material") is None:
-        pytest.skip("mkdocs / mkdocs-material not installed (pip install '.[docs]')")
+    if any(importlib.util.find_spec(m) is None
+           for m in ("mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers")):
+        pytest.skip("mkdocs / mkdocs-material / mkdocstrings not installed (pip install '.[docs]')")
     result = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
         cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, f"mkdocs build --strict failed:\n{result.stdout}\n{result.stderr}"
     assert (tmp_path / "site" / "index.html").exists()
+    # the reference is rendered from the code: a heading per name, signatures, docstrings
+    page = (tmp_path / "site" / "reference" / "index.html").read_text()
+    headings = {h.rsplit(".", 1)[-1] for h in re.findall(r'id="(tracegrad\.[\w.]+)"', page)}
+    assert set(REFERENCED) <= headings, sorted(set(REFERENCED) - headings)
+    assert "steepest-ascent" in page          # from tg.grad's docstring
+    assert "static_argnums" in page and "Raises" in page

@@ -7,6 +7,8 @@
     def loss(w):
         return np.sum((w * x - y) ** 2)
 """
+from typing import TYPE_CHECKING, Any
+
 from . import eager as _eager
 from . import higher, passes  # noqa: F401  (higher: registers the higher-order primitives)
 from .api import custom_vjp, grad, hessian, jacobian, jvp, stop_gradient, trace, value_and_grad, vjp
@@ -25,6 +27,10 @@ from .ir import Graph
 from .vmap import vmap
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    # For type checkers only: the eager functions (tg.cat, tg.exp, ...) come from a table.
+    def __getattr__(name: str) -> Any: ...
 
 
 def _alias_eager_modules():

@@ -11,10 +11,13 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, overload
 
 import numpy as np
 
 from . import passes, plans
+from ._typing import ArgNums, P, PyTree, T
 from .errors import TraceError
 from .ir import REGISTRY, Aval, Graph, apply
 from .ir.aliasing import fresh_bases
@@ -284,10 +287,10 @@ def _check_cotangent(ct, shape, dtype, src, what):
     return np.asarray(ct, dtype=dtype)
 
 
-def _transform(make):
+def _transform(make: Callable[..., Any]) -> Callable[..., Any]:
     """Let a transform be used as ``@t``, ``@t(...)`` and ``t(f, ...)``."""
     @functools.wraps(make)
-    def transform(fun=None, *args, **kwargs):
+    def transform(fun: Callable[..., Any] | None = None, *args: Any, **kwargs: Any) -> Any:
         if fun is None:
             return lambda f: make(f, *args, **kwargs)
         return make(fun, *args, **kwargs)
@@ -393,33 +396,87 @@ def _grad_core(fun, argnums, has_aux, with_value, holomorphic=False):
     return run_grad
 
 
+@overload
+def value_and_grad(fun: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
+                   holomorphic: bool = False) -> Callable[P, tuple[Any, Any]]: ...
+@overload
+def value_and_grad(fun: None = None, argnums: ArgNums = 0, has_aux: bool = False,
+                   holomorphic: bool = False
+                   ) -> Callable[[Callable[P, Any]], Callable[P, tuple[Any, Any]]]: ...
 @_transform
-def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False):
-    """A function returning ``(f(*args), df/dargs[argnums])`` (``((value, aux), grad)``
-    with ``has_aux``); ``holomorphic`` as for ``grad``."""
+def value_and_grad(fun: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
+                   holomorphic: bool = False) -> Callable[P, tuple[Any, Any]]:
+    """Like ``grad``, but the function returns the value of ``fun`` with the gradient.
+
+    The function is traced once per call; the value comes from that same trace.
+
+    Args:
+        fun: the function to differentiate, as for ``grad``.
+        argnums: as for ``grad``.
+        has_aux: ``fun`` returns ``(scalar, aux)``; the result is then
+            ``((value, aux), grad)``.
+        holomorphic: as for ``grad``.
+
+    Returns:
+        A function taking ``fun``'s arguments and returning ``(value, grad)``, or
+        ``((value, aux), grad)`` with ``has_aux``.
+
+    Raises:
+        TraceError: as for ``grad``.
+    """
     core = _grad_core(fun, argnums, has_aux, with_value=True, holomorphic=holomorphic)
 
     @functools.wraps(fun)
-    def value_and_grad_fun(*args, **kwargs):
+    def value_and_grad_fun(*args: P.args, **kwargs: P.kwargs) -> tuple[Any, Any]:
         value, aux, grads = core(args, kwargs, user_src())
         return ((value, aux), grads) if has_aux else (value, grads)
 
     return value_and_grad_fun
 
 
+@overload
+def grad(fun: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
+         holomorphic: bool = False) -> Callable[P, Any]: ...
+@overload
+def grad(fun: None = None, argnums: ArgNums = 0, has_aux: bool = False,
+         holomorphic: bool = False) -> Callable[[Callable[P, Any]], Callable[P, Any]]: ...
 @_transform
-def grad(fun, argnums=0, has_aux=False, holomorphic=False):
+def grad(fun: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
+         holomorphic: bool = False) -> Callable[P, Any]:
     """The gradient of scalar-valued ``fun`` with respect to ``args[argnums]``.
+
+    Usable as ``tg.grad(f)``, ``@tg.grad`` and ``@tg.grad(argnums=1)``. ``fun`` is
+    traced on the concrete arguments of each call, so Python control flow on their
+    values works.
 
     Complex numbers follow JAX: for a real-valued ``fun`` of complex ``z`` the result is
     ``df/dx - 1j * df/dy`` (``z = x + 1j*y``; the conjugate of the steepest-ascent
     direction). A complex-valued ``fun`` needs ``holomorphic=True`` (and complex
     inputs); the result is then the complex derivative ``f'(z)``.
+
+    Args:
+        fun: a function of arrays, numbers or pytrees of them, written with NumPy,
+            returning a scalar (0-d or size 1, floating point).
+        argnums: the position of the argument to differentiate, or a tuple of
+            positions (the gradient is then a tuple, one entry per position).
+        has_aux: ``fun`` returns ``(scalar, aux)``; ``aux`` is passed through and the
+            result is ``(grad, aux)``.
+        holomorphic: differentiate a complex-valued ``fun`` of complex arguments.
+
+    Returns:
+        A function taking ``fun``'s arguments and returning the gradient, with the
+        structure, shape and dtype of the differentiated arguments (a Python number's
+        gradient is a NumPy scalar).
+
+    Raises:
+        TraceError: ``fun`` does not return a scalar (use ``jacobian`` or ``vjp``), an
+            argument in ``argnums`` is an integer or boolean array, ``argnums`` is out
+            of range, or tracing fails; the message names the line of your code.
     """
     core = _grad_core(fun, argnums, has_aux, with_value=False, holomorphic=holomorphic)
 
     @functools.wraps(fun)
-    def grad_fun(*args, **kwargs):
+    def grad_fun(*args: P.args, **kwargs: P.kwargs) -> Any:
         _, aux, grads = core(args, kwargs, user_src())
         return (grads, aux) if has_aux else grads
 
@@ -427,8 +484,26 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False):
 
 
 # -- vjp / jvp --------------------------------------------------------------------------------
-def vjp(fun, *primals, has_aux=False):
-    """``(fun(*primals), vjp_fn)``; ``vjp_fn(cotangent)`` gives one cotangent per primal."""
+def vjp(fun: Callable[..., Any], *primals: PyTree, has_aux: bool = False) -> tuple[Any, ...]:
+    """Reverse mode: the value of ``fun`` and a function pulling cotangents back.
+
+    ``fun`` is traced once; ``vjp_fn`` may be called many times.
+
+    Args:
+        fun: the function to differentiate.
+        *primals: the arguments to call it with (arrays, numbers or pytrees); every
+            one is differentiated.
+        has_aux: ``fun`` returns ``(out, aux)``; ``aux`` is returned as a third item.
+
+    Returns:
+        ``(out, vjp_fn)``, or ``(out, vjp_fn, aux)`` with ``has_aux``.
+        ``vjp_fn(cotangent)`` takes a cotangent with the structure, shapes and dtypes
+        of ``out`` and returns a tuple with one cotangent per primal.
+
+    Raises:
+        TraceError: a primal is an integer or boolean array, a cotangent does not
+            match ``out``, or tracing fails.
+    """
     src = user_src()
     nums = tuple(range(len(primals)))
     t = _Traced(fun, primals, {}, nums, src, has_aux=has_aux,
@@ -455,7 +530,7 @@ def vjp(fun, *primals, has_aux=False):
         adj = passes.adjoint(t.graph, seeds=range(t.n_out))
         adj = passes.prune(adj, adj.outputs[n_fwd:n_fwd + t.n_in])
 
-    def vjp_fn(cotangent):
+    def vjp_fn(cotangent: PyTree) -> tuple[Any, ...]:
         nonlocal adj
         call_src = user_src()
         leaves, tree = flatten(cotangent)
@@ -479,8 +554,24 @@ def vjp(fun, *primals, has_aux=False):
     return out, vjp_fn
 
 
-def jvp(fun, primals, tangents):
-    """``(fun(*primals), tangent_out)``: forward mode, one Jacobian-vector product."""
+def jvp(fun: Callable[..., Any], primals: Sequence[PyTree],
+        tangents: Sequence[PyTree]) -> tuple[PyTree, PyTree]:
+    """Forward mode: ``fun``'s value and one Jacobian-vector product.
+
+    Args:
+        fun: the function to differentiate.
+        primals: a tuple (or list) of the arguments to call ``fun`` with.
+        tangents: a tuple of tangents, one per primal with its structure, shape and
+            dtype.
+
+    Returns:
+        ``(fun(*primals), tangent_out)``, ``tangent_out`` with the structure of the
+        output.
+
+    Raises:
+        TraceError: ``primals`` and ``tangents`` are not tuples of the same structure,
+            a tangent's shape or dtype does not match its primal, or tracing fails.
+    """
     src = user_src()
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise TraceError(f"tg.jvp takes primals and tangents as tuples, e.g. "
@@ -511,9 +602,21 @@ def jvp(fun, primals, tangents):
 
 
 # -- jacobian / hessian ------------------------------------------------------------------------
+@overload
+def jacobian(fun: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
+             holomorphic: bool = False, *, mode: Literal["rev", "fwd"] = "rev",
+             chunk_size: int | None = None) -> Callable[P, Any]: ...
+@overload
+def jacobian(fun: None = None, argnums: ArgNums = 0, has_aux: bool = False,
+             holomorphic: bool = False, *, mode: Literal["rev", "fwd"] = "rev",
+             chunk_size: int | None = None) -> Callable[[Callable[P, Any]], Callable[P, Any]]: ...
 @_transform
-def jacobian(fun, argnums=0, has_aux=False, holomorphic=False, *, mode="rev", chunk_size=None):
+def jacobian(fun: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
+             holomorphic: bool = False, *, mode: Literal["rev", "fwd"] = "rev",
+             chunk_size: int | None = None) -> Callable[P, Any]:
     """The Jacobian: for each output leaf, an array of shape ``out.shape + arg.shape``.
+
+    Usable as a decorator like ``grad``.
 
     The function is traced once. ``mode="rev"`` (the default) batches its adjoint graph
     over the one-hot cotangents of each output (``tg.passes.batch``), so all rows come
@@ -526,6 +629,25 @@ def jacobian(fun, argnums=0, has_aux=False, holomorphic=False, *, mode="rev", ch
     Complex numbers follow JAX's ``jacrev``/``jacfwd``: reverse mode needs real outputs
     (complex inputs give JAX's conjugate form), forward mode real inputs;
     ``holomorphic=True`` takes complex inputs and outputs and gives ``df/dz``.
+
+    Args:
+        fun: the function to differentiate; it may return any pytree of floating-point
+            arrays.
+        argnums: as for ``grad``; a tuple gives a tuple of blocks per output leaf.
+        has_aux: ``fun`` returns ``(out, aux)``; the result is then ``(jac, aux)``.
+        holomorphic: as for ``grad``.
+        mode: ``"rev"`` (reverse mode, one row per output element) or ``"fwd"``
+            (forward mode, one column per input element).
+        chunk_size: at most this many rows (``"rev"``) or columns (``"fwd"``) per
+            batched run; ``None`` runs them all at once.
+
+    Returns:
+        A function taking ``fun``'s arguments and returning the Jacobian, with the
+        output's structure.
+
+    Raises:
+        TraceError: an output is not floating point, ``mode`` or ``chunk_size`` is
+            invalid, or as for ``grad``.
     """
     if mode not in ("rev", "fwd"):
         raise TraceError(f"tg.jacobian: mode must be 'rev' or 'fwd', got {mode!r}")
@@ -535,7 +657,7 @@ def jacobian(fun, argnums=0, has_aux=False, holomorphic=False, *, mode="rev", ch
                          f"{chunk_size!r}")
 
     @functools.wraps(fun)
-    def jacobian_fun(*args, **kwargs):
+    def jacobian_fun(*args: P.args, **kwargs: P.kwargs) -> Any:
         src = user_src()
         nums, single = _argnums(argnums, len(args), src, fun, kwargs)
         t = _Traced(fun, args, kwargs, nums, src, has_aux=has_aux)
@@ -661,20 +783,55 @@ def _run_sharing(graph: Graph, arg_lists, positions):
     return out
 
 
+@overload
+def hessian(fun: Callable[P, Any], argnums: ArgNums = 0, holomorphic: bool = False, *,
+            chunk_size: int | None = None) -> Callable[P, Any]: ...
+@overload
+def hessian(fun: None = None, argnums: ArgNums = 0, holomorphic: bool = False, *,
+            chunk_size: int | None = None) -> Callable[[Callable[P, Any]], Callable[P, Any]]: ...
 @_transform
-def hessian(fun, argnums=0, holomorphic=False, *, chunk_size=None):
-    """The Hessian, ``arg.shape + arg.shape``: the Jacobian of the gradient, i.e. the
-    adjoint pass applied to the adjoint graph, all rows in one batched run
-    (``chunk_size`` rows at a time when given). ``holomorphic=True``: the complex
-    second derivative of a holomorphic ``fun`` of complex arguments."""
+def hessian(fun: Callable[P, Any], argnums: ArgNums = 0, holomorphic: bool = False, *,
+            chunk_size: int | None = None) -> Callable[P, Any]:
+    """The Hessian of scalar-valued ``fun``: the Jacobian of its gradient.
+
+    It is the adjoint pass applied to the adjoint graph, all rows in one batched run
+    (``chunk_size`` rows at a time when given). Usable as a decorator like ``grad``.
+
+    Args:
+        fun: a function returning a scalar, as for ``grad``.
+        argnums: as for ``grad``.
+        holomorphic: the complex second derivative of a holomorphic ``fun`` of complex
+            arguments.
+        chunk_size: as for ``jacobian``.
+
+    Returns:
+        A function taking ``fun``'s arguments and returning an array of shape
+        ``arg.shape + arg.shape`` (nested tuples of blocks for tuple ``argnums``).
+
+    Raises:
+        TraceError: as for ``grad``.
+    """
     return jacobian(grad(fun, argnums, holomorphic=holomorphic), argnums,
                     holomorphic=holomorphic, chunk_size=chunk_size)
 
 
 # -- tracing and gradient control ----------------------------------------------------------------
-def trace(fun, *example_args, **kwargs) -> Graph:
-    """The IR of ``fun`` at the shapes and dtypes of ``example_args``: every array leaf of
-    every argument is a graph input, every leaf of the result a graph output."""
+def trace(fun: Callable[..., Any], *example_args: PyTree, **kwargs: Any) -> Graph:
+    """The IR of ``fun`` at the shapes and dtypes of ``example_args``.
+
+    Args:
+        fun: the function to trace.
+        *example_args: arguments to trace it with; every array or number leaf of every
+            argument becomes a graph input.
+        **kwargs: keyword arguments passed to ``fun`` as they are (not graph inputs).
+
+    Returns:
+        A new ``Graph`` whose outputs are the leaves of ``fun``'s result.
+
+    Raises:
+        TraceError: tracing fails (an unsupported NumPy function, a shape mismatch,
+            ...); the message names the line of your code.
+    """
     src = user_src()
     t = _Traced(fun, example_args, kwargs, tuple(range(len(example_args))), src,
                 differentiable=False, check_complex=False)
@@ -684,8 +841,16 @@ def trace(fun, *example_args, **kwargs) -> Graph:
     return t.graph
 
 
-def stop_gradient(x):
-    """``x`` itself, with no gradient flowing through it."""
+def stop_gradient(x: T) -> T:
+    """``x`` itself, with no gradient flowing through it.
+
+    Args:
+        x: an array, a number or a pytree of them.
+
+    Returns:
+        ``x``, with the same structure; while tracing, each leaf is marked so that
+        derivatives treat it as a constant.
+    """
     leaves, tree = flatten(x)
     return unflatten(tree, [apply("stop_gradient", leaf) if isinstance(leaf, Tracer) else leaf
                             for leaf in leaves])
@@ -752,24 +917,42 @@ def _fits(ct_shape, shape):
 
 
 class custom_vjp:
-    """A function with a hand-written reverse-mode rule, as in JAX::
+    """A function with a hand-written reverse-mode rule, as in JAX.
 
-        @tg.custom_vjp
-        def f(x, c): ...
-        f.defvjp(fwd, bwd)   # fwd(*args) -> (out, residuals); bwd(residuals, g) -> tuple
+    ```python
+    @tg.custom_vjp
+    def f(x, c): ...
+    f.defvjp(fwd, bwd)   # fwd(*args) -> (out, residuals); bwd(residuals, g) -> tuple
+    ```
+
+    Called outside a transform (or from inside ``fwd``), the function just runs.
+
+    Args:
+        fun: the function whose derivative ``defvjp`` replaces.
     """
 
-    def __init__(self, fun):
+    def __init__(self, fun: Callable[..., Any]) -> None:
         functools.update_wrapper(self, fun)
         self.fun = fun
         self.fwd = self.bwd = None
         self._in_fwd = 0    # > 0 while fwd runs: there, calling the function is its primal
 
-    def defvjp(self, fwd, bwd):
+    def defvjp(self, fwd: Callable[..., tuple[Any, Any]],
+               bwd: Callable[[Any, Any], Sequence[Any]]) -> custom_vjp:
+        """Set the rule.
+
+        Args:
+            fwd: ``fwd(*args) -> (out, residuals)``: the output and what ``bwd`` needs.
+            bwd: ``bwd(residuals, g) -> tuple``: one cotangent per argument (``None``
+                for none) given the output's cotangent ``g``.
+
+        Returns:
+            The function itself, so ``f = tg.custom_vjp(f).defvjp(fwd, bwd)`` works.
+        """
         self.fwd, self.bwd = fwd, bwd
         return self
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if kwargs:
             args = inspect.signature(self.fun).bind(*args, **kwargs).args
         arg_leaves, arg_tree = flatten(tuple(args))

@@ -9,25 +9,49 @@ by about one block's worth instead of the whole chain's.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Sequence
+from typing import Any, overload
 
 import numpy as np
 
+from ._typing import R
 from .errors import TraceError
 from .ir import Aval, apply
 from .passes.common import finish
 from .tracer import Tracer, flatten, new_trace, unflatten, where
 
 
-def checkpoint(fun=None, *, static_argnums=()):
+@overload
+def checkpoint(fun: Callable[..., R], *,
+               static_argnums: int | Sequence[int] = ()) -> Callable[..., R]: ...
+@overload
+def checkpoint(fun: None = None, *, static_argnums: int | Sequence[int] = ()
+               ) -> Callable[[Callable[..., R]], Callable[..., R]]: ...
+def checkpoint(fun: Callable[..., R] | None = None, *, static_argnums: int | Sequence[int] = ()
+               ) -> Callable[..., R] | Callable[[Callable[..., R]], Callable[..., R]]:
     """``fun`` whose intermediates are recomputed in the backward pass instead of stored
     (JAX's ``jax.checkpoint`` / PyTorch's ``torch.utils.checkpoint``). Usable as a
-    decorator, with or without arguments."""
+    decorator, with or without arguments.
+
+    Args:
+        fun: the function to checkpoint; leave it out to get a decorator.
+        static_argnums: positions of arguments passed through as they are (not
+            traced), e.g. Python flags.
+
+    Returns:
+        A function with ``fun``'s arguments and results. Outside a transform it just
+        calls ``fun``.
+
+    Raises:
+        TraceError: ``fun`` closes over a value traced outside of it (pass it as an
+            argument instead).
+    """
     if fun is None:
         return lambda f: checkpoint(f, static_argnums=static_argnums)
     static = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
 
     @functools.wraps(fun)
-    def wrapped(*args):
+    def wrapped(*args: Any) -> R:
         dynamic = [a for i, a in enumerate(args) if i not in static]
         leaves, tree = flatten(dynamic)
         if not any(isinstance(leaf, Tracer) for leaf in leaves):

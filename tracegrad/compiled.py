@@ -11,10 +11,13 @@ from __future__ import annotations
 import functools
 import gc
 import warnings
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, Literal, overload
 
 import numpy as np
 
 from . import passes
+from ._typing import P
 from .errors import RetraceWarning, TraceError
 from .ir import Graph
 from .runtime.codegen import GUARD_FAILED, generate
@@ -40,13 +43,19 @@ def _leaf_key(x):
 
 
 class Lowered:
-    """What ``jitted.lower(*args)`` gives: the optimised graph and the backend's text."""
+    """What ``jitted.lower(*args)`` gives: the optimised graph and the backend's text.
 
-    def __init__(self, graph, text):
+    Attributes:
+        graph: the optimised ``Graph`` the backend compiled.
+    """
+
+    def __init__(self, graph: Graph, text: str) -> None:
         self.graph = graph
         self._text = text
 
     def as_text(self) -> str:
+        """The generated Python source (``backend="numpy"``) or the StableHLO module
+        text (``backend="jax"``)."""
         return self._text
 
 
@@ -71,8 +80,20 @@ def _first(out):
     return out[0]
 
 
-class Jitted:
-    def __init__(self, fun, backend="numpy", static_argnums=(), **jax_options):
+class Jitted(Generic[P]):
+    """A compiled function, as ``tg.jit`` returns it: call it like the function.
+
+    The first call for each input signature (pytree structure, shapes and dtypes; the
+    values of ``static_argnums``) traces the function, optimises the graph and compiles
+    it; later calls with that signature run the compiled code. Branches taken on traced
+    values are guards: inputs taking other branches are traced again, and the new
+    specialisation is kept beside the old ones (a ``RetraceWarning`` says when more
+    than 16 keep being made). Called on values traced by an enclosing transform, it
+    traces straight through.
+    """
+
+    def __init__(self, fun: Callable[P, Any], backend: Literal["numpy", "jax"] = "numpy",
+                 static_argnums: int | Sequence[int] = (), **jax_options: Any) -> None:
         if backend not in ("numpy", "jax"):
             raise TraceError(f'tg.jit backend must be "numpy" or "jax", got {backend!r}')
         if backend == "numpy" and jax_options:
@@ -106,7 +127,8 @@ class Jitted:
                              f"cache){_where()}") from None
         return key, leaves
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> Any:
+        """Run the compiled code for these arguments (compiling it first if needed)."""
         if not kwargs:
             key = []
             for a in args:
@@ -222,8 +244,22 @@ class Jitted:
         return graph, t.out_tree, _numpy_bases(traced_inputs, t.out_values)
 
     # -- looking inside ------------------------------------------------------------------
-    def lower(self, *args, **kwargs) -> Lowered:
-        """The optimised graph and generated code (NumPy source, or StableHLO for jax)."""
+    def lower(self, *args: P.args, **kwargs: P.kwargs) -> Lowered:
+        """The optimised graph and generated code for these arguments.
+
+        Args:
+            *args: arguments as for a call (they pick the specialisation; it is
+                compiled if there is none yet).
+            **kwargs: keyword arguments as for a call.
+
+        Returns:
+            A ``Lowered``: ``.as_text()`` is the NumPy source or the StableHLO text,
+            ``.graph`` the optimised graph.
+
+        Raises:
+            TraceError: the function closes over values traced by an enclosing
+                transform, so it has no compiled form of its own.
+        """
         key, leaves = self._split(args, kwargs)
         arrays = [self._as_input(x) for x in leaves]
         entry = next((e for e in self._cache.get(key, ())
@@ -240,7 +276,8 @@ class Jitted:
         return Lowered(entry.graph, text)
 
     @property
-    def cache_size(self):
+    def cache_size(self) -> int:
+        """How many specialisations are cached."""
         return sum(len(v) for v in self._cache.values())
 
 
@@ -283,12 +320,33 @@ def _where():
     return f" (at {src})" if src else ""
 
 
-def jit(fun=None, *, backend="numpy", static_argnums=(), **jax_options):
+@overload
+def jit(fun: Callable[P, Any], *, backend: Literal["numpy", "jax"] = "numpy",
+        static_argnums: int | Sequence[int] = (), **jax_options: Any) -> Jitted[P]: ...
+@overload
+def jit(fun: None = None, *, backend: Literal["numpy", "jax"] = "numpy",
+        static_argnums: int | Sequence[int] = (),
+        **jax_options: Any) -> Callable[[Callable[P, Any]], Jitted[P]]: ...
+def jit(fun: Callable[P, Any] | None = None, *, backend: Literal["numpy", "jax"] = "numpy",
+        static_argnums: int | Sequence[int] = (),
+        **jax_options: Any) -> Jitted[P] | Callable[[Callable[P, Any]], Jitted[P]]:
     """Compile ``fun``: ``@tg.jit``, ``@tg.jit(backend="jax")``, ``tg.jit(f, ...)``.
 
-    ``backend="numpy"`` generates Python/NumPy source; ``backend="jax"`` lowers
-    to JAX and compiles with XLA. Extra keywords (``in_shardings``,
-    ``out_shardings``, ``donate_argnums``) go to ``jax.jit``.
+    Args:
+        fun: the function to compile, written with NumPy (it may be a transformed
+            function such as ``tg.grad(f)``). Leave it out to get a decorator.
+        backend: ``"numpy"`` generates Python/NumPy source (no extra install);
+            ``"jax"`` lowers to JAX and compiles with XLA (float64 stays float64).
+        static_argnums: positions of arguments that are not traced: their values
+            (hashable) are part of the cache key.
+        **jax_options: passed to ``jax.jit`` (``in_shardings``, ``out_shardings``,
+            ``donate_argnums``); only with ``backend="jax"``.
+
+    Returns:
+        A ``Jitted`` function (or, without ``fun``, a decorator making one).
+
+    Raises:
+        TraceError: an unknown backend, or JAX options with the NumPy backend.
     """
     if fun is None:
         return lambda f: Jitted(f, backend, static_argnums, **jax_options)

@@ -10,9 +10,12 @@ derivatives with respect to them are not lost.
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
+from ._typing import PyTree
 from .errors import TraceError
 from .ir import Aval, apply
 from .passes.prune import prune
@@ -69,9 +72,28 @@ def _check_carry(graph, avals, what):
                              f"{where()}")
 
 
-def scan(f, init, xs=None, length=None, reverse=False):
+def scan(f: Callable[[PyTree, PyTree], tuple[PyTree, PyTree]], init: PyTree, xs: PyTree = None,
+         length: int | None = None, reverse: bool = False) -> tuple[PyTree, PyTree]:
     """``carry, ys = scan(f, init, xs)``: ``carry, y = f(carry, x)`` for each x along the
-    leading axis of ``xs`` (a pytree), ys stacked along a new leading axis."""
+    leading axis of ``xs`` (a pytree), ys stacked along a new leading axis.
+
+    ``f`` is traced once, abstractly, into one node; differentiable in both modes.
+
+    Args:
+        f: ``f(carry, x) -> (carry, y)``; the carry keeps its structure, shapes and
+            dtypes from step to step.
+        init: the initial carry.
+        xs: a pytree of arrays sharing their leading length, or ``None``.
+        length: the number of steps, when ``xs`` is ``None`` (or to check it).
+        reverse: run from the last element of ``xs`` to the first.
+
+    Returns:
+        ``(carry, ys)``: the final carry and the ``y`` of every step stacked.
+
+    Raises:
+        TraceError: the lengths disagree or are missing, ``f`` changes the carry's
+            structure, shapes or dtypes, or branches on the values it is given.
+    """
     init_leaves, init_tree = flatten(init)
     x_leaves, x_tree = flatten(xs)
     init_leaves, x_leaves = _arrays(init_leaves), _arrays(x_leaves)
@@ -118,9 +140,24 @@ def _concrete_int(v, what):
                          f"part of the graph){where()}") from None
 
 
-def fori_loop(lower, upper, body_fun, init_val):
+def fori_loop(lower: int, upper: int, body_fun: Callable[[Any, PyTree], PyTree],
+              init_val: PyTree) -> PyTree:
     """``val = body_fun(i, val)`` for i in ``range(lower, upper)``; one node however many
-    steps. Differentiable in both modes."""
+    steps. Differentiable in both modes.
+
+    Args:
+        lower: the first step number, an integer known when tracing.
+        upper: one past the last step number, an integer known when tracing.
+        body_fun: ``body_fun(i, val) -> val``, keeping ``val``'s structure, shapes and
+            dtypes.
+        init_val: the initial value (a pytree).
+
+    Returns:
+        The final value.
+
+    Raises:
+        TraceError: ``lower`` or ``upper`` is not a known integer, or as for ``scan``.
+    """
     lo, hi = _concrete_int(lower, "lower"), _concrete_int(upper, "upper")
     # the step number rides in the carry, so no array of the steps is made
     (_, carry), _ = scan(lambda c, _: ((c[0] + 1, body_fun(_step_number(c[0]), c[1])), None),
@@ -138,9 +175,27 @@ def _step_number(i):
     return step
 
 
-def while_loop(cond_fun, body_fun, init_val):
-    """``while cond_fun(val): val = body_fun(val)``. Forward mode (tg.jvp) differentiates
-    it; reverse mode cannot (the number of steps depends on the data) and says so."""
+def while_loop(cond_fun: Callable[[PyTree], Any], body_fun: Callable[[PyTree], PyTree],
+               init_val: PyTree) -> PyTree:
+    """``while cond_fun(val): val = body_fun(val)``, as one node.
+
+    Forward mode (``tg.jvp``) differentiates it; reverse mode cannot (the number of
+    steps depends on the data) and says so.
+
+    Args:
+        cond_fun: ``cond_fun(val) -> bool`` scalar.
+        body_fun: ``body_fun(val) -> val``, keeping ``val``'s structure, shapes and
+            dtypes.
+        init_val: the initial value (a pytree).
+
+    Returns:
+        The final value.
+
+    Raises:
+        TraceError: ``cond_fun`` does not return one boolean scalar, ``body_fun``
+            changes the value's structure, shapes or dtypes, or either branches on the
+            values it is given.
+    """
     leaves, tree = flatten(init_val)
     leaves = _arrays(leaves)
     avals = [_aval(c) for c in leaves]
@@ -165,9 +220,24 @@ def while_loop(cond_fun, body_fun, init_val):
     return unflatten(tree, outs)
 
 
-def cond(pred, true_fun, false_fun, *operands):
+def cond(pred: Any, true_fun: Callable[..., PyTree], false_fun: Callable[..., PyTree],
+         *operands: PyTree) -> PyTree:
     """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``, as one node: both
-    branches are traced and must return the same structure, shapes and dtypes."""
+    branches are traced and must return the same structure, shapes and dtypes.
+
+    Args:
+        pred: a scalar (boolean or number), traced or not.
+        true_fun: the branch taken when ``pred`` is true.
+        false_fun: the branch taken otherwise.
+        *operands: the arguments both branches are called with.
+
+    Returns:
+        The result of the branch taken.
+
+    Raises:
+        TraceError: the branches return different structures, shapes or dtypes, or
+            ``pred`` is not a scalar.
+    """
     leaves, tree = flatten(operands)
     leaves = _arrays(leaves)
     avals = [_aval(x) for x in leaves]

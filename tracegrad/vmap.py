@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import functools
 import operator
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -46,11 +48,28 @@ def _weak_number(leaf):
     return leaf
 
 
-def vmap(fun, in_axes=0, out_axes=0):
-    """Map ``fun`` over axis ``in_axes`` of its arguments (an int for all, or one int or
-    None per argument; None: not mapped); outputs get the batch axis at ``out_axes``."""
+def vmap(fun: Callable[..., Any], in_axes: int | None | Sequence[int | None] = 0,
+         out_axes: int | None = 0) -> Callable[..., Any]:
+    """Map ``fun`` over an axis of its arguments, as one batched computation.
+
+    ``fun`` is traced once, on the first example, and its graph batched by
+    ``tg.passes.batch``; branching on the values of mapped arguments is refused.
+
+    Args:
+        fun: the function to map; it takes positional arguments only.
+        in_axes: the mapped axis of every argument (an int), or one int or ``None``
+            per argument (``None``: not mapped, passed whole to every example).
+        out_axes: where the batch axis goes in every output.
+
+    Returns:
+        The mapped function, taking ``fun``'s arguments with the extra axis.
+
+    Raises:
+        TraceError: an axis is out of range, the mapped axes differ in size or have
+            size 0, or ``in_axes`` does not match the arguments.
+    """
     @functools.wraps(fun)
-    def mapped(*args):
+    def mapped(*args: Any) -> Any:
         axes = _axes_per_arg(in_axes, len(args))
         leaves, leaf_axes = [], []
         trees = []

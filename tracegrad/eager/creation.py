@@ -1,7 +1,11 @@
 """Making tensors: ``tg.tensor``, ``tg.ones``, ``tg.rand``, ... and the default dtype."""
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any
+
 import numpy as np
+from numpy.typing import ArrayLike, DTypeLike
 
 from .tensor import Tensor, _default_float, as_array, default_dtype, is_floating
 
@@ -17,7 +21,7 @@ bool_ = np.dtype(np.bool_)
 _rng = [np.random.default_rng()]
 
 
-def manual_seed(seed):
+def manual_seed(seed: int) -> np.random.Generator:
     """Seed the generator behind ``rand``, ``randn``, dropout and the ``nn`` initialisers."""
     _rng[0] = np.random.default_rng(int(seed))
     return _rng[0]
@@ -27,7 +31,8 @@ def generator():
     return _rng[0]
 
 
-def set_default_dtype(dtype):
+def set_default_dtype(dtype: DTypeLike) -> None:
+    """Make ``dtype`` (a floating-point dtype) the one Python floats and ``rand`` & co. get."""
     dtype = np.dtype(dtype)
     if dtype.kind != "f":
         raise TypeError(f"only floating-point types are supported as the default type, got "
@@ -35,19 +40,33 @@ def set_default_dtype(dtype):
     _default_float[0] = dtype
 
 
-def get_default_dtype():
+def get_default_dtype() -> np.dtype:
+    """The floating-point dtype Python floats and ``rand`` & co. get (float64 unless changed)."""
     return default_dtype()
 
 
-def tensor(data, dtype=None, device=None, requires_grad=False):
-    """A new leaf tensor holding a copy of ``data`` (a list, a number or an array)."""
+def tensor(data: Any, dtype: DTypeLike = None, device: Any = None,
+           requires_grad: bool = False) -> Tensor:
+    """A new leaf tensor holding a copy of ``data``.
+
+    Args:
+        data: a list (nested), a number, a NumPy array or a tensor.
+        dtype: the dtype; by default PyTorch's rules: Python floats take the default
+            float dtype (``get_default_dtype``), integers int64, NumPy arrays keep theirs.
+        device: accepted for PyTorch compatibility; tensors live on the CPU.
+        requires_grad: record operations on it for ``backward``.
+
+    Returns:
+        The new tensor.
+    """
     t = Tensor._plain(as_array(data, dtype))
     if requires_grad:
         t.requires_grad = True
     return t
 
 
-def as_tensor(data, dtype=None, device=None):
+def as_tensor(data: Any, dtype: DTypeLike = None, device: Any = None) -> Tensor:
+    """``data`` as a tensor, sharing memory with a tensor or NumPy array of that dtype."""
     if isinstance(data, Tensor) and (dtype is None or data.dtype == np.dtype(dtype)):
         return data
     if isinstance(data, np.ndarray) and (dtype is None or data.dtype == np.dtype(dtype)):
@@ -55,7 +74,7 @@ def as_tensor(data, dtype=None, device=None):
     return tensor(data, dtype)
 
 
-def from_numpy(array):
+def from_numpy(array: np.ndarray) -> Tensor:
     """A tensor sharing ``array``'s memory."""
     return Tensor._plain(np.asarray(array))
 
@@ -77,19 +96,27 @@ def _dtype(dtype):
     return default_dtype() if dtype is None else np.dtype(dtype)
 
 
-def zeros(*size, dtype=None, requires_grad=False, device=None):
+def zeros(*size: int | Sequence[int], dtype: DTypeLike = None, requires_grad: bool = False,
+          device: Any = None) -> Tensor:
+    """A tensor of zeros of shape ``size`` (``zeros(2, 3)`` or ``zeros((2, 3))``)."""
     return _finish(np.zeros(_shape(size), _dtype(dtype)), requires_grad)
 
 
-def ones(*size, dtype=None, requires_grad=False, device=None):
+def ones(*size: int | Sequence[int], dtype: DTypeLike = None, requires_grad: bool = False,
+         device: Any = None) -> Tensor:
+    """A tensor of ones of shape ``size`` (``ones(2, 3)`` or ``ones((2, 3))``)."""
     return _finish(np.ones(_shape(size), _dtype(dtype)), requires_grad)
 
 
-def empty(*size, dtype=None, requires_grad=False, device=None):
+def empty(*size: int | Sequence[int], dtype: DTypeLike = None, requires_grad: bool = False,
+          device: Any = None) -> Tensor:
+    """A tensor of shape ``size`` (zero-filled here)."""
     return _finish(np.zeros(_shape(size), _dtype(dtype)), requires_grad)
 
 
-def full(size, fill_value, dtype=None, requires_grad=False, device=None):
+def full(size: int | Sequence[int], fill_value: float | bool, dtype: DTypeLike = None,
+         requires_grad: bool = False, device: Any = None) -> Tensor:
+    """A tensor of shape ``size`` filled with ``fill_value`` (its dtype by PyTorch's rules)."""
     if dtype is None:
         dtype = default_dtype() if isinstance(fill_value, float) else np.result_type(fill_value)
         if np.dtype(dtype).kind in "iu":
@@ -97,33 +124,43 @@ def full(size, fill_value, dtype=None, requires_grad=False, device=None):
     return _finish(np.full(_shape((size,)), fill_value, dtype), requires_grad)
 
 
-def eye(n, m=None, dtype=None, requires_grad=False, device=None):
+def eye(n: int, m: int | None = None, dtype: DTypeLike = None, requires_grad: bool = False,
+        device: Any = None) -> Tensor:
+    """An ``n`` by ``m`` (default ``n``) identity matrix."""
     return _finish(np.eye(n, m, dtype=_dtype(dtype)), requires_grad)
 
 
-def rand(*size, dtype=None, requires_grad=False, device=None, generator=None):
+def rand(*size: int | Sequence[int], dtype: DTypeLike = None, requires_grad: bool = False,
+         device: Any = None, generator: Any = None) -> Tensor:
+    """Uniform samples in [0, 1) of shape ``size``, from the generator ``manual_seed`` seeds."""
     arr = _rng[0].random(_shape(size)).astype(_dtype(dtype))
     return _finish(arr, requires_grad)
 
 
-def randn(*size, dtype=None, requires_grad=False, device=None, generator=None):
+def randn(*size: int | Sequence[int], dtype: DTypeLike = None, requires_grad: bool = False,
+          device: Any = None, generator: Any = None) -> Tensor:
+    """Standard normal samples of shape ``size``, from the generator ``manual_seed`` seeds."""
     arr = _rng[0].standard_normal(_shape(size)).astype(_dtype(dtype))
     return _finish(arr, requires_grad)
 
 
-def randint(low, high=None, size=None, dtype=None, requires_grad=False, device=None):
+def randint(low: int, high: int | None = None, size: int | Sequence[int] | None = None,
+            dtype: DTypeLike = None, requires_grad: bool = False, device: Any = None) -> Tensor:
+    """Integers in [``low``, ``high``) of shape ``size``; ``randint(high, size=...)`` counts from 0."""
     if high is None:
         low, high = 0, low
     arr = _rng[0].integers(low, high, size=_shape((size,)) if size is not None else ())
     return _finish(arr.astype(np.int64 if dtype is None else dtype), requires_grad)
 
 
-def randperm(n, dtype=None, device=None):
+def randperm(n: int, dtype: DTypeLike = None, device: Any = None) -> Tensor:
+    """A random permutation of ``0 .. n - 1`` (int64)."""
     return _finish(_rng[0].permutation(int(n)).astype(np.int64 if dtype is None else dtype), False)
 
 
-def _like(fn):
-    def like(t, dtype=None, requires_grad=False, device=None):
+def _like(fn: Callable[..., np.ndarray]) -> Callable[..., Tensor]:
+    def like(t: Tensor | ArrayLike, dtype: DTypeLike = None, requires_grad: bool = False,
+             device: Any = None) -> Tensor:
         shape = tuple(t.shape) if isinstance(t, Tensor) else np.shape(t)
         dt = np.dtype(dtype) if dtype is not None else (
             t.dtype if isinstance(t, Tensor) else np.asarray(t).dtype)
@@ -141,12 +178,16 @@ zeros_like.__name__, ones_like.__name__ = "zeros_like", "ones_like"
 rand_like.__name__, randn_like.__name__, empty_like.__name__ = "rand_like", "randn_like", "empty_like"
 
 
-def full_like(t, fill_value, dtype=None, requires_grad=False, device=None):
+def full_like(t: Tensor, fill_value: float | bool, dtype: DTypeLike = None, requires_grad: bool = False,
+              device: Any = None) -> Tensor:
+    """A tensor shaped like ``t``, filled with ``fill_value``."""
     dt = np.dtype(dtype) if dtype is not None else t.dtype
     return _finish(np.full(tuple(t.shape), fill_value, dt), requires_grad)
 
 
-def arange(start, end=None, step=1, dtype=None, requires_grad=False, device=None):
+def arange(start: float, end: float | None = None, step: float = 1, dtype: DTypeLike = None,
+           requires_grad: bool = False, device: Any = None) -> Tensor:
+    """``start, start + step, ...`` up to ``end`` (excluded); ``arange(end)`` counts from 0."""
     if end is None:
         start, end = 0, start
     arr = np.arange(start, end, step)
@@ -159,13 +200,17 @@ def arange(start, end=None, step=1, dtype=None, requires_grad=False, device=None
     return _finish(arr, requires_grad)
 
 
-def linspace(start, end, steps, dtype=None, requires_grad=False, device=None):
+def linspace(start: float, end: float, steps: int, dtype: DTypeLike = None, requires_grad: bool = False,
+             device: Any = None) -> Tensor:
+    """``steps`` evenly spaced values from ``start`` to ``end`` (both included)."""
     return _finish(np.linspace(start, end, int(steps), dtype=_dtype(dtype)), requires_grad)
 
 
-def is_tensor(obj):
+def is_tensor(obj: object) -> bool:
+    """Whether ``obj`` is a ``tg.Tensor``."""
     return isinstance(obj, Tensor)
 
 
-def is_floating_point(t):
+def is_floating_point(t: Tensor) -> bool:
+    """Whether ``t`` has a floating-point dtype."""
     return is_floating(t.dtype)

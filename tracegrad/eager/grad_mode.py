@@ -6,6 +6,7 @@ _state = threading.local()
 
 
 def is_grad_enabled() -> bool:
+    """Whether operations are recorded now (in this thread)."""
     return getattr(_state, "enabled", True)
 
 

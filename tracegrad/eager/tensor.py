@@ -8,7 +8,11 @@ new version.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
+from numpy.typing import DTypeLike
 
 from ..ir import apply
 from . import dispatch, grad_mode
@@ -67,9 +71,53 @@ def _untensor(data):
 
 
 class Tensor:
+    """A NumPy array with PyTorch's autograd semantics (``tg.tensor`` makes one).
+
+    Operations on tensors that require grad are recorded; ``backward()`` runs the
+    adjoint of the recorded graph and accumulates into the leaves' ``.grad``.
+    """
+
     __slots__ = ("_data", "_tracer", "_requires_grad", "_grad", "_vc", "_input",
                  "_hooks", "_base", "_retains", "__weakref__")
     __array_priority__ = 1000
+
+    if TYPE_CHECKING:
+        # For type checkers only: ops.py installs the operators and most methods (sum, exp,
+        # view, ...) from its tables when tracegrad is imported.
+        def __getattr__(self, name: str) -> Any: ...
+        def __getitem__(self, key: Any) -> Tensor: ...
+        def __add__(self, other: Any) -> Tensor: ...
+        def __radd__(self, other: Any) -> Tensor: ...
+        def __sub__(self, other: Any) -> Tensor: ...
+        def __rsub__(self, other: Any) -> Tensor: ...
+        def __mul__(self, other: Any) -> Tensor: ...
+        def __rmul__(self, other: Any) -> Tensor: ...
+        def __truediv__(self, other: Any) -> Tensor: ...
+        def __rtruediv__(self, other: Any) -> Tensor: ...
+        def __floordiv__(self, other: Any) -> Tensor: ...
+        def __rfloordiv__(self, other: Any) -> Tensor: ...
+        def __mod__(self, other: Any) -> Tensor: ...
+        def __rmod__(self, other: Any) -> Tensor: ...
+        def __pow__(self, other: Any) -> Tensor: ...
+        def __rpow__(self, other: Any) -> Tensor: ...
+        def __matmul__(self, other: Any) -> Tensor: ...
+        def __rmatmul__(self, other: Any) -> Tensor: ...
+        def __and__(self, other: Any) -> Tensor: ...
+        def __rand__(self, other: Any) -> Tensor: ...
+        def __or__(self, other: Any) -> Tensor: ...
+        def __ror__(self, other: Any) -> Tensor: ...
+        def __xor__(self, other: Any) -> Tensor: ...
+        def __rxor__(self, other: Any) -> Tensor: ...
+        def __lt__(self, other: Any) -> Tensor: ...
+        def __le__(self, other: Any) -> Tensor: ...
+        def __gt__(self, other: Any) -> Tensor: ...
+        def __ge__(self, other: Any) -> Tensor: ...
+        def __eq__(self, other: Any) -> Tensor: ...  # type: ignore[override]
+        def __ne__(self, other: Any) -> Tensor: ...  # type: ignore[override]
+        def __neg__(self) -> Tensor: ...
+        def __pos__(self) -> Tensor: ...
+        def __abs__(self) -> Tensor: ...
+        def __invert__(self) -> Tensor: ...
 
     # -- construction (internal) ---------------------------------------------------
     @classmethod
@@ -103,7 +151,8 @@ class Tensor:
         t._tracer = tracer
         return t
 
-    def __init__(self, data=None, *, requires_grad=False, dtype=None):
+    def __init__(self, data: Any = None, *, requires_grad: bool = False,
+                 dtype: DTypeLike = None) -> None:
         self._set_fields(as_array([] if data is None else data, dtype))
         if requires_grad:
             self.requires_grad = True
@@ -130,11 +179,11 @@ class Tensor:
 
     # -- autograd attributes ---------------------------------------------------------
     @property
-    def requires_grad(self):
+    def requires_grad(self) -> bool:
         return self._tracer is not None or self._requires_grad
 
     @requires_grad.setter
-    def requires_grad(self, flag):
+    def requires_grad(self, flag: bool) -> None:
         if self._tracer is not None:
             if not flag:
                 raise RuntimeError("you can only change requires_grad flags of leaf variables. "
@@ -151,7 +200,7 @@ class Tensor:
         self._requires_grad = bool(flag)
         self._input = None
 
-    def requires_grad_(self, requires_grad=True):
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         self.requires_grad = requires_grad
         return self
 
@@ -161,16 +210,16 @@ class Tensor:
         return self._vc.v
 
     @property
-    def is_leaf(self):
+    def is_leaf(self) -> bool:
         return self._tracer is None
 
     @property
-    def grad_fn(self):
+    def grad_fn(self) -> Any:
         t = self._tracer
         return t._handle if isinstance(t, EagerTracer) else None
 
     @property
-    def grad(self):
+    def grad(self) -> Tensor | None:
         if self._grad is None and self._tracer is not None and not self._retains:
             import warnings
             warnings.warn("The .grad attribute of a Tensor that is not a leaf Tensor is being "
@@ -181,7 +230,7 @@ class Tensor:
         return self._grad
 
     @grad.setter
-    def grad(self, value):
+    def grad(self, value: Tensor | None) -> None:
         if value is not None and not isinstance(value, Tensor):
             raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of "
                             f"type {type(value).__name__}")
@@ -194,7 +243,7 @@ class Tensor:
     def retains_grad(self):
         return self._retains
 
-    def retain_grad(self):
+    def retain_grad(self) -> None:
         if self._tracer is None:
             if not self._requires_grad:
                 raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
@@ -203,7 +252,7 @@ class Tensor:
         import weakref
         self._tracer._handle._retain = weakref.ref(self)
 
-    def register_hook(self, hook):
+    def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> RemovableHandle:
         """``hook(grad)`` runs when this tensor's gradient is computed; if it returns a
         tensor, that replaces the gradient. Returns a handle with ``remove()``."""
         if not self.requires_grad:
@@ -220,18 +269,19 @@ class Tensor:
         hooks.append(hook)
         return RemovableHandle(hooks, hook)
 
-    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+    def backward(self, gradient: Tensor | None = None, retain_graph: bool | None = None,
+                 create_graph: bool = False, inputs: Sequence[Tensor] | None = None) -> None:
         from .engine import backward
         backward([self], None if gradient is None else [gradient], retain_graph, create_graph,
                  inputs=inputs)
 
-    def detach(self):
+    def detach(self) -> Tensor:
         t = Tensor._plain(self._data)
         t._vc = self._vc
         t._base = self if self._base is None else self._base
         return t
 
-    def detach_(self):
+    def detach_(self) -> Tensor:
         if self._base is not None and self._tracer is not None:
             raise RuntimeError("Can't detach views in-place. Use detach() instead.")
         if self._tracer is not None:
@@ -241,14 +291,14 @@ class Tensor:
         return self
 
     @property
-    def data(self):
+    def data(self) -> Tensor:
         """The value as a tensor that does not require grad and has its own version
         counter: changes made through it are not seen by autograd."""
         t = Tensor._plain(self._data)
         return t
 
     @data.setter
-    def data(self, other):
+    def data(self, other: Any) -> None:
         other = other._data if isinstance(other, Tensor) else np.asarray(other)
         self._data = other
         self._input = None
@@ -257,25 +307,25 @@ class Tensor:
 
     # -- basic attributes -----------------------------------------------------------
     @property
-    def shape(self):
+    def shape(self) -> Size:
         return Size(np.shape(self._data) if self._data is not None else self._tracer.shape)
 
-    def size(self, dim=None):
+    def size(self, dim: int | None = None) -> Any:
         shape = self.shape
         return shape if dim is None else shape[dim]
 
     @property
-    def dtype(self):
+    def dtype(self) -> np.dtype:
         return self._data.dtype if self._data is not None else self._tracer.dtype
 
     @property
-    def ndim(self):
+    def ndim(self) -> int:
         return len(self.shape)
 
-    def dim(self):
+    def dim(self) -> int:
         return len(self.shape)
 
-    def numel(self):
+    def numel(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64))
 
     nelement = numel
@@ -312,20 +362,20 @@ class Tensor:
                              "abstractly here (inside a graph transformation)")
         return self._data
 
-    def numpy(self):
+    def numpy(self) -> np.ndarray:
         if self.requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
         return self._concrete("numpy()")
 
-    def item(self):
+    def item(self) -> Any:
         data = self._concrete("item()")
         if data.size != 1:
             raise RuntimeError(f"a Tensor with {data.size} elements cannot be converted to "
                                "Scalar")
         return data.item()
 
-    def tolist(self):
+    def tolist(self) -> Any:
         return self._concrete("tolist()").tolist()
 
     def __float__(self):
@@ -496,7 +546,7 @@ class RemovableHandle:
     def __init__(self, hooks, hook):
         self._hooks, self._hook = hooks, hook
 
-    def remove(self):
+    def remove(self) -> None:
         for i, h in enumerate(self._hooks):
             if h is self._hook:
                 del self._hooks[i]
