@@ -5,7 +5,7 @@ function to dodge a cycle is still a dependency), relative ones resolved to the 
 they name. A layer may import itself and the layers its entry in ``ALLOWED`` lists,
 nothing else:
 
-    errors                      the exception types
+    errors                      the exception types (and _typing, the type variables)
     ir                          Graph, the primitive registry and first-order primitives,
                                 the one evaluator (``ir.evaluate``), printing, DOT, JSON
     runtime                     executing graphs: the interpreter, NumPy code, JAX lowering
@@ -70,7 +70,7 @@ def layer(module: str) -> str:
     if len(parts) == 1:
         return "package"
     head = parts[1]
-    if head == "errors":
+    if head in ("errors", "_typing"):
         return "errors"
     if head in _PACKAGES:
         return head
