@@ -444,7 +444,10 @@ for _subs, _shapes in [("ij,jk->ik", [(2, 3), (3, 2)]), ("ij->ji", [(2, 3)]), ("
                        ("ij,ij->", [(2, 3), (2, 3)]), ("i,j->ij", [(2,), (3,)]),
                        ("ij,jk,kl->il", [(2, 2), (2, 3), (3, 2)]), ("bij,bjk->bik", [(2, 2, 3), (2, 3, 2)]),
                        ("ij,jk->k", [(2, 3), (3, 2)]), ("i->", [(4,)]), ("->", [()]),
-                       (",i->i", [(), (3,)]), ("ij,j->", [(0, 2), (2,)]), ("abc,ca->b", [(2, 3, 2), (2, 2)])]:
+                       (",i->i", [(), (3,)]), ("ij,j->", [(0, 2), (2,)]), ("abc,ca->b", [(2, 3, 2), (2, 2)]),
+                       # NumPy broadcasts an index of size 1 against any size
+                       ("mnd,mdo->mno", [(1, 4, 1), (3, 1, 3)]), ("i,i->", [(3,), (1,)]),
+                       ("ij,jk,kl->il", [(2, 1), (3, 3), (1, 2)])]:
     add(Case("einsum", tuple(uniform(s) for s in _shapes), {"subscripts": _subs}, tag=_subs,
              second=_subs in ("ij,jk->k", "ij->i", ",i->i")))
 

@@ -122,8 +122,11 @@ def _einsum_abstract(*ops, subscripts):
         if len(letters) != op.ndim:
             raise ValueError(f"einsum: operand of shape {op.shape} does not match '{letters}'")
         for c, n in zip(letters, op.shape):
-            if sizes.setdefault(c, n) != n:
-                raise ValueError(f"einsum: index '{c}' has sizes {sizes[c]} and {n}")
+            seen = sizes.setdefault(c, n)
+            if seen == 1:          # NumPy broadcasts an index of size 1 against any size
+                sizes[c] = n
+            elif n != 1 and n != seen:
+                raise ValueError(f"einsum: index '{c}' has sizes {seen} and {n}")
     return tuple(sizes[c] for c in out), np.result_type(*(op.dtype for op in ops))
 
 
@@ -136,6 +139,15 @@ def _einsum_vjp(g, out, *ops, subscripts):
         kept = "".join(c for c in ins[k] if c in available)
         spec = ",".join([out_s] + [ins[j] for j in others]) + "->" + kept
         ct = np.einsum(spec, g, *(ops[j] for j in others))
+        # an index of size 1 in operand k that the others broadcast: its cotangent sums
+        # over that index; one the others have at size 1: the cotangent is broadcast
+        full = dict(zip(ins[k], op.shape))
+        summed = tuple(i for i, c in enumerate(kept) if full[c] == 1 and ct.shape[i] != 1)
+        if summed:
+            ct = np.sum(ct, axis=summed, keepdims=True)
+        want = tuple(full[c] for c in kept)
+        if ct.shape != want:
+            ct = np.broadcast_to(ct, want)
         if kept != ins[k]:  # letters summed within operand k alone: broadcast back
             ct = np.reshape(ct, tuple(n if c in kept else 1 for c, n in zip(ins[k], op.shape)))
             ct = np.broadcast_to(ct, op.shape)
