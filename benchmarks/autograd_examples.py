@@ -12,6 +12,9 @@ NumPy itself, and the few ``autograd.scipy`` / ``autograd.misc`` helpers the exa
 are written here in plain NumPy (tracegrad traces them like any user code). Nothing of
 the examples is copied into this repository: they are read from the checkout given.
 
+Each run stops after ``--max-calls`` derivative calls (default 300), so both libraries
+run the same prefix of a long optimisation.
+
 What is compared:
   - the time spent inside derivative calls (the functions ``grad`` & co. return; a call
     made from inside another one is not counted twice), and its ratio tracegrad/autograd;
@@ -55,8 +58,14 @@ TRANSFORMS = ("grad", "value_and_grad", "elementwise_grad", "hessian", "jacobian
 
 
 # -- timing and summarising derivative calls (both modes) --------------------------------
+class Enough(BaseException):
+    """Raised from the derivative call after the last one timed (a BaseException, so that
+    an example's own ``except Exception`` does not swallow it)."""
+
+
 class Recorder:
-    def __init__(self):
+    def __init__(self, max_calls):
+        self.max_calls = max_calls
         self.depth = 0
         self.seconds = 0.0
         self.calls = 0
@@ -67,6 +76,8 @@ class Recorder:
             inner = transform(*targs, **tkwargs)
 
             def timed(*args, **kwargs):
+                if self.depth == 0 and self.calls >= self.max_calls:
+                    raise Enough
                 self.depth += 1
                 t0 = time.perf_counter()
                 try:
@@ -294,7 +305,7 @@ def _install_shim():
 
 
 # -- one run (a child process) -------------------------------------------------------------
-def _child(path, mode):
+def _child(path, mode, max_calls):
     os.environ.setdefault("MPLBACKEND", "Agg")
     try:
         import matplotlib.pyplot as plt
@@ -307,7 +318,7 @@ def _child(path, mode):
         ag = _install_shim()
     else:
         import autograd as ag
-    rec = Recorder()
+    rec = Recorder(max_calls)
     for name in TRANSFORMS:
         setattr(ag, name, rec.wrap(getattr(ag, name)))
     import runpy
@@ -319,6 +330,8 @@ def _child(path, mode):
     error = None
     try:
         runpy.run_path(path, run_name="__main__")
+    except Enough:
+        pass
     except Exception as e:  # noqa: BLE001 - reported, not raised
         error = f"{type(e).__name__}: {str(e)[:300]}"
     wall = time.perf_counter() - t0
@@ -326,11 +339,12 @@ def _child(path, mode):
                                        "wall": wall, "sums": rec.sums, "error": error}))
 
 
-def _run(path, mode, timeout):
+def _run(path, mode, timeout, max_calls):
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
                MKL_NUM_THREADS="1", MPLBACKEND="Agg")
     try:
-        proc = subprocess.run([sys.executable, __file__, "--child", mode, str(path)],
+        proc = subprocess.run([sys.executable, __file__, "--child", mode, str(path),
+                               str(max_calls)],
                               capture_output=True, text=True, timeout=timeout, env=env,
                               stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
@@ -371,6 +385,9 @@ def main():
     parser.add_argument("examples", help="the examples/ folder of a HIPS/autograd checkout")
     parser.add_argument("names", nargs="*", help="example names (default: all)")
     parser.add_argument("--timeout", type=int, default=900)
+    parser.add_argument("--max-calls", type=int, default=300,
+                        help="stop each example after this many derivative calls (the same "
+                             "prefix of the program on both libraries)")
     args = parser.parse_args()
     folder = Path(args.examples)
     names = args.names or sorted(p.stem for p in folder.glob("*.py"))
@@ -382,11 +399,11 @@ def main():
             print(f"{name:34} skipped: {SKIP[name]}", flush=True)
             continue
         path = folder / f"{name}.py"
-        ref = _run(path, "autograd", args.timeout)
+        ref = _run(path, "autograd", args.timeout, args.max_calls)
         if ref.get("error"):
             print(f"{name:34} autograd itself fails here: {ref['error']}", flush=True)
             continue
-        ours = _run(path, "tracegrad", args.timeout)
+        ours = _run(path, "tracegrad", args.timeout, args.max_calls)
         if ours.get("error"):
             failed = True
             print(f"{name:34} FAILS on tracegrad: {ours['error']}", flush=True)
@@ -410,6 +427,6 @@ def main():
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        _child(sys.argv[3], sys.argv[2])
+        _child(sys.argv[3], sys.argv[2], int(sys.argv[4]))
     else:
         sys.exit(main())
