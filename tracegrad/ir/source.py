@@ -12,6 +12,8 @@ _SKIP = tuple(os.path.dirname(path) + os.sep
               for path in (os.path.dirname(__file__), np.__file__))
 _internal: dict = {}  # code object -> bool, so the walk costs a dict lookup per frame
 _basenames: dict = {}  # code object -> its file's base name
+_sources: dict = {}    # (code object, instruction offset) -> "file.py:LINE"
+_MAX_SOURCES = 100_000
 _local = threading.local()
 
 
@@ -48,13 +50,24 @@ def user_src():
         frame = frame.f_back
     if frame is None:
         return None
-    code = frame.f_code
+    # the line of an instruction never changes: a (code, instruction) pair seen before
+    # costs one lookup (working out f_lineno scans the code's line table)
+    key = (frame.f_code, frame.f_lasti)
+    src = _sources.get(key)
+    if src is None:
+        if len(_sources) > _MAX_SOURCES:
+            _sources.clear()
+        src = _sources[key] = f"{_basename(frame.f_code)}:{frame.f_lineno}"
+    return src
+
+
+def _basename(code):
     name = _basenames.get(code)
     if name is None:
         # a file name may hold any character: escaped, it cannot break a dump or a
         # generated source's comment line
         name = _basenames[code] = printable(os.path.basename(code.co_filename))
-    return f"{name}:{frame.f_lineno}"
+    return name
 
 
 class source_override:
