@@ -111,6 +111,27 @@ for _shape, _batch, _second in [((3, 3), (), True), ((4, 2), (), True), ((2, 4),
 for _prim in ("svdvals", "svd_u", "svd_vh"):
     add(Case(_prim, (spread_singular(3, 2).astype(np.float32),), jax_fn=_JAX_TWINS.get(_prim)))
 
+# svd: one node with three outputs (u, s, vh); each output's rule through the one node, and
+# proj, the node that picks an output
+_SVD_TWINS = {0: _JAX_TWINS["svd_u"], 1: lambda a: REGISTRY["svdvals"].jax(a),
+              2: _JAX_TWINS["svd_vh"]}
+
+
+def _svd_case(prim, a, which, second, tag):
+    from tracegrad.ir import apply
+    add(Case(prim, (a,), second=second, tag=tag,
+             fn=lambda x: apply("svd", x)[which],
+             ref_fn=lambda x: np.linalg.svd(x, full_matrices=False)[which],
+             jax_fn=_SVD_TWINS[which]))
+
+
+for _shape, _batch, _second in [((3, 3), (), True), ((4, 2), (), True), ((2, 4), (), False),
+                                ((3, 2), (2,), False)]:
+    _a = spread_singular(*_shape, _batch)
+    for _which, _tag in enumerate(("u", "s", "vh")):
+        _svd_case("svd", _a, _which, _second, _tag)
+_svd_case("proj", spread_singular(3, 3), 1, True, "s")
+
 for _shape, _batch, _second in [((3, 3), (), True), ((4, 2), (), True), ((3, 2), (2,), False),
                                 ((5, 3), (), False), ((2, 2), (2, 1), False), ((3, 1), (), False)]:
     _a = tall(*_shape, _batch)

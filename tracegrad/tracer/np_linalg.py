@@ -158,8 +158,7 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     # factors are the reduced ones the rules apply (the full ones have no derivative)
     m, n = shape_of(a)[-2:]
     full = {"full_matrices": True} if full_matrices and m != n else {}
-    return _result("SVDResult", apply("svd_u", a, **full), apply("svdvals", a),
-                   apply("svd_vh", a, **full))
+    return _result("SVDResult", *apply("svd", a, **full))
 
 
 def _hermitian_svd(a, compute_uv):
@@ -228,7 +227,7 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=_NOVALUE):
         return np.zeros(shape, dtype_of(a))   # NumPy keeps the dtype, even an integer one
     if dtype_of(a).kind == "c":   # NumPy's own steps: the SVD of conj(a), transposed
         a = np.conj(a)
-    u, s, vh = apply("svd_u", a), apply("svdvals", a), apply("svd_vh", a)
+    u, s, vh = apply("svd", a)
     cutoff = np.asarray(rcond)[..., None] * max(s, axis=-1, keepdims=True)
     return (_mT(vh) * np.expand_dims(_svd_cutoff_inverse(s, cutoff), -2)) @ _mT(u)
 
@@ -250,7 +249,7 @@ def lstsq(a, b, rcond=None):
     if rcond is None:
         dt = np.result_type(dtype_of(a), dtype_of(b), np.float64)
         rcond = np.finfo(dt).eps * builtins.max(m, n)
-    u, s, vh = apply("svd_u", a), apply("svdvals", a), apply("svd_vh", a)
+    u, s, vh = apply("svd", a)
     cutoff = rcond * max(s, axis=-1, keepdims=True)
     vector = ndim_of(b) == 1
     bm = b[:, None] if vector else b

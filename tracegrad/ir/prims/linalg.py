@@ -338,7 +338,7 @@ def _adjugate_t(a, det_a):
     regular = det_a[..., None, None] * mT(np.linalg.inv(np.where(near, eye, a)))
     if n <= 4:
         return np.where(near, _cofactors(a), regular)
-    u, vh = apply("svd_u", a), apply("svd_vh", a)
+    u, _, vh = apply("svd", a)
     others = np.prod(np.expand_dims(s, -2) * (1 - eye) + eye, axis=-1)
     # +-1 and locally constant: slogdet_sign carries no derivative for real matrices
     phase = apply("slogdet_sign", u) * apply("slogdet_sign", vh)

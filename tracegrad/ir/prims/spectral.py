@@ -367,6 +367,115 @@ register(
 )
 
 
+# -- svd: one node, three outputs (u, s, vh) from one factorisation ----------------------------
+def _svd_abstract(a, full_matrices=False):
+    batch, m, n, k = _svd_shapes(a)
+    return [_svd_vectors_abstract("U")(a, full_matrices), (batch + (k,), _real(a.dtype)),
+            _svd_vectors_abstract("Vh")(a, full_matrices)]
+
+
+def _svd_reduced(outs, a, full_matrices):
+    """The reduced factors of ``outs`` (those of ``full_matrices=True`` cut to ``k``)."""
+    u, s, vh = outs
+    if full_matrices:
+        k = s.shape[-1]
+        u, vh = u[..., :, :k], vh[..., :k, :]
+    return u, s, vh
+
+
+def _svd_check(gs_or_ts, a, full_matrices):
+    m, n = a.shape[-2:]
+    if full_matrices and m != n and (gs_or_ts[0] is not None or gs_or_ts[2] is not None):
+        _reduced_only(None)(None, None, a, full_matrices)
+
+
+def _svd_vjp(g, outs, a, full_matrices=False):
+    gu, gs, gvh = g
+    _svd_check(g, a, full_matrices)
+    u, s, vh = _svd_reduced(outs, a, full_matrices)
+    m, n = a.shape[-2:]
+    ga = None
+    if gs is not None:
+        ga = (u * np.expand_dims(cluster_average(gs, s), -2)) @ vh
+    if gu is not None:
+        x = _inverse_square_gaps(s) * (mT(u) @ gu)
+        part = u @ ((x + mT(x)) * np.expand_dims(s, -2)) @ vh
+        if m > n:
+            part = part + ((gu - u @ (mT(u) @ gu))
+                           * np.expand_dims(_safe_reciprocal(s), -2)) @ vh
+        ga = part if ga is None else ga + part
+    if gvh is not None:
+        y = _inverse_square_gaps(s) * (vh @ mT(gvh))
+        part = u @ (np.expand_dims(s, -1) * (y + mT(y))) @ vh
+        if n > m:
+            part = part + (u * np.expand_dims(_safe_reciprocal(s), -2)) @ (
+                gvh - (gvh @ mT(vh)) @ vh)
+        ga = part if ga is None else ga + part
+    return (ga,)
+
+
+def _svd_jvp(t, outs, a, full_matrices=False):
+    u, s, vh = outs
+    m, n = a.shape[-2:]
+    if full_matrices and m != n:
+        # s's tangent alone: the added columns (rows) of u (vh) have no derivative
+        u, s, vh = _svd_reduced(outs, a, full_matrices)
+        return None, cluster_average(np.sum(u * (t[0] @ mT(vh)), axis=-2), s), None
+    ds = mT(u) @ t[0] @ mT(vh)
+    dsv = cluster_average(np.sum(u * (t[0] @ mT(vh)), axis=-2), s)
+    du = u @ (_inverse_square_gaps(s) * (ds * np.expand_dims(s, -2)
+                                         + np.expand_dims(s, -1) * mT(ds)))
+    if m > n:
+        dav = t[0] @ mT(vh)
+        du = du + (dav - u @ (mT(u) @ dav)) * np.expand_dims(_safe_reciprocal(s), -2)
+    dv = mT(vh) @ (_inverse_square_gaps(s) * (np.expand_dims(s, -1) * ds
+                                              + mT(ds) * np.expand_dims(s, -2)))
+    if n > m:
+        dau = mT(t[0]) @ u
+        dv = dv + (dau - mT(vh) @ (vh @ dau)) * np.expand_dims(_safe_reciprocal(s), -2)
+    return du, dsv, mT(dv)
+
+
+def host_lowering_multi(name):
+    """``host_lowering`` for a multi-output primitive: one host call, every output."""
+    def lower(*args, **params):
+        import jax
+
+        prim = REGISTRY[name]
+        avals = [Aval(tuple(a.shape), np.dtype(a.dtype)) for a in args]
+        outs = prim.shape_dtype(avals, params)
+
+        def host(*xs):
+            values = prim.impl(*(np.asarray(x) for x in xs), **params)
+            return tuple(np.asarray(v, dtype=d) for v, (_, d) in zip(values, outs))
+
+        return tuple(jax.pure_callback(
+            host, tuple(jax.ShapeDtypeStruct(sh, d) for sh, d in outs), *args,
+            vmap_method="expand_dims"))
+    lower.__name__ = f"host:{name}"
+    return lower
+
+
+def _svd_cost(out_shape, arg_shapes, params):
+    """About ``4 m n k`` per matrix (Golub-Reinsch, vectors included)."""
+    *batch, m, n = arg_shapes[0]
+    return 4 * int(np.prod(batch, dtype=np.int64)) * m * n * min(m, n)
+
+
+def _svd_impl(a, full_matrices=False):
+    u, s, vh = np.linalg.svd(a, full_matrices=full_matrices)
+    return u, s, vh
+
+
+register(
+    "svd", _svd_impl, abstract=_svd_abstract, outputs=3,
+    vjp=_svd_vjp, jvp=_svd_jvp, jax=host_lowering_multi("svd"), family="linalg",
+    torch_name="LinalgSvdBackward0", foldable=False, cost=_svd_cost,
+    doc="np.linalg.svd: u, s, vh from one factorisation (NumPy's signs; full_matrices: "
+        "the derivatives of s only for a non-square matrix; tied pairs masked in the rules)",
+)
+
+
 # -- qr (reduced, m >= n for derivatives) -------------------------------------------------------
 def _qr_check(a):
     m, n = a.shape[-2:]
