@@ -139,3 +139,30 @@ for _shape, _batch, _second in [((3, 3), (), True), ((4, 2), (), True), ((3, 2),
     add(Case("qr_r", (_a,), second=_second))
 add(Case("qr_q", (tall(3, 2).astype(np.float32),)))
 add(Case("qr_r", (tall(3, 2).astype(np.float32),)))
+
+
+# eigh and qr: one node with two outputs each; each output's rule through the one node
+def _output_case(prim, a, which, second, tag, reference, jax_fn, **params):
+    from tracegrad.ir import apply
+    add(Case(prim, (a,), second=second, tag=tag,
+             fn=lambda x: apply(prim, x, **params)[which],
+             ref_fn=lambda x: reference(x)[which], jax_fn=jax_fn))
+
+
+for _n, _batch, _second in [(3, (), True), (2, (2,), False), (4, (), False)]:
+    _a = lopsided(symmetric_spread(_n, _batch))
+    _output_case("eigh", _a, 0, _second, "w", np.linalg.eigh, jax_eigvalsh)
+    _output_case("eigh", _a, 1, _second, "v", np.linalg.eigh, jax_eigh_vectors)
+
+
+def _jax_qr(which):
+    def fn(a):
+        import jax.numpy as jnp
+        return jnp.linalg.qr(a)[which]
+    return fn
+
+
+for _shape, _batch, _second in [((3, 3), (), True), ((4, 2), (), True), ((3, 2), (2,), False)]:
+    _a = tall(*_shape, _batch)
+    _output_case("qr", _a, 0, _second, "q", np.linalg.qr, _jax_qr(0))
+    _output_case("qr", _a, 1, _second, "r", np.linalg.qr, _jax_qr(1))

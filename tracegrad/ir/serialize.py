@@ -305,11 +305,11 @@ class _Loader:
                     f"versions {', '.join(map(str, READS))})")
         outer, self.version = getattr(self, "version", None), version
         try:
-            return self._nodes(doc)
+            return self._document_body(doc)
         finally:
             self.version = outer
 
-    def _nodes(self, doc):
+    def _document_body(self, doc):
         from .graph import Graph
 
         self.expect(set(doc) == _DOC_FIELDS,

@@ -1,9 +1,11 @@
 """Spectral linear algebra: ``eigh``, ``svd`` and ``qr``, batched over leading axes
-(values of real or complex matrices; derivatives of real ones). Every result is its
-own primitive (``eigvalsh`` / ``eigh_vectors``, ``svdvals`` / ``svd_u`` / ``svd_vh``,
-``qr_q`` / ``qr_r``), as ``slogdet`` is split into
-``slogdet_sign`` and ``logabsdet``; a rule that needs another result applies that
-primitive (the passes' CSE merges repeated applications).
+(values of real or complex matrices; derivatives of real ones). ``eigh``, ``svd`` and
+``qr`` are multi-output primitives (``ir/registry.py``): one node, one factorisation,
+every result (``w, v``; ``u, s, vh``; ``q, r``), and rules that see the cotangents
+(tangents) of all of them at once. ``eigvalsh`` and ``svdvals`` are NumPy's cheaper
+values-only calls. The one-result primitives of earlier versions (``eigh_vectors``,
+``svd_u``, ``svd_vh``, ``qr_q``, ``qr_r``) stay registered, so that graphs saved by them
+(JSON version 1) load and run; the tracer no longer records them.
 
 Conventions (see docs of ``np.linalg.eigh`` / ``svd`` on traced values):
 
@@ -248,6 +250,40 @@ register(
 )
 
 
+# eigh: one node, two outputs (w, v) from one factorisation (np.linalg.eigh)
+def _eigh_abstract(a, UPLO="L"):  # noqa: N803
+    return [_eigvalsh_abstract(a, UPLO), _eigh_vectors_abstract(a, UPLO)]
+
+
+def _eigh_vjp(g, outs, a, UPLO="L"):  # noqa: N803
+    (gw, gv), (w, v) = g, outs
+    s = None
+    if gw is not None:
+        s = (v * np.expand_dims(cluster_average(gw, w), -2)) @ mT(v)
+    if gv is not None:
+        part = v @ (inverse_gaps(w) * (mT(v) @ gv)) @ mT(v)
+        s = part if s is None else s + part
+    return (lower_cotangent(s, UPLO),)
+
+
+def _eigh_jvp(t, outs, a, UPLO="L"):  # noqa: N803
+    w, v = outs
+    ta = from_lower(t[0], UPLO)
+    dw = cluster_average(np.sum(v * (ta @ v), axis=-2), w)
+    return dw, v @ (inverse_gaps(w) * (mT(v) @ ta @ v))
+
+
+def _eigh_impl(a, UPLO="L"):  # noqa: N803
+    w, v = np.linalg.eigh(a, UPLO=UPLO)
+    return w, v
+
+
+def _cubic_cost(out_shape, arg_shapes, params):
+    """About ``10 n^3`` per matrix (a factorisation with its vectors)."""
+    *batch, m, n = arg_shapes[0]
+    return 10 * int(np.prod(batch, dtype=np.int64)) * m * n * min(m, n)
+
+
 # -- svd (reduced) -------------------------------------------------------------------------------
 def _svd_shapes(a):
     _matrix(a)
@@ -462,15 +498,33 @@ def _svd_cost(out_shape, arg_shapes, params):
     return 4 * int(np.prod(batch, dtype=np.int64)) * m * n * min(m, n)
 
 
+def stacked_multi(name):
+    """The batching rule of a multi-output factorisation that already acts on a stack of
+    matrices: the batched operand as it is (every output gets the batch axis in front)."""
+    def rule(size, args, batched, out_shape, **params):
+        return apply(name, args[0], **params)
+    return rule
+
+
 def _svd_impl(a, full_matrices=False):
     u, s, vh = np.linalg.svd(a, full_matrices=full_matrices)
     return u, s, vh
 
 
 register(
+    "eigh", _eigh_impl, abstract=_eigh_abstract, outputs=2,
+    vjp=_eigh_vjp, jvp=_eigh_jvp, jax=host_lowering_multi("eigh"), family="linalg",
+    torch_name="LinalgEighBackward0", foldable=False, cost=_cubic_cost,
+    batch=stacked_multi("eigh"),
+    doc="np.linalg.eigh: eigenvalues (ascending) and eigenvectors (NumPy's signs) from one "
+        "factorisation; only the UPLO triangle is read, and differentiated",
+)
+
+
+register(
     "svd", _svd_impl, abstract=_svd_abstract, outputs=3,
     vjp=_svd_vjp, jvp=_svd_jvp, jax=host_lowering_multi("svd"), family="linalg",
-    torch_name="LinalgSvdBackward0", foldable=False, cost=_svd_cost,
+    torch_name="LinalgSvdBackward0", foldable=False, cost=_svd_cost, batch=stacked_multi("svd"),
     doc="np.linalg.svd: u, s, vh from one factorisation (NumPy's signs; full_matrices: "
         "the derivatives of s only for a non-square matrix; tied pairs masked in the rules)",
 )
@@ -539,4 +593,24 @@ register(
     jvp=lambda t, out, a: _qr_tangents(t[0], apply("qr_q", a), out, _qr_check(a))[1],
     jax=_jax(lambda jnp, a: jnp.linalg.qr(a)[1]), family="linalg", torch_name="QrRBackward0",
     doc="R of np.linalg.qr's reduced mode (derivatives: m >= n, full column rank)",
+)
+
+
+def _qr_impl(a):
+    q, r = np.linalg.qr(a)
+    return q, r
+
+
+def _qr_vjp(g, outs, a):
+    (gq, gr), (q, r) = g, outs
+    return (_qr_cotangent(gq, gr, q, r, _qr_check(a)),)
+
+
+register(
+    "qr", _qr_impl, abstract=lambda a: [_qr_abstract(0)(a), _qr_abstract(1)(a)], outputs=2,
+    vjp=_qr_vjp, jvp=lambda t, outs, a: _qr_tangents(t[0], *outs, _qr_check(a)),
+    jax=_jax(lambda jnp, a: tuple(jnp.linalg.qr(a))), family="linalg",
+    torch_name="LinalgQrBackward0", foldable=False, cost=_cubic_cost, batch=stacked_multi("qr"),
+    doc="np.linalg.qr's reduced mode: Q and R from one factorisation (derivatives: m >= n, "
+        "full column rank)",
 )
