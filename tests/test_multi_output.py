@@ -133,7 +133,8 @@ def test_reads_a_version_1_document():
 
 
 @pytest.mark.parametrize("bad", ["proj in a document", "svd in version 1", "wrong shape",
-                                 "too few outputs"])
+                                 "too few outputs", "the node as an operand",
+                                 "the node as an output", "an output id twice"])
 def test_hostile_multi_output_documents_are_refused(bad):
     doc = json.loads(tg.trace(uses_all, A).to_json())
     entry = next(e for e in doc["nodes"] if e["op"] == "svd")
@@ -144,8 +145,15 @@ def test_hostile_multi_output_documents_are_refused(bad):
         doc["version"] = 1
     elif bad == "wrong shape":
         entry["outputs"][1]["shape"] = [4]
-    else:
+    elif bad == "too few outputs":
         entry["outputs"] = entry["outputs"][:2]
+    elif bad == "the node as an operand":
+        doc["nodes"].append({"id": 99, "op": "neg", "args": [entry["id"]], "shape": [],
+                             "dtype": "float64", "params": {}, "src": None})
+    elif bad == "the node as an output":
+        doc["outputs"] = [entry["id"]]
+    else:
+        entry["outputs"][2]["id"] = entry["outputs"][0]["id"]
     with pytest.raises(tg.TraceError):
         tg.Graph.from_json(json.dumps(doc))
 

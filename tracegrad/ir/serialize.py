@@ -355,6 +355,11 @@ class _Loader:
     def ref(self, graph, n, what):
         self.expect(type(n) is int and n in graph, f"{what} refers to node {_short(n)}, which "
                                                    "is not defined before it")
+        op = graph.op(n)
+        # a multi-output node's value is a tuple: only its outputs are values to use
+        self.expect(op in ("input", "const") or REGISTRY[op].outputs == 1,
+                    f"{what} refers to node {n}, a {op} node with several outputs; use one "
+                    "of its outputs")
         return n
 
     def node(self, graph, entry):
