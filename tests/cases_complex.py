@@ -4,7 +4,9 @@ primitives whose rules hold for them (``Primitive.complex``), checked against JA
 to second order through the two Hessian-vector products."""
 import numpy as np
 
-from primitive_cases import Case, add, cuniform, uniform
+from tracegrad.ir import apply
+
+from primitive_cases import Case, add, cuniform, jax_slogdet, uniform
 
 for _prim in ("real", "imag", "conj"):
     add(Case(_prim, (cuniform((2, 3)),), second=True))
@@ -70,3 +72,8 @@ add(Case("concatenate", (cuniform((2, 3)), cuniform((1, 3))), {"axis": 0}, tag="
 # sign(det A) of a complex matrix moves on the unit circle (a real one's is constant)
 add(Case("slogdet_sign", (_a,), tag="complex", second=True))
 add(Case("slogdet_sign", (cuniform((2, 2, 2), -0.3, 0.3) + 2.0 * np.eye(2),), tag="complex"))
+for _which, _tag in ((0, "sign"), (1, "logabsdet")):
+    add(Case("slogdet", (_a,), tag=f"complex-{_tag}", second=True,
+             fn=lambda x, w=_which: apply("slogdet", x)[w],
+             ref_fn=lambda x, w=_which: np.linalg.slogdet(x)[w],
+             jax_fn=jax_slogdet(_which)))

@@ -125,3 +125,19 @@ add(Case("eigvals", (spread(3, pair=True),), tag="sum-of-squares",
          ref_fn=lambda a: np.real(np.sum(REGISTRY["eigvals"].impl(a) ** 2, axis=-1)),
          jax_fn=lambda a: _jnp().real((jax_eig_like_numpy(a)[0] ** 2).sum(-1)),
          second=True))
+
+# eig: one node, two outputs; each output's rule through the one node (the phase-free
+# functions of the vectors, and the pair of both)
+for _n, _batch, _cplx, _pair, _second in [(3, (), False, False, True), (3, (), True, False, False),
+                                          (4, (), False, True, False), (2, (2,), True, False, False)]:
+    _a = spread(_n, _batch, _cplx, _pair)
+    add(Case("eig", (_a,), tag="w" + ("-pair" if _pair else ""), second=_second,
+             fn=lambda x: apply("eig", x)[0], ref_fn=lambda x: REGISTRY["eigvals"].impl(x),
+             jax_fn=_JAX_TWIN["eigvals"]))
+    add(Case("eig", (_a,), tag="v" + ("-pair" if _pair else ""), second=_second,
+             fn=lambda x: apply("eig", x)[1], ref_fn=lambda x: REGISTRY["eig_vectors"].impl(x),
+             jax_fn=_JAX_TWIN["eig_vectors"]))
+add(Case("eig", (spread(3, pair=True),), tag="v-phase-free", second=True,
+         fn=lambda x: _phase_free(np, apply("eig", x)[1]),
+         ref_fn=lambda x: _phase_free(np, REGISTRY["eig_vectors"].impl(x)),
+         jax_fn=lambda x: _phase_free(_jnp(), jax_eig_like_numpy(x)[1])))

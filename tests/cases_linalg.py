@@ -111,6 +111,27 @@ for _shape, _batch, _second in [((3, 3), (), True), ((4, 2), (), True), ((2, 4),
 for _prim in ("svdvals", "svd_u", "svd_vh"):
     add(Case(_prim, (spread_singular(3, 2).astype(np.float32),), jax_fn=_JAX_TWINS.get(_prim)))
 
+# svd: one node with three outputs (u, s, vh); each output's rule through the one node, and
+# proj, the node that picks an output
+_SVD_TWINS = {0: _JAX_TWINS["svd_u"], 1: lambda a: REGISTRY["svdvals"].jax(a),
+              2: _JAX_TWINS["svd_vh"]}
+
+
+def _svd_case(prim, a, which, second, tag):
+    from tracegrad.ir import apply
+    add(Case(prim, (a,), second=second, tag=tag,
+             fn=lambda x: apply("svd", x)[which],
+             ref_fn=lambda x: np.linalg.svd(x, full_matrices=False)[which],
+             jax_fn=_SVD_TWINS[which]))
+
+
+for _shape, _batch, _second in [((3, 3), (), True), ((4, 2), (), True), ((2, 4), (), False),
+                                ((3, 2), (2,), False)]:
+    _a = spread_singular(*_shape, _batch)
+    for _which, _tag in enumerate(("u", "s", "vh")):
+        _svd_case("svd", _a, _which, _second, _tag)
+_svd_case("proj", spread_singular(3, 3), 1, True, "s")
+
 for _shape, _batch, _second in [((3, 3), (), True), ((4, 2), (), True), ((3, 2), (2,), False),
                                 ((5, 3), (), False), ((2, 2), (2, 1), False), ((3, 1), (), False)]:
     _a = tall(*_shape, _batch)
@@ -118,3 +139,30 @@ for _shape, _batch, _second in [((3, 3), (), True), ((4, 2), (), True), ((3, 2),
     add(Case("qr_r", (_a,), second=_second))
 add(Case("qr_q", (tall(3, 2).astype(np.float32),)))
 add(Case("qr_r", (tall(3, 2).astype(np.float32),)))
+
+
+# eigh and qr: one node with two outputs each; each output's rule through the one node
+def _output_case(prim, a, which, second, tag, reference, jax_fn, **params):
+    from tracegrad.ir import apply
+    add(Case(prim, (a,), second=second, tag=tag,
+             fn=lambda x: apply(prim, x, **params)[which],
+             ref_fn=lambda x: reference(x)[which], jax_fn=jax_fn))
+
+
+for _n, _batch, _second in [(3, (), True), (2, (2,), False), (4, (), False)]:
+    _a = lopsided(symmetric_spread(_n, _batch))
+    _output_case("eigh", _a, 0, _second, "w", np.linalg.eigh, jax_eigvalsh)
+    _output_case("eigh", _a, 1, _second, "v", np.linalg.eigh, jax_eigh_vectors)
+
+
+def _jax_qr(which):
+    def fn(a):
+        import jax.numpy as jnp
+        return jnp.linalg.qr(a)[which]
+    return fn
+
+
+for _shape, _batch, _second in [((3, 3), (), True), ((4, 2), (), True), ((3, 2), (2,), False)]:
+    _a = tall(*_shape, _batch)
+    _output_case("qr", _a, 0, _second, "q", np.linalg.qr, _jax_qr(0))
+    _output_case("qr", _a, 1, _second, "r", np.linalg.qr, _jax_qr(1))

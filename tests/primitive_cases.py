@@ -456,6 +456,13 @@ def _jax_cholesky_lower(a):
     return jnp.linalg.cholesky(jnp.tril(a) + jnp.swapaxes(jnp.tril(a, -1), -1, -2))
 
 
+def jax_slogdet(which):
+    def fn(x):
+        import jax.numpy as jnp
+        return jnp.linalg.slogdet(x)[which]
+    return fn
+
+
 for _n, _batch in [(3, ()), (2, (2,)), (1, ()), (2, (0,))]:
     _a = well_conditioned(_n, _batch)
     _second = _n == 3 or _batch == (2,)
@@ -463,6 +470,12 @@ for _n, _batch in [(3, ()), (2, (2,)), (1, ()), (2, (0,))]:
     add(Case("det", (_a,), second=_second))
     add(Case("logabsdet", (_a,), second=_second))
     add(Case("slogdet_sign", (_a,), second=_second))
+    # slogdet: one node, two outputs; each output's rule through the one node
+    for _which, _tag in ((0, "sign"), (1, "logabsdet")):
+        add(Case("slogdet", (_a,), second=_second, tag=_tag,
+                 fn=lambda x, w=_which: apply("slogdet", x)[w],
+                 ref_fn=lambda x, w=_which: np.linalg.slogdet(x)[w],
+                 jax_fn=jax_slogdet(_which)))
     # NumPy reads only the lower triangle (noise above it), and the rules differentiate
     # that triangle; the JAX twin is jnp.linalg.cholesky of that triangle, mirrored
     add(Case("cholesky", (spd(_n, _batch) + np.triu(uniform((_n, _n)), 1),), second=_second,

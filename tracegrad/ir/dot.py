@@ -177,8 +177,18 @@ def to_dot(graph, forward=None, *, seeds=None, max_const: int = MAX_CONST,
     lines = ["digraph tracegrad {", "  rankdir=TB;",
              '  node [shape=box, style="rounded,filled", fontname=monospace, fontsize=10];',
              "  edge [fontname=monospace, fontsize=9];"]
+    # a multi-output node is drawn as one box listing its outputs (``proj`` nodes are not
+    # drawn: an edge from one leaves the box, labelled with the output's id)
+    groups = graph.output_groups()
+    head_of = {p: h for h, ps in groups.items() for p in ps if p is not None}
     for n, d in graph.items():
+        if n in head_of:
+            continue
         aval = aval_str(d["shape"], d["dtype"])
+        if n in groups:
+            aval = ", ".join("_" if p is None else
+                             f"%{p}:{aval_str(graph.node(p)['shape'], graph.node(p)['dtype'])}"
+                             for p in groups[n])
         op = d["op"]
         if op == "input":
             text = [f"%{n} input {d['params']['index']}", aval]
@@ -200,14 +210,19 @@ def to_dot(graph, forward=None, *, seeds=None, max_const: int = MAX_CONST,
             text[0] += " (seed)"
         if d["src"]:
             text.append(d["src"])
-        if n in outputs:
-            where = ", ".join(str(i) for i, o in enumerate(graph.outputs) if o == n)
+        mine = {n, *(p for p in groups.get(n, ()) if p is not None)}
+        if mine & outputs:
+            where = ", ".join(str(i) for i, o in enumerate(graph.outputs) if o in mine)
             text[0] += f" (output {where})"
             style += ["peripheries=2", f'color="{OUTPUT_COLOR}"', "penwidth=1.5"]
         lines.append(f"  n{n} [label={_label(text)}, {', '.join(style)}];")
         args = d["args"]
         for pos, a in enumerate(args):
-            lines.append(f"  n{a} -> n{n}" + (f" [label={pos}];" if len(args) > 1 else ";"))
+            if a in head_of:        # an output of a multi-output node
+                label = f"%{a}" + (f" ({pos})" if len(args) > 1 else "")
+                lines.append(f"  n{head_of[a]} -> n{n} [label={_label([label])}];")
+            else:
+                lines.append(f"  n{a} -> n{n}" + (f" [label={pos}];" if len(args) > 1 else ";"))
         for key, sub in d["params"].items():
             if hasattr(sub, "nx") and hasattr(sub, "inputs"):
                 if id(sub) in drawn:        # sibling nodes of one loop share their body

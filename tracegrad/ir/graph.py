@@ -1,6 +1,8 @@
 """The IR: a graph of primitive applications.
 
-Every node is one value, a ``Node`` with the fields ``op`` (a primitive name, or
+Every node is one value (a multi-output primitive's node, the *head*, has a tuple
+for its value, and each output is a ``proj`` node of its own right after it: see
+``ir/registry.py``), a ``Node`` with the fields ``op`` (a primitive name, or
 ``"input"`` / ``"const"``), ``args`` (the ordered operand ids), ``shape``, ``dtype``
 (a NumPy dtype name), ``params`` (a dict) and ``src`` (``"file.py:LINE"`` of the
 user's code), plus its ``id``. A node also reads like the dict of those six
@@ -365,10 +367,13 @@ class Graph:
         lines = []
         sig = ", ".join(f"%{n}:{self._aval(n)}" for n in self.inputs)
         lines.append(f"graph({sig}):")
+        from .registry import PROJ
+
         width = 0
         body = []
+        groups = self.output_groups()
         for n, d in self._nodes.items():
-            if d.op == "input":
+            if d.op == "input" or d.op == PROJ:
                 continue
             if d.op == "const":
                 rhs = "const " + format_params({"value": d.params["value"]}, bare=True)
@@ -377,7 +382,12 @@ class Graph:
                 extra = format_params(d.params)
                 if extra:
                     rhs += " " + extra
-            text = f"  %{n}:{self._aval(n)} = {rhs}"
+            if n in groups:     # a multi-output node: its outputs on the left ("_": unused)
+                lhs = ", ".join("_" if p is None else f"%{p}:{self._aval(p)}"
+                                for p in groups[n])
+            else:
+                lhs = f"%{n}:{self._aval(n)}"
+            text = f"  {lhs} = {rhs}"
             width = max(width, len(text))
             body.append((text, d.src, [(k, v) for k, v in d.params.items()
                                           if isinstance(v, Graph)]))
@@ -392,6 +402,20 @@ class Graph:
             lines.append(f"  guard %{node} == {format_params({'v': expected}, bare=True)}")
         lines.append("  return " + ", ".join(f"%{o}" for o in self.outputs))
         return "\n".join(lines)
+
+    def output_groups(self) -> dict[int, list]:
+        """head -> its ``proj`` nodes by output index (None for an output without one), for
+        every multi-output node (see ``ir/registry.py``)."""
+        from .registry import PROJ, REGISTRY
+
+        groups: dict = {}
+        for n, d in self._nodes.items():
+            if d.op == PROJ:
+                head = d.args[0]
+                if head not in groups:
+                    groups[head] = [None] * REGISTRY[self._nodes[head].op].outputs
+                groups[head][d.params["index"]] = n
+        return groups
 
     def _aval(self, n) -> str:
         d = self._nodes[n]
@@ -440,7 +464,7 @@ class Graph:
         return summarize(self)
 
     def to_json(self) -> str:
-        """The graph as a ``tracegrad-ir`` version 1 JSON document (see ``ir/serialize.py``)."""
+        """The graph as a ``tracegrad-ir`` version 2 JSON document (see ``ir/serialize.py``)."""
         from .serialize import to_json
 
         return to_json(self)

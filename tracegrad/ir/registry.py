@@ -71,6 +71,19 @@ them an entry states in ``declared``, and every built-in primitive states all):
 
 Rules are NumPy code: applied to traced values they record graph nodes, which
 is what lets the adjoint pass differentiate its own output again.
+
+**Multi-output primitives** (``outputs=k > 1``: ``svd`` gives ``u, s, vh`` from one
+factorisation). ``impl`` returns a tuple of ``k`` arrays, ``abstract`` a list of ``k``
+``(shape, dtype)`` pairs, ``jax`` a tuple. In a graph the application is one node (the
+*head*) whose value is that tuple, followed at once by one ``proj`` node per output
+(``proj %head index=i``, consecutive ids; a pass may drop the unused ones). Every other
+node uses the projections, never the head; the head's own ``shape`` is ``()`` and its
+``dtype`` that of its first output. Printing, DOT and JSON show the head and its
+projections as one node with several outputs. ``apply`` on traced operands returns the
+tuple of the projections' tracers. The rules see tuples: ``vjp(gs, outs, *args)`` gets
+one cotangent per output (``None`` for an output that receives none) and the tuple of
+outputs; ``jvp(tangents, outs, *args)`` returns one tangent per output (``None`` for a
+zero one).
 """
 from __future__ import annotations
 
@@ -137,6 +150,8 @@ class Primitive:
     torch_name: str = ""
     jax_casts: str | None = None
     extra: dict = field(default_factory=dict)
+    # how many outputs one application gives (module docstring: multi-output primitives)
+    outputs: int = 1
     # the FACTS this entry's registration stated (the rest are defaults)
     declared: frozenset = field(default=frozenset(), repr=False)
 
@@ -154,10 +169,16 @@ class Primitive:
         return f"<primitive {self.name}>"
 
     def shape_dtype(self, avals, params):
+        """``(shape, dtype)`` of the result; for a multi-output primitive, a list of them."""
         if self.abstract is not None:
+            if self.outputs > 1:
+                return [(tuple(shape), np.dtype(dtype))
+                        for shape, dtype in self.abstract(*avals, **params)]
             shape, dtype = self.abstract(*avals, **params)
             return tuple(shape), np.dtype(dtype)
         out = self.impl(*(_standin(a) for a in avals), **params)
+        if self.outputs > 1:
+            return [(o.shape, o.dtype) for o in out]
         return out.shape, out.dtype
 
 
@@ -168,6 +189,8 @@ def _standin(aval: Aval):
 
 
 REGISTRY: dict[str, Primitive] = {}
+# the op of a multi-output node's outputs (``ir/prims/multi.py``; module docstring)
+PROJ = "proj"
 _FAMILY_JAX_CASTS = {"elementwise": "ufunc", "reduce": "accumulate", "linalg": "float"}
 
 

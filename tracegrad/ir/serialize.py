@@ -1,12 +1,19 @@
 """Graphs as JSON: a versioned, documented schema, and a loader that is safe by construction.
 
-The document (``"format": "tracegrad-ir", "version": 1``)::
+The document (``"format": "tracegrad-ir", "version": 2``)::
 
-    {"format": "tracegrad-ir", "version": 1,
+    {"format": "tracegrad-ir", "version": 2,
      "inputs": [0, 1], "outputs": [5],
      "guards": [{"node": 4, "value": <value>}],
      "nodes": [{"id": 0, "op": "input", "args": [], "shape": [3], "dtype": "float64",
                 "params": {"index": 0}, "src": "model.py:12"}, ...]}
+
+A multi-output node (``svd``; see ``ir/registry.py``) is one entry with ``outputs``
+in place of ``shape`` and ``dtype``: ``{"id": 3, "op": "svd", "args": [0], "params": {},
+"src": ..., "outputs": [{"id": 4, "shape": [3, 3], "dtype": "float64"}, null, ...]}``,
+one item per output of the primitive (``null`` for an output the graph dropped); the
+loader makes the ``proj`` nodes, which a document never lists. Version 1 (no
+multi-output nodes) is read too.
 
 Nodes are listed in evaluation order and may only refer to nodes listed before
 them, so a document cannot describe a cycle. Parameter values are JSON numbers,
@@ -43,12 +50,13 @@ import numpy as np
 from ..errors import TraceError
 from .indexspec import Arg, Index, Slice
 from .printing import printable
-from .registry import REGISTRY, Aval
+from .registry import PROJ, REGISTRY, Aval
 from .schema import DTYPES as _DTYPES
 from .schema import MAX_DIMS, MAX_ELEMENTS, MAX_INT, Invalid, check_node
 
 FORMAT = "tracegrad-ir"
-VERSION = 1
+VERSION = 2
+READS = (1, 2)      # the versions the loader reads
 MAX_DOCUMENT_BYTES = 256 * 2**20
 MAX_CONSTANT_BYTES = 2**30      # all arrays of a document together
 MAX_NESTING = 8                 # sub-graphs within sub-graphs
@@ -57,6 +65,7 @@ MAX_STRING = 4096
 MAX_SRC = 512
 _SRC = re.compile(r".{1,480}:[0-9]{1,9}\Z", re.DOTALL)
 _NODE_FIELDS = {"id", "op", "args", "shape", "dtype", "params", "src"}
+_MULTI_FIELDS = {"id", "op", "args", "params", "src", "outputs"}
 _DOC_FIELDS = {"format", "version", "inputs", "outputs", "guards", "nodes"}
 
 
@@ -104,11 +113,19 @@ def to_json(graph) -> str:
 
 def _document(graph) -> dict:
     nodes = []
+    groups = graph.output_groups()
     for n, d in graph.items():
-        nodes.append({"id": n, "op": d["op"], "args": list(d["args"]), "shape": list(d["shape"]),
-                      "dtype": d["dtype"],
-                      "params": {k: _encode(v) for k, v in d["params"].items()},
-                      "src": d["src"]})
+        if d["op"] == PROJ:
+            continue        # written with its multi-output node
+        entry = {"id": n, "op": d["op"], "args": list(d["args"])}
+        if n in groups:
+            entry["outputs"] = [None if p is None else
+                                {"id": p, "shape": list(graph.node(p)["shape"]),
+                                 "dtype": graph.node(p)["dtype"]} for p in groups[n]]
+        else:
+            entry.update(shape=list(d["shape"]), dtype=d["dtype"])
+        entry.update(params={k: _encode(v) for k, v in d["params"].items()}, src=d["src"])
+        nodes.append(entry)
     doc = {"format": FORMAT, "version": VERSION, "inputs": list(graph.inputs),
            "outputs": list(graph.outputs),
            "guards": [{"node": n, "value": _encode(_guard_value(v))} for n, v in graph.guards],
@@ -277,15 +294,24 @@ class _Loader:
         return self.document(doc)
 
     def document(self, doc, depth=0):
-        from .graph import Graph
 
         self.expect(depth <= MAX_NESTING, f"sub-graphs nested more than {MAX_NESTING} deep")
         self.depth = depth
         self.expect(isinstance(doc, dict), "the document must be a JSON object")
         self.expect(doc.get("format") == FORMAT, f"format must be {FORMAT!r}")
-        self.expect(doc.get("version") == VERSION,
-                    f"unsupported version {_short(doc.get('version'))} (this tracegrad reads "
-                    f"version {VERSION})")
+        version = doc.get("version")
+        self.expect(type(version) is int and version in READS,
+                    f"unsupported version {_short(version)} (this tracegrad reads "
+                    f"versions {', '.join(map(str, READS))})")
+        outer, self.version = getattr(self, "version", None), version
+        try:
+            return self._document_body(doc)
+        finally:
+            self.version = outer
+
+    def _document_body(self, doc):
+        from .graph import Graph
+
         self.expect(set(doc) == _DOC_FIELDS,
                     f"unexpected or missing fields: {_short(sorted(set(doc) ^ _DOC_FIELDS))}")
         self.expect(isinstance(doc["nodes"], list), "nodes must be a list")
@@ -329,16 +355,30 @@ class _Loader:
     def ref(self, graph, n, what):
         self.expect(type(n) is int and n in graph, f"{what} refers to node {_short(n)}, which "
                                                    "is not defined before it")
+        op = graph.op(n)
+        # a multi-output node's value is a tuple: only its outputs are values to use
+        self.expect(op in ("input", "const") or REGISTRY[op].outputs == 1,
+                    f"{what} refers to node {n}, a {op} node with several outputs; use one "
+                    "of its outputs")
         return n
 
     def node(self, graph, entry):
-        self.expect(isinstance(entry, dict) and set(entry) == _NODE_FIELDS,
-                    f"a node has exactly the fields {sorted(_NODE_FIELDS)}")
+        multi = (self.version >= 2 and isinstance(entry, dict) and isinstance(entry.get("op"), str)
+                 and entry["op"] in REGISTRY and REGISTRY[entry["op"]].outputs > 1)
+        fields = _MULTI_FIELDS if multi else _NODE_FIELDS
+        self.expect(isinstance(entry, dict) and set(entry) == fields,
+                    f"a node has exactly the fields {sorted(fields)}")
         n = self.int_(entry["id"], "a node id", lo=0)
         self.expect(n not in graph, f"node id {n} appears twice")
         op = entry["op"]
         self.expect(isinstance(op, str) and (op in ("input", "const") or op in REGISTRY),
                     f"unknown op {_short(op)}")
+        self.expect(op != PROJ, "a proj node is written as an output of its multi-output "
+                                  "node")
+        self.expect(multi or op in ("input", "const") or REGISTRY[op].outputs == 1,
+                    f"a {op} node has several outputs (version 2 documents only)")
+        if multi:
+            return self.multi_node(graph, entry, n, op)
         self.expect(op != "custom_vjp_call", "custom_vjp nodes cannot be loaded (their rule "
                                              "is Python code)")
         self.expect(isinstance(entry["args"], list), "args must be a list")
@@ -365,6 +405,65 @@ class _Loader:
             self.derive(n, REGISTRY[op], [graph.node(a) for a in args], params, shape, dtype)
         graph.put(n, {"op": op, "args": tuple(args), "shape": shape, "dtype": dtype.name,
                       "params": params, "src": src})
+
+    def multi_node(self, graph, entry, n, op):
+        """A multi-output node: the head, then one ``proj`` node per listed output."""
+        prim = REGISTRY[op]
+        self.expect(isinstance(entry["args"], list), "args must be a list")
+        args = [self.ref(graph, a, f"node {n}'s operand") for a in entry["args"]]
+        self.expect(isinstance(entry["params"], dict), "params must be an object")
+        params = {}
+        for k, v in entry["params"].items():
+            self.expect(k.isidentifier() and not keyword.iskeyword(k) and len(k) <= 64,
+                        f"a parameter name must be an identifier, got {_short(k)}")
+            params[k] = self.value(v)
+        src = self.src(entry["src"])
+        outs = entry["outputs"]
+        self.expect(isinstance(outs, list) and len(outs) == prim.outputs,
+                    f"node {n} ({op}) lists {prim.outputs} outputs")
+        declared = []
+        for out in outs:
+            if out is None:
+                declared.append(None)
+                continue
+            self.expect(isinstance(out, dict) and set(out) == {"id", "shape", "dtype"},
+                        "an output has exactly id, shape and dtype (or is null)")
+            m = self.int_(out["id"], "a node id", lo=0)
+            self.expect(m != n and m not in graph and m not in [d[0] for d in declared if d],
+                        f"node id {m} appears twice")
+            declared.append((m, self.shape(out["shape"], f"node {m}'s shape"),
+                             self.dtype(out["dtype"])))
+        avals = [Aval(tuple(graph.node(a)["shape"]), np.dtype(graph.node(a)["dtype"]))
+                 for a in args]
+        got = self.rule(n, prim, avals, params)
+        for out, (shape, dtype) in zip(declared, got):
+            if out is not None:
+                self.expect(tuple(shape) == out[1] and np.dtype(dtype) == out[2],
+                            f"node {out[0]} ({op}) declares {out[2].name}{list(out[1])}, but "
+                            f"its operands and params give {np.dtype(dtype).name}"
+                            f"{list(shape)}")
+        graph.put(n, {"op": op, "args": tuple(args), "shape": (),
+                      "dtype": np.dtype(got[0][1]).name, "params": params, "src": src})
+        for i, out in enumerate(declared):
+            if out is not None:
+                graph.put(out[0], {"op": PROJ, "args": (n,), "shape": out[1],
+                                   "dtype": out[2].name, "params": {"index": i}, "src": src})
+
+    def rule(self, n, prim, avals, params):
+        """``prim``'s declaration checked and its shape rule run on ``avals``."""
+        try:
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                check_node(prim, avals, params)
+                return prim.shape_dtype(avals, params)
+        except Invalid as e:
+            self.fail(f"node {n}: {e}")
+        except TraceError as e:
+            self.fail(f"node {n} ({prim.name}): {e}")
+        except Exception as e:  # noqa: BLE001 - a rule's own error on a bad document
+            self.fail(f"node {n} ({prim.name}) does not apply to operands "
+                      f"{[(a.shape, a.dtype.name) for a in avals]}: "
+                      f"{type(e).__name__}: {printable(str(e))[:200]}")
 
     def derive(self, n, prim, operands, params, shape, dtype):
         """Check the node against its primitive's declaration, then re-derive its shape and

@@ -12,7 +12,7 @@ instead of recomputing them. The eager front end runs that graph, so a
 """
 from typing import NamedTuple
 
-from ..ir import REGISTRY, Graph, apply
+from ..ir import PROJ, REGISTRY, Graph, apply
 from ..tracer import new_trace, replay
 from .common import abstract_inputs, at_node, carries_gradient, finish, fit, zeros
 
@@ -56,6 +56,18 @@ def _sweep(trace, graph: Graph, seeds, wrt=None, taps=()) -> _Sweep:
             continue
         prim = REGISTRY[d["op"]]
         args = d["args"]
+        if d["op"] == PROJ:
+            # one output of a multi-output node: its cotangent takes its slot in the
+            # tuple the node's rule receives (None for outputs that get none)
+            head = args[0]
+            if flows[head]:
+                slots = cts.setdefault(head, [None] * REGISTRY[graph.op(head)].outputs)
+                i = d["params"]["index"]
+                slots[i] = ct if slots[i] is None else slots[i] + ct
+            returned[n] = []
+            continue
+        if prim.outputs > 1:
+            ct = tuple(ct)
         first = trace.graph.next_id
         with at_node(d):
             arg_cts = prim.vjp(ct, env[n], *(env[a] for a in args), **d["params"])
@@ -114,7 +126,8 @@ def backward_graph(graph: Graph, wrt, seeds=None, taps=()) -> Backward:
     with new_trace() as trace:
         sweep = _sweep(trace, graph, seeds, wrt=wrt, taps=set(taps))
     full = trace.graph
-    forward_of = {t._node: n for n, t in sweep.env.items()}
+    # (a multi-output node's value is a tuple; its projections stand for it)
+    forward_of = {t._node: n for n, t in sweep.env.items() if not isinstance(t, tuple)}
     seed_of = {t._node: k for k, t in enumerate(sweep.seeds)}
     boundary = forward_of.keys() | seed_of.keys()
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import TraceError
-from ..ir import REGISTRY, Aval, Graph, apply
+from ..ir import PROJ, REGISTRY, Aval, Graph, apply
 from ..ir.indexspec import Index
 from ..ir.prims.batching import bcast, reshape, shape
 from ..tracer import Tracer, new_trace, source_override
@@ -48,6 +48,19 @@ def fallback(size, args, batched, out_shape, op, **params):
     if not rows:
         raise TraceError(f"cannot batch {op} over an empty batch")
     return rows[0] if size == 1 else apply("concatenate", *rows, axis=0)
+
+
+def _fallback_multi(size, args, batched, op, **params):
+    """``fallback`` for a multi-output primitive: each output stacked on its own."""
+    rows = []
+    for i in range(size):
+        row_args = [apply("getitem", a, index=Index((i,))) if b else a
+                    for a, b in zip(args, batched)]
+        rows.append([reshape(r, (1,) + shape(r)) for r in apply(op, *row_args, **params)])
+    if not rows:
+        raise TraceError(f"cannot batch {op} over an empty batch")
+    return tuple(col[0] if size == 1 else apply("concatenate", *col, axis=0)
+                 for col in zip(*rows))
 
 
 # -- the pass ----------------------------------------------------------------------------------
@@ -85,6 +98,10 @@ def batch(graph: Graph, batched_inputs, size: int, *, rules=None, stats=None) ->
                     env[n] = trace.const(d["params"]["value"], snapshot=False)
                 batched[n] = False
                 continue
+            if op == PROJ:    # an output of a multi-output node: batched with it
+                env[n] = env[d["args"][0]][d["params"]["index"]]
+                batched[n] = batched[d["args"][0]]
+                continue
             args = [env[a] for a in d["args"]]
             flags = [batched[a] for a in d["args"]]
             with at_node(d):
@@ -94,7 +111,10 @@ def batch(graph: Graph, batched_inputs, size: int, *, rules=None, stats=None) ->
                 rule = REGISTRY[op].batch if table is None else table.get(op)
                 out = NotImplemented if rule is None else rule(
                     size, args, flags, tuple(d["shape"]), **d["params"])
-                if out is NotImplemented:
+                if out is NotImplemented and REGISTRY[op].outputs > 1:
+                    out = _fallback_multi(size, args, flags, op, **d["params"])
+                    kind = "fallback"
+                elif out is NotImplemented:
                     out = fallback(size, args, flags, tuple(d["shape"]), op, **d["params"])
                     kind = "fallback"
                     if stats is not None:
@@ -103,6 +123,9 @@ def batch(graph: Graph, batched_inputs, size: int, *, rules=None, stats=None) ->
                     kind = "rule"
                 if stats is not None:
                     stats[kind] = stats.get(kind, 0) + 1
+                if REGISTRY[op].outputs > 1:     # a tuple: its projections are checked
+                    env[n], batched[n] = tuple(out), True
+                    continue
                 want = (size,) + tuple(d["shape"])
                 if shape(out) != want:
                     raise TraceError(f"the batching rule of {op} gave shape {shape(out)}, "

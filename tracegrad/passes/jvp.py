@@ -1,5 +1,5 @@
 """Forward mode as a graph-to-graph pass: every node's JVP rule, in program order."""
-from ..ir import REGISTRY, Graph
+from ..ir import PROJ, REGISTRY, Graph
 from ..ir.dtypes import is_float
 from ..tracer import new_trace, replay
 from .common import abstract_inputs, at_node, finish, fit, zeros
@@ -22,13 +22,22 @@ def jvp(graph: Graph) -> Graph:
             if d["op"] in ("input", "const") or not is_float(d["dtype"]):
                 continue
             prim = REGISTRY[d["op"]]
+            if d["op"] == PROJ:
+                # one output of a multi-output node: picked out of the node's tangents
+                head = tangents.get(d["args"][0])
+                t = None if head is None else head[d["params"]["index"]]
+                if t is not None:
+                    tangents[n] = fit(t, d["shape"], d["dtype"], tangent=True)
+                continue
             arg_tangents = [None if i in prim.nondiff_args else tangents.get(a)
                             for i, a in enumerate(d["args"])]
             if prim.jvp is None or all(t is None for t in arg_tangents):
                 continue
             with at_node(d):
                 t = prim.jvp(arg_tangents, env[n], *(env[a] for a in d["args"]), **d["params"])
-                if t is not None:
+                if t is not None and prim.outputs > 1:
+                    tangents[n] = tuple(t)
+                elif t is not None:
                     tangents[n] = fit(t, d["shape"], d["dtype"], tangent=True)
 
         out_tangents = []

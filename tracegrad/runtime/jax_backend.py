@@ -173,7 +173,8 @@ def graph_function(graph: Graph):
                                 for i, x in enumerate(operands)]
                 value = prim.jax(*operands, **d["params"])
                 # the graph says what NumPy gives, and that is what the node must hold
-                if value.dtype != d["dtype"]:
+                # (a multi-output node's tuple: its projections' dtypes, checked there)
+                if prim.outputs == 1 and value.dtype != d["dtype"]:
                     value = astype(value, d["dtype"])
                 env[n] = value
         outs = [env[o] for o in graph.outputs]

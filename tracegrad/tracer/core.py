@@ -20,7 +20,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from ..errors import TraceError
-from ..ir import REGISTRY, Aval, Graph
+from ..ir import PROJ, REGISTRY, Aval, Graph
 from ..ir.evaluate import evaluate
 from ..ir.source import source_override, user_frame, user_src, where
 from . import pytree as _pytree
@@ -245,6 +245,8 @@ class Trace:
         # costs the same whatever its trip count
         if concrete and "lazy" in prim.extra:
             concrete = not prim.extra["lazy"]
+        if prim.outputs > 1:
+            return self._add_multi(prim, tuple(ids), vals, params, concrete, src)
         try:
             if concrete:
                 value = prim.impl(*vals, **params)
@@ -266,6 +268,32 @@ class Trace:
         ids = tuple(ids)
         node = self._record(prim.name, ids, params, shape, dtype, src, value)
         return Tracer(self, node, shape, dtype, value)
+
+    def _add_multi(self, prim, ids, vals, params, concrete, src) -> tuple:
+        """A multi-output primitive: its head node, then one ``proj`` node per output
+        (``ir/registry.py``); returns the projections' tracers."""
+        try:
+            if concrete:
+                values = tuple(prim.impl(*vals, **params))
+                avals = [(np.shape(v), np.asarray(v).dtype) for v in values]
+            else:
+                values = (None,) * prim.outputs
+                with np.errstate(all="ignore"):
+                    avals = prim.shape_dtype(self._operand_avals(ids), params)
+        except TraceError:
+            raise
+        except (ValueError, TypeError, IndexError, ArithmeticError) as e:
+            shapes = ", ".join(f"{a.shape} {a.dtype.name}" for a in self._operand_avals(ids))
+            raise TraceError(f"{prim.name} failed on operands of shape {shapes}: "
+                             f"{e}{where(src)}") from None
+        head = self._record(prim.name, ids, params, (), np.dtype(avals[0][1]), src,
+                            values if concrete else None)
+        outs = []
+        for i, ((shape, dtype), value) in enumerate(zip(avals, values)):
+            shape, dtype = tuple(shape), np.dtype(dtype)
+            node = self._record(PROJ, (head,), {"index": i}, shape, dtype, src, value)
+            outs.append(Tracer(self, node, shape, dtype, value))
+        return tuple(outs)
 
     def _operand_avals(self, ids):
         """The avals of the nodes ``ids``."""

@@ -56,7 +56,7 @@ def det(a):
 @implements(np.linalg.slogdet)
 def slogdet(a):
     a = coerce(a)
-    return apply("slogdet_sign", a), apply("logabsdet", a)
+    return apply("slogdet", a)
 
 
 @implements(np.linalg.cholesky)
@@ -94,8 +94,7 @@ def _check_uplo(UPLO):  # noqa: N803
 def eigh(a, UPLO="L"):  # noqa: N803
     """Eigenvalues (ascending) and eigenvectors, NumPy's signs (ir/prims/spectral.py)."""
     a, UPLO = coerce(a), _check_uplo(UPLO)
-    return _result("EighResult", apply("eigvalsh", a, UPLO=UPLO),
-                   apply("eigh_vectors", a, UPLO=UPLO))
+    return _result("EighResult", *apply("eigh", a, UPLO=UPLO))
 
 
 @implements(np.linalg.eigvalsh)
@@ -115,7 +114,7 @@ def eig(a):
     """``EigResult(eigenvalues, eigenvectors)`` (ir/prims/eig.py), real where NumPy's are."""
     a = coerce(a)
     _check_square("eig", a)
-    w, v = apply("eigvals", a), apply("eig_vectors", a)
+    w, v = apply("eig", a)
     if _real_spectrum(a, w):
         w, v = np.real(w), np.real(v)
     return _result("EigResult", w, v)
@@ -158,17 +157,16 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     # factors are the reduced ones the rules apply (the full ones have no derivative)
     m, n = shape_of(a)[-2:]
     full = {"full_matrices": True} if full_matrices and m != n else {}
-    return _result("SVDResult", apply("svd_u", a, **full), apply("svdvals", a),
-                   apply("svd_vh", a, **full))
+    return _result("SVDResult", *apply("svd", a, **full))
 
 
 def _hermitian_svd(a, compute_uv):
     """NumPy's ``svd(a, hermitian=True)``: the eigendecomposition of the lower triangle,
     the eigenvalues' magnitudes sorted descending, their signs moved into Vh."""
-    w = apply("eigvalsh", a, UPLO="L")
     if not compute_uv:
+        w = apply("eigvalsh", a, UPLO="L")
         return np.flip(np.sort(apply("abs", w), axis=-1), axis=-1)
-    v = apply("eigh_vectors", a, UPLO="L")
+    w, v = apply("eigh", a, UPLO="L")
     order = np.flip(np.argsort(apply("abs", w), axis=-1), axis=-1)
     w = np.take_along_axis(w, order, axis=-1)
     u = np.take_along_axis(v, np.expand_dims(order, -2), axis=-1)
@@ -190,11 +188,11 @@ def qr(a, mode="reduced"):
         raise TraceError(f"np.linalg.qr mode={mode!r} is not supported on traced values "
                          f"(use 'reduced', 'complete' or 'r'){where()}")
     if m >= n:
-        q, r = apply("qr_q", a), apply("qr_r", a)
+        q, r = apply("qr", a)
     else:   # wide: Householder QR of [X | Y] is that of X, with R = [R_X | Q^T Y]
         x, y = a[..., :, :m], a[..., :, m:]
-        q = apply("qr_q", x)
-        r = np.concatenate([apply("qr_r", x), _mH(q) @ y], axis=-1)
+        q, rx = apply("qr", x)
+        r = np.concatenate([rx, _mH(q) @ y], axis=-1)
     return r if mode == "r" else _result("QRResult", q, r)
 
 
@@ -228,7 +226,7 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=_NOVALUE):
         return np.zeros(shape, dtype_of(a))   # NumPy keeps the dtype, even an integer one
     if dtype_of(a).kind == "c":   # NumPy's own steps: the SVD of conj(a), transposed
         a = np.conj(a)
-    u, s, vh = apply("svd_u", a), apply("svdvals", a), apply("svd_vh", a)
+    u, s, vh = apply("svd", a)
     cutoff = np.asarray(rcond)[..., None] * max(s, axis=-1, keepdims=True)
     return (_mT(vh) * np.expand_dims(_svd_cutoff_inverse(s, cutoff), -2)) @ _mT(u)
 
@@ -250,7 +248,7 @@ def lstsq(a, b, rcond=None):
     if rcond is None:
         dt = np.result_type(dtype_of(a), dtype_of(b), np.float64)
         rcond = np.finfo(dt).eps * builtins.max(m, n)
-    u, s, vh = apply("svd_u", a), apply("svdvals", a), apply("svd_vh", a)
+    u, s, vh = apply("svd", a)
     cutoff = rcond * max(s, axis=-1, keepdims=True)
     vector = ndim_of(b) == 1
     bm = b[:, None] if vector else b

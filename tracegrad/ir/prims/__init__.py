@@ -7,6 +7,7 @@ from . import (  # noqa: F401
     fft,
     linalg,
     more,
+    multi,
     nn,
     reduce,
     shape,

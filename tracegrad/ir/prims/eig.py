@@ -1,7 +1,8 @@
 """The general (non-symmetric) eigendecomposition: ``np.linalg.eig`` and ``eigvals`` on
-real or complex square matrices, batched over leading axes. Each result is its own
-primitive, as for ``eigh``: ``eigvals`` (the eigenvalues) and ``eig_vectors`` (the
-eigenvectors, as columns); a rule that needs the other result applies that primitive.
+real or complex square matrices, batched over leading axes. ``eig`` is a multi-output
+primitive (``ir/registry.py``): one node, one factorisation, the eigenvalues and the
+eigenvectors (as columns). ``eigvals`` alone is ``np.linalg.eigvals``; ``eig_vectors``
+stays registered for graphs saved before (JSON version 1).
 
 Conventions:
 
@@ -55,7 +56,7 @@ import numpy as np
 
 from ..registry import apply, per_output_element
 from ..registry import register as _register
-from .spectral import cluster_average, host_lowering, inverse_gaps
+from .spectral import cluster_average, host_lowering, host_lowering_multi, inverse_gaps, stacked_multi
 from .util import complex_dtype, mT, square
 
 # Both come from one factorisation shared between the two nodes (``aliasing="unknown"``);
@@ -159,4 +160,42 @@ register(
     doc="the eigenvectors of np.linalg.eig (columns, always complex; NumPy's: unit norm, "
         "largest entry real; tied pairs masked in the rules; no derivative at a "
         "defective matrix)",
+)
+
+
+# -- eig: one node, two outputs (w, v) from one factorisation --------------------------------------
+def _eig_vjp(g, outs, a):
+    (gw, gv), (w, v) = g, outs
+    x = None
+    if gw is not None:     # ct_A = V^-T diag(g) V^T
+        x = np.expand_dims(cluster_average(gw, w), -1) * mT(v)
+    if gv is not None:
+        gv = _complex_tangent(gv, v)
+        s = np.sum(gv * v, axis=-2)
+        e = _largest(v)
+        vk = np.real(np.sum(e * v, axis=-2))
+        gu = (gv - np.conj(v) * np.expand_dims(np.real(s), -2)
+              - 1j * e * np.expand_dims(np.imag(s) / vk, -2))
+        part = (inverse_gaps(w) * (mT(v) @ gu)) @ mT(v)
+        x = part if x is None else x + part
+    return (np.linalg.solve(mT(v), x),)
+
+
+def _eig_jvp(t, outs, a):
+    w, v = outs
+    m = np.linalg.solve(v, _complex_tangent(t[0], v) @ v)  # V^-1 dA V
+    dw = cluster_average(np.sum(m * np.eye(m.shape[-1], dtype=np.dtype(m.dtype)), axis=-1), w)
+    u = v @ (inverse_gaps(w) * m)
+    return dw, u + v * np.expand_dims(_gauge(u, v), -2)
+
+
+register(
+    "eig", _eig, outputs=2,
+    abstract=lambda a: [(square(a).shape[:-1], complex_dtype(a.dtype)),
+                        (square(a).shape, complex_dtype(a.dtype))],
+    vjp=_eig_vjp, jvp=_eig_jvp, jax=host_lowering_multi("eig"), batch=stacked_multi("eig"),
+    family=FAMILY, complex=True, torch_name="LinalgEigBackward0", foldable=False,
+    doc="np.linalg.eig: eigenvalues and eigenvectors from one factorisation (always "
+        "complex; NumPy's order and normalisation; tied pairs masked in the rules; no "
+        "derivative at a defective matrix)",
 )

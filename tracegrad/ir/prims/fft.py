@@ -89,6 +89,8 @@ register(
 
 # -- rfft: real to complex along one axis --------------------------------------------------
 def _rfft_abstract(x, axis, norm):
+    if np.dtype(x.dtype).kind == "c":       # NumPy's rfft refuses complex input too
+        raise TypeError("rfft takes a real input, got a complex one")
     return _moved(x.shape, axis, x.shape[axis] // 2 + 1), complex_dtype(x.dtype)
 
 

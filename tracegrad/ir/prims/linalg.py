@@ -10,7 +10,7 @@ from ..registry import register as _register
 from . import batching
 from .batching import lift_rank, reshape
 from .batching import shape as shape_of
-from .spectral import from_lower, lower_cotangent
+from .spectral import from_lower, lower_cotangent, stacked_multi
 from .util import cubic, mT, square, unbroadcast
 
 # None of these is an elementwise ufunc, a reduction or a structural-zero source of its
@@ -338,7 +338,7 @@ def _adjugate_t(a, det_a):
     regular = det_a[..., None, None] * mT(np.linalg.inv(np.where(near, eye, a)))
     if n <= 4:
         return np.where(near, _cofactors(a), regular)
-    u, vh = apply("svd_u", a), apply("svd_vh", a)
+    u, _, vh = apply("svd", a)
     others = np.prod(np.expand_dims(s, -2) * (1 - eye) + eye, axis=-1)
     # +-1 and locally constant: slogdet_sign carries no derivative for real matrices
     phase = apply("slogdet_sign", u) * apply("slogdet_sign", vh)
@@ -400,6 +400,51 @@ register(
     doc="the first result of np.linalg.slogdet (no gradient for real matrices)",
     batch=batching.stacked("slogdet_sign"), aliasing="fresh", spelling=None, zeros=None,
     cost=cubic(2 / 3), torch_name="SlogdetSignBackward0",
+)
+
+
+# slogdet: one node, two outputs (sign, log|det|) from one LU factorisation
+def _slogdet_abstract(a):
+    shape, dtype = _batch_scalar_abstract(a)
+    return [(shape, dtype), (shape, np.finfo(dtype).dtype)]
+
+
+def _slogdet_vjp(g, outs, a):
+    (gs, gl), (sign, _) = g, outs
+    complex_a = np.dtype(a.dtype).kind == "c"
+    if gl is None and (gs is None or not complex_a):
+        return (None,)
+    inv_t = mT(np.linalg.inv(a))
+    scale = None
+    if gl is not None:
+        scale = gl
+    if gs is not None and complex_a:
+        part = 1j * np.imag(gs * sign)
+        scale = part if scale is None else scale + part
+    return (scale[..., None, None] * inv_t,)
+
+
+def _slogdet_jvp(t, outs, a):
+    sign = outs[0]
+    tr = _trace_of_product(np.linalg.inv(a), t[0])
+    if np.dtype(a.dtype).kind != "c":
+        return None, tr
+    return sign * (1j * np.imag(tr)), tr    # log|det|'s tangent: the real part (fit)
+
+
+def _slogdet_impl(a):
+    sign, logabsdet = np.linalg.slogdet(a)
+    return sign, logabsdet
+
+
+register(
+    "slogdet", _slogdet_impl, abstract=_slogdet_abstract, outputs=2,
+    vjp=_slogdet_vjp, jvp=_slogdet_jvp,
+    jax=_jax(lambda jnp, a: tuple(jnp.linalg.slogdet(a))), family="linalg", complex=True,
+    doc="np.linalg.slogdet: sign and log|det| from one factorisation (the sign has no "
+        "gradient for real matrices)",
+    batch=stacked_multi("slogdet"), aliasing="unknown", spelling=None, zeros=None,
+    foldable=False, cost=cubic(2 / 3), torch_name="LinalgSlogdetBackward0",
 )
 
 

@@ -1,9 +1,11 @@
 """Spectral linear algebra: ``eigh``, ``svd`` and ``qr``, batched over leading axes
-(values of real or complex matrices; derivatives of real ones). Every result is its
-own primitive (``eigvalsh`` / ``eigh_vectors``, ``svdvals`` / ``svd_u`` / ``svd_vh``,
-``qr_q`` / ``qr_r``), as ``slogdet`` is split into
-``slogdet_sign`` and ``logabsdet``; a rule that needs another result applies that
-primitive (the passes' CSE merges repeated applications).
+(values of real or complex matrices; derivatives of real ones). ``eigh``, ``svd`` and
+``qr`` are multi-output primitives (``ir/registry.py``): one node, one factorisation,
+every result (``w, v``; ``u, s, vh``; ``q, r``), and rules that see the cotangents
+(tangents) of all of them at once. ``eigvalsh`` and ``svdvals`` are NumPy's cheaper
+values-only calls. The one-result primitives of earlier versions (``eigh_vectors``,
+``svd_u``, ``svd_vh``, ``qr_q``, ``qr_r``) stay registered, so that graphs saved by them
+(JSON version 1) load and run; the tracer no longer records them.
 
 Conventions (see docs of ``np.linalg.eigh`` / ``svd`` on traced values):
 
@@ -248,6 +250,40 @@ register(
 )
 
 
+# eigh: one node, two outputs (w, v) from one factorisation (np.linalg.eigh)
+def _eigh_abstract(a, UPLO="L"):  # noqa: N803
+    return [_eigvalsh_abstract(a, UPLO), _eigh_vectors_abstract(a, UPLO)]
+
+
+def _eigh_vjp(g, outs, a, UPLO="L"):  # noqa: N803
+    (gw, gv), (w, v) = g, outs
+    s = None
+    if gw is not None:
+        s = (v * np.expand_dims(cluster_average(gw, w), -2)) @ mT(v)
+    if gv is not None:
+        part = v @ (inverse_gaps(w) * (mT(v) @ gv)) @ mT(v)
+        s = part if s is None else s + part
+    return (lower_cotangent(s, UPLO),)
+
+
+def _eigh_jvp(t, outs, a, UPLO="L"):  # noqa: N803
+    w, v = outs
+    ta = from_lower(t[0], UPLO)
+    dw = cluster_average(np.sum(v * (ta @ v), axis=-2), w)
+    return dw, v @ (inverse_gaps(w) * (mT(v) @ ta @ v))
+
+
+def _eigh_impl(a, UPLO="L"):  # noqa: N803
+    w, v = np.linalg.eigh(a, UPLO=UPLO)
+    return w, v
+
+
+def _cubic_cost(out_shape, arg_shapes, params):
+    """About ``10 n^3`` per matrix (a factorisation with its vectors)."""
+    *batch, m, n = arg_shapes[0]
+    return 10 * int(np.prod(batch, dtype=np.int64)) * m * n * min(m, n)
+
+
 # -- svd (reduced) -------------------------------------------------------------------------------
 def _svd_shapes(a):
     _matrix(a)
@@ -367,6 +403,133 @@ register(
 )
 
 
+# -- svd: one node, three outputs (u, s, vh) from one factorisation ----------------------------
+def _svd_abstract(a, full_matrices=False):
+    batch, m, n, k = _svd_shapes(a)
+    return [_svd_vectors_abstract("U")(a, full_matrices), (batch + (k,), _real(a.dtype)),
+            _svd_vectors_abstract("Vh")(a, full_matrices)]
+
+
+def _svd_reduced(outs, a, full_matrices):
+    """The reduced factors of ``outs`` (those of ``full_matrices=True`` cut to ``k``)."""
+    u, s, vh = outs
+    if full_matrices:
+        k = s.shape[-1]
+        u, vh = u[..., :, :k], vh[..., :k, :]
+    return u, s, vh
+
+
+def _svd_check(gs_or_ts, a, full_matrices):
+    m, n = a.shape[-2:]
+    if full_matrices and m != n and (gs_or_ts[0] is not None or gs_or_ts[2] is not None):
+        _reduced_only(None)(None, None, a, full_matrices)
+
+
+def _svd_vjp(g, outs, a, full_matrices=False):
+    gu, gs, gvh = g
+    _svd_check(g, a, full_matrices)
+    u, s, vh = _svd_reduced(outs, a, full_matrices)
+    m, n = a.shape[-2:]
+    ga = None
+    if gs is not None:
+        ga = (u * np.expand_dims(cluster_average(gs, s), -2)) @ vh
+    if gu is not None:
+        x = _inverse_square_gaps(s) * (mT(u) @ gu)
+        part = u @ ((x + mT(x)) * np.expand_dims(s, -2)) @ vh
+        if m > n:
+            part = part + ((gu - u @ (mT(u) @ gu))
+                           * np.expand_dims(_safe_reciprocal(s), -2)) @ vh
+        ga = part if ga is None else ga + part
+    if gvh is not None:
+        y = _inverse_square_gaps(s) * (vh @ mT(gvh))
+        part = u @ (np.expand_dims(s, -1) * (y + mT(y))) @ vh
+        if n > m:
+            part = part + (u * np.expand_dims(_safe_reciprocal(s), -2)) @ (
+                gvh - (gvh @ mT(vh)) @ vh)
+        ga = part if ga is None else ga + part
+    return (ga,)
+
+
+def _svd_jvp(t, outs, a, full_matrices=False):
+    u, s, vh = outs
+    m, n = a.shape[-2:]
+    if full_matrices and m != n:
+        # s's tangent alone: the added columns (rows) of u (vh) have no derivative
+        u, s, vh = _svd_reduced(outs, a, full_matrices)
+        return None, cluster_average(np.sum(u * (t[0] @ mT(vh)), axis=-2), s), None
+    ds = mT(u) @ t[0] @ mT(vh)
+    dsv = cluster_average(np.sum(u * (t[0] @ mT(vh)), axis=-2), s)
+    du = u @ (_inverse_square_gaps(s) * (ds * np.expand_dims(s, -2)
+                                         + np.expand_dims(s, -1) * mT(ds)))
+    if m > n:
+        dav = t[0] @ mT(vh)
+        du = du + (dav - u @ (mT(u) @ dav)) * np.expand_dims(_safe_reciprocal(s), -2)
+    dv = mT(vh) @ (_inverse_square_gaps(s) * (np.expand_dims(s, -1) * ds
+                                              + mT(ds) * np.expand_dims(s, -2)))
+    if n > m:
+        dau = mT(t[0]) @ u
+        dv = dv + (dau - mT(vh) @ (vh @ dau)) * np.expand_dims(_safe_reciprocal(s), -2)
+    return du, dsv, mT(dv)
+
+
+def host_lowering_multi(name):
+    """``host_lowering`` for a multi-output primitive: one host call, every output."""
+    def lower(*args, **params):
+        import jax
+
+        prim = REGISTRY[name]
+        avals = [Aval(tuple(a.shape), np.dtype(a.dtype)) for a in args]
+        outs = prim.shape_dtype(avals, params)
+
+        def host(*xs):
+            values = prim.impl(*(np.asarray(x) for x in xs), **params)
+            return tuple(np.asarray(v, dtype=d) for v, (_, d) in zip(values, outs))
+
+        return tuple(jax.pure_callback(
+            host, tuple(jax.ShapeDtypeStruct(sh, d) for sh, d in outs), *args,
+            vmap_method="expand_dims"))
+    lower.__name__ = f"host:{name}"
+    return lower
+
+
+def _svd_cost(out_shape, arg_shapes, params):
+    """About ``4 m n k`` per matrix (Golub-Reinsch, vectors included)."""
+    *batch, m, n = arg_shapes[0]
+    return 4 * int(np.prod(batch, dtype=np.int64)) * m * n * min(m, n)
+
+
+def stacked_multi(name):
+    """The batching rule of a multi-output factorisation that already acts on a stack of
+    matrices: the batched operand as it is (every output gets the batch axis in front)."""
+    def rule(size, args, batched, out_shape, **params):
+        return apply(name, args[0], **params)
+    return rule
+
+
+def _svd_impl(a, full_matrices=False):
+    u, s, vh = np.linalg.svd(a, full_matrices=full_matrices)
+    return u, s, vh
+
+
+register(
+    "eigh", _eigh_impl, abstract=_eigh_abstract, outputs=2,
+    vjp=_eigh_vjp, jvp=_eigh_jvp, jax=host_lowering_multi("eigh"), family="linalg",
+    torch_name="LinalgEighBackward0", foldable=False, cost=_cubic_cost,
+    batch=stacked_multi("eigh"),
+    doc="np.linalg.eigh: eigenvalues (ascending) and eigenvectors (NumPy's signs) from one "
+        "factorisation; only the UPLO triangle is read, and differentiated",
+)
+
+
+register(
+    "svd", _svd_impl, abstract=_svd_abstract, outputs=3,
+    vjp=_svd_vjp, jvp=_svd_jvp, jax=host_lowering_multi("svd"), family="linalg",
+    torch_name="LinalgSvdBackward0", foldable=False, cost=_svd_cost, batch=stacked_multi("svd"),
+    doc="np.linalg.svd: u, s, vh from one factorisation (NumPy's signs; full_matrices: "
+        "the derivatives of s only for a non-square matrix; tied pairs masked in the rules)",
+)
+
+
 # -- qr (reduced, m >= n for derivatives) -------------------------------------------------------
 def _qr_check(a):
     m, n = a.shape[-2:]
@@ -430,4 +593,24 @@ register(
     jvp=lambda t, out, a: _qr_tangents(t[0], apply("qr_q", a), out, _qr_check(a))[1],
     jax=_jax(lambda jnp, a: jnp.linalg.qr(a)[1]), family="linalg", torch_name="QrRBackward0",
     doc="R of np.linalg.qr's reduced mode (derivatives: m >= n, full column rank)",
+)
+
+
+def _qr_impl(a):
+    q, r = np.linalg.qr(a)
+    return q, r
+
+
+def _qr_vjp(g, outs, a):
+    (gq, gr), (q, r) = g, outs
+    return (_qr_cotangent(gq, gr, q, r, _qr_check(a)),)
+
+
+register(
+    "qr", _qr_impl, abstract=lambda a: [_qr_abstract(0)(a), _qr_abstract(1)(a)], outputs=2,
+    vjp=_qr_vjp, jvp=lambda t, outs, a: _qr_tangents(t[0], *outs, _qr_check(a)),
+    jax=_jax(lambda jnp, a: tuple(jnp.linalg.qr(a))), family="linalg",
+    torch_name="LinalgQrBackward0", foldable=False, cost=_cubic_cost, batch=stacked_multi("qr"),
+    doc="np.linalg.qr's reduced mode: Q and R from one factorisation (derivatives: m >= n, "
+        "full column rank)",
 )
