@@ -262,12 +262,16 @@ class Trace:
         except TraceError:
             raise
         except (ValueError, TypeError, IndexError, ArithmeticError) as e:
-            shapes = ", ".join(f"{a.shape} {a.dtype.name}" for a in self._operand_avals(ids))
-            raise TraceError(f"{prim.name} failed on operands of shape {shapes}: "
-                             f"{e}{where(src)}") from None
+            raise self._failed(prim, ids, e, src) from None
         ids = tuple(ids)
         node = self._record(prim.name, ids, params, shape, dtype, src, value)
         return Tracer(self, node, shape, dtype, value)
+
+    def _failed(self, prim, ids, error, src):
+        """The TraceError for NumPy's own error applying ``prim`` to these operands."""
+        shapes = ", ".join(f"{a.shape} {a.dtype.name}" for a in self._operand_avals(ids))
+        return TraceError(f"{prim.name} failed on operands of shape {shapes}: "
+                          f"{error}{where(src)}")
 
     def _add_multi(self, prim, ids, vals, params, concrete, src) -> tuple:
         """A multi-output primitive: its head node, then one ``proj`` node per output
@@ -283,9 +287,7 @@ class Trace:
         except TraceError:
             raise
         except (ValueError, TypeError, IndexError, ArithmeticError) as e:
-            shapes = ", ".join(f"{a.shape} {a.dtype.name}" for a in self._operand_avals(ids))
-            raise TraceError(f"{prim.name} failed on operands of shape {shapes}: "
-                             f"{e}{where(src)}") from None
+            raise self._failed(prim, ids, e, src) from None
         head = self._record(prim.name, ids, params, (), np.dtype(avals[0][1]), src,
                             values if concrete else None)
         outs = []
