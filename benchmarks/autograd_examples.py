@@ -184,7 +184,7 @@ def _install_shim():
         return -0.5 * quad - 0.5 * logdet - 0.5 * k * np.log(2 * np.pi)
 
     def flatten(value):
-        leaves, shapes, rebuild = [], [], []
+        leaves, shapes = [], []
 
         def walk(v):
             if isinstance(v, (list, tuple)):
@@ -212,7 +212,6 @@ def _install_shim():
                     return s[1](build(k) for k in s[2])
                 return {k: build(c) for k, c in zip(s[1], s[2])}
             return build(spec)
-        rebuild.append(unflatten)
         return flat, unflatten
 
     def flatten_func(func, example):
@@ -293,13 +292,12 @@ def _install_shim():
     scipy = module("autograd.scipy", special=special, stats=stats)
     scipy.__path__ = []
     ag.scipy = scipy
-    flat = module("autograd.misc.flatten", flatten=flatten, flatten_func=flatten_func)
+    module("autograd.misc.flatten", flatten=flatten, flatten_func=flatten_func)
     opt = module("autograd.misc.optimizers", adam=_flat_optimizer(_adam),
                  sgd=_flat_optimizer(_sgd))
     misc = module("autograd.misc", flatten=flatten, optimizers=opt)
     misc.__path__ = []
     ag.misc = misc
-    del flat
     module("autograd.test_util", check_grads=check_grads)
     return ag
 

@@ -381,17 +381,11 @@ class _Loader:
             return self.multi_node(graph, entry, n, op)
         self.expect(op != "custom_vjp_call", "custom_vjp nodes cannot be loaded (their rule "
                                              "is Python code)")
-        self.expect(isinstance(entry["args"], list), "args must be a list")
-        args = [self.ref(graph, a, f"node {n}'s operand") for a in entry["args"]]
+        args = self.operands(graph, entry, n)
         self.expect(op not in ("input", "const") or not args, f"an {op} node has no operands")
         shape = self.shape(entry["shape"], f"node {n}'s shape")
         dtype = self.dtype(entry["dtype"])
-        self.expect(isinstance(entry["params"], dict), "params must be an object")
-        params = {}
-        for k, v in entry["params"].items():
-            self.expect(k.isidentifier() and not keyword.iskeyword(k) and len(k) <= 64,
-                        f"a parameter name must be an identifier, got {_short(k)}")
-            params[k] = self.value(v)
+        params = self.params(entry)
         src = self.src(entry["src"])
         if op == "const":
             value = params.get("value")
@@ -406,17 +400,26 @@ class _Loader:
         graph.put(n, {"op": op, "args": tuple(args), "shape": shape, "dtype": dtype.name,
                       "params": params, "src": src})
 
-    def multi_node(self, graph, entry, n, op):
-        """A multi-output node: the head, then one ``proj`` node per listed output."""
-        prim = REGISTRY[op]
+    def operands(self, graph, entry, n):
+        """Node ``n``'s operand ids, each naming a node already read."""
         self.expect(isinstance(entry["args"], list), "args must be a list")
-        args = [self.ref(graph, a, f"node {n}'s operand") for a in entry["args"]]
+        return [self.ref(graph, a, f"node {n}'s operand") for a in entry["args"]]
+
+    def params(self, entry):
+        """A node's params: identifier names, values read by ``value``."""
         self.expect(isinstance(entry["params"], dict), "params must be an object")
         params = {}
         for k, v in entry["params"].items():
             self.expect(k.isidentifier() and not keyword.iskeyword(k) and len(k) <= 64,
                         f"a parameter name must be an identifier, got {_short(k)}")
             params[k] = self.value(v)
+        return params
+
+    def multi_node(self, graph, entry, n, op):
+        """A multi-output node: the head, then one ``proj`` node per listed output."""
+        prim = REGISTRY[op]
+        args = self.operands(graph, entry, n)
+        params = self.params(entry)
         src = self.src(entry["src"])
         outs = entry["outputs"]
         self.expect(isinstance(outs, list) and len(outs) == prim.outputs,
