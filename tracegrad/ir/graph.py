@@ -413,7 +413,8 @@ class Graph:
             if d.op == PROJ:
                 head = d.args[0]
                 if head not in groups:
-                    groups[head] = [None] * REGISTRY[self._nodes[head].op].outputs
+                    h = self._nodes[head]
+                    groups[head] = [None] * REGISTRY[h.op].n_outputs(h.params)
                 groups[head][d.params["index"]] = n
         return groups
 

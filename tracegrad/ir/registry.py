@@ -73,7 +73,10 @@ Rules are NumPy code: applied to traced values they record graph nodes, which
 is what lets the adjoint pass differentiate its own output again.
 
 **Multi-output primitives** (``outputs=k > 1``: ``svd`` gives ``u, s, vh`` from one
-factorisation). ``impl`` returns a tuple of ``k`` arrays, ``abstract`` a list of ``k``
+factorisation; or ``outputs=fn``, ``fn(**params)`` giving the count, for primitives whose
+count depends on their params: a loop's carries. ``Primitive.multi`` says whether an
+entry is one, ``Primitive.n_outputs(params)`` how many outputs a node has).
+``impl`` returns a tuple of ``k`` arrays, ``abstract`` a list of ``k``
 ``(shape, dtype)`` pairs, ``jax`` a tuple. In a graph the application is one node (the
 *head*) whose value is that tuple, followed at once by one ``proj`` node per output
 (``proj %head index=i``, consecutive ids; a pass may drop the unused ones). Every other
@@ -150,8 +153,10 @@ class Primitive:
     torch_name: str = ""
     jax_casts: str | None = None
     extra: dict = field(default_factory=dict)
-    # how many outputs one application gives (module docstring: multi-output primitives)
-    outputs: int = 1
+    # how many outputs one application gives (module docstring: multi-output primitives):
+    # a number, or a function of the node's params for primitives whose count depends on
+    # them (a loop gives one output per carry); use ``multi`` and ``n_outputs(params)``
+    outputs: int | Callable[..., int] = 1
     # the FACTS this entry's registration stated (the rest are defaults)
     declared: frozenset = field(default=frozenset(), repr=False)
 
@@ -168,16 +173,25 @@ class Primitive:
     def __repr__(self):
         return f"<primitive {self.name}>"
 
+    @property
+    def multi(self) -> bool:
+        """Whether an application is a head node with ``proj`` nodes (module docstring)."""
+        return callable(self.outputs) or self.outputs > 1
+
+    def n_outputs(self, params) -> int:
+        """How many outputs an application with ``params`` gives."""
+        return self.outputs(**params) if callable(self.outputs) else self.outputs
+
     def shape_dtype(self, avals, params):
         """``(shape, dtype)`` of the result; for a multi-output primitive, a list of them."""
         if self.abstract is not None:
-            if self.outputs > 1:
+            if self.multi:
                 return [(tuple(shape), np.dtype(dtype))
                         for shape, dtype in self.abstract(*avals, **params)]
             shape, dtype = self.abstract(*avals, **params)
             return tuple(shape), np.dtype(dtype)
         out = self.impl(*(_standin(a) for a in avals), **params)
-        if self.outputs > 1:
+        if self.multi:
             return [(o.shape, o.dtype) for o in out]
         return out.shape, out.dtype
 

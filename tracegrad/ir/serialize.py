@@ -357,14 +357,14 @@ class _Loader:
                                                    "is not defined before it")
         op = graph.op(n)
         # a multi-output node's value is a tuple: only its outputs are values to use
-        self.expect(op in ("input", "const") or REGISTRY[op].outputs == 1,
+        self.expect(op in ("input", "const") or not REGISTRY[op].multi,
                     f"{what} refers to node {n}, a {op} node with several outputs; use one "
                     "of its outputs")
         return n
 
     def node(self, graph, entry):
         multi = (self.version >= 2 and isinstance(entry, dict) and isinstance(entry.get("op"), str)
-                 and entry["op"] in REGISTRY and REGISTRY[entry["op"]].outputs > 1)
+                 and entry["op"] in REGISTRY and REGISTRY[entry["op"]].multi)
         fields = _MULTI_FIELDS if multi else _NODE_FIELDS
         self.expect(isinstance(entry, dict) and set(entry) == fields,
                     f"a node has exactly the fields {sorted(fields)}")
@@ -375,7 +375,7 @@ class _Loader:
                     f"unknown op {_short(op)}")
         self.expect(op != PROJ, "a proj node is written as an output of its multi-output "
                                   "node")
-        self.expect(multi or op in ("input", "const") or REGISTRY[op].outputs == 1,
+        self.expect(multi or op in ("input", "const") or not REGISTRY[op].multi,
                     f"a {op} node has several outputs (version 2 documents only)")
         if multi:
             return self.multi_node(graph, entry, n, op)
@@ -422,8 +422,14 @@ class _Loader:
         params = self.params(entry)
         src = self.src(entry["src"])
         outs = entry["outputs"]
-        self.expect(isinstance(outs, list) and len(outs) == prim.outputs,
-                    f"node {n} ({op}) lists {prim.outputs} outputs")
+        try:
+            count = prim.n_outputs(params)
+        except Exception:      # a count read from params the document got wrong
+            count = None
+        self.expect(type(count) is int and count >= 1,
+                    f"node {n} ({op}) has params that give no number of outputs")
+        self.expect(isinstance(outs, list) and len(outs) == count,
+                    f"node {n} ({op}) lists {count} outputs")
         declared = []
         for out in outs:
             if out is None:

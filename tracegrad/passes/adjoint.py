@@ -61,12 +61,14 @@ def _sweep(trace, graph: Graph, seeds, wrt=None, taps=()) -> _Sweep:
             # tuple the node's rule receives (None for outputs that get none)
             head = args[0]
             if flows[head]:
-                slots = cts.setdefault(head, [None] * REGISTRY[graph.op(head)].outputs)
+                hd = graph.node(head)
+                slots = cts.setdefault(
+                    head, [None] * REGISTRY[hd["op"]].n_outputs(hd["params"]))
                 i = d["params"]["index"]
                 slots[i] = ct if slots[i] is None else slots[i] + ct
             returned[n] = []
             continue
-        if prim.outputs > 1:
+        if prim.multi:
             ct = tuple(ct)
         first = trace.graph.next_id
         with at_node(d):

@@ -111,7 +111,7 @@ def batch(graph: Graph, batched_inputs, size: int, *, rules=None, stats=None) ->
                 rule = REGISTRY[op].batch if table is None else table.get(op)
                 out = NotImplemented if rule is None else rule(
                     size, args, flags, tuple(d["shape"]), **d["params"])
-                if out is NotImplemented and REGISTRY[op].outputs > 1:
+                if out is NotImplemented and REGISTRY[op].multi:
                     out = _fallback_multi(size, args, flags, op, **d["params"])
                     kind = "fallback"
                 elif out is NotImplemented:
@@ -123,7 +123,7 @@ def batch(graph: Graph, batched_inputs, size: int, *, rules=None, stats=None) ->
                     kind = "rule"
                 if stats is not None:
                     stats[kind] = stats.get(kind, 0) + 1
-                if REGISTRY[op].outputs > 1:     # a tuple: its projections are checked
+                if REGISTRY[op].multi:     # a tuple: its projections are checked
                     env[n], batched[n] = tuple(out), True
                     continue
                 want = (size,) + tuple(d["shape"])

@@ -35,7 +35,7 @@ def jvp(graph: Graph) -> Graph:
                 continue
             with at_node(d):
                 t = prim.jvp(arg_tangents, env[n], *(env[a] for a in d["args"]), **d["params"])
-                if t is not None and prim.outputs > 1:
+                if t is not None and prim.multi:
                     tangents[n] = tuple(t)
                 elif t is not None:
                     tangents[n] = fit(t, d["shape"], d["dtype"], tangent=True)

@@ -174,7 +174,7 @@ def graph_function(graph: Graph):
                 value = prim.jax(*operands, **d["params"])
                 # the graph says what NumPy gives, and that is what the node must hold
                 # (a multi-output node's tuple: its projections' dtypes, checked there)
-                if prim.outputs == 1 and value.dtype != d["dtype"]:
+                if not prim.multi and value.dtype != d["dtype"]:
                     value = astype(value, d["dtype"])
                 env[n] = value
         outs = [env[o] for o in graph.outputs]

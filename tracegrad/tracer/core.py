@@ -245,7 +245,7 @@ class Trace:
         # costs the same whatever its trip count
         if concrete and "lazy" in prim.extra:
             concrete = not prim.extra["lazy"]
-        if prim.outputs > 1:
+        if prim.multi:
             return self._add_multi(prim, tuple(ids), vals, params, concrete, src)
         try:
             if concrete:
@@ -281,7 +281,7 @@ class Trace:
                 values = tuple(prim.impl(*vals, **params))
                 avals = [(np.shape(v), np.asarray(v).dtype) for v in values]
             else:
-                values = (None,) * prim.outputs
+                values = (None,) * prim.n_outputs(params)
                 with np.errstate(all="ignore"):
                     avals = prim.shape_dtype(self._operand_avals(ids), params)
         except TraceError:
