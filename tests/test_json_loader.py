@@ -175,8 +175,9 @@ def _remat_doc():
 
 
 @pytest.mark.parametrize("edit,match", [
-    (lambda n: n["params"].update(index=5), "index 5 but the checkpointed sub-graph has 1 outputs"),
-    (lambda n: n["params"].update(index=-1), "index must be an integer in"),
+    (lambda n: n["params"].update(index=0), "unknown params ['index']"),
+    (lambda n: n["outputs"].append(None), "lists 1 outputs"),
+    (lambda n: n.update(outputs=n["outputs"][0]), "outputs must be a list"),
     (lambda n: n["params"].update(graph=3), "graph must be a graph"),
     (lambda n: n["params"].pop("graph"), "missing params ['graph']"),
     (lambda n: n.update(args=[]), "the sub-graph takes 1 operands, the node has 0"),
@@ -209,11 +210,15 @@ def _loop_doc():
 
 @pytest.mark.parametrize("op,edit,match", [
     ("scan", lambda n: n["params"].update(n_carry=5), "operands for n_carry=5"),
-    ("scan", lambda n: n["params"].update(index=9), "index 9 but the body sub-graph has 2 outputs"),
+    ("scan", lambda n: n["params"].update(index=1), "unknown params ['index']"),
+    ("scan", lambda n: n.update(outputs=n["outputs"][:1]), "lists 2 outputs"),
     ("scan", lambda n: n["params"].update(reverse=0), "reverse must be true or false"),
     ("while_loop", lambda n: n["params"].update(cond=n["params"]["body"]),
      "cond must return a boolean scalar"),
-    ("while_loop", lambda n: n["params"].update(index=3), "index past the carry"),
+    ("while_loop", lambda n: n["params"].update(index=0), "unknown params ['index']"),
+    ("while_loop", lambda n: n["params"]["body"]["graph"].update(outputs=[]),
+     "the body must return the carry"),
+    ("cond", lambda n: n["outputs"].append(None), "lists 1 outputs"),
     ("cond", lambda n: n["params"].update(false=3), "false must be a graph"),
     ("cond", lambda n: n["params"].update(false=n["params"]["true"]["graph"]["nodes"][0]),
      "must be a JSON scalar or a one-key tagged object"),

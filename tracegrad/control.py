@@ -2,7 +2,8 @@
 ``scan``.
 
 Each traces its function(s) once, abstractly, into a sub-graph held by one node (see
-``higher/control.py``), so a loop of a million steps is a graph of a few nodes. The
+``higher/control.py``), so a loop of a million steps is a graph of a few nodes; the node
+gives all the loop's (or branch's) outputs from one run. The
 functions must not branch on the values they get (use ``tg.cond`` or ``np.where``).
 Values they close over that are being traced become operands of the node, so
 derivatives with respect to them are not lost.
@@ -59,6 +60,14 @@ def _trace(fn, avals, what):
                           trace.const(np.asarray(v)))._node for v in leaves]
         captured = trace.captured_outer
     return prune(graph), captured, tree
+
+
+def _apply(name, outputs, *operands, **params):
+    """The outputs of one ``name`` node (a multi-output node: one run gives them all); a
+    loop or branch with no ``outputs`` at all computes nothing and is no node."""
+    if not outputs:
+        return []
+    return list(apply(name, *operands, **params))
 
 
 def _check_carry(graph, avals, what):
@@ -127,8 +136,8 @@ def scan(f: Callable[[PyTree, PyTree], tuple[PyTree, PyTree]], init: PyTree, xs:
     graph, consts, _ = _trace(body, carry_avals + x_avals, "the function given to scan")
     _check_carry(graph, carry_avals, "the function given to scan")
     operands = list(init_leaves) + list(x_leaves) + list(consts)
-    outs = [apply("scan", *operands, body=graph, n_carry=n_carry, n_x=len(x_leaves), length=n,
-                  reverse=bool(reverse), index=k) for k in range(len(graph.outputs))]
+    outs = _apply("scan", graph.outputs, *operands, body=graph, n_carry=n_carry,
+                  n_x=len(x_leaves), length=n, reverse=bool(reverse))
     return unflatten(init_tree, outs[:n_carry]), unflatten(trees["y"], outs[n_carry:])
 
 
@@ -215,8 +224,8 @@ def while_loop(cond_fun: Callable[[PyTree], Any], body_fun: Callable[[PyTree], P
     body_graph, body_consts, _ = _trace(body, avals, "the body_fun given to while_loop")
     _check_carry(body_graph, avals, "the body_fun given to while_loop")
     operands = list(leaves) + list(cond_consts) + list(body_consts)
-    outs = [apply("while_loop", *operands, cond=cond_graph, body=body_graph, n_carry=len(leaves),
-                  n_cond=len(cond_consts), index=k) for k in range(len(leaves))]
+    outs = _apply("while_loop", leaves, *operands, cond=cond_graph, body=body_graph,
+                  n_carry=len(leaves), n_cond=len(cond_consts))
     return unflatten(tree, outs)
 
 
@@ -262,6 +271,5 @@ def cond(pred: Any, true_fun: Callable[..., PyTree], false_fun: Callable[..., Py
         raise TraceError(f"cond's predicate must be a scalar, got shape {np.shape(pred_arr)}"
                          f"{where()}")
     ops = list(leaves) + list(ct) + list(cf)
-    outs = [apply("cond", pred_arr, *ops, true=true_graph, false=false_graph, index=k)
-            for k in range(len(gt.outputs))]
+    outs = _apply("cond", gt.outputs, pred_arr, *ops, true=true_graph, false=false_graph)
     return unflatten(tree_t, outs)
