@@ -2,6 +2,7 @@
 Python and finite differences, graphs that do not grow with the trip count, and the
 errors (reverse mode through while_loop, bodies that change a carry's dtype, ...)."""
 import itertools
+import json
 
 import numpy as np
 import pytest
@@ -254,3 +255,177 @@ def test_multi_output_nodes_rerun_on_arrays_changed_in_place(name):
         for got, expected in zip(results, want):
             np.testing.assert_allclose(got, expected, rtol=1e-12,
                                        err_msg=f"{name} {label}, {changed} changed")
+
+
+# -- one node, one run: loops, branches and checkpoints are multi-output nodes ----------------
+# Plain NumPy versions of MULTI (Python loops and branches): the oracle.
+def _scan_ref(x, y):
+    c, ys = x, []
+    for v in y:
+        c, out = c * v, c + v
+        ys.append(out)
+    return c, np.stack(ys)
+
+
+def _fori_ref(x, y):
+    c = (x, y)
+    for _ in range(3):
+        c = (c[0] * 2.0 + c[1][0], c[1] * c[0])
+    return c
+
+
+def _while_ref(x, y):
+    c = (x, y[0])
+    while np.sum(c[0]) < 50.0:
+        c = (c[0] * 2.0 + 1.0, c[1] + c[0])
+    return c
+
+
+def _cond_ref(x, y):
+    return (x * y[0], y * 2.0) if np.sum(x) > 0 else (x - 1.0, y)
+
+
+def _checkpoint_ref(x, y):
+    return np.sin(x) * y[0], y * x
+
+
+REFS = {"scan": _scan_ref, "fori_loop": _fori_ref, "while_loop": _while_ref, "cond": _cond_ref,
+        "checkpoint": _checkpoint_ref}
+OP = {"scan": "scan", "fori_loop": "scan", "while_loop": "while_loop", "cond": "cond",
+      "checkpoint": "remat_call"}
+XA, YA = np.array([0.5, 1.5]), np.array([[1.25, 0.5], [-0.75, 1.1], [0.9, -0.3]])
+
+
+def _loss(f):
+    return lambda x, y: sum(np.sum(np.sin(o) * (k + 1)) for k, o in enumerate(f(x, y)))
+
+
+@pytest.fixture
+def runs(monkeypatch):
+    """op -> how many times its implementation ran (the interpreter and generated code
+    both call the registry entry's ``impl``)."""
+    from tracegrad.ir import REGISTRY
+
+    counts = {}
+    for op in set(OP.values()):
+        prim = REGISTRY[op]
+
+        def counting(*args, _impl=prim.impl, _op=op, **params):
+            counts[_op] = counts.get(_op, 0) + 1
+            return _impl(*args, **params)
+        monkeypatch.setattr(prim, "impl", counting)
+    return counts
+
+
+@pytest.mark.parametrize("name", sorted(MULTI))
+def test_one_node_and_one_run_for_all_outputs(name, runs):
+    f, op = MULTI[name], OP[name]
+    graph = tg.trace(f, XA, YA)
+    assert graph.ops().count(op) == 1
+    head = next(n for n in graph if graph.op(n) == op)
+    outs = graph.output_groups()[head]
+    assert len(outs) >= 2 and None not in outs   # (fori_loop: its step number too)
+    # the dump shows one line giving every output
+    line = next(ln for ln in str(graph).splitlines() if f" = {op} " in ln)
+    assert line.split(" = ")[0].strip() == ", ".join(
+        f"%{p}:{graph._aval(p)}" for p in outs)
+    jitted = tg.jit(f)
+    jitted(XA, YA)      # traced and compiled (tracing may run a checkpoint on the values)
+    for label, run in (("interpreter", graph), ("generated code", jitted),
+                       ("loaded from JSON", tg.Graph.from_json(graph.to_json()))):
+        runs.clear()
+        got = run(XA, YA)
+        assert runs == {op: 1}, label
+        for g, w in zip(got, REFS[name](XA, YA)):
+            np.testing.assert_allclose(g, w, rtol=1e-13, err_msg=label)
+    if name != "while_loop":
+        # the gradient: the forward run (a branch or checkpoint runs once more while
+        # traced on the values: only loops are lazy), then for a loop one run keeping the
+        # carries and one backward, for a branch one backward branch (a checkpoint's
+        # backward is its adjoint inlined): never one per output
+        runs.clear()
+        tg.grad(_loss(f), (0, 1))(XA, YA)
+        assert runs == {op: {"scan": 3, "cond": 3, "remat_call": 2}[op]}
+
+
+@pytest.mark.parametrize("name", sorted(MULTI))
+def test_multi_output_values_and_derivatives_match_plain_python(name):
+    f, ref = MULTI[name], REFS[name]
+    loss, ref_loss = _loss(f), _loss(ref)
+    for x in (XA, -XA):              # both branches of cond
+        np.testing.assert_allclose(loss(x, YA), ref_loss(x, YA), rtol=1e-13)
+        tx, ty = np.array([0.3, -1.0]), np.cos(np.arange(6.0)).reshape(3, 2)
+        got = tg.jvp(lambda x, y: f(x, y), (x, YA), (tx, ty))[1]
+        want = tg.jvp(lambda x, y: ref(x, y), (x, YA), (tx, ty))[1]
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-11, atol=1e-13)
+        if name == "while_loop":
+            continue
+        got = tg.grad(loss, (0, 1))(x, YA)
+        want = tg.grad(ref_loss, (0, 1))(x, YA)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-11, atol=1e-13)
+        np.testing.assert_allclose(got[0], finite_diff_grad(ref_loss, [x, YA], 0), rtol=1e-6,
+                                   atol=1e-8)
+
+
+@pytest.mark.parametrize("name", ["scan", "fori_loop", "cond", "checkpoint"])
+def test_hessian_through_multi_output_nodes(name):
+    """Grad of grad: the backward scan (branch, checkpoint) differentiated again."""
+    f, ref = MULTI[name], REFS[name]
+    got = tg.hessian(lambda x: _loss(f)(x, YA))(XA)
+    want = tg.hessian(lambda x: _loss(ref)(x, YA))(XA)
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(MULTI))
+def test_vmap_of_multi_output_nodes(name):
+    f, ref = MULTI[name], REFS[name]
+    xs = np.array([[0.5, 1.5], [-0.4, 0.2], [0.1, 0.7]])
+    got = tg.vmap(f, in_axes=(0, None))(xs, YA)
+    for k, x in enumerate(xs):
+        for g, w in zip(got, ref(x, YA)):
+            np.testing.assert_allclose(g[k], w, rtol=1e-13)
+
+
+@pytest.mark.parametrize("name", sorted(MULTI))
+def test_multi_output_nodes_on_the_jax_backend(name):
+    pytest.importorskip("jax")
+    f, ref = MULTI[name], REFS[name]
+    for g, w in zip(tg.jit(f, backend="jax")(XA, YA), ref(XA, YA)):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-13)
+    if name != "while_loop":
+        got = tg.jit(tg.grad(_loss(f), (0, 1)), backend="jax")(XA, YA)
+        want = tg.grad(_loss(ref), (0, 1))(XA, YA)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(np.asarray(g), w, rtol=1e-11, atol=1e-13)
+
+
+@pytest.mark.parametrize("name", sorted(MULTI))
+def test_multi_output_graphs_round_trip_through_json(name):
+    f = MULTI[name]
+    fn = f if name == "while_loop" else tg.grad(_loss(f), (0, 1))
+    graph = tg.trace(fn, XA, YA)
+    text = graph.to_json()
+    entry = next(e for e in json.loads(text)["nodes"] if e["op"] == OP[name])
+    assert "index" not in entry["params"] and len(entry["outputs"]) >= 2
+    loaded = tg.Graph.from_json(text)
+    assert loaded.to_json() == text and str(loaded) == str(graph)
+    for g, w in zip(loaded(XA, YA), graph(XA, YA)):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_generated_code_runs_the_loop_once():
+    graph = tg.trace(MULTI["scan"], XA, YA)
+    source = tg.jit(MULTI["scan"]).lower(XA, YA).as_text()
+    assert source.count("impl_scan(") == 1
+    assert graph.ops().count("scan") == 1
+
+
+def test_a_loop_without_outputs_is_no_node():
+    def f(x):
+        carry, ys = tg.scan(lambda c, v: ((), None), (), x)
+        return np.sum(x) + len(carry)
+    graph = tg.trace(f, XA)
+    assert "scan" not in graph.ops()
+    assert graph(XA) == np.sum(XA)
