@@ -103,7 +103,7 @@ def test_cond_takes_one_branch_and_differentiates_through_it_and_its_closure():
                                    atol=1e-12)
 
 
-def test_while_loop_values_forward_mode_and_the_reverse_mode_error():
+def test_while_loop_values_and_both_modes():
     def f(x):
         return tg.while_loop(lambda c: c[1] < 4, lambda c: (np.sin(c[0]) + c[0], c[1] + 1),
                              (x, 0))[0]
@@ -116,9 +116,10 @@ def test_while_loop_values_forward_mode_and_the_reverse_mode_error():
     np.testing.assert_allclose(f(X), ref(X), rtol=1e-14)
     t = np.ones(3)
     np.testing.assert_allclose(tg.jvp(f, (X,), (t,))[1], tg.jvp(ref, (X,), (t,))[1], rtol=1e-12)
-    with pytest.raises(tg.TraceError, match="reverse-mode differentiation of tg.while_loop is "
-                                            "not supported.*tg.fori_loop or tg.scan"):
-        tg.grad(lambda x: np.sum(f(x)))(X)
+    loss, ref_loss = (lambda x: np.sum(f(x) ** 2)), (lambda x: np.sum(ref(x) ** 2))
+    np.testing.assert_allclose(tg.grad(loss)(X), tg.grad(ref_loss)(X), rtol=1e-12)
+    np.testing.assert_allclose(tg.grad(loss)(X), finite_diff_grad(ref_loss, [X], 0), rtol=1e-6,
+                               atol=1e-6)
 
 
 def test_backends_agree():
@@ -242,8 +243,6 @@ def test_multi_output_nodes_rerun_on_arrays_changed_in_place(name):
     loss = lambda x, y: sum(np.sum(o ** 2) for o in f(x, y))   # noqa: E731
     runners = {"trace": tg.trace(f, x, y), "jit": tg.jit(f), "grad": tg.grad(loss, (0, 1)),
                "jit-grad": tg.jit(tg.grad(loss, (0, 1)))}
-    if name == "while_loop":         # reverse mode through while_loop is refused
-        runners = {k: v for k, v in runners.items() if "grad" not in k}
     for (label, run), changed in itertools.product(runners.items(), ("x and y", "y")):
         x[:], y[:] = [0.5, 1.5], 1.25
         run(x, y)
@@ -338,14 +337,15 @@ def test_one_node_and_one_run_for_all_outputs(name, runs):
         assert runs == {op: 1}, label
         for g, w in zip(got, REFS[name](XA, YA)):
             np.testing.assert_allclose(g, w, rtol=1e-13, err_msg=label)
-    if name != "while_loop":
-        # the gradient: the forward run (a branch or checkpoint runs once more while
-        # traced on the values: only loops are lazy), then for a loop one run keeping the
-        # carries and one backward, for a branch one backward branch (a checkpoint's
-        # backward is its adjoint inlined): never one per output
-        runs.clear()
-        tg.grad(_loss(f), (0, 1))(XA, YA)
-        assert runs == {op: {"scan": 3, "cond": 3, "remat_call": 2}[op]}
+    # the gradient: the forward run (a branch or checkpoint runs once more while traced on
+    # the values: only loops are lazy), then for a scan one run keeping the carries and one
+    # backward, for a branch one backward branch (a checkpoint's backward is its adjoint
+    # inlined), for a while loop the same two scans once its steps are counted: never one
+    # per output
+    runs.clear()
+    tg.grad(_loss(f), (0, 1))(XA, YA)
+    assert runs == {"scan": {"scan": 3}, "cond": {"cond": 3}, "remat_call": {"remat_call": 2},
+                    "while_loop": {"while_loop": 1, "scan": 2}}[op]
 
 
 @pytest.mark.parametrize("name", sorted(MULTI))
@@ -359,8 +359,6 @@ def test_multi_output_values_and_derivatives_match_plain_python(name):
         want = tg.jvp(lambda x, y: ref(x, y), (x, YA), (tx, ty))[1]
         for g, w in zip(got, want):
             np.testing.assert_allclose(g, w, rtol=1e-11, atol=1e-13)
-        if name == "while_loop":
-            continue
         got = tg.grad(loss, (0, 1))(x, YA)
         want = tg.grad(ref_loss, (0, 1))(x, YA)
         for g, w in zip(got, want):
@@ -369,7 +367,7 @@ def test_multi_output_values_and_derivatives_match_plain_python(name):
                                    atol=1e-8)
 
 
-@pytest.mark.parametrize("name", ["scan", "fori_loop", "cond", "checkpoint"])
+@pytest.mark.parametrize("name", sorted(MULTI))
 def test_hessian_through_multi_output_nodes(name):
     """Grad of grad: the backward scan (branch, checkpoint) differentiated again."""
     f, ref = MULTI[name], REFS[name]
@@ -403,9 +401,7 @@ def test_multi_output_nodes_on_the_jax_backend(name):
 
 @pytest.mark.parametrize("name", sorted(MULTI))
 def test_multi_output_graphs_round_trip_through_json(name):
-    f = MULTI[name]
-    fn = f if name == "while_loop" else tg.grad(_loss(f), (0, 1))
-    graph = tg.trace(fn, XA, YA)
+    graph = tg.trace(tg.grad(_loss(MULTI[name]), (0, 1)), XA, YA)
     text = graph.to_json()
     entry = next(e for e in json.loads(text)["nodes"] if e["op"] == OP[name])
     assert "index" not in entry["params"] and len(entry["outputs"]) >= 2
@@ -429,3 +425,93 @@ def test_a_loop_without_outputs_is_no_node():
     graph = tg.trace(f, XA)
     assert "scan" not in graph.ops()
     assert graph(XA) == np.sum(XA)
+
+
+# -- reverse mode through while_loop (the trip count is known once the forward pass ran) ------
+def _sqrt_newton(a, **bound):
+    """A fixed-point solver: Newton's iteration for sqrt(a), to convergence."""
+    return tg.while_loop(lambda x: np.abs(x * x - a) > 1e-14 * a,
+                         lambda x: 0.5 * (x + a / x), a, **bound)
+
+
+def _sqrt_newton_python(a):
+    x = a
+    while np.abs(x * x - a) > 1e-14 * a:
+        x = 0.5 * (x + a / x)
+    return x
+
+
+@pytest.mark.parametrize("a", [2.0, 30.0])
+def test_a_fixed_point_solver_differentiated_twice(a):
+    np.testing.assert_allclose(_sqrt_newton(a), np.sqrt(a), rtol=1e-15)
+    # the derivatives of the iteration: the unrolled Python loop's, and at convergence
+    # sqrt's own (1/2 a^-1/2, -1/4 a^-3/2)
+    for second in (tg.grad(tg.grad(_sqrt_newton)), tg.jit(tg.grad(tg.grad(_sqrt_newton)))):
+        np.testing.assert_allclose(second(a), tg.grad(tg.grad(_sqrt_newton_python))(a),
+                                   rtol=1e-12)
+        np.testing.assert_allclose(second(a), -0.25 * a ** -1.5, rtol=1e-10)
+    np.testing.assert_allclose(tg.grad(_sqrt_newton)(a), 0.5 / np.sqrt(a), rtol=1e-12)
+    fd = (tg.grad(_sqrt_newton)(a + 1e-5) - tg.grad(_sqrt_newton)(a - 1e-5)) / 2e-5
+    np.testing.assert_allclose(tg.grad(tg.grad(_sqrt_newton))(a), fd, rtol=1e-6)
+
+
+def test_one_compiled_gradient_for_every_trip_count():
+    """The steps are counted when the gradient runs: inputs that take other trip counts
+    need no new trace."""
+    grad = tg.jit(tg.grad(_sqrt_newton))
+    for a in (2.0, 30.0, 1e6, 0.01):
+        np.testing.assert_allclose(grad(a), 0.5 / np.sqrt(a), rtol=1e-10)
+        np.testing.assert_allclose(grad(a), tg.grad(_sqrt_newton_python)(a), rtol=1e-12)
+    assert grad.cache_size == 1
+
+
+def test_while_loop_gradient_with_closures_and_several_carries():
+    w = np.array([0.9, -0.4])
+
+    def f(x, w, limit):
+        def body(c):
+            h, n, total = c
+            return np.tanh(h * w + x), n + 1, total + np.sum(h * h)
+        h, n, total = tg.while_loop(lambda c: c[2] < limit, body, (x, 0, 0.0))
+        return np.sum(h * w) + total * n
+
+    def ref(x, w, limit):
+        h, n, total = x, 0, 0.0
+        while total < limit:
+            h, n, total = np.tanh(h * w + x), n + 1, total + np.sum(h * h)
+        return np.sum(h * w) + total * n
+
+    x = np.array([0.5, 0.8])
+    graph = tg.trace(tg.grad(f, (0, 1)), x, w, 2.0)
+    assert graph.ops().count("while_derived") == 1      # one backward node, every cotangent
+    for limit in (0.5, 2.0):
+        got = tg.grad(f, (0, 1))(x, w, limit)
+        for k in (0, 1):
+            np.testing.assert_allclose(got[k], tg.grad(ref, (0, 1))(x, w, limit)[k], rtol=1e-12)
+            np.testing.assert_allclose(got[k], finite_diff_grad(lambda *a: ref(*a, limit),
+                                                                [x, w], k), rtol=1e-6)
+
+
+def test_while_loop_reverse_mode_on_the_jax_backend_needs_max_steps():
+    pytest.importorskip("jax")
+    with pytest.raises(tg.TraceError, match="needs a bound on its steps.*max_steps=n"):
+        tg.jit(tg.grad(_sqrt_newton), backend="jax")(2.0)
+    bounded = tg.grad(tg.grad(lambda a: _sqrt_newton(a, max_steps=40)))
+    for fn in (bounded, tg.jit(bounded, backend="jax")):
+        np.testing.assert_allclose(np.asarray(fn(2.0)), -0.25 * 2.0 ** -1.5, rtol=1e-10)
+    # the bound stops the loop: three Newton steps
+    three = tg.jit(lambda a: _sqrt_newton(a, max_steps=3), backend="jax")
+    x = 2.0
+    for _ in range(3):
+        x = 0.5 * (x + 2.0 / x)
+    np.testing.assert_allclose(np.asarray(three(2.0)), x, rtol=1e-15)
+
+
+def test_while_loop_derivative_graphs_save_and_load():
+    graph = tg.trace(tg.grad(tg.grad(_sqrt_newton)), 2.0)
+    assert "while_derived" in graph.ops()
+    text = graph.to_json()
+    loaded = tg.Graph.from_json(text)
+    assert loaded.to_json() == text
+    for a in (2.0, 7.0):
+        np.testing.assert_allclose(loaded(np.float64(a)), -0.25 * a ** -1.5, rtol=1e-10)

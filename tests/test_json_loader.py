@@ -230,6 +230,29 @@ def test_malformed_control_flow_nodes(op, edit, match):
     _refused(doc, match)
 
 
+def _while_grad_doc():
+    f = lambda a: tg.while_loop(lambda x: x * x > a + 1e-12, lambda x: 0.5 * (x + a / x), a)  # noqa: E731
+    return _doc(tg.grad(tg.grad(f)), np.float64(2.0))
+
+
+@pytest.mark.parametrize("edit,match", [
+    (lambda n: n["params"].update(chain={"tuple": []}), "must be a chain of at most 4"),
+    (lambda n: n["params"].update(chain={"tuple": [{"tuple": ["adjoint", {"tuple": [5]}]}]}),
+     "seeds (5,) but the function has 1 outputs"),
+    (lambda n: n["params"].update(chain={"tuple": [{"tuple": ["adjoint", {"tuple": [0, 0]}]}]}),
+     "must be a chain"),
+    (lambda n: n["params"].update(chain={"tuple": [{"tuple": ["exec"]}]}), "must be a chain"),
+    (lambda n: n["params"].update(chain={"tuple": [{"tuple": ["jvp"]}] * 5}), "must be a chain"),
+    (lambda n: n["params"].update(select={"tuple": [99]}), "select past"),
+    (lambda n: n.update(args=n["args"][:-1]), "the derived function takes"),
+    (lambda n: n["params"].update(n_carry=3), "operands for n_carry=3"),
+])
+def test_malformed_while_derived_nodes(edit, match):
+    doc = _while_grad_doc()
+    edit(_node(doc, "while_derived"))
+    _refused(doc, match)
+
+
 def test_every_primitive_has_a_declaration():
     """A new primitive with keyword parameters needs an entry in ``ir/schema.py``; the
     declared names must be its implementation's."""

@@ -185,17 +185,24 @@ def _step_number(i):
 
 
 def while_loop(cond_fun: Callable[[PyTree], Any], body_fun: Callable[[PyTree], PyTree],
-               init_val: PyTree) -> PyTree:
+               init_val: PyTree, max_steps: int | None = None) -> PyTree:
     """``while cond_fun(val): val = body_fun(val)``, as one node.
 
-    Forward mode (``tg.jvp``) differentiates it; reverse mode cannot (the number of
-    steps depends on the data) and says so.
+    Both modes differentiate it, to any order. Reverse mode (unlike JAX's) needs no
+    bound on the steps on the NumPy backend: the backward pass counts the steps the
+    inputs take, keeps the value entering each and runs the body's adjoint backwards
+    over them. The JAX backend cannot count steps inside a compiled function: there,
+    reverse mode needs ``max_steps``.
 
     Args:
         cond_fun: ``cond_fun(val) -> bool`` scalar.
         body_fun: ``body_fun(val) -> val``, keeping ``val``'s structure, shapes and
             dtypes.
         init_val: the initial value (a pytree).
+        max_steps: when given (an integer known when tracing), the loop stops after at
+            most that many steps, and is a ``fori_loop`` of ``max_steps`` steps that
+            keeps ``val`` once ``cond_fun`` is false (so ``body_fun`` also runs on the
+            final value: it must not fail there). Differentiable on every backend.
 
     Returns:
         The final value.
@@ -203,8 +210,11 @@ def while_loop(cond_fun: Callable[[PyTree], Any], body_fun: Callable[[PyTree], P
     Raises:
         TraceError: ``cond_fun`` does not return one boolean scalar, ``body_fun``
             changes the value's structure, shapes or dtypes, or either branches on the
-            values it is given.
+            values it is given; ``max_steps`` is not a known integer.
     """
+    if max_steps is not None:
+        return _bounded_while(cond_fun, body_fun, init_val,
+                              _concrete_int(max_steps, "max_steps"))
     leaves, tree = flatten(init_val)
     leaves = _arrays(leaves)
     avals = [_aval(c) for c in leaves]
@@ -227,6 +237,24 @@ def while_loop(cond_fun: Callable[[PyTree], Any], body_fun: Callable[[PyTree], P
     outs = _apply("while_loop", leaves, *operands, cond=cond_graph, body=body_graph,
                   n_carry=len(leaves), n_cond=len(cond_consts))
     return unflatten(tree, outs)
+
+
+def _bounded_while(cond_fun, body_fun, init_val, max_steps):
+    """``while_loop`` of at most ``max_steps`` steps: a fori_loop whose steps after
+    ``cond_fun`` turns false keep the value."""
+    _, tree = flatten(init_val)
+
+    def step(_, val):
+        go = cond_fun(val)
+        if tuple(np.shape(go)) != ():
+            raise TraceError(f"cond_fun must return one boolean scalar{where()}")
+        new_leaves, new_tree = flatten(body_fun(val))
+        if new_tree != tree:
+            raise TraceError(f"body_fun returned a value of structure {new_tree!r}, but "
+                             f"init_val has structure {tree!r}{where()}")
+        return unflatten(tree, [np.where(go, new, old)
+                                for new, old in zip(new_leaves, flatten(val)[0])])
+    return fori_loop(0, max(0, max_steps), step, init_val)
 
 
 def cond(pred: Any, true_fun: Callable[..., PyTree], false_fun: Callable[..., PyTree],

@@ -12,8 +12,9 @@ run of the loop or the branch gives all its outputs, which ``proj`` nodes pick a
   cotangents of every output at once. Its JVP is a scan of the body's tangent graph.
   ``tg.fori_loop`` is a scan over the step numbers.
 - ``while_loop``: ``cond`` and ``body`` graphs over the carries (and their constants);
-  its outputs are the final carries. Forward mode only: reverse mode raises, since the
-  trip count depends on the data.
+  its outputs are the final carries. Its JVP is a while loop of the body's tangent
+  graph; its VJP a ``while_derived`` node (``while_reverse.py``), which counts the steps
+  and differentiates the scan of that many steps.
 - ``cond``: ``pred`` picks the ``true`` or the ``false`` graph (same signature); its
   outputs are the branch's. VJP and JVP are one ``cond`` of the branches' adjoint and
   tangent graphs.
@@ -27,50 +28,35 @@ import functools
 
 import numpy as np
 
-from ..errors import TraceError
-from ..ir.registry import Aval, apply, per_output_element
+from ..ir.registry import apply, per_output_element
 from ..ir.registry import register as _register
-from ..passes.prune import prune
 from ..runtime.interpreter import call_graph
 from ..runtime.jax_backend import graph_function, import_jax
-from ..tracer import Tracer, new_trace
-from .subgraph import adjoint_of, compiled, derived, outputs_of, seeded, tangent_graph, zero_tangents
+from .subgraph import (
+    adjoint_of,
+    avals_of,
+    compiled,
+    derived,
+    outputs_of,
+    seeded,
+    tangent_graph,
+    trace_graph,
+    zero_tangents,
+)
+from .while_reverse import while_vjp
 
 # Loops and branches hold sub-graphs; whether those may see complex values is checked
 # node by node inside them.
 register = functools.partial(_register, complex=True)
 
 
-def _aval(graph, n):
-    d = graph.node(n)
-    return tuple(d["shape"]), np.dtype(d["dtype"])
-
-
 def _zeros(graph, n, lead=()):
-    shape, dtype = _aval(graph, n)
+    ((shape, dtype),) = avals_of(graph, [n])
     return np.zeros(lead + shape, dtype)
-
-
-def _trace(fn, avals):
-    """A graph of ``fn`` over inputs of ``avals`` (all captured values must be operands)."""
-    with new_trace() as trace:
-        ins = [trace.new_input(aval=Aval(tuple(s), np.dtype(d))) for s, d in avals]
-        outs = fn(*ins)
-        if trace.captured:
-            raise TraceError("internal: a derived loop body captured an outer value")
-        trace.graph.outputs = [(o if isinstance(o, Tracer) else trace.const(o))._node
-                               for o in outs]
-    # without the nodes no output needs (a rule's cotangent for a constant operand, which
-    # may even warn: log of a negative base)
-    return prune(trace.graph)
 
 
 def _call(graph, args):
     return call_graph(graph, list(args))
-
-
-def _avals_of(graph, nodes):
-    return [_aval(graph, n) for n in nodes]
 
 
 # -- scan -------------------------------------------------------------------------------------
@@ -89,7 +75,7 @@ def _scan_impl(*operands, body, n_carry, n_x, length, reverse):
 
 
 def _scan_abstract(*avals, body, n_carry, n_x, length, reverse):
-    outs = _avals_of(body, body.outputs)
+    outs = avals_of(body, body.outputs)
     return outs[:n_carry] + [((length,) + shape, dtype) for shape, dtype in outs[n_carry:]]
 
 
@@ -120,11 +106,11 @@ def _backward_step(body, n_carry, n_x):
         new_acc = [a + ct for a, ct in zip(acc, cts[n_carry + n_x:])]
         return [*cts[:n_carry], *new_acc, *cts[n_carry:n_carry + n_x]]
 
-    carry_avals = _avals_of(body, body.inputs[:n_carry])
-    x_avals = _avals_of(body, body.inputs[n_carry:n_carry + n_x])
-    c_avals = _avals_of(body, body.inputs[n_carry + n_x:])
-    y_avals = _avals_of(body, body.outputs[n_carry:])
-    return _trace(step, carry_avals + c_avals + carry_avals + x_avals + y_avals + c_avals)
+    carry_avals = avals_of(body, body.inputs[:n_carry])
+    x_avals = avals_of(body, body.inputs[n_carry:n_carry + n_x])
+    c_avals = avals_of(body, body.inputs[n_carry + n_x:])
+    y_avals = avals_of(body, body.outputs[n_carry:])
+    return trace_graph(step, carry_avals + c_avals + carry_avals + x_avals + y_avals + c_avals)
 
 
 def _scan_vjp(gs, outs, *operands, body, n_carry, n_x, length, reverse):
@@ -139,9 +125,9 @@ def _scan_vjp(gs, outs, *operands, body, n_carry, n_x, length, reverse):
     # 2. one scan backwards in time over them, for the cotangents of every output at once
     step = derived(body, ("scan_backward", n_carry, n_x),
                    lambda b: _backward_step(b, n_carry, n_x))
-    carry_avals = _avals_of(body, body.inputs[:n_carry])
-    c_avals = _avals_of(body, body.inputs[n_carry + n_x:])
-    y_avals = _avals_of(body, body.outputs[n_carry:])
+    carry_avals = avals_of(body, body.inputs[:n_carry])
+    c_avals = avals_of(body, body.inputs[n_carry + n_x:])
+    y_avals = avals_of(body, body.outputs[n_carry:])
     ct_init = [np.zeros(s, d) if g is None else g for g, (s, d) in zip(gs, carry_avals)]
     ct_ys = [np.zeros((length,) + s, d) if g is None else g
              for g, (s, d) in zip(gs[n_carry:], y_avals)]
@@ -171,9 +157,9 @@ def _tangent_step(body, n_carry, n_x):
         outs, touts = res[:n_out], res[n_out:]
         return [*outs[:n_carry], *touts[:n_carry], *outs[n_carry:], *touts[n_carry:]]
 
-    avals = _avals_of(body, body.inputs)
+    avals = avals_of(body, body.inputs)
     ca, xa, ka = avals[:n_carry], avals[n_carry:n_carry + n_x], avals[n_carry + n_x:]
-    return _trace(step, ca + ca + xa + xa + ka + ka)
+    return trace_graph(step, ca + ca + xa + xa + ka + ka)
 
 
 def _scan_jvp(tangents, outs, *operands, body, n_carry, n_x, length, reverse):
@@ -227,14 +213,12 @@ def _while_impl(*operands, cond, body, n_carry, n_cond):
 
 
 def _while_abstract(*avals, cond, body, n_carry, n_cond):
-    return _avals_of(body, body.outputs)
+    return avals_of(body, body.outputs)
 
 
 def _while_vjp(gs, outs, *operands, cond, body, n_carry, n_cond):
-    raise TraceError("reverse-mode differentiation of tg.while_loop is not supported: its "
-                     "number of steps depends on the values, so the backward pass cannot know "
-                     "what to store. Use tg.fori_loop or tg.scan with a fixed number of steps "
-                     "(stopping early inside the body with np.where), or forward mode (tg.jvp)")
+    # once the trip count is known, the loop is a scan of that many steps (while_reverse)
+    return while_vjp(gs, operands, cond, body, n_carry, n_cond)
 
 
 def _while_tangent_body(body, n_carry):
@@ -242,7 +226,7 @@ def _while_tangent_body(body, n_carry):
     *bconsts, *t_bconsts``."""
     jb = tangent_graph(body)
     n_out, n_b = len(body.outputs), len(body.inputs) - n_carry
-    avals = _avals_of(body, body.inputs)
+    avals = avals_of(body, body.inputs)
     ca, ba = avals[:n_carry], avals[n_carry:]
 
     def step(*args):
@@ -251,14 +235,14 @@ def _while_tangent_body(body, n_carry):
         res = _call(jb, [*c, *k, *tc, *tk])
         return [*res[:n_out], *res[n_out:]]
 
-    return _trace(step, ca + ca + ba + ba)
+    return trace_graph(step, ca + ca + ba + ba)
 
 
 def _while_tangent_cond(cond, n_carry):
     """``cond`` over ``*carry, *t_carry, *cconsts`` (the tangents ignored)."""
-    avals = _avals_of(cond, cond.inputs)
+    avals = avals_of(cond, cond.inputs)
     ca = avals[:n_carry]
-    return _trace(lambda *args: _call(cond, [*args[:n_carry], *args[2 * n_carry:]]),
+    return trace_graph(lambda *args: _call(cond, [*args[:n_carry], *args[2 * n_carry:]]),
                   ca + ca + avals[n_carry:])
 
 
@@ -285,7 +269,7 @@ def _while_jax(*operands, cond, body, n_carry, n_cond):
 
 register(
     "while_loop", _while_impl, abstract=_while_abstract, vjp=_while_vjp, jvp=_while_jvp,
-    jax=_while_jax, family="control", extra={"lazy": True, "reverse_mode": False},
+    jax=_while_jax, family="control", extra={"lazy": True},
     outputs=outputs_of("body"),
     doc="the carries once `cond` is false (tg.while_loop)",
     # facts (registry): row by row under vmap, outputs may share the operands' memory
@@ -302,7 +286,7 @@ def _cond_impl(pred, *operands, true, false):
 
 
 def _cond_abstract(pred, *avals, true, false):
-    return _avals_of(true, true.outputs)
+    return avals_of(true, true.outputs)
 
 
 def _cond_vjp(gs, outs, pred, *operands, true, false):

@@ -20,7 +20,8 @@ import weakref
 
 import numpy as np
 
-from ..ir.registry import per_output_element
+from ..errors import TraceError
+from ..ir.registry import Aval, per_output_element
 from ..ir.registry import register as _register
 from ..passes.adjoint import adjoint
 from ..passes.jvp import jvp
@@ -28,6 +29,7 @@ from ..passes.prune import prune
 from ..runtime.codegen import generate
 from ..runtime.interpreter import call_graph
 from ..runtime.jax_backend import graph_function, import_jax
+from ..tracer import Tracer, new_trace
 
 # The sub-graph's own nodes are checked for complex rules one by one.
 register = functools.partial(_register, complex=True)
@@ -45,6 +47,26 @@ def derived(graph, key, make):
     if key not in cache:
         cache[key] = make(graph)
     return cache[key]
+
+
+def avals_of(graph, nodes):
+    """``(shape, dtype)`` of each of ``graph``'s ``nodes``."""
+    return [(tuple(graph.node(n)["shape"]), np.dtype(graph.node(n)["dtype"])) for n in nodes]
+
+
+def trace_graph(fn, avals):
+    """A pruned graph of ``fn`` over inputs of ``avals`` (a rule's derived loop body: every
+    value it uses is an input)."""
+    with new_trace() as trace:
+        ins = [trace.new_input(aval=Aval(tuple(s), np.dtype(d))) for s, d in avals]
+        outs = fn(*ins)
+        if trace.captured:
+            raise TraceError("internal: a derived loop body captured an outer value")
+        trace.graph.outputs = [(o if isinstance(o, Tracer) else trace.const(o))._node
+                               for o in outs]
+    # without the nodes no output needs (a rule's cotangent for a constant operand, which
+    # may even warn: log of a negative base)
+    return prune(trace.graph)
 
 
 def compiled(graph):
@@ -87,7 +109,7 @@ def _remat_impl(*operands, graph):
 
 
 def _remat_abstract(*avals, graph):
-    return [(graph.node(o)["shape"], np.dtype(graph.node(o)["dtype"])) for o in graph.outputs]
+    return avals_of(graph, graph.outputs)
 
 
 def _remat_vjp(gs, outs, *operands, graph):
