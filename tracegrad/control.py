@@ -189,10 +189,10 @@ def while_loop(cond_fun: Callable[[PyTree], Any], body_fun: Callable[[PyTree], P
     """``while cond_fun(val): val = body_fun(val)``, as one node.
 
     Both modes differentiate it, to any order. Reverse mode (unlike JAX's) needs no
-    bound on the steps on the NumPy backend: the backward pass counts the steps the
-    inputs take, keeps the value entering each and runs the body's adjoint backwards
-    over them. The JAX backend cannot count steps inside a compiled function: there,
-    reverse mode needs ``max_steps``.
+    bound on the steps: the backward pass counts the steps the inputs take, keeps the
+    value entering each and runs the body's adjoint backwards over them. XLA cannot
+    count steps inside a compiled function: on the JAX backend that backward pass runs
+    on the host (a callback), unless ``max_steps`` bounds the loop.
 
     Args:
         cond_fun: ``cond_fun(val) -> bool`` scalar.

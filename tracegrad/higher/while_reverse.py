@@ -15,19 +15,19 @@ adjoint backwards over them), and gives the outputs ``select``.
 
 Its own VJP and JVP are ``while_derived`` nodes with one more transform in the chain, so
 a loop is differentiated to any order (a fixed-point solver twice). The derived graphs
-are made once per trip count (``subgraph.derived``). The JAX backend cannot count steps
-inside a compiled function: ``tg.while_loop(..., max_steps=n)`` is the bounded loop it
-differentiates.
+are made once per trip count (``subgraph.derived``). XLA cannot count steps inside a
+compiled function: on the JAX backend the node runs on the host (a callback), and
+``tg.while_loop(..., max_steps=n)`` is the bounded loop XLA compiles and differentiates.
 """
 import numpy as np
 
-from ..errors import TraceError
 from ..ir import schema
 from ..ir.registry import apply, register
 from ..passes.adjoint import adjoint
 from ..passes.jvp import jvp
 from ..passes.prune import prune
 from ..runtime.interpreter import call_graph
+from ..runtime.jax_backend import import_jax
 from .subgraph import avals_of, compiled, derived, seeded, trace_graph, zero_tangents
 
 MAX_CHAIN = 4       # transforms in a chain (a loaded document's bound; 4th derivatives)
@@ -103,9 +103,16 @@ def _jvp(tangents, outs, *operands, cond, body, n_carry, n_cond, chain, select):
 
 
 def _jax(*operands, **params):
-    raise TraceError("reverse-mode differentiation of tg.while_loop on the JAX backend needs "
-                     "a bound on its steps: tg.while_loop(cond_fun, body_fun, init_val, "
-                     "max_steps=n)")
+    """XLA cannot count the steps inside a compiled function: the node runs on the host
+    (``jax.pure_callback``); ``tg.while_loop(..., max_steps=n)`` is the loop XLA compiles."""
+    jax = import_jax()
+    outs = _abstract(*operands, **params)
+
+    def host(*xs):
+        values = _impl(*(np.asarray(x) for x in xs), **params)
+        return tuple(np.asarray(v, dtype=d) for v, (_, d) in zip(values, outs))
+    return tuple(jax.pure_callback(host, tuple(jax.ShapeDtypeStruct(s, d) for s, d in outs),
+                                   *operands, vmap_method="sequential"))
 
 
 def while_vjp(gs, operands, cond, body, n_carry, n_cond):
