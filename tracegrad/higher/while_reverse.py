@@ -19,6 +19,8 @@ are made once per trip count (``subgraph.derived``). XLA cannot count steps insi
 compiled function: on the JAX backend the node runs on the host (a callback), and
 ``tg.while_loop(..., max_steps=n)`` is the bounded loop XLA compiles and differentiates.
 """
+import collections
+
 import numpy as np
 
 from ..ir import schema
@@ -30,6 +32,7 @@ from ..runtime.interpreter import call_graph
 from ..runtime.jax_backend import import_jax
 from .subgraph import avals_of, compiled, derived, seeded, trace_graph, zero_tangents
 
+KEEP_TRIP_COUNTS = 8
 MAX_CHAIN = 4       # transforms in a chain (a loaded document's bound; 4th derivatives)
 
 
@@ -51,7 +54,8 @@ def trip_count(operands, cond, body, n_carry, n_cond):
 
 def chain_graph(cond, body, n_carry, n_cond, chain, steps):
     """The loop's function for inputs taking ``steps`` steps (a scan), transformed by
-    ``chain``; made once per loop, chain and trip count."""
+    ``chain``; made once per loop, chain and trip count (the last ``KEEP_TRIP_COUNTS``
+    trip counts' are kept)."""
     def make(_):
         avals = (avals_of(body, body.inputs[:n_carry]) + avals_of(cond, cond.inputs[n_carry:])
                  + avals_of(body, body.inputs[n_carry:]))
@@ -65,7 +69,16 @@ def chain_graph(cond, body, n_carry, n_cond, chain, steps):
             graph = prune(adjoint(graph, seeds=list(step[1])) if step[0] == "adjoint"
                           else jvp(graph))
         return graph
-    return derived(body, ("while_chain", cond, n_carry, n_cond, chain, steps), make)
+    # the graphs of the last few trip counts seen, per loop and chain
+    made = derived(body, ("while_chain", cond, n_carry, n_cond, chain),
+                   lambda _: collections.OrderedDict())
+    if steps in made:
+        made.move_to_end(steps)
+    else:
+        made[steps] = make(body)
+        if len(made) > KEEP_TRIP_COUNTS:
+            made.popitem(last=False)
+    return made[steps]
 
 
 def _impl(*operands, cond, body, n_carry, n_cond, chain, select):
