@@ -1,9 +1,9 @@
 """``tg.checkpoint``: trade compute for memory in reverse mode (rematerialisation).
 
 ``tg.checkpoint(f)`` traces ``f`` into a sub-graph held by one ``remat_call`` node,
-which gives all of ``f``'s outputs. The forward pass keeps only ``f``'s outputs; the backward pass runs the
-adjoint of the sub-graph, which recomputes the intermediates it needs right before
-using them. Checkpointing every block of a deep chain bounds the values alive at once
+which gives all of ``f``'s outputs. The forward pass keeps only those; the backward
+pass runs the adjoint of the sub-graph, which recomputes the intermediates it needs
+right before using them. Checkpointing every block of a deep chain bounds the values alive at once
 by about one block's worth instead of the whole chain's.
 """
 from __future__ import annotations
