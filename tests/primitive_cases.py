@@ -633,10 +633,30 @@ def _while_np(x):
     return x
 
 
-# reverse mode raises (tests/test_control.py checks it, and forward mode); values here
-add(Case("while_loop", (uniform((2, 3)),), fn=_while_fn, ref_fn=_while_np, derivs=False,
-         jax_fn=lambda x: __import__("jax").lax.while_loop(
-             lambda c: c[1] < 3, lambda c: (c[0] * 1.5 + _jnp("sin")(c[0]), c[1] + 1), (x, 0))[0]))
+def _jax_while_as_fori(x):
+    """JAX's twin: JAX cannot differentiate lax.while_loop in reverse mode; the loop takes
+    three steps, as this fori_loop does."""
+    import jax
+    return jax.lax.fori_loop(0, 3, lambda i, c: c * 1.5 + _jnp("sin")(c), x)
+
+
+add(Case("while_loop", (uniform((2, 3)),), fn=_while_fn, ref_fn=_while_np,
+         jax_fn=_jax_while_as_fori, second=True))
+
+
+# while_derived: reverse mode through tg.while_loop (the gradient of _while_fn)
+def _while_grad_np(x):
+    factor = np.ones_like(x)
+    for _ in range(3):
+        factor = factor * (1.5 + np.cos(x))
+        x = x * 1.5 + np.sin(x)
+    return 2 * x * factor
+
+
+add(Case("while_derived", (uniform((2, 3)),), tag="grad",
+         fn=tg.grad(lambda x: np.sum(_while_fn(x) ** 2)),
+         jax_fn=lambda x: __import__("jax").grad(lambda v: (_jax_while_as_fori(v) ** 2).sum())(x),
+         fd_fn=_while_grad_np, ref_fn=_while_grad_np, second=True))
 
 
 # -- zeros: structural zeros made by the passes (no operands) ------------------------------------

@@ -2,6 +2,7 @@
 Python and finite differences, graphs that do not grow with the trip count, and the
 errors (reverse mode through while_loop, bodies that change a carry's dtype, ...)."""
 import itertools
+import json
 
 import numpy as np
 import pytest
@@ -102,7 +103,7 @@ def test_cond_takes_one_branch_and_differentiates_through_it_and_its_closure():
                                    atol=1e-12)
 
 
-def test_while_loop_values_forward_mode_and_the_reverse_mode_error():
+def test_while_loop_values_and_both_modes():
     def f(x):
         return tg.while_loop(lambda c: c[1] < 4, lambda c: (np.sin(c[0]) + c[0], c[1] + 1),
                              (x, 0))[0]
@@ -115,9 +116,10 @@ def test_while_loop_values_forward_mode_and_the_reverse_mode_error():
     np.testing.assert_allclose(f(X), ref(X), rtol=1e-14)
     t = np.ones(3)
     np.testing.assert_allclose(tg.jvp(f, (X,), (t,))[1], tg.jvp(ref, (X,), (t,))[1], rtol=1e-12)
-    with pytest.raises(tg.TraceError, match="reverse-mode differentiation of tg.while_loop is "
-                                            "not supported.*tg.fori_loop or tg.scan"):
-        tg.grad(lambda x: np.sum(f(x)))(X)
+    loss, ref_loss = (lambda x: np.sum(f(x) ** 2)), (lambda x: np.sum(ref(x) ** 2))
+    np.testing.assert_allclose(tg.grad(loss)(X), tg.grad(ref_loss)(X), rtol=1e-12)
+    np.testing.assert_allclose(tg.grad(loss)(X), finite_diff_grad(ref_loss, [X], 0), rtol=1e-6,
+                               atol=1e-6)
 
 
 def test_backends_agree():
@@ -241,8 +243,6 @@ def test_multi_output_nodes_rerun_on_arrays_changed_in_place(name):
     loss = lambda x, y: sum(np.sum(o ** 2) for o in f(x, y))   # noqa: E731
     runners = {"trace": tg.trace(f, x, y), "jit": tg.jit(f), "grad": tg.grad(loss, (0, 1)),
                "jit-grad": tg.jit(tg.grad(loss, (0, 1)))}
-    if name == "while_loop":         # reverse mode through while_loop is refused
-        runners = {k: v for k, v in runners.items() if "grad" not in k}
     for (label, run), changed in itertools.product(runners.items(), ("x and y", "y")):
         x[:], y[:] = [0.5, 1.5], 1.25
         run(x, y)
@@ -254,3 +254,267 @@ def test_multi_output_nodes_rerun_on_arrays_changed_in_place(name):
         for got, expected in zip(results, want):
             np.testing.assert_allclose(got, expected, rtol=1e-12,
                                        err_msg=f"{name} {label}, {changed} changed")
+
+
+# -- one node, one run: loops, branches and checkpoints are multi-output nodes ----------------
+# Plain NumPy versions of MULTI (Python loops and branches): the oracle.
+def _scan_ref(x, y):
+    c, ys = x, []
+    for v in y:
+        c, out = c * v, c + v
+        ys.append(out)
+    return c, np.stack(ys)
+
+
+def _fori_ref(x, y):
+    c = (x, y)
+    for _ in range(3):
+        c = (c[0] * 2.0 + c[1][0], c[1] * c[0])
+    return c
+
+
+def _while_ref(x, y):
+    c = (x, y[0])
+    while np.sum(c[0]) < 50.0:
+        c = (c[0] * 2.0 + 1.0, c[1] + c[0])
+    return c
+
+
+def _cond_ref(x, y):
+    return (x * y[0], y * 2.0) if np.sum(x) > 0 else (x - 1.0, y)
+
+
+def _checkpoint_ref(x, y):
+    return np.sin(x) * y[0], y * x
+
+
+REFS = {"scan": _scan_ref, "fori_loop": _fori_ref, "while_loop": _while_ref, "cond": _cond_ref,
+        "checkpoint": _checkpoint_ref}
+OP = {"scan": "scan", "fori_loop": "scan", "while_loop": "while_loop", "cond": "cond",
+      "checkpoint": "remat_call"}
+XA, YA = np.array([0.5, 1.5]), np.array([[1.25, 0.5], [-0.75, 1.1], [0.9, -0.3]])
+
+
+def _loss(f):
+    return lambda x, y: sum(np.sum(np.sin(o) * (k + 1)) for k, o in enumerate(f(x, y)))
+
+
+@pytest.fixture
+def runs(monkeypatch):
+    """op -> how many times its implementation ran (the interpreter and generated code
+    both call the registry entry's ``impl``)."""
+    from tracegrad.ir import REGISTRY
+
+    counts = {}
+    for op in set(OP.values()):
+        prim = REGISTRY[op]
+
+        def counting(*args, _impl=prim.impl, _op=op, **params):
+            counts[_op] = counts.get(_op, 0) + 1
+            return _impl(*args, **params)
+        monkeypatch.setattr(prim, "impl", counting)
+    return counts
+
+
+@pytest.mark.parametrize("name", sorted(MULTI))
+def test_one_node_and_one_run_for_all_outputs(name, runs):
+    f, op = MULTI[name], OP[name]
+    graph = tg.trace(f, XA, YA)
+    assert graph.ops().count(op) == 1
+    head = next(n for n in graph if graph.op(n) == op)
+    outs = graph.output_groups()[head]
+    assert len(outs) >= 2 and None not in outs   # (fori_loop: its step number too)
+    # the dump shows one line giving every output
+    line = next(ln for ln in str(graph).splitlines() if f" = {op} " in ln)
+    assert line.split(" = ")[0].strip() == ", ".join(
+        f"%{p}:{graph._aval(p)}" for p in outs)
+    jitted = tg.jit(f)
+    jitted(XA, YA)      # traced and compiled (tracing may run a checkpoint on the values)
+    for label, run in (("interpreter", graph), ("generated code", jitted),
+                       ("loaded from JSON", tg.Graph.from_json(graph.to_json()))):
+        runs.clear()
+        got = run(XA, YA)
+        assert runs == {op: 1}, label
+        for g, w in zip(got, REFS[name](XA, YA)):
+            np.testing.assert_allclose(g, w, rtol=1e-13, err_msg=label)
+    # the gradient: the forward run (a branch or checkpoint runs once more while traced on
+    # the values: only loops are lazy), then for a scan one run keeping the carries and one
+    # backward, for a branch one backward branch (a checkpoint's backward is its adjoint
+    # inlined), for a while loop the same two scans once its steps are counted: never one
+    # per output
+    runs.clear()
+    tg.grad(_loss(f), (0, 1))(XA, YA)
+    assert runs == {"scan": {"scan": 3}, "cond": {"cond": 3}, "remat_call": {"remat_call": 2},
+                    "while_loop": {"while_loop": 1, "scan": 2}}[op]
+
+
+@pytest.mark.parametrize("name", sorted(MULTI))
+def test_multi_output_values_and_derivatives_match_plain_python(name):
+    f, ref = MULTI[name], REFS[name]
+    loss, ref_loss = _loss(f), _loss(ref)
+    for x in (XA, -XA):              # both branches of cond
+        np.testing.assert_allclose(loss(x, YA), ref_loss(x, YA), rtol=1e-13)
+        tx, ty = np.array([0.3, -1.0]), np.cos(np.arange(6.0)).reshape(3, 2)
+        got = tg.jvp(lambda x, y: f(x, y), (x, YA), (tx, ty))[1]
+        want = tg.jvp(lambda x, y: ref(x, y), (x, YA), (tx, ty))[1]
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-11, atol=1e-13)
+        got = tg.grad(loss, (0, 1))(x, YA)
+        want = tg.grad(ref_loss, (0, 1))(x, YA)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-11, atol=1e-13)
+        np.testing.assert_allclose(got[0], finite_diff_grad(ref_loss, [x, YA], 0), rtol=1e-6,
+                                   atol=1e-8)
+
+
+@pytest.mark.parametrize("name", sorted(MULTI))
+def test_hessian_through_multi_output_nodes(name):
+    """Grad of grad: the backward scan (branch, checkpoint) differentiated again."""
+    f, ref = MULTI[name], REFS[name]
+    got = tg.hessian(lambda x: _loss(f)(x, YA))(XA)
+    want = tg.hessian(lambda x: _loss(ref)(x, YA))(XA)
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(MULTI))
+def test_vmap_of_multi_output_nodes(name):
+    f, ref = MULTI[name], REFS[name]
+    xs = np.array([[0.5, 1.5], [-0.4, 0.2], [0.1, 0.7]])
+    got = tg.vmap(f, in_axes=(0, None))(xs, YA)
+    for k, x in enumerate(xs):
+        for g, w in zip(got, ref(x, YA)):
+            np.testing.assert_allclose(g[k], w, rtol=1e-13)
+
+
+@pytest.mark.parametrize("name", sorted(MULTI))
+def test_multi_output_nodes_on_the_jax_backend(name):
+    pytest.importorskip("jax")
+    f, ref = MULTI[name], REFS[name]
+    for g, w in zip(tg.jit(f, backend="jax")(XA, YA), ref(XA, YA)):
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-13)
+    if name != "while_loop":
+        got = tg.jit(tg.grad(_loss(f), (0, 1)), backend="jax")(XA, YA)
+        want = tg.grad(_loss(ref), (0, 1))(XA, YA)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(np.asarray(g), w, rtol=1e-11, atol=1e-13)
+
+
+@pytest.mark.parametrize("name", sorted(MULTI))
+def test_multi_output_graphs_round_trip_through_json(name):
+    graph = tg.trace(tg.grad(_loss(MULTI[name]), (0, 1)), XA, YA)
+    text = graph.to_json()
+    entry = next(e for e in json.loads(text)["nodes"] if e["op"] == OP[name])
+    assert "index" not in entry["params"] and len(entry["outputs"]) >= 2
+    loaded = tg.Graph.from_json(text)
+    assert loaded.to_json() == text and str(loaded) == str(graph)
+    for g, w in zip(loaded(XA, YA), graph(XA, YA)):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_generated_code_runs_the_loop_once():
+    graph = tg.trace(MULTI["scan"], XA, YA)
+    source = tg.jit(MULTI["scan"]).lower(XA, YA).as_text()
+    assert source.count("impl_scan(") == 1
+    assert graph.ops().count("scan") == 1
+
+
+def test_a_loop_without_outputs_is_no_node():
+    def f(x):
+        carry, ys = tg.scan(lambda c, v: ((), None), (), x)
+        return np.sum(x) + len(carry)
+    graph = tg.trace(f, XA)
+    assert "scan" not in graph.ops()
+    assert graph(XA) == np.sum(XA)
+
+
+# -- reverse mode through while_loop (the trip count is known once the forward pass ran) ------
+def _sqrt_newton(a, **bound):
+    """A fixed-point solver: Newton's iteration for sqrt(a), to convergence."""
+    return tg.while_loop(lambda x: np.abs(x * x - a) > 1e-14 * a,
+                         lambda x: 0.5 * (x + a / x), a, **bound)
+
+
+def _sqrt_newton_python(a):
+    x = a
+    while np.abs(x * x - a) > 1e-14 * a:
+        x = 0.5 * (x + a / x)
+    return x
+
+
+@pytest.mark.parametrize("a", [2.0, 30.0])
+def test_a_fixed_point_solver_differentiated_twice(a):
+    np.testing.assert_allclose(_sqrt_newton(a), np.sqrt(a), rtol=1e-15)
+    # the derivatives of the iteration: the unrolled Python loop's, and at convergence
+    # sqrt's own (1/2 a^-1/2, -1/4 a^-3/2)
+    for second in (tg.grad(tg.grad(_sqrt_newton)), tg.jit(tg.grad(tg.grad(_sqrt_newton)))):
+        np.testing.assert_allclose(second(a), tg.grad(tg.grad(_sqrt_newton_python))(a),
+                                   rtol=1e-12)
+        np.testing.assert_allclose(second(a), -0.25 * a ** -1.5, rtol=1e-10)
+    np.testing.assert_allclose(tg.grad(_sqrt_newton)(a), 0.5 / np.sqrt(a), rtol=1e-12)
+    fd = (tg.grad(_sqrt_newton)(a + 1e-5) - tg.grad(_sqrt_newton)(a - 1e-5)) / 2e-5
+    np.testing.assert_allclose(tg.grad(tg.grad(_sqrt_newton))(a), fd, rtol=1e-6)
+
+
+def test_one_compiled_gradient_for_every_trip_count():
+    """The steps are counted when the gradient runs: inputs that take other trip counts
+    need no new trace."""
+    grad = tg.jit(tg.grad(_sqrt_newton))
+    for a in (2.0, 30.0, 1e6, 0.01):
+        np.testing.assert_allclose(grad(a), 0.5 / np.sqrt(a), rtol=1e-10)
+        np.testing.assert_allclose(grad(a), tg.grad(_sqrt_newton_python)(a), rtol=1e-12)
+    assert grad.cache_size == 1
+
+
+def test_while_loop_gradient_with_closures_and_several_carries():
+    w = np.array([0.9, -0.4])
+
+    def f(x, w, limit):
+        def body(c):
+            h, n, total = c
+            return np.tanh(h * w + x), n + 1, total + np.sum(h * h)
+        h, n, total = tg.while_loop(lambda c: c[2] < limit, body, (x, 0, 0.0))
+        return np.sum(h * w) + total * n
+
+    def ref(x, w, limit):
+        h, n, total = x, 0, 0.0
+        while total < limit:
+            h, n, total = np.tanh(h * w + x), n + 1, total + np.sum(h * h)
+        return np.sum(h * w) + total * n
+
+    x = np.array([0.5, 0.8])
+    graph = tg.trace(tg.grad(f, (0, 1)), x, w, 2.0)
+    assert graph.ops().count("while_derived") == 1      # one backward node, every cotangent
+    for limit in (0.5, 2.0):
+        got = tg.grad(f, (0, 1))(x, w, limit)
+        for k in (0, 1):
+            np.testing.assert_allclose(got[k], tg.grad(ref, (0, 1))(x, w, limit)[k], rtol=1e-12)
+            np.testing.assert_allclose(got[k], finite_diff_grad(lambda *a: ref(*a, limit),
+                                                                [x, w], k), rtol=1e-6)
+
+
+def test_while_loop_reverse_mode_on_the_jax_backend():
+    """The derivative node runs on the host (XLA cannot count the steps); max_steps gives a
+    loop XLA compiles."""
+    pytest.importorskip("jax")
+    host = tg.jit(tg.grad(tg.grad(_sqrt_newton)), backend="jax")
+    for a in (2.0, 30.0):
+        np.testing.assert_allclose(np.asarray(host(a)), -0.25 * a ** -1.5, rtol=1e-10)
+    bounded = tg.grad(tg.grad(lambda a: _sqrt_newton(a, max_steps=40)))
+    for fn in (bounded, tg.jit(bounded, backend="jax")):
+        np.testing.assert_allclose(np.asarray(fn(2.0)), -0.25 * 2.0 ** -1.5, rtol=1e-10)
+    # the bound stops the loop: three Newton steps
+    three = tg.jit(lambda a: _sqrt_newton(a, max_steps=3), backend="jax")
+    x = 2.0
+    for _ in range(3):
+        x = 0.5 * (x + 2.0 / x)
+    np.testing.assert_allclose(np.asarray(three(2.0)), x, rtol=1e-15)
+
+
+def test_while_loop_derivative_graphs_save_and_load():
+    graph = tg.trace(tg.grad(tg.grad(_sqrt_newton)), 2.0)
+    assert "while_derived" in graph.ops()
+    text = graph.to_json()
+    loaded = tg.Graph.from_json(text)
+    assert loaded.to_json() == text
+    for a in (2.0, 7.0):
+        np.testing.assert_allclose(loaded(np.float64(a)), -0.25 * a ** -1.5, rtol=1e-10)

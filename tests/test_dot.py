@@ -228,9 +228,10 @@ def test_sub_graphs_are_drawn_once_as_clusters():
     g = tg.trace(lambda x: np.sum(tg.fori_loop(0, 3, lambda i, c: np.sin(c) * 2, x)), np.ones(2))
     dot = g.to_dot()
     scans = [n for n in g if g.op(n) == "scan"]
-    assert len(scans) == 2                           # the counter and the value
-    assert dot.count("subgraph cluster_n") == 1      # one body, shared by both
+    assert len(scans) == 1                           # one node gives the counter and the value
+    assert dot.count("subgraph cluster_n") == 1      # its body, drawn once
     first = scans[0]
+    assert f"%{first + 1}:i64[], %{first + 2}:f64[2]" in dot     # the box lists both outputs
     assert f'label="%{first} body"' in dot and "[style=dashed, color=gray50]" in dot
     assert f"n{first}_body_4" in dot and "sin" in dot   # the body's own nodes
     assert dot.count("{") == dot.count("}")

@@ -175,8 +175,9 @@ def _remat_doc():
 
 
 @pytest.mark.parametrize("edit,match", [
-    (lambda n: n["params"].update(index=5), "index 5 but the checkpointed sub-graph has 1 outputs"),
-    (lambda n: n["params"].update(index=-1), "index must be an integer in"),
+    (lambda n: n["params"].update(index=0), "unknown params ['index']"),
+    (lambda n: n["outputs"].append(None), "lists 1 outputs"),
+    (lambda n: n.update(outputs=n["outputs"][0]), "outputs must be a list"),
     (lambda n: n["params"].update(graph=3), "graph must be a graph"),
     (lambda n: n["params"].pop("graph"), "missing params ['graph']"),
     (lambda n: n.update(args=[]), "the sub-graph takes 1 operands, the node has 0"),
@@ -209,11 +210,15 @@ def _loop_doc():
 
 @pytest.mark.parametrize("op,edit,match", [
     ("scan", lambda n: n["params"].update(n_carry=5), "operands for n_carry=5"),
-    ("scan", lambda n: n["params"].update(index=9), "index 9 but the body sub-graph has 2 outputs"),
+    ("scan", lambda n: n["params"].update(index=1), "unknown params ['index']"),
+    ("scan", lambda n: n.update(outputs=n["outputs"][:1]), "lists 2 outputs"),
     ("scan", lambda n: n["params"].update(reverse=0), "reverse must be true or false"),
     ("while_loop", lambda n: n["params"].update(cond=n["params"]["body"]),
      "cond must return a boolean scalar"),
-    ("while_loop", lambda n: n["params"].update(index=3), "index past the carry"),
+    ("while_loop", lambda n: n["params"].update(index=0), "unknown params ['index']"),
+    ("while_loop", lambda n: n["params"]["body"]["graph"].update(outputs=[]),
+     "the body must return the carry"),
+    ("cond", lambda n: n["outputs"].append(None), "lists 1 outputs"),
     ("cond", lambda n: n["params"].update(false=3), "false must be a graph"),
     ("cond", lambda n: n["params"].update(false=n["params"]["true"]["graph"]["nodes"][0]),
      "must be a JSON scalar or a one-key tagged object"),
@@ -222,6 +227,29 @@ def _loop_doc():
 def test_malformed_control_flow_nodes(op, edit, match):
     doc = _loop_doc()
     edit(_node(doc, op))
+    _refused(doc, match)
+
+
+def _while_grad_doc():
+    f = lambda a: tg.while_loop(lambda x: x * x > a + 1e-12, lambda x: 0.5 * (x + a / x), a)  # noqa: E731
+    return _doc(tg.grad(tg.grad(f)), np.float64(2.0))
+
+
+@pytest.mark.parametrize("edit,match", [
+    (lambda n: n["params"].update(chain={"tuple": []}), "must be a chain of at most 4"),
+    (lambda n: n["params"].update(chain={"tuple": [{"tuple": ["adjoint", {"tuple": [5]}]}]}),
+     "seeds (5,) but the function has 1 outputs"),
+    (lambda n: n["params"].update(chain={"tuple": [{"tuple": ["adjoint", {"tuple": [0, 0]}]}]}),
+     "must be a chain"),
+    (lambda n: n["params"].update(chain={"tuple": [{"tuple": ["exec"]}]}), "must be a chain"),
+    (lambda n: n["params"].update(chain={"tuple": [{"tuple": ["jvp"]}] * 5}), "must be a chain"),
+    (lambda n: n["params"].update(select={"tuple": [99]}), "select past"),
+    (lambda n: n.update(args=n["args"][:-1]), "the derived function takes"),
+    (lambda n: n["params"].update(n_carry=3), "operands for n_carry=3"),
+])
+def test_malformed_while_derived_nodes(edit, match):
+    doc = _while_grad_doc()
+    edit(_node(doc, "while_derived"))
     _refused(doc, match)
 
 

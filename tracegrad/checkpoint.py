@@ -1,9 +1,9 @@
 """``tg.checkpoint``: trade compute for memory in reverse mode (rematerialisation).
 
-``tg.checkpoint(f)`` traces ``f`` into a sub-graph held by ``remat_call`` nodes (one
-per output). The forward pass keeps only ``f``'s outputs; the backward pass runs the
-adjoint of the sub-graph, which recomputes the intermediates it needs right before
-using them. Checkpointing every block of a deep chain bounds the values alive at once
+``tg.checkpoint(f)`` traces ``f`` into a sub-graph held by one ``remat_call`` node,
+which gives all of ``f``'s outputs. The forward pass keeps only those; the backward
+pass runs the adjoint of the sub-graph, which recomputes the intermediates it needs
+right before using them. Checkpointing every block of a deep chain bounds the values alive at once
 by about one block's worth instead of the whole chain's.
 """
 from __future__ import annotations
@@ -73,7 +73,7 @@ def checkpoint(fun: Callable[..., R] | None = None, *, static_argnums: int | Seq
                                  "closes over a value traced outside of it; pass it as an "
                                  f"argument instead{where()}")
             graph = finish(trace, out_leaves)
-        outs = [apply("remat_call", *leaves, graph=graph, index=k)
-                for k in range(len(graph.outputs))]
+        # one node, all of ``fun``'s outputs from one run of the sub-graph
+        outs = list(apply("remat_call", *leaves, graph=graph)) if graph.outputs else []
         return unflatten(out_tree, outs)
     return wrapped

@@ -2,7 +2,8 @@
 ``scan``.
 
 Each traces its function(s) once, abstractly, into a sub-graph held by one node (see
-``higher/control.py``), so a loop of a million steps is a graph of a few nodes. The
+``higher/control.py``), so a loop of a million steps is a graph of a few nodes; the node
+gives all the loop's (or branch's) outputs from one run. The
 functions must not branch on the values they get (use ``tg.cond`` or ``np.where``).
 Values they close over that are being traced become operands of the node, so
 derivatives with respect to them are not lost.
@@ -59,6 +60,14 @@ def _trace(fn, avals, what):
                           trace.const(np.asarray(v)))._node for v in leaves]
         captured = trace.captured_outer
     return prune(graph), captured, tree
+
+
+def _apply(name, outputs, *operands, **params):
+    """The outputs of one ``name`` node (a multi-output node: one run gives them all); a
+    loop or branch with no ``outputs`` at all computes nothing and is no node."""
+    if not outputs:
+        return []
+    return list(apply(name, *operands, **params))
 
 
 def _check_carry(graph, avals, what):
@@ -127,8 +136,8 @@ def scan(f: Callable[[PyTree, PyTree], tuple[PyTree, PyTree]], init: PyTree, xs:
     graph, consts, _ = _trace(body, carry_avals + x_avals, "the function given to scan")
     _check_carry(graph, carry_avals, "the function given to scan")
     operands = list(init_leaves) + list(x_leaves) + list(consts)
-    outs = [apply("scan", *operands, body=graph, n_carry=n_carry, n_x=len(x_leaves), length=n,
-                  reverse=bool(reverse), index=k) for k in range(len(graph.outputs))]
+    outs = _apply("scan", graph.outputs, *operands, body=graph, n_carry=n_carry,
+                  n_x=len(x_leaves), length=n, reverse=bool(reverse))
     return unflatten(init_tree, outs[:n_carry]), unflatten(trees["y"], outs[n_carry:])
 
 
@@ -176,17 +185,24 @@ def _step_number(i):
 
 
 def while_loop(cond_fun: Callable[[PyTree], Any], body_fun: Callable[[PyTree], PyTree],
-               init_val: PyTree) -> PyTree:
+               init_val: PyTree, max_steps: int | None = None) -> PyTree:
     """``while cond_fun(val): val = body_fun(val)``, as one node.
 
-    Forward mode (``tg.jvp``) differentiates it; reverse mode cannot (the number of
-    steps depends on the data) and says so.
+    Both modes differentiate it, to any order. Reverse mode (unlike JAX's) needs no
+    bound on the steps: the backward pass counts the steps the inputs take, keeps the
+    value entering each and runs the body's adjoint backwards over them. XLA cannot
+    count steps inside a compiled function: on the JAX backend that backward pass runs
+    on the host (a callback), unless ``max_steps`` bounds the loop.
 
     Args:
         cond_fun: ``cond_fun(val) -> bool`` scalar.
         body_fun: ``body_fun(val) -> val``, keeping ``val``'s structure, shapes and
             dtypes.
         init_val: the initial value (a pytree).
+        max_steps: when given (an integer known when tracing), the loop stops after at
+            most that many steps, and is a ``fori_loop`` of ``max_steps`` steps that
+            keeps ``val`` once ``cond_fun`` is false (so ``body_fun`` also runs on the
+            final value: it must not fail there). Differentiable on every backend.
 
     Returns:
         The final value.
@@ -194,8 +210,11 @@ def while_loop(cond_fun: Callable[[PyTree], Any], body_fun: Callable[[PyTree], P
     Raises:
         TraceError: ``cond_fun`` does not return one boolean scalar, ``body_fun``
             changes the value's structure, shapes or dtypes, or either branches on the
-            values it is given.
+            values it is given; ``max_steps`` is not a known integer.
     """
+    if max_steps is not None:
+        return _bounded_while(cond_fun, body_fun, init_val,
+                              _concrete_int(max_steps, "max_steps"))
     leaves, tree = flatten(init_val)
     leaves = _arrays(leaves)
     avals = [_aval(c) for c in leaves]
@@ -215,9 +234,27 @@ def while_loop(cond_fun: Callable[[PyTree], Any], body_fun: Callable[[PyTree], P
     body_graph, body_consts, _ = _trace(body, avals, "the body_fun given to while_loop")
     _check_carry(body_graph, avals, "the body_fun given to while_loop")
     operands = list(leaves) + list(cond_consts) + list(body_consts)
-    outs = [apply("while_loop", *operands, cond=cond_graph, body=body_graph, n_carry=len(leaves),
-                  n_cond=len(cond_consts), index=k) for k in range(len(leaves))]
+    outs = _apply("while_loop", leaves, *operands, cond=cond_graph, body=body_graph,
+                  n_carry=len(leaves), n_cond=len(cond_consts))
     return unflatten(tree, outs)
+
+
+def _bounded_while(cond_fun, body_fun, init_val, max_steps):
+    """``while_loop`` of at most ``max_steps`` steps: a fori_loop whose steps after
+    ``cond_fun`` turns false keep the value."""
+    _, tree = flatten(init_val)
+
+    def step(_, val):
+        go = cond_fun(val)
+        if tuple(np.shape(go)) != ():
+            raise TraceError(f"cond_fun must return one boolean scalar{where()}")
+        new_leaves, new_tree = flatten(body_fun(val))
+        if new_tree != tree:
+            raise TraceError(f"body_fun returned a value of structure {new_tree!r}, but "
+                             f"init_val has structure {tree!r}{where()}")
+        return unflatten(tree, [np.where(go, new, old)
+                                for new, old in zip(new_leaves, flatten(val)[0])])
+    return fori_loop(0, max(0, max_steps), step, init_val)
 
 
 def cond(pred: Any, true_fun: Callable[..., PyTree], false_fun: Callable[..., PyTree],
@@ -262,6 +299,5 @@ def cond(pred: Any, true_fun: Callable[..., PyTree], false_fun: Callable[..., Py
         raise TraceError(f"cond's predicate must be a scalar, got shape {np.shape(pred_arr)}"
                          f"{where()}")
     ops = list(leaves) + list(ct) + list(cf)
-    outs = [apply("cond", pred_arr, *ops, true=true_graph, false=false_graph, index=k)
-            for k in range(len(gt.outputs))]
+    outs = _apply("cond", gt.outputs, pred_arr, *ops, true=true_graph, false=false_graph)
     return unflatten(tree_t, outs)

@@ -225,7 +225,7 @@ def to_dot(graph, forward=None, *, seeds=None, max_const: int = MAX_CONST,
                 lines.append(f"  n{a} -> n{n}" + (f" [label={pos}];" if len(args) > 1 else ";"))
         for key, sub in d["params"].items():
             if hasattr(sub, "nx") and hasattr(sub, "inputs"):
-                if id(sub) in drawn:        # sibling nodes of one loop share their body
+                if id(sub) in drawn:        # a sub-graph held by several nodes: drawn once
                     lines += [f"  {drawn[id(sub)]}_{o} -> n{n} [style=dashed, color=gray50];"
                               for o in dict.fromkeys(sub.outputs)]
                 else:

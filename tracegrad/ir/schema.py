@@ -177,11 +177,6 @@ def _show(avals):
     return "[" + ", ".join(f"{d.name}{list(s)}" for s, d in avals) + "]"
 
 
-def _output(graph, index, what):
-    _need(index < len(graph.outputs), f"index {index} but the {what} sub-graph has "
-                                      f"{len(graph.outputs)} outputs")
-
-
 def _reshape(avals, params):
     _need(math.prod(params["shape"]) == math.prod(avals[0].shape),
           f"cannot reshape {tuple(avals[0].shape)} to {params['shape']}")
@@ -251,7 +246,7 @@ def _remat(avals, params):
     _need(len(g.inputs) == len(avals), f"the sub-graph takes {len(g.inputs)} operands, the "
                                        f"node has {len(avals)}")
     _same(avals, g, g.inputs, "remat_call")
-    _output(g, params["index"], "checkpointed")
+    _need(len(g.outputs) >= 1, "the checkpointed sub-graph has 0 outputs")
 
 
 def _scan(avals, params):
@@ -268,7 +263,7 @@ def _scan(avals, params):
     _same(avals[nc + nx:], body, body.inputs[nc + nx:], "scan constants")
     _need(len(body.outputs) >= nc, "the body returns fewer values than the carry")
     _same(avals[:nc], body, body.outputs[:nc], "scan carry out")
-    _output(body, params["index"], "body")
+    _need(len(body.outputs) >= 1, "the body has 0 outputs")
     _need(all(math.prod((length,) + _aval(body, n)[0]) <= MAX_ELEMENTS
               for n in body.outputs[nc:]), "stacked outputs too large")
 
@@ -286,7 +281,7 @@ def _while(avals, params):
     _same(carry + bconsts, body, body.inputs, "while_loop body")
     _need(len(body.outputs) == nc, "the body must return the carry")
     _same(carry, body, body.outputs, "while_loop carry out")
-    _need(params["index"] < nc, "index past the carry")
+    _need(nc >= 1, "a while_loop needs a carry")
 
 
 def _cond(avals, params):
@@ -300,7 +295,7 @@ def _cond(avals, params):
         _same(ops, g, g.inputs, f"cond {name}")
     _need([_aval(true, n) for n in true.outputs] == [_aval(false, n) for n in false.outputs],
           "the branches return different shapes or dtypes")
-    _output(true, params["index"], "branch")
+    _need(len(true.outputs) >= 1, "the branches have 0 outputs")
 
 
 class Spec(NamedTuple):
@@ -342,12 +337,13 @@ SPECS = {
     "max_pool2d": Spec({"kernel": PAIR(1), "stride": PAIR(1), "padding": PAIR(0),
                         "dilation": PAIR(1)}, 1),
     "avg_pool2d": Spec({"kernel": PAIR(1), "stride": PAIR(1), "padding": PAIR(0)}, 1),
-    "remat_call": Spec({"graph": GRAPH, "index": _OUT}, None, _remat),
+    # multi-output nodes: one output per output of their sub-graph (``ir/registry.py``)
+    "remat_call": Spec({"graph": GRAPH}, None, _remat),
     "scan": Spec({"body": GRAPH, "n_carry": _OUT, "n_x": _OUT, "length": INT(0, MAX_INT),
-                  "reverse": BOOL, "index": _OUT}, None, _scan),
-    "while_loop": Spec({"cond": GRAPH, "body": GRAPH, "n_carry": _OUT, "n_cond": _OUT,
-                        "index": _OUT}, None, _while),
-    "cond": Spec({"true": GRAPH, "false": GRAPH, "index": _OUT}, None, _cond, minimum=1),
+                  "reverse": BOOL}, None, _scan),
+    "while_loop": Spec({"cond": GRAPH, "body": GRAPH, "n_carry": _OUT, "n_cond": _OUT},
+                       None, _while),
+    "cond": Spec({"true": GRAPH, "false": GRAPH}, None, _cond, minimum=1),
 }
 
 

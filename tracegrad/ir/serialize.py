@@ -12,8 +12,15 @@ A multi-output node (``svd``; see ``ir/registry.py``) is one entry with ``output
 in place of ``shape`` and ``dtype``: ``{"id": 3, "op": "svd", "args": [0], "params": {},
 "src": ..., "outputs": [{"id": 4, "shape": [3, 3], "dtype": "float64"}, null, ...]}``,
 one item per output of the primitive (``null`` for an output the graph dropped); the
-loader makes the ``proj`` nodes, which a document never lists. Version 1 (no
-multi-output nodes) is read too.
+loader makes the ``proj`` nodes, which a document never lists. Loops, ``cond`` and
+``remat_call`` are multi-output nodes too, their number of outputs given by their
+sub-graph params (the loader reads it only once those params have passed their checks).
+
+Version 1 (no multi-output nodes) is read too. It wrote a loop, branch or checkpoint
+as one node per output, each with a param ``index``; the loader makes one head node
+(an id no node of the document has) for the siblings sharing op, operands and other
+params, and each sibling becomes its ``proj`` node under its own id, so the document's
+references to it hold (``_Loader.v1_output``).
 
 Nodes are listed in evaluation order and may only refer to nodes listed before
 them, so a document cannot describe a cycle. Parameter values are JSON numbers,
@@ -67,6 +74,10 @@ _SRC = re.compile(r".{1,480}:[0-9]{1,9}\Z", re.DOTALL)
 _NODE_FIELDS = {"id", "op", "args", "shape", "dtype", "params", "src"}
 _MULTI_FIELDS = {"id", "op", "args", "params", "src", "outputs"}
 _DOC_FIELDS = {"format", "version", "inputs", "outputs", "guards", "nodes"}
+# Version 1 wrote these as one node per output, naming it with a param ``index``
+# (``_Loader.v1_output`` reads them)
+V1_INDEXED = frozenset({"scan", "while_loop", "cond", "remat_call"})
+V1_MAX_INDEX = 2**20
 
 
 # -- writing ----------------------------------------------------------------------------
@@ -294,7 +305,6 @@ class _Loader:
         return self.document(doc)
 
     def document(self, doc, depth=0):
-
         self.expect(depth <= MAX_NESTING, f"sub-graphs nested more than {MAX_NESTING} deep")
         self.depth = depth
         self.expect(isinstance(doc, dict), "the document must be a JSON object")
@@ -303,11 +313,14 @@ class _Loader:
         self.expect(type(version) is int and version in READS,
                     f"unsupported version {_short(version)} (this tracegrad reads "
                     f"versions {', '.join(map(str, READS))})")
-        outer, self.version = getattr(self, "version", None), version
+        # per document: its version and, for version 1, its loop nodes grouped (``v1_output``)
+        outer = (getattr(self, "version", None), getattr(self, "groups", None),
+                 getattr(self, "next_head", None), getattr(self, "const_keys", None))
+        self.version, self.groups, self.next_head, self.const_keys = version, {}, None, {}
         try:
             return self._document_body(doc)
         finally:
-            self.version = outer
+            self.version, self.groups, self.next_head, self.const_keys = outer
 
     def _document_body(self, doc):
         from .graph import Graph
@@ -315,6 +328,9 @@ class _Loader:
         self.expect(set(doc) == _DOC_FIELDS,
                     f"unexpected or missing fields: {_short(sorted(set(doc) ^ _DOC_FIELDS))}")
         self.expect(isinstance(doc["nodes"], list), "nodes must be a list")
+        # version 1: a loop's head node takes an id no node of the document has
+        self.next_head = 1 + max((e["id"] for e in doc["nodes"] if isinstance(e, dict)
+                                  and type(e.get("id")) is int), default=-1)
         graph = Graph()
         for entry in doc["nodes"]:
             self.node(graph, entry)
@@ -363,6 +379,9 @@ class _Loader:
         return n
 
     def node(self, graph, entry):
+        if (self.version == 1 and isinstance(entry, dict) and isinstance(entry.get("op"), str)
+                and entry["op"] in V1_INDEXED):
+            return self.v1_output(graph, entry)
         multi = (self.version >= 2 and isinstance(entry, dict) and isinstance(entry.get("op"), str)
                  and entry["op"] in REGISTRY and REGISTRY[entry["op"]].multi)
         fields = _MULTI_FIELDS if multi else _NODE_FIELDS
@@ -392,6 +411,8 @@ class _Loader:
             self.expect(set(params) == {"value"} and isinstance(value, np.ndarray) and
                         value.shape == shape and value.dtype == dtype,
                         f"const node {n} must hold an array of its shape and dtype")
+            if self.version == 1:   # siblings' operands: equal constants count as one
+                self.const_keys[n] = (dtype.name, shape, json.dumps(entry["params"]))
         elif op == "input":
             self.expect(set(params) == {"index"} and type(params["index"]) is int,
                         f"input node {n} has only an index")
@@ -422,14 +443,7 @@ class _Loader:
         params = self.params(entry)
         src = self.src(entry["src"])
         outs = entry["outputs"]
-        try:
-            count = prim.n_outputs(params)
-        except Exception:      # a count read from params the document got wrong
-            count = None
-        self.expect(type(count) is int and count >= 1,
-                    f"node {n} ({op}) has params that give no number of outputs")
-        self.expect(isinstance(outs, list) and len(outs) == count,
-                    f"node {n} ({op}) lists {count} outputs")
+        self.expect(isinstance(outs, list), f"node {n} ({op}): outputs must be a list")
         declared = []
         for out in outs:
             if out is None:
@@ -442,9 +456,11 @@ class _Loader:
                         f"node id {m} appears twice")
             declared.append((m, self.shape(out["shape"], f"node {m}'s shape"),
                              self.dtype(out["dtype"])))
-        avals = [Aval(tuple(graph.node(a)["shape"]), np.dtype(graph.node(a)["dtype"]))
-                 for a in args]
-        got = self.rule(n, prim, avals, params)
+        got = self.rule(n, prim, self.avals(graph, args), params)
+        # the number of outputs is read off the params only once they have passed their
+        # primitive's declaration (a loop's: its body's outputs)
+        count = self.count(n, prim, params, got)
+        self.expect(len(outs) == count, f"node {n} ({op}) lists {count} outputs")
         for out, (shape, dtype) in zip(declared, got):
             if out is not None:
                 self.expect(tuple(shape) == out[1] and np.dtype(dtype) == out[2],
@@ -457,6 +473,74 @@ class _Loader:
             if out is not None:
                 graph.put(out[0], {"op": PROJ, "args": (n,), "shape": out[1],
                                    "dtype": out[2].name, "params": {"index": i}, "src": src})
+
+    def avals(self, graph, args):
+        return [Aval(tuple(graph.node(a)["shape"]), np.dtype(graph.node(a)["dtype"]))
+                for a in args]
+
+    def count(self, n, prim, params, got):
+        """How many outputs node ``n`` has: its primitive's count for ``params``, which its
+        shape rule's result ``got`` must agree with."""
+        try:
+            count = prim.n_outputs(params)
+        except Exception:  # noqa: BLE001 - a count read from params the document got wrong
+            count = None
+        self.expect(type(count) is int and count >= 1 and isinstance(got, list)
+                    and len(got) == count,
+                    f"node {n} ({prim.name}) has params that give no number of outputs")
+        return count
+
+    def v1_output(self, graph, entry):
+        """A version-1 loop, branch or checkpoint node: one node per output, param
+        ``index`` naming it. It becomes a ``proj`` node (keeping its id, so the
+        document's references to it hold) of a head node made for the first of its
+        siblings: the nodes of the same op, operands and params but ``index``. A second
+        node for an output already taken makes a head of its own. (Version 1 gave each
+        sibling constant operands of its own: constants of equal value count as the
+        same operand.)"""
+        self.expect(set(entry) == _NODE_FIELDS, f"a node has exactly the fields "
+                                                f"{sorted(_NODE_FIELDS)}")
+        n = self.int_(entry["id"], "a node id", lo=0)
+        self.expect(n not in graph, f"node id {n} appears twice")
+        op = entry["op"]
+        prim = REGISTRY[op]
+        args = self.operands(graph, entry, n)
+        shape = self.shape(entry["shape"], f"node {n}'s shape")
+        dtype = self.dtype(entry["dtype"])
+        src = self.src(entry["src"])
+        raw = entry["params"]
+        self.expect(isinstance(raw, dict) and "index" in raw,
+                    f"node {n} ({op}): a version 1 {op} node names its output in an index "
+                    "param")
+        index = raw["index"]
+        self.expect(type(index) is int and 0 <= index <= V1_MAX_INDEX,
+                    f"node {n} ({op}) param index must be an integer in [0, {V1_MAX_INDEX}], "
+                    f"got {_short(index)}")
+        rest = {k: v for k, v in raw.items() if k != "index"}
+        try:
+            key = (op, tuple(self.const_keys.get(a, a) for a in args),
+                   json.dumps(rest, sort_keys=True))
+        except (RecursionError, ValueError, TypeError):
+            self.fail(f"node {n} ({op}): params that cannot be compared")
+        group = self.groups.get(key)
+        if group is None or index in group[2]:
+            params = self.params({"params": rest})
+            got = self.rule(n, prim, self.avals(graph, args), params)
+            self.count(n, prim, params, got)
+            head, self.next_head = self.next_head, self.next_head + 1
+            graph.put(head, {"op": op, "args": tuple(args), "shape": (),
+                             "dtype": np.dtype(got[0][1]).name, "params": params, "src": src})
+            group = self.groups[key] = (head, got, set())
+        head, got, taken = group
+        self.expect(index < len(got), f"node {n} ({op}): index {index} but the node has "
+                                      f"{len(got)} outputs")
+        want_shape, want_dtype = tuple(got[index][0]), np.dtype(got[index][1])
+        self.expect(want_shape == shape and want_dtype == dtype,
+                    f"node {n} ({op}) declares {dtype.name}{list(shape)}, but its operands "
+                    f"and params give {want_dtype.name}{list(want_shape)}")
+        taken.add(index)
+        graph.put(n, {"op": PROJ, "args": (head,), "shape": shape, "dtype": dtype.name,
+                      "params": {"index": index}, "src": src})
 
     def rule(self, n, prim, avals, params):
         """``prim``'s declaration checked and its shape rule run on ``avals``."""

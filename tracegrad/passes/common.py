@@ -78,7 +78,9 @@ def carries_gradient(graph: Graph, sources=None) -> dict:
             flows[n] = False
         else:
             prim = REGISTRY[op]
-            flows[n] = (is_float(d["dtype"]) and prim.vjp is not None and any(
+            # (a multi-output node's dtype is its first output's: its projections say
+            # which of its outputs are floating-point)
+            flows[n] = ((prim.multi or is_float(d["dtype"])) and prim.vjp is not None and any(
                 flows[a] for i, a in enumerate(d["args"]) if i not in prim.nondiff_args))
     return flows
 

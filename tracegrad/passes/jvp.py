@@ -19,9 +19,11 @@ def jvp(graph: Graph) -> Graph:
                     if is_float(graph.node(n)["dtype"])}
 
         for n, d in graph.items():
-            if d["op"] in ("input", "const") or not is_float(d["dtype"]):
+            if d["op"] in ("input", "const"):
                 continue
             prim = REGISTRY[d["op"]]
+            if not (prim.multi or is_float(d["dtype"])):    # (a multi-output node: its
+                continue                                    # projections' dtypes decide)
             if d["op"] == PROJ:
                 # one output of a multi-output node: picked out of the node's tangents
                 head = tangents.get(d["args"][0])

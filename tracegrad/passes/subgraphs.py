@@ -4,8 +4,8 @@ from ..ir import Graph
 
 def map_subgraphs(graph: Graph, fn) -> Graph:
     """``graph`` (a pass's own output) with ``fn`` applied to each sub-graph parameter.
-    Each distinct sub-graph is transformed once, so the sibling nodes of one loop (one per
-    carry) keep sharing one body, and so one run."""
+    Each distinct sub-graph is transformed once, so nodes that share one (a body and the
+    graphs derived from it) keep sharing it."""
     done = {}
     for _, d in graph.items():
         for v in d["params"].values():
