@@ -16,8 +16,9 @@ In-place steps are checked twice: the step's own result, and at the end the fina
 of every tensor of the program (an in-place change must reach its views and bases exactly
 as in torch, and nothing else).
 
-The default float dtype is set to float64 in torch too while a program runs: tracegrad's
-default is float64 by design (docs/pytorch.md), everything else must match.
+The default float dtype is set to float64 in both libraries while a program runs (both
+default to float32 otherwise; tests/test_eager_dtypes.py checks that default), so that the
+values compare at float64's precision; everything else must match.
 
 A program that meets one of the ``KNOWN`` differences (each pinned by a strict-xfail
 reproducer at the end of this file) is skipped with its reason. Of the 20,000 programs
@@ -808,13 +809,15 @@ def _backward(rng, outputs, leaves, diffs):
 
 @pytest.fixture(autouse=True)
 def _float64_default():
-    old = torch.get_default_dtype()
+    old, old_te = torch.get_default_dtype(), te.get_default_dtype()
     torch.set_default_dtype(torch.float64)
+    te.set_default_dtype(np.float64)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with np.errstate(all="ignore"):
             yield
     torch.set_default_dtype(old)
+    te.set_default_dtype(old_te)
 
 
 # Differences left on purpose, each with a strict xfail reproducer below: a program that

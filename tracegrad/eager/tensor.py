@@ -30,7 +30,7 @@ _COMPLEX_GRAD = ("complex tensors cannot require grad in tracegrad's eager autog
 _STALE_VIEW = ("this view's base (or another view of it) was modified in place after the view "
                "was made, and tracegrad does not rebase a view's history as PyTorch does: "
                "make the view after the in-place change, or clone() it before")
-_default_float = [np.dtype(np.float64)]
+_default_float = [np.dtype(np.float32)]
 
 
 def default_dtype():
