@@ -600,6 +600,9 @@ EXCLUDED = {
     "one_hot": "integer-only, tests/test_eager_nn.py",
     "conv_transpose2d": "tests/test_eager_nn.py (the adjoint of conv2d)",
     "flatten_fn": "F.flatten is Tensor.flatten",
+    "floor_divide": "the // operator (floordiv); dtypes: tests/test_eager_promotion.py",
+    "remainder": "the % operator (mod); dtypes: tests/test_eager_promotion.py",
+    "fmod": "tests/test_eager_promotion.py (values, dtypes, gradient)",
 }
 
 

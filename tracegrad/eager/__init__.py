@@ -7,6 +7,8 @@ from .creation import (
     arange,
     as_tensor,
     bool_,
+    complex64,
+    complex128,
     empty,
     empty_like,
     eye,
@@ -18,6 +20,7 @@ from .creation import (
     full_like,
     get_default_dtype,
     int8,
+    int16,
     int32,
     int64,
     is_floating_point,
@@ -40,10 +43,14 @@ from .creation import (
 )
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .ops import FUNCTIONS
+from .promotion import can_cast
+from .promotion import public_promote_types as promote_types
+from .promotion import public_result_type as result_type
 from .tape import recorded_graph
 from .tensor import Size, Tensor
 
 globals().update(FUNCTIONS)
+half, short, cfloat, cdouble = float16, int16, complex64, complex128     # torch's other names
 
 if TYPE_CHECKING:
     # For type checkers only: the eager functions (tg.cat, tg.exp, ...) come from a table.
@@ -53,7 +60,8 @@ __all__ = ["Tensor", "Size", "tensor", "as_tensor", "from_numpy", "ones", "zeros
            "empty", "eye", "rand", "randn", "randint", "randperm", "ones_like", "zeros_like",
            "full_like", "empty_like", "rand_like", "randn_like", "arange", "linspace",
            "manual_seed", "set_default_dtype", "get_default_dtype", "is_tensor",
-           "is_floating_point", "float16", "float32", "float64", "int8", "int32", "int64",
-           "uint8", "bool_", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
-           "recorded_graph"]
+           "is_floating_point", "float16", "float32", "float64", "int8", "int16", "int32",
+           "int64", "uint8", "bool_", "complex64", "complex128", "half", "short", "cfloat",
+           "cdouble", "promote_types", "result_type", "can_cast", "no_grad", "enable_grad",
+           "set_grad_enabled", "is_grad_enabled", "recorded_graph"]
 __all__ += list(FUNCTIONS)   # (a separate line: the doc generator reads the names above statically)
