@@ -678,6 +678,8 @@ def test_default_dtypes():
 
 
 def test_set_default_dtype_float32():
+    tg.set_default_dtype(tg.float64)
+    assert tg.ones(2).dtype == tg.float64 and tg.nn.Linear(2, 2).weight.dtype == tg.float64
     tg.set_default_dtype(tg.float32)
     try:
         assert tg.tensor([1.5]).dtype == tg.float32
@@ -689,5 +691,5 @@ def test_set_default_dtype_float32():
         (x * x).sum().backward()
         assert x.grad.dtype == tg.float32
     finally:
-        tg.set_default_dtype(tg.float64)
-    assert tg.ones(2).dtype == tg.float64
+        tg.set_default_dtype(tg.float32)      # torch's default, restored for the next tests
+    assert tg.ones(2).dtype == tg.float32

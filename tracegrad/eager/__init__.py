@@ -4,6 +4,15 @@ from typing import TYPE_CHECKING, Any
 
 from . import ops as _ops  # noqa: F401  (installs the tensor operations)
 from .creation import (
+    BoolTensor,
+    ByteTensor,
+    CharTensor,
+    DoubleTensor,
+    FloatTensor,
+    HalfTensor,
+    IntTensor,
+    LongTensor,
+    ShortTensor,
     arange,
     as_tensor,
     bool_,
@@ -41,11 +50,12 @@ from .creation import (
     zeros,
     zeros_like,
 )
+from .device import accelerator, backends, cuda, device, get_default_device, set_default_device
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .ops import FUNCTIONS
+from .ops import public_result_type as result_type
 from .promotion import can_cast
 from .promotion import public_promote_types as promote_types
-from .promotion import public_result_type as result_type
 from .tape import recorded_graph
 from .tensor import Size, Tensor
 
@@ -63,5 +73,8 @@ __all__ = ["Tensor", "Size", "tensor", "as_tensor", "from_numpy", "ones", "zeros
            "is_floating_point", "float16", "float32", "float64", "int8", "int16", "int32",
            "int64", "uint8", "bool_", "complex64", "complex128", "half", "short", "cfloat",
            "cdouble", "promote_types", "result_type", "can_cast", "no_grad", "enable_grad",
-           "set_grad_enabled", "is_grad_enabled", "recorded_graph"]
+           "set_grad_enabled", "is_grad_enabled", "recorded_graph", "device", "cuda", "backends",
+           "accelerator", "set_default_device", "get_default_device", "FloatTensor",
+           "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ShortTensor", "CharTensor",
+           "ByteTensor", "BoolTensor"]
 __all__ += list(FUNCTIONS)   # (a separate line: the doc generator reads the names above statically)

@@ -93,23 +93,30 @@ def promoted(fn, dtype):
     return run
 
 
+_TYPE_NAMES = {"float64": "DoubleTensor", "float32": "FloatTensor", "float16": "HalfTensor",
+               "int64": "LongTensor", "int32": "IntTensor", "int16": "ShortTensor",
+               "int8": "CharTensor", "uint8": "ByteTensor", "bool": "BoolTensor",
+               "complex64": "ComplexFloatTensor", "complex128": "ComplexDoubleTensor"}
+
+
 def type_name(dtype):
     """PyTorch's legacy type name of ``dtype`` (``DoubleTensor``)."""
-    return {"float64": "DoubleTensor", "float32": "FloatTensor", "float16": "HalfTensor",
-            "int64": "LongTensor", "int32": "IntTensor", "bool": "BoolTensor"}.get(
-        np.dtype(dtype).name, f"{np.dtype(dtype).name}Tensor")
+    name = np.dtype(dtype).name
+    return _TYPE_NAMES.get(name, f"{name}Tensor")
+
+
+def dtype_of_type_name(name):
+    """The dtype of a legacy type name (``"torch.DoubleTensor"``)."""
+    short = name.removeprefix("torch.")
+    for dt, n in _TYPE_NAMES.items():
+        if n == short:
+            return np.dtype(dt)
+    raise ValueError(f"invalid type: '{name}'")
 
 
 def public_promote_types(type1, type2):
     """``tg.promote_types``: PyTorch's ``torch.promote_types`` of two dtypes."""
     return promote_types(np.dtype(type1), np.dtype(type2))
-
-
-def public_result_type(tensor1, tensor2):
-    """``tg.result_type``: the dtype PyTorch gives an arithmetic operation on the two
-    operands (tensors or Python numbers)."""
-    from .tensor import default_dtype
-    return result_type(tensor1, tensor2, default_float=default_dtype())
 
 
 def can_cast(from_, to):

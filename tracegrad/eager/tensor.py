@@ -332,11 +332,19 @@ class Tensor:
 
     @property
     def device(self):
-        return "cpu"
+        from .device import CPU
+        return CPU
 
     @property
     def is_cuda(self):
         return False
+
+    @property
+    def is_cpu(self):
+        return True
+
+    def get_device(self):
+        return -1                           # PyTorch's answer for a CPU tensor
 
     def element_size(self):
         return self.dtype.itemsize
@@ -406,6 +414,15 @@ class Tensor:
 
     def __repr__(self):
         return format_tensor(self)
+
+    def __format__(self, spec):
+        """``format(t, "+.2f")``: a 0-d tensor formats as its Python number; otherwise only
+        the empty format (``str(t)``), as in PyTorch."""
+        if self.dim() == 0 and self._data is not None:
+            return format(self.item(), spec)
+        if spec:
+            raise TypeError("unsupported format string passed to Tensor.__format__")
+        return repr(self)
 
     __hash__ = object.__hash__
 
