@@ -2,6 +2,7 @@
 ``tg.nn``, ``tg.optim``, recorded on the same IR the transforms use."""
 from typing import TYPE_CHECKING, Any
 
+from . import methods as _methods  # noqa: F401  (sort, topk, isnan, scatter, ...)
 from . import ops as _ops  # noqa: F401  (installs the tensor operations)
 from .creation import (
     BoolTensor,

@@ -53,6 +53,8 @@ def as_array(data, dtype=None):
         arr = np.array(data)
         if arr.dtype == np.float64:
             arr = arr.astype(default_dtype())
+        elif arr.dtype == np.complex128:    # the complex type of the default float dtype
+            arr = arr.astype(np.result_type(default_dtype(), np.complex64))
         elif arr.dtype.kind in "iu":
             arr = arr.astype(np.int64)
         elif arr.dtype == object or arr.dtype.kind not in "biufc":
