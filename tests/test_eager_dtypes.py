@@ -174,6 +174,9 @@ LEGACY = {
     "FloatTensor of a float tensor": lambda L: L.FloatTensor(L.ones(2)),
     "FloatTensor of a long tensor": lambda L: L.FloatTensor(L.ones(2, dtype=L.int64)),
     "FloatTensor requires_grad": lambda L: L.FloatTensor([1.0], requires_grad=True),
+    "Tensor data": lambda L: L.Tensor([1, 2]), "Tensor sizes": lambda L: L.Tensor(2, 3).zero_(),
+    "Tensor empty": lambda L: L.Tensor(), "Tensor Size": lambda L: L.Tensor(L.Size([2])).zero_(),
+    "Tensor nested": lambda L: L.Tensor([[1.5], [2]]),
 }
 
 
@@ -300,3 +303,25 @@ def test_cuda_backends_accelerator_answer_as_a_cpu_torch():
         tg.set_default_device("cuda")
     device = tg.device("cuda" if tg.cuda.is_available() else "cpu")   # the usual idiom
     assert tg.ones(2, device=device).to(device).device == tg.device("cpu")
+
+
+def test_finfo_iinfo_and_set_default_tensor_type_match_torch():
+    for name in ("float16", "float32", "float64"):
+        got, want = tg.finfo(getattr(tg, name)), torch.finfo(getattr(torch, name))
+        assert (float(got.eps), float(got.max), float(got.min), float(got.tiny)) == \
+            (want.eps, want.max, want.min, want.tiny)
+    assert float(tg.finfo().eps) == torch.finfo().eps
+    for name in ("uint8", "int8", "int16", "int32", "int64"):
+        got, want = tg.iinfo(getattr(tg, name)), torch.iinfo(getattr(torch, name))
+        assert (got.min, got.max, got.bits) == (want.min, want.max, want.bits)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")          # torch deprecates it
+            for L in (tg, torch):
+                L.set_default_tensor_type(L.DoubleTensor)
+                assert L.tensor([0.5]).dtype == L.float64
+                L.set_default_tensor_type("torch.FloatTensor")
+                assert L.tensor([0.5]).dtype == L.float32
+    finally:
+        tg.set_default_dtype(tg.float32)
+        torch.set_default_dtype(torch.float32)

@@ -22,6 +22,7 @@ from .creation import (
     empty,
     empty_like,
     eye,
+    finfo,
     float16,
     float32,
     float64,
@@ -29,6 +30,7 @@ from .creation import (
     full,
     full_like,
     get_default_dtype,
+    iinfo,
     int8,
     int16,
     int32,
@@ -46,6 +48,7 @@ from .creation import (
     randn_like,
     randperm,
     set_default_dtype,
+    set_default_tensor_type,
     tensor,
     uint8,
     zeros,
@@ -77,5 +80,5 @@ __all__ = ["Tensor", "Size", "tensor", "as_tensor", "from_numpy", "ones", "zeros
            "set_grad_enabled", "is_grad_enabled", "recorded_graph", "device", "cuda", "backends",
            "accelerator", "set_default_device", "get_default_device", "FloatTensor",
            "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ShortTensor", "CharTensor",
-           "ByteTensor", "BoolTensor"]
+           "ByteTensor", "BoolTensor", "set_default_tensor_type", "finfo", "iinfo"]
 __all__ += list(FUNCTIONS)   # (a separate line: the doc generator reads the names above statically)

@@ -288,3 +288,27 @@ ShortTensor = _legacy("ShortTensor", np.int16)
 CharTensor = _legacy("CharTensor", np.int8)
 ByteTensor = _legacy("ByteTensor", np.uint8)
 BoolTensor = _legacy("BoolTensor", np.bool_)
+
+
+def set_default_tensor_type(t: Any) -> None:
+    """The legacy form of ``set_default_dtype``: ``set_default_tensor_type(tg.DoubleTensor)``
+    or ``set_default_tensor_type("torch.DoubleTensor")``."""
+    if isinstance(t, str):
+        from .promotion import dtype_of_type_name
+        dtype = dtype_of_type_name(t)
+    else:
+        dtype = getattr(t, "_dtype", None)
+        if dtype is None:
+            raise TypeError(f"invalid type object: {t!r}")
+    set_default_dtype(dtype)
+
+
+def finfo(dtype: DTypeLike = None) -> np.finfo:
+    """Machine limits of a floating dtype (``eps``, ``max``, ``min``, ``tiny``, ...); the
+    default float dtype when none is given."""
+    return np.finfo(default_dtype() if dtype is None else dtype)
+
+
+def iinfo(dtype: DTypeLike) -> np.iinfo:
+    """Limits of an integer dtype (``min``, ``max``, ``bits``)."""
+    return np.iinfo(dtype)
