@@ -140,3 +140,28 @@ def test_fmod_values_dtypes_and_gradients_match_torch():
     assert ints.dtype == tg.int64 and ints.tolist() == torch.tensor([7, -7]).fmod(3).tolist()
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):
         tg.tensor([1, 2]).fmod(0)
+
+
+INPLACE_DTYPES = ["bool", "uint8", "int8", "int32", "int64", "float16", "float32", "float64",
+                  "complex64"]
+
+
+@pytest.mark.parametrize("op", ["add_", "sub_", "mul_", "div_", "pow_"])
+def test_inplace_keeps_the_dtype_or_raises_as_torch(op):
+    """An in-place result keeps the tensor's dtype; one of a higher category raises."""
+    others = [o for o in OPERANDS if o[0] != "number" or o[1] != "complex"]
+    bad = []
+    for dtype, other in bounded(list(itertools.product(INPLACE_DTYPES, others)), 120):
+        out = []
+        for L in (torch, tg):
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    r = getattr(_operand(L, "tensor", dtype), op)(_operand(L, *other))
+                out.append((str(r.dtype).replace("torch.", ""), np.asarray(r.tolist(), complex)))
+            except Exception as e:  # noqa: BLE001  (the type is compared with torch's)
+                out.append((type(e).__name__, None))
+        (want, want_v), (got, got_v) = out
+        if want != got or want_v is not None and not np.allclose(want_v, got_v, equal_nan=True):
+            bad.append(f"{dtype}.{op}({other}): torch {want} {want_v} / tracegrad {got} {got_v}")
+    assert not bad, "\n".join(bad[:20])

@@ -534,8 +534,12 @@ Tensor.mul_ = _inplace_binary(np.multiply, "MulBackward0")
 Tensor.div_ = _inplace_binary(np.true_divide, "DivBackward0")
 _pow_scalar, _pow_tensor = (_inplace_binary(_power, "PowBackward0"),
                             _inplace_binary(_power, "PowBackward1"))
-Tensor.pow_ = lambda self, other: (_pow_tensor if isinstance(other, Tensor) else _pow_scalar)(
-    self, other)
+def pow_(self, other):
+    _check_pow(self, other)
+    return (_pow_tensor if isinstance(other, Tensor) else _pow_scalar)(self, other)
+
+
+Tensor.pow_ = pow_
 Tensor.__iadd__ = lambda self, other: Tensor.add_(self, other)
 Tensor.__isub__ = lambda self, other: Tensor.sub_(self, other)
 Tensor.__imul__ = lambda self, other: Tensor.mul_(self, other)
