@@ -94,7 +94,7 @@ def eager_cnn():
 
 def train_eager(model, data, epochs, batch=64, lr=1e-2, seed=0):
     x_train, y_train = data
-    x_all, y_all = tg.tensor(x_train.reshape(-1, 1, 8, 8)), tg.tensor(y_train)
+    x_all, y_all = tg.tensor(x_train.reshape(-1, 1, 8, 8), dtype=tg.float32), tg.tensor(y_train)
     opt = tg.optim.Adam(model.parameters(), lr=lr)
     rng = np.random.default_rng(seed)
     for _ in range(epochs):
@@ -110,7 +110,7 @@ def train_eager(model, data, epochs, batch=64, lr=1e-2, seed=0):
 
 def accuracy_eager(model, x, y):
     with tg.no_grad():
-        predicted = model(tg.tensor(x.reshape(-1, 1, 8, 8))).argmax(dim=1).numpy()
+        predicted = model(tg.tensor(x.reshape(-1, 1, 8, 8), dtype=tg.float32)).argmax(dim=1).numpy()
     return float(np.mean(predicted == y))
 
 

@@ -16,7 +16,7 @@ rng = np.random.default_rng(0)
 centres = np.array([[0.0, 2.0], [2.0, -1.0], [-2.0, -1.0]])
 labels = rng.integers(0, 3, 300)
 points = centres[labels] + 0.6 * rng.standard_normal((300, 2))
-x, y = tg.tensor(points), tg.tensor(labels)
+x, y = tg.tensor(points, dtype=tg.float32), tg.tensor(labels)   # float32, as the parameters
 
 model = nn.Sequential(nn.Linear(2, 16), nn.ReLU(), nn.Linear(16, 3))
 opt = tg.optim.Adam(model.parameters(), lr=0.05)

@@ -473,7 +473,12 @@ def test_default_dtype_float32_parameters():
                    for p in model.parameters())
     finally:
         tg.set_default_dtype(old)
-    assert nn.Linear(2, 2).weight.dtype == np.float64
+    assert nn.Linear(2, 2).weight.dtype == np.float32      # torch's default
+    tg.set_default_dtype(tg.float64)
+    try:
+        assert nn.Linear(2, 2).weight.dtype == np.float64  # parameters follow the default
+    finally:
+        tg.set_default_dtype(old)
 
 
 # -- optimizers -------------------------------------------------------------------------

@@ -19,11 +19,14 @@ torch = pytest.importorskip("torch")
 
 @pytest.fixture(autouse=True)
 def _float64_default():
-    # tracegrad's default float dtype is float64 (docs/pytorch.md); compare like with like
-    old = torch.get_default_dtype()
+    # both libraries default to float32 (test_eager_dtypes.py checks it); here both are set
+    # to float64, so that values compare at float64's precision
+    old, old_te = torch.get_default_dtype(), te.get_default_dtype()
     torch.set_default_dtype(torch.float64)
+    te.set_default_dtype(np.float64)
     yield
     torch.set_default_dtype(old)
+    te.set_default_dtype(old_te)
 
 
 def _np(t):

@@ -1,7 +1,8 @@
 """End-to-end training with tg.nn and tg.optim: a small MLP and a small CNN must reach a
 stated test accuracy in a fixed number of steps.
 
-The data are synthetic and built with NumPy from a fixed seed, so the tests need nothing
+The data are synthetic and built with NumPy from a fixed seed (float64 arrays, given to
+the float32 models as float32 tensors, as a torch program must), so the tests need nothing
 beyond the package's dependencies and give the same numbers everywhere; scikit-learn's
 digits are used in one extra test when scikit-learn happens to be installed.
 """
@@ -55,7 +56,7 @@ def bars(n, seed):
 def accuracy(model, x, y):
     model.eval()
     with tg.no_grad():
-        pred = model(tg.tensor(x)).argmax(1).numpy()
+        pred = model(tg.tensor(x, dtype=tg.float32)).argmax(1).numpy()
     model.train()
     return float(np.mean(pred == y))
 
@@ -65,7 +66,7 @@ def train(model, opt, x, y, steps, batch, seed=0):
     losses = []
     for _ in range(steps):
         idx = rng.integers(0, len(y), batch)
-        loss = F.cross_entropy(model(tg.tensor(x[idx])), tg.tensor(y[idx]))
+        loss = F.cross_entropy(model(tg.tensor(x[idx], dtype=tg.float32)), tg.tensor(y[idx]))
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -124,7 +125,7 @@ def test_sgd_momentum_mlp_with_mse_regression():
     opt = optim.SGD(model.parameters(), lr=0.1, momentum=0.9, nesterov=True)
     first = None
     for _ in range(300):
-        loss = F.mse_loss(model(tg.tensor(x)), tg.tensor(y))
+        loss = F.mse_loss(model(tg.tensor(x, dtype=tg.float32)), tg.tensor(y, dtype=tg.float32))
         first = loss.item() if first is None else first
         opt.zero_grad()
         loss.backward()

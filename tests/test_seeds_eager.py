@@ -670,13 +670,16 @@ def test_item_tolist_and_shape():
 def test_default_dtypes():
     assert tg.tensor([1, 2]).dtype == tg.int64
     assert (tg.tensor([1, 2]) + 1).dtype == tg.int64
-    assert tg.tensor(1.0).dtype == tg.float64
-    assert tg.tensor([1.0, 2.0]).dtype == tg.float64
-    assert tg.ones(2).dtype == tg.float64
-    assert tg.rand(2).dtype == tg.float64
+    assert tg.tensor(1.0).dtype == tg.float32       # torch's default float dtype
+    assert tg.tensor([1.0, 2.0]).dtype == tg.float32
+    assert tg.ones(2).dtype == tg.float32
+    assert tg.rand(2).dtype == tg.float32
+    assert tg.tensor(np.ones(2)).dtype == tg.float64   # a NumPy array keeps its dtype
 
 
 def test_set_default_dtype_float32():
+    tg.set_default_dtype(tg.float64)
+    assert tg.ones(2).dtype == tg.float64 and tg.nn.Linear(2, 2).weight.dtype == tg.float64
     tg.set_default_dtype(tg.float32)
     try:
         assert tg.tensor([1.5]).dtype == tg.float32
@@ -688,5 +691,5 @@ def test_set_default_dtype_float32():
         (x * x).sum().backward()
         assert x.grad.dtype == tg.float32
     finally:
-        tg.set_default_dtype(tg.float64)
-    assert tg.ones(2).dtype == tg.float64
+        tg.set_default_dtype(tg.float32)      # torch's default, restored for the next tests
+    assert tg.ones(2).dtype == tg.float32

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
+from .device import resolve as _device
 from .tensor import Tensor, _default_float, as_array, default_dtype, is_floating
 
 float32 = np.dtype(np.float32)
@@ -14,7 +15,10 @@ float64 = np.dtype(np.float64)
 float16 = np.dtype(np.float16)
 int64 = np.dtype(np.int64)
 int32 = np.dtype(np.int32)
+int16 = np.dtype(np.int16)
 int8 = np.dtype(np.int8)
+complex64 = np.dtype(np.complex64)
+complex128 = np.dtype(np.complex128)
 uint8 = np.dtype(np.uint8)
 bool_ = np.dtype(np.bool_)
 
@@ -59,6 +63,7 @@ def tensor(data: Any, dtype: DTypeLike = None, device: Any = None,
     Returns:
         The new tensor.
     """
+    _device(device)
     t = Tensor._plain(as_array(data, dtype))
     if requires_grad:
         t.requires_grad = True
@@ -67,6 +72,7 @@ def tensor(data: Any, dtype: DTypeLike = None, device: Any = None,
 
 def as_tensor(data: Any, dtype: DTypeLike = None, device: Any = None) -> Tensor:
     """``data`` as a tensor, sharing memory with a tensor or NumPy array of that dtype."""
+    _device(device)
     if isinstance(data, Tensor) and (dtype is None or data.dtype == np.dtype(dtype)):
         return data
     if isinstance(data, np.ndarray) and (dtype is None or data.dtype == np.dtype(dtype)):
@@ -99,24 +105,28 @@ def _dtype(dtype):
 def zeros(*size: int | Sequence[int], dtype: DTypeLike = None, requires_grad: bool = False,
           device: Any = None) -> Tensor:
     """A tensor of zeros of shape ``size`` (``zeros(2, 3)`` or ``zeros((2, 3))``)."""
+    _device(device)
     return _finish(np.zeros(_shape(size), _dtype(dtype)), requires_grad)
 
 
 def ones(*size: int | Sequence[int], dtype: DTypeLike = None, requires_grad: bool = False,
          device: Any = None) -> Tensor:
     """A tensor of ones of shape ``size`` (``ones(2, 3)`` or ``ones((2, 3))``)."""
+    _device(device)
     return _finish(np.ones(_shape(size), _dtype(dtype)), requires_grad)
 
 
 def empty(*size: int | Sequence[int], dtype: DTypeLike = None, requires_grad: bool = False,
           device: Any = None) -> Tensor:
     """A tensor of shape ``size`` (zero-filled here)."""
+    _device(device)
     return _finish(np.zeros(_shape(size), _dtype(dtype)), requires_grad)
 
 
 def full(size: int | Sequence[int], fill_value: float | bool, dtype: DTypeLike = None,
          requires_grad: bool = False, device: Any = None) -> Tensor:
     """A tensor of shape ``size`` filled with ``fill_value`` (its dtype by PyTorch's rules)."""
+    _device(device)
     if dtype is None:
         dtype = default_dtype() if isinstance(fill_value, float) else np.result_type(fill_value)
         if np.dtype(dtype).kind in "iu":
@@ -127,12 +137,14 @@ def full(size: int | Sequence[int], fill_value: float | bool, dtype: DTypeLike =
 def eye(n: int, m: int | None = None, dtype: DTypeLike = None, requires_grad: bool = False,
         device: Any = None) -> Tensor:
     """An ``n`` by ``m`` (default ``n``) identity matrix."""
+    _device(device)
     return _finish(np.eye(n, m, dtype=_dtype(dtype)), requires_grad)
 
 
 def rand(*size: int | Sequence[int], dtype: DTypeLike = None, requires_grad: bool = False,
          device: Any = None, generator: Any = None) -> Tensor:
     """Uniform samples in [0, 1) of shape ``size``, from the generator ``manual_seed`` seeds."""
+    _device(device)
     arr = _rng[0].random(_shape(size)).astype(_dtype(dtype))
     return _finish(arr, requires_grad)
 
@@ -140,6 +152,7 @@ def rand(*size: int | Sequence[int], dtype: DTypeLike = None, requires_grad: boo
 def randn(*size: int | Sequence[int], dtype: DTypeLike = None, requires_grad: bool = False,
           device: Any = None, generator: Any = None) -> Tensor:
     """Standard normal samples of shape ``size``, from the generator ``manual_seed`` seeds."""
+    _device(device)
     arr = _rng[0].standard_normal(_shape(size)).astype(_dtype(dtype))
     return _finish(arr, requires_grad)
 
@@ -147,6 +160,7 @@ def randn(*size: int | Sequence[int], dtype: DTypeLike = None, requires_grad: bo
 def randint(low: int, high: int | None = None, size: int | Sequence[int] | None = None,
             dtype: DTypeLike = None, requires_grad: bool = False, device: Any = None) -> Tensor:
     """Integers in [``low``, ``high``) of shape ``size``; ``randint(high, size=...)`` counts from 0."""
+    _device(device)
     if high is None:
         low, high = 0, low
     arr = _rng[0].integers(low, high, size=_shape((size,)) if size is not None else ())
@@ -155,12 +169,14 @@ def randint(low: int, high: int | None = None, size: int | Sequence[int] | None 
 
 def randperm(n: int, dtype: DTypeLike = None, device: Any = None) -> Tensor:
     """A random permutation of ``0 .. n - 1`` (int64)."""
+    _device(device)
     return _finish(_rng[0].permutation(int(n)).astype(np.int64 if dtype is None else dtype), False)
 
 
 def _like(fn: Callable[..., np.ndarray]) -> Callable[..., Tensor]:
     def like(t: Tensor | ArrayLike, dtype: DTypeLike = None, requires_grad: bool = False,
              device: Any = None) -> Tensor:
+        _device(device)
         shape = tuple(t.shape) if isinstance(t, Tensor) else np.shape(t)
         dt = np.dtype(dtype) if dtype is not None else (
             t.dtype if isinstance(t, Tensor) else np.asarray(t).dtype)
@@ -181,6 +197,7 @@ rand_like.__name__, randn_like.__name__, empty_like.__name__ = "rand_like", "ran
 def full_like(t: Tensor, fill_value: float | bool, dtype: DTypeLike = None, requires_grad: bool = False,
               device: Any = None) -> Tensor:
     """A tensor shaped like ``t``, filled with ``fill_value``."""
+    _device(device)
     dt = np.dtype(dtype) if dtype is not None else t.dtype
     return _finish(np.full(tuple(t.shape), fill_value, dt), requires_grad)
 
@@ -188,6 +205,7 @@ def full_like(t: Tensor, fill_value: float | bool, dtype: DTypeLike = None, requ
 def arange(start: float, end: float | None = None, step: float = 1, dtype: DTypeLike = None,
            requires_grad: bool = False, device: Any = None) -> Tensor:
     """``start, start + step, ...`` up to ``end`` (excluded); ``arange(end)`` counts from 0."""
+    _device(device)
     if end is None:
         start, end = 0, start
     arr = np.arange(start, end, step)
@@ -203,6 +221,7 @@ def arange(start: float, end: float | None = None, step: float = 1, dtype: DType
 def linspace(start: float, end: float, steps: int, dtype: DTypeLike = None, requires_grad: bool = False,
              device: Any = None) -> Tensor:
     """``steps`` evenly spaced values from ``start`` to ``end`` (both included)."""
+    _device(device)
     return _finish(np.linspace(start, end, int(steps), dtype=_dtype(dtype)), requires_grad)
 
 
@@ -214,3 +233,82 @@ def is_tensor(obj: object) -> bool:
 def is_floating_point(t: Tensor) -> bool:
     """Whether ``t`` has a floating-point dtype."""
     return is_floating(t.dtype)
+
+
+# -- legacy constructors: tg.FloatTensor([1, 2]), tg.LongTensor(2, 3) --------------------------
+class _LegacyType(type):
+    """The type of ``tg.FloatTensor`` & co.: called with data, a tensor of that dtype; with
+    sizes (ints or a ``Size``), a zero-filled tensor of that shape; ``isinstance(t,
+    tg.FloatTensor)`` tests the dtype, as in PyTorch."""
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, Tensor) and obj.dtype == cls._dtype
+
+    def __call__(cls, *args, device=None):
+        _device(device)
+        dtype = cls._dtype
+        if not args:
+            return Tensor._plain(np.zeros((0,), dtype))
+        from .tensor import Size
+        first = args[0]
+        if len(args) == 1 and isinstance(first, Tensor):
+            if first.dtype != dtype:
+                raise TypeError(f"expected {_scalar(dtype)} (got {_scalar(first.dtype)})")
+            return first.detach()
+        if len(args) == 1 and not isinstance(first, Size) and not _is_int(first):
+            return Tensor._plain(as_array(first, dtype))
+        sizes = tuple(first) if len(args) == 1 and isinstance(first, Size) else args
+        if not all(_is_int(s) for s in sizes):
+            raise TypeError(f"new() received an invalid combination of arguments - got "
+                            f"({', '.join(type(a).__name__ for a in args)})")
+        return Tensor._plain(np.zeros(tuple(int(s) for s in sizes), dtype))
+
+
+def _is_int(x):
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def _scalar(dtype):
+    from .tensor import _scalar_name
+    return _scalar_name(dtype)
+
+
+def _legacy(name, dtype):
+    return _LegacyType(name, (), {"_dtype": np.dtype(dtype), "__module__": "tracegrad",
+                                  "__doc__": f"``tg.{name}(data)`` or ``tg.{name}(*sizes)``: "
+                                             f"a {np.dtype(dtype).name} tensor."})
+
+
+FloatTensor = _legacy("FloatTensor", np.float32)
+DoubleTensor = _legacy("DoubleTensor", np.float64)
+HalfTensor = _legacy("HalfTensor", np.float16)
+LongTensor = _legacy("LongTensor", np.int64)
+IntTensor = _legacy("IntTensor", np.int32)
+ShortTensor = _legacy("ShortTensor", np.int16)
+CharTensor = _legacy("CharTensor", np.int8)
+ByteTensor = _legacy("ByteTensor", np.uint8)
+BoolTensor = _legacy("BoolTensor", np.bool_)
+
+
+def set_default_tensor_type(t: Any) -> None:
+    """The legacy form of ``set_default_dtype``: ``set_default_tensor_type(tg.DoubleTensor)``
+    or ``set_default_tensor_type("torch.DoubleTensor")``."""
+    if isinstance(t, str):
+        from .promotion import dtype_of_type_name
+        dtype = dtype_of_type_name(t)
+    else:
+        dtype = getattr(t, "_dtype", None)
+        if dtype is None:
+            raise TypeError(f"invalid type object: {t!r}")
+    set_default_dtype(dtype)
+
+
+def finfo(dtype: DTypeLike = None) -> np.finfo:
+    """Machine limits of a floating dtype (``eps``, ``max``, ``min``, ``tiny``, ...); the
+    default float dtype when none is given."""
+    return np.finfo(default_dtype() if dtype is None else dtype)
+
+
+def iinfo(dtype: DTypeLike) -> np.iinfo:
+    """Limits of an integer dtype (``min``, ``max``, ``bits``)."""
+    return np.iinfo(dtype)

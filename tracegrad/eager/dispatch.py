@@ -178,7 +178,8 @@ def _from_tracer(tracer, Tensor, name, ins, view_of):
 # of its own, shown as a None edge; elsewhere a number, mask or index is no edge at all.
 _SCALAR_EDGES = frozenset({"AddBackward0", "SubBackward0", "MulBackward0", "DivBackward0",
                            "WhereBackward0", "MaximumBackward0", "MinimumBackward0",
-                           "PowBackward1", "RemainderBackward1", "CopyBackwards"})
+                           "PowBackward1", "RemainderBackward1", "FmodBackward1",
+                           "CopyBackwards"})
 
 
 def edges(name, operands):

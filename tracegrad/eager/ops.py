@@ -14,10 +14,13 @@ import numpy as np
 from ..ir import apply
 from ..tracer import Tracer
 from ..tracer import where as _at_user_line
+from .device import CPU as _CPU
+from .device import is_device as _is_device
+from .device import resolve as _resolve
 from .dispatch import call
 from .indexing import getitem_name, is_basic
 from .products import is_contiguous
-from .promotion import category, promoted, result_type
+from .promotion import cast, category, promoted, result_type
 from .tape import TAPE, EagerTracer, Version
 from .tensor import Tensor, _index_key, _private_copy, _scalar_name, default_dtype
 
@@ -132,11 +135,19 @@ Tensor.__sub__, Tensor.__rsub__ = _sub_op, _rsub_op
 Tensor.__mul__, Tensor.__rmul__ = _commuted(np.multiply, "MulBackward0")
 Tensor.__truediv__, _ = _binary(_true_divide, "DivBackward0")
 Tensor.__rtruediv__ = _rtruediv
+def _no_kernel(kernel, dtype, kinds):
+    """PyTorch's error for an operation with no kernel for ``dtype`` (kinds ``b``/``c``)."""
+    if np.dtype(dtype).kind in kinds:
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_scalar_name(dtype)}\'')
+
+
 def _integer_division(op):
     """An integer division by zero raises, as in PyTorch (NumPy gives 0 and a warning)."""
     def checked(self, other):
         a, b = (self, other) if op.__name__.startswith("__") else (other, self)
         dtype = result_type(a, b, default_float=default_dtype())
+        _no_kernel("div_floor_cpu" if "floordiv" in op.__name__ or op.__name__ == "rf"
+                   else "remainder_cpu", dtype, "bc")
         divisor = b._data if isinstance(b, Tensor) else np.asarray(b)
         if category(dtype) == category(np.int64) and divisor is not None and \
                 np.any(divisor == 0):
@@ -146,15 +157,48 @@ def _integer_division(op):
 
 
 _fdiv, _rfdiv = _binary(np.floor_divide, "FloorDivideBackward0")
-_fdiv.__name__, _rfdiv.__name__ = "__floordiv__", "r"
+_fdiv.__name__, _rfdiv.__name__ = "__floordiv__", "rf"
 _rmod = _binary(np.remainder, "RemainderBackward1")[1]
-_rmod.__name__ = "r"
+_rmod.__name__ = "rm"
 _remainder.__name__ = "__mod__"
 Tensor.__floordiv__, Tensor.__rfloordiv__ = _integer_division(_fdiv), _integer_division(_rfdiv)
 Tensor.__mod__, Tensor.__rmod__ = _integer_division(_remainder), _integer_division(_rmod)
+Tensor.floor_divide = lambda self, other: self // other
+Tensor.remainder = lambda self, other: self % other
+
+
+def _fmod(a, b):
+    """``np.fmod``'s value with PyTorch's derivative: 1 for ``a``, ``-trunc(a / b)`` for
+    ``b`` (the value taken exactly from ``np.fmod``, the derivative from ``a - b * q``)."""
+    if not isinstance(a, Tracer) and not isinstance(b, Tracer):
+        return np.fmod(a, b)
+    if np.result_type(a, b).kind not in "fc":
+        return np.fmod(a, b)
+    q = apply("stop_gradient", np.trunc(a / b))
+    smooth = a - b * q
+    return smooth + apply("stop_gradient", np.fmod(a, b) - smooth)
+
+
+def fmod(self, other):
+    """C's remainder: the sign of the dividend (``remainder`` takes the divisor's)."""
+    _check_broadcast(self, other)
+    dtype = result_type(self, other, default_float=default_dtype())
+    _no_kernel("fmod_cpu", dtype, "bc")
+    if dtype.kind in "iu" and np.any(np.asarray(other._data if isinstance(other, Tensor)
+                                                else other) == 0):
+        raise _err("ZeroDivisionError")
+    return _elementwise(_fmod, self, other, name="FmodBackward1"
+                        if isinstance(other, Tensor) else "FmodBackward0")
+
+
+Tensor.fmod = fmod
 Tensor.__and__, Tensor.__rand__ = _bitwise(np.logical_and, np.bitwise_and, "bitwise_and")
 Tensor.__or__, Tensor.__ror__ = _bitwise(np.logical_or, np.bitwise_or, "bitwise_or")
 Tensor.__xor__, Tensor.__rxor__ = _bitwise(np.logical_xor, np.bitwise_xor, "bitwise_xor")
+
+
+_ORDER = {np.less: "lt_cpu", np.less_equal: "le_cpu", np.greater: "gt_cpu",
+          np.greater_equal: "ge_cpu"}
 
 
 def _cmp(fn):
@@ -162,6 +206,8 @@ def _cmp(fn):
         if other is None:
             return NotImplemented
         _check_broadcast(self, other)
+        if fn in _ORDER:
+            _no_kernel(_ORDER[fn], result_type(self, other, default_float=default_dtype()), "c")
         return _elementwise(fn, self, other)
     return op
 
@@ -178,13 +224,24 @@ def _power(a, b):
     return np.power(a, b)
 
 
+def _check_pow(base, exponent):
+    dtype = result_type(base, exponent, default_float=default_dtype())
+    if isinstance(exponent, Tensor):
+        _no_kernel("pow", dtype, "b")
+    if dtype.kind in "iu" and not isinstance(exponent, Tensor):
+        if np.any(np.asarray(exponent) < 0):
+            raise _err("Integers to negative integer powers are not allowed.")
+
+
 def __pow__(self, exponent):
     _check_broadcast(self, exponent)
+    _check_pow(self, exponent)
     name = "PowBackward1" if isinstance(exponent, Tensor) else "PowBackward0"
     return _elementwise(_power, self, exponent, name=name)
 
 
 def __rpow__(self, base):
+    _check_pow(base, self)
     return _elementwise(_power, base, self, name="PowBackward2" if not isinstance(
         base, Tensor) else "PowBackward1")
 
@@ -441,8 +498,10 @@ def _extremes(fn, plain, name, what):
             raise TypeError(f"{what}(): argument 'other' (position 1) must be Tensor, not "
                             f"{type(other).__name__}")
         _check_broadcast(self, other)
-        floating = category(result_type(self, other, default_float=default_dtype())) >= \
-            category(np.float32)
+        dtype = result_type(self, other, default_float=default_dtype())
+        if dtype.kind == "c":
+            raise _err(f"{what} not implemented for complex tensors.")
+        floating = category(dtype) >= category(np.float32)
         return _elementwise(fn if floating else plain, self, other, name=name)
     return op
 
@@ -475,8 +534,12 @@ Tensor.mul_ = _inplace_binary(np.multiply, "MulBackward0")
 Tensor.div_ = _inplace_binary(np.true_divide, "DivBackward0")
 _pow_scalar, _pow_tensor = (_inplace_binary(_power, "PowBackward0"),
                             _inplace_binary(_power, "PowBackward1"))
-Tensor.pow_ = lambda self, other: (_pow_tensor if isinstance(other, Tensor) else _pow_scalar)(
-    self, other)
+def pow_(self, other):
+    _check_pow(self, other)
+    return (_pow_tensor if isinstance(other, Tensor) else _pow_scalar)(self, other)
+
+
+Tensor.pow_ = pow_
 Tensor.__iadd__ = lambda self, other: Tensor.add_(self, other)
 Tensor.__isub__ = lambda self, other: Tensor.sub_(self, other)
 Tensor.__imul__ = lambda self, other: Tensor.mul_(self, other)
@@ -1043,33 +1106,80 @@ Tensor.__getitem__ = __getitem__
 
 
 # -- types ---------------------------------------------------------------------------------
-def to(self, *args, **kwargs):
-    dtype = kwargs.get("dtype")
+def to_args(args, kwargs):
+    """``(device, dtype, copy)`` from the arguments of ``Tensor.to`` / ``Module.to``:
+    ``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(other_tensor)``, keywords
+    ``device=``, ``dtype=``, ``copy=``, ``non_blocking=``. A device other than the CPU
+    raises PyTorch's error; the returned device is None when none was named."""
+    dev, dtype = kwargs.get("device"), kwargs.get("dtype")
+    copy = bool(kwargs.get("copy", False))
     for a in args:
         if isinstance(a, Tensor):
             dtype = a.dtype
-        elif isinstance(a, (np.dtype, type)) or (isinstance(a, str) and a not in ("cpu", "cuda")):
+            dev = _CPU
+        elif _is_device(a) or isinstance(a, int) and not isinstance(a, bool):
+            dev = a
+        elif isinstance(a, bool):
+            continue                        # the old positional non_blocking / copy
+        elif a is not None:
             try:
                 dtype = np.dtype(a)
             except TypeError:
-                pass
-    if dtype is None or np.dtype(dtype) == self.dtype:
-        return self
-    dtype = np.dtype(dtype)
+                raise TypeError(f"to() received an invalid combination of arguments - got "
+                                f"({type(a).__name__})") from None
+    if dev is not None:
+        dev = _resolve(dev)
+    return dev, (None if dtype is None else np.dtype(dtype)), copy
+
+
+def public_result_type(tensor1, tensor2):
+    """``tg.result_type``: the dtype PyTorch gives an arithmetic operation on the two
+    operands (tensors or Python numbers)."""
+    return result_type(tensor1, tensor2, default_float=default_dtype())
+
+
+def to(self, *args, **kwargs):
+    """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)``: this tensor when
+    nothing changes (unless ``copy=True``), else a converted copy (``ToCopyBackward0``)."""
+    _, dtype, copy = to_args(args, kwargs)
+    if dtype is None or dtype == self.dtype:
+        return call(_clone, self, name="ToCopyBackward0") if copy else self
     return call(lambda x: x.astype(dtype), self, name="ToCopyBackward0")
 
 
 def _cast(dtype):
-    return lambda self: to(self, dtype)
+    def cast(self, memory_format=None):
+        return to(self, dtype)
+    return cast
 
 
-Tensor.to, Tensor.type = to, lambda self, dtype=None: to(self, dtype) if dtype is not None \
-    else f"torch.{type(self).__name__}"
+def type_(self, dtype=None, non_blocking=False, **kwargs):
+    """``t.type()``: PyTorch's legacy name (``"torch.FloatTensor"``); ``t.type(tg.float64)``
+    or ``t.type("torch.DoubleTensor")``: the tensor converted."""
+    from .promotion import dtype_of_type_name, type_name
+    if dtype is None:
+        return "torch." + type_name(self.dtype)
+    if isinstance(dtype, str) and dtype.startswith("torch."):
+        dtype = dtype_of_type_name(dtype)
+    elif isinstance(dtype, type) and hasattr(dtype, "_dtype"):     # tg.FloatTensor
+        dtype = dtype._dtype
+    return to(self, dtype)
+
+
+def _cuda(self, *args, **kwargs):
+    from .device import device, unavailable
+    raise unavailable(device("cuda"))
+
+
+Tensor.to, Tensor.type = to, type_
 Tensor.type_as = lambda self, other: to(self, other.dtype)
 Tensor.float, Tensor.double = _cast(np.float32), _cast(np.float64)
 Tensor.half = _cast(np.float16)
 Tensor.long, Tensor.int, Tensor.bool = _cast(np.int64), _cast(np.int32), _cast(np.bool_)
-Tensor.cpu = Tensor.cuda = lambda self, *a, **k: self
+Tensor.short, Tensor.char, Tensor.byte = _cast(np.int16), _cast(np.int8), _cast(np.uint8)
+Tensor.cfloat, Tensor.cdouble = _cast(np.complex64), _cast(np.complex128)
+Tensor.cpu = lambda self, *a, **k: self
+Tensor.cuda = _cuda
 
 
 def new_tensor(self, data, dtype=None, requires_grad=False):
@@ -1101,12 +1211,22 @@ for _name in ["add", "sub", "subtract", "mul", "multiply", "div", "divide", "tru
               "unsqueeze", "permute", "transpose", "t", "swapaxes", "narrow", "split", "chunk",
               "unbind", "gather", "flip", "roll", "masked_fill", "maximum", "minimum", "all",
               "any", "eq", "ne", "lt", "le", "gt", "ge", "clone", "square", "numel",
+              "floor_divide", "remainder", "fmod",
               *_UNARY]:
     FUNCTIONS[_name] = _method_function(_name)
 
 
-def cat(tensors, dim=0):
+def _tensor_list(tensors):
     tensors = list(tensors)
+    for k, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"expected Tensor as element {k} in argument 0, but got "
+                            f"{type(t).__name__}")
+    return tensors
+
+
+def cat(tensors, dim=0):
+    tensors = _tensor_list(tensors)
     if not tensors:
         raise _err("torch.cat(): expected a non-empty list of Tensors")
     ref = tuple(tensors[0].shape)
@@ -1124,16 +1244,20 @@ def cat(tensors, dim=0):
                 raise _err(f"Sizes of tensors must match except in dimension {d}. "
                                    f"Expected size {a} but got size {b} for tensor number {k} in "
                                    "the list.")
-    return call(lambda ts: np.concatenate(ts, axis=dim), tensors, name="CatBackward0")
+    dtype = result_type(*tensors, default_float=default_dtype())   # torch's, not NumPy's
+    return call(lambda ts: np.concatenate([cast(t, dtype) for t in ts], axis=dim), tensors,
+                name="CatBackward0")
 
 
 def stack(tensors, dim=0):
-    tensors = list(tensors)
+    tensors = _tensor_list(tensors)
     shapes = {tuple(t.shape) for t in tensors}
     if len(shapes) > 1:
         raise _err(f"stack expects each tensor to be equal size, but got "
                            f"{[list(t.shape) for t in tensors]}")
-    return call(lambda ts: np.stack(ts, axis=dim), tensors, name="StackBackward0")
+    dtype = result_type(*tensors, default_float=default_dtype())
+    return call(lambda ts: np.stack([cast(t, dtype) for t in ts], axis=dim), tensors,
+                name="StackBackward0")
 
 
 def where(condition, input=None, other=None):
@@ -1157,9 +1281,44 @@ def einsum(spec, *operands):
     return call(lambda *xs: np.einsum(spec, *xs), *operands, name="EinsumBackward0")
 
 
+def _number_first(name, reflected):
+    """``tg.add(2.5, t)``: PyTorch takes a number as the first operand as it takes a second
+    one (a wrapped number, with its promotion), through the reflected operator."""
+    method = FUNCTIONS[name]
+
+    def fn(input, other, *args, **kwargs):
+        if not isinstance(input, Tensor) and isinstance(other, Tensor) and not args and \
+                not kwargs:
+            return reflected(other, input)
+        return method(input, other, *args, **kwargs)
+    fn.__name__, fn.__doc__ = name, method.__doc__
+    return fn
+
+
+def _tensor_first(name):
+    method = FUNCTIONS[name]
+
+    def fn(input, *args, **kwargs):
+        if not isinstance(input, Tensor):
+            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
+                            f"{type(input).__name__}")
+        return method(input, *args, **kwargs)
+    fn.__name__, fn.__doc__ = name, method.__doc__
+    return fn
+
+
+for _name, _rop in [("add", Tensor.__radd__), ("sub", Tensor.__rsub__),
+                    ("subtract", Tensor.__rsub__), ("mul", Tensor.__rmul__),
+                    ("multiply", Tensor.__rmul__), ("div", Tensor.__rtruediv__),
+                    ("divide", Tensor.__rtruediv__), ("true_divide", Tensor.__rtruediv__),
+                    ("floor_divide", Tensor.__rfloordiv__), ("remainder", Tensor.__rmod__),
+                    ("pow", Tensor.__rpow__)]:
+    FUNCTIONS[_name] = _number_first(_name, _rop)
+for _name in ("maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "fmod"):
+    FUNCTIONS[_name] = _tensor_first(_name)
 FUNCTIONS.update(cat=cat, concat=cat, concatenate=cat, stack=stack, where=where, outer=outer,
                  ger=outer, einsum=einsum)
-del _name, _n, _fn, _op, _op_
+del _name, _n, _fn, _op, _op_, _rop
 
 
 def _default():

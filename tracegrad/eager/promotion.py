@@ -27,16 +27,27 @@ def promote_types(a, b):
     if b is None:
         return a
     ca, cb = category(a), category(b)
-    if ca != cb:
+    if ca != cb and min(ca, cb) < _FLOAT:
         return np.dtype(a if ca > cb else b)
+    # one category, or floating with complex: the wider precision (float64 with complex64
+    # is complex128)
     return np.promote_types(a, b)
 
 
+_FLOAT = _CATEGORIES.index("f")
+
+
 def _combine(higher, lower):
+    """A class of operands (tensors with dimensions, then 0-d tensors) with the dtype of
+    a lower class: the lower one counts only when its category is higher, and a complex
+    one then keeps the floating precision of the higher class (float32 with a 0-d
+    complex128 is complex64)."""
     if higher is None:
         return lower
     if lower is None or category(higher) >= category(lower):
         return higher
+    if category(lower) == _FLOAT + 1 and category(higher) == _FLOAT:
+        return np.result_type(higher, np.complex64)
     return lower
 
 
@@ -62,7 +73,8 @@ def result_type(*operands, default_float):
                 dims = promote_types(dims, dtype)
             else:
                 zero = promote_types(zero, dtype)
-    return _combine(dims, _combine(zero, wrapped))
+    out = _combine(dims, _combine(zero, wrapped))
+    return None if out is None else np.dtype(out)
 
 
 def cast(value, dtype):
@@ -81,8 +93,33 @@ def promoted(fn, dtype):
     return run
 
 
+_TYPE_NAMES = {"float64": "DoubleTensor", "float32": "FloatTensor", "float16": "HalfTensor",
+               "int64": "LongTensor", "int32": "IntTensor", "int16": "ShortTensor",
+               "int8": "CharTensor", "uint8": "ByteTensor", "bool": "BoolTensor",
+               "complex64": "ComplexFloatTensor", "complex128": "ComplexDoubleTensor"}
+
+
 def type_name(dtype):
     """PyTorch's legacy type name of ``dtype`` (``DoubleTensor``)."""
-    return {"float64": "DoubleTensor", "float32": "FloatTensor", "float16": "HalfTensor",
-            "int64": "LongTensor", "int32": "IntTensor", "bool": "BoolTensor"}.get(
-        np.dtype(dtype).name, f"{np.dtype(dtype).name}Tensor")
+    name = np.dtype(dtype).name
+    return _TYPE_NAMES.get(name, f"{name}Tensor")
+
+
+def dtype_of_type_name(name):
+    """The dtype of a legacy type name (``"torch.DoubleTensor"``)."""
+    short = name.removeprefix("torch.")
+    for dt, n in _TYPE_NAMES.items():
+        if n == short:
+            return np.dtype(dt)
+    raise ValueError(f"invalid type: '{name}'")
+
+
+def public_promote_types(type1, type2):
+    """``tg.promote_types``: PyTorch's ``torch.promote_types`` of two dtypes."""
+    return promote_types(np.dtype(type1), np.dtype(type2))
+
+
+def can_cast(from_, to):
+    """``tg.can_cast``: whether PyTorch's casting rules allow ``from_`` to ``to`` (no move
+    to a lower category: float to integer, complex to float, anything but bool to bool)."""
+    return category(from_) <= category(to)

@@ -30,7 +30,7 @@ _COMPLEX_GRAD = ("complex tensors cannot require grad in tracegrad's eager autog
 _STALE_VIEW = ("this view's base (or another view of it) was modified in place after the view "
                "was made, and tracegrad does not rebase a view's history as PyTorch does: "
                "make the view after the in-place change, or clone() it before")
-_default_float = [np.dtype(np.float64)]
+_default_float = [np.dtype(np.float32)]
 
 
 def default_dtype():
@@ -53,6 +53,8 @@ def as_array(data, dtype=None):
         arr = np.array(data)
         if arr.dtype == np.float64:
             arr = arr.astype(default_dtype())
+        elif arr.dtype == np.complex128:    # the complex type of the default float dtype
+            arr = arr.astype(np.result_type(default_dtype(), np.complex64))
         elif arr.dtype.kind in "iu":
             arr = arr.astype(np.int64)
         elif arr.dtype == object or arr.dtype.kind not in "biufc":
@@ -151,9 +153,26 @@ class Tensor:
         t._tracer = tracer
         return t
 
-    def __init__(self, data: Any = None, *, requires_grad: bool = False,
-                 dtype: DTypeLike = None) -> None:
-        self._set_fields(as_array([] if data is None else data, dtype))
+    def __init__(self, *args: Any, requires_grad: bool = False, dtype: DTypeLike = None,
+                 device: Any = None) -> None:
+        """``tg.Tensor(data)`` or ``tg.Tensor(*sizes)``, as ``torch.Tensor``: the default
+        float dtype (``tg.Tensor([1, 2])`` is float32), zeros for sizes."""
+        if device is not None:
+            from .device import resolve
+            resolve(device)
+        dtype = default_dtype() if dtype is None else np.dtype(dtype)
+        if len(args) == 1 and args[0] is None:
+            args = ()
+        if not args or all(isinstance(a, (int, np.integer)) and not isinstance(a, bool)
+                           for a in args) or len(args) == 1 and isinstance(args[0], Size):
+            sizes = (0,) if not args else tuple(args[0]) if isinstance(args[0], Size) else args
+            data = np.zeros(tuple(int(n) for n in sizes), dtype)
+        elif len(args) == 1:
+            data = as_array(args[0], dtype)
+        else:
+            raise TypeError(f"new() received an invalid combination of arguments - got "
+                            f"({', '.join(type(a).__name__ for a in args)})")
+        self._set_fields(data)
         if requires_grad:
             self.requires_grad = True
 
@@ -332,11 +351,19 @@ class Tensor:
 
     @property
     def device(self):
-        return "cpu"
+        from .device import CPU
+        return CPU
 
     @property
     def is_cuda(self):
         return False
+
+    @property
+    def is_cpu(self):
+        return True
+
+    def get_device(self):
+        return -1                           # PyTorch's answer for a CPU tensor
 
     def element_size(self):
         return self.dtype.itemsize
@@ -406,6 +433,15 @@ class Tensor:
 
     def __repr__(self):
         return format_tensor(self)
+
+    def __format__(self, spec):
+        """``format(t, "+.2f")``: a 0-d tensor formats as its Python number; otherwise only
+        the empty format (``str(t)``), as in PyTorch."""
+        if self.dim() == 0 and self._data is not None:
+            return format(self.item(), spec)
+        if spec:
+            raise TypeError("unsupported format string passed to Tensor.__format__")
+        return repr(self)
 
     __hash__ = object.__hash__
 
@@ -574,9 +610,12 @@ def format_tensor(t):
                 extras.append(f"dtype=torch.{data.dtype.name}")
         else:
             body = np.array2string(data, separator=", ", prefix="tensor(")
-            if data.dtype.kind != "i" or data.dtype != np.int64:
-                if data.dtype.kind != "b":
-                    extras.append(f"dtype=torch.{data.dtype.name}")
+            if data.dtype.kind == "b" and data.size == 1:
+                body = body.replace(" True", "True")     # NumPy pads a lone True
+            shown = {np.dtype(np.int64), np.dtype(np.bool_),
+                     np.result_type(default_dtype(), np.complex64)}
+            if data.dtype not in shown:
+                extras.append(f"dtype=torch.{data.dtype.name}")
     fn = t.grad_fn
     if fn is not None:
         extras.append(f"grad_fn=<{fn.name()}>")

@@ -242,13 +242,13 @@ class Module:
             _zero_grad(p, set_to_none)
 
     # -- dtype --------------------------------------------------------------------------------
-    def to(self, dtype=None, *args, **kwargs):
+    def to(self, *args, **kwargs):
         """Cast floating parameters and buffers (in place in the module, as PyTorch does);
-        device arguments are accepted and ignored (everything is on the CPU)."""
-        dtype = kwargs.get("dtype", dtype)
-        if dtype is None or isinstance(dtype, str):
+        the CPU device is accepted; another device raises PyTorch's error."""
+        from ..ops import to_args
+        _, dtype, _ = to_args(args, kwargs)
+        if dtype is None:
             return self
-        dtype = np.dtype(dtype)
         for m in self.modules():
             for group in (m._parameters, m._buffers):
                 for t in group.values():
