@@ -8,6 +8,7 @@ both shapes.
 """
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -15,22 +16,36 @@ import numpy as np
 from ...ir import apply
 from ..creation import generator
 from ..dispatch import call
+from ..ops import _operand_key
 from ..tensor import Tensor
 from .losses import (  # noqa: F401  (part of tg.nn.functional)
     _check_reduction,
     _dtype_name,
+    binary_cross_entropy,
     binary_cross_entropy_with_logits,
     cross_entropy,
+    huber_loss,
+    kl_div,
     l1_loss,
     mse_loss,
     nll_loss,
     one_hot,
+    poisson_nll_loss,
+    smooth_l1_loss,
+    soft_margin_loss,
 )
 
 __all__ = ["relu", "relu_", "leaky_relu", "sigmoid", "tanh", "softmax", "log_softmax",
            "mse_loss", "l1_loss", "nll_loss", "cross_entropy",
            "binary_cross_entropy_with_logits", "conv2d", "conv_transpose2d", "max_pool2d",
-           "avg_pool2d", "linear", "dropout", "flatten", "one_hot"]
+           "avg_pool2d", "linear", "dropout", "flatten", "one_hot",
+           "binary_cross_entropy", "huber_loss", "kl_div", "poisson_nll_loss", "smooth_l1_loss",
+           "soft_margin_loss", "gelu", "softplus", "silu", "mish", "elu", "selu", "celu",
+           "hardtanh", "relu6", "hardsigmoid", "hardswish", "logsigmoid", "softsign",
+           "tanhshrink", "softmin", "prelu", "threshold", "glu", "normalize", "dropout1d",
+           "dropout2d", "batch_norm", "layer_norm", "group_norm", "embedding",
+           "adaptive_avg_pool2d", "adaptive_avg_pool1d", "avg_pool1d", "max_pool1d", "conv1d",
+           "pad", "pixel_shuffle", "cosine_similarity"]
 
 
 # -- activations ------------------------------------------------------------------------
@@ -283,3 +298,487 @@ def dropout(input, p=0.5, training=True, inplace=False):
 
 def flatten(input, start_dim=0, end_dim=-1):
     return input.flatten(start_dim, end_dim)
+
+
+# -- more activations -----------------------------------------------------------------------
+SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+SQRT_HALF = math.sqrt(0.5)
+
+
+def _activation(fn, name, input, inplace=False):
+    """``fn`` elementwise, recorded as one node named ``name`` (PyTorch's); ``inplace``
+    writes the result into ``input`` as PyTorch's ``act_`` variants do."""
+    if inplace:
+        return input._inplace(fn, name=name)
+    return call(fn, input, name=name)
+
+
+def gelu(input, approximate="none"):
+    """``x * Phi(x)`` with the normal CDF from ``erf``; ``approximate="tanh"`` uses
+    PyTorch's tanh formula instead."""
+    if approximate == "none":
+        fn = lambda x: x * (apply("erf", x * SQRT_HALF) + 1.0) * 0.5
+    elif approximate == "tanh":
+        fn = lambda x: x * (np.tanh((x + x * x * x * 0.044715) * SQRT_2_OVER_PI) + 1.0) * 0.5
+    else:
+        raise RuntimeError("approximate argument must be either none or tanh.")
+    return call(fn, input, name="GeluBackward0")
+
+
+def _softplus_fn(beta=1.0, threshold=20.0):
+    def fn(x):
+        bx = x * beta
+        # log(1 + exp(bx)) without overflow: the linear branch takes over above threshold,
+        # and the other branch only ever sees arguments up to it
+        soft = np.log1p(np.exp(np.minimum(bx, threshold))) / beta
+        return np.where(bx > threshold, x, soft)
+    return fn
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    return call(_softplus_fn(beta, threshold), input, name="SoftplusBackward0")
+
+
+def silu(input, inplace=False):
+    return _activation(lambda x: x / (np.exp(-x) + 1.0), "SiluBackward0", input, inplace)
+
+
+def mish(input, inplace=False):
+    sp = _softplus_fn()
+    return _activation(lambda x: x * np.tanh(sp(x)), "MishBackward0", input, inplace)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    fn = lambda x: np.where(x > 0, x, np.expm1(np.minimum(x, 0.0)) * alpha)
+    return _activation(fn, "EluBackward0", input, inplace)
+
+
+def selu(input, inplace=False):
+    alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+    fn = lambda x: np.where(x > 0, x, np.expm1(np.minimum(x, 0.0)) * alpha) * scale
+    return _activation(fn, "EluBackward0", input, inplace)
+
+
+def celu(input, alpha=1.0, inplace=False):
+    fn = lambda x: np.where(x > 0, x, np.expm1(np.minimum(x, 0.0) / alpha) * alpha)
+    return _activation(fn, "CeluBackward0", input, inplace)
+
+
+def _clip_fn(lo, hi):
+    # PyTorch's hardtanh passes the gradient strictly inside (lo, hi) only
+    return lambda x: np.where((x > lo) & (x < hi), x, np.where(x <= lo, x * 0.0 + lo,
+                                                                   x * 0.0 + hi))
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    fn = _clip_fn(min_val, max_val)
+    return _activation(fn, "HardtanhBackward0", input, inplace)
+
+
+def relu6(input, inplace=False):
+    return _activation(_clip_fn(0.0, 6.0), "HardtanhBackward0", input, inplace)
+
+
+def hardsigmoid(input, inplace=False):
+    fn = lambda x: np.where((x > -3.0) & (x < 3.0), (x + 3.0) / 6.0,
+                            np.where(x <= -3.0, x * 0.0, x * 0.0 + 1.0))
+    return _activation(fn, "HardsigmoidBackward0", input, inplace)
+
+
+def hardswish(input, inplace=False):
+    fn = lambda x: np.where(x <= -3.0, x * 0.0,
+                            np.where(x >= 3.0, x, x * (x + 3.0) / 6.0))
+    return _activation(fn, "HardswishBackward0", input, inplace)
+
+
+def logsigmoid(input):
+    # -softplus(-x), stable for both signs
+    return call(lambda x: np.minimum(x, 0.0) - np.log1p(np.exp(-np.abs(x))), input,
+                name="LogSigmoidBackward0")
+
+
+def softsign(input):
+    return call(lambda x: x / (np.abs(x) + 1.0), input, name="DivBackward0")
+
+
+def tanhshrink(input):
+    return call(lambda x: x - np.tanh(x), input, name="SubBackward0")
+
+
+def softmin(input, dim=None, dtype=None):
+    return softmax(-input, _softmax_dim("softmin", input.dim(), dim), dtype)
+
+
+def prelu(input, weight):
+    """``max(0, x) + weight * min(0, x)``, one slope per channel (dimension 1) or one
+    for all."""
+    n = weight.numel()
+    if n != 1:
+        channels = input.shape[1] if input.dim() >= 2 else (input.shape[0] if input.dim() else 1)
+        if channels != n:
+            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found "
+                               f"parameter numbers = {n} and channel size = {channels}.")
+    shape = [1] * input.dim()
+    if n != 1 and input.dim() >= 2:
+        shape[1] = n
+    elif n != 1:
+        shape[0] = n
+
+    def fn(x, w):
+        w = np.reshape(w, tuple(shape)) if shape else np.reshape(w, ())
+        return np.where(x > 0, x, x * w)
+    return call(fn, input, weight, name="PreluKernelBackward0")
+
+
+def threshold(input, threshold, value, inplace=False):
+    fn = lambda x: np.where(x > threshold, x, x * 0.0 + value)
+    return _activation(fn, "ThresholdBackward0", input, inplace)
+
+
+def glu(input, dim=-1):
+    n = input.shape[dim]
+    if n % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {dim % input.dim()} "
+                           f"is size {n}")
+    a, b = input.chunk(2, dim)
+    return a * b.sigmoid()
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    return input / input.norm(p, dim, keepdim=True).clamp(min=eps)
+
+
+# -- dropout variants --------------------------------------------------------------------
+def _feature_dropout(input, p, training, inplace, mask_shape):
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    keep = generator().random(mask_shape) >= p
+    scale = keep.astype(input.dtype) * (1.0 / (1.0 - p) if p < 1.0 else 0.0)
+    if inplace:
+        return input.mul_(Tensor._plain(scale))
+    return call(lambda x: x * scale, input, name="MulBackward0")
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels (dimension 1; a 3-D input is read as (N, C, L), PyTorch's
+    historical behaviour, with its warning)."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    nd = input.dim()
+    if nd not in (3, 4):
+        warnings.warn(f"dropout2d: Received a {nd}-D input to dropout2d, which is deprecated "
+                      "and will result in an error in a future release. To retain the behavior "
+                      "and silence this warning, please use dropout instead. Note that "
+                      "dropout2d exists to provide channel-wise dropout on inputs with 2 "
+                      "spatial dimensions, a channel dimension, and an optional batch dimension "
+                      "(i.e. 3D or 4D inputs).", UserWarning, stacklevel=2)
+    if nd == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that "
+                      "channel-wise 1D dropout behavior is desired - input is interpreted as "
+                      "shape (N, C, L), where C is the channel dim. This behavior will change in "
+                      "a future release to interpret the input as one without a batch "
+                      "dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout "
+                      "behavior, please switch to using dropout1d instead.", UserWarning,
+                      stacklevel=2)
+    shape = tuple(input.shape[:2]) + (1,) * (nd - 2) if nd >= 2 else tuple(input.shape)
+    return _feature_dropout(input, p, training, inplace, shape)
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    nd = input.dim()
+    if nd not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {nd}D input. "
+                           "Note that dropout1d exists to provide channel-wise dropout on inputs "
+                           "with 1 spatial dimension, a channel dimension, and an optional batch "
+                           "dimension (i.e. 2D or 3D inputs).")
+    shape = (input.shape[0], 1) if nd == 2 else (input.shape[0], input.shape[1], 1)
+    return _feature_dropout(input, p, training, inplace, shape)
+
+
+# -- normalisation ---------------------------------------------------------------------------
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
+               momentum=0.1, eps=1e-5):
+    """Normalise each channel (dimension 1) by the batch's statistics while training (and
+    update the running ones: ``(1 - momentum) * running + momentum * batch``, the variance
+    unbiased), by the running statistics otherwise."""
+    size = list(input.shape)
+    if input.dim() < 2:
+        raise ValueError(f"expected 2D or 3D input (got {input.dim()}D input)")
+    if training and int(np.prod([size[0]] + size[2:])) == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input "
+                         f"size {_torch_size(size)}")
+    if training and eps <= 0.0:
+        raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
+    if eps < 0.0:
+        raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
+    c = size[1]
+    for what, t in (("running_mean", running_mean), ("running_var", running_var),
+                    ("weight", weight), ("bias", bias)):
+        if t is not None and t.numel() != c:
+            raise RuntimeError(f"{what} should contain {c} elements not {t.numel()}")
+    axes = (0,) + tuple(range(2, input.dim()))
+    bshape = (1, c) + (1,) * (input.dim() - 2)
+    use_batch = training or running_mean is None or running_var is None
+    if use_batch:
+        x = input._data
+        mean = np.mean(x, axis=axes)
+        var = np.var(x, axis=axes)
+        n = x.size // c
+        if training and running_mean is not None:
+            with _no_grad():
+                rm, rv = running_mean._data, running_var._data
+                np.copyto(rm, (1 - momentum) * rm + momentum * mean, casting="unsafe")
+                np.copyto(rv, (1 - momentum) * rv + momentum * var * (n / max(n - 1, 1)),
+                          casting="unsafe")
+                running_mean._vc.v += 1
+                running_var._vc.v += 1
+
+        def norm(x):
+            m = np.mean(x, axis=axes, keepdims=True)
+            d = x - m
+            v = np.mean(d * d, axis=axes, keepdims=True)
+            return d / np.sqrt(v + eps)
+    else:
+        m = running_mean._data.reshape(bshape).astype(input.dtype, copy=False)
+        inv = 1.0 / np.sqrt(running_var._data.reshape(bshape).astype(input.dtype, copy=False)
+                            + eps)
+        norm = lambda x: (x - m) * inv
+    return _affine(norm, input, weight, bias, bshape, "NativeBatchNormBackward0")
+
+
+def _affine(norm, input, weight, bias, shape, name):
+    args = [input]
+    if weight is not None:
+        args.append(weight)
+    if bias is not None:
+        args.append(bias)
+
+    def fn(x, *wb):
+        y = norm(x)
+        i = 0
+        if weight is not None:
+            y = y * np.reshape(wb[0], shape)
+            i = 1
+        if bias is not None:
+            y = y + np.reshape(wb[i], shape)
+        return y
+    return call(fn, *args, name=name)
+
+
+def _no_grad():
+    from ..grad_mode import no_grad
+    return no_grad()
+
+
+def _torch_size(size):
+    from ..tensor import Size
+    return repr(Size(tuple(size)))
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalise over the last ``len(normalized_shape)`` dimensions (biased variance)."""
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    normalized_shape = tuple(int(s) for s in normalized_shape)
+    k = len(normalized_shape)
+    if tuple(input.shape[input.dim() - k:]) != normalized_shape or input.dim() < k:
+        raise RuntimeError(f"Given normalized_shape={list(normalized_shape)}, expected input "
+                           f"with shape [*, {', '.join(map(str, normalized_shape))}], but got "
+                           f"input of size{list(input.shape)}")
+    for what, t in (("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != normalized_shape:
+            raise RuntimeError(f"Expected {what} to be of same shape as normalized_shape, but "
+                               f"got {what} of shape {list(t.shape)} and normalized_shape = "
+                               f"{list(normalized_shape)}")
+    axes = tuple(range(input.dim() - k, input.dim()))
+
+    def norm(x):
+        m = np.mean(x, axis=axes, keepdims=True)
+        d = x - m
+        v = np.mean(d * d, axis=axes, keepdims=True)
+        return d / np.sqrt(v + eps)
+    return _affine(norm, input, weight, bias, normalized_shape, "NativeLayerNormBackward0")
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    n, c = input.shape[0], input.shape[1]
+    if c % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by "
+                           f"num_groups, but got input of shape {list(input.shape)} and "
+                           f"num_groups={num_groups}")
+    rest = tuple(input.shape[2:])
+    gshape = (n, num_groups, -1)
+
+    def norm(x):
+        g = np.reshape(x, gshape)
+        m = np.mean(g, axis=2, keepdims=True)
+        d = g - m
+        v = np.mean(d * d, axis=2, keepdims=True)
+        return np.reshape(d / np.sqrt(v + eps), (n, c) + rest)
+    return _affine(norm, input, weight, bias, (1, c) + (1,) * len(rest),
+                   "NativeGroupNormBackward0")
+
+
+# -- embedding ---------------------------------------------------------------------------
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
+              scale_grad_by_freq=False, sparse=False):
+    """Rows of ``weight`` picked by the integer tensor ``input``; the row ``padding_idx``
+    gets no gradient."""
+    idx = input._concrete("embedding") if isinstance(input, Tensor) else np.asarray(input)
+    if idx.dtype.kind not in "iu":
+        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the "
+                           f"following scalar types: Long, Int; but got torch."
+                           f"{_dtype_name(idx.dtype)}Tensor instead (while checking arguments "
+                           f"for embedding)")
+    if weight.dim() != 2:
+        raise RuntimeError("'weight' must be 2-D")
+    rows = weight.shape[0]
+    if idx.size and (idx.min() < -rows or idx.max() >= rows):
+        raise IndexError("index out of range in self")
+    if padding_idx is not None:
+        if padding_idx > 0:
+            assert padding_idx < rows, "Padding_idx must be within num_embeddings"
+        elif padding_idx < 0:
+            assert padding_idx >= -rows, "Padding_idx must be within num_embeddings"
+            padding_idx = rows + padding_idx
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding: scale_grad_by_freq and sparse are not supported")
+    idx = idx.astype(np.int64) % rows
+    if max_norm is not None:
+        _embedding_renorm(weight, idx, max_norm, norm_type)
+    pad = None if padding_idx is None else (idx == padding_idx)[..., None]
+    if pad is not None and not pad.any():
+        pad = None
+
+    def fn(w):
+        picked = w[_operand_key(w, idx)]
+        if pad is None:
+            return picked
+        return np.where(pad, apply("stop_gradient", picked), picked)
+    return call(fn, weight, name="EmbeddingBackward0")
+
+
+def _embedding_renorm(weight, idx, max_norm, norm_type):
+    """PyTorch's in-place renorm of the looked-up rows whose norm exceeds ``max_norm``."""
+    w = weight._data
+    rows = np.unique(idx)
+    norms = np.linalg.norm(w[rows], ord=norm_type, axis=1)
+    big = norms > max_norm
+    if np.any(big):
+        w[rows[big]] *= (max_norm / (norms[big] + 1e-7))[:, None]
+        weight._vc.v += 1
+
+
+# -- more pooling and convolution -----------------------------------------------------------
+def _adaptive_matrix(n_in, n_out, dtype):
+    """(n_out, n_in) averaging matrix: output cell i averages input cells
+    floor(i n_in / n_out) .. ceil((i + 1) n_in / n_out) - 1, PyTorch's windows."""
+    m = np.zeros((n_out, n_in), dtype)
+    for i in range(n_out):
+        lo = (i * n_in) // n_out
+        hi = -((-(i + 1) * n_in) // n_out)
+        m[i, lo:hi] = 1.0 / (hi - lo)
+    return m
+
+
+def adaptive_avg_pool2d(input, output_size):
+    if input.dim() not in (3, 4):
+        raise RuntimeError(f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got "
+                           f"{list(input.shape)}")
+    h, w = input.shape[-2:]
+    if isinstance(output_size, int):
+        output_size = (output_size, output_size)
+    oh = h if output_size[0] is None else int(output_size[0])
+    ow = w if output_size[1] is None else int(output_size[1])
+    mh = _adaptive_matrix(h, oh, input.dtype)
+    mw = _adaptive_matrix(w, ow, input.dtype)
+    return call(lambda x: np.matmul(np.matmul(mh, x), mw.T), input,
+                name="AdaptiveAvgPool2DBackward0")
+
+
+def adaptive_avg_pool1d(input, output_size):
+    n = input.shape[-1]
+    o = int(output_size[0] if isinstance(output_size, (tuple, list)) else output_size)
+    m = _adaptive_matrix(n, o, input.dtype)
+    return call(lambda x: np.matmul(x, m.T), input, name="AdaptiveAvgPool2DBackward0")
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True):
+    k = kernel_size[0] if isinstance(kernel_size, (tuple, list)) else kernel_size
+    s = k if stride is None else (stride[0] if isinstance(stride, (tuple, list)) else stride)
+    p = padding[0] if isinstance(padding, (tuple, list)) else padding
+    out = avg_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, p), ceil_mode, count_include_pad)
+    return out.squeeze(-2)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    k = kernel_size[0] if isinstance(kernel_size, (tuple, list)) else kernel_size
+    s = k if stride is None else (stride[0] if isinstance(stride, (tuple, list)) else stride)
+    p = padding[0] if isinstance(padding, (tuple, list)) else padding
+    d = dilation[0] if isinstance(dilation, (tuple, list)) else dilation
+    out = max_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, p), (1, d), ceil_mode,
+                     return_indices)
+    return out.squeeze(-2)
+
+
+def _single(value):
+    if isinstance(value, Tensor):
+        value = value.tolist()
+    if isinstance(value, (tuple, list)):
+        return int(value[0])
+    return int(value)
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """1-D cross-correlation of (N, C, L) ``input`` with an (O, C, k) ``weight``: the 2-D
+    convolution of height-1 images."""
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"Expected 2D (unbatched) or 3D (batched) input to conv1d, but got "
+                           f"input of size: {list(input.shape)}")
+    if weight.dim() != 3:
+        raise RuntimeError(f"conv1d: expected a 3-D weight, but got weight of size "
+                           f"{list(weight.shape)}")
+    out = conv2d(input.unsqueeze(-2), weight.unsqueeze(-2), bias, (1, _single(stride)),
+                 (0, _single(padding)), (1, _single(dilation)), groups)
+    return out.squeeze(-2)
+
+
+def pad(input, pad, mode="constant", value=None):
+    """Constant padding of the last ``len(pad) // 2`` dimensions (PyTorch's order: last
+    dimension first)."""
+    if mode != "constant":
+        raise NotImplementedError(f"pad: mode='{mode}' is not supported (constant only)")
+    if len(pad) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    widths = [(0, 0)] * input.dim()
+    for i in range(len(pad) // 2):
+        widths[input.dim() - 1 - i] = (int(pad[2 * i]), int(pad[2 * i + 1]))
+    if any(a < 0 or b < 0 for a, b in widths):
+        raise NotImplementedError("pad: negative padding is not supported")
+    fill = 0.0 if value is None else value
+    return call(lambda x: np.pad(x, widths, constant_values=fill), input,
+                name="ConstantPadNdBackward0")
+
+
+def pixel_shuffle(input, upscale_factor):
+    r = upscale_factor
+    *lead, c, h, w = input.shape
+    oc = c // (r * r)
+    x = input.reshape(*lead, oc, r, r, h, w)
+    n = len(lead)
+    perm = list(range(n)) + [n, n + 3, n + 1, n + 4, n + 2]
+    return x.permute(*perm).reshape(*lead, oc, h * r, w * r)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    def fn(a, b):
+        num = np.sum(a * b, axis=dim)
+        den = np.sqrt(np.maximum(np.sum(a * a, axis=dim) * np.sum(b * b, axis=dim), eps * eps))
+        return num / den
+    return call(fn, x1, x2, name="DivBackward0")

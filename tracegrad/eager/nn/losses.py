@@ -16,7 +16,8 @@ from ..ops import _operand_key
 from ..tensor import Tensor
 
 __all__ = ["mse_loss", "l1_loss", "nll_loss", "cross_entropy", "binary_cross_entropy_with_logits",
-           "one_hot"]
+           "one_hot", "smooth_l1_loss", "huber_loss", "binary_cross_entropy", "kl_div",
+           "soft_margin_loss", "poisson_nll_loss"]
 
 
 def _reduce(values, reduction):
@@ -244,3 +245,128 @@ def one_hot(tensor, num_classes=-1):
     if t.size and (t.min() < 0 or t.max() >= n):
         raise RuntimeError("Class values must be smaller than num_classes.")
     return Tensor._plain((t[..., None] == np.arange(n)).astype(np.int64))
+
+
+def _elementwise_loss(fn, name, input, target, reduction, what, weight=None):
+    """``fn(input, target)`` elementwise (times ``weight``), reduced: one node."""
+    _check_reduction(reduction)
+    target = _target_like(input, target, what)
+    w = None if weight is None else _array(weight)
+
+    def loss(x, y):
+        v = fn(x, y)
+        return _reduce(v if w is None else v * w, reduction)
+    return call(loss, input, target, name=name)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """``0.5 d^2 / beta`` where ``|d| < beta``, ``|d| - 0.5 beta`` elsewhere (``d = input -
+    target``); ``beta=0`` is the L1 loss."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    if beta == 0.0:
+        return l1_loss(input, target, reduction=reduction)
+
+    def fn(x, y):
+        d = np.abs(x - y)
+        return np.where(d < beta, d * d * (0.5 / beta), d - 0.5 * beta)
+    return _elementwise_loss(fn, "SmoothL1LossBackward0", input, target, reduction,
+                             "smooth_l1_loss")
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """``0.5 d^2`` where ``|d| < delta``, ``delta (|d| - 0.5 delta)`` elsewhere."""
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    if weight is not None and tuple(weight.shape) != tuple(input.shape):
+        raise ValueError("Weights and input must have the same size.")
+
+    def fn(x, y):
+        d = np.abs(x - y)
+        return np.where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta)
+    return _elementwise_loss(fn, "HuberLossBackward0", input, target, reduction, "huber_loss",
+                             weight)
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
+                         reduction="mean"):
+    """``-(t log x + (1 - t) log(1 - x))`` of probabilities ``x``, each log clamped at -100
+    as PyTorch does (so x = 0 or 1 gives a finite loss)."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if not isinstance(target, Tensor):
+        target = Tensor._plain(np.asarray(target, dtype=input.dtype))
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Using a target size ({target.shape}) that is different to the input "
+                         f"size ({input.shape}) is deprecated. Please ensure they have the same "
+                         "size.")
+    x = input._data
+    if x.size and (np.any(x < 0) or np.any(x > 1) or np.any(np.isnan(x))):
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    w = None if weight is None else np.broadcast_to(_array(weight), tuple(input.shape))
+
+    def fn(x, y):
+        log_x = np.maximum(np.log(x), -100.0)
+        log_1mx = np.maximum(np.log1p(-x), -100.0)
+        loss = -(y * log_x + (1 - y) * log_1mx)
+        return _reduce(loss if w is None else loss * w, reduction)
+    with np.errstate(divide="ignore"):
+        return call(fn, input, target, name="BinaryCrossEntropyBackward0")
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """The pointwise KL divergence ``target * (log target - input)`` of log-probabilities
+    ``input`` (``target`` itself in log space when ``log_target``); 0 where target is 0.
+    ``reduction="batchmean"`` divides the sum by the batch size (the true KL divergence);
+    ``"mean"`` divides by the number of elements, with PyTorch's warning."""
+    if size_average is not None or reduce is not None:
+        reduction = legacy_reduction(size_average, reduce, reduction)
+    elif reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the "
+                      "support size.'batchmean' divides only by the batch size, and aligns with "
+                      "the KL div math definition.'mean' will be changed to behave the same as "
+                      "'batchmean' in the next major release.", UserWarning, stacklevel=2)
+    batchmean = reduction == "batchmean"
+    if not batchmean:
+        _check_reduction(reduction)
+    if not isinstance(target, Tensor):
+        target = Tensor._plain(np.asarray(target, dtype=input.dtype))
+    n = input.shape[0] if input.dim() and batchmean else 1
+
+    def fn(x, y):
+        if log_target:
+            v = np.exp(y) * (y - x)
+        else:
+            pos = y > 0
+            safe = np.where(pos, y, np.ones((), y.dtype))
+            v = np.where(pos, y * np.log(safe), y * 0.0) - y * x
+        if batchmean:
+            return np.sum(v) / n
+        return _reduce(v, reduction)
+    name = ("DivBackward0" if batchmean else "SumBackward0" if reduction == "sum"
+            else "MeanBackward0" if reduction == "mean"
+            else "MulBackward0" if log_target else "SubBackward0")
+    return call(fn, input, target, name=name)
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    return _elementwise_loss(lambda x, y: np.log1p(np.exp(-y * x)), "SoftMarginLossBackward0",
+                             input, target, reduction, "soft_margin_loss")
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
+                     reduce=None, reduction="mean"):
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+
+    def fn(x, y):
+        v = np.exp(x) - y * x if log_input else x - y * np.log(x + eps)
+        if full:
+            safe = np.where(y > 1, y, np.ones((), y.dtype))
+            v = v + np.where(y > 1, safe * np.log(safe) - safe + 0.5 * np.log(2 * np.pi * safe),
+                             y * 0.0)
+        return _reduce(v, reduction)
+    target = _target_like(input, target, "poisson_nll_loss")
+    return call(fn, input, target, name="MeanBackward0" if reduction == "mean" else None)
