@@ -1,30 +1,81 @@
 """``tg.nn``: modules, parameters, initialisers and the functional API, PyTorch-style."""
-from . import functional, init
-from .containers import ModuleList, Sequential
+from . import functional, init, utils
+from .activation import (
+    CELU,
+    ELU,
+    GELU,
+    GLU,
+    SELU,
+    Hardsigmoid,
+    Hardswish,
+    Hardtanh,
+    LogSigmoid,
+    Mish,
+    PReLU,
+    ReLU6,
+    SiLU,
+    Softmin,
+    Softplus,
+    Softsign,
+    Tanhshrink,
+    Threshold,
+)
+from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .layers import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AlphaDropout,
+    AvgPool1d,
     AvgPool2d,
+    BCELoss,
     BCEWithLogitsLoss,
+    ConstantPad2d,
+    Conv1d,
     Conv2d,
     ConvTranspose2d,
+    CosineSimilarity,
     CrossEntropyLoss,
     Dropout,
+    Dropout1d,
+    Dropout2d,
     Flatten,
+    HuberLoss,
     Identity,
+    KLDivLoss,
     L1Loss,
     LeakyReLU,
     Linear,
     LogSoftmax,
+    MaxPool1d,
     MaxPool2d,
     MSELoss,
     NLLLoss,
+    PixelShuffle,
+    PoissonNLLLoss,
     ReLU,
     Sigmoid,
+    SmoothL1Loss,
+    SoftMarginLoss,
     Softmax,
     Tanh,
+    Unflatten,
+    ZeroPad2d,
 )
 from .modules import Module, Parameter
+from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, LayerNorm
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell
+from .sparse import Embedding
 
-__all__ = ["functional", "init", "Module", "Parameter", "Sequential", "ModuleList", "Identity",
-           "Linear", "Conv2d", "ConvTranspose2d", "MaxPool2d", "AvgPool2d", "ReLU", "LeakyReLU",
-           "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "Flatten", "Dropout", "MSELoss", "L1Loss",
-           "CrossEntropyLoss", "NLLLoss", "BCEWithLogitsLoss"]
+__all__ = ["functional", "init", "utils", "Module", "Parameter", "Sequential", "ModuleList",
+           "ModuleDict", "ParameterList", "ParameterDict", "Identity", "Linear", "Conv1d",
+           "Conv2d", "ConvTranspose2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d",
+           "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "ConstantPad2d", "ZeroPad2d",
+           "PixelShuffle", "CosineSimilarity", "ReLU", "LeakyReLU", "Tanh", "Sigmoid",
+           "Softmax", "LogSoftmax", "Softmin", "GELU", "SiLU", "Mish", "ELU", "SELU", "CELU",
+           "Softplus", "Hardtanh", "ReLU6", "Hardsigmoid", "Hardswish", "LogSigmoid",
+           "Softsign", "Tanhshrink", "PReLU", "Threshold", "GLU", "Flatten", "Unflatten",
+           "Dropout", "Dropout1d", "Dropout2d", "AlphaDropout", "BatchNorm1d", "BatchNorm2d",
+           "BatchNorm3d", "LayerNorm", "GroupNorm", "Embedding", "RNNBase", "RNN", "LSTM",
+           "GRU", "RNNCell", "LSTMCell", "GRUCell", "MSELoss", "L1Loss", "SmoothL1Loss",
+           "HuberLoss", "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "CrossEntropyLoss",
+           "NLLLoss", "SoftMarginLoss", "PoissonNLLLoss"]
