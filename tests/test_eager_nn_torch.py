@@ -1,0 +1,392 @@
+"""tg.nn layers and losses against PyTorch (CPU, float64), one table row per layer or loss.
+
+Each layer row builds the same module in both libraries from the same constructor call,
+copies torch's initial state_dict into tracegrad's (so the weights are equal), runs the
+same inputs through both, once per phase ("train" / "eval"), and compares: every output,
+the gradients of the inputs and of every parameter (by torch's name) after a backward
+of a random weighting of the outputs, and the state_dict afterwards (running statistics
+of BatchNorm, num_batches_tracked). Each loss row runs the functional form and the
+module form of one loss, with its options, the same way.
+"""
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+
+import tracegrad as tg
+
+torch = pytest.importorskip("torch")
+
+RTOL, ATOL = 1e-10, 1e-12
+
+
+def _rng(name):
+    return np.random.default_rng(sum(map(ord, name)))
+
+
+@dataclass
+class Layer:
+    make: object                      # nn -> module (same call for torch.nn and tg.nn)
+    inputs: list                      # shapes of float inputs (all differentiated) or arrays
+    phases: tuple = ("train",)
+    call: object = None               # (module, *inputs) -> output; default module(*inputs)
+    ints: list = field(default_factory=list)   # integer arrays, passed after the floats
+    tol: float = RTOL
+
+
+def _h0(shape):
+    return np.full(shape, 0.0) + np.linspace(-0.5, 0.5, int(np.prod(shape))).reshape(shape)
+
+
+LAYERS = {
+    "linear": Layer(lambda nn: nn.Linear(4, 3), [(5, 4)]),
+    "conv1d": Layer(lambda nn: nn.Conv1d(3, 4, 3, stride=2, padding=1), [(2, 3, 9)]),
+    "conv_transpose2d": Layer(lambda nn: nn.ConvTranspose2d(2, 3, 3, stride=2, padding=1,
+                                                            output_padding=1), [(2, 2, 4, 3)]),
+    "batchnorm1d": Layer(lambda nn: nn.BatchNorm1d(3), [(6, 3)], ("train", "train", "eval")),
+    "batchnorm1d_3d": Layer(lambda nn: nn.BatchNorm1d(3, momentum=0.3), [(4, 3, 5)],
+                            ("train", "eval", "train")),
+    "batchnorm2d": Layer(lambda nn: nn.BatchNorm2d(3), [(4, 3, 3, 2)], ("train", "train", "eval")),
+    "batchnorm2d_cumulative": Layer(lambda nn: nn.BatchNorm2d(2, momentum=None),
+                                    [(3, 2, 2, 2)], ("train", "train", "train", "eval")),
+    "batchnorm2d_no_affine": Layer(lambda nn: nn.BatchNorm2d(2, affine=False),
+                                   [(3, 2, 2, 2)], ("train", "eval")),
+    "batchnorm2d_no_stats": Layer(lambda nn: nn.BatchNorm2d(2, track_running_stats=False),
+                                  [(3, 2, 2, 2)], ("train", "eval")),
+    "layernorm": Layer(lambda nn: nn.LayerNorm(5), [(3, 5)]),
+    "layernorm_2d": Layer(lambda nn: nn.LayerNorm((3, 4), eps=1e-3), [(2, 3, 4)]),
+    "layernorm_no_affine": Layer(lambda nn: nn.LayerNorm(4, elementwise_affine=False),
+                                 [(2, 3, 4)]),
+    "groupnorm": Layer(lambda nn: nn.GroupNorm(2, 4), [(3, 4, 2, 2)]),
+    "embedding": Layer(lambda nn: nn.Embedding(6, 3), [], ints=[np.array([[0, 2, 5], [2, 2, 1]])]),
+    "embedding_padding": Layer(lambda nn: nn.Embedding(6, 3, padding_idx=2), [],
+                               ints=[np.array([[0, 2, 5], [2, 2, 1]])]),
+    "rnn": Layer(lambda nn: nn.RNN(3, 4), [(5, 2, 3)]),
+    "rnn_relu_2layers_bf": Layer(lambda nn: nn.RNN(3, 4, 2, nonlinearity="relu",
+                                                   batch_first=True), [(2, 5, 3)]),
+    "rnn_h0": Layer(lambda nn: nn.RNN(3, 4, num_layers=2), [(5, 2, 3), (2, 2, 4)]),
+    "lstm": Layer(lambda nn: nn.LSTM(3, 4), [(5, 2, 3)]),
+    "lstm_2layers_batch_first": Layer(lambda nn: nn.LSTM(3, 4, num_layers=2, batch_first=True),
+                                      [(2, 6, 3)]),
+    "lstm_bidirectional": Layer(lambda nn: nn.LSTM(3, 4, num_layers=2, bidirectional=True),
+                                [(4, 2, 3)]),
+    "lstm_h0_c0": Layer(lambda nn: nn.LSTM(3, 4), [(5, 2, 3), (1, 2, 4), (1, 2, 4)],
+                        call=lambda m, x, h, c: m(x, (h, c))),
+    "lstm_unbatched": Layer(lambda nn: nn.LSTM(3, 4, bias=False), [(5, 3)]),
+    "gru": Layer(lambda nn: nn.GRU(3, 4), [(5, 2, 3)]),
+    "gru_bidirectional_bf": Layer(lambda nn: nn.GRU(3, 4, batch_first=True,
+                                                    bidirectional=True), [(2, 4, 3)]),
+    "rnn_cell": Layer(lambda nn: nn.RNNCell(3, 4), [(2, 3), (2, 4)]),
+    "lstm_cell": Layer(lambda nn: nn.LSTMCell(3, 4), [(2, 3), (2, 4), (2, 4)],
+                       call=lambda m, x, h, c: m(x, (h, c))),
+    "gru_cell": Layer(lambda nn: nn.GRUCell(3, 4), [(2, 3)]),
+    "gelu": Layer(lambda nn: nn.GELU(), [(3, 4)]),
+    "gelu_tanh": Layer(lambda nn: nn.GELU(approximate="tanh"), [(3, 4)]),
+    "silu": Layer(lambda nn: nn.SiLU(), [(3, 4)]),
+    "elu": Layer(lambda nn: nn.ELU(alpha=0.7), [(3, 4)]),
+    "selu": Layer(lambda nn: nn.SELU(), [(3, 4)]),
+    # torch differentiates celu with a single-precision step somewhere (2e-8 off)
+    "celu": Layer(lambda nn: nn.CELU(alpha=1.3), [(3, 4)], tol=1e-7),
+    "leaky_relu": Layer(lambda nn: nn.LeakyReLU(0.2), [(3, 4)]),
+    "softplus": Layer(lambda nn: nn.Softplus(), [(3, 4)]),
+    "softplus_beta_threshold": Layer(lambda nn: nn.Softplus(beta=2.0, threshold=1.5), [(3, 4)]),
+    "softmax": Layer(lambda nn: nn.Softmax(dim=1), [(3, 4)]),
+    "log_softmax": Layer(lambda nn: nn.LogSoftmax(dim=0), [(3, 4)]),
+    "softmin": Layer(lambda nn: nn.Softmin(dim=1), [(3, 4)]),
+    "tanh": Layer(lambda nn: nn.Tanh(), [(3, 4)]),
+    "sigmoid": Layer(lambda nn: nn.Sigmoid(), [(3, 4)]),
+    "hardtanh": Layer(lambda nn: nn.Hardtanh(-0.5, 0.8), [(3, 4)]),
+    "relu6": Layer(lambda nn: nn.ReLU6(), [np.linspace(-3, 9, 12).reshape(3, 4) + 0.01]),
+    "mish": Layer(lambda nn: nn.Mish(), [(3, 4)]),
+    "prelu": Layer(lambda nn: nn.PReLU(), [(3, 4)]),
+    "prelu_channels": Layer(lambda nn: nn.PReLU(3, init=0.1), [(2, 3, 4)]),
+    # torch's hardsigmoid backward uses a float32 1/6
+    "hardsigmoid": Layer(lambda nn: nn.Hardsigmoid(), [(3, 4)], tol=1e-7),
+    "hardswish": Layer(lambda nn: nn.Hardswish(), [np.linspace(-4, 4, 12).reshape(3, 4) + 0.01]),
+    "logsigmoid": Layer(lambda nn: nn.LogSigmoid(), [(3, 4)]),
+    "softsign": Layer(lambda nn: nn.Softsign(), [(3, 4)]),
+    "tanhshrink": Layer(lambda nn: nn.Tanhshrink(), [(3, 4)]),
+    "threshold": Layer(lambda nn: nn.Threshold(0.1, -2.0), [(3, 4)]),
+    "glu": Layer(lambda nn: nn.GLU(dim=1), [(3, 4)]),
+    "flatten": Layer(lambda nn: nn.Flatten(), [(2, 3, 4)]),
+    "unflatten": Layer(lambda nn: nn.Unflatten(1, (2, 3)), [(4, 6)]),
+    "identity": Layer(lambda nn: nn.Identity(), [(3, 4)]),
+    "adaptive_avg_pool2d": Layer(lambda nn: nn.AdaptiveAvgPool2d((3, 2)), [(2, 3, 7, 5)]),
+    "adaptive_avg_pool2d_1": Layer(lambda nn: nn.AdaptiveAvgPool2d(1), [(2, 3, 4, 4)]),
+    "adaptive_avg_pool2d_none": Layer(lambda nn: nn.AdaptiveAvgPool2d((None, 2)), [(1, 2, 3, 5)]),
+    "adaptive_avg_pool1d": Layer(lambda nn: nn.AdaptiveAvgPool1d(3), [(2, 3, 7)]),
+    "avg_pool2d": Layer(lambda nn: nn.AvgPool2d(2), [(2, 3, 4, 5)]),
+    "avg_pool1d": Layer(lambda nn: nn.AvgPool1d(2, stride=1), [(2, 3, 5)]),
+    "max_pool1d": Layer(lambda nn: nn.MaxPool1d(2), [(2, 3, 6)]),
+    "zero_pad2d": Layer(lambda nn: nn.ZeroPad2d((1, 2, 0, 1)), [(1, 2, 3, 3)]),
+    "pixel_shuffle": Layer(lambda nn: nn.PixelShuffle(2), [(1, 8, 2, 3)]),
+    "cosine_similarity": Layer(lambda nn: nn.CosineSimilarity(dim=1), [(3, 4), (3, 4)]),
+    "dropout_eval": Layer(lambda nn: nn.Dropout(0.3), [(3, 4)], ("eval",)),
+    "dropout2d_eval": Layer(lambda nn: nn.Dropout2d(0.3), [(2, 3, 2, 2)], ("eval",)),
+    "sequential_cnn": Layer(lambda nn: nn.Sequential(
+        nn.Conv2d(2, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Dropout2d(0.0), nn.Flatten(), nn.Linear(16, 3), nn.GELU()),
+        [(3, 2, 4, 4)], ("train", "eval")),
+    "transformerish_block": Layer(lambda nn: nn.Sequential(
+        nn.LayerNorm(6), nn.Linear(6, 8), nn.SiLU(), nn.Dropout(0.0), nn.Linear(8, 6)),
+        [(2, 3, 6)]),
+}
+
+
+def _flat(out):
+    if isinstance(out, (tuple, list)):
+        return [t for o in out for t in _flat(o)]
+    return [out]
+
+
+def _inputs(name, spec):
+    rng = _rng(name)
+    return [np.asarray(s, float) if isinstance(s, np.ndarray) else rng.standard_normal(s)
+            for s in spec]
+
+
+def _to_numpy(t):
+    return t.detach().numpy() if hasattr(t, "detach") else np.asarray(t)
+
+
+def _run_phase(lib, module, floats, ints, call, phase, weights):
+    module.train(phase == "train")
+    xs = [lib.tensor(a, requires_grad=True) for a in floats]
+    xs += [lib.tensor(a) for a in ints]
+    module.zero_grad()
+    out = _flat(call(module, *xs) if call else module(*xs))
+    total = sum((o * lib.tensor(w)).sum() for o, w in zip(out, weights))
+    total.backward()
+    grads = {n: _to_numpy(p.grad) for n, p in module.named_parameters() if p.grad is not None}
+    input_grads = [_to_numpy(x.grad) for x in xs[:len(floats)]]
+    state = {k: _to_numpy(v) for k, v in module.state_dict().items()}
+    return [_to_numpy(o) for o in out], input_grads, grads, state
+
+
+@pytest.mark.parametrize("name", list(LAYERS))
+def test_layer_matches_torch(name):
+    row = LAYERS[name]
+    torch.manual_seed(0)
+    ours, theirs = row.make(tg.nn).double(), row.make(torch.nn).double()
+    assert repr(ours) == repr(theirs)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    missing = ours.load_state_dict({k: v.numpy() for k, v in theirs.state_dict().items()})
+    assert missing == ([], [])
+    floats = _inputs(name, row.inputs)
+    rng = _rng(name + "weights")
+    weights = [rng.standard_normal(s) for s in _shapes(theirs, floats, row)]
+    for phase in row.phases:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            expected = _run_phase(torch, theirs, floats, row.ints, row.call, phase, weights)
+            got = _run_phase(tg, ours, floats, row.ints, row.call, phase, weights)
+        _compare(name, phase, got, expected, row.tol)
+
+
+def _shapes(module, floats, row):
+    """The output shapes, from a forward that changes no state (a copy, no grad)."""
+    import copy
+    m = copy.deepcopy(module)
+    with torch.no_grad():
+        xs = [torch.tensor(a) for a in floats] + [torch.tensor(a) for a in row.ints]
+        return [o.shape for o in _flat(row.call(m, *xs) if row.call else m(*xs))]
+
+
+def _compare(name, phase, got, expected, tol):
+    (out, gin, gp, state), (e_out, e_gin, e_gp, e_state) = got, expected
+    where = f"{name} ({phase})"
+    assert len(out) == len(e_out), where
+    for k, (a, e) in enumerate(zip(out, e_out)):
+        assert a.shape == e.shape, f"{where}: output {k} shape"
+        np.testing.assert_allclose(a, e, rtol=tol, atol=ATOL, err_msg=f"{where}: output {k}")
+    for k, (a, e) in enumerate(zip(gin, e_gin)):
+        np.testing.assert_allclose(a, e, rtol=tol, atol=ATOL, err_msg=f"{where}: input grad {k}")
+    assert sorted(gp) == sorted(e_gp), where
+    for key in e_gp:
+        np.testing.assert_allclose(gp[key], e_gp[key], rtol=tol, atol=ATOL,
+                                   err_msg=f"{where}: grad of {key}")
+    assert list(state) == list(e_state), where
+    for key in e_state:
+        assert state[key].dtype == e_state[key].dtype, f"{where}: dtype of {key}"
+        np.testing.assert_allclose(state[key], e_state[key], rtol=tol, atol=ATOL,
+                                   err_msg=f"{where}: state {key}")
+
+
+# -- losses ----------------------------------------------------------------------------------
+def _probs(rng, shape):
+    return rng.uniform(0.05, 0.95, shape)
+
+
+def _logp(rng, shape):
+    z = rng.standard_normal(shape)
+    return z - np.log(np.exp(z).sum(-1, keepdims=True))
+
+
+@dataclass
+class Loss:
+    functional: str
+    module: str
+    make: object                  # rng -> (input, target); input differentiated
+    kwargs: dict = field(default_factory=dict)       # functional and module options
+    fkwargs: dict = field(default_factory=dict)      # functional-only (tensors: arrays)
+    target_grad: bool = False
+
+
+def _reg(rng):
+    return rng.standard_normal((4, 3)), rng.standard_normal((4, 3))
+
+
+def _cls(rng):
+    return rng.standard_normal((5, 4)), np.array([0, 3, 1, 3, 2])
+
+
+def _cls_ignored(rng):
+    return rng.standard_normal((5, 4)), np.array([0, -100, 1, 3, 2])
+
+
+W4 = np.array([0.5, 2.0, 1.0, 0.25])
+
+LOSSES = {
+    "mse": Loss("mse_loss", "MSELoss", _reg, target_grad=True),
+    "mse_sum": Loss("mse_loss", "MSELoss", _reg, {"reduction": "sum"}),
+    "l1_none": Loss("l1_loss", "L1Loss", _reg, {"reduction": "none"}, target_grad=True),
+    "smooth_l1": Loss("smooth_l1_loss", "SmoothL1Loss", _reg, target_grad=True),
+    "smooth_l1_beta": Loss("smooth_l1_loss", "SmoothL1Loss", _reg, {"beta": 0.3}),
+    "smooth_l1_beta0_sum": Loss("smooth_l1_loss", "SmoothL1Loss", _reg,
+                                {"beta": 0.0, "reduction": "sum"}),
+    "huber": Loss("huber_loss", "HuberLoss", _reg, target_grad=True),
+    "huber_delta_none": Loss("huber_loss", "HuberLoss", _reg, {"delta": 0.4, "reduction": "none"}),
+    "bce": Loss("binary_cross_entropy", "BCELoss", lambda r: (_probs(r, (4, 3)),
+                                                              _probs(r, (4, 3))), target_grad=True),
+    "bce_weight_sum": Loss("binary_cross_entropy", "BCELoss",
+                           lambda r: (_probs(r, (4, 3)), (r.uniform(size=(4, 3)) > 0.5) * 1.0),
+                           {"reduction": "sum"}, {"weight": np.array([0.2, 1.0, 3.0])}),
+    "bce_logits": Loss("binary_cross_entropy_with_logits", "BCEWithLogitsLoss",
+                       lambda r: (3 * r.standard_normal((4, 3)), _probs(r, (4, 3))),
+                       target_grad=True),
+    "bce_logits_pos_weight": Loss("binary_cross_entropy_with_logits", "BCEWithLogitsLoss",
+                                  lambda r: (r.standard_normal((4, 3)), _probs(r, (4, 3))),
+                                  {}, {"pos_weight": np.array([0.5, 2.0, 4.0]),
+                                       "weight": np.array([1.0, 0.5, 2.0])}),
+    "nll": Loss("nll_loss", "NLLLoss", lambda r: (_logp(r, (5, 4)), _cls(r)[1])),
+    "nll_weight_ignore": Loss("nll_loss", "NLLLoss", lambda r: (_logp(r, (5, 4)),
+                                                                _cls_ignored(r)[1]),
+                              {"ignore_index": -100}, {"weight": W4}),
+    "nll_ignore_index_2_sum": Loss("nll_loss", "NLLLoss", lambda r: (_logp(r, (5, 4)), _cls(r)[1]),
+                                   {"ignore_index": 2, "reduction": "sum"}),
+    "cross_entropy": Loss("cross_entropy", "CrossEntropyLoss", _cls),
+    "cross_entropy_weight_ignore": Loss("cross_entropy", "CrossEntropyLoss", _cls_ignored,
+                                        {}, {"weight": W4}),
+    "cross_entropy_smoothing": Loss("cross_entropy", "CrossEntropyLoss", _cls,
+                                    {"label_smoothing": 0.2}),
+    "cross_entropy_smoothing_weight": Loss("cross_entropy", "CrossEntropyLoss", _cls_ignored,
+                                           {"label_smoothing": 0.1}, {"weight": W4}),
+    "cross_entropy_probs": Loss("cross_entropy", "CrossEntropyLoss",
+                                lambda r: (r.standard_normal((5, 4)),
+                                           np.exp(_logp(r, (5, 4)))), target_grad=True),
+    "cross_entropy_probs_smoothing_none": Loss(
+        "cross_entropy", "CrossEntropyLoss",
+        lambda r: (r.standard_normal((5, 4)), np.exp(_logp(r, (5, 4)))),
+        {"label_smoothing": 0.3, "reduction": "none"}),
+    "cross_entropy_spatial": Loss("cross_entropy", "CrossEntropyLoss",
+                                  lambda r: (r.standard_normal((2, 3, 2, 2)),
+                                             r.integers(0, 3, (2, 2, 2)))),
+    "kl_div_batchmean": Loss("kl_div", "KLDivLoss",
+                             lambda r: (_logp(r, (3, 4)), np.exp(_logp(r, (3, 4)))),
+                             {"reduction": "batchmean"}, target_grad=True),
+    "kl_div_log_target_sum": Loss("kl_div", "KLDivLoss",
+                                  lambda r: (_logp(r, (3, 4)), _logp(r, (3, 4))),
+                                  {"reduction": "sum", "log_target": True}, target_grad=True),
+    "kl_div_zero_target_none": Loss("kl_div", "KLDivLoss",
+                                    lambda r: (_logp(r, (2, 3)), np.array([[0.5, 0.5, 0.0],
+                                                                           [0.0, 1.0, 0.0]])),
+                                    {"reduction": "none"}),
+    "soft_margin": Loss("soft_margin_loss", "SoftMarginLoss",
+                        lambda r: (r.standard_normal((4, 3)),
+                                   np.sign(r.standard_normal((4, 3))))),
+    "poisson_nll": Loss("poisson_nll_loss", "PoissonNLLLoss",
+                        lambda r: (r.standard_normal((4, 3)), r.integers(0, 4, (4, 3)) * 1.0)),
+    "poisson_nll_full": Loss("poisson_nll_loss", "PoissonNLLLoss",
+                             lambda r: (r.uniform(0.5, 2.0, (4, 3)),
+                                        r.integers(0, 4, (4, 3)) * 1.0),
+                             {"log_input": False, "full": True}),
+}
+
+
+def _loss_run(lib, row, form, x, y):
+    xt = lib.tensor(x, requires_grad=True)
+    yt = lib.tensor(y, requires_grad=row.target_grad and y.dtype.kind == "f")
+    extra = {k: lib.tensor(v) for k, v in row.fkwargs.items()}
+    if form == "functional":
+        out = getattr(lib.nn.functional, row.functional)(xt, yt, **row.kwargs, **extra)
+    else:
+        out = getattr(lib.nn, row.module)(**row.kwargs, **extra)(xt, yt)
+    w = np.linspace(0.5, 1.5, out.numel()).reshape(tuple(out.shape))
+    (out * lib.tensor(w)).sum().backward()
+    grads = [_to_numpy(xt.grad)] + ([_to_numpy(yt.grad)] if yt.requires_grad else [])
+    return _to_numpy(out), grads
+
+
+@pytest.mark.parametrize("form", ["functional", "module"])
+@pytest.mark.parametrize("name", list(LOSSES))
+def test_loss_matches_torch(name, form):
+    row = LOSSES[name]
+    x, y = row.make(_rng(name))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        e_out, e_grads = _loss_run(torch, row, form, x, y)
+        out, grads = _loss_run(tg, row, form, x, y)
+    assert out.shape == e_out.shape
+    np.testing.assert_allclose(out, e_out, rtol=RTOL, atol=ATOL)
+    assert len(grads) == len(e_grads)
+    for a, e in zip(grads, e_grads):
+        np.testing.assert_allclose(a, e, rtol=RTOL, atol=ATOL)
+
+
+# -- the legacy size_average / reduce arguments --------------------------------------------------
+LEGACY = [(sa, r) for sa in (None, True, False) for r in (None, True, False) if (sa, r) != (None, None)]
+LEGACY_LOSSES = ["mse", "l1_none", "smooth_l1", "bce", "bce_logits", "nll", "cross_entropy",
+                 "kl_div_batchmean", "soft_margin", "poisson_nll"]
+
+
+def _legacy_run(lib, row, form, x, y, sa, r):
+    xt = lib.tensor(x, requires_grad=True)
+    yt = lib.tensor(y)
+    kwargs = {k: v for k, v in row.kwargs.items() if k != "reduction"}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if form == "functional":
+            out = getattr(lib.nn.functional, row.functional)(xt, yt, size_average=sa, reduce=r,
+                                                             **kwargs)
+        else:
+            out = getattr(lib.nn, row.module)(size_average=sa, reduce=r, **kwargs)(xt, yt)
+    out.sum().backward()
+    messages = sorted(str(w.message) for w in caught if "size_average" in str(w.message))
+    return _to_numpy(out), _to_numpy(xt.grad), messages
+
+
+@pytest.mark.parametrize("form", ["functional", "module"])
+@pytest.mark.parametrize("sa,r", LEGACY, ids=[f"size_average={a}-reduce={b}" for a, b in LEGACY])
+@pytest.mark.parametrize("name", LEGACY_LOSSES)
+def test_legacy_reduction_arguments(name, sa, r, form):
+    row = LOSSES[name]
+    x, y = row.make(_rng(name))
+    e_out, e_grad, e_msgs = _legacy_run(torch, row, form, x, y, sa, r)
+    out, grad, msgs = _legacy_run(tg, row, form, x, y, sa, r)
+    assert out.shape == e_out.shape
+    np.testing.assert_allclose(out, e_out, rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(grad, e_grad, rtol=RTOL, atol=ATOL)
+    assert msgs == e_msgs and len(msgs) == 1
+
+
+def test_size_average_false_sums_as_in_the_tutorial():
+    """The issue's silent wrong number: ``MSELoss(size_average=False)`` is a sum."""
+    x, y = np.arange(6.0).reshape(2, 3), np.ones((2, 3))
+    with pytest.warns(UserWarning, match="reduction='sum'"):
+        loss = tg.nn.MSELoss(size_average=False)
+    assert loss.reduction == "sum"
+    assert float(loss(tg.tensor(x), tg.tensor(y))) == pytest.approx(np.sum((x - y) ** 2))
+    with pytest.warns(UserWarning, match="reduction='sum'"):
+        v = tg.nn.functional.mse_loss(tg.tensor(x), tg.tensor(y), size_average=False)
+    assert float(v) == pytest.approx(np.sum((x - y) ** 2))
