@@ -71,7 +71,20 @@ class Module:
                                   '"forward" function')
 
     def __call__(self, *args, **kwargs):
-        return self.forward(*args, **kwargs)
+        d = self.__dict__
+        pre, post = d.get("_forward_pre_hooks"), d.get("_forward_hooks")
+        if not pre and not post:
+            return self.forward(*args, **kwargs)
+        for hook in list((pre or {}).values()):
+            result = hook(self, args)
+            if result is not None:
+                args = result if isinstance(result, tuple) else (result,)
+        out = self.forward(*args, **kwargs)
+        for hook in list((post or {}).values()):
+            result = hook(self, args, out)
+            if result is not None:
+                out = result
+        return out
 
     # -- attribute registration ---------------------------------------------------------
     def __setattr__(self, name, value):
@@ -242,17 +255,23 @@ class Module:
             _zero_grad(p, set_to_none)
 
     # -- dtype --------------------------------------------------------------------------------
-    def to(self, dtype=None, *args, **kwargs):
-        """Cast floating parameters and buffers (in place in the module, as PyTorch does);
-        device arguments are accepted and ignored (everything is on the CPU)."""
-        dtype = kwargs.get("dtype", dtype)
-        if dtype is None or isinstance(dtype, str):
+    def to(self, *args, **kwargs):
+        """Cast floating parameters and buffers in place (as PyTorch does): ``to(dtype)``,
+        ``to(tensor)``, ``to(device)``, ``to(device, dtype)``, ``to(dtype=...)``. Devices are
+        checked as ``Tensor.to`` checks them (everything lives on the CPU)."""
+        dtype = _requested_dtype(args, kwargs)
+        if dtype is None:
             return self
-        dtype = np.dtype(dtype)
+        if dtype.kind not in "fc":
+            raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but "
+                            f"got desired dtype={_torch_dtype_name(dtype)}")
+        return self._cast(lambda t: t.is_floating_point(), dtype)
+
+    def _cast(self, which, dtype):
         for m in self.modules():
             for group in (m._parameters, m._buffers):
                 for t in group.values():
-                    if t is not None and t.is_floating_point() and t.dtype != dtype:
+                    if t is not None and which(t) and t.dtype != dtype:
                         t._data = t._data.astype(dtype)
                         t._input = None
                         t._grad = None if t._grad is None else t._grad.to(dtype)
@@ -264,7 +283,34 @@ class Module:
     def float(self):
         return self.to(np.float32)
 
-    # -- state ----------------------------------------------------------------------------------
+    def half(self):
+        return self.to(np.float16)
+
+    def type(self, dst_type):
+        return self.to(dst_type)
+
+    def cpu(self):
+        return self
+
+    def cuda(self, device=None):
+        return self.to("cuda" if device is None else device)
+
+    def share_memory(self):
+        return self
+
+    # -- hooks ----------------------------------------------------------------------------------
+    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+        """``hook(module, args)`` before ``forward``; a non-None result replaces the
+        arguments (a single value is wrapped in a tuple)."""
+        return _add_hook(self, "_forward_pre_hooks", hook, prepend)
+
+    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False,
+                              always_call=False):
+        """``hook(module, args, output)`` after ``forward``; a non-None result replaces the
+        output."""
+        return _add_hook(self, "_forward_hooks", hook, prepend)
+
+        # -- state ----------------------------------------------------------------------------------
     def state_dict(self, destination=None, prefix="", keep_vars=False):
         """Parameters and persistent buffers by dotted name; the tensors share memory with
         the module's (as in PyTorch), detached unless ``keep_vars``."""
@@ -333,6 +379,71 @@ class Module:
     def __dir__(self):
         return sorted(set(super().__dir__()) | set(self._parameters) | set(self._buffers)
                       | set(self._modules))
+
+
+class _RemovableHandle:
+    """What ``register_forward_hook`` returns: ``remove()`` takes the hook off."""
+
+    _next_id = 0
+
+    def __init__(self, hooks):
+        self._hooks = hooks
+        self.id = _RemovableHandle._next_id
+        _RemovableHandle._next_id += 1
+
+    def remove(self):
+        self._hooks.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def _add_hook(module, attr, hook, prepend):
+    hooks = module.__dict__.get(attr)
+    if hooks is None:
+        hooks = OrderedDict()
+        object.__setattr__(module, attr, hooks)
+    handle = _RemovableHandle(hooks)
+    hooks[handle.id] = hook
+    if prepend:
+        hooks.move_to_end(handle.id, last=False)
+    return handle
+
+
+def _requested_dtype(args, kwargs):
+    """The dtype a ``Module.to`` call asks for, or None; device arguments go through
+    ``Tensor.to`` on a probe, which accepts the CPU and refuses others as tensors do."""
+    dtype = kwargs.get("dtype")
+    for a in args:
+        if isinstance(a, Tensor):
+            dtype = a.dtype
+        elif isinstance(a, (np.dtype, type)):
+            dtype = a
+        elif isinstance(a, str) and a not in ("cpu", "cuda", "mps", "meta") \
+                and not a.startswith(("cuda:", "cpu:")):
+            try:
+                dtype = np.dtype(a)
+            except TypeError:
+                Tensor._plain(np.zeros(())).to(a)
+        elif a is not None:
+            Tensor._plain(np.zeros(())).to(a)     # a device: checked (and refused) there
+            probe = getattr(a, "dtype", None)
+            if probe is not None:
+                dtype = probe
+    devices = [a for a in args if isinstance(a, str) and a in ("cpu", "cuda", "mps", "meta")
+               or isinstance(a, str) and a.startswith(("cuda:", "cpu:"))]
+    if "device" in kwargs and kwargs["device"] is not None:
+        devices.append(kwargs["device"])
+    for dev in devices:
+        Tensor._plain(np.zeros(())).to(dev)
+    return None if dtype is None else np.dtype(dtype)
+
+
+def _torch_dtype_name(dtype):
+    return "torch." + np.dtype(dtype).name
 
 
 def _size(shape):
