@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
+from conftest import bounded
 
 import tracegrad as tg
 
@@ -390,3 +391,28 @@ def test_size_average_false_sums_as_in_the_tutorial():
     with pytest.warns(UserWarning, match="reduction='sum'"):
         v = tg.nn.functional.mse_loss(tg.tensor(x), tg.tensor(y), size_average=False)
     assert float(v) == pytest.approx(np.sum((x - y) ** 2))
+
+
+# -- single precision: the same rows in float32 (dtypes kept, numbers to float32 accuracy) -----
+F32_ROWS = [n for n in LAYERS if not n.startswith(("dropout", "embedding"))]
+
+
+@pytest.mark.parametrize("name", bounded(F32_ROWS, 16))
+def test_layer_matches_torch_in_float32(name):
+    row = LAYERS[name]
+    torch.manual_seed(0)
+    ours, theirs = row.make(tg.nn).float(), row.make(torch.nn).float()
+    ours.load_state_dict({k: v.numpy() for k, v in theirs.state_dict().items()})
+    floats = [a.astype(np.float32) for a in _inputs(name, row.inputs)]
+    weights = [rng.astype(np.float32) for rng in
+               (np.ones(s) for s in _shapes(theirs, floats, row))]
+    for phase in row.phases:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            e_out, e_gin, e_gp, _ = _run_phase(torch, theirs, floats, row.ints, row.call, phase,
+                                               weights)
+            out, gin, gp, _ = _run_phase(tg, ours, floats, row.ints, row.call, phase, weights)
+        for a, e in zip(out + gin + [gp[k] for k in sorted(e_gp)],
+                        e_out + e_gin + [e_gp[k] for k in sorted(e_gp)]):
+            assert a.dtype == e.dtype == np.float32, name
+            np.testing.assert_allclose(a, e, rtol=2e-4, atol=2e-5, err_msg=f"{name} ({phase})")
