@@ -52,17 +52,30 @@ from .layers import (
     NLLLoss,
     PixelShuffle,
     PoissonNLLLoss,
+    ReflectionPad1d,
+    ReflectionPad2d,
     ReLU,
+    ReplicationPad1d,
+    ReplicationPad2d,
     Sigmoid,
     SmoothL1Loss,
     SoftMarginLoss,
     Softmax,
     Tanh,
     Unflatten,
+    Upsample,
     ZeroPad2d,
 )
 from .modules import Module, Parameter
-from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm, LayerNorm
+from .normalization import (
+    BatchNorm1d,
+    BatchNorm2d,
+    BatchNorm3d,
+    GroupNorm,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    LayerNorm,
+)
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell
 from .sparse import Embedding
 
@@ -78,4 +91,6 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "Sequential", "
            "BatchNorm3d", "LayerNorm", "GroupNorm", "Embedding", "RNNBase", "RNN", "LSTM",
            "GRU", "RNNCell", "LSTMCell", "GRUCell", "MSELoss", "L1Loss", "SmoothL1Loss",
            "HuberLoss", "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "CrossEntropyLoss",
-           "NLLLoss", "SoftMarginLoss", "PoissonNLLLoss"]
+           "NLLLoss", "SoftMarginLoss", "PoissonNLLLoss", "InstanceNorm1d", "InstanceNorm2d",
+           "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d",
+           "Upsample"]

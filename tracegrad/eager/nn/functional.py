@@ -45,7 +45,7 @@ __all__ = ["relu", "relu_", "leaky_relu", "sigmoid", "tanh", "softmax", "log_sof
            "tanhshrink", "softmin", "prelu", "threshold", "glu", "normalize", "dropout1d",
            "dropout2d", "batch_norm", "layer_norm", "group_norm", "embedding",
            "adaptive_avg_pool2d", "adaptive_avg_pool1d", "avg_pool1d", "max_pool1d", "conv1d",
-           "pad", "pixel_shuffle", "cosine_similarity"]
+           "pad", "pixel_shuffle", "cosine_similarity", "interpolate", "instance_norm"]
 
 
 # -- activations ------------------------------------------------------------------------
@@ -749,21 +749,131 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return out.squeeze(-2)
 
 
+_PAD_MODES = {"constant": "constant", "reflect": "reflect", "replicate": "edge",
+              "circular": "wrap"}
+
+
 def pad(input, pad, mode="constant", value=None):
-    """Constant padding of the last ``len(pad) // 2`` dimensions (PyTorch's order: last
-    dimension first)."""
-    if mode != "constant":
-        raise NotImplementedError(f"pad: mode='{mode}' is not supported (constant only)")
+    """Pad the last ``len(pad) // 2`` dimensions (PyTorch's order: last dimension first)
+    with ``value`` (mode "constant") or by reflecting, replicating or wrapping the edge."""
+    if mode not in _PAD_MODES:
+        raise NotImplementedError(f"pad: mode='{mode}' is not supported")
     if len(pad) % 2:
         raise RuntimeError("Padding length must be divisible by 2")
+    if len(pad) // 2 > input.dim():
+        raise RuntimeError("Padding length should be less than or equal to two times the "
+                           "input dimension but got padding length "
+                           f"{len(pad)} and input of dimension {input.dim()}")
     widths = [(0, 0)] * input.dim()
     for i in range(len(pad) // 2):
         widths[input.dim() - 1 - i] = (int(pad[2 * i]), int(pad[2 * i + 1]))
     if any(a < 0 or b < 0 for a, b in widths):
         raise NotImplementedError("pad: negative padding is not supported")
-    fill = 0.0 if value is None else value
-    return call(lambda x: np.pad(x, widths, constant_values=fill), input,
-                name="ConstantPadNdBackward0")
+    if mode == "constant":
+        fill = 0.0 if value is None else value
+        return call(lambda x: np.pad(x, widths, constant_values=fill), input,
+                    name="ConstantPadNdBackward0")
+    if mode == "reflect":
+        for (lo, hi), n in zip(widths, input.shape):
+            if lo >= n or hi >= n:
+                raise RuntimeError(f"Argument #4: Padding size should be less than the "
+                                   f"corresponding input dimension, but got: padding ({lo}, "
+                                   f"{hi}) at dimension {input.dim() - 1} of input "
+                                   f"{list(input.shape)}")
+    np_mode = _PAD_MODES[mode]
+    name = {"reflect": "ReflectionPad", "replicate": "ReplicationPad"}.get(mode)
+    name = f"{name}{len(pad) // 2}DBackward0" if name else "CatBackward0"
+    return call(lambda x: np.pad(x, widths, mode=np_mode), input, name=name)
+
+
+def _interp_matrix(n_in, n_out, mode, align_corners, scale, dtype):
+    """(n_out, n_in) matrix of one axis' interpolation weights, PyTorch's source
+    coordinates: nearest ``floor(i * scale)``; linear ``(i + 0.5) * scale - 0.5`` clamped
+    at 0 (or ``i * (n_in - 1) / (n_out - 1)`` with ``align_corners``)."""
+    m = np.zeros((n_out, n_in), dtype)
+    rows = np.arange(n_out)
+    if scale is None:
+        scale = n_in / n_out
+    if mode == "nearest":
+        m[rows, np.minimum(np.floor(rows * scale).astype(np.int64), n_in - 1)] = 1.0
+        return m
+    if align_corners:
+        src = rows * ((n_in - 1) / (n_out - 1) if n_out > 1 else 0.0)
+    else:
+        src = np.maximum((rows + 0.5) * scale - 0.5, 0.0)
+    i0 = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
+    i1 = np.minimum(i0 + 1, n_in - 1)
+    lam = src - i0
+    np.add.at(m, (rows, i0), 1.0 - lam)
+    np.add.at(m, (rows, i1), lam)
+    return m
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """Resize the spatial dimensions (all after the first two): "nearest", "linear",
+    "bilinear"; each axis is one matrix product with its interpolation weights."""
+    if mode not in ("nearest", "linear", "bilinear"):
+        raise NotImplementedError(f"interpolate: mode='{mode}' is not supported (nearest, "
+                                  "linear, bilinear)")
+    if antialias:
+        raise NotImplementedError("interpolate: antialias=True is not supported")
+    if mode == "nearest" and align_corners is not None:
+        raise ValueError("align_corners option can only be set with the interpolating modes: "
+                         "linear | bilinear | bicubic | trilinear")
+    spatial = tuple(input.shape[2:])
+    k = len(spatial)
+    if (size is None) == (scale_factor is None):
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None:
+        out = (size,) * k if isinstance(size, int) else tuple(int(s) for s in size)
+        scales = [None] * k
+    else:
+        factors = (scale_factor,) * k if isinstance(scale_factor, (int, float)) \
+            else tuple(scale_factor)
+        out = tuple(int(math.floor(n * f)) for n, f in zip(spatial, factors))
+        scales = [None if recompute_scale_factor else 1.0 / f for f in factors]
+    mats = [_interp_matrix(n, o, mode, bool(align_corners), sc, input.dtype)
+            for n, o, sc in zip(spatial, out, scales)]
+
+    def fn(x):
+        for axis, m in enumerate(mats):
+            x = np.moveaxis(np.matmul(m, np.moveaxis(x, 2 + axis, -2)), -2, 2 + axis)
+        return x
+    name = {"nearest": f"UpsampleNearest{k}DBackward0", "linear": "UpsampleLinear1DBackward0",
+            "bilinear": "UpsampleBilinear2DBackward0"}[mode]
+    return call(fn, input, name=name)
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
+                  use_input_stats=True, momentum=0.1, eps=1e-5):
+    """Normalise each sample's channel over its spatial dimensions."""
+    if use_input_stats and int(np.prod(input.shape[2:])) == 1:
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size "
+                         f"{_torch_size(list(input.shape))}")
+    c = input.shape[1]
+    axes = tuple(range(2, input.dim()))
+    bshape = (1, c) + (1,) * (input.dim() - 2)
+    if not use_input_stats:
+        return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
+    if running_mean is not None:
+        x = input._data
+        m = np.mean(x, axis=axes)
+        cnt = x[0, 0].size
+        v = np.var(x, axis=axes) * (cnt / max(cnt - 1, 1))
+        with _no_grad():
+            rm, rv = running_mean._data, running_var._data
+            np.copyto(rm, (1 - momentum) * rm + momentum * m.mean(0), casting="unsafe")
+            np.copyto(rv, (1 - momentum) * rv + momentum * v.mean(0), casting="unsafe")
+            running_mean._vc.v += 1
+            running_var._vc.v += 1
+
+    def norm(x):
+        m = np.mean(x, axis=axes, keepdims=True)
+        d = x - m
+        v = np.mean(d * d, axis=axes, keepdims=True)
+        return d / np.sqrt(v + eps)
+    return _affine(norm, input, weight, bias, bshape, "NativeBatchNormBackward0")
 
 
 def pixel_shuffle(input, upscale_factor):

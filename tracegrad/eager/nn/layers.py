@@ -409,6 +409,58 @@ class ConstantPad2d(Module):
         return f"padding={self.padding}, value={self.value}"
 
 
+class _PadNd(Module):
+    _mode, _dims = "constant", 2
+
+    def __init__(self, padding):
+        super().__init__()
+        n = 2 * self._dims
+        self.padding = (padding,) * n if isinstance(padding, int) else tuple(padding)
+
+    def forward(self, input):
+        return F.pad(input, self.padding, mode=self._mode)
+
+    def extra_repr(self):
+        return f"{self.padding}"
+
+
+class ReflectionPad1d(_PadNd):
+    _mode, _dims = "reflect", 1
+
+
+class ReflectionPad2d(_PadNd):
+    _mode, _dims = "reflect", 2
+
+
+class ReplicationPad1d(_PadNd):
+    _mode, _dims = "replicate", 1
+
+
+class ReplicationPad2d(_PadNd):
+    _mode, _dims = "replicate", 2
+
+
+class Upsample(Module):
+    def __init__(self, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                 recompute_scale_factor=None):
+        super().__init__()
+        self.size, self.mode, self.align_corners = size, mode, align_corners
+        self.scale_factor = float(scale_factor) if isinstance(scale_factor, (int, float)) \
+            else scale_factor
+        self.recompute_scale_factor = recompute_scale_factor
+
+    def forward(self, input):
+        return F.interpolate(input, self.size, self.scale_factor, self.mode, self.align_corners,
+                             recompute_scale_factor=self.recompute_scale_factor)
+
+    def extra_repr(self):
+        if self.scale_factor is not None:
+            info = f"scale_factor={self.scale_factor!r}"
+        else:
+            info = f"size={self.size!r}"
+        return info + f", mode={self.mode!r}"
+
+
 class ZeroPad2d(ConstantPad2d):
     def __init__(self, padding):
         super().__init__(padding, 0.0)

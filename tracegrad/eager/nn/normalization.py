@@ -9,7 +9,8 @@ from . import functional as F
 from . import init
 from .modules import Module, Parameter
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "GroupNorm"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "LayerNorm", "GroupNorm",
+           "InstanceNorm1d", "InstanceNorm2d"]
 
 
 class _BatchNorm(Module):
@@ -156,3 +157,37 @@ class GroupNorm(Module):
     def extra_repr(self):
         return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
                 f"bias={self.affine and self._bias_flag}")
+
+
+class _InstanceNorm(_BatchNorm):
+    """Per-sample, per-channel normalisation over the spatial dimensions; by default no
+    affine parameters and no running statistics (PyTorch's defaults)."""
+
+    _spatial = 1
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False,
+                 track_running_stats=False, device=None, dtype=None):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, dtype=dtype)
+
+    def _check_input_dim(self, input):
+        want = self._spatial + 2
+        if input.dim() not in (want - 1, want):
+            raise ValueError(f"expected {want - 1}D or {want}D input (got {input.dim()}D input)")
+
+    def forward(self, input):
+        self._check_input_dim(input)
+        unbatched = input.dim() == self._spatial + 1
+        if unbatched:
+            input = input.unsqueeze(0)
+        out = F.instance_norm(input, self.running_mean, self.running_var, self.weight, self.bias,
+                              self.training or not self.track_running_stats,
+                              0.1 if self.momentum is None else self.momentum, self.eps)
+        return out.squeeze(0) if unbatched else out
+
+
+class InstanceNorm1d(_InstanceNorm):
+    _spatial = 1
+
+
+class InstanceNorm2d(_InstanceNorm):
+    _spatial = 2
