@@ -246,6 +246,7 @@ class Loss:
     kwargs: dict = field(default_factory=dict)       # functional and module options
     fkwargs: dict = field(default_factory=dict)      # functional-only (tensors: arrays)
     target_grad: bool = False
+    n_inputs: int = 1             # leading arrays differentiated; the rest are targets
 
 
 def _reg(rng):
@@ -326,20 +327,44 @@ LOSSES = {
                              lambda r: (r.uniform(0.5, 2.0, (4, 3)),
                                         r.integers(0, 4, (4, 3)) * 1.0),
                              {"log_input": False, "full": True}),
+    "margin_ranking": Loss("margin_ranking_loss", "MarginRankingLoss",
+                           lambda r: (r.standard_normal(6), r.standard_normal(6),
+                                      np.sign(r.standard_normal(6))), {"margin": 0.2},
+                           n_inputs=2),
+    "hinge_embedding": Loss("hinge_embedding_loss", "HingeEmbeddingLoss",
+                            lambda r: (r.standard_normal((3, 4)),
+                                       np.sign(r.standard_normal((3, 4)))), {"margin": 0.5}),
+    "cosine_embedding": Loss("cosine_embedding_loss", "CosineEmbeddingLoss",
+                             lambda r: (r.standard_normal((4, 5)), r.standard_normal((4, 5)),
+                                        np.array([1, -1, -1, 1])), {"margin": -0.2},
+                             n_inputs=2),
+    "triplet_margin": Loss("triplet_margin_loss", "TripletMarginLoss",
+                           lambda r: tuple(r.standard_normal((4, 3)) for _ in range(3)),
+                           {"margin": 1.5}, n_inputs=3),
+    "triplet_margin_swap_p1": Loss("triplet_margin_loss", "TripletMarginLoss",
+                                   lambda r: tuple(r.standard_normal((4, 3)) for _ in range(3)),
+                                   {"margin": 2.0, "p": 1, "swap": True, "reduction": "none"},
+                                   n_inputs=3),
+    "multilabel_soft_margin": Loss("multilabel_soft_margin_loss", "MultiLabelSoftMarginLoss",
+                                   lambda r: (r.standard_normal((3, 4)),
+                                              (r.uniform(size=(3, 4)) > 0.5) * 1.0),
+                                   {}, {"weight": np.array([1.0, 0.5, 2.0, 0.1])}),
 }
 
 
-def _loss_run(lib, row, form, x, y):
-    xt = lib.tensor(x, requires_grad=True)
-    yt = lib.tensor(y, requires_grad=row.target_grad and y.dtype.kind == "f")
+def _loss_run(lib, row, form, arrays):
+    n = row.n_inputs
+    xs = [lib.tensor(a, requires_grad=True) for a in arrays[:n]]
+    ys = [lib.tensor(y, requires_grad=row.target_grad and y.dtype.kind == "f")
+          for y in arrays[n:]]
     extra = {k: lib.tensor(v) for k, v in row.fkwargs.items()}
     if form == "functional":
-        out = getattr(lib.nn.functional, row.functional)(xt, yt, **row.kwargs, **extra)
+        out = getattr(lib.nn.functional, row.functional)(*xs, *ys, **row.kwargs, **extra)
     else:
-        out = getattr(lib.nn, row.module)(**row.kwargs, **extra)(xt, yt)
+        out = getattr(lib.nn, row.module)(**row.kwargs, **extra)(*xs, *ys)
     w = np.linspace(0.5, 1.5, out.numel()).reshape(tuple(out.shape))
     (out * lib.tensor(w)).sum().backward()
-    grads = [_to_numpy(xt.grad)] + ([_to_numpy(yt.grad)] if yt.requires_grad else [])
+    grads = [_to_numpy(t.grad) for t in xs + ys if t.requires_grad]
     return _to_numpy(out), grads
 
 
@@ -347,11 +372,11 @@ def _loss_run(lib, row, form, x, y):
 @pytest.mark.parametrize("name", list(LOSSES))
 def test_loss_matches_torch(name, form):
     row = LOSSES[name]
-    x, y = row.make(_rng(name))
+    arrays = row.make(_rng(name))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        e_out, e_grads = _loss_run(torch, row, form, x, y)
-        out, grads = _loss_run(tg, row, form, x, y)
+        e_out, e_grads = _loss_run(torch, row, form, arrays)
+        out, grads = _loss_run(tg, row, form, arrays)
     assert out.shape == e_out.shape
     np.testing.assert_allclose(out, e_out, rtol=RTOL, atol=ATOL)
     assert len(grads) == len(e_grads)
@@ -362,23 +387,25 @@ def test_loss_matches_torch(name, form):
 # -- the legacy size_average / reduce arguments --------------------------------------------------
 LEGACY = [(sa, r) for sa in (None, True, False) for r in (None, True, False) if (sa, r) != (None, None)]
 LEGACY_LOSSES = ["mse", "l1_none", "smooth_l1", "bce", "bce_logits", "nll", "cross_entropy",
-                 "kl_div_batchmean", "soft_margin", "poisson_nll"]
+                 "kl_div_batchmean", "soft_margin", "poisson_nll", "margin_ranking",
+                 "triplet_margin", "multilabel_soft_margin"]
 
 
-def _legacy_run(lib, row, form, x, y, sa, r):
-    xt = lib.tensor(x, requires_grad=True)
-    yt = lib.tensor(y)
+def _legacy_run(lib, row, form, arrays, sa, r):
+    n = row.n_inputs
+    xs = [lib.tensor(a, requires_grad=True) for a in arrays[:n]]
+    ys = [lib.tensor(y) for y in arrays[n:]]
     kwargs = {k: v for k, v in row.kwargs.items() if k != "reduction"}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if form == "functional":
-            out = getattr(lib.nn.functional, row.functional)(xt, yt, size_average=sa, reduce=r,
-                                                             **kwargs)
+            out = getattr(lib.nn.functional, row.functional)(*xs, *ys, size_average=sa,
+                                                             reduce=r, **kwargs)
         else:
-            out = getattr(lib.nn, row.module)(size_average=sa, reduce=r, **kwargs)(xt, yt)
+            out = getattr(lib.nn, row.module)(size_average=sa, reduce=r, **kwargs)(*xs, *ys)
     out.sum().backward()
     messages = sorted(str(w.message) for w in caught if "size_average" in str(w.message))
-    return _to_numpy(out), _to_numpy(xt.grad), messages
+    return _to_numpy(out), [_to_numpy(x.grad) for x in xs], messages
 
 
 @pytest.mark.parametrize("form", ["functional", "module"])
@@ -386,12 +413,13 @@ def _legacy_run(lib, row, form, x, y, sa, r):
 @pytest.mark.parametrize("name", LEGACY_LOSSES)
 def test_legacy_reduction_arguments(name, sa, r, form):
     row = LOSSES[name]
-    x, y = row.make(_rng(name))
-    e_out, e_grad, e_msgs = _legacy_run(torch, row, form, x, y, sa, r)
-    out, grad, msgs = _legacy_run(tg, row, form, x, y, sa, r)
+    arrays = row.make(_rng(name))
+    e_out, e_grads, e_msgs = _legacy_run(torch, row, form, arrays, sa, r)
+    out, grads, msgs = _legacy_run(tg, row, form, arrays, sa, r)
     assert out.shape == e_out.shape
     np.testing.assert_allclose(out, e_out, rtol=RTOL, atol=ATOL)
-    np.testing.assert_allclose(grad, e_grad, rtol=RTOL, atol=ATOL)
+    for a, e in zip(grads, e_grads):
+        np.testing.assert_allclose(a, e, rtol=RTOL, atol=ATOL)
     assert msgs == e_msgs and len(msgs) == 1
 
 

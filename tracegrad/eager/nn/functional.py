@@ -23,16 +23,22 @@ from .losses import (  # noqa: F401  (part of tg.nn.functional)
     _dtype_name,
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
+    cosine_embedding_loss,
     cross_entropy,
+    hinge_embedding_loss,
     huber_loss,
     kl_div,
     l1_loss,
+    margin_ranking_loss,
     mse_loss,
+    multilabel_soft_margin_loss,
     nll_loss,
     one_hot,
+    pairwise_distance,
     poisson_nll_loss,
     smooth_l1_loss,
     soft_margin_loss,
+    triplet_margin_loss,
 )
 
 __all__ = ["relu", "relu_", "leaky_relu", "sigmoid", "tanh", "softmax", "log_softmax",
@@ -45,7 +51,9 @@ __all__ = ["relu", "relu_", "leaky_relu", "sigmoid", "tanh", "softmax", "log_sof
            "tanhshrink", "softmin", "prelu", "threshold", "glu", "normalize", "dropout1d",
            "dropout2d", "batch_norm", "layer_norm", "group_norm", "embedding",
            "adaptive_avg_pool2d", "adaptive_avg_pool1d", "avg_pool1d", "max_pool1d", "conv1d",
-           "pad", "pixel_shuffle", "cosine_similarity", "interpolate", "instance_norm"]
+           "pad", "pixel_shuffle", "cosine_similarity", "interpolate", "instance_norm",
+           "margin_ranking_loss", "hinge_embedding_loss", "cosine_embedding_loss",
+           "pairwise_distance", "triplet_margin_loss", "multilabel_soft_margin_loss"]
 
 
 # -- activations ------------------------------------------------------------------------

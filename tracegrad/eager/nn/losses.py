@@ -17,7 +17,9 @@ from ..tensor import Tensor
 
 __all__ = ["mse_loss", "l1_loss", "nll_loss", "cross_entropy", "binary_cross_entropy_with_logits",
            "one_hot", "smooth_l1_loss", "huber_loss", "binary_cross_entropy", "kl_div",
-           "soft_margin_loss", "poisson_nll_loss"]
+           "soft_margin_loss", "poisson_nll_loss", "margin_ranking_loss", "hinge_embedding_loss",
+           "cosine_embedding_loss", "pairwise_distance", "triplet_margin_loss",
+           "multilabel_soft_margin_loss"]
 
 
 def _reduce(values, reduction):
@@ -370,3 +372,99 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
         return _reduce(v, reduction)
     target = _target_like(input, target, "poisson_nll_loss")
     return call(fn, input, target, name="MeanBackward0" if reduction == "mean" else None)
+
+
+def _legacy(size_average, reduce, reduction):
+    reduction = legacy_reduction(size_average, reduce, reduction, stacklevel=4)
+    _check_reduction(reduction)
+    return reduction
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
+                        reduction="mean"):
+    """``max(0, -target * (input1 - input2) + margin)``."""
+    reduction = _legacy(size_average, reduce, reduction)
+    if not input1.dim() == input2.dim() == target.dim():
+        raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension "
+                           f"but got sizes: input1: {input1.shape}, input2: {input2.shape}, "
+                           f"target: {target.shape} ")
+    return call(lambda a, b, y: _reduce(np.maximum(-y * (a - b) + margin, 0.0), reduction),
+                input1, input2, target, name=_reduction_name(reduction, "ClampMinBackward0"))
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
+                         reduction="mean"):
+    """``x`` where the target is 1, ``max(0, margin - x)`` where it is -1."""
+    reduction = _legacy(size_average, reduce, reduction)
+    t = _array(target)
+
+    def fn(x):
+        v = np.where(t != 1, np.maximum(margin - x, 0.0), x * 0.0) + np.where(t != -1, x, x * 0.0)
+        return _reduce(v, reduction)
+    return call(fn, input, name=_reduction_name(reduction, "AddBackward0"))
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
+                          reduction="mean"):
+    """``1 - cos(x1, x2)`` where the target is 1, ``max(0, cos(x1, x2) - margin)`` where it
+    is -1 (cosine along the last dimension, each squared norm plus 1e-12 as in PyTorch)."""
+    reduction = _legacy(size_average, reduce, reduction)
+    t = _array(target)
+    dim = input1.dim() - 1
+
+    def fn(a, b):
+        prod = np.sum(a * b, axis=dim)
+        cos = prod / np.sqrt((np.sum(a * a, axis=dim) + 1e-12) * (np.sum(b * b, axis=dim) + 1e-12))
+        v = np.where(t == 1, 1.0 - cos, cos * 0.0) + np.where(t == -1,
+                                                             np.maximum(cos - margin, 0.0),
+                                                             cos * 0.0)
+        return _reduce(v, reduction)
+    return call(fn, input1, input2, name=_reduction_name(reduction, "AddBackward0"))
+
+
+def _pairwise(a, b, p, eps):
+    d = np.abs(a - b + eps)
+    return np.sum(d ** p, axis=-1) ** (1.0 / p)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    def fn(a, b):
+        d = _pairwise(a, b, p, eps)
+        return np.expand_dims(d, -1) if keepdim else d
+    return call(fn, x1, x2, name="NormBackward1")
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
+                        size_average=None, reduce=None, reduction="mean"):
+    """``max(d(a, p) - d(a, n) + margin, 0)`` with ``d`` the p-norm distance."""
+    reduction = _legacy(size_average, reduce, reduction)
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+
+    def fn(a, pos, neg):
+        d_ap, d_an = _pairwise(a, pos, p, eps), _pairwise(a, neg, p, eps)
+        if swap:
+            d_an = np.minimum(d_an, _pairwise(pos, neg, p, eps))
+        return _reduce(np.maximum(d_ap - d_an + margin, 0.0), reduction)
+    return call(fn, anchor, positive, negative,
+                name=_reduction_name(reduction, "ClampMinBackward0"))
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
+                                reduction="mean"):
+    reduction = _legacy(size_average, reduce, reduction)
+    w = None if weight is None else _array(weight)
+
+    def fn(x, y):
+        log_sig = np.minimum(x, 0.0) - np.log1p(np.exp(-np.abs(x)))
+        log_sig_neg = log_sig - x
+        v = -(y * log_sig + (1 - y) * log_sig_neg)
+        if w is not None:
+            v = v * w
+        v = np.sum(v, axis=-1) / x.shape[-1]
+        return _reduce(v, reduction)
+    return call(fn, input, target, name=_reduction_name(reduction, "DivBackward0"))
+
+
+def _reduction_name(reduction, none_name):
+    return {"mean": "MeanBackward0", "sum": "SumBackward0"}.get(reduction, none_name)
