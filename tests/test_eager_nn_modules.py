@@ -332,3 +332,24 @@ def test_init_functions_exist_and_fill_in_place():
     np.testing.assert_allclose(w.numpy() @ w.numpy().T, np.eye(30), atol=1e-12)
     nn.init.constant_(w, 0.25)
     assert np.all(w.numpy() == 0.25)
+
+
+@pytest.mark.parametrize("kind", ["plain", "bool_mask", "float_mask", "causal_scaled"])
+def test_scaled_dot_product_attention_matches_torch(kind):
+    rng = np.random.default_rng(len(kind))
+    q, k, v = rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 5, 4)), \
+        rng.standard_normal((2, 5, 6))
+    kwargs = {"bool_mask": {"attn_mask": np.tril(np.ones((3, 5), bool), 1)},
+              "float_mask": {"attn_mask": rng.standard_normal((3, 5))},
+              "causal_scaled": {"is_causal": True, "scale": 0.3}}.get(kind, {})
+    results = []
+    for lib in (tg, torch):
+        ts = [lib.tensor(a, requires_grad=True) for a in (q, k, v)]
+        kw = {key: lib.tensor(val) if isinstance(val, np.ndarray) else val
+              for key, val in kwargs.items()}
+        out = lib.nn.functional.scaled_dot_product_attention(*ts, **kw)
+        (out * lib.tensor(np.linspace(-1, 1, out.numel()).reshape(tuple(out.shape)))).sum() \
+            .backward()
+        results.append([out.detach().numpy()] + [t.grad.numpy() for t in ts])
+    for a, e in zip(*results):
+        np.testing.assert_allclose(a, e, rtol=1e-10, atol=1e-12)

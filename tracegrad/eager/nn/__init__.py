@@ -84,6 +84,14 @@ from .normalization import (
 )
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell
 from .sparse import Embedding
+from .transformer import (
+    MultiheadAttention,
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 
 __all__ = ["functional", "init", "utils", "Module", "Parameter", "Sequential", "ModuleList",
            "ModuleDict", "ParameterList", "ParameterDict", "Identity", "Linear", "Conv1d",
@@ -100,4 +108,6 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "Sequential", "
            "NLLLoss", "SoftMarginLoss", "PoissonNLLLoss", "InstanceNorm1d", "InstanceNorm2d",
            "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d",
            "Upsample", "MarginRankingLoss", "HingeEmbeddingLoss", "CosineEmbeddingLoss",
-           "TripletMarginLoss", "MultiLabelSoftMarginLoss", "PairwiseDistance"]
+           "TripletMarginLoss", "MultiLabelSoftMarginLoss", "PairwiseDistance",
+           "MultiheadAttention", "Transformer", "TransformerEncoder", "TransformerEncoderLayer",
+           "TransformerDecoder", "TransformerDecoderLayer"]

@@ -52,6 +52,7 @@ __all__ = ["relu", "relu_", "leaky_relu", "sigmoid", "tanh", "softmax", "log_sof
            "dropout2d", "batch_norm", "layer_norm", "group_norm", "embedding",
            "adaptive_avg_pool2d", "adaptive_avg_pool1d", "avg_pool1d", "max_pool1d", "conv1d",
            "pad", "pixel_shuffle", "cosine_similarity", "interpolate", "instance_norm",
+           "scaled_dot_product_attention",
            "margin_ranking_loss", "hinge_embedding_loss", "cosine_embedding_loss",
            "pairwise_distance", "triplet_margin_loss", "multilabel_soft_margin_loss"]
 
@@ -900,3 +901,10 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
         den = np.sqrt(np.maximum(np.sum(a * a, axis=dim) * np.sum(b * b, axis=dim), eps * eps))
         return num / den
     return call(fn, x1, x2, name="DivBackward0")
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+                                 is_causal=False, scale=None, enable_gqa=False):
+    """``softmax(q k^T * scale + mask) v``; a boolean mask marks the positions to attend."""
+    from .transformer import scaled_dot_product_attention as sdpa
+    return sdpa(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
