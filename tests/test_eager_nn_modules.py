@@ -353,3 +353,21 @@ def test_scaled_dot_product_attention_matches_torch(kind):
         results.append([out.detach().numpy()] + [t.grad.numpy() for t in ts])
     for a, e in zip(*results):
         np.testing.assert_allclose(a, e, rtol=1e-10, atol=1e-12)
+
+
+def test_reassigned_parameters_and_modules_keep_their_place_as_in_torch():
+    """Tying weights (``decoder.weight = encoder.weight``) keeps the state_dict order."""
+    def build(lib):
+        m = lib.nn.Module()
+        m.encoder = lib.nn.Embedding(5, 4)
+        m.decoder = lib.nn.Linear(4, 5)
+        m.decoder.weight = m.encoder.weight
+        m.head = lib.nn.ReLU()
+        m.encoder = lib.nn.Embedding(5, 4)           # a module replaced in place
+        m.register_buffer("b", lib.zeros(1), persistent=False)
+        m.register_buffer("b", lib.zeros(1))          # re-registered as persistent
+        return m
+    ours, theirs = build(tg), build(torch)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    assert [n for n, _ in ours.named_parameters()] == [n for n, _ in theirs.named_parameters()]
+    assert [n for n, _ in ours.named_children()] == [n for n, _ in theirs.named_children()]

@@ -93,8 +93,8 @@ class Module:
         if isinstance(value, Parameter):
             if params is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
-            self._forget(name)
-            params[name] = value
+            self._forget(name, keep="_parameters")
+            params[name] = value       # an existing name keeps its place, as in PyTorch
         elif params is not None and name in params:
             if value is not None:
                 raise TypeError(f"cannot assign '{type(value).__name__}' as parameter '{name}' "
@@ -103,7 +103,7 @@ class Module:
         elif isinstance(value, Module):
             if d.get("_modules") is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
-            self._forget(name)
+            self._forget(name, keep="_modules")
             d["_modules"][name] = value
         elif d.get("_modules") is not None and name in d["_modules"]:
             if value is not None:
@@ -118,12 +118,16 @@ class Module:
         else:
             object.__setattr__(self, name, value)
 
-    def _forget(self, name):
+    def _forget(self, name, keep=None):
+        """Drop ``name`` from the instance and from every group but ``keep`` (where the
+        caller is about to set it, keeping its position)."""
         d = self.__dict__
         d.pop(name, None)
         for key in ("_parameters", "_buffers", "_modules"):
-            d[key].pop(name, None)
-        d["_non_persistent"].discard(name)
+            if key != keep:
+                d[key].pop(name, None)
+        if keep != "_buffers":
+            d["_non_persistent"].discard(name)
 
     def __getattr__(self, name):
         # only reached when normal lookup fails: parameters, buffers and submodules live
@@ -147,22 +151,24 @@ class Module:
         if param is not None and not isinstance(param, Parameter):
             raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter "
                             f"'{name}' (torch.nn.Parameter or None required)")
-        self._forget(name)
+        self._forget(name, keep="_parameters")
         self._parameters[name] = param
 
     def register_buffer(self, name, tensor, persistent=True):
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer "
                             f"'{name}' (torch Tensor or None required)")
-        self._forget(name)
+        self._forget(name, keep="_buffers")
         self._buffers[name] = tensor
-        if not persistent:
+        if persistent:
+            self._non_persistent.discard(name)
+        else:
             self._non_persistent.add(name)
 
     def add_module(self, name, module):
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
-        self._forget(name)
+        self._forget(name, keep="_modules")
         self._modules[name] = module
 
     register_module = add_module
