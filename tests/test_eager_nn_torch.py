@@ -171,6 +171,14 @@ LAYERS = {
         nn.Conv2d(2, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2),
         nn.Dropout2d(0.0), nn.Flatten(), nn.Linear(16, 3), nn.GELU()),
         [(3, 2, 4, 4)], ("train", "eval")),
+    "dcgan_generator": Layer(lambda nn: nn.Sequential(
+        nn.ConvTranspose2d(4, 8, 4, 1, 0, bias=False), nn.BatchNorm2d(8), nn.ReLU(True),
+        nn.ConvTranspose2d(8, 3, 4, 2, 1, bias=False), nn.Tanh()), [(2, 4, 1, 1)],
+        ("train", "eval")),
+    "dcgan_discriminator": Layer(lambda nn: nn.Sequential(
+        nn.Conv2d(3, 4, 4, 2, 1, bias=False), nn.LeakyReLU(0.2, inplace=True),
+        nn.Conv2d(4, 8, 4, 2, 1, bias=False), nn.BatchNorm2d(8), nn.LeakyReLU(0.2, inplace=True),
+        nn.Conv2d(8, 1, 2, 1, 0, bias=False), nn.Sigmoid()), [(3, 3, 8, 8)], ("train", "eval")),
     "transformerish_block": Layer(lambda nn: nn.Sequential(
         nn.LayerNorm(6), nn.Linear(6, 8), nn.SiLU(), nn.Dropout(0.0), nn.Linear(8, 6)),
         [(2, 3, 6)]),
