@@ -148,9 +148,37 @@ def _pair(value, what):
     return int(value), int(value)
 
 
-def _check_groups(groups, what):
-    if groups != 1:
-        raise NotImplementedError(f"{what}: tracegrad supports groups=1 only, got groups={groups}")
+def _check_groups(groups, what, in_channels=None, out_channels=None):
+    if not isinstance(groups, int) or groups < 1:
+        raise RuntimeError("non-positive groups is not supported")
+    if in_channels is not None and in_channels % groups:
+        raise ValueError("in_channels must be divisible by groups")
+    if out_channels is not None and out_channels % groups:
+        raise ValueError("out_channels must be divisible by groups")
+
+
+def _grouped(fn, groups, transposed):
+    """``fn(x, w)`` applied per group of channels and concatenated (``groups`` > 1):
+    the input's channels split in ``groups``, the weight's output channels (dimension 0;
+    dimension 0 too for a transposed weight, whose input channels come first)."""
+    if groups == 1:
+        return fn
+
+    def grouped(x, w):
+        cin = x.shape[1] // groups
+        wk = w.shape[0] // groups
+        outs = [fn(x[:, g * cin:(g + 1) * cin], w[g * wk:(g + 1) * wk]) for g in range(groups)]
+        return np.concatenate(outs, axis=1)
+    return grouped
+
+
+def _same_padding(kernel, dilation, stride, what):
+    """PyTorch's padding="same": total ``d (k - 1)`` per side pair, the odd one extra on
+    the right/bottom; only for stride 1."""
+    if any(s != 1 for s in stride):
+        raise ValueError("padding='same' is not supported for strided convolutions")
+    return tuple((d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2)
+                 for k, d in zip(kernel, dilation))
 
 
 def _batched(input, what):
@@ -164,13 +192,13 @@ def _batched(input, what):
     return input, False
 
 
-def _check_conv(what, x, weight, bias, in_channels, out_channels, transposed):
+def _check_conv(what, x, weight, bias, in_channels, out_channels, transposed, groups=1):
     if weight.dim() != 4:
         raise RuntimeError(f"{what}: expected a 4-D weight, but got weight of size "
                            f"{list(weight.shape)}")
     if x.shape[1] != in_channels:
         prefix = "transposed=1, " if transposed else ""
-        raise RuntimeError(f"Given {prefix}groups=1, weight of size {list(weight.shape)}, expected "
+        raise RuntimeError(f"Given {prefix}groups={groups}, weight of size {list(weight.shape)}, expected "
                            f"input{list(x.shape)} to have {in_channels} channels, but got "
                            f"{x.shape[1]} channels instead")
     if x.dtype != weight.dtype:
@@ -194,23 +222,40 @@ def _with_bias(fn, input, weight, bias, squeeze):
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """2-D cross-correlation of (N, C, H, W) ``input`` with an (O, C, kH, kW) ``weight``."""
+    """2-D cross-correlation of (N, C, H, W) ``input`` with an (O, C / groups, kH, kW)
+    ``weight``; ``padding`` may be "valid" or "same"."""
     _check_groups(groups, "conv2d")
-    if isinstance(padding, str):
-        raise NotImplementedError(f"conv2d: padding='{padding}' is not supported; pass the "
-                                  "padding as integers")
-    stride, padding = _pair(stride, "stride"), _pair(padding, "padding")
-    dilation = _pair(dilation, "dilation")
+    stride, dilation = _pair(stride, "stride"), _pair(dilation, "dilation")
     x, squeeze = _batched(input, "conv2d")
-    _check_conv("conv2d", x, weight, bias, weight.shape[1] if weight.dim() == 4 else None,
-                weight.shape[0], False)
+    _check_conv("conv2d", x, weight, bias,
+                weight.shape[1] * groups if weight.dim() == 4 else None, weight.shape[0],
+                False, groups)
+    if weight.shape[0] % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} "
+                           f"at dimension 0, but got weight of size {list(weight.shape)} instead")
+    extra = None
+    if isinstance(padding, str):
+        if padding == "valid":
+            padding = (0, 0)
+        elif padding == "same":
+            pads = _same_padding(tuple(weight.shape[2:]), dilation, stride, "conv2d")
+            padding = tuple(lo for lo, _ in pads)
+            if any(hi != lo for lo, hi in pads):
+                extra = ((0, 0), (0, 0)) + tuple((0, hi - lo) for lo, hi in pads)
+        else:
+            raise ValueError(f"Invalid padding string '{padding}', should be one of "
+                             "{'valid', 'same'}")
+    else:
+        padding = _pair(padding, "padding")
     padded = tuple(n + 2 * p for n, p in zip(x.shape[2:], padding))
     kernel = tuple(d * (k - 1) + 1 for k, d in zip(weight.shape[2:], dilation))
-    if any(k > n for k, n in zip(kernel, padded)):
+    if extra is None and any(k > n for k, n in zip(kernel, padded)):
         raise RuntimeError(f"Calculated padded input size per channel: ({padded[0]} x "
                            f"{padded[1]}). Kernel size: ({kernel[0]} x {kernel[1]}). Kernel size "
                            "can't be greater than actual input size")
-    fn = lambda x, w: apply("conv2d", x, w, stride=stride, padding=padding, dilation=dilation)
+    conv = _grouped(lambda x, w: apply("conv2d", x, w, stride=stride, padding=padding,
+                                       dilation=dilation), groups, False)
+    fn = conv if extra is None else (lambda x, w: conv(np.pad(x, extra), w))
     return _with_bias(fn, x, weight, bias, squeeze)
 
 
@@ -220,19 +265,23 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     ``weight``."""
     _check_groups(groups, "conv_transpose2d")
     stride, padding = _pair(stride, "stride"), _pair(padding, "padding")
+    if weight.dim() == 4 and weight.shape[0] % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} "
+                           f"at dimension 0, but got weight of size {list(weight.shape)} instead")
     output_padding, dilation = _pair(output_padding, "output_padding"), _pair(dilation, "dilation")
     x, squeeze = _batched(input, "conv_transpose2d")
     _check_conv("conv_transpose2d", x, weight, bias,
                 weight.shape[0] if weight.dim() == 4 else None,
-                weight.shape[1] if weight.dim() == 4 else None, True)
+                weight.shape[1] * groups if weight.dim() == 4 else None, True, groups)
     if any(op >= max(s, d) for op, s, d in zip(output_padding, stride, dilation)):
         raise RuntimeError(f"output padding must be smaller than either stride or dilation, but "
                            f"got output_padding_height: {output_padding[0]} output_padding_width: "
                            f"{output_padding[1]} stride_height: {stride[0]} stride_width: "
                            f"{stride[1]} dilation_height: {dilation[0]} dilation_width: "
                            f"{dilation[1]}")
-    fn = lambda x, w: apply("conv_transpose2d", x, w, stride=stride, padding=padding,
-                            output_padding=output_padding, dilation=dilation)
+    fn = _grouped(lambda x, w: apply("conv_transpose2d", x, w, stride=stride, padding=padding,
+                                     output_padding=output_padding, dilation=dilation),
+                  groups, True)
     return _with_bias(fn, x, weight, bias, squeeze)
 
 
@@ -753,8 +802,9 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     if weight.dim() != 3:
         raise RuntimeError(f"conv1d: expected a 3-D weight, but got weight of size "
                            f"{list(weight.shape)}")
+    pad = padding if isinstance(padding, str) else (0, _single(padding))
     out = conv2d(input.unsqueeze(-2), weight.unsqueeze(-2), bias, (1, _single(stride)),
-                 (0, _single(padding)), (1, _single(dilation)), groups)
+                 pad, (1, _single(dilation)), groups)
     return out.squeeze(-2)
 
 

@@ -57,15 +57,40 @@ class Linear(Module):
                 f"bias={self.bias is not None}")
 
 
+def _tuple(value, n, what):
+    return F._pair(value, what) if n == 2 else (F._single(value),)
+
+
 class _ConvNd(Module):
+    """What Conv1d, Conv2d and ConvTranspose2d share: options as tuples of ``_n`` entries
+    (``padding`` may also be "same" or "valid"), PyTorch's initialisation and repr."""
+
+    _n = 2
+
     def __init__(self, in_channels, out_channels, kernel_size, stride, padding, dilation,
-                 groups, bias, weight_shape, dtype):
+                 groups, bias, weight_shape, dtype, padding_mode="zeros", transposed=False):
         super().__init__()
-        F._check_groups(groups, type(self).__name__)
+        F._check_groups(groups, type(self).__name__, in_channels, out_channels)
+        if padding_mode not in ("zeros", "reflect", "replicate", "circular"):
+            raise ValueError(f"padding_mode must be one of ['zeros', 'reflect', 'replicate', "
+                             f"'circular'], but got padding_mode='{padding_mode}'")
+        if transposed and padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
+        n = self._n
         self.in_channels, self.out_channels = in_channels, out_channels
-        self.kernel_size = F._pair(kernel_size, "kernel_size")
-        self.stride, self.padding = F._pair(stride, "stride"), F._pair(padding, "padding")
-        self.dilation, self.groups = F._pair(dilation, "dilation"), groups
+        self.kernel_size = _tuple(kernel_size, n, "kernel_size")
+        self.stride = _tuple(stride, n, "stride")
+        self.dilation = _tuple(dilation, n, "dilation")
+        if isinstance(padding, str):
+            if padding not in ("same", "valid"):
+                raise ValueError(f"Invalid padding string {padding!r}, should be one of "
+                                 "['valid', 'same']")
+            if padding == "same" and any(s != 1 for s in self.stride):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+            self.padding = padding
+        else:
+            self.padding = _tuple(padding, n, "padding")
+        self.groups, self.padding_mode, self.transposed = groups, padding_mode, transposed
         self.weight = Parameter(empty(*weight_shape, *self.kernel_size, dtype=dtype))
         self.bias = Parameter(empty(out_channels, dtype=dtype)) if bias else None
         self.reset_parameters()
@@ -74,46 +99,65 @@ class _ConvNd(Module):
         fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
         _reset_uniform(self.weight, self.bias, fan_in)
 
+    def _padded(self, input):
+        """``input`` padded by ``padding_mode`` and the padding left for the convolution."""
+        if self.padding_mode == "zeros":
+            return input, self.padding
+        if self.padding == "same":
+            pads = F._same_padding(self.kernel_size, self.dilation, self.stride, "conv")
+        elif self.padding == "valid":
+            pads = [(0, 0)] * self._n
+        else:
+            pads = [(p, p) for p in self.padding]
+        flat = [w for lo_hi in reversed(pads) for w in lo_hi]
+        return F.pad(input, flat, mode=self.padding_mode), 0
+
     def extra_repr(self):
+        n = self._n
         s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
              f"stride={self.stride}")
-        if self.padding != (0, 0):
+        if self.padding != (0,) * n:
             s += f", padding={self.padding}"
-        if self.dilation != (1, 1):
+        if self.dilation != (1,) * n:
             s += f", dilation={self.dilation}"
-        if getattr(self, "output_padding", (0, 0)) != (0, 0):
+        if getattr(self, "output_padding", (0,) * n) != (0,) * n:
             s += f", output_padding={self.output_padding}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
         if self.bias is None:
             s += ", bias=False"
+        if self.padding_mode != "zeros":
+            s += f", padding_mode={self.padding_mode}"
         return s
 
 
 class Conv2d(_ConvNd):
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
                  groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
-        if padding_mode != "zeros":
-            raise NotImplementedError(f"Conv2d: padding_mode='{padding_mode}' is not supported")
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
-                         groups, bias, (out_channels, in_channels), dtype)
+                         groups, bias, (out_channels, in_channels // groups), dtype,
+                         padding_mode)
 
     def forward(self, input):
-        return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation)
+        x, padding = self._padded(input)
+        return F.conv2d(x, self.weight, self.bias, self.stride, padding, self.dilation,
+                        self.groups)
 
 
 class ConvTranspose2d(_ConvNd):
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
                  output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros",
                  device=None, dtype=None):
-        if padding_mode != "zeros":
-            raise NotImplementedError(f"ConvTranspose2d: padding_mode='{padding_mode}' is not "
-                                      "supported")
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
-                         groups, bias, (in_channels, out_channels), dtype)
+                         groups, bias, (in_channels, out_channels // groups), dtype,
+                         padding_mode, transposed=True)
         self.output_padding = F._pair(output_padding, "output_padding")
 
-    def forward(self, input):
+    def forward(self, input, output_size=None):
+        if output_size is not None:
+            raise NotImplementedError("ConvTranspose2d: output_size is not supported")
         return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,
-                                  self.output_padding, 1, self.dilation)
+                                  self.output_padding, self.groups, self.dilation)
 
 
 class MaxPool2d(Module):
@@ -360,40 +404,21 @@ class MaxPool1d(MaxPool2d):
                             self.ceil_mode, self.return_indices)
 
 
-class Conv1d(Module):
-    """1-D convolution over (N, C, L) inputs; weight (out, in, k) with PyTorch's
-    default initialisation."""
+class Conv1d(_ConvNd):
+    """1-D convolution over (N, C, L) inputs; weight (out, in / groups, k)."""
+
+    _n = 1
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
                  groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
-        super().__init__()
-        F._check_groups(groups, "Conv1d")
-        if padding_mode != "zeros":
-            raise NotImplementedError(f"Conv1d: padding_mode='{padding_mode}' is not supported")
-        self.in_channels, self.out_channels = in_channels, out_channels
-        self.kernel_size, self.stride = _one(kernel_size), _one(stride)
-        self.padding, self.dilation, self.groups = _one(padding), _one(dilation), groups
-        self.weight = Parameter(empty(out_channels, in_channels, *self.kernel_size, dtype=dtype))
-        self.bias = Parameter(empty(out_channels, dtype=dtype)) if bias else None
-        self.reset_parameters()
-
-    def reset_parameters(self):
-        fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-        _reset_uniform(self.weight, self.bias, fan_in)
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, (out_channels, in_channels // groups), dtype,
+                         padding_mode)
 
     def forward(self, input):
-        return F.conv1d(input, self.weight, self.bias, self.stride, self.padding, self.dilation)
-
-    def extra_repr(self):
-        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
-             f"stride={self.stride}")
-        if self.padding != (0,):
-            s += f", padding={self.padding}"
-        if self.dilation != (1,):
-            s += f", dilation={self.dilation}"
-        if self.bias is None:
-            s += ", bias=False"
-        return s
+        x, padding = self._padded(input)
+        return F.conv1d(x, self.weight, self.bias, self.stride, padding, self.dilation,
+                        self.groups)
 
 
 class ConstantPad2d(Module):
