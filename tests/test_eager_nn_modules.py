@@ -371,3 +371,47 @@ def test_reassigned_parameters_and_modules_keep_their_place_as_in_torch():
     assert list(ours.state_dict()) == list(theirs.state_dict())
     assert [n for n, _ in ours.named_parameters()] == [n for n, _ in theirs.named_parameters()]
     assert [n for n, _ in ours.named_children()] == [n for n, _ in theirs.named_children()]
+
+
+@pytest.mark.parametrize("batch_first,side", [(False, "right"), (True, "left")])
+def test_pad_sequence_matches_torch(batch_first, side):
+    rng = np.random.default_rng(4)
+    arrays = [rng.standard_normal((n, 3)) for n in (4, 2, 5)]
+    results = []
+    for lib in (tg, torch):
+        seqs = [lib.tensor(a, requires_grad=True) for a in arrays]
+        out = lib.nn.utils.rnn.pad_sequence(seqs, batch_first=batch_first, padding_value=-1.5,
+                                            padding_side=side)
+        (out * lib.tensor(np.arange(out.numel()).reshape(tuple(out.shape)) * 1.0)).sum() \
+            .backward()
+        results.append([out.detach().numpy()] + [s.grad.numpy() for s in seqs])
+    for a, e in zip(*results):
+        np.testing.assert_array_equal(a, e)
+    back = tg.nn.utils.rnn.unpad_sequence(tg.nn.utils.rnn.pad_sequence(
+        [tg.tensor(a) for a in arrays]), [4, 2, 5])
+    for a, b in zip(arrays, back):
+        np.testing.assert_array_equal(a, b.numpy())
+
+
+def test_default_initialisation_follows_torchs_schemes():
+    tg.manual_seed(0)
+    hidden = 64
+    lstm = nn.LSTM(8, hidden)
+    bound = 1 / math.sqrt(hidden)
+    for name, p in lstm.named_parameters():
+        v = p.detach().numpy()
+        assert np.abs(v).max() <= bound and np.abs(v).max() > 0.95 * bound, name
+        assert abs(v.mean()) < 0.1 * bound, name
+    e = nn.Embedding(200, 50).weight.detach().numpy()
+    assert abs(e.mean()) < 0.05 and abs(e.std() - 1) < 0.05
+    bn = nn.BatchNorm2d(5)
+    assert np.all(bn.weight.detach().numpy() == 1) and np.all(bn.bias.detach().numpy() == 0)
+    mha = nn.MultiheadAttention(16, 4)
+    w = mha.in_proj_weight.detach().numpy()
+    xavier = math.sqrt(6 / (16 + 48))
+    assert np.abs(w).max() <= xavier and np.abs(w).max() > 0.9 * xavier
+    assert np.all(mha.in_proj_bias.detach().numpy() == 0)
+    assert np.all(mha.out_proj.bias.detach().numpy() == 0)
+    assert np.all(nn.PReLU(3).weight.detach().numpy() == 0.25)
+    conv = nn.Conv2d(4, 6, 3, groups=2).weight.detach().numpy()     # fan_in = 2 * 3 * 3
+    assert np.abs(conv).max() <= 1 / math.sqrt(18) and np.abs(conv).max() > 0.8 / math.sqrt(18)
