@@ -23,39 +23,8 @@ __all__ = ["MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder"
            "scaled_dot_product_attention"]
 
 
-def _additive(mask, dtype, masked_is_true):
-    """A float mask to add to attention scores: a boolean mask becomes 0 / -inf
-    (``masked_is_true``: True marks positions to leave out, MultiheadAttention's
-    convention; otherwise True marks positions to attend, scaled_dot_product_attention's);
-    a float mask is used as it is."""
-    if mask is None:
-        return None
-    m = mask._data if isinstance(mask, Tensor) else np.asarray(mask)
-    if m.dtype == np.bool_:
-        out = np.where(m if masked_is_true else ~m, -np.inf, 0.0).astype(dtype)
-        return Tensor._plain(out)
-    return mask if isinstance(mask, Tensor) else Tensor._plain(m.astype(dtype))
-
-
-def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
-                                 is_causal=False, scale=None, enable_gqa=False):
-    """``softmax(q k^T * scale + mask) v`` over the last two dimensions; a boolean
-    ``attn_mask`` marks the positions that may be attended."""
-    lq, ls = query.shape[-2], key.shape[-2]
-    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
-    scores = query.matmul(key.transpose(-2, -1)) * scale
-    if is_causal:
-        if attn_mask is not None:
-            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be "
-                               "set when is_causal=True")
-        attn_mask = Tensor._plain(np.tril(np.ones((lq, ls), np.bool_)))
-    bias = _additive(attn_mask, query.dtype, masked_is_true=False)
-    if bias is not None:
-        scores = scores + bias
-    weights = scores.softmax(-1)
-    if dropout_p > 0.0:
-        weights = F.dropout(weights, dropout_p, True)
-    return weights.matmul(value)
+_additive = F._additive
+scaled_dot_product_attention = F.scaled_dot_product_attention
 
 
 class _OutProj(Linear):
