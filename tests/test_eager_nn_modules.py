@@ -17,7 +17,7 @@ F = nn.functional
 
 # -- dropout while training -------------------------------------------------------------------
 def test_dropout_masks_are_seeded_scaled_and_statistically_p():
-    x = tg.ones(200, 50, requires_grad=True)
+    x = tg.ones(200, 50, dtype=tg.float64, requires_grad=True)
     tg.manual_seed(3)
     y = nn.Dropout(0.3)(x)
     tg.manual_seed(3)
@@ -32,7 +32,7 @@ def test_dropout_masks_are_seeded_scaled_and_statistically_p():
 
 
 def test_dropout2d_zeroes_whole_channels_and_eval_is_the_identity():
-    x = tg.ones(40, 30, 3, 2, requires_grad=True)
+    x = tg.ones(40, 30, 3, 2, dtype=tg.float64, requires_grad=True)
     m = nn.Dropout2d(0.4)
     y = m(x).detach().numpy()
     per_channel = y.reshape(40, 30, -1)
@@ -323,7 +323,7 @@ def test_errors_are_torchs(name):
 
 
 def test_init_functions_exist_and_fill_in_place():
-    w = tg.empty(30, 40)
+    w = tg.empty(30, 40, dtype=tg.float64)
     for fn in (nn.init.kaiming_uniform_, nn.init.kaiming_normal_, nn.init.xavier_uniform_,
                nn.init.xavier_normal_, nn.init.normal_, nn.init.uniform_, nn.init.zeros_,
                nn.init.ones_, nn.init.orthogonal_):
