@@ -243,8 +243,7 @@ def test_unsupported_options_are_rejected_clearly():
     # (grouped convolutions are supported now: tests/test_eager_nn_torch.py compares them)
     with pytest.raises(ValueError, match="in_channels must be divisible by groups"):
         nn.Conv2d(3, 4, 3, groups=2)
-    with pytest.raises(NotImplementedError, match="ceil_mode"):
-        F.max_pool2d(tg.ones(1, 1, 5, 5), 2, ceil_mode=True)
+    # (ceil_mode is supported now: tests/test_eager_nn_torch.py compares it with torch)
 
 
 def test_target_and_reduction_errors():

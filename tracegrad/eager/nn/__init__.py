@@ -24,6 +24,7 @@ from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList, Se
 from .layers import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
+    AdaptiveMaxPool2d,
     AlphaDropout,
     AvgPool1d,
     AvgPool2d,
@@ -109,5 +110,6 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "Sequential", "
            "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d",
            "Upsample", "MarginRankingLoss", "HingeEmbeddingLoss", "CosineEmbeddingLoss",
            "TripletMarginLoss", "MultiLabelSoftMarginLoss", "PairwiseDistance",
-           "MultiheadAttention", "Transformer", "TransformerEncoder", "TransformerEncoderLayer",
+           "MultiheadAttention", "Transformer", "AdaptiveMaxPool2d", "TransformerEncoder",
+           "TransformerEncoderLayer",
            "TransformerDecoder", "TransformerDecoderLayer"]

@@ -51,7 +51,7 @@ __all__ = ["relu", "relu_", "leaky_relu", "sigmoid", "tanh", "softmax", "log_sof
            "tanhshrink", "softmin", "prelu", "threshold", "glu", "normalize", "dropout1d",
            "dropout2d", "batch_norm", "layer_norm", "group_norm", "embedding",
            "adaptive_avg_pool2d", "adaptive_avg_pool1d", "avg_pool1d", "max_pool1d", "conv1d",
-           "pad", "pixel_shuffle", "cosine_similarity", "interpolate", "instance_norm",
+           "pad", "pixel_shuffle", "cosine_similarity", "interpolate", "instance_norm", "adaptive_max_pool2d",
            "scaled_dot_product_attention",
            "margin_ranking_loss", "hinge_embedding_loss", "cosine_embedding_loss",
            "pairwise_distance", "triplet_margin_loss", "multilabel_soft_margin_loss"]
@@ -287,8 +287,9 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
 
 # -- pooling ----------------------------------------------------------------------------
 def _pool_args(what, input, kernel_size, stride, padding, dilation, ceil_mode):
-    if ceil_mode:
-        raise NotImplementedError(f"{what}: ceil_mode=True is not supported (floor mode only)")
+    """The checked options, the 4-D input, and per spatial axis the extra right padding
+    that ``ceil_mode`` needs (0 in floor mode): PyTorch's output size, whose last window
+    must start inside the input or its left padding."""
     kernel = _pair(kernel_size, "kernel_size")
     stride = kernel if stride is None or stride == [] or stride == () else _pair(stride, "stride")
     padding, dilation = _pair(padding, "padding"), _pair(dilation, "dilation")
@@ -298,44 +299,125 @@ def _pool_args(what, input, kernel_size, stride, padding, dilation, ceil_mode):
         if 2 * p > e:
             raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
                                f"pad={p}, kernel_size={k} and dilation={d}")
-    out = tuple((n + 2 * p - e) // s + 1
-                for n, p, e, s in zip(x.shape[2:], padding, effective, stride))
+    out, extra = [], []
+    for n, p, e, s in zip(x.shape[2:], padding, effective, stride):
+        span = n + 2 * p - e
+        o = (-(-span // s) if ceil_mode else span // s) + 1
+        if ceil_mode and (o - 1) * s >= n + p:
+            o -= 1
+        out.append(o)
+        extra.append(max((o - 1) * s + e - (n + 2 * p), 0))
     if min(out) < 1:
         c, h, w = x.shape[1:]
         raise RuntimeError(f"Given input size: ({c}x{h}x{w}). Calculated output size: "
                            f"({c}x{out[0]}x{out[1]}). Output size is too small")
-    return x, squeeze, kernel, stride, padding, dilation
+    return x, squeeze, kernel, stride, padding, dilation, tuple(extra)
+
+
+def _right_padded(v, extra, value):
+    if not any(extra):
+        return v
+    return np.pad(v, ((0, 0), (0, 0), (0, extra[0]), (0, extra[1])), constant_values=value)
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
-    if return_indices:
-        raise NotImplementedError("max_pool2d: return_indices=True is not supported")
-    x, squeeze, kernel, stride, padding, dilation = _pool_args(
+    x, squeeze, kernel, stride, padding, dilation, extra = _pool_args(
         "max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode)
-    out = call(lambda v: apply("max_pool2d", v, kernel=kernel, stride=stride, padding=padding,
-                               dilation=dilation), x, name="MaxPool2DWithIndicesBackward0")
+    params = dict(kernel=kernel, stride=stride, dilation=dilation)
+    if any(extra):      # ceil mode: -inf on the right never wins a window
+        pads = ((0, 0), (0, 0), (padding[0], padding[0] + extra[0]),
+                (padding[1], padding[1] + extra[1]))
+        fn = lambda v: apply("max_pool2d", np.pad(v, pads, constant_values=-np.inf),
+                             padding=(0, 0), **params)
+    else:
+        fn = lambda v: apply("max_pool2d", v, padding=padding, **params)
+    out = call(fn, x, name="MaxPool2DWithIndicesBackward0")
+    if return_indices:
+        idx = _max_indices(x._data, kernel, stride, padding, dilation, extra)
+        idx = Tensor._plain(idx[0] if squeeze else idx)
+        return (out.squeeze(0) if squeeze else out), idx
     return out.squeeze(0) if squeeze else out
+
+
+def _max_indices(x, kernel, stride, padding, dilation, extra):
+    """For each window, the flat index (over H * W) of its first maximum, as PyTorch's."""
+    n, c, h, w = x.shape
+    flat_idx = np.arange(h * w, dtype=np.int64).reshape(h, w)
+    pads = ((padding[0], padding[0] + extra[0]), (padding[1], padding[1] + extra[1]))
+    xp = np.pad(x, ((0, 0), (0, 0)) + pads, constant_values=-np.inf)
+    ip = np.pad(flat_idx, pads, constant_values=-1)
+    oh = (xp.shape[2] - dilation[0] * (kernel[0] - 1) - 1) // stride[0] + 1
+    ow = (xp.shape[3] - dilation[1] * (kernel[1] - 1) - 1) // stride[1] + 1
+    best = np.full((n, c, oh, ow), -np.inf, x.dtype)
+    where = np.zeros((n, c, oh, ow), np.int64)
+    for i in range(kernel[0]):
+        for j in range(kernel[1]):
+            r0, c0 = i * dilation[0], j * dilation[1]
+            v = xp[:, :, r0:r0 + stride[0] * (oh - 1) + 1:stride[0],
+                   c0:c0 + stride[1] * (ow - 1) + 1:stride[1]]
+            k = ip[r0:r0 + stride[0] * (oh - 1) + 1:stride[0],
+                   c0:c0 + stride[1] * (ow - 1) + 1:stride[1]]
+            better = (v > best) | (np.isnan(v) & ~np.isnan(best))
+            best = np.where(better, v, best)
+            where = np.where(better, k, where)
+    return where
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
-    x, squeeze, kernel, stride, padding, _ = _pool_args(
+    x, squeeze, kernel, stride, padding, _, extra = _pool_args(
         "avg_pool2d", input, kernel_size, stride, padding, 1, ceil_mode)
     params = dict(kernel=kernel, stride=stride, padding=padding)
     scale = None
     if divisor_override is not None:
         scale = kernel[0] * kernel[1] / divisor_override
-    elif not count_include_pad and any(padding):
-        # the mean over real pixels only: divide by the share of each window inside the image
-        inside = apply("avg_pool2d", np.ones((1, 1) + tuple(x.shape[2:]), x.dtype), **params)
-        scale = 1.0 / inside
+    elif any(extra) or (not count_include_pad and any(padding)):
+        # PyTorch's divisor: the window clipped to the padded image (count_include_pad), or
+        # to the image itself; windows reaching past it in ceil mode count only what they hold
+        counts = []
+        for n, k, s, p, e in zip(x.shape[2:], kernel, stride, padding, extra):
+            starts = np.arange((n + 2 * p + e - k) // s + 1) * s - p
+            lo, hi = (starts, np.minimum(starts + k, n + p)) if count_include_pad else \
+                (np.maximum(starts, 0), np.minimum(starts + k, n))
+            counts.append((hi - lo).astype(x.dtype))
+        scale = (kernel[0] * kernel[1]) / np.multiply.outer(counts[0], counts[1])
 
     def fn(v):
-        out = apply("avg_pool2d", v, **params)
+        out = apply("avg_pool2d", _right_padded(v, extra, 0.0), **params)
         return out if scale is None else out * scale
     out = call(fn, x, name="AvgPool2DBackward0")
     return out.squeeze(0) if squeeze else out
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """The maximum over PyTorch's adaptive windows (floor(i n / o) .. ceil((i + 1) n / o))."""
+    if input.dim() not in (3, 4):
+        raise RuntimeError(f"adaptive_max_pool2d(): Expected 3D or 4D tensor, but got: "
+                           f"{list(input.shape)}")
+    h, w = input.shape[-2:]
+    if isinstance(output_size, int):
+        output_size = (output_size, output_size)
+    oh = h if output_size[0] is None else int(output_size[0])
+    ow = w if output_size[1] is None else int(output_size[1])
+    rows = [((i * h) // oh, -(-(i + 1) * h // oh)) for i in range(oh)]
+    cols = [((j * w) // ow, -(-(j + 1) * w // ow)) for j in range(ow)]
+
+    def fn(x):
+        cells = [np.max(x[..., r0:r1, c0:c1], axis=(-2, -1)) for r0, r1 in rows
+                 for c0, c1 in cols]
+        return np.reshape(np.stack(cells, axis=-1), tuple(x.shape[:-2]) + (oh, ow))
+    out = call(fn, input, name="AdaptiveMaxPool2DBackward0")
+    if not return_indices:
+        return out
+    x = input._data
+    idx = np.empty(x.shape[:-2] + (oh, ow), np.int64)
+    for i, (r0, r1) in enumerate(rows):
+        for j, (c0, c1) in enumerate(cols):
+            win = x[..., r0:r1, c0:c1].reshape(x.shape[:-2] + (-1,))
+            k = np.argmax(win, axis=-1)
+            idx[..., i, j] = (r0 + k // (c1 - c0)) * w + c0 + k % (c1 - c0)
+    return out, Tensor._plain(idx)
 
 
 # -- regularisation and reshaping ---------------------------------------------------------
@@ -782,6 +864,8 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     d = dilation[0] if isinstance(dilation, (tuple, list)) else dilation
     out = max_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, p), (1, d), ceil_mode,
                      return_indices)
+    if return_indices:
+        return out[0].squeeze(-2), out[1].squeeze(-2)
     return out.squeeze(-2)
 
 
