@@ -25,6 +25,7 @@ from .losses import (  # noqa: F401  (part of tg.nn.functional)
     binary_cross_entropy_with_logits,
     cosine_embedding_loss,
     cross_entropy,
+    gaussian_nll_loss,
     hinge_embedding_loss,
     huber_loss,
     kl_div,
@@ -52,6 +53,8 @@ __all__ = ["relu", "relu_", "leaky_relu", "sigmoid", "tanh", "softmax", "log_sof
            "dropout2d", "batch_norm", "layer_norm", "group_norm", "embedding",
            "adaptive_avg_pool2d", "adaptive_avg_pool1d", "avg_pool1d", "max_pool1d", "conv1d",
            "pad", "pixel_shuffle", "cosine_similarity", "interpolate", "instance_norm", "adaptive_max_pool2d",
+           "hardshrink", "softshrink", "rrelu", "bilinear", "pixel_unshuffle",
+           "gaussian_nll_loss",
            "scaled_dot_product_attention",
            "margin_ranking_loss", "hinge_embedding_loss", "cosine_embedding_loss",
            "pairwise_distance", "triplet_margin_loss", "multilabel_soft_margin_loss"]
@@ -545,6 +548,45 @@ def softsign(input):
 
 def tanhshrink(input):
     return call(lambda x: x - np.tanh(x), input, name="SubBackward0")
+
+
+def hardshrink(input, lambd=0.5):
+    return call(lambda x: np.where((x > lambd) | (x < -lambd), x, x * 0.0), input,
+                name="HardshrinkBackward0")
+
+
+def softshrink(input, lambd=0.5):
+    fn = lambda x: np.where(x > lambd, x - lambd, np.where(x < -lambd, x + lambd, x * 0.0))
+    return call(fn, input, name="SoftshrinkBackward0")
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """Leaky ReLU whose negative slope is drawn from U(lower, upper) per element while
+    training (the ``tg.manual_seed`` generator), and is their mean otherwise."""
+    if training:
+        slope = generator().uniform(lower, upper, tuple(input.shape)).astype(input.dtype)
+    else:
+        slope = (lower + upper) / 2
+    return _activation(lambda x: np.where(x >= 0, x, x * slope), "RreluWithNoiseBackward0",
+                       input, inplace)
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """``y_k = x1^T A_k x2 + b_k`` over the last dimension of the inputs."""
+    if bias is None:
+        return call(lambda a, b, w: np.einsum("...i,kij,...j->...k", a, w, b), input1, input2,
+                    weight, name="ViewBackward0")
+    return call(lambda a, b, w, c: np.einsum("...i,kij,...j->...k", a, w, b) + c, input1,
+                input2, weight, bias, name="AddBackward0")
+
+
+def pixel_unshuffle(input, downscale_factor):
+    r = downscale_factor
+    *lead, c, h, w = input.shape
+    x = input.reshape(*lead, c, h // r, r, w // r, r)
+    n = len(lead)
+    perm = list(range(n)) + [n, n + 2, n + 4, n + 1, n + 3]
+    return x.permute(*perm).reshape(*lead, c * r * r, h // r, w // r)
 
 
 def softmin(input, dim=None, dtype=None):

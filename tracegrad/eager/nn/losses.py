@@ -7,6 +7,7 @@ batch size) with PyTorch's messages.
 """
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -19,7 +20,7 @@ __all__ = ["mse_loss", "l1_loss", "nll_loss", "cross_entropy", "binary_cross_ent
            "one_hot", "smooth_l1_loss", "huber_loss", "binary_cross_entropy", "kl_div",
            "soft_margin_loss", "poisson_nll_loss", "margin_ranking_loss", "hinge_embedding_loss",
            "cosine_embedding_loss", "pairwise_distance", "triplet_margin_loss",
-           "multilabel_soft_margin_loss"]
+           "multilabel_soft_margin_loss", "gaussian_nll_loss"]
 
 
 def _reduce(values, reduction):
@@ -468,3 +469,29 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
 
 def _reduction_name(reduction, none_name):
     return {"mean": "MeanBackward0", "sum": "SumBackward0"}.get(reduction, none_name)
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    """``0.5 (log var + (input - target)^2 / var)`` (+ ``0.5 log 2 pi`` when ``full``), with
+    ``var`` clamped at ``eps`` invisibly to the gradient, as PyTorch's."""
+    if not isinstance(var, Tensor):
+        var = Tensor._plain(np.full(tuple(input.shape), float(var), input.dtype))
+    if tuple(var.shape) != tuple(input.shape):
+        if tuple(input.shape[:-1]) == tuple(var.shape):
+            var = var.unsqueeze(-1)
+        elif not (input.dim() == var.dim() and sum(
+                y for x, y in zip(input.shape, var.shape) if x != y) == 1):
+            raise ValueError("var is of incorrect size")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
+    if np.any(var._data < 0):
+        raise ValueError("var has negative entry/entries")
+
+    def fn(x, y, v):
+        from ...ir import apply
+        v = v + apply("stop_gradient", np.maximum(v, eps) - v)
+        loss = (np.log(v) + (x - y) ** 2 / v) * 0.5
+        if full:
+            loss = loss + 0.5 * math.log(2 * math.pi)
+        return _reduce(loss, reduction)
+    return call(fn, input, target, var, name=_reduction_name(reduction, "MulBackward0"))
