@@ -415,3 +415,27 @@ def test_default_initialisation_follows_torchs_schemes():
     assert np.all(nn.PReLU(3).weight.detach().numpy() == 0.25)
     conv = nn.Conv2d(4, 6, 3, groups=2).weight.detach().numpy()     # fan_in = 2 * 3 * 3
     assert np.abs(conv).max() <= 1 / math.sqrt(18) and np.abs(conv).max() > 0.8 / math.sqrt(18)
+
+
+def test_rrelu_draws_slopes_in_range_while_training():
+    x = tg.tensor(-np.ones((50, 40)), requires_grad=True)
+    m = nn.RReLU(0.1, 0.3)
+    y = m(x)
+    slopes = -y.detach().numpy()
+    assert slopes.min() >= 0.1 and slopes.max() <= 0.3 and slopes.std() > 0.03
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), slopes)
+    assert np.all(m(tg.tensor([2.0, 3.0], dtype=tg.float64)).numpy() == [2.0, 3.0])
+    m.eval()
+    np.testing.assert_allclose(m(tg.tensor([-1.0], dtype=tg.float64)).numpy(), [-0.2])
+
+
+def test_inplace_dropout_and_activations_write_into_their_input():
+    x = tg.ones(4, 3, 2, 2, dtype=tg.float64)
+    y = nn.Dropout2d(0.5, inplace=True)(x)
+    assert y is x and set(np.unique(x.numpy())) <= {0.0, 2.0}
+    z = tg.tensor([-1.0, 0.5, 7.0], dtype=tg.float64)
+    assert nn.ReLU6(inplace=True)(z) is z and z.numpy().tolist() == [0.0, 0.5, 6.0]
+    w = tg.tensor([-1.0, 2.0], dtype=tg.float64)
+    nn.ELU(inplace=True)(w)
+    np.testing.assert_allclose(w.numpy(), [math.expm1(-1.0), 2.0])
