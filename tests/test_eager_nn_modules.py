@@ -439,3 +439,24 @@ def test_inplace_dropout_and_activations_write_into_their_input():
     w = tg.tensor([-1.0, 2.0], dtype=tg.float64)
     nn.ELU(inplace=True)(w)
     np.testing.assert_allclose(w.numpy(), [math.expm1(-1.0), 2.0])
+
+
+def test_submodule_parameter_and_buffer_lookup_and_sequential_editing():
+    m = nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3))
+    assert m.get_parameter("0.weight") is m[0].weight
+    assert m.get_buffer("1.running_mean") is m[1].running_mean
+    with pytest.raises(AttributeError, match="has no parameter `nope`"):
+        m.get_parameter("0.nope")
+    m.insert(1, nn.ReLU())
+    m.extend([nn.Tanh()])
+    assert [type(c).__name__ for c in m] == ["Linear", "ReLU", "BatchNorm1d", "Tanh"]
+    assert type(m.pop(1)).__name__ == "ReLU" and len(m) == 3
+
+
+def test_deleting_from_sequential_renumbers_as_torch():
+    names = []
+    for lib in (tg, torch):
+        m = lib.nn.Sequential(lib.nn.ReLU(), lib.nn.Tanh(), lib.nn.Linear(2, 2))
+        del m[0]
+        names.append(list(m.state_dict()))
+    assert names[0] == names[1] == ["1.weight", "1.bias"]

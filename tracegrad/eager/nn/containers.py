@@ -57,6 +57,29 @@ class Sequential(_Children):
         keys = list(self._modules)
         for key in (keys[idx] if isinstance(idx, slice) else [keys[_index(idx, len(keys))]]):
             del self._modules[key]
+        # PyTorch renumbers the children that are left
+        mods = list(self._modules.values())
+        self._modules.clear()
+        for i, m in enumerate(mods):
+            self._modules[str(i)] = m
+
+    def extend(self, modules):
+        for m in modules:
+            self.append(m)
+        return self
+
+    def insert(self, index, module):
+        mods = list(self._modules.values())
+        mods.insert(index, module)
+        self._modules.clear()
+        for i, m in enumerate(mods):
+            self._modules[str(i)] = m
+        return self
+
+    def pop(self, key):
+        m = self[key]
+        del self[key]
+        return m
 
 
 def _index(idx, n):

@@ -234,6 +234,20 @@ class Module:
             module = module._modules[part]
         return module
 
+    def get_parameter(self, target):
+        path, _, name = target.rpartition(".")
+        module = self.get_submodule(path)
+        if name not in module._parameters:
+            raise AttributeError(f"{module._get_name()} has no parameter `{name}`")
+        return module._parameters[name]
+
+    def get_buffer(self, target):
+        path, _, name = target.rpartition(".")
+        module = self.get_submodule(path)
+        if name not in module._buffers:
+            raise AttributeError(f"{module._get_name()} has no buffer `{name}`")
+        return module._buffers[name]
+
     def apply(self, fn):
         for child in self.children():
             child.apply(fn)
