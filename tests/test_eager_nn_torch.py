@@ -554,3 +554,55 @@ def test_layer_matches_torch_in_float32(name):
             assert a.dtype == e.dtype, name
             assert e.dtype == np.float32 or e.dtype.kind == "i", name
             np.testing.assert_allclose(a, e, rtol=2e-4, atol=2e-5, err_msg=f"{name} ({phase})")
+
+
+# -- functional forms not reached through a module row above ------------------------------------
+FUNCTIONAL_ROWS = {
+    "normalize": (lambda F, x: F.normalize(x, p=1.0, dim=0), [(3, 4)]),
+    "pairwise_distance": (lambda F, x, y: F.pairwise_distance(x, y, p=3.0, keepdim=True),
+                          [(4, 5), (4, 5)]),
+    "pad_constant_3d": (lambda F, x: F.pad(x, (1, 0, 2, 1, 0, 1), value=-2.0), [(2, 2, 3)]),
+    "dropout1d_eval": (lambda F, x: F.dropout1d(x, 0.4, training=False), [(2, 3, 4)]),
+    "interpolate_nearest_scale": (lambda F, x: F.interpolate(x, scale_factor=(2, 3)),
+                                  [(1, 2, 2, 2)]),
+    "embedding_functional": (lambda F, w: F.embedding(
+        (torch.tensor if F is torch.nn.functional else tg.tensor)(np.array([[0, 2], [1, 1]])),
+        w, padding_idx=1), [(3, 4)]),
+}
+
+# tg.nn.functional names that this file and tests/test_eager_nn_modules.py compare with
+# torch (through a module row, a loss row or a functional row); tests/test_eager_parity.py
+# reads this set instead of generating random programs for them
+FUNCTIONAL_COVERED = frozenset({
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool2d", "avg_pool1d",
+    "batch_norm", "bilinear", "binary_cross_entropy", "celu", "conv1d",
+    "cosine_embedding_loss", "cosine_similarity", "dropout1d", "dropout2d", "elu", "embedding",
+    "gaussian_nll_loss", "gelu", "glu", "group_norm", "hardshrink", "hardsigmoid", "hardswish",
+    "hardtanh", "hinge_embedding_loss", "huber_loss", "instance_norm", "interpolate", "kl_div",
+    "layer_norm", "logsigmoid", "margin_ranking_loss", "max_pool1d", "mish",
+    "multilabel_soft_margin_loss", "normalize", "pad", "pairwise_distance", "pixel_shuffle",
+    "pixel_unshuffle", "poisson_nll_loss", "prelu", "relu6", "rrelu",
+    "scaled_dot_product_attention", "selu", "silu", "smooth_l1_loss", "soft_margin_loss",
+    "softmin", "softplus", "softshrink", "softsign", "tanhshrink", "threshold",
+    "triplet_margin_loss"})
+
+
+def test_functional_covered_names_exist():
+    assert FUNCTIONAL_COVERED <= set(tg.nn.functional.__all__)
+    assert FUNCTIONAL_COVERED <= set(dir(torch.nn.functional))
+
+
+@pytest.mark.parametrize("name", list(FUNCTIONAL_ROWS))
+def test_functional_form_matches_torch(name):
+    fn, spec = FUNCTIONAL_ROWS[name]
+    arrays = _inputs(name, spec)
+    results = []
+    for lib in (tg, torch):
+        xs = [lib.tensor(a, requires_grad=True) for a in arrays]
+        out = fn(lib.nn.functional, *xs)
+        (out * lib.tensor(np.linspace(-1, 1, out.numel()).reshape(tuple(out.shape)))).sum() \
+            .backward()
+        results.append([_to_numpy(out)] + [_to_numpy(x.grad) for x in xs])
+    for a, e in zip(*results):
+        assert a.shape == e.shape
+        np.testing.assert_allclose(a, e, rtol=RTOL, atol=ATOL)

@@ -32,6 +32,7 @@ import warnings
 import numpy as np
 import pytest
 from conftest import bounded
+from test_eager_nn_torch import FUNCTIONAL_COVERED
 
 import tracegrad.eager as te
 import tracegrad.eager.nn.functional as TF
@@ -600,6 +601,8 @@ EXCLUDED = {
     "conv_transpose2d": "tests/test_eager_nn.py (the adjoint of conv2d)",
     "flatten_fn": "F.flatten is Tensor.flatten",
 }
+# nn.functional's layers and losses: compared with torch in tests/test_eager_nn_torch.py
+EXCLUDED.update(dict.fromkeys(FUNCTIONAL_COVERED, "tests/test_eager_nn_torch.py"))
 
 
 def _universe():
