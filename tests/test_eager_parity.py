@@ -33,6 +33,7 @@ import warnings
 import numpy as np
 import pytest
 from conftest import bounded
+from test_eager_nn_torch import FUNCTIONAL_COVERED
 
 import tracegrad.eager as te
 import tracegrad.eager.nn.functional as TF
@@ -618,6 +619,8 @@ EXCLUDED.update({n: "tests/test_eager_methods.py" for n in (
     "moveaxis", "movedim", "msort", "nan_to_num", "new_empty", "new_full", "nonzero",
     "scatter", "scatter_", "scatter_add", "scatter_add_", "sort", "stride", "tile", "topk",
     "trace", "tril", "triu", "unique", "vstack")})
+# nn.functional's layers and losses: compared with torch in tests/test_eager_nn_torch.py
+EXCLUDED.update(dict.fromkeys(FUNCTIONAL_COVERED, "tests/test_eager_nn_torch.py"))
 
 
 def _universe():

@@ -8,6 +8,7 @@ both shapes.
 """
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -15,22 +16,48 @@ import numpy as np
 from ...ir import apply
 from ..creation import generator
 from ..dispatch import call
+from ..ops import _operand_key
 from ..tensor import Tensor
 from .losses import (  # noqa: F401  (part of tg.nn.functional)
     _check_reduction,
     _dtype_name,
+    binary_cross_entropy,
     binary_cross_entropy_with_logits,
+    cosine_embedding_loss,
     cross_entropy,
+    gaussian_nll_loss,
+    hinge_embedding_loss,
+    huber_loss,
+    kl_div,
     l1_loss,
+    margin_ranking_loss,
     mse_loss,
+    multilabel_soft_margin_loss,
     nll_loss,
     one_hot,
+    pairwise_distance,
+    poisson_nll_loss,
+    smooth_l1_loss,
+    soft_margin_loss,
+    triplet_margin_loss,
 )
 
 __all__ = ["relu", "relu_", "leaky_relu", "sigmoid", "tanh", "softmax", "log_softmax",
            "mse_loss", "l1_loss", "nll_loss", "cross_entropy",
            "binary_cross_entropy_with_logits", "conv2d", "conv_transpose2d", "max_pool2d",
-           "avg_pool2d", "linear", "dropout", "flatten", "one_hot"]
+           "avg_pool2d", "linear", "dropout", "flatten", "one_hot",
+           "binary_cross_entropy", "huber_loss", "kl_div", "poisson_nll_loss", "smooth_l1_loss",
+           "soft_margin_loss", "gelu", "softplus", "silu", "mish", "elu", "selu", "celu",
+           "hardtanh", "relu6", "hardsigmoid", "hardswish", "logsigmoid", "softsign",
+           "tanhshrink", "softmin", "prelu", "threshold", "glu", "normalize", "dropout1d",
+           "dropout2d", "batch_norm", "layer_norm", "group_norm", "embedding",
+           "adaptive_avg_pool2d", "adaptive_avg_pool1d", "avg_pool1d", "max_pool1d", "conv1d",
+           "pad", "pixel_shuffle", "cosine_similarity", "interpolate", "instance_norm", "adaptive_max_pool2d",
+           "hardshrink", "softshrink", "rrelu", "bilinear", "pixel_unshuffle",
+           "gaussian_nll_loss",
+           "scaled_dot_product_attention",
+           "margin_ranking_loss", "hinge_embedding_loss", "cosine_embedding_loss",
+           "pairwise_distance", "triplet_margin_loss", "multilabel_soft_margin_loss"]
 
 
 # -- activations ------------------------------------------------------------------------
@@ -124,9 +151,37 @@ def _pair(value, what):
     return int(value), int(value)
 
 
-def _check_groups(groups, what):
-    if groups != 1:
-        raise NotImplementedError(f"{what}: tracegrad supports groups=1 only, got groups={groups}")
+def _check_groups(groups, what, in_channels=None, out_channels=None):
+    if not isinstance(groups, int) or groups < 1:
+        raise RuntimeError("non-positive groups is not supported")
+    if in_channels is not None and in_channels % groups:
+        raise ValueError("in_channels must be divisible by groups")
+    if out_channels is not None and out_channels % groups:
+        raise ValueError("out_channels must be divisible by groups")
+
+
+def _grouped(fn, groups, transposed):
+    """``fn(x, w)`` applied per group of channels and concatenated (``groups`` > 1):
+    the input's channels split in ``groups``, the weight's output channels (dimension 0;
+    dimension 0 too for a transposed weight, whose input channels come first)."""
+    if groups == 1:
+        return fn
+
+    def grouped(x, w):
+        cin = x.shape[1] // groups
+        wk = w.shape[0] // groups
+        outs = [fn(x[:, g * cin:(g + 1) * cin], w[g * wk:(g + 1) * wk]) for g in range(groups)]
+        return np.concatenate(outs, axis=1)
+    return grouped
+
+
+def _same_padding(kernel, dilation, stride, what):
+    """PyTorch's padding="same": total ``d (k - 1)`` per side pair, the odd one extra on
+    the right/bottom; only for stride 1."""
+    if any(s != 1 for s in stride):
+        raise ValueError("padding='same' is not supported for strided convolutions")
+    return tuple((d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2)
+                 for k, d in zip(kernel, dilation))
 
 
 def _batched(input, what):
@@ -140,13 +195,13 @@ def _batched(input, what):
     return input, False
 
 
-def _check_conv(what, x, weight, bias, in_channels, out_channels, transposed):
+def _check_conv(what, x, weight, bias, in_channels, out_channels, transposed, groups=1):
     if weight.dim() != 4:
         raise RuntimeError(f"{what}: expected a 4-D weight, but got weight of size "
                            f"{list(weight.shape)}")
     if x.shape[1] != in_channels:
         prefix = "transposed=1, " if transposed else ""
-        raise RuntimeError(f"Given {prefix}groups=1, weight of size {list(weight.shape)}, expected "
+        raise RuntimeError(f"Given {prefix}groups={groups}, weight of size {list(weight.shape)}, expected "
                            f"input{list(x.shape)} to have {in_channels} channels, but got "
                            f"{x.shape[1]} channels instead")
     if x.dtype != weight.dtype:
@@ -170,23 +225,40 @@ def _with_bias(fn, input, weight, bias, squeeze):
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """2-D cross-correlation of (N, C, H, W) ``input`` with an (O, C, kH, kW) ``weight``."""
+    """2-D cross-correlation of (N, C, H, W) ``input`` with an (O, C / groups, kH, kW)
+    ``weight``; ``padding`` may be "valid" or "same"."""
     _check_groups(groups, "conv2d")
-    if isinstance(padding, str):
-        raise NotImplementedError(f"conv2d: padding='{padding}' is not supported; pass the "
-                                  "padding as integers")
-    stride, padding = _pair(stride, "stride"), _pair(padding, "padding")
-    dilation = _pair(dilation, "dilation")
+    stride, dilation = _pair(stride, "stride"), _pair(dilation, "dilation")
     x, squeeze = _batched(input, "conv2d")
-    _check_conv("conv2d", x, weight, bias, weight.shape[1] if weight.dim() == 4 else None,
-                weight.shape[0], False)
+    _check_conv("conv2d", x, weight, bias,
+                weight.shape[1] * groups if weight.dim() == 4 else None, weight.shape[0],
+                False, groups)
+    if weight.shape[0] % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} "
+                           f"at dimension 0, but got weight of size {list(weight.shape)} instead")
+    extra = None
+    if isinstance(padding, str):
+        if padding == "valid":
+            padding = (0, 0)
+        elif padding == "same":
+            pads = _same_padding(tuple(weight.shape[2:]), dilation, stride, "conv2d")
+            padding = tuple(lo for lo, _ in pads)
+            if any(hi != lo for lo, hi in pads):
+                extra = ((0, 0), (0, 0)) + tuple((0, hi - lo) for lo, hi in pads)
+        else:
+            raise ValueError(f"Invalid padding string '{padding}', should be one of "
+                             "{'valid', 'same'}")
+    else:
+        padding = _pair(padding, "padding")
     padded = tuple(n + 2 * p for n, p in zip(x.shape[2:], padding))
     kernel = tuple(d * (k - 1) + 1 for k, d in zip(weight.shape[2:], dilation))
-    if any(k > n for k, n in zip(kernel, padded)):
+    if extra is None and any(k > n for k, n in zip(kernel, padded)):
         raise RuntimeError(f"Calculated padded input size per channel: ({padded[0]} x "
                            f"{padded[1]}). Kernel size: ({kernel[0]} x {kernel[1]}). Kernel size "
                            "can't be greater than actual input size")
-    fn = lambda x, w: apply("conv2d", x, w, stride=stride, padding=padding, dilation=dilation)
+    conv = _grouped(lambda x, w: apply("conv2d", x, w, stride=stride, padding=padding,
+                                       dilation=dilation), groups, False)
+    fn = conv if extra is None else (lambda x, w: conv(np.pad(x, extra), w))
     return _with_bias(fn, x, weight, bias, squeeze)
 
 
@@ -196,26 +268,31 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     ``weight``."""
     _check_groups(groups, "conv_transpose2d")
     stride, padding = _pair(stride, "stride"), _pair(padding, "padding")
+    if weight.dim() == 4 and weight.shape[0] % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} "
+                           f"at dimension 0, but got weight of size {list(weight.shape)} instead")
     output_padding, dilation = _pair(output_padding, "output_padding"), _pair(dilation, "dilation")
     x, squeeze = _batched(input, "conv_transpose2d")
     _check_conv("conv_transpose2d", x, weight, bias,
                 weight.shape[0] if weight.dim() == 4 else None,
-                weight.shape[1] if weight.dim() == 4 else None, True)
+                weight.shape[1] * groups if weight.dim() == 4 else None, True, groups)
     if any(op >= max(s, d) for op, s, d in zip(output_padding, stride, dilation)):
         raise RuntimeError(f"output padding must be smaller than either stride or dilation, but "
                            f"got output_padding_height: {output_padding[0]} output_padding_width: "
                            f"{output_padding[1]} stride_height: {stride[0]} stride_width: "
                            f"{stride[1]} dilation_height: {dilation[0]} dilation_width: "
                            f"{dilation[1]}")
-    fn = lambda x, w: apply("conv_transpose2d", x, w, stride=stride, padding=padding,
-                            output_padding=output_padding, dilation=dilation)
+    fn = _grouped(lambda x, w: apply("conv_transpose2d", x, w, stride=stride, padding=padding,
+                                     output_padding=output_padding, dilation=dilation),
+                  groups, True)
     return _with_bias(fn, x, weight, bias, squeeze)
 
 
 # -- pooling ----------------------------------------------------------------------------
 def _pool_args(what, input, kernel_size, stride, padding, dilation, ceil_mode):
-    if ceil_mode:
-        raise NotImplementedError(f"{what}: ceil_mode=True is not supported (floor mode only)")
+    """The checked options, the 4-D input, and per spatial axis the extra right padding
+    that ``ceil_mode`` needs (0 in floor mode): PyTorch's output size, whose last window
+    must start inside the input or its left padding."""
     kernel = _pair(kernel_size, "kernel_size")
     stride = kernel if stride is None or stride == [] or stride == () else _pair(stride, "stride")
     padding, dilation = _pair(padding, "padding"), _pair(dilation, "dilation")
@@ -225,44 +302,125 @@ def _pool_args(what, input, kernel_size, stride, padding, dilation, ceil_mode):
         if 2 * p > e:
             raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
                                f"pad={p}, kernel_size={k} and dilation={d}")
-    out = tuple((n + 2 * p - e) // s + 1
-                for n, p, e, s in zip(x.shape[2:], padding, effective, stride))
+    out, extra = [], []
+    for n, p, e, s in zip(x.shape[2:], padding, effective, stride):
+        span = n + 2 * p - e
+        o = (-(-span // s) if ceil_mode else span // s) + 1
+        if ceil_mode and (o - 1) * s >= n + p:
+            o -= 1
+        out.append(o)
+        extra.append(max((o - 1) * s + e - (n + 2 * p), 0))
     if min(out) < 1:
         c, h, w = x.shape[1:]
         raise RuntimeError(f"Given input size: ({c}x{h}x{w}). Calculated output size: "
                            f"({c}x{out[0]}x{out[1]}). Output size is too small")
-    return x, squeeze, kernel, stride, padding, dilation
+    return x, squeeze, kernel, stride, padding, dilation, tuple(extra)
+
+
+def _right_padded(v, extra, value):
+    if not any(extra):
+        return v
+    return np.pad(v, ((0, 0), (0, 0), (0, extra[0]), (0, extra[1])), constant_values=value)
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
-    if return_indices:
-        raise NotImplementedError("max_pool2d: return_indices=True is not supported")
-    x, squeeze, kernel, stride, padding, dilation = _pool_args(
+    x, squeeze, kernel, stride, padding, dilation, extra = _pool_args(
         "max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode)
-    out = call(lambda v: apply("max_pool2d", v, kernel=kernel, stride=stride, padding=padding,
-                               dilation=dilation), x, name="MaxPool2DWithIndicesBackward0")
+    params = dict(kernel=kernel, stride=stride, dilation=dilation)
+    if any(extra):      # ceil mode: -inf on the right never wins a window
+        pads = ((0, 0), (0, 0), (padding[0], padding[0] + extra[0]),
+                (padding[1], padding[1] + extra[1]))
+        fn = lambda v: apply("max_pool2d", np.pad(v, pads, constant_values=-np.inf),
+                             padding=(0, 0), **params)
+    else:
+        fn = lambda v: apply("max_pool2d", v, padding=padding, **params)
+    out = call(fn, x, name="MaxPool2DWithIndicesBackward0")
+    if return_indices:
+        idx = _max_indices(x._data, kernel, stride, padding, dilation, extra)
+        idx = Tensor._plain(idx[0] if squeeze else idx)
+        return (out.squeeze(0) if squeeze else out), idx
     return out.squeeze(0) if squeeze else out
+
+
+def _max_indices(x, kernel, stride, padding, dilation, extra):
+    """For each window, the flat index (over H * W) of its first maximum, as PyTorch's."""
+    n, c, h, w = x.shape
+    flat_idx = np.arange(h * w, dtype=np.int64).reshape(h, w)
+    pads = ((padding[0], padding[0] + extra[0]), (padding[1], padding[1] + extra[1]))
+    xp = np.pad(x, ((0, 0), (0, 0)) + pads, constant_values=-np.inf)
+    ip = np.pad(flat_idx, pads, constant_values=-1)
+    oh = (xp.shape[2] - dilation[0] * (kernel[0] - 1) - 1) // stride[0] + 1
+    ow = (xp.shape[3] - dilation[1] * (kernel[1] - 1) - 1) // stride[1] + 1
+    best = np.full((n, c, oh, ow), -np.inf, x.dtype)
+    where = np.zeros((n, c, oh, ow), np.int64)
+    for i in range(kernel[0]):
+        for j in range(kernel[1]):
+            r0, c0 = i * dilation[0], j * dilation[1]
+            v = xp[:, :, r0:r0 + stride[0] * (oh - 1) + 1:stride[0],
+                   c0:c0 + stride[1] * (ow - 1) + 1:stride[1]]
+            k = ip[r0:r0 + stride[0] * (oh - 1) + 1:stride[0],
+                   c0:c0 + stride[1] * (ow - 1) + 1:stride[1]]
+            better = (v > best) | (np.isnan(v) & ~np.isnan(best))
+            best = np.where(better, v, best)
+            where = np.where(better, k, where)
+    return where
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
-    x, squeeze, kernel, stride, padding, _ = _pool_args(
+    x, squeeze, kernel, stride, padding, _, extra = _pool_args(
         "avg_pool2d", input, kernel_size, stride, padding, 1, ceil_mode)
     params = dict(kernel=kernel, stride=stride, padding=padding)
     scale = None
     if divisor_override is not None:
         scale = kernel[0] * kernel[1] / divisor_override
-    elif not count_include_pad and any(padding):
-        # the mean over real pixels only: divide by the share of each window inside the image
-        inside = apply("avg_pool2d", np.ones((1, 1) + tuple(x.shape[2:]), x.dtype), **params)
-        scale = 1.0 / inside
+    elif any(extra) or (not count_include_pad and any(padding)):
+        # PyTorch's divisor: the window clipped to the padded image (count_include_pad), or
+        # to the image itself; windows reaching past it in ceil mode count only what they hold
+        counts = []
+        for n, k, s, p, e in zip(x.shape[2:], kernel, stride, padding, extra):
+            starts = np.arange((n + 2 * p + e - k) // s + 1) * s - p
+            lo, hi = (starts, np.minimum(starts + k, n + p)) if count_include_pad else \
+                (np.maximum(starts, 0), np.minimum(starts + k, n))
+            counts.append((hi - lo).astype(x.dtype))
+        scale = (kernel[0] * kernel[1]) / np.multiply.outer(counts[0], counts[1])
 
     def fn(v):
-        out = apply("avg_pool2d", v, **params)
+        out = apply("avg_pool2d", _right_padded(v, extra, 0.0), **params)
         return out if scale is None else out * scale
     out = call(fn, x, name="AvgPool2DBackward0")
     return out.squeeze(0) if squeeze else out
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """The maximum over PyTorch's adaptive windows (floor(i n / o) .. ceil((i + 1) n / o))."""
+    if input.dim() not in (3, 4):
+        raise RuntimeError(f"adaptive_max_pool2d(): Expected 3D or 4D tensor, but got: "
+                           f"{list(input.shape)}")
+    h, w = input.shape[-2:]
+    if isinstance(output_size, int):
+        output_size = (output_size, output_size)
+    oh = h if output_size[0] is None else int(output_size[0])
+    ow = w if output_size[1] is None else int(output_size[1])
+    rows = [((i * h) // oh, -(-(i + 1) * h // oh)) for i in range(oh)]
+    cols = [((j * w) // ow, -(-(j + 1) * w // ow)) for j in range(ow)]
+
+    def fn(x):
+        cells = [np.max(x[..., r0:r1, c0:c1], axis=(-2, -1)) for r0, r1 in rows
+                 for c0, c1 in cols]
+        return np.reshape(np.stack(cells, axis=-1), tuple(x.shape[:-2]) + (oh, ow))
+    out = call(fn, input, name="AdaptiveMaxPool2DBackward0")
+    if not return_indices:
+        return out
+    x = input._data
+    idx = np.empty(x.shape[:-2] + (oh, ow), np.int64)
+    for i, (r0, r1) in enumerate(rows):
+        for j, (c0, c1) in enumerate(cols):
+            win = x[..., r0:r1, c0:c1].reshape(x.shape[:-2] + (-1,))
+            k = np.argmax(win, axis=-1)
+            idx[..., i, j] = (r0 + k // (c1 - c0)) * w + c0 + k % (c1 - c0)
+    return out, Tensor._plain(idx)
 
 
 # -- regularisation and reshaping ---------------------------------------------------------
@@ -283,3 +441,674 @@ def dropout(input, p=0.5, training=True, inplace=False):
 
 def flatten(input, start_dim=0, end_dim=-1):
     return input.flatten(start_dim, end_dim)
+
+
+# -- more activations -----------------------------------------------------------------------
+SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+SQRT_HALF = math.sqrt(0.5)
+
+
+def _activation(fn, name, input, inplace=False):
+    """``fn`` elementwise, recorded as one node named ``name`` (PyTorch's); ``inplace``
+    writes the result into ``input`` as PyTorch's ``act_`` variants do."""
+    if inplace:
+        return input._inplace(fn, name=name)
+    return call(fn, input, name=name)
+
+
+def gelu(input, approximate="none"):
+    """``x * Phi(x)`` with the normal CDF from ``erf``; ``approximate="tanh"`` uses
+    PyTorch's tanh formula instead."""
+    if approximate == "none":
+        fn = lambda x: x * (apply("erf", x * SQRT_HALF) + 1.0) * 0.5
+    elif approximate == "tanh":
+        fn = lambda x: x * (np.tanh((x + x * x * x * 0.044715) * SQRT_2_OVER_PI) + 1.0) * 0.5
+    else:
+        raise RuntimeError("approximate argument must be either none or tanh.")
+    return call(fn, input, name="GeluBackward0")
+
+
+def _softplus_fn(beta=1.0, threshold=20.0):
+    def fn(x):
+        bx = x * beta
+        # log(1 + exp(bx)) without overflow: the linear branch takes over above threshold,
+        # and the other branch only ever sees arguments up to it
+        soft = np.log1p(np.exp(np.minimum(bx, threshold))) / beta
+        return np.where(bx > threshold, x, soft)
+    return fn
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    return call(_softplus_fn(beta, threshold), input, name="SoftplusBackward0")
+
+
+def silu(input, inplace=False):
+    return _activation(lambda x: x / (np.exp(-x) + 1.0), "SiluBackward0", input, inplace)
+
+
+def mish(input, inplace=False):
+    sp = _softplus_fn()
+    return _activation(lambda x: x * np.tanh(sp(x)), "MishBackward0", input, inplace)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    fn = lambda x: np.where(x > 0, x, np.expm1(np.minimum(x, 0.0)) * alpha)
+    return _activation(fn, "EluBackward0", input, inplace)
+
+
+def selu(input, inplace=False):
+    alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+    fn = lambda x: np.where(x > 0, x, np.expm1(np.minimum(x, 0.0)) * alpha) * scale
+    return _activation(fn, "EluBackward0", input, inplace)
+
+
+def celu(input, alpha=1.0, inplace=False):
+    fn = lambda x: np.where(x > 0, x, np.expm1(np.minimum(x, 0.0) / alpha) * alpha)
+    return _activation(fn, "CeluBackward0", input, inplace)
+
+
+def _clip_fn(lo, hi):
+    # PyTorch's hardtanh passes the gradient strictly inside (lo, hi) only
+    return lambda x: np.where((x > lo) & (x < hi), x, np.where(x <= lo, x * 0.0 + lo,
+                                                                   x * 0.0 + hi))
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    fn = _clip_fn(min_val, max_val)
+    return _activation(fn, "HardtanhBackward0", input, inplace)
+
+
+def relu6(input, inplace=False):
+    return _activation(_clip_fn(0.0, 6.0), "HardtanhBackward0", input, inplace)
+
+
+def hardsigmoid(input, inplace=False):
+    fn = lambda x: np.where((x > -3.0) & (x < 3.0), (x + 3.0) / 6.0,
+                            np.where(x <= -3.0, x * 0.0, x * 0.0 + 1.0))
+    return _activation(fn, "HardsigmoidBackward0", input, inplace)
+
+
+def hardswish(input, inplace=False):
+    fn = lambda x: np.where(x <= -3.0, x * 0.0,
+                            np.where(x >= 3.0, x, x * (x + 3.0) / 6.0))
+    return _activation(fn, "HardswishBackward0", input, inplace)
+
+
+def logsigmoid(input):
+    # -softplus(-x), stable for both signs
+    return call(lambda x: np.minimum(x, 0.0) - np.log1p(np.exp(-np.abs(x))), input,
+                name="LogSigmoidBackward0")
+
+
+def softsign(input):
+    return call(lambda x: x / (np.abs(x) + 1.0), input, name="DivBackward0")
+
+
+def tanhshrink(input):
+    return call(lambda x: x - np.tanh(x), input, name="SubBackward0")
+
+
+def hardshrink(input, lambd=0.5):
+    return call(lambda x: np.where((x > lambd) | (x < -lambd), x, x * 0.0), input,
+                name="HardshrinkBackward0")
+
+
+def softshrink(input, lambd=0.5):
+    fn = lambda x: np.where(x > lambd, x - lambd, np.where(x < -lambd, x + lambd, x * 0.0))
+    return call(fn, input, name="SoftshrinkBackward0")
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """Leaky ReLU whose negative slope is drawn from U(lower, upper) per element while
+    training (the ``tg.manual_seed`` generator), and is their mean otherwise."""
+    if training:
+        slope = generator().uniform(lower, upper, tuple(input.shape)).astype(input.dtype)
+    else:
+        slope = (lower + upper) / 2
+    return _activation(lambda x: np.where(x >= 0, x, x * slope), "RreluWithNoiseBackward0",
+                       input, inplace)
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """``y_k = x1^T A_k x2 + b_k`` over the last dimension of the inputs."""
+    if bias is None:
+        return call(lambda a, b, w: np.einsum("...i,kij,...j->...k", a, w, b), input1, input2,
+                    weight, name="ViewBackward0")
+    return call(lambda a, b, w, c: np.einsum("...i,kij,...j->...k", a, w, b) + c, input1,
+                input2, weight, bias, name="AddBackward0")
+
+
+def pixel_unshuffle(input, downscale_factor):
+    r = downscale_factor
+    *lead, c, h, w = input.shape
+    x = input.reshape(*lead, c, h // r, r, w // r, r)
+    n = len(lead)
+    perm = list(range(n)) + [n, n + 2, n + 4, n + 1, n + 3]
+    return x.permute(*perm).reshape(*lead, c * r * r, h // r, w // r)
+
+
+def softmin(input, dim=None, dtype=None):
+    return softmax(-input, _softmax_dim("softmin", input.dim(), dim), dtype)
+
+
+def prelu(input, weight):
+    """``max(0, x) + weight * min(0, x)``, one slope per channel (dimension 1) or one
+    for all."""
+    n = weight.numel()
+    if n != 1:
+        channels = input.shape[1] if input.dim() >= 2 else (input.shape[0] if input.dim() else 1)
+        if channels != n:
+            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found "
+                               f"parameter numbers = {n} and channel size = {channels}.")
+    shape = [1] * input.dim()
+    if n != 1 and input.dim() >= 2:
+        shape[1] = n
+    elif n != 1:
+        shape[0] = n
+
+    def fn(x, w):
+        w = np.reshape(w, tuple(shape)) if shape else np.reshape(w, ())
+        return np.where(x > 0, x, x * w)
+    return call(fn, input, weight, name="PreluKernelBackward0")
+
+
+def threshold(input, threshold, value, inplace=False):
+    fn = lambda x: np.where(x > threshold, x, x * 0.0 + value)
+    return _activation(fn, "ThresholdBackward0", input, inplace)
+
+
+def glu(input, dim=-1):
+    n = input.shape[dim]
+    if n % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {dim % input.dim()} "
+                           f"is size {n}")
+    a, b = input.chunk(2, dim)
+    return a * b.sigmoid()
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    return input / input.norm(p, dim, keepdim=True).clamp(min=eps)
+
+
+# -- dropout variants --------------------------------------------------------------------
+def _feature_dropout(input, p, training, inplace, mask_shape):
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    keep = generator().random(mask_shape) >= p
+    scale = keep.astype(input.dtype) * (1.0 / (1.0 - p) if p < 1.0 else 0.0)
+    if inplace:
+        return input.mul_(Tensor._plain(scale))
+    return call(lambda x: x * scale, input, name="MulBackward0")
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels (dimension 1; a 3-D input is read as (N, C, L), PyTorch's
+    historical behaviour, with its warning)."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    nd = input.dim()
+    if nd not in (3, 4):
+        warnings.warn(f"dropout2d: Received a {nd}-D input to dropout2d, which is deprecated "
+                      "and will result in an error in a future release. To retain the behavior "
+                      "and silence this warning, please use dropout instead. Note that "
+                      "dropout2d exists to provide channel-wise dropout on inputs with 2 "
+                      "spatial dimensions, a channel dimension, and an optional batch dimension "
+                      "(i.e. 3D or 4D inputs).", UserWarning, stacklevel=2)
+    if nd == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that "
+                      "channel-wise 1D dropout behavior is desired - input is interpreted as "
+                      "shape (N, C, L), where C is the channel dim. This behavior will change in "
+                      "a future release to interpret the input as one without a batch "
+                      "dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout "
+                      "behavior, please switch to using dropout1d instead.", UserWarning,
+                      stacklevel=2)
+    shape = tuple(input.shape[:2]) + (1,) * (nd - 2) if nd >= 2 else tuple(input.shape)
+    return _feature_dropout(input, p, training, inplace, shape)
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    nd = input.dim()
+    if nd not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {nd}D input. "
+                           "Note that dropout1d exists to provide channel-wise dropout on inputs "
+                           "with 1 spatial dimension, a channel dimension, and an optional batch "
+                           "dimension (i.e. 2D or 3D inputs).")
+    shape = (input.shape[0], 1) if nd == 2 else (input.shape[0], input.shape[1], 1)
+    return _feature_dropout(input, p, training, inplace, shape)
+
+
+# -- normalisation ---------------------------------------------------------------------------
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
+               momentum=0.1, eps=1e-5):
+    """Normalise each channel (dimension 1) by the batch's statistics while training (and
+    update the running ones: ``(1 - momentum) * running + momentum * batch``, the variance
+    unbiased), by the running statistics otherwise."""
+    size = list(input.shape)
+    if input.dim() < 2:
+        raise ValueError(f"expected 2D or 3D input (got {input.dim()}D input)")
+    if training and int(np.prod([size[0]] + size[2:])) == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input "
+                         f"size {_torch_size(size)}")
+    if training and eps <= 0.0:
+        raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
+    if eps < 0.0:
+        raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
+    c = size[1]
+    for what, t in (("running_mean", running_mean), ("running_var", running_var),
+                    ("weight", weight), ("bias", bias)):
+        if t is not None and t.numel() != c:
+            raise RuntimeError(f"{what} should contain {c} elements not {t.numel()}")
+    axes = (0,) + tuple(range(2, input.dim()))
+    bshape = (1, c) + (1,) * (input.dim() - 2)
+    use_batch = training or running_mean is None or running_var is None
+    if use_batch:
+        x = input._data
+        mean = np.mean(x, axis=axes)
+        var = np.var(x, axis=axes)
+        n = x.size // c
+        if training and running_mean is not None:
+            with _no_grad():
+                rm, rv = running_mean._data, running_var._data
+                np.copyto(rm, (1 - momentum) * rm + momentum * mean, casting="unsafe")
+                np.copyto(rv, (1 - momentum) * rv + momentum * var * (n / max(n - 1, 1)),
+                          casting="unsafe")
+                running_mean._vc.v += 1
+                running_var._vc.v += 1
+
+        def norm(x):
+            m = np.mean(x, axis=axes, keepdims=True)
+            d = x - m
+            v = np.mean(d * d, axis=axes, keepdims=True)
+            return d / np.sqrt(v + eps)
+    else:
+        m = running_mean._data.reshape(bshape).astype(input.dtype, copy=False)
+        inv = 1.0 / np.sqrt(running_var._data.reshape(bshape).astype(input.dtype, copy=False)
+                            + eps)
+        norm = lambda x: (x - m) * inv
+    return _affine(norm, input, weight, bias, bshape, "NativeBatchNormBackward0")
+
+
+def _affine(norm, input, weight, bias, shape, name):
+    args = [input]
+    if weight is not None:
+        args.append(weight)
+    if bias is not None:
+        args.append(bias)
+
+    def fn(x, *wb):
+        y = norm(x)
+        i = 0
+        if weight is not None:
+            y = y * np.reshape(wb[0], shape)
+            i = 1
+        if bias is not None:
+            y = y + np.reshape(wb[i], shape)
+        return y
+    return call(fn, *args, name=name)
+
+
+def _no_grad():
+    from ..grad_mode import no_grad
+    return no_grad()
+
+
+def _torch_size(size):
+    from ..tensor import Size
+    return repr(Size(tuple(size)))
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalise over the last ``len(normalized_shape)`` dimensions (biased variance)."""
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    normalized_shape = tuple(int(s) for s in normalized_shape)
+    k = len(normalized_shape)
+    if tuple(input.shape[input.dim() - k:]) != normalized_shape or input.dim() < k:
+        raise RuntimeError(f"Given normalized_shape={list(normalized_shape)}, expected input "
+                           f"with shape [*, {', '.join(map(str, normalized_shape))}], but got "
+                           f"input of size{list(input.shape)}")
+    for what, t in (("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != normalized_shape:
+            raise RuntimeError(f"Expected {what} to be of same shape as normalized_shape, but "
+                               f"got {what} of shape {list(t.shape)} and normalized_shape = "
+                               f"{list(normalized_shape)}")
+    axes = tuple(range(input.dim() - k, input.dim()))
+
+    def norm(x):
+        m = np.mean(x, axis=axes, keepdims=True)
+        d = x - m
+        v = np.mean(d * d, axis=axes, keepdims=True)
+        return d / np.sqrt(v + eps)
+    return _affine(norm, input, weight, bias, normalized_shape, "NativeLayerNormBackward0")
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    n, c = input.shape[0], input.shape[1]
+    if c % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by "
+                           f"num_groups, but got input of shape {list(input.shape)} and "
+                           f"num_groups={num_groups}")
+    rest = tuple(input.shape[2:])
+    gshape = (n, num_groups, -1)
+
+    def norm(x):
+        g = np.reshape(x, gshape)
+        m = np.mean(g, axis=2, keepdims=True)
+        d = g - m
+        v = np.mean(d * d, axis=2, keepdims=True)
+        return np.reshape(d / np.sqrt(v + eps), (n, c) + rest)
+    return _affine(norm, input, weight, bias, (1, c) + (1,) * len(rest),
+                   "NativeGroupNormBackward0")
+
+
+# -- embedding ---------------------------------------------------------------------------
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
+              scale_grad_by_freq=False, sparse=False):
+    """Rows of ``weight`` picked by the integer tensor ``input``; the row ``padding_idx``
+    gets no gradient."""
+    idx = input._concrete("embedding") if isinstance(input, Tensor) else np.asarray(input)
+    if idx.dtype.kind not in "iu":
+        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the "
+                           f"following scalar types: Long, Int; but got torch."
+                           f"{_dtype_name(idx.dtype)}Tensor instead (while checking arguments "
+                           f"for embedding)")
+    if weight.dim() != 2:
+        raise RuntimeError("'weight' must be 2-D")
+    rows = weight.shape[0]
+    if idx.size and (idx.min() < -rows or idx.max() >= rows):
+        raise IndexError("index out of range in self")
+    if padding_idx is not None:
+        if padding_idx > 0:
+            assert padding_idx < rows, "Padding_idx must be within num_embeddings"
+        elif padding_idx < 0:
+            assert padding_idx >= -rows, "Padding_idx must be within num_embeddings"
+            padding_idx = rows + padding_idx
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding: scale_grad_by_freq and sparse are not supported")
+    idx = idx.astype(np.int64) % rows
+    if max_norm is not None:
+        _embedding_renorm(weight, idx, max_norm, norm_type)
+    pad = None if padding_idx is None else (idx == padding_idx)[..., None]
+    if pad is not None and not pad.any():
+        pad = None
+
+    def fn(w):
+        picked = w[_operand_key(w, idx)]
+        if pad is None:
+            return picked
+        return np.where(pad, apply("stop_gradient", picked), picked)
+    return call(fn, weight, name="EmbeddingBackward0")
+
+
+def _embedding_renorm(weight, idx, max_norm, norm_type):
+    """PyTorch's in-place renorm of the looked-up rows whose norm exceeds ``max_norm``."""
+    w = weight._data
+    rows = np.unique(idx)
+    norms = np.linalg.norm(w[rows], ord=norm_type, axis=1)
+    big = norms > max_norm
+    if np.any(big):
+        w[rows[big]] *= (max_norm / (norms[big] + 1e-7))[:, None]
+        weight._vc.v += 1
+
+
+# -- more pooling and convolution -----------------------------------------------------------
+def _adaptive_matrix(n_in, n_out, dtype):
+    """(n_out, n_in) averaging matrix: output cell i averages input cells
+    floor(i n_in / n_out) .. ceil((i + 1) n_in / n_out) - 1, PyTorch's windows."""
+    m = np.zeros((n_out, n_in), dtype)
+    for i in range(n_out):
+        lo = (i * n_in) // n_out
+        hi = -((-(i + 1) * n_in) // n_out)
+        m[i, lo:hi] = 1.0 / (hi - lo)
+    return m
+
+
+def adaptive_avg_pool2d(input, output_size):
+    if input.dim() not in (3, 4):
+        raise RuntimeError(f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got "
+                           f"{list(input.shape)}")
+    h, w = input.shape[-2:]
+    if isinstance(output_size, int):
+        output_size = (output_size, output_size)
+    oh = h if output_size[0] is None else int(output_size[0])
+    ow = w if output_size[1] is None else int(output_size[1])
+    mh = _adaptive_matrix(h, oh, input.dtype)
+    mw = _adaptive_matrix(w, ow, input.dtype)
+    return call(lambda x: np.matmul(np.matmul(mh, x), mw.T), input,
+                name="AdaptiveAvgPool2DBackward0")
+
+
+def adaptive_avg_pool1d(input, output_size):
+    n = input.shape[-1]
+    o = int(output_size[0] if isinstance(output_size, (tuple, list)) else output_size)
+    m = _adaptive_matrix(n, o, input.dtype)
+    return call(lambda x: np.matmul(x, m.T), input, name="AdaptiveAvgPool2DBackward0")
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True):
+    k = kernel_size[0] if isinstance(kernel_size, (tuple, list)) else kernel_size
+    s = k if stride is None else (stride[0] if isinstance(stride, (tuple, list)) else stride)
+    p = padding[0] if isinstance(padding, (tuple, list)) else padding
+    out = avg_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, p), ceil_mode, count_include_pad)
+    return out.squeeze(-2)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    k = kernel_size[0] if isinstance(kernel_size, (tuple, list)) else kernel_size
+    s = k if stride is None else (stride[0] if isinstance(stride, (tuple, list)) else stride)
+    p = padding[0] if isinstance(padding, (tuple, list)) else padding
+    d = dilation[0] if isinstance(dilation, (tuple, list)) else dilation
+    out = max_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, p), (1, d), ceil_mode,
+                     return_indices)
+    if return_indices:
+        return out[0].squeeze(-2), out[1].squeeze(-2)
+    return out.squeeze(-2)
+
+
+def _single(value):
+    if isinstance(value, Tensor):
+        value = value.tolist()
+    if isinstance(value, (tuple, list)):
+        return int(value[0])
+    return int(value)
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """1-D cross-correlation of (N, C, L) ``input`` with an (O, C, k) ``weight``: the 2-D
+    convolution of height-1 images."""
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"Expected 2D (unbatched) or 3D (batched) input to conv1d, but got "
+                           f"input of size: {list(input.shape)}")
+    if weight.dim() != 3:
+        raise RuntimeError(f"conv1d: expected a 3-D weight, but got weight of size "
+                           f"{list(weight.shape)}")
+    pad = padding if isinstance(padding, str) else (0, _single(padding))
+    out = conv2d(input.unsqueeze(-2), weight.unsqueeze(-2), bias, (1, _single(stride)),
+                 pad, (1, _single(dilation)), groups)
+    return out.squeeze(-2)
+
+
+_PAD_MODES = {"constant": "constant", "reflect": "reflect", "replicate": "edge",
+              "circular": "wrap"}
+
+
+def pad(input, pad, mode="constant", value=None):
+    """Pad the last ``len(pad) // 2`` dimensions (PyTorch's order: last dimension first)
+    with ``value`` (mode "constant") or by reflecting, replicating or wrapping the edge."""
+    if mode not in _PAD_MODES:
+        raise NotImplementedError(f"pad: mode='{mode}' is not supported")
+    if len(pad) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    if len(pad) // 2 > input.dim():
+        raise RuntimeError("Padding length should be less than or equal to two times the "
+                           "input dimension but got padding length "
+                           f"{len(pad)} and input of dimension {input.dim()}")
+    widths = [(0, 0)] * input.dim()
+    for i in range(len(pad) // 2):
+        widths[input.dim() - 1 - i] = (int(pad[2 * i]), int(pad[2 * i + 1]))
+    if any(a < 0 or b < 0 for a, b in widths):
+        raise NotImplementedError("pad: negative padding is not supported")
+    if mode == "constant":
+        fill = 0.0 if value is None else value
+        return call(lambda x: np.pad(x, widths, constant_values=fill), input,
+                    name="ConstantPadNdBackward0")
+    if mode == "reflect":
+        for (lo, hi), n in zip(widths, input.shape):
+            if lo >= n or hi >= n:
+                raise RuntimeError(f"Argument #4: Padding size should be less than the "
+                                   f"corresponding input dimension, but got: padding ({lo}, "
+                                   f"{hi}) at dimension {input.dim() - 1} of input "
+                                   f"{list(input.shape)}")
+    np_mode = _PAD_MODES[mode]
+    name = {"reflect": "ReflectionPad", "replicate": "ReplicationPad"}.get(mode)
+    name = f"{name}{len(pad) // 2}DBackward0" if name else "CatBackward0"
+    return call(lambda x: np.pad(x, widths, mode=np_mode), input, name=name)
+
+
+def _interp_matrix(n_in, n_out, mode, align_corners, scale, dtype):
+    """(n_out, n_in) matrix of one axis' interpolation weights, PyTorch's source
+    coordinates: nearest ``floor(i * scale)``; linear ``(i + 0.5) * scale - 0.5`` clamped
+    at 0 (or ``i * (n_in - 1) / (n_out - 1)`` with ``align_corners``)."""
+    m = np.zeros((n_out, n_in), dtype)
+    rows = np.arange(n_out)
+    if scale is None:
+        scale = n_in / n_out
+    if mode == "nearest":
+        m[rows, np.minimum(np.floor(rows * scale).astype(np.int64), n_in - 1)] = 1.0
+        return m
+    if align_corners:
+        src = rows * ((n_in - 1) / (n_out - 1) if n_out > 1 else 0.0)
+    else:
+        src = np.maximum((rows + 0.5) * scale - 0.5, 0.0)
+    i0 = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
+    i1 = np.minimum(i0 + 1, n_in - 1)
+    lam = src - i0
+    np.add.at(m, (rows, i0), 1.0 - lam)
+    np.add.at(m, (rows, i1), lam)
+    return m
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """Resize the spatial dimensions (all after the first two): "nearest", "linear",
+    "bilinear"; each axis is one matrix product with its interpolation weights."""
+    if mode not in ("nearest", "linear", "bilinear"):
+        raise NotImplementedError(f"interpolate: mode='{mode}' is not supported (nearest, "
+                                  "linear, bilinear)")
+    if antialias:
+        raise NotImplementedError("interpolate: antialias=True is not supported")
+    if mode == "nearest" and align_corners is not None:
+        raise ValueError("align_corners option can only be set with the interpolating modes: "
+                         "linear | bilinear | bicubic | trilinear")
+    spatial = tuple(input.shape[2:])
+    k = len(spatial)
+    if (size is None) == (scale_factor is None):
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None:
+        out = (size,) * k if isinstance(size, int) else tuple(int(s) for s in size)
+        scales = [None] * k
+    else:
+        factors = (scale_factor,) * k if isinstance(scale_factor, (int, float)) \
+            else tuple(scale_factor)
+        out = tuple(int(math.floor(n * f)) for n, f in zip(spatial, factors))
+        scales = [None if recompute_scale_factor else 1.0 / f for f in factors]
+    mats = [_interp_matrix(n, o, mode, bool(align_corners), sc, input.dtype)
+            for n, o, sc in zip(spatial, out, scales)]
+
+    def fn(x):
+        for axis, m in enumerate(mats):
+            x = np.moveaxis(np.matmul(m, np.moveaxis(x, 2 + axis, -2)), -2, 2 + axis)
+        return x
+    name = {"nearest": f"UpsampleNearest{k}DBackward0", "linear": "UpsampleLinear1DBackward0",
+            "bilinear": "UpsampleBilinear2DBackward0"}[mode]
+    return call(fn, input, name=name)
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
+                  use_input_stats=True, momentum=0.1, eps=1e-5):
+    """Normalise each sample's channel over its spatial dimensions."""
+    if use_input_stats and int(np.prod(input.shape[2:])) == 1:
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size "
+                         f"{_torch_size(list(input.shape))}")
+    c = input.shape[1]
+    axes = tuple(range(2, input.dim()))
+    bshape = (1, c) + (1,) * (input.dim() - 2)
+    if not use_input_stats:
+        return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
+    if running_mean is not None:
+        x = input._data
+        m = np.mean(x, axis=axes)
+        cnt = x[0, 0].size
+        v = np.var(x, axis=axes) * (cnt / max(cnt - 1, 1))
+        with _no_grad():
+            rm, rv = running_mean._data, running_var._data
+            np.copyto(rm, (1 - momentum) * rm + momentum * m.mean(0), casting="unsafe")
+            np.copyto(rv, (1 - momentum) * rv + momentum * v.mean(0), casting="unsafe")
+            running_mean._vc.v += 1
+            running_var._vc.v += 1
+
+    def norm(x):
+        m = np.mean(x, axis=axes, keepdims=True)
+        d = x - m
+        v = np.mean(d * d, axis=axes, keepdims=True)
+        return d / np.sqrt(v + eps)
+    return _affine(norm, input, weight, bias, bshape, "NativeBatchNormBackward0")
+
+
+def pixel_shuffle(input, upscale_factor):
+    r = upscale_factor
+    *lead, c, h, w = input.shape
+    oc = c // (r * r)
+    x = input.reshape(*lead, oc, r, r, h, w)
+    n = len(lead)
+    perm = list(range(n)) + [n, n + 3, n + 1, n + 4, n + 2]
+    return x.permute(*perm).reshape(*lead, oc, h * r, w * r)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    def fn(a, b):
+        num = np.sum(a * b, axis=dim)
+        den = np.sqrt(np.maximum(np.sum(a * a, axis=dim) * np.sum(b * b, axis=dim), eps * eps))
+        return num / den
+    return call(fn, x1, x2, name="DivBackward0")
+
+
+def _additive(mask, dtype, masked_is_true):
+    """A float mask to add to attention scores: a boolean mask becomes 0 / -inf
+    (``masked_is_true``: True marks positions to leave out, MultiheadAttention's
+    convention; otherwise True marks positions to attend, scaled_dot_product_attention's);
+    a float mask is used as it is."""
+    if mask is None:
+        return None
+    m = mask._data if isinstance(mask, Tensor) else np.asarray(mask)
+    if m.dtype == np.bool_:
+        out = np.where(m if masked_is_true else ~m, -np.inf, 0.0).astype(dtype)
+        return Tensor._plain(out)
+    return mask if isinstance(mask, Tensor) else Tensor._plain(m.astype(dtype))
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+                                 is_causal=False, scale=None, enable_gqa=False):
+    """``softmax(q k^T * scale + mask) v`` over the last two dimensions; a boolean
+    ``attn_mask`` marks the positions that may be attended."""
+    lq, ls = query.shape[-2], key.shape[-2]
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    scores = query.matmul(key.transpose(-2, -1)) * scale
+    if is_causal:
+        if attn_mask is not None:
+            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be "
+                               "set when is_causal=True")
+        attn_mask = Tensor._plain(np.tril(np.ones((lq, ls), np.bool_)))
+    bias = _additive(attn_mask, query.dtype, masked_is_true=False)
+    if bias is not None:
+        scores = scores + bias
+    weights = scores.softmax(-1)
+    if dropout_p > 0.0:
+        weights = dropout(weights, dropout_p, True)
+    return weights.matmul(value)

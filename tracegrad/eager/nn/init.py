@@ -16,7 +16,7 @@ from ..creation import generator as _seeded
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_", "eye_",
            "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
-           "trunc_normal_"]
+           "trunc_normal_", "orthogonal_", "dirac_"]
 
 
 def _fill(tensor, values):
@@ -138,3 +138,38 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu"):
         return tensor
     std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
     return normal_(tensor, 0.0, std)
+
+
+def orthogonal_(tensor, gain=1.0, generator=None):
+    """A (semi-)orthogonal matrix from the QR factorisation of a normal sample (signs fixed
+    by R's diagonal, so the result is uniformly distributed), times ``gain``; dimensions past
+    the first are flattened."""
+    shape = _shape(tensor)
+    if len(shape) < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if 0 in shape:
+        return tensor
+    rows = shape[0]
+    cols = int(np.prod(shape[1:], dtype=np.int64))
+    flat = (generator or _seeded()).normal(0.0, 1.0, (rows, cols))
+    if rows < cols:
+        flat = flat.T
+    q, r = np.linalg.qr(flat)
+    q = q * np.sign(np.diag(r))
+    if rows < cols:
+        q = q.T
+    return _fill(tensor, (q * gain).reshape(shape))
+
+
+def dirac_(tensor, groups=1):
+    shape = _shape(tensor)
+    if len(shape) not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    out_per_group = shape[0] // groups
+    min_dim = min(out_per_group, shape[1])
+    values = np.zeros(shape)
+    centre = tuple(s // 2 for s in shape[2:])
+    for g in range(groups):
+        for d in range(min_dim):
+            values[(g * out_per_group + d, d) + centre] = 1
+    return _fill(tensor, values)

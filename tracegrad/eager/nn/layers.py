@@ -57,15 +57,40 @@ class Linear(Module):
                 f"bias={self.bias is not None}")
 
 
+def _tuple(value, n, what):
+    return F._pair(value, what) if n == 2 else (F._single(value),)
+
+
 class _ConvNd(Module):
+    """What Conv1d, Conv2d and ConvTranspose2d share: options as tuples of ``_n`` entries
+    (``padding`` may also be "same" or "valid"), PyTorch's initialisation and repr."""
+
+    _n = 2
+
     def __init__(self, in_channels, out_channels, kernel_size, stride, padding, dilation,
-                 groups, bias, weight_shape, dtype):
+                 groups, bias, weight_shape, dtype, padding_mode="zeros", transposed=False):
         super().__init__()
-        F._check_groups(groups, type(self).__name__)
+        F._check_groups(groups, type(self).__name__, in_channels, out_channels)
+        if padding_mode not in ("zeros", "reflect", "replicate", "circular"):
+            raise ValueError(f"padding_mode must be one of ['zeros', 'reflect', 'replicate', "
+                             f"'circular'], but got padding_mode='{padding_mode}'")
+        if transposed and padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
+        n = self._n
         self.in_channels, self.out_channels = in_channels, out_channels
-        self.kernel_size = F._pair(kernel_size, "kernel_size")
-        self.stride, self.padding = F._pair(stride, "stride"), F._pair(padding, "padding")
-        self.dilation, self.groups = F._pair(dilation, "dilation"), groups
+        self.kernel_size = _tuple(kernel_size, n, "kernel_size")
+        self.stride = _tuple(stride, n, "stride")
+        self.dilation = _tuple(dilation, n, "dilation")
+        if isinstance(padding, str):
+            if padding not in ("same", "valid"):
+                raise ValueError(f"Invalid padding string {padding!r}, should be one of "
+                                 "['valid', 'same']")
+            if padding == "same" and any(s != 1 for s in self.stride):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+            self.padding = padding
+        else:
+            self.padding = _tuple(padding, n, "padding")
+        self.groups, self.padding_mode, self.transposed = groups, padding_mode, transposed
         self.weight = Parameter(empty(*weight_shape, *self.kernel_size, dtype=dtype))
         self.bias = Parameter(empty(out_channels, dtype=dtype)) if bias else None
         self.reset_parameters()
@@ -74,46 +99,65 @@ class _ConvNd(Module):
         fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
         _reset_uniform(self.weight, self.bias, fan_in)
 
+    def _padded(self, input):
+        """``input`` padded by ``padding_mode`` and the padding left for the convolution."""
+        if self.padding_mode == "zeros":
+            return input, self.padding
+        if self.padding == "same":
+            pads = F._same_padding(self.kernel_size, self.dilation, self.stride, "conv")
+        elif self.padding == "valid":
+            pads = [(0, 0)] * self._n
+        else:
+            pads = [(p, p) for p in self.padding]
+        flat = [w for lo_hi in reversed(pads) for w in lo_hi]
+        return F.pad(input, flat, mode=self.padding_mode), 0
+
     def extra_repr(self):
+        n = self._n
         s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
              f"stride={self.stride}")
-        if self.padding != (0, 0):
+        if self.padding != (0,) * n:
             s += f", padding={self.padding}"
-        if self.dilation != (1, 1):
+        if self.dilation != (1,) * n:
             s += f", dilation={self.dilation}"
-        if getattr(self, "output_padding", (0, 0)) != (0, 0):
+        if getattr(self, "output_padding", (0,) * n) != (0,) * n:
             s += f", output_padding={self.output_padding}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
         if self.bias is None:
             s += ", bias=False"
+        if self.padding_mode != "zeros":
+            s += f", padding_mode={self.padding_mode}"
         return s
 
 
 class Conv2d(_ConvNd):
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
                  groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
-        if padding_mode != "zeros":
-            raise NotImplementedError(f"Conv2d: padding_mode='{padding_mode}' is not supported")
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
-                         groups, bias, (out_channels, in_channels), dtype)
+                         groups, bias, (out_channels, in_channels // groups), dtype,
+                         padding_mode)
 
     def forward(self, input):
-        return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation)
+        x, padding = self._padded(input)
+        return F.conv2d(x, self.weight, self.bias, self.stride, padding, self.dilation,
+                        self.groups)
 
 
 class ConvTranspose2d(_ConvNd):
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
                  output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros",
                  device=None, dtype=None):
-        if padding_mode != "zeros":
-            raise NotImplementedError(f"ConvTranspose2d: padding_mode='{padding_mode}' is not "
-                                      "supported")
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
-                         groups, bias, (in_channels, out_channels), dtype)
+                         groups, bias, (in_channels, out_channels // groups), dtype,
+                         padding_mode, transposed=True)
         self.output_padding = F._pair(output_padding, "output_padding")
 
-    def forward(self, input):
+    def forward(self, input, output_size=None):
+        if output_size is not None:
+            raise NotImplementedError("ConvTranspose2d: output_size is not supported")
         return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,
-                                  self.output_padding, 1, self.dilation)
+                                  self.output_padding, self.groups, self.dilation)
 
 
 class MaxPool2d(Module):
@@ -283,3 +327,371 @@ class BCEWithLogitsLoss(_Loss):
         return F.binary_cross_entropy_with_logits(input, target, self.weight,
                                                   reduction=self.reduction,
                                                   pos_weight=self.pos_weight)
+
+
+class Dropout1d(Dropout):
+    def forward(self, input):
+        return F.dropout1d(input, self.p, self.training, self.inplace)
+
+
+class Dropout2d(Dropout):
+    """Zeroes whole channels with probability ``p`` while training."""
+
+    def forward(self, input):
+        return F.dropout2d(input, self.p, self.training, self.inplace)
+
+
+class AlphaDropout(Dropout):
+    def forward(self, input):
+        if not self.training or self.p == 0:
+            return input
+        raise NotImplementedError("AlphaDropout is not supported in training mode")
+
+
+class Unflatten(Module):
+    def __init__(self, dim, unflattened_size):
+        super().__init__()
+        self.dim, self.unflattened_size = dim, tuple(unflattened_size)
+
+    def forward(self, input):
+        return input.unflatten(self.dim, self.unflattened_size)
+
+    def extra_repr(self):
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
+
+
+class AdaptiveAvgPool2d(Module):
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, input):
+        return F.adaptive_avg_pool2d(input, self.output_size)
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveMaxPool2d(Module):
+    def __init__(self, output_size, return_indices=False):
+        super().__init__()
+        self.output_size, self.return_indices = output_size, return_indices
+
+    def forward(self, input):
+        return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool1d(AdaptiveAvgPool2d):
+    def forward(self, input):
+        return F.adaptive_avg_pool1d(input, self.output_size)
+
+
+def _one(value):
+    return (F._single(value),)
+
+
+class AvgPool1d(Module):
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
+                 count_include_pad=True):
+        super().__init__()
+        self.kernel_size = _one(kernel_size)
+        self.stride = _one(stride if stride is not None else kernel_size)
+        self.padding, self.ceil_mode = _one(padding), ceil_mode
+        self.count_include_pad = count_include_pad
+
+    def forward(self, input):
+        return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxPool1d(MaxPool2d):
+    def forward(self, input):
+        return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            self.ceil_mode, self.return_indices)
+
+
+class Conv1d(_ConvNd):
+    """1-D convolution over (N, C, L) inputs; weight (out, in / groups, k)."""
+
+    _n = 1
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
+                 groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, (out_channels, in_channels // groups), dtype,
+                         padding_mode)
+
+    def forward(self, input):
+        x, padding = self._padded(input)
+        return F.conv1d(x, self.weight, self.bias, self.stride, padding, self.dilation,
+                        self.groups)
+
+
+class ConstantPad2d(Module):
+    def __init__(self, padding, value):
+        super().__init__()
+        self.padding = (padding,) * 4 if isinstance(padding, int) else tuple(padding)
+        self.value = value
+
+    def forward(self, input):
+        return F.pad(input, self.padding, value=self.value)
+
+    def extra_repr(self):
+        return f"padding={self.padding}, value={self.value}"
+
+
+class _PadNd(Module):
+    _mode, _dims = "constant", 2
+
+    def __init__(self, padding):
+        super().__init__()
+        n = 2 * self._dims
+        self.padding = (padding,) * n if isinstance(padding, int) else tuple(padding)
+
+    def forward(self, input):
+        return F.pad(input, self.padding, mode=self._mode)
+
+    def extra_repr(self):
+        return f"{self.padding}"
+
+
+class ReflectionPad1d(_PadNd):
+    _mode, _dims = "reflect", 1
+
+
+class ReflectionPad2d(_PadNd):
+    _mode, _dims = "reflect", 2
+
+
+class ReplicationPad1d(_PadNd):
+    _mode, _dims = "replicate", 1
+
+
+class ReplicationPad2d(_PadNd):
+    _mode, _dims = "replicate", 2
+
+
+class Upsample(Module):
+    def __init__(self, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                 recompute_scale_factor=None):
+        super().__init__()
+        self.size, self.mode, self.align_corners = size, mode, align_corners
+        self.scale_factor = float(scale_factor) if isinstance(scale_factor, (int, float)) \
+            else scale_factor
+        self.recompute_scale_factor = recompute_scale_factor
+
+    def forward(self, input):
+        return F.interpolate(input, self.size, self.scale_factor, self.mode, self.align_corners,
+                             recompute_scale_factor=self.recompute_scale_factor)
+
+    def extra_repr(self):
+        if self.scale_factor is not None:
+            info = f"scale_factor={self.scale_factor!r}"
+        else:
+            info = f"size={self.size!r}"
+        return info + f", mode={self.mode!r}"
+
+
+class ZeroPad2d(ConstantPad2d):
+    def __init__(self, padding):
+        super().__init__(padding, 0.0)
+
+    def extra_repr(self):
+        return f"{self.padding}"
+
+
+class PixelShuffle(Module):
+    def __init__(self, upscale_factor):
+        super().__init__()
+        self.upscale_factor = upscale_factor
+
+    def forward(self, input):
+        return F.pixel_shuffle(input, self.upscale_factor)
+
+    def extra_repr(self):
+        return f"upscale_factor={self.upscale_factor}"
+
+
+class CosineSimilarity(Module):
+    def __init__(self, dim=1, eps=1e-8):
+        super().__init__()
+        self.dim, self.eps = dim, eps
+
+    def forward(self, x1, x2):
+        return F.cosine_similarity(x1, x2, self.dim, self.eps)
+
+
+# -- more losses --------------------------------------------------------------------------
+class SmoothL1Loss(_Loss):
+    def __init__(self, size_average=None, reduce=None, reduction="mean", beta=1.0):
+        super().__init__(size_average, reduce, reduction)
+        self.beta = beta
+
+    def forward(self, input, target):
+        return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
+
+
+class HuberLoss(_Loss):
+    def __init__(self, reduction="mean", delta=1.0):
+        super().__init__(reduction=reduction)
+        self.delta = delta
+
+    def forward(self, input, target, weight=None):
+        return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta,
+                            weight=weight)
+
+
+class BCELoss(_Loss):
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", weight)
+
+    def forward(self, input, target):
+        return F.binary_cross_entropy(input, target, weight=self.weight,
+                                      reduction=self.reduction)
+
+
+class KLDivLoss(Module):
+    def __init__(self, size_average=None, reduce=None, reduction="mean", log_target=False):
+        super().__init__()
+        if size_average is not None or reduce is not None:
+            reduction = legacy_reduction(size_average, reduce, reduction)
+        self.reduction, self.log_target = reduction, log_target
+
+    def forward(self, input, target):
+        return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
+
+
+class SoftMarginLoss(_Loss):
+    def forward(self, input, target):
+        return F.soft_margin_loss(input, target, reduction=self.reduction)
+
+
+class PoissonNLLLoss(_Loss):
+    def __init__(self, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None,
+                 reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.log_input, self.full, self.eps = log_input, full, eps
+
+    def forward(self, log_input, target):
+        return F.poisson_nll_loss(log_input, target, self.log_input, self.full, eps=self.eps,
+                                  reduction=self.reduction)
+
+
+class MarginRankingLoss(_Loss):
+    def __init__(self, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+    def forward(self, input1, input2, target):
+        return F.margin_ranking_loss(input1, input2, target, self.margin,
+                                     reduction=self.reduction)
+
+
+class HingeEmbeddingLoss(_Loss):
+    def __init__(self, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+    def forward(self, input, target):
+        return F.hinge_embedding_loss(input, target, self.margin, reduction=self.reduction)
+
+
+class CosineEmbeddingLoss(_Loss):
+    def __init__(self, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+    def forward(self, input1, input2, target):
+        return F.cosine_embedding_loss(input1, input2, target, self.margin,
+                                       reduction=self.reduction)
+
+
+class TripletMarginLoss(_Loss):
+    def __init__(self, margin=1.0, p=2.0, eps=1e-6, swap=False, size_average=None, reduce=None,
+                 reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        if margin <= 0:
+            raise ValueError(f"TripletMarginLoss: expected margin to be greater than 0, got "
+                             f"{margin} instead")
+        self.margin, self.p, self.eps, self.swap = margin, p, eps, swap
+
+    def forward(self, anchor, positive, negative):
+        return F.triplet_margin_loss(anchor, positive, negative, self.margin, self.p, self.eps,
+                                     self.swap, reduction=self.reduction)
+
+
+class MultiLabelSoftMarginLoss(_Loss):
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", weight)
+
+    def forward(self, input, target):
+        return F.multilabel_soft_margin_loss(input, target, self.weight,
+                                             reduction=self.reduction)
+
+
+class PairwiseDistance(Module):
+    def __init__(self, p=2.0, eps=1e-6, keepdim=False):
+        super().__init__()
+        self.norm, self.eps, self.keepdim = p, eps, keepdim
+
+    def forward(self, x1, x2):
+        return F.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)
+
+
+class Bilinear(Module):
+    """``y = x1^T A x2 + b`` with ``A`` of shape (out, in1, in2), initialised
+    U(-1/sqrt(in1), 1/sqrt(in1)) like the bias."""
+
+    def __init__(self, in1_features, in2_features, out_features, bias=True, device=None,
+                 dtype=None):
+        super().__init__()
+        self.in1_features, self.in2_features = in1_features, in2_features
+        self.out_features = out_features
+        self.weight = Parameter(empty(out_features, in1_features, in2_features, dtype=dtype))
+        self.bias = Parameter(empty(out_features, dtype=dtype)) if bias else None
+        if not bias:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        bound = 1 / math.sqrt(self.weight.shape[1])
+        init.uniform_(self.weight, -bound, bound)
+        if self.bias is not None:
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input1, input2):
+        return F.bilinear(input1, input2, self.weight, self.bias)
+
+    def extra_repr(self):
+        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+                f"out_features={self.out_features}, bias={self.bias is not None}")
+
+
+class PixelUnshuffle(Module):
+    def __init__(self, downscale_factor):
+        super().__init__()
+        self.downscale_factor = downscale_factor
+
+    def forward(self, input):
+        return F.pixel_unshuffle(input, self.downscale_factor)
+
+    def extra_repr(self):
+        return f"downscale_factor={self.downscale_factor}"
+
+
+class GaussianNLLLoss(_Loss):
+    def __init__(self, *, full=False, eps=1e-6, reduction="mean"):
+        super().__init__(reduction=reduction)
+        self.full, self.eps = full, eps
+
+    def forward(self, input, target, var):
+        return F.gaussian_nll_loss(input, target, var, full=self.full, eps=self.eps,
+                                   reduction=self.reduction)

@@ -7,6 +7,7 @@ batch size) with PyTorch's messages.
 """
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -16,7 +17,10 @@ from ..ops import _operand_key
 from ..tensor import Tensor
 
 __all__ = ["mse_loss", "l1_loss", "nll_loss", "cross_entropy", "binary_cross_entropy_with_logits",
-           "one_hot"]
+           "one_hot", "smooth_l1_loss", "huber_loss", "binary_cross_entropy", "kl_div",
+           "soft_margin_loss", "poisson_nll_loss", "margin_ranking_loss", "hinge_embedding_loss",
+           "cosine_embedding_loss", "pairwise_distance", "triplet_margin_loss",
+           "multilabel_soft_margin_loss", "gaussian_nll_loss"]
 
 
 def _reduce(values, reduction):
@@ -244,3 +248,250 @@ def one_hot(tensor, num_classes=-1):
     if t.size and (t.min() < 0 or t.max() >= n):
         raise RuntimeError("Class values must be smaller than num_classes.")
     return Tensor._plain((t[..., None] == np.arange(n)).astype(np.int64))
+
+
+def _elementwise_loss(fn, name, input, target, reduction, what, weight=None):
+    """``fn(input, target)`` elementwise (times ``weight``), reduced: one node."""
+    _check_reduction(reduction)
+    target = _target_like(input, target, what)
+    w = None if weight is None else _array(weight)
+
+    def loss(x, y):
+        v = fn(x, y)
+        return _reduce(v if w is None else v * w, reduction)
+    return call(loss, input, target, name=name)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """``0.5 d^2 / beta`` where ``|d| < beta``, ``|d| - 0.5 beta`` elsewhere (``d = input -
+    target``); ``beta=0`` is the L1 loss."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    if beta == 0.0:
+        return l1_loss(input, target, reduction=reduction)
+
+    def fn(x, y):
+        d = np.abs(x - y)
+        return np.where(d < beta, d * d * (0.5 / beta), d - 0.5 * beta)
+    return _elementwise_loss(fn, "SmoothL1LossBackward0", input, target, reduction,
+                             "smooth_l1_loss")
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """``0.5 d^2`` where ``|d| < delta``, ``delta (|d| - 0.5 delta)`` elsewhere."""
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    if weight is not None and tuple(weight.shape) != tuple(input.shape):
+        raise ValueError("Weights and input must have the same size.")
+
+    def fn(x, y):
+        d = np.abs(x - y)
+        return np.where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta)
+    return _elementwise_loss(fn, "HuberLossBackward0", input, target, reduction, "huber_loss",
+                             weight)
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
+                         reduction="mean"):
+    """``-(t log x + (1 - t) log(1 - x))`` of probabilities ``x``, each log clamped at -100
+    as PyTorch does (so x = 0 or 1 gives a finite loss)."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if not isinstance(target, Tensor):
+        target = Tensor._plain(np.asarray(target, dtype=input.dtype))
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Using a target size ({target.shape}) that is different to the input "
+                         f"size ({input.shape}) is deprecated. Please ensure they have the same "
+                         "size.")
+    x = input._data
+    if x.size and (np.any(x < 0) or np.any(x > 1) or np.any(np.isnan(x))):
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    w = None if weight is None else np.broadcast_to(_array(weight), tuple(input.shape))
+
+    def fn(x, y):
+        log_x = np.maximum(np.log(x), -100.0)
+        log_1mx = np.maximum(np.log1p(-x), -100.0)
+        loss = -(y * log_x + (1 - y) * log_1mx)
+        return _reduce(loss if w is None else loss * w, reduction)
+    with np.errstate(divide="ignore"):
+        return call(fn, input, target, name="BinaryCrossEntropyBackward0")
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """The pointwise KL divergence ``target * (log target - input)`` of log-probabilities
+    ``input`` (``target`` itself in log space when ``log_target``); 0 where target is 0.
+    ``reduction="batchmean"`` divides the sum by the batch size (the true KL divergence);
+    ``"mean"`` divides by the number of elements, with PyTorch's warning."""
+    if size_average is not None or reduce is not None:
+        reduction = legacy_reduction(size_average, reduce, reduction)
+    elif reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the "
+                      "support size.'batchmean' divides only by the batch size, and aligns with "
+                      "the KL div math definition.'mean' will be changed to behave the same as "
+                      "'batchmean' in the next major release.", UserWarning, stacklevel=2)
+    batchmean = reduction == "batchmean"
+    if not batchmean:
+        _check_reduction(reduction)
+    if not isinstance(target, Tensor):
+        target = Tensor._plain(np.asarray(target, dtype=input.dtype))
+    n = input.shape[0] if input.dim() and batchmean else 1
+
+    def fn(x, y):
+        if log_target:
+            v = np.exp(y) * (y - x)
+        else:
+            pos = y > 0
+            safe = np.where(pos, y, np.ones((), y.dtype))
+            v = np.where(pos, y * np.log(safe), y * 0.0) - y * x
+        if batchmean:
+            return np.sum(v) / n
+        return _reduce(v, reduction)
+    name = ("DivBackward0" if batchmean else "SumBackward0" if reduction == "sum"
+            else "MeanBackward0" if reduction == "mean"
+            else "MulBackward0" if log_target else "SubBackward0")
+    return call(fn, input, target, name=name)
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    return _elementwise_loss(lambda x, y: np.log1p(np.exp(-y * x)), "SoftMarginLossBackward0",
+                             input, target, reduction, "soft_margin_loss")
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
+                     reduce=None, reduction="mean"):
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+
+    def fn(x, y):
+        v = np.exp(x) - y * x if log_input else x - y * np.log(x + eps)
+        if full:
+            safe = np.where(y > 1, y, np.ones((), y.dtype))
+            v = v + np.where(y > 1, safe * np.log(safe) - safe + 0.5 * np.log(2 * np.pi * safe),
+                             y * 0.0)
+        return _reduce(v, reduction)
+    target = _target_like(input, target, "poisson_nll_loss")
+    return call(fn, input, target, name="MeanBackward0" if reduction == "mean" else None)
+
+
+def _legacy(size_average, reduce, reduction):
+    reduction = legacy_reduction(size_average, reduce, reduction, stacklevel=4)
+    _check_reduction(reduction)
+    return reduction
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
+                        reduction="mean"):
+    """``max(0, -target * (input1 - input2) + margin)``."""
+    reduction = _legacy(size_average, reduce, reduction)
+    if not input1.dim() == input2.dim() == target.dim():
+        raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension "
+                           f"but got sizes: input1: {input1.shape}, input2: {input2.shape}, "
+                           f"target: {target.shape} ")
+    return call(lambda a, b, y: _reduce(np.maximum(-y * (a - b) + margin, 0.0), reduction),
+                input1, input2, target, name=_reduction_name(reduction, "ClampMinBackward0"))
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
+                         reduction="mean"):
+    """``x`` where the target is 1, ``max(0, margin - x)`` where it is -1."""
+    reduction = _legacy(size_average, reduce, reduction)
+    t = _array(target)
+
+    def fn(x):
+        v = np.where(t != 1, np.maximum(margin - x, 0.0), x * 0.0) + np.where(t != -1, x, x * 0.0)
+        return _reduce(v, reduction)
+    return call(fn, input, name=_reduction_name(reduction, "AddBackward0"))
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
+                          reduction="mean"):
+    """``1 - cos(x1, x2)`` where the target is 1, ``max(0, cos(x1, x2) - margin)`` where it
+    is -1 (cosine along the last dimension, each squared norm plus 1e-12 as in PyTorch)."""
+    reduction = _legacy(size_average, reduce, reduction)
+    t = _array(target)
+    dim = input1.dim() - 1
+
+    def fn(a, b):
+        prod = np.sum(a * b, axis=dim)
+        cos = prod / np.sqrt((np.sum(a * a, axis=dim) + 1e-12) * (np.sum(b * b, axis=dim) + 1e-12))
+        v = np.where(t == 1, 1.0 - cos, cos * 0.0) + np.where(t == -1,
+                                                             np.maximum(cos - margin, 0.0),
+                                                             cos * 0.0)
+        return _reduce(v, reduction)
+    return call(fn, input1, input2, name=_reduction_name(reduction, "AddBackward0"))
+
+
+def _pairwise(a, b, p, eps):
+    d = np.abs(a - b + eps)
+    return np.sum(d ** p, axis=-1) ** (1.0 / p)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    def fn(a, b):
+        d = _pairwise(a, b, p, eps)
+        return np.expand_dims(d, -1) if keepdim else d
+    return call(fn, x1, x2, name="NormBackward1")
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
+                        size_average=None, reduce=None, reduction="mean"):
+    """``max(d(a, p) - d(a, n) + margin, 0)`` with ``d`` the p-norm distance."""
+    reduction = _legacy(size_average, reduce, reduction)
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+
+    def fn(a, pos, neg):
+        d_ap, d_an = _pairwise(a, pos, p, eps), _pairwise(a, neg, p, eps)
+        if swap:
+            d_an = np.minimum(d_an, _pairwise(pos, neg, p, eps))
+        return _reduce(np.maximum(d_ap - d_an + margin, 0.0), reduction)
+    return call(fn, anchor, positive, negative,
+                name=_reduction_name(reduction, "ClampMinBackward0"))
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
+                                reduction="mean"):
+    reduction = _legacy(size_average, reduce, reduction)
+    w = None if weight is None else _array(weight)
+
+    def fn(x, y):
+        log_sig = np.minimum(x, 0.0) - np.log1p(np.exp(-np.abs(x)))
+        log_sig_neg = log_sig - x
+        v = -(y * log_sig + (1 - y) * log_sig_neg)
+        if w is not None:
+            v = v * w
+        v = np.sum(v, axis=-1) / x.shape[-1]
+        return _reduce(v, reduction)
+    return call(fn, input, target, name=_reduction_name(reduction, "DivBackward0"))
+
+
+def _reduction_name(reduction, none_name):
+    return {"mean": "MeanBackward0", "sum": "SumBackward0"}.get(reduction, none_name)
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    """``0.5 (log var + (input - target)^2 / var)`` (+ ``0.5 log 2 pi`` when ``full``), with
+    ``var`` clamped at ``eps`` invisibly to the gradient, as PyTorch's."""
+    if not isinstance(var, Tensor):
+        var = Tensor._plain(np.full(tuple(input.shape), float(var), input.dtype))
+    if tuple(var.shape) != tuple(input.shape):
+        if tuple(input.shape[:-1]) == tuple(var.shape):
+            var = var.unsqueeze(-1)
+        elif not (input.dim() == var.dim() and sum(
+                y for x, y in zip(input.shape, var.shape) if x != y) == 1):
+            raise ValueError("var is of incorrect size")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
+    if np.any(var._data < 0):
+        raise ValueError("var has negative entry/entries")
+
+    def fn(x, y, v):
+        from ...ir import apply
+        v = v + apply("stop_gradient", np.maximum(v, eps) - v)
+        loss = (np.log(v) + (x - y) ** 2 / v) * 0.5
+        if full:
+            loss = loss + 0.5 * math.log(2 * math.pi)
+        return _reduce(loss, reduction)
+    return call(fn, input, target, var, name=_reduction_name(reduction, "MulBackward0"))

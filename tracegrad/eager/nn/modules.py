@@ -71,7 +71,20 @@ class Module:
                                   '"forward" function')
 
     def __call__(self, *args, **kwargs):
-        return self.forward(*args, **kwargs)
+        d = self.__dict__
+        pre, post = d.get("_forward_pre_hooks"), d.get("_forward_hooks")
+        if not pre and not post:
+            return self.forward(*args, **kwargs)
+        for hook in list((pre or {}).values()):
+            result = hook(self, args)
+            if result is not None:
+                args = result if isinstance(result, tuple) else (result,)
+        out = self.forward(*args, **kwargs)
+        for hook in list((post or {}).values()):
+            result = hook(self, args, out)
+            if result is not None:
+                out = result
+        return out
 
     # -- attribute registration ---------------------------------------------------------
     def __setattr__(self, name, value):
@@ -80,8 +93,8 @@ class Module:
         if isinstance(value, Parameter):
             if params is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
-            self._forget(name)
-            params[name] = value
+            self._forget(name, keep="_parameters")
+            params[name] = value       # an existing name keeps its place, as in PyTorch
         elif params is not None and name in params:
             if value is not None:
                 raise TypeError(f"cannot assign '{type(value).__name__}' as parameter '{name}' "
@@ -90,7 +103,7 @@ class Module:
         elif isinstance(value, Module):
             if d.get("_modules") is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
-            self._forget(name)
+            self._forget(name, keep="_modules")
             d["_modules"][name] = value
         elif d.get("_modules") is not None and name in d["_modules"]:
             if value is not None:
@@ -105,12 +118,16 @@ class Module:
         else:
             object.__setattr__(self, name, value)
 
-    def _forget(self, name):
+    def _forget(self, name, keep=None):
+        """Drop ``name`` from the instance and from every group but ``keep`` (where the
+        caller is about to set it, keeping its position)."""
         d = self.__dict__
         d.pop(name, None)
         for key in ("_parameters", "_buffers", "_modules"):
-            d[key].pop(name, None)
-        d["_non_persistent"].discard(name)
+            if key != keep:
+                d[key].pop(name, None)
+        if keep != "_buffers":
+            d["_non_persistent"].discard(name)
 
     def __getattr__(self, name):
         # only reached when normal lookup fails: parameters, buffers and submodules live
@@ -134,22 +151,24 @@ class Module:
         if param is not None and not isinstance(param, Parameter):
             raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter "
                             f"'{name}' (torch.nn.Parameter or None required)")
-        self._forget(name)
+        self._forget(name, keep="_parameters")
         self._parameters[name] = param
 
     def register_buffer(self, name, tensor, persistent=True):
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer "
                             f"'{name}' (torch Tensor or None required)")
-        self._forget(name)
+        self._forget(name, keep="_buffers")
         self._buffers[name] = tensor
-        if not persistent:
+        if persistent:
+            self._non_persistent.discard(name)
+        else:
             self._non_persistent.add(name)
 
     def add_module(self, name, module):
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
-        self._forget(name)
+        self._forget(name, keep="_modules")
         self._modules[name] = module
 
     register_module = add_module
@@ -215,6 +234,20 @@ class Module:
             module = module._modules[part]
         return module
 
+    def get_parameter(self, target):
+        path, _, name = target.rpartition(".")
+        module = self.get_submodule(path)
+        if name not in module._parameters:
+            raise AttributeError(f"{module._get_name()} has no parameter `{name}`")
+        return module._parameters[name]
+
+    def get_buffer(self, target):
+        path, _, name = target.rpartition(".")
+        module = self.get_submodule(path)
+        if name not in module._buffers:
+            raise AttributeError(f"{module._get_name()} has no buffer `{name}`")
+        return module._buffers[name]
+
     def apply(self, fn):
         for child in self.children():
             child.apply(fn)
@@ -243,16 +276,22 @@ class Module:
 
     # -- dtype --------------------------------------------------------------------------------
     def to(self, *args, **kwargs):
-        """Cast floating parameters and buffers (in place in the module, as PyTorch does);
-        the CPU device is accepted; another device raises PyTorch's error."""
-        from ..ops import to_args
-        _, dtype, _ = to_args(args, kwargs)
+        """Cast floating parameters and buffers in place (as PyTorch does): ``to(dtype)``,
+        ``to(tensor)``, ``to(device)``, ``to(device, dtype)``, ``to(dtype=...)``. Devices are
+        checked as ``Tensor.to`` checks them (everything lives on the CPU)."""
+        dtype = _requested_dtype(args, kwargs)
         if dtype is None:
             return self
+        if dtype.kind not in "fc":
+            raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but "
+                            f"got desired dtype={_torch_dtype_name(dtype)}")
+        return self._cast(lambda t: t.is_floating_point(), dtype)
+
+    def _cast(self, which, dtype):
         for m in self.modules():
             for group in (m._parameters, m._buffers):
                 for t in group.values():
-                    if t is not None and t.is_floating_point() and t.dtype != dtype:
+                    if t is not None and which(t) and t.dtype != dtype:
                         t._data = t._data.astype(dtype)
                         t._input = None
                         t._grad = None if t._grad is None else t._grad.to(dtype)
@@ -264,7 +303,34 @@ class Module:
     def float(self):
         return self.to(np.float32)
 
-    # -- state ----------------------------------------------------------------------------------
+    def half(self):
+        return self.to(np.float16)
+
+    def type(self, dst_type):
+        return self.to(dst_type)
+
+    def cpu(self):
+        return self
+
+    def cuda(self, device=None):
+        return self.to("cuda" if device is None else device)
+
+    def share_memory(self):
+        return self
+
+    # -- hooks ----------------------------------------------------------------------------------
+    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+        """``hook(module, args)`` before ``forward``; a non-None result replaces the
+        arguments (a single value is wrapped in a tuple)."""
+        return _add_hook(self, "_forward_pre_hooks", hook, prepend)
+
+    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False,
+                              always_call=False):
+        """``hook(module, args, output)`` after ``forward``; a non-None result replaces the
+        output."""
+        return _add_hook(self, "_forward_hooks", hook, prepend)
+
+        # -- state ----------------------------------------------------------------------------------
     def state_dict(self, destination=None, prefix="", keep_vars=False):
         """Parameters and persistent buffers by dotted name; the tensors share memory with
         the module's (as in PyTorch), detached unless ``keep_vars``."""
@@ -333,6 +399,71 @@ class Module:
     def __dir__(self):
         return sorted(set(super().__dir__()) | set(self._parameters) | set(self._buffers)
                       | set(self._modules))
+
+
+class _RemovableHandle:
+    """What ``register_forward_hook`` returns: ``remove()`` takes the hook off."""
+
+    _next_id = 0
+
+    def __init__(self, hooks):
+        self._hooks = hooks
+        self.id = _RemovableHandle._next_id
+        _RemovableHandle._next_id += 1
+
+    def remove(self):
+        self._hooks.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def _add_hook(module, attr, hook, prepend):
+    hooks = module.__dict__.get(attr)
+    if hooks is None:
+        hooks = OrderedDict()
+        object.__setattr__(module, attr, hooks)
+    handle = _RemovableHandle(hooks)
+    hooks[handle.id] = hook
+    if prepend:
+        hooks.move_to_end(handle.id, last=False)
+    return handle
+
+
+def _requested_dtype(args, kwargs):
+    """The dtype a ``Module.to`` call asks for, or None; device arguments go through
+    ``Tensor.to`` on a probe, which accepts the CPU and refuses others as tensors do."""
+    dtype = kwargs.get("dtype")
+    for a in args:
+        if isinstance(a, Tensor):
+            dtype = a.dtype
+        elif isinstance(a, (np.dtype, type)):
+            dtype = a
+        elif isinstance(a, str) and a not in ("cpu", "cuda", "mps", "meta") \
+                and not a.startswith(("cuda:", "cpu:")):
+            try:
+                dtype = np.dtype(a)
+            except TypeError:
+                Tensor._plain(np.zeros(())).to(a)
+        elif a is not None:
+            Tensor._plain(np.zeros(())).to(a)     # a device: checked (and refused) there
+            probe = getattr(a, "dtype", None)
+            if probe is not None:
+                dtype = probe
+    devices = [a for a in args if isinstance(a, str) and a in ("cpu", "cuda", "mps", "meta")
+               or isinstance(a, str) and a.startswith(("cuda:", "cpu:"))]
+    if "device" in kwargs and kwargs["device"] is not None:
+        devices.append(kwargs["device"])
+    for dev in devices:
+        Tensor._plain(np.zeros(())).to(dev)
+    return None if dtype is None else np.dtype(dtype)
+
+
+def _torch_dtype_name(dtype):
+    return "torch." + np.dtype(dtype).name
 
 
 def _size(shape):

@@ -9,6 +9,7 @@ from . import (  # noqa: F401
     more,
     multi,
     nn,
+    nn_special,
     reduce,
     shape,
     special,
