@@ -195,18 +195,19 @@ def _run(roots, grads, targets, retain_graph, create_graph, handles):
     if not functions:
         result, given = _stage(root_nodes, seeds, targets, create_graph, handles, handles,
                                functions, Tensor)
-        sent = ()
+        sent, ran, rules = (), handles, ()
     else:
-        result, given, sent = _staged(root_nodes, seeds, targets, create_graph, handles,
-                                      functions, Tensor)
+        result, given, sent, ran, rules = _staged(root_nodes, seeds, targets, create_graph,
+                                                  handles, functions, Tensor)
     if not retain_graph:
         # values only this graph held go now; a tensor used again gives its value back
         # (Tensor._traced)
-        for h in handles.values():
+        for n in ran:
+            h = handles[n]
             if type(h) is not AccumulateGrad and type(h) is not Saved:
                 h._freed = True
                 h._value = None
-        for rule in functions.values():
+        for rule in rules:
             rule.ctx._freed = True
     return result, given, sent
 
@@ -275,6 +276,16 @@ def _collect_cut(roots, cut):
     return found
 
 
+def _leading_to(handles, targets):
+    """The nodes among ``handles`` with a path to one of ``targets`` (PyTorch runs only
+    the backward nodes on such paths). A node's parents were recorded before it."""
+    needed = set()
+    for n in sorted(handles):
+        if n in targets or any(p._id in needed for p in handles[n]._parents):
+            needed.add(n)
+    return needed
+
+
 def _add(total, part):
     return part if total is None else total + part
 
@@ -289,14 +300,18 @@ def _staged(root_nodes, seeds, targets, create_graph, handles, functions, Tensor
     if create_graph:
         seeds = [s if isinstance(s, Tensor) else Tensor._plain(s) for s in seeds]
     wanted = set(targets)
+    needed = _leading_to(handles, wanted)
+    functions = {n: r for n, r in functions.items() if n in needed}
     result, given, sent = {}, [], []
     waiting = {}                    # Function output node -> its cotangent so far
-    done = set()
+    done, ran, rules = set(), set(), []
     pending = list(zip(root_nodes, seeds))
     with grad_mode.set_grad_enabled(create_graph):
         while True:
             stage_roots, stage_seeds = [], []
             for n, v in pending:
+                if n not in needed:
+                    continue
                 if n in functions:
                     waiting[n] = _add(waiting.get(n), v)
                 elif not handles[n]._parents:         # a leaf or a saved value
@@ -307,6 +322,7 @@ def _staged(root_nodes, seeds, targets, create_graph, handles, functions, Tensor
                     stage_seeds.append(v)
             if stage_roots:
                 nodes = _collect_cut([handles[n] for n in stage_roots], functions)
+                ran.update(nodes)
                 outs, args = _stage(stage_roots, stage_seeds,
                                     list(targets) + [n for n in nodes if n in functions],
                                     create_graph, handles, nodes, functions, Tensor)
@@ -321,6 +337,7 @@ def _staged(root_nodes, seeds, targets, create_graph, handles, functions, Tensor
                 break
             rule = functions[max(ready)]
             done.add(id(rule))
+            rules.append(rule)
             cts = {}
             for n in rule.nodes:
                 if n is None or n not in waiting:
@@ -336,12 +353,12 @@ def _staged(root_nodes, seeds, targets, create_graph, handles, functions, Tensor
                 if n in wanted:
                     result[n] = ct
                 cts[n] = ct
-            pending = rule.run(cts, create_graph, handles, handles[max(cts)])
+            pending = rule.run(cts, create_graph, handles[max(cts)])
             for n, v in pending:
                 sent.append(n)
                 if not create_graph:
                     given.append(v)
-    return result, given, sent
+    return result, given, sent, ran, rules
 
 
 def _observer(plan, order, handles, Tensor):
@@ -607,13 +624,13 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         _reached(handles, sent, reached)
     out = []
     with grad_mode.set_grad_enabled(create_graph):
-        for t, nodes in zip(inputs, wanted):
+        for i, (t, nodes) in enumerate(zip(inputs, wanted)):
             g = _gradient_of(t, nodes, result, ins, Tensor, reached)
             if g is None:
                 if not allow_unused:
-                    raise RuntimeError("One of the differentiated Tensors appears to not have "
-                                       "been used in the graph. Set allow_unused=True if this is "
-                                       "the desired behavior.")
+                    raise RuntimeError(f"The differentiated Tensor at index {i} appears to "
+                                       "not have been used in the graph. Set allow_unused=True "
+                                       "if this is the desired behavior.")
                 out.append(Tensor._plain(np.zeros(tuple(t.shape), t.dtype))
                            if materialize_grads else None)
                 continue

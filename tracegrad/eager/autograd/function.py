@@ -118,13 +118,13 @@ class _Rule:
         return f"Function({self.cls.__name__})"
 
     # -- eager: concrete tensors -----------------------------------------------------
-    def run(self, cts, create_graph, handles, node_of):
+    def run(self, cts, create_graph, node_of):
         """Call ``backward`` with the cotangents ``cts`` (output node -> array, or a
         tensor with ``create_graph``) of this apply's outputs; the cotangents of its
         operands as ``[(tape node, value)]``. ``node_of`` is the handle that names this
         backward (errors, anomaly checks, the profiler)."""
         ctx = self.ctx
-        if ctx._freed or any(handles[n]._freed for n in self.nodes if n is not None):
+        if ctx._freed:
             raise RuntimeError(_FREED)
         _check_versions(ctx, self.name)
         grads = []
