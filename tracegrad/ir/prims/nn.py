@@ -106,19 +106,26 @@ def _conv_general(x, w, stride, pads, lhs_dilation, rhs_dilation):
     dtype = np.result_type(x.dtype, w.dtype)
     o, c, kh, kw = w.shape
     n = x.shape[0]
-    xp = _pad_or_crop(x, pads)
     (sh, sw), (dh, dw) = stride, rhs_dilation
-    ho, wo = _out_hw(xp.shape[2:], (kh, kw), stride, (0, 0), rhs_dilation)
+    padded = tuple(h + lo + hi for h, (lo, hi) in zip(x.shape[2:], pads))
+    ho, wo = _out_hw(padded, (kh, kw), stride, (0, 0), rhs_dilation)
     cols = np.empty((n, ho, wo, c, kh, kw), dtype)
     if kh * kw <= ho * wo:
-        xh = xp.transpose(0, 2, 3, 1)
-        if kh * kw > 1:
-            xh = np.ascontiguousarray(xh)
+        if min(min(p) for p in pads) >= 0 and kh * kw > 1:
+            # padded and made NHWC in one copy
+            (top, _), (left, _) = pads
+            xh = np.zeros((n,) + padded + (c,), x.dtype)
+            xh[:, top:top + x.shape[2], left:left + x.shape[3]] = x.transpose(0, 2, 3, 1)
+        else:
+            xh = _pad_or_crop(x, pads).transpose(0, 2, 3, 1)
+            if kh * kw > 1:
+                xh = np.ascontiguousarray(xh)
         for i in range(kh):
             for j in range(kw):
                 cols[:, :, :, :, i, j] = xh[:, i * dh:i * dh + sh * (ho - 1) + 1:sh,
                                             j * dw:j * dw + sw * (wo - 1) + 1:sw]
     else:
+        xp = _pad_or_crop(x, pads)
         for r in range(ho):
             for q in range(wo):
                 cols[:, r, q] = xp[:, :, r * sh:r * sh + dh * (kh - 1) + 1:dh,
