@@ -364,8 +364,10 @@ def main(argv=None):
     check(steps, states)
     res = timing.interleaved(steps, budget_s=budget, min_rounds=5, max_rounds=400)
     ref = res["numpy"].median
+    clock = "CPU-time" if args.cpu_time else "wall-clock"
     lines = [f"Eager training step: MLP {'-'.join(map(str, SIZES))}, ReLU, batch {BATCH}, float32, "
-             "cross-entropy, forward + backward + SGD step; one thread per library; "
+             f"cross-entropy, forward + backward + SGD step; one thread per library, {clock} "
+             "medians; "
              f"{platform.processor() or platform.machine()}, Python {platform.python_version()}, "
              f"NumPy {np.__version__}.", "",
              "| system | median ms/step | IQR % | vs hand-written NumPy | vs PyTorch eager |",
@@ -378,7 +380,6 @@ def main(argv=None):
     text = "\n".join(lines) + "\n"
     print(text)
     if "torch" in res:
-        clock = "CPU" if args.cpu_time else "wall-clock"
         more = ("Further workloads, eager tracegrad against PyTorch eager (CPU), one thread "
                 f"each, same data and starting parameters, {clock} medians "
                 "(`benchmarks/eager_step.py`'s docstring describes them):\n\n"
@@ -387,7 +388,8 @@ def main(argv=None):
         text += "\n" + more
     if not args.quick:
         out = ROOT / "docs" / "benchmarks-eager.md"
-        out.write_text("# Eager training step\n\nReproduce with `python benchmarks/eager_step.py`."
+        out.write_text("# Eager training step\n\nReproduce with `python benchmarks/eager_step.py"
+                       + (" --cpu-time" if args.cpu_time else "") + "`."
                        "\n\n" + text)
         print(f"wrote {out}")
 
