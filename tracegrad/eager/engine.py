@@ -99,14 +99,14 @@ def _key(order, local, roots, wrt, taps, cut):
     parts = []
     for n in order:
         d = nodes[n]
-        op = d["op"]
+        op = d.op
         if op == "input" or op == "const" or n in cut:
-            parts.append((d["shape"], d["dtype"]))
+            parts.append((d.shape, d.dtype))
         else:
-            parts.append((op, tuple(local[a] for a in d["args"]), d["shape"], d["dtype"],
-                          _freeze(d["params"])))
-    return (tuple(parts), tuple(local[r] for r in roots), tuple(local[w] for w in wrt),
-            tuple(local[t] for t in taps))
+            parts.append((op, tuple([local[a] for a in d.args]), d.shape, d.dtype,
+                          _freeze(d.params)))
+    return (tuple(parts), tuple([local[r] for r in roots]), tuple([local[w] for w in wrt]),
+            tuple([local[t] for t in taps]))
 
 
 def _forward_graph(order, roots, cut):
@@ -114,9 +114,9 @@ def _forward_graph(order, roots, cut):
     nodes = TAPE.graph.by_id
     for n in order:
         d = nodes[n]
-        if d["op"] == "input" or d["op"] == "const" or n in cut:
-            g.put(n, {"op": "input", "args": (), "shape": d["shape"], "dtype": d["dtype"],
-                      "params": {"index": len(g.inputs)}, "src": d["src"]})
+        if d.op == "input" or d.op == "const" or n in cut:
+            g.put(n, {"op": "input", "args": (), "shape": d.shape, "dtype": d.dtype,
+                      "params": {"index": len(g.inputs)}, "src": d.src})
             g.inputs.append(n)
         else:
             g.put(n, d)
@@ -219,8 +219,8 @@ def _functions(handles):
     found = {}
     for n in handles:
         d = nodes.get(n)
-        if d is not None and d["op"] == _FUNCTION:
-            rule = d["params"]["rule"]
+        if d is not None and d.op == _FUNCTION:
+            rule = d.params["rule"]
             if getattr(rule, "nodes", None):
                 found[n] = rule
     return found
@@ -457,7 +457,13 @@ def _fresh(value, Tensor, inputs=()):
     read-only broadcast view, since ``.grad`` is accumulated in place."""
     if isinstance(value, Tensor):
         return value
-    if not value.flags.writeable or any(np.may_share_memory(value, a) for a in inputs):
+    if not value.flags.writeable:
+        value = np.array(value, copy=True)
+    elif value.base is None:
+        # it owns its memory: only an input that is it, or a view of it, shares it
+        if any(a is value or getattr(a, "base", None) is value for a in inputs):
+            value = np.array(value, copy=True)
+    elif any(np.may_share_memory(value, a) for a in inputs):
         value = np.array(value, copy=True)
     return Tensor._plain(value)
 
@@ -556,7 +562,7 @@ def _reached(handles, roots, seen=None):
             continue
         seen.add(n)
         d = nodes.get(n)
-        if d is not None and d["op"] not in _EDGE_ENDS:
+        if d is not None and d.op not in _EDGE_ENDS:
             h = handles[n]
             # PyTorch's edges (next_functions), not the parts of a composite operation
             stack.extend(p._id for p in (h._parents if h._inputs is None else h._inputs)
