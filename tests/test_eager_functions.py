@@ -383,3 +383,37 @@ def test_function_inside_no_grad_records_nothing():
         y = MyReLU.apply(x)
     assert not y.requires_grad and y.grad_fn is None
     np.testing.assert_array_equal(y.numpy(), [0.0, 1.0])
+
+
+def test_function_output_as_root_intermediate_inputs_and_second_order():
+    def program(lib):
+        class Sq(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x * x
+
+            @staticmethod
+            def backward(ctx, g):
+                (x,) = ctx.saved_tensors
+                return 2 * x * g
+
+        out = []
+        x = lib.tensor([1.0, -2.0, 3.0], dtype=lib.float64, requires_grad=True)
+        y = Sq.apply(x)                                   # the root is a Function's output
+        y.backward(lib.tensor([1.0, 2.0, 3.0], dtype=lib.float64), retain_graph=True)
+        out.append(x.grad.clone())
+        y.backward(lib.ones(3, dtype=lib.float64))
+        out.append(x.grad.clone())
+        h = x * 3
+        z = Sq.apply(h)
+        w = Sq.apply(z) + z
+        out += lib.autograd.grad(w.sum(), h, retain_graph=True)     # an intermediate input
+        out += lib.autograd.grad(w.sum(), [z, x])                   # a Function's output
+        x2 = lib.tensor([0.5, 1.5], dtype=lib.float64, requires_grad=True)
+        a = Sq.apply(x2)
+        b = Sq.apply(a) * Sq.apply(a + 1)
+        (g,) = lib.autograd.grad(b.sum(), x2, create_graph=True)
+        out += [g.detach()] + list(lib.autograd.grad(g.sum(), x2))
+        return out
+    _both(program)
