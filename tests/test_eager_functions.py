@@ -417,3 +417,17 @@ def test_function_output_as_root_intermediate_inputs_and_second_order():
         out += [g.detach()] + list(lib.autograd.grad(g.sum(), x2))
         return out
     _both(program)
+
+
+def test_a_function_input_with_other_uses_gets_its_whole_gradient_once():
+    def program(lib):
+        MyReLU = _relu_class(lib)
+        x = lib.tensor([-1.0, 2.0, 0.5], dtype=lib.float64, requires_grad=True)
+        h = x * 2
+        h.retain_grad()
+        calls = []
+        h.register_hook(lambda g: calls.append(g.detach().clone()) or g * g)   # not linear
+        y = MyReLU.apply(h) * lib.tensor([1.0, 2.0, 3.0], dtype=lib.float64) + h * 3
+        MyReLU.apply(y).sum().backward()
+        return calls, h.grad, x.grad
+    _both(program)

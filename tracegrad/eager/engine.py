@@ -292,19 +292,24 @@ def _add(total, part):
 
 def _staged(root_nodes, seeds, targets, create_graph, handles, functions, Tensor):
     """``_run`` through custom Functions, as PyTorch's engine runs them: a backward graph
-    from the roots down to the Functions' outputs (and the targets), then the latest
-    Function's ``backward`` on concrete tensors, then a backward graph from its inputs,
-    and so on until no Function has a gradient left to handle. A Function is handled
-    once every gradient its outputs get has arrived: each arrives from operations
-    recorded after it, and those are handled first."""
+    from the roots down to the Functions' outputs and inputs (and the targets), then
+    the latest of those: a Function's ``backward`` on concrete tensors, or a Function's
+    input whose gradient is complete, from which the next backward graph starts; and so
+    on until nothing is left waiting. Everything recorded after a node is handled before
+    it, so each is handled once, with its whole gradient (a hook sees it once)."""
     if create_graph:
         seeds = [s if isinstance(s, Tensor) else Tensor._plain(s) for s in seeds]
     wanted = set(targets)
     needed = _leading_to(handles, wanted)
     functions = {n: r for n, r in functions.items() if n in needed}
+    # a Function's inputs get gradients from its backward and maybe from elsewhere: the
+    # backward graphs stop there too, until every part has arrived
+    inputs = {m for r in functions.values() for m in r.operand_nodes
+              if m in needed and m not in functions and handles[m]._parents}
     result, given, sent = {}, [], []
-    waiting = {}                    # Function output node -> its cotangent so far
-    done, ran, rules = set(), set(), []
+    waiting = {}                    # a stopping node -> its cotangent so far
+    released = set()                # Function inputs whose gradient is complete
+    ran, rules = set(), []
     pending = list(zip(root_nodes, seeds))
     with grad_mode.set_grad_enabled(create_graph):
         while True:
@@ -312,7 +317,7 @@ def _staged(root_nodes, seeds, targets, create_graph, handles, functions, Tensor
             for n, v in pending:
                 if n not in needed:
                     continue
-                if n in functions:
+                if n in functions or (n in inputs and n not in released):
                     waiting[n] = _add(waiting.get(n), v)
                 elif not handles[n]._parents:         # a leaf or a saved value
                     if n in wanted:
@@ -321,22 +326,26 @@ def _staged(root_nodes, seeds, targets, create_graph, handles, functions, Tensor
                     stage_roots.append(n)
                     stage_seeds.append(v)
             if stage_roots:
-                nodes = _collect_cut([handles[n] for n in stage_roots], functions)
+                cut = functions.keys() | (inputs - released)
+                nodes = _collect_cut([handles[n] for n in stage_roots], cut)
                 ran.update(nodes)
                 outs, args = _stage(stage_roots, stage_seeds,
-                                    list(targets) + [n for n in nodes if n in functions],
-                                    create_graph, handles, nodes, functions, Tensor)
+                                    list(targets) + [n for n in nodes if n in cut],
+                                    create_graph, handles, nodes, cut, Tensor)
                 given.extend(args)
                 for n, v in outs.items():
-                    if n in functions:
+                    if n in cut:
                         waiting[n] = _add(waiting.get(n), v)
                     else:
                         result[n] = _add(result.get(n), v)
-            ready = [n for n in waiting if id(functions[n]) not in done]
-            if not ready:
+            if not waiting:
                 break
-            rule = functions[max(ready)]
-            done.add(id(rule))
+            top = max(waiting)
+            if top not in functions:        # a Function's input: start from it
+                released.add(top)
+                pending = [(top, waiting.pop(top))]
+                continue
+            rule = functions[top]
             rules.append(rule)
             cts = {}
             for n in rule.nodes:
