@@ -1,6 +1,7 @@
-"""One training step of an MLP, eager tracegrad against its peers, side by side.
+"""One training step of an MLP, eager tracegrad against its peers, side by side; then
+three more workloads, eager tracegrad against PyTorch eager.
 
-    python benchmarks/eager_step.py            # prints the table, writes docs/benchmarks-eager.md
+    python benchmarks/eager_step.py            # prints the tables, writes docs/benchmarks-eager.md
     python benchmarks/eager_step.py --quick    # a shorter run, prints only
 
 The step: a 784-256-256-10 ReLU MLP on a batch of 128 float32 images, softmax
@@ -15,6 +16,22 @@ parameters. Systems, each starting from the same parameters:
 Before timing, one step of every system is checked against the reference (loss and
 updated parameters). Times are medians over interleaved rounds (see timing.py); every
 thread pool is pinned to one thread, as in run.py.
+
+The further workloads (``WORKLOADS``), each written once against the torch API and run
+with ``lib`` = tracegrad and ``lib`` = torch from the same data and parameters:
+
+- custom Function, ReLU net: PyTorch's "custom ReLU" tutorial net (64 x 1000 -> 100 ->
+  10, float32), a custom ``autograd.Function`` whose backward assigns through a boolean
+  mask, squared-error loss, a hand-written SGD update under ``no_grad``;
+- custom Function, Legendre fit: the tutorial's ``a + b * P3(c + d * x)`` on 2000
+  points, ``P3`` a custom Function, four scalar parameters updated by hand: 13 small
+  operations a step, so it measures per-operation overhead;
+- conv net: conv 1->8 3x3, ReLU, conv 8->16 3x3, ReLU, 2x2 max pool, linear to 10, on
+  a batch of 32 1x28x28 float32 images, cross-entropy, ``optim.SGD``.
+
+One step of each is checked against torch's (loss and updated parameters) before timing.
+``--cpu-time`` times with the process's CPU clock instead of the wall clock (on a
+machine other processes load: every system runs on one thread).
 """
 from __future__ import annotations
 
@@ -22,6 +39,7 @@ import argparse
 import os
 import platform
 import sys
+import time
 from pathlib import Path
 
 os.environ.update({"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
@@ -135,6 +153,170 @@ def torch_system(params, X, y):
     return _module_system(torch, torch.from_numpy, params, X, y)
 
 
+# -- the further workloads: (lib, data) -> (step, state) ---------------------------------
+def _relu_function(lib):
+    class MyReLU(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, inp):
+            ctx.save_for_backward(inp)
+            return inp.clamp(min=0)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (inp,) = ctx.saved_tensors
+            grad_input = grad_output.clone()
+            grad_input[inp < 0] = 0
+            return grad_input
+    return MyReLU
+
+
+def relu_net_data(seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(s).astype(np.float32)
+            for s in ((64, 1000), (64, 10), (1000, 100), (100, 10))]
+
+
+def relu_net(lib, as_tensor, data):
+    relu = _relu_function(lib).apply
+    x, y, w1, w2 = (as_tensor(a.copy()) for a in data)
+    w1.requires_grad_()
+    w2.requires_grad_()
+    last = [0.0]
+
+    def step():
+        loss = (relu(x.mm(w1)).mm(w2) - y).pow(2).sum()
+        loss.backward()
+        with lib.no_grad():
+            w1.sub_(1e-6 * w1.grad)
+            w2.sub_(1e-6 * w2.grad)
+            w1.grad = None
+            w2.grad = None
+        last[0] = loss
+    return step, lambda: (last[0].item(), [w1.detach().numpy(), w2.detach().numpy()])
+
+
+def _legendre_function(lib):
+    class LegendrePolynomial3(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return 0.5 * (5 * x ** 3 - 3 * x)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            return grad_output * 1.5 * (5 * x ** 2 - 1)
+    return LegendrePolynomial3
+
+
+def legendre_data(seed=0):
+    x = np.linspace(-np.pi, np.pi, 2000).astype(np.float32)
+    return [x, np.sin(x), np.array([0.0, -1.0, 0.0, 0.3], np.float32)]
+
+
+def legendre(lib, as_tensor, data):
+    p3 = _legendre_function(lib).apply
+    x, y = as_tensor(data[0]), as_tensor(data[1])
+    params = [as_tensor(np.array(v)).requires_grad_() for v in data[2]]
+    last = [0.0]
+
+    def step():
+        a, b, c, d = params
+        loss = (a + b * p3(c + d * x) - y).pow(2).sum()
+        loss.backward()
+        with lib.no_grad():
+            for p in params:
+                p.sub_(5e-6 * p.grad)
+                p.grad = None
+        last[0] = loss
+    return step, lambda: (last[0].item(), [p.detach().numpy() for p in params])
+
+
+def conv_net_data(seed=0):
+    rng = np.random.default_rng(seed)
+    shapes = ((8, 1, 3, 3), (8,), (16, 8, 3, 3), (16,), (10, 16 * 12 * 12), (10,))
+    params = []
+    for s in shapes:
+        fan_in = int(np.prod(s[1:])) if len(s) > 1 else 1
+        bound = 1 / np.sqrt(fan_in)
+        params.append(rng.uniform(-bound, bound, s).astype(np.float32))
+    X = rng.standard_normal((32, 1, 28, 28)).astype(np.float32)
+    y = rng.integers(0, 10, 32)
+    return params + [X, y]
+
+
+def conv_net(lib, as_tensor, data):
+    nn, F = lib.nn, lib.nn.functional
+    before = lib.get_default_dtype()
+    lib.set_default_dtype(lib.float32)
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(1, 8, 3)
+            self.conv2 = nn.Conv2d(8, 16, 3)
+            self.fc = nn.Linear(16 * 12 * 12, 10)
+
+        def forward(self, x):
+            x = F.relu(self.conv1(x))
+            x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+            return self.fc(x.flatten(1))
+    try:
+        model = Net()
+    finally:
+        lib.set_default_dtype(before)
+    with lib.no_grad():
+        for p, v in zip(model.parameters(), data[:6]):
+            p.copy_(as_tensor(v))
+    opt = lib.optim.SGD(model.parameters(), lr=LR)
+    xt, yt = as_tensor(data[6]), as_tensor(data[7])
+    last = [0.0]
+
+    def step():
+        opt.zero_grad()
+        loss = F.cross_entropy(model(xt), yt)
+        loss.backward()
+        opt.step()
+        last[0] = loss
+    return step, lambda: (last[0].item(), [p.detach().numpy() for p in model.parameters()])
+
+
+# name -> (title, data, build, the target ratio to torch that issue 14 set)
+WORKLOADS = {
+    "relu-function": ("custom Function: the custom-ReLU tutorial net, 64x1000-100-10",
+                      relu_net_data, relu_net, 2.0),
+    "legendre-function": ("custom Function: the Legendre P3 polynomial fit, 2000 points",
+                          legendre_data, legendre, 2.0),
+    "conv-net": ("conv net: 2 conv + max pool + linear, batch 32 of 1x28x28",
+                 conv_net_data, conv_net, 1.5),
+}
+
+
+def workload_table(budget, names=None):
+    """Time each workload, eager tracegrad against torch (same data, same start)."""
+    import torch
+    torch.set_num_threads(1)
+    lines = ["| workload | tracegrad ms/step | PyTorch ms/step | ratio | target |",
+             "|---|---:|---:|---:|---:|"]
+    for name in names or WORKLOADS:
+        title, make_data, build, target = WORKLOADS[name]
+        data = make_data()
+        steps, states = {}, {}
+        for lib, as_tensor in ((tg, tg.tensor), (torch, torch.from_numpy)):
+            steps[lib.__name__], states[lib.__name__] = build(lib, as_tensor, data)
+        for step in steps.values():
+            step()
+        (loss, ps), (ref_loss, ref_ps) = states["tracegrad"](), states["torch"]()
+        assert abs(loss - ref_loss) <= 1e-4 * max(1.0, abs(ref_loss)), (name, loss, ref_loss)
+        for p, r in zip(ps, ref_ps):
+            np.testing.assert_allclose(p, r, rtol=1e-4, atol=1e-5, err_msg=name)
+        res = timing.interleaved(steps, budget_s=budget, min_rounds=5, max_rounds=400)
+        ours, theirs = res["tracegrad"].median, res["torch"].median
+        lines.append(f"| {title} | {ours * 1e3:.3f} | {theirs * 1e3:.3f} | "
+                     f"{ours / theirs:.2f}x | {target:.1f}x |")
+    return "\n".join(lines) + "\n"
+
+
 SYSTEMS = {"numpy": numpy_system, "tg-eager": eager_system, "tg-jit": jit_system,
            "torch": torch_system}
 TITLES = {"numpy": "hand-written NumPy", "tg-eager": "tracegrad eager (nn + optim)",
@@ -166,15 +348,26 @@ def check(steps, states):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--cpu-time", action="store_true",
+                    help="time with the process's CPU clock (a loaded machine)")
+    ap.add_argument("--only", choices=sorted(WORKLOADS), action="append",
+                    help="time only these further workloads (and not the MLP)")
     args = ap.parse_args(argv)
+    if args.cpu_time:
+        timing._clock = time.process_time
+    budget = 4.0 if args.quick else 30.0
+    if args.only:
+        print(workload_table(budget / 3, args.only))
+        return
     params, X, y = make_data()
     steps, states = build(params, X, y)
     check(steps, states)
-    budget = 4.0 if args.quick else 30.0
     res = timing.interleaved(steps, budget_s=budget, min_rounds=5, max_rounds=400)
     ref = res["numpy"].median
+    clock = "CPU-time" if args.cpu_time else "wall-clock"
     lines = [f"Eager training step: MLP {'-'.join(map(str, SIZES))}, ReLU, batch {BATCH}, float32, "
-             "cross-entropy, forward + backward + SGD step; one thread per library; "
+             f"cross-entropy, forward + backward + SGD step; one thread per library, {clock} "
+             "medians; "
              f"{platform.processor() or platform.machine()}, Python {platform.python_version()}, "
              f"NumPy {np.__version__}.", "",
              "| system | median ms/step | IQR % | vs hand-written NumPy | vs PyTorch eager |",
@@ -186,9 +379,17 @@ def main(argv=None):
                      f"{st.median / ref:.2f}x | {vs_torch} |")
     text = "\n".join(lines) + "\n"
     print(text)
+    if "torch" in res:
+        more = ("Further workloads, eager tracegrad against PyTorch eager (CPU), one thread "
+                f"each, same data and starting parameters, {clock} medians "
+                "(`benchmarks/eager_step.py`'s docstring describes them):\n\n"
+                + workload_table(budget / 3))
+        print(more)
+        text += "\n" + more
     if not args.quick:
         out = ROOT / "docs" / "benchmarks-eager.md"
-        out.write_text("# Eager training step\n\nReproduce with `python benchmarks/eager_step.py`."
+        out.write_text("# Eager training step\n\nReproduce with `python benchmarks/eager_step.py"
+                       + (" --cpu-time" if args.cpu_time else "") + "`."
                        "\n\n" + text)
         print(f"wrote {out}")
 

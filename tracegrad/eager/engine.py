@@ -94,29 +94,29 @@ def _freeze(v):
     return v
 
 
-def _key(order, local, roots, wrt, taps):
+def _key(order, local, roots, wrt, taps, cut):
     nodes = TAPE.graph.by_id
     parts = []
     for n in order:
         d = nodes[n]
-        op = d["op"]
-        if op == "input" or op == "const":
-            parts.append((d["shape"], d["dtype"]))
+        op = d.op
+        if op == "input" or op == "const" or n in cut:
+            parts.append((d.shape, d.dtype))
         else:
-            parts.append((op, tuple(local[a] for a in d["args"]), d["shape"], d["dtype"],
-                          _freeze(d["params"])))
-    return (tuple(parts), tuple(local[r] for r in roots), tuple(local[w] for w in wrt),
-            tuple(local[t] for t in taps))
+            parts.append((op, tuple([local[a] for a in d.args]), d.shape, d.dtype,
+                          _freeze(d.params)))
+    return (tuple(parts), tuple([local[r] for r in roots]), tuple([local[w] for w in wrt]),
+            tuple([local[t] for t in taps]))
 
 
-def _forward_graph(order, roots):
+def _forward_graph(order, roots, cut):
     g = Graph()
     nodes = TAPE.graph.by_id
     for n in order:
         d = nodes[n]
-        if d["op"] == "input" or d["op"] == "const":
-            g.put(n, {"op": "input", "args": (), "shape": d["shape"], "dtype": d["dtype"],
-                      "params": {"index": len(g.inputs)}, "src": d["src"]})
+        if d.op == "input" or d.op == "const" or n in cut:
+            g.put(n, {"op": "input", "args": (), "shape": d.shape, "dtype": d.dtype,
+                      "params": {"index": len(g.inputs)}, "src": d.src})
             g.inputs.append(n)
         else:
             g.put(n, d)
@@ -124,17 +124,17 @@ def _forward_graph(order, roots):
     return g
 
 
-def _plan(order, handles, roots, wrt, taps):
+def _plan(order, roots, wrt, taps, cut):
     local = {n: i for i, n in enumerate(order)}
     try:
-        key = _key(order, local, roots, wrt, taps)
+        key = _key(order, local, roots, wrt, taps, cut)
     except TypeError:
         key = None
     plan = _CACHE.get(key) if key is not None else None
     if plan is not None:
         _CACHE.move_to_end(key)
         return plan
-    bw = backward_graph(_forward_graph(order, roots), wrt, taps=taps)
+    bw = backward_graph(_forward_graph(order, roots, cut), wrt, taps=taps)
     plan = _Plan(bw, local)
     if key is not None:
         _CACHE[key] = plan
@@ -181,7 +181,8 @@ def _seed(root, grad, i, Tensor):
 def _run(roots, grads, targets, retain_graph, create_graph, handles):
     """Cotangents of the tape nodes ``targets`` from the roots, whose history is
     ``handles`` (``collect``): node -> array (a Tensor with create_graph) for those
-    reached, and the arrays the backward graph was given."""
+    reached, the arrays the backward graph was given, and the nodes a custom Function's
+    backward sent a gradient to."""
     Tensor = _tensor_class()
     tracers = []
     for i, r in enumerate(roots):
@@ -189,20 +190,62 @@ def _run(roots, grads, targets, retain_graph, create_graph, handles):
             raise RuntimeError(_NO_GRAD.format(i=i))
         tracers.append(r._traced())
     seeds = [_seed(r, g, i, Tensor) for i, (r, g) in enumerate(zip(roots, grads))]
-    order = sorted(handles)
-    taps = [n for n in order if handles[n]._hooks and type(handles[n]) is not AccumulateGrad]
+    functions = _functions(handles)
+    root_nodes = [t._node for t in tracers]
+    if not functions:
+        result, given = _stage(root_nodes, seeds, targets, create_graph, handles, handles,
+                               functions, Tensor)
+        sent, ran, rules = (), handles, ()
+    else:
+        result, given, sent, ran, rules = _staged(root_nodes, seeds, targets, create_graph,
+                                                  handles, functions, Tensor)
+    if not retain_graph:
+        # values only this graph held go now; a tensor used again gives its value back
+        # (Tensor._traced)
+        for n in ran:
+            h = handles[n]
+            if type(h) is not AccumulateGrad and type(h) is not Saved:
+                h._freed = True
+                h._value = None
+        for rule in rules:
+            rule.ctx._freed = True
+    return result, given, sent
+
+
+def _functions(handles):
+    """The tape nodes among ``handles`` that are outputs of a custom ``Function`` applied
+    eagerly: node -> its ``apply``'s rule (``autograd/function.py``)."""
+    nodes = TAPE.graph.by_id
+    found = {}
+    for n in handles:
+        d = nodes.get(n)
+        if d is not None and d.op == _FUNCTION:
+            rule = d.params["rule"]
+            if getattr(rule, "nodes", None):
+                found[n] = rule
+    return found
+
+
+def _stage(root_nodes, seeds, targets, create_graph, handles, nodes, cut, Tensor):
+    """One backward graph over ``nodes`` (a part of ``handles``; the nodes in ``cut``
+    taken as inputs) from ``seeds`` at ``root_nodes``: node -> cotangent for the
+    ``targets`` among ``nodes``, and the arrays the graph was given."""
+    order = sorted(nodes)
+    taps = [n for n in order if handles[n]._hooks and type(handles[n]) is not AccumulateGrad
+            and n not in cut]
     for n in taps:
         if np.dtype(TAPE.graph.node(n)["dtype"]).kind == "c":
             raise RuntimeError("hooks on complex tensors are not supported by tracegrad's "
                                "eager autograd yet (PyTorch's conjugate-Wirtinger gradients "
                                "are not implemented)")
-    wrt = [n for n in dict.fromkeys(list(targets) + taps) if n in handles]
-    plan = _plan(order, handles, [t._node for t in tracers], wrt, taps)
+    wrt = [n for n in dict.fromkeys(list(targets) + taps) if n in nodes]
+    plan = _plan(order, root_nodes, wrt, taps, cut)
     _check_saved(plan, order, handles)
     saved = [handles[order[i]] for i in plan.saved]
     seed_args = [seeds[k] for k in plan.seeds]
     if create_graph:
         outs = _replay(plan, saved, seed_args, order, handles, Tensor)
+        args = []
     else:
         args = [h._value for h in saved] + [s._data if isinstance(s, Tensor) else s
                                            for s in seed_args]
@@ -212,18 +255,119 @@ def _run(roots, grads, targets, retain_graph, create_graph, handles):
         else:
             outs = interpret(plan.graph, args, observe=observe)
             observe.finish()
-    if not retain_graph:
-        # values only this graph held go now; a tensor used again gives its value back
-        # (Tensor._traced)
-        for h in handles.values():
-            if type(h) is not AccumulateGrad and type(h) is not Saved:
-                h._freed = True
-                h._value = None
     result = {}
     for n, pos in zip(wrt, plan.outputs):
         if pos is not None:
             result[n] = outs[pos]
-    return result, ([] if create_graph else list(args))
+    return result, list(args)
+
+
+def _collect_cut(roots, cut):
+    """``collect`` that does not go on below the nodes in ``cut``."""
+    found = {}
+    stack = list(roots)
+    while stack:
+        h = stack.pop()
+        if h._id in found:
+            continue
+        found[h._id] = h
+        if h._id not in cut:
+            stack.extend(h._parents)
+    return found
+
+
+def _leading_to(handles, targets):
+    """The nodes among ``handles`` with a path to one of ``targets`` (PyTorch runs only
+    the backward nodes on such paths). A node's parents were recorded before it."""
+    needed = set()
+    for n in sorted(handles):
+        if n in targets or any(p._id in needed for p in handles[n]._parents):
+            needed.add(n)
+    return needed
+
+
+def _add(total, part):
+    return part if total is None else total + part
+
+
+def _staged(root_nodes, seeds, targets, create_graph, handles, functions, Tensor):
+    """``_run`` through custom Functions, as PyTorch's engine runs them: a backward graph
+    from the roots down to the Functions' outputs and inputs (and the targets), then
+    the latest of those: a Function's ``backward`` on concrete tensors, or a Function's
+    input whose gradient is complete, from which the next backward graph starts; and so
+    on until nothing is left waiting. Everything recorded after a node is handled before
+    it, so each is handled once, with its whole gradient (a hook sees it once)."""
+    if create_graph:
+        seeds = [s if isinstance(s, Tensor) else Tensor._plain(s) for s in seeds]
+    wanted = set(targets)
+    needed = _leading_to(handles, wanted)
+    functions = {n: r for n, r in functions.items() if n in needed}
+    # a Function's inputs get gradients from its backward and maybe from elsewhere: the
+    # backward graphs stop there too, until every part has arrived
+    inputs = {m for r in functions.values() for m in r.operand_nodes
+              if m in needed and m not in functions and handles[m]._parents}
+    result, given, sent = {}, [], []
+    waiting = {}                    # a stopping node -> its cotangent so far
+    released = set()                # Function inputs whose gradient is complete
+    ran, rules = set(), []
+    pending = list(zip(root_nodes, seeds))
+    with grad_mode.set_grad_enabled(create_graph):
+        while True:
+            stage_roots, stage_seeds = [], []
+            for n, v in pending:
+                if n not in needed:
+                    continue
+                if n in functions or (n in inputs and n not in released):
+                    waiting[n] = _add(waiting.get(n), v)
+                elif not handles[n]._parents:         # a leaf or a saved value
+                    if n in wanted:
+                        result[n] = _add(result.get(n), v)
+                else:
+                    stage_roots.append(n)
+                    stage_seeds.append(v)
+            if stage_roots:
+                cut = functions.keys() | (inputs - released)
+                nodes = _collect_cut([handles[n] for n in stage_roots], cut)
+                ran.update(nodes)
+                outs, args = _stage(stage_roots, stage_seeds,
+                                    list(targets) + [n for n in nodes if n in cut],
+                                    create_graph, handles, nodes, cut, Tensor)
+                given.extend(args)
+                for n, v in outs.items():
+                    if n in cut:
+                        waiting[n] = _add(waiting.get(n), v)
+                    else:
+                        result[n] = _add(result.get(n), v)
+            if not waiting:
+                break
+            top = max(waiting)
+            if top not in functions:        # a Function's input: start from it
+                released.add(top)
+                pending = [(top, waiting.pop(top))]
+                continue
+            rule = functions[top]
+            rules.append(rule)
+            cts = {}
+            for n in rule.nodes:
+                if n is None or n not in waiting:
+                    continue
+                h = handles[n]
+                if h._freed:
+                    raise RuntimeError(_FREED)
+                ct = waiting.pop(n)
+                if h._hooks:
+                    out = _run_hooks(h._hooks, ct if isinstance(ct, Tensor) else Tensor._plain(ct),
+                                     Tensor)
+                    ct = out if create_graph else out._data
+                if n in wanted:
+                    result[n] = ct
+                cts[n] = ct
+            pending = rule.run(cts, create_graph, handles[max(cts)])
+            for n, v in pending:
+                sent.append(n)
+                if not create_graph:
+                    given.append(v)
+    return result, given, sent, ran, rules
 
 
 def _observer(plan, order, handles, Tensor):
@@ -322,7 +466,13 @@ def _fresh(value, Tensor, inputs=()):
     read-only broadcast view, since ``.grad`` is accumulated in place."""
     if isinstance(value, Tensor):
         return value
-    if not value.flags.writeable or any(np.may_share_memory(value, a) for a in inputs):
+    if not value.flags.writeable:
+        value = np.array(value, copy=True)
+    elif value.base is None:
+        # it owns its memory: only an input that is it, or a view of it, shares it
+        if any(a is value or getattr(a, "base", None) is value for a in inputs):
+            value = np.array(value, copy=True)
+    elif any(np.may_share_memory(value, a) for a in inputs):
         value = np.array(value, copy=True)
     return Tensor._plain(value)
 
@@ -389,8 +539,10 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
             receivers[id(t)] = (t, _tensor_nodes(handles, t))
     targets = [n for _, nodes in receivers.values() for n in nodes]
-    reached = _reached(handles, tensors)
-    result, inputs = _run(tensors, grads, targets, retain_graph, create_graph, handles)
+    reached = _reached(handles, [r._traced()._node for r in tensors])
+    result, inputs, sent = _run(tensors, grads, targets, retain_graph, create_graph, handles)
+    if sent:
+        _reached(handles, sent, reached)
     with grad_mode.set_grad_enabled(create_graph):
         for t, nodes in receivers.values():
             g = _gradient_of(t, nodes, result, inputs, Tensor, reached)
@@ -401,22 +553,25 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
 # Where PyTorch's graph ends: a detached value (``stop_gradient``, which the eager ops use
 # only inside compositions) and a custom Function, whose backward returning None leaves
 # the input without a gradient.
-_EDGE_ENDS = frozenset({"stop_gradient", "custom_vjp_call"})
+_FUNCTION = "custom_vjp_call"
+_EDGE_ENDS = frozenset({"stop_gradient", _FUNCTION})
 
 
-def _reached(handles, roots):
-    """The tape nodes PyTorch's backward would visit from ``roots``: every node on a path
-    of recorded operations, whether or not its derivative is zero (``floor``, ``sign``)."""
+def _reached(handles, roots, seen=None):
+    """The tape nodes PyTorch's backward would visit from ``roots`` (node ids): every node
+    on a path of recorded operations, whether or not its derivative is zero (``floor``,
+    ``sign``). A custom Function's inputs are reached from where its backward sent a
+    gradient (``_run``'s third result)."""
     nodes = TAPE.graph.by_id
-    seen = set()
-    stack = [r._traced()._node for r in roots]
+    seen = set() if seen is None else seen
+    stack = list(roots)
     while stack:
         n = stack.pop()
         if n in seen or n not in handles:
             continue
         seen.add(n)
         d = nodes.get(n)
-        if d is not None and d["op"] not in _EDGE_ENDS:
+        if d is not None and d.op not in _EDGE_ENDS:
             h = handles[n]
             # PyTorch's edges (next_functions), not the parts of a composite operation
             stack.extend(p._id for p in (h._parents if h._inputs is None else h._inputs)
@@ -477,18 +632,20 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         if not t.requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
         wanted.append(_tensor_nodes(handles, t))
-    reached = _reached(handles, outputs)
-    result, ins = _run(outputs, grads, [n for nodes in wanted for n in nodes], retain_graph,
-                       create_graph, handles)
+    reached = _reached(handles, [r._traced()._node for r in outputs])
+    result, ins, sent = _run(outputs, grads, [n for nodes in wanted for n in nodes],
+                             retain_graph, create_graph, handles)
+    if sent:
+        _reached(handles, sent, reached)
     out = []
     with grad_mode.set_grad_enabled(create_graph):
-        for t, nodes in zip(inputs, wanted):
+        for i, (t, nodes) in enumerate(zip(inputs, wanted)):
             g = _gradient_of(t, nodes, result, ins, Tensor, reached)
             if g is None:
                 if not allow_unused:
-                    raise RuntimeError("One of the differentiated Tensors appears to not have "
-                                       "been used in the graph. Set allow_unused=True if this is "
-                                       "the desired behavior.")
+                    raise RuntimeError(f"The differentiated Tensor at index {i} appears to "
+                                       "not have been used in the graph. Set allow_unused=True "
+                                       "if this is the desired behavior.")
                 out.append(Tensor._plain(np.zeros(tuple(t.shape), t.dtype))
                            if materialize_grads else None)
                 continue

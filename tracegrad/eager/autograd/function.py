@@ -1,22 +1,31 @@
-"""``tg.autograd.Function``: a user's forward and backward, recorded as one node.
+"""``tg.autograd.Function``: a user's forward and backward, recorded as one node per output.
 
-The node is the registry's ``custom_vjp_call`` (the primitive behind ``tg.custom_vjp``):
-its VJP rule calls the user's ``backward`` with tensors standing for traced values, so
-the backward becomes ordinary nodes of the backward graph (and can be differentiated
-again, through the inputs and outputs it saved). The same class works inside the
-functional transforms, where ``apply`` receives traced NumPy values.
+Eagerly (``Fn.apply`` on tensors), each floating output of ``forward`` becomes a
+``custom_vjp_call`` node of the tape whose rule is the ``apply``'s ``_Rule``. The
+engine (``engine.py``) cuts the recorded graph at those nodes: it runs the backward
+graph down to them, then calls the user's ``backward`` on concrete tensors, as PyTorch
+does (so boolean-mask assignment, ``.item()``, ``.numpy()`` and data-dependent Python
+work there), and goes on from the inputs with what it returned. With
+``create_graph=True`` the backward runs with grad mode on, so its operations are
+recorded and can be differentiated again.
+
+Inside the functional transforms (``apply`` receiving traced NumPy values, or tensors
+standing for them), the node's VJP rule calls ``backward`` on tensors standing for
+traced values instead (``_Rule.backward``): there the backward is traced.
 """
 from __future__ import annotations
 
 import functools
+import time
 
 import numpy as np
 
 from ...errors import TraceError
 from ...ir import apply as apply_primitive
 from ...tracer import Tracer
-from .. import grad_mode
+from .. import anomaly, grad_mode, profiler
 from ..dispatch import _SYMBOLIC, mode_of
+from ..promotion import type_name
 from ..tape import TAPE, EagerTracer, Version
 from ..tensor import Tensor, is_floating
 
@@ -27,7 +36,11 @@ class FunctionCtx:
 
     def __init__(self):
         self._saved = ()
+        self._saved_versions = ()
         self._saved_now = None
+        self._freed = False
+        self._non_differentiable = ()
+        self._dirty = ()
         self.needs_input_grad = ()
         self.materialize_grads = True
 
@@ -36,24 +49,57 @@ class FunctionCtx:
 
     @property
     def saved_tensors(self):
-        return self._saved if self._saved_now is None else self._saved_now
+        if self._saved_now is not None:
+            return self._saved_now
+        if self._freed:
+            raise RuntimeError(_FREED)
+        return self._saved
+
+    saved_variables = saved_tensors
 
     def mark_non_differentiable(self, *tensors):
-        pass
+        self._non_differentiable = tensors
 
     def mark_dirty(self, *tensors):
-        pass
+        self._dirty = tensors
 
     def set_materialize_grads(self, value):
         self.materialize_grads = bool(value)
 
 
+_FREED = ("Trying to backward through the graph a second time (or directly access saved "
+          "tensors after they have already been freed). Saved intermediate values of the graph "
+          "are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if "
+          "you need to backward through the graph a second time or if you need to access saved "
+          "tensors after calling backward.")
+_TWICE = ("trying to differentiate twice a function that was marked with "
+          "@once_differentiable")
+
+
 def once_differentiable(fn):
-    """Accepted for compatibility: tracegrad records the backward either way."""
+    """``backward`` runs without recording; differentiating its results again raises."""
     @functools.wraps(fn)
     def wrapper(ctx, *args):
-        return fn(ctx, *args)
+        with grad_mode.no_grad():
+            outputs = fn(ctx, *args)
+        if not grad_mode.is_grad_enabled() or not any(
+                isinstance(a, Tensor) and a.requires_grad for a in args):
+            return outputs
+        single = not isinstance(outputs, tuple)
+        outs = (outputs,) if single else outputs
+        marked = tuple(_fake_requires_grad(o) for o in outs)
+        result = _DelayedErrorFunction.apply(*marked)
+        result = result if isinstance(result, tuple) else (result,)
+        return result[0] if single else result
     return wrapper
+
+
+def _fake_requires_grad(t):
+    if not isinstance(t, Tensor) or not is_floating(t.dtype):
+        return t
+    t = t.detach()
+    t.requires_grad_(True)
+    return t
 
 
 class _Rule:
@@ -65,10 +111,82 @@ class _Rule:
         self.args = args                # the forward's arguments, as given
         self.outputs = outputs          # the forward's output tensors
         self.tensor_pos = tensor_pos    # positions of the arguments that are operands
+        self.nodes = ()                 # eager: tape node of each output (None: not recorded)
+        self.operand_nodes = ()         # eager: tape node of each operand (tensor_pos order)
 
     def __repr__(self):
         return f"Function({self.cls.__name__})"
 
+    # -- eager: concrete tensors -----------------------------------------------------
+    def run(self, cts, create_graph, node_of):
+        """Call ``backward`` with the cotangents ``cts`` (output node -> array, or a
+        tensor with ``create_graph``) of this apply's outputs; the cotangents of its
+        operands as ``[(tape node, value)]``. ``node_of`` is the handle that names this
+        backward (errors, anomaly checks, the profiler)."""
+        ctx = self.ctx
+        if ctx._freed:
+            raise RuntimeError(_FREED)
+        _check_versions(ctx, self.name)
+        grads = []
+        for o, n in zip(self.outputs, self.nodes):
+            ct = cts.get(n) if n is not None else None
+            if ct is None:
+                if not isinstance(o, Tensor):
+                    grads.append(None)
+                elif ctx.materialize_grads:
+                    grads.append(Tensor._plain(np.zeros(tuple(o.shape), o.dtype)))
+                else:
+                    grads.append(None)
+            elif isinstance(ct, Tensor):
+                grads.append(ct)
+            else:
+                if not ct.flags.writeable:
+                    ct = np.array(ct, copy=True)
+                grads.append(Tensor._plain(ct))
+        prof = profiler.current()
+        started = time.perf_counter() if prof is not None else 0.0
+        with grad_mode.set_grad_enabled(create_graph):
+            result = self.cls.backward(ctx, *grads)
+        if prof is not None:
+            prof.add(self.name, time.perf_counter() - started)
+        result = self._check_result(result)
+        out = []
+        checking = anomaly.is_anomaly_enabled()
+        for pos, node in zip(self.tensor_pos, self.operand_nodes):
+            r = result[pos]
+            a = self.args[pos]
+            if r is None or not a.requires_grad:
+                continue
+            if not isinstance(r, Tensor):
+                raise RuntimeError(f"expected Variable or None (got {type(r).__name__})")
+            r = _fit(r, a, pos, self.name)
+            if checking:
+                anomaly.check(r._data, node_of, pos)
+            if create_graph and r.requires_grad:
+                out.append((node, r))
+            else:
+                out.append((node, Tensor._plain(r._data) if create_graph else r._data))
+        return out
+
+    def _check_result(self, result):
+        if not isinstance(result, tuple):
+            result = (result,)
+        n = len(self.args)
+        if len(result) != n:
+            if len(result) > n and all(r is None for r in result[n:]):
+                result = result[:n]
+            else:
+                raise RuntimeError(f"function {self.name} returned an incorrect number of "
+                                   f"gradients (expected {n}, got {len(result)})")
+        tensors = set(self.tensor_pos)
+        for i, r in enumerate(result):
+            if r is not None and i not in tensors:
+                raise RuntimeError(f"function {self.name} returned a gradient different than "
+                                   f"None at position {i + 1}, but the corresponding forward "
+                                   "input was not a Variable")
+        return result
+
+    # -- inside a transform: traced values -------------------------------------------
     def backward(self, g, index, operands, out=None):
         grads = []
         for k, o in enumerate(self.outputs):
@@ -87,11 +205,7 @@ class _Rule:
             result = self.cls.backward(self.ctx, *grads)
         finally:
             self.ctx._saved_now = None
-        if not isinstance(result, tuple):
-            result = (result,)
-        if len(result) < len(self.args) or any(r is not None for r in result[len(self.args):]):
-            raise RuntimeError(f"function {self.name} returned an incorrect number of gradients "
-                               f"(expected {len(self.args)}, got {len(result)})")
+        result = self._check_result(result)
         cts = []
         for pos in self.tensor_pos:
             r = result[pos]
@@ -105,6 +219,49 @@ class _Rule:
         return cts
 
 
+def _check_versions(ctx, name):
+    for t, v in zip(ctx._saved, ctx._saved_versions):
+        if t is not None and t._vc.v != v:
+            fn = t.grad_fn
+            what = f"[torch.{type_name(t.dtype)} {list(t.shape)}]"
+            if fn is not None:
+                what += f", which is output 0 of {fn.name()},"
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: {what} is at version {t._vc.v}; expected version {v} "
+                "instead. Hint: enable anomaly detection to find the operation that failed to "
+                "compute its gradient, with torch.autograd.set_detect_anomaly(True).")
+
+
+def _fit(r, a, pos, name):
+    """``r``, the gradient ``backward`` returned for input ``a``, in ``a``'s shape (summed
+    over broadcast dimensions, as PyTorch accepts) and dtype."""
+    shape, want = tuple(r.shape), tuple(a.shape)
+    if shape != want:
+        if not _expandable(want, shape):
+            raise RuntimeError(f"Function {name} returned an invalid gradient at index {pos} - "
+                               f"got {list(shape)} but expected shape compatible with "
+                               f"{list(want)}")
+        lead = len(shape) - len(want)
+        axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(want)
+                                           if n == 1 and shape[lead + i] != 1)
+        r = r.sum(dim=axes, keepdim=True) if axes else r
+        r = r.reshape(want)
+    if r.dtype != a.dtype:
+        r = r.to(a.dtype)
+    return r
+
+
+def _expandable(shape, target):
+    """Whether ``shape`` broadcasts to ``target`` (PyTorch's is_expandable_to)."""
+    if len(shape) > len(target):
+        return False
+    for s, t in zip(reversed(shape), reversed(target)):
+        if s != t and s != 1:
+            return False
+    return True
+
+
 def _stand_in(t, stand_in):
     if not isinstance(t, Tensor):
         return t
@@ -114,14 +271,24 @@ def _stand_in(t, stand_in):
     return Tensor._symbolic(op) if isinstance(op, Tracer) else Tensor._plain(np.asarray(op))
 
 
+def _is_setup_context_defined(cls):
+    return getattr(cls.setup_context, "__func__", cls.setup_context) is not \
+        Function.__dict__["setup_context"].__func__
+
+
 class Function:
-    """Subclass with static ``forward(ctx, *args)`` and ``backward(ctx, *grads)``; call
+    """Subclass with static ``forward(ctx, *args)`` and ``backward(ctx, *grads)`` (or
+    ``forward(*args)`` with ``setup_context(ctx, inputs, output)``); call
     ``YourFunction.apply(*args)``."""
 
     @staticmethod
     def forward(ctx, *args, **kwargs):
         raise NotImplementedError("You must implement the forward function for custom "
                                   "autograd.Function.")
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        raise NotImplementedError("setup_context is not implemented.")
 
     @staticmethod
     def backward(ctx, *grad_outputs):
@@ -131,37 +298,63 @@ class Function:
     vjp = backward
 
     @classmethod
+    def _forward(cls, ctx, args, kwargs):
+        if _is_setup_context_defined(cls):
+            outputs = cls.forward(*args, **kwargs)
+            cls.setup_context(ctx, args, outputs)
+            return outputs
+        return cls.forward(ctx, *args, **kwargs)
+
+    @classmethod
     def apply(cls, *args, **kwargs):
-        if kwargs:
-            raise TypeError(f"{cls.__name__}.apply() takes positional arguments only")
         if any(isinstance(a, Tracer) and not isinstance(a, EagerTracer) for a in args) or \
                 mode_of(args, Tensor) == _SYMBOLIC:
+            if kwargs:
+                raise TypeError(f"{cls.__name__}.apply() takes positional arguments only "
+                                "inside a transform")
             return _apply_traced(cls, args)
         ctx = FunctionCtx()
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
         with grad_mode.no_grad():
-            outputs = cls.forward(ctx, *args)
-        single = not isinstance(outputs, tuple)
-        outs = (outputs,) if single else outputs
+            outputs = cls._forward(ctx, args, kwargs)
         record = grad_mode.is_grad_enabled() and any(ctx.needs_input_grad)
         if not record:
             return outputs
+        for i, t in enumerate(ctx._saved):
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError(f"save_for_backward can only save variables, but argument {i} "
+                                f"is of type {type(t).__name__}")
+        single = not isinstance(outputs, tuple)
+        outs = (outputs,) if single else outputs
         tensor_pos = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
         operands = [args[i]._traced() for i in tensor_pos]
-        outs = tuple(o if isinstance(o, Tensor) else Tensor._plain(np.asarray(o)) for o in outs)
         rule = _Rule(cls, ctx, args, outs, tensor_pos)
-        results = []
+        results, nodes = [], []
+        non_diff = {id(t) for t in ctx._non_differentiable}
+        src = TAPE._src()
         for k, o in enumerate(outs):
-            if not is_floating(o.dtype):
+            if not isinstance(o, Tensor) or not is_floating(o.dtype) or id(o) in non_diff:
                 results.append(o)
+                nodes.append(None)
                 continue
-            primal = TAPE.input(o._data, Version())
-            node = apply_primitive("custom_vjp_call", primal, *operands, rule=rule, index=k)
-            node._handle._name = rule.name
+            outer = TAPE.src
+            TAPE.src = src
+            try:
+                primal = TAPE.input(o._data, Version())
+                node = apply_primitive("custom_vjp_call", primal, *operands, rule=rule, index=k)
+            finally:
+                TAPE.src = outer
+            handle = node._handle
+            handle._name = rule.name
+            handle._inputs = tuple(op._handle for op in operands)
             t = Tensor._recorded(node)
             results.append(t)
+            nodes.append(node._node)
+        rule.nodes = tuple(nodes)
+        rule.operand_nodes = tuple(op._node for op in operands)
         # saved outputs are the returned tensors: let them stand for the recorded ones
         ctx._saved = tuple(_swap(s, outs, results) for s in ctx._saved)
+        ctx._saved_versions = tuple(s._vc.v if isinstance(s, Tensor) else 0 for s in ctx._saved)
         rule.outputs = tuple(results)
         return results[0] if single else tuple(results)
 
@@ -173,6 +366,16 @@ def _swap(t, old, new):
     return t
 
 
+class _DelayedErrorFunction(Function):
+    @staticmethod
+    def forward(ctx, *xs):
+        return tuple(x.clone() if isinstance(x, Tensor) else x for x in xs)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError(_TWICE)
+
+
 def _apply_traced(cls, args):
     """``apply`` inside a functional transform: the forward is traced, and the node's
     rule is the user's backward."""
@@ -180,7 +383,7 @@ def _apply_traced(cls, args):
     targs = tuple(Tensor._symbolic(a) if r else a for a, r in zip(args, raw))
     ctx = FunctionCtx()
     ctx.needs_input_grad = tuple(isinstance(a, Tensor) for a in targs)
-    outputs = cls.forward(ctx, *targs)
+    outputs = cls._forward(ctx, targs, {})
     single = not isinstance(outputs, tuple)
     outs = (outputs,) if single else outputs
     tensor_pos = [i for i, a in enumerate(targs) if isinstance(a, Tensor) and isinstance(

@@ -206,7 +206,26 @@ register(
 
 
 # -- select: np.where(c, x, y) --------------------------------------------------
+_BITS = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
+
+
 def _select_impl(c, x, y):
+    # np.where branches per element: with a mask like relu's it mispredicts half the
+    # time (~15x slower than a ufunc). On big arrays the same bits come from masks:
+    # (x & m) | (y & ~m), m all ones where c holds.
+    if type(c) is np.ndarray and c.dtype == np.bool_ and c.size >= 4096:
+        dtype = np.result_type(x, y)
+        bits = _BITS.get(dtype.itemsize) if dtype.kind in "biuf" else None
+        if bits is not None:
+            m = c.view(np.uint8).astype(bits)
+            np.negative(m, out=m)
+            xb = np.asarray(x, dtype).view(bits)
+            yb = np.asarray(y, dtype).view(bits)
+            shape = np.broadcast_shapes(c.shape, xb.shape, yb.shape)
+            out = np.bitwise_and(xb, m, out=np.empty(shape, bits))
+            np.invert(m, out=m)
+            out |= yb & m
+            return out.view(dtype)
     return np.where(c, x, y)
 
 

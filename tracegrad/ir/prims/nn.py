@@ -89,15 +89,49 @@ def _pad_or_crop(x, pads, value=0.0):
 
 
 def _conv_general(x, w, stride, pads, lhs_dilation, rhs_dilation):
-    """lax.conv_general_dilated in NumPy: im2col as a strided view, then one tensordot."""
+    """lax.conv_general_dilated in NumPy: im2col, then one matrix product.
+
+    The (N*Ho*Wo, C*kH*kW) im2col matrix is filled by one copy per kernel offset (from
+    the image in NHWC order, whose channels are then contiguous), or, when the kernel
+    has more offsets than the output has pixels (a weight gradient), by one copy per
+    output pixel; never a loop over every pixel and offset. Its columns are in (c, kh,
+    kw) order and the weight is the matching (C*kH*kW, O) matrix, so the product sums
+    in the same order as ``np.tensordot`` of the strided windows would."""
     if lhs_dilation != (1, 1):  # the input with (s - 1) zeros between its elements
         n, c, h, wd = x.shape
         a, b = lhs_dilation
         spread = np.zeros((n, c, (h - 1) * a + 1, (wd - 1) * b + 1), x.dtype)
         spread[:, :, ::a, ::b] = x
         x = spread
-    cols = _windows(_pad_or_crop(x, pads), w.shape[2:], stride, rhs_dilation)
-    out = np.tensordot(cols, w, axes=((1, 4, 5), (1, 2, 3)))  # (N, Ho, Wo, O)
+    dtype = np.result_type(x.dtype, w.dtype)
+    o, c, kh, kw = w.shape
+    n = x.shape[0]
+    (sh, sw), (dh, dw) = stride, rhs_dilation
+    padded = tuple(h + lo + hi for h, (lo, hi) in zip(x.shape[2:], pads))
+    ho, wo = _out_hw(padded, (kh, kw), stride, (0, 0), rhs_dilation)
+    cols = np.empty((n, ho, wo, c, kh, kw), dtype)
+    if kh * kw <= ho * wo:
+        if min(min(p) for p in pads) >= 0 and kh * kw > 1:
+            # padded and made NHWC in one copy
+            (top, _), (left, _) = pads
+            xh = np.zeros((n,) + padded + (c,), x.dtype)
+            xh[:, top:top + x.shape[2], left:left + x.shape[3]] = x.transpose(0, 2, 3, 1)
+        else:
+            xh = _pad_or_crop(x, pads).transpose(0, 2, 3, 1)
+            if kh * kw > 1:
+                xh = np.ascontiguousarray(xh)
+        for i in range(kh):
+            for j in range(kw):
+                cols[:, :, :, :, i, j] = xh[:, i * dh:i * dh + sh * (ho - 1) + 1:sh,
+                                            j * dw:j * dw + sw * (wo - 1) + 1:sw]
+    else:
+        xp = _pad_or_crop(x, pads)
+        for r in range(ho):
+            for q in range(wo):
+                cols[:, r, q] = xp[:, :, r * sh:r * sh + dh * (kh - 1) + 1:dh,
+                                   q * sw:q * sw + dw * (kw - 1) + 1:dw]
+    weight = np.ascontiguousarray(w.transpose(1, 2, 3, 0), dtype=dtype).reshape(c * kh * kw, o)
+    out = np.dot(cols.reshape(n * ho * wo, c * kh * kw), weight).reshape(n, ho, wo, o)
     return np.ascontiguousarray(out.transpose(0, 3, 1, 2))
 
 
@@ -278,23 +312,54 @@ def _first_max_onehot(x, out, kernel, stride, padding, dilation):
     return np.reshape(hot, tuple(out.shape) + tuple(kernel)), (rows, cols)
 
 
+def _offset_views(xp, out_hw, kernel, stride, dilation):
+    """For each kernel offset (i, j), row-major: ``xp[:, :, i*dh::sh, j*dw::sw]`` cut to
+    the output's (Ho, Wo), as a basic index. Pooling loops over the kH*kW offsets, each
+    a whole-image operation, rather than reducing over strided windows."""
+    (ho, wo), (kh, kw), (sh, sw), (dh, dw) = out_hw, kernel, stride, dilation
+    return [Index((_ALL, _ALL, Slice(i * dh, i * dh + sh * (ho - 1) + 1, sh),
+                   Slice(j * dw, j * dw + sw * (wo - 1) + 1, sw)))
+            for i in range(kh) for j in range(kw)]
+
+
 def _max_pool2d_impl(x, kernel, stride, padding, dilation):
-    xp = np.pad(x, _spatial_pads(padding), constant_values=-np.inf)
-    return np.max(_windows(xp, kernel, stride, dilation), axis=(4, 5))
+    xp = np.pad(x, _spatial_pads(padding), constant_values=-np.inf) if any(padding) else x
+    out_hw = _out_hw(xp.shape[2:], kernel, stride, (0, 0), dilation)
+    views = _offset_views(xp, out_hw, kernel, stride, dilation)
+    out = np.array(xp[views[0].to_numpy()], copy=True)
+    for index in views[1:]:
+        np.maximum(out, xp[index.to_numpy()], out=out)
+    return out
 
 
 def _max_pool2d_vjp(g, out, x, kernel, stride, padding, dilation):
-    # All of g goes to the first maximum of its window, as PyTorch and JAX's
-    # reduce_window max both do (not split between ties like the max reduction):
-    # the gradient then matches the oracles this primitive imitates.
-    hot, (rows, cols) = _first_max_onehot(x, out, kernel, stride, padding, dilation)
-    contrib = np.where(hot, g[..., None, None], np.zeros((), g.dtype))
+    # All of g goes to the first maximum of its window (row-major), as PyTorch and JAX's
+    # reduce_window max both do (not split between ties like the max reduction): the
+    # gradient then matches the oracles this primitive imitates. A NaN is a window's
+    # maximum, its first NaN the place (np.argmax's rule). Offset by offset: the first
+    # offset holding the maximum and not taken by an earlier one gets g.
     n, c, h, w = x.shape
     (ph, pw) = padding
-    padded = np.zeros((n, c, h + 2 * ph, w + 2 * pw), g.dtype)
-    gxp = apply("index_update", padded, contrib, index=Index((_ALL, _ALL, rows, cols)),
-                mode="add")
-    return (gxp[:, :, ph:ph + h, pw:pw + w],)
+    xp = np.pad(x, _spatial_pads(padding), constant_values=-np.inf) if any(padding) else x
+    views = _offset_views(xp, tuple(out.shape[2:]), kernel, stride, dilation)
+    zero = np.zeros((), g.dtype)
+    taken = None
+    contribs = []
+    for index in views:
+        v = apply("getitem", xp, index=index)
+        hit = (v == out) | (v != v)
+        if taken is not None:
+            hit = hit & ~taken
+        contribs.append(np.where(hit, g, zero))
+        taken = hit if taken is None else taken | hit
+    gxp = np.zeros((n, c, h + 2 * ph, w + 2 * pw), g.dtype)
+    # backwards through the offsets: where windows overlap, each place then sums its
+    # contributions window by window, in the order of the windows
+    for index, contrib in zip(reversed(views), reversed(contribs)):
+        gxp = apply("index_update", gxp, contrib, index=index, mode="add")
+    if ph or pw:
+        gxp = gxp[:, :, ph:ph + h, pw:pw + w]
+    return (gxp,)
 
 
 def _max_pool2d_jvp(t, out, x, kernel, stride, padding, dilation):
