@@ -41,6 +41,7 @@ from .creation import (
 from .generator import Generator
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .ops import FUNCTIONS
+from .serialization import load, save
 from .tape import recorded_graph
 from .tensor import Size, Tensor
 
@@ -57,5 +58,5 @@ __all__ = ["Tensor", "Size", "tensor", "as_tensor", "from_numpy", "ones", "zeros
            "is_floating_point", "float16", "float32", "float64", "int8", "int32", "int64",
            "uint8", "bool_", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
            "recorded_graph"]
-__all__ += ["Generator"]
+__all__ += ["Generator", "save", "load"]
 __all__ += list(FUNCTIONS)   # (a separate line: the doc generator reads the names above statically)
