@@ -244,3 +244,81 @@ def test_training_with_backward_matches_torch():
 
     for a, e in zip(train(tg), train(torch)):
         np.testing.assert_allclose(a, e, rtol=1e-12, atol=1e-13)
+
+
+def test_custom_optimizer_written_the_torch_way():
+    """A user's ``Optimizer`` subclass with its own ``step`` (``self.state[p]`` created on
+    first use, in-place tensor updates under ``no_grad``) runs as in PyTorch."""
+    def make(lib):
+        class SignMomentum(lib.optim.Optimizer):
+            def __init__(self, params, lr=0.1, beta=0.5):
+                super().__init__(params, dict(lr=lr, beta=beta))
+
+            def step(self, closure=None):
+                with lib.no_grad():
+                    for group in self.param_groups:
+                        for p in group["params"]:
+                            if p.grad is None:
+                                continue
+                            state = self.state[p]
+                            if "buf" not in state:
+                                state["buf"] = lib.zeros_like(p)
+                            state["buf"].mul_(group["beta"]).add_(p.grad)
+                            p.add_(lib.sign(state["buf"]) * -group["lr"])
+        return SignMomentum
+
+    def run(lib):
+        params = [lib.tensor(x.copy(), dtype=lib.float64, requires_grad=True) for x in _start()]
+        opt = make(lib)(params, lr=0.05)
+        for k in range(4):
+            for i, p in enumerate(params):
+                p.grad = lib.tensor(_grad(i, p.detach().numpy(), k), dtype=lib.float64)
+            opt.step()
+        return [p.detach().numpy() for p in params], opt.state_dict()
+
+    (ours, our_sd), (theirs, their_sd) = run(tg), run(torch)
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a, b, rtol=1e-14)
+    assert _structure(our_sd) == _structure(their_sd)
+
+
+def test_pipeline_dataloader_adadelta_steplr_checkpoint_matches_torch(tmp_path):
+    """An MNIST-example-shaped loop: TensorDataset, DataLoader, Adadelta, StepLR per epoch,
+    a checkpoint saved and loaded mid-way; the same numbers as PyTorch."""
+    rng = np.random.default_rng(3)
+    X, Y = rng.standard_normal((40, 5)), rng.standard_normal((40, 2))
+    init = [rng.standard_normal(s) * 0.5 for s in ((5, 8), (8,), (8, 2), (2,))]
+
+    def run(lib, save, load):
+        params = [lib.tensor(a.copy(), dtype=lib.float64, requires_grad=True) for a in init]
+        data = lib.utils.data.TensorDataset(lib.tensor(X, dtype=lib.float64),
+                                            lib.tensor(Y, dtype=lib.float64))
+        loader = lib.utils.data.DataLoader(data, batch_size=16, shuffle=False)
+        opt = lib.optim.Adadelta(params, lr=1.0)
+        sched = lib.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.7)
+        losses = []
+        for epoch in range(3):
+            for x, y in loader:
+                opt.zero_grad()
+                h = lib.tanh(x @ params[0] + params[1])
+                loss = ((h @ params[2] + params[3] - y) ** 2).mean()
+                loss.backward()
+                opt.step()
+                losses.append(loss.item())
+            sched.step()
+            if epoch == 1:
+                path = tmp_path / f"{lib.__name__}.ckpt"
+                save({"opt": opt.state_dict(), "sched": sched.state_dict()}, path)
+                ckpt = load(path)
+                opt = lib.optim.Adadelta(params)
+                opt.load_state_dict(ckpt["opt"])
+                sched = lib.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.7)
+                sched.load_state_dict(ckpt["sched"])
+        return np.array(losses), [p.detach().numpy() for p in params], sched.get_last_lr()
+
+    ours = run(tg, tg.save, tg.load)
+    theirs = run(torch, torch.save, torch.load)
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-12)
+    for a, b in zip(ours[1], theirs[1]):
+        np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-13)
+    assert ours[2] == pytest.approx(theirs[2], rel=1e-15)

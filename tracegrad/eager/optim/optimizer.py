@@ -11,6 +11,8 @@ operation by operation, so that float64 runs agree with PyTorch's to rounding.
 """
 from __future__ import annotations
 
+from collections import defaultdict
+
 import numpy as np
 
 from ..creation import get_default_dtype
@@ -56,7 +58,7 @@ class Optimizer:
 
     def __init__(self, params, defaults):
         self.defaults = defaults
-        self.state = {}
+        self.state = defaultdict(dict)   # as PyTorch's: optimizer.state[p] is a dict
         self.param_groups = []
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of "
@@ -168,7 +170,7 @@ class Optimizer:
             by_index.update(zip(saved["params"], own["params"]))
             own.update({k: (tuple(v) if k == "betas" else v)
                         for k, v in saved.items() if k != "params"})
-        self.state = {}
+        self.state = defaultdict(dict)
         for i, s in state_dict["state"].items():
             p = by_index[int(i)]
             restored = {}
