@@ -5,9 +5,9 @@ import itertools
 
 import numpy as np
 import pytest
+from conftest import bounded
 
 import tracegrad as tg
-from tests.conftest import bounded
 
 torch = pytest.importorskip("torch")
 
