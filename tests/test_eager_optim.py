@@ -203,8 +203,11 @@ def _lbfgs_run(lib, steps, **opts):
 @pytest.mark.parametrize("opts", [
     dict(), dict(lr=0.5, max_iter=7, history_size=3),
     dict(line_search_fn="strong_wolfe"),
-    dict(line_search_fn="strong_wolfe", history_size=4, max_iter=5)],
-    ids=["default", "small-history", "strong-wolfe", "strong-wolfe-short"])
+    dict(line_search_fn="strong_wolfe", history_size=4, max_iter=5),
+    dict(line_search_fn="strong_wolfe", lr=5.0),       # overshoots: the zoom phase
+    dict(line_search_fn="strong_wolfe", lr=0.01)],     # too short: the bracketing phase
+    ids=["default", "small-history", "strong-wolfe", "strong-wolfe-short", "wolfe-zoom",
+         "wolfe-extrapolate"])
 def test_lbfgs_matches_torch(opts):
     ours, our_losses, opt = _lbfgs_run(tg, 3, **opts)
     theirs, their_losses, topt = _lbfgs_run(torch, 3, **opts)
