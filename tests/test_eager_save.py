@@ -252,6 +252,8 @@ def test_other_archive_alterations_are_refused(tmp_path):
         "object array": _zip({"tracegrad/manifest.json": good_manifest,
                               "tracegrad/data/0.npy": _npy(np.array([_Hostile(marker)],
                                                                     dtype=object), True)}),
+        "string tensor": _zip({"tracegrad/manifest.json": _manifest({"t": "tensor", "id": 0}),
+                               "tracegrad/data/0.npy": _npy(np.array(["a", "b"]))}),
         "no manifest": _zip({"tracegrad/data/0.npy": _npy(np.arange(3.0))}),
         "wrong format": _zip({"tracegrad/manifest.json": json.dumps(
             {"format": "other", "version": 1, "root": {"t": "none"}})}),

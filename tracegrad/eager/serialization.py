@@ -259,6 +259,8 @@ class _Reader:
         if index in self.tensors:
             return self.tensors[index]
         arr = self.array(index)
+        if arr.dtype.kind not in "biufc":
+            _refuse(f"a tensor of dtype {arr.dtype} (tensors are boolean or numeric)")
         requires_grad = _checked(node.get("requires_grad", False), bool)
         if requires_grad and arr.dtype.kind not in "fc":
             _refuse("only floating point and complex tensors can require grad")
