@@ -23,6 +23,12 @@ CASES = [
     ("OneCycleLR", dict(max_lr=[0.5, 2.0], epochs=3, steps_per_epoch=5, pct_start=0.25,
                         anneal_strategy="linear")),
     ("OneCycleLR", dict(max_lr=0.8, total_steps=14, three_phase=True)),
+    ("MultiplicativeLR", dict(lr_lambda=_warmup)),
+    ("ConstantLR", dict()), ("ConstantLR", dict(factor=0.5, total_iters=3)),
+    ("LinearLR", dict()), ("LinearLR", dict(start_factor=0.1, end_factor=0.8, total_iters=7)),
+    ("PolynomialLR", dict()), ("PolynomialLR", dict(total_iters=9, power=2.5)),
+    ("CosineAnnealingWarmRestarts", dict(T_0=3)),
+    ("CosineAnnealingWarmRestarts", dict(T_0=2, T_mult=2, eta_min=0.01)),
 ]
 
 
@@ -117,3 +123,44 @@ def test_lambda_state_dict_leaves_out_functions_and_epoch_argument_warns():
         tg.optim.lr_scheduler.ExponentialLR(opt, gamma=0.5).step(3)
     with pytest.raises(ValueError, match="Factor should be < 1.0"):
         tg.optim.lr_scheduler.ReduceLROnPlateau(opt, factor=2.0)
+
+
+@pytest.mark.parametrize("milestones", [[3], [2, 6]], ids=["warmup-then-cosine", "three"])
+def test_sequential_lr_matches_torch(milestones):
+    def run(lib):
+        p = lib.tensor(np.ones(2), dtype=lib.float64, requires_grad=True)
+        opt = lib.optim.SGD([p], lr=0.5, momentum=0.9)
+        s = lib.optim.lr_scheduler
+        scheds = [s.LinearLR(opt, start_factor=0.2, total_iters=3),
+                  s.CosineAnnealingLR(opt, T_max=4), s.ExponentialLR(opt, gamma=0.8)]
+        seq = s.SequentialLR(opt, scheds[:len(milestones) + 1], milestones=milestones)
+        out = [seq.get_last_lr()]
+        for _ in range(12):
+            opt.step()
+            seq.step()
+            out.append(seq.get_last_lr())
+        return np.array(out)
+
+    np.testing.assert_allclose(run(tg), run(torch), rtol=1e-13)
+
+
+def test_closed_forms_match_torch():
+    """``step(epoch)`` (deprecated, but still used) jumps by the closed form."""
+    def run(lib, name, **opts):
+        p = lib.tensor(np.ones(2), dtype=lib.float64, requires_grad=True)
+        opt = lib.optim.SGD([p], lr=0.5)
+        sched = getattr(lib.optim.lr_scheduler, name)(opt, **opts)
+        out = []
+        for epoch in (3, 1, 7, 2, 10, 0, 5):
+            with pytest.warns(UserWarning):
+                sched.step(epoch)
+            out.append(sched.get_last_lr())
+        return np.array(out)
+
+    for name, opts in [("StepLR", dict(step_size=3)), ("MultiStepLR", dict(milestones=[2, 5])),
+                       ("ExponentialLR", dict(gamma=0.9)), ("CosineAnnealingLR", dict(T_max=6)),
+                       ("ConstantLR", dict(factor=0.5, total_iters=4)),
+                       ("LinearLR", dict(start_factor=0.25, total_iters=6)),
+                       ("PolynomialLR", dict(total_iters=8, power=2.0))]:
+        np.testing.assert_allclose(run(tg, name, **opts), run(torch, name, **opts), rtol=1e-13,
+                                   err_msg=name)
