@@ -42,15 +42,15 @@ def _alias_eager_modules():
     for name, module in list(sys.modules.items()):
         if name.startswith(prefix):
             short = __name__ + "." + name[len(prefix):]
-            if short.split(".")[1] in ("autograd", "nn", "optim"):
+            if short.split(".")[1] in ("autograd", "nn", "optim", "utils"):
                 sys.modules.setdefault(short, module)
 
 
-from .eager import nn, optim  # noqa: E402
+from .eager import nn, optim, utils  # noqa: E402
 
 _alias_eager_modules()
 
 __all__ = ["TraceError", "RetraceWarning", "Graph", "jit", "passes", "grad", "value_and_grad", "vjp",
            "jvp", "jacobian", "hessian", "trace", "stop_gradient", "custom_vjp", "checkpoint",
            "cond", "fori_loop", "while_loop", "scan", "vmap", "autograd", "bool", "float", "double", "int",
-           "long", "nn", "optim", *_eager.__all__]
+           "long", "nn", "optim", "utils", *_eager.__all__]

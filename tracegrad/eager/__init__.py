@@ -60,6 +60,8 @@ from .ops import FUNCTIONS
 from .ops import public_result_type as result_type
 from .promotion import can_cast
 from .promotion import public_promote_types as promote_types
+from .generator import Generator
+from .serialization import load, save
 from .tape import recorded_graph
 from .tensor import Size, Tensor
 
@@ -81,4 +83,5 @@ __all__ = ["Tensor", "Size", "tensor", "as_tensor", "from_numpy", "ones", "zeros
            "accelerator", "set_default_device", "get_default_device", "FloatTensor",
            "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ShortTensor", "CharTensor",
            "ByteTensor", "BoolTensor", "set_default_tensor_type", "finfo", "iinfo"]
+__all__ += ["Generator", "save", "load"]
 __all__ += list(FUNCTIONS)   # (a separate line: the doc generator reads the names above statically)

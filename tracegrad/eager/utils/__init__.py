@@ -1,0 +1,4 @@
+"""``tg.utils``: ``tg.utils.data`` (datasets, samplers and ``DataLoader``)."""
+from . import data
+
+__all__ = ["data"]
