@@ -10,6 +10,7 @@ from . import (  # noqa: F401
     multi,
     nn,
     reduce,
+    scipy_special,
     shape,
     special,
     spectral,
