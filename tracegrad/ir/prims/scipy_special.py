@@ -42,6 +42,12 @@ def _impl(name, nin):
     if nin == 1:
         def impl(x):
             return getattr(special(), name)(x)
+    elif name == "polygamma":
+        # in the result dtype: SciPy's own takes digamma of a float32 x in float32 even
+        # where the result is float64 (an integer order)
+        def impl(x, y):
+            x, y = np.asarray(x), np.asarray(y)
+            return special().polygamma(x, y.astype(_result_dtype((x, y)), copy=False))
     else:
         def impl(x, y):
             return getattr(special(), name)(x, y)
