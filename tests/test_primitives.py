@@ -230,7 +230,7 @@ def test_shape_rule(name, case):
             continue
         avals = [Aval(graph.node(a)["shape"], np.dtype(graph.node(a)["dtype"])) for a in d["args"]]
         got = prim.shape_dtype(avals, d["params"])
-        if prim.outputs > 1:    # a multi-output node: the rule gives each projection's aval
+        if prim.multi:    # a multi-output node: the rule gives each projection's aval
             for p, (shape, dtype) in zip(groups[n], got):
                 if p is not None:
                     assert (shape, dtype) == (graph.node(p)["shape"],

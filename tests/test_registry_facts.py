@@ -219,7 +219,7 @@ def test_cost_is_a_count_from_shapes(name):
     prim = REGISTRY[name]
     for case, value in _direct_cases(name, limit=3):
         # a multi-output node's own shape is () (its value a tuple; ir/registry.py)
-        out_shape = () if prim.outputs > 1 else tuple(np.shape(value))
+        out_shape = () if prim.multi else tuple(np.shape(value))
         cost = prim.cost(out_shape, [a.shape for a in case.args], case.params)
         assert isinstance(cost, int) and cost >= 0, (case.id, cost)
         if prim.aliasing == "view":
@@ -255,7 +255,7 @@ def test_a_declared_batch_rule_gives_the_rows(name):
                     row = prim.impl(*[s[i] if k in batched else s for k, s in enumerate(stacked)],
                                     **case.params)
                     # a multi-output primitive gives a tuple: each output is checked
-                    rows = row if prim.outputs > 1 else (row,)
+                    rows = row if prim.multi else (row,)
                     assert len(outs) == len(rows)
                     for out, want in zip(outs, rows):
                         np.testing.assert_allclose(out[i], want, rtol=1e-10, atol=1e-12,
