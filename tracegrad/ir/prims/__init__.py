@@ -11,6 +11,7 @@ from . import (  # noqa: F401
     multi,
     nn,
     reduce,
+    scipy_linalg,
     scipy_special,
     shape,
     special,
