@@ -70,10 +70,14 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
         negative sum gives NaN, as in SciPy.
     """
     a = np.asarray(a) if not hasattr(a, "shape") else a
+    a_max = a
     if b is not None:
-        # a weight of zero drops its term even where a is infinite (SciPy's rule)
-        a = np.where(np.equal(b, 0), -np.inf, a)
-    a_max = np.max(a, axis=axis, keepdims=True)
+        # a weight of zero drops its term even where a is infinite (SciPy's rule), and
+        # the term leaves the maximum; a finite one stays, for the derivative in b
+        zero = np.equal(b, 0)
+        a = np.where(zero & ~np.isfinite(a), -np.inf, a)
+        a_max = np.where(zero, -np.inf, a)
+    a_max = np.max(a_max, axis=axis, keepdims=True)
     a_max = apply("stop_gradient", np.where(np.isfinite(a_max), a_max, 0.0))
     e = np.exp(a - a_max)
     if b is not None:
