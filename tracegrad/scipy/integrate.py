@@ -106,7 +106,7 @@ class _Solver:
         """``aᵀ ∂f/∂y`` and ``aᵀ ∂f/∂args`` at ``(y, t)``: tracegrad's VJP of ``func``,
         compiled once."""
         if self._vjp is None:
-            func, shape = self.func, self.shape
+            func = self.func
 
             def pullback(y, t, a, *args):
                 def f(y, *args):
