@@ -65,13 +65,13 @@ register(
 def _sqrtm_impl(a):
     a = square(np.asarray(a))
     out = _linalg().sqrtm(a)
-    if np.iscomplexobj(out):
+    if np.iscomplexobj(out) and a.dtype.kind != "c":
         if np.max(np.abs(out.imag), initial=0.0) > 1e-8 * max(np.max(np.abs(out)), 1.0):
-            raise ValueError("sqrtm of a matrix without a real square root (negative "
-                             "eigenvalues): tracegrad's sqrtm is real only")
+            raise np.linalg.LinAlgError("sqrtm of a real matrix without a real square root "
+                                        "(negative eigenvalues): not supported")
         out = out.real
-    dtype = a.dtype if a.dtype.kind == "f" else np.dtype(np.float64)
-    return out.astype(dtype, copy=False)
+    dtype = a.dtype if a.dtype.kind in "fc" else np.dtype(np.float64)
+    return np.asarray(out).astype(dtype, copy=False)
 
 
 def _sylvester(x, rhs):
@@ -90,7 +90,8 @@ def _sylvester(x, rhs):
 def _sqrtm_jax(a):
     import jax.numpy as jnp
     import jax.scipy.linalg as jsl
-    return jnp.real(jsl.sqrtm(a)).astype(a.dtype)
+    out = jsl.sqrtm(a)
+    return out if jnp.iscomplexobj(a) else jnp.real(out).astype(a.dtype)
 
 
 register(
