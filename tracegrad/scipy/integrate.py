@@ -9,7 +9,8 @@ adjoint system backwards in time, from the last time to the first,
 
 re-computing ``y`` on the way rather than keeping every step, and adds the cotangent of
 each requested time's solution to ``a`` as it passes that time (as the adjoint methods of
-autograd's and JAX's ``odeint``). ``aᵀ ∂f/∂(y, args)`` is ``func``'s VJP, derived by
+autograd's and JAX's ``odeint``). The times get a gradient too: ``gᵢ·f(yᵢ, tᵢ)``, and for
+the first one ``-a(t₀)·f(y₀, t₀)`` more. ``aᵀ ∂f/∂(y, args)`` is ``func``'s VJP, derived by
 tracegrad once and compiled (``tg.jit``). Reverse mode, first order; ``tg.jvp`` and second
 derivatives through the solve are refused with a ``TraceError``.
 """
@@ -42,7 +43,7 @@ def odeint(func, y0, t, *args, rtol=None, atol=None, mxstep=0, hmax=0.0, **kwarg
             It runs on concrete arrays: pass what it depends on, and what you
             differentiate, through ``args``, not by closing over traced values.
         y0: the initial state (an array of any shape).
-        t: the times, increasing or decreasing (not differentiated).
+        t: the times, increasing or decreasing (a gradient flows to them too).
         *args: extra arguments of ``func`` (arrays or numbers); gradients flow to them.
         rtol, atol, mxstep, hmax: passed to ``scipy.integrate.odeint``.
 
@@ -55,40 +56,40 @@ def odeint(func, y0, t, *args, rtol=None, atol=None, mxstep=0, hmax=0.0, **kwarg
         args = tuple(kwargs.pop("args"))
     if kwargs:
         raise TypeError(f"odeint() got unexpected keyword arguments {sorted(kwargs)}")
-    if hasattr(t, "_trace"):
-        raise TraceError("odeint: the times t are not differentiated; pass them as a plain "
-                         "array (wrap them in tg.stop_gradient and read their values first)")
-    t = np.asarray(t, dtype=np.float64)
+    if np.ndim(t) != 1:
+        raise TraceError(f"odeint: t must be a 1-d array of times, got shape {np.shape(t)}")
+    t = t * 1.0 if hasattr(t, "_trace") else np.asarray(t, dtype=np.float64)
     y0 = y0 if hasattr(y0, "shape") and np.dtype(y0.dtype).kind == "f" else np.asarray(
         y0, dtype=np.float64) * 1.0
     shape = tuple(np.shape(y0))
     opts = dict(rtol=rtol, atol=atol, mxstep=mxstep, hmax=hmax)
-    solver = _Solver(func, shape, t, opts)
-    return solver.solve(y0, *args)
+    solver = _Solver(func, shape, len(t), opts)
+    return solver.solve(y0, t, *args)
 
 
 class _Solver:
-    def __init__(self, func, shape, t, opts):
-        self.func, self.shape, self.t, self.opts = func, shape, t, opts
+    def __init__(self, func, shape, n_times, opts):
+        self.func, self.shape, self.opts = func, shape, opts
         self.size = int(np.prod(shape, dtype=np.int64))
         self._vjp = None
 
         @custom_vjp
-        def solve(y0, *args):
-            return pure_callback(self.forward, ShapeDtypeStruct((len(t),) + shape, np.float64),
-                                 y0, *args)
+        def solve(y0, t, *args):
+            return pure_callback(self.forward, ShapeDtypeStruct((n_times,) + shape, np.float64),
+                                 y0, t, *args)
 
-        def fwd(y0, *args):
-            ys = solve(y0, *args)
-            return ys, (ys, args)
+        def fwd(y0, t, *args):
+            ys = solve(y0, t, *args)
+            return ys, (ys, t, args)
 
         def bwd(res, g):
-            ys, args = res
+            ys, t, args = res
             arg_specs = [ShapeDtypeStruct(np.shape(a), np.float64) for a in args]
             out = pure_callback(self.backward, (ShapeDtypeStruct(shape, np.float64),
-                                                tuple(arg_specs)), ys, g, *args)
-            g_y0, g_args = out
-            return (g_y0, *[ga if _is_float(a) else None for ga, a in zip(g_args, args)])
+                                                ShapeDtypeStruct((n_times,), np.float64),
+                                                tuple(arg_specs)), ys, t, g, *args)
+            g_y0, g_t, g_args = out
+            return (g_y0, g_t, *[ga if _is_float(a) else None for ga, a in zip(g_args, args)])
 
         solve.defvjp(fwd, bwd)
         self.solve = solve
@@ -97,10 +98,9 @@ class _Solver:
     def rhs(self, y, t, args):
         return np.ravel(np.asarray(self.func(y.reshape(self.shape), t, *args), dtype=float))
 
-    def forward(self, y0, *args):
-        ys = _scipy_odeint()(lambda y, t: self.rhs(y, t, args), np.ravel(y0), self.t,
-                             **self.opts)
-        return ys.reshape((len(self.t),) + self.shape)
+    def forward(self, y0, t, *args):
+        ys = _scipy_odeint()(lambda y, s: self.rhs(y, s, args), np.ravel(y0), t, **self.opts)
+        return ys.reshape((len(t),) + self.shape)
 
     def vjp_of_func(self, y, t, a, args):
         """``aᵀ ∂f/∂y`` and ``aᵀ ∂f/∂args`` at ``(y, t)``: tracegrad's VJP of ``func``,
@@ -117,7 +117,7 @@ class _Solver:
             self._vjp = jit(pullback)
         return self._vjp(y.reshape(self.shape), np.float64(t), a.reshape(self.shape), *args)
 
-    def backward(self, ys, g, *args):
+    def backward(self, ys, ts, g, *args):
         n = self.size
         args = [np.asarray(a, dtype=np.float64) for a in args]
         sizes = [a.size for a in args]
@@ -130,9 +130,11 @@ class _Solver:
             return np.concatenate([self.rhs(y, t, args), -np.ravel(cts[0])] +
                                   [-d for d in d_args])
 
-        ts = self.t
         g = g.reshape(len(ts), n)
         ys = ys.reshape(len(ts), n)
+        # d y(t_i) / d t_i = f(y_i, t_i); t_0 moves the start: -a(t_0)·f(y_0, t_0) on top
+        f_at = [self.rhs(ys[i], ts[i], args) for i in range(len(ts))]
+        g_t = np.array([g[i] @ f_at[i] for i in range(len(ts))])
         a = g[-1].copy()
         a_args = np.zeros(p)
         solve = _scipy_odeint()
@@ -144,7 +146,8 @@ class _Solver:
         for arg, size in zip(args, sizes):
             g_args.append(a_args[k:k + size].reshape(arg.shape))
             k += size
-        return a.reshape(self.shape), tuple(g_args)
+        g_t[0] -= a @ f_at[0]
+        return a.reshape(self.shape), g_t, tuple(g_args)
 
 
 def _is_float(a):
