@@ -6,9 +6,10 @@ import numpy as np
 
 from primitive_cases import Case, add, spd, uniform
 
-for _shape, _second in [((3, 3), True), ((2, 2), False), ((2, 3, 3), False), ((1, 1), False)]:
+# few cases: JAX compiles expm's derivatives slowly
+for _shape, _second in [((2, 2), True), ((2, 3, 3), False)]:
     add(Case("expm", (0.6 * uniform(_shape),), second=_second))
-add(Case("expm", (0.6 * uniform((3, 3)).astype(np.float32),), tag="f32"))
+add(Case("expm", (0.6 * uniform((2, 2)).astype(np.float32),), tag="f32"))
 add(Case("expm", (4.0 * uniform((3, 3)),), tag="scaled"))   # scaling and squaring
 
 
@@ -16,11 +17,11 @@ add(Case("expm", (4.0 * uniform((3, 3)),), tag="scaled"))   # scaling and squari
 def _jax_sqrtm(a):
     import jax.numpy as jnp
     y, z = a, jnp.eye(a.shape[-1], dtype=a.dtype)
-    for _ in range(25):     # quadratic convergence from a well-conditioned start
+    for _ in range(9):      # quadratic convergence from a well-conditioned start
         y, z = 0.5 * (y + jnp.linalg.inv(z)), 0.5 * (z + jnp.linalg.inv(y))
     return y
 
 
-for _n, _second in [(3, True), (2, False), (1, False)]:
+for _n, _second in [(3, False), (2, True)]:
     add(Case("sqrtm", ((spd(_n) + 0.3 * uniform((_n, _n))) / _n,), second=_second,
              jax_fn=_jax_sqrtm))
