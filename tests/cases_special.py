@@ -41,8 +41,8 @@ SPECIAL = {
     "i0e": (away,),
     "i1e": (away,),
 }
-UNARY = [(2, 3), (), (0, 3)]
-BINARY = [((2, 1), (1, 3)), ((2, 3), (2, 3)), ((), (2, 3))]
+UNARY = [(2, 3), ()]
+BINARY = [((2, 1), (1, 3)), ((), (2, 3))]
 
 for _name, _domains in SPECIAL.items():
     for _k, _shapes in enumerate(UNARY if len(_domains) == 1 else BINARY):
