@@ -152,3 +152,14 @@ def test_polygamma_and_multigammaln():
     assert_close(ts.multigammaln(X + 2, 3), ss.multigammaln(X + 2, 3), 1e-12, "multigammaln")
     f = lambda v: np.sum(ts.multigammaln(v + 2.0, 3))  # noqa: E731
     assert_close(tg.grad(f)(X), fd_vjp(f, [X], 1.0)[0], 1e-7, "finite differences", floor=1.0)
+
+
+def test_scipy_stays_optional():
+    """``import tracegrad`` (and ``tracegrad.scipy``) does not import SciPy: the ir layer
+    imports it inside the implementations only."""
+    import subprocess
+    code = ("import sys, tracegrad, tracegrad.scipy.stats; "
+            "assert 'scipy' not in sys.modules, 'scipy imported'")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
