@@ -49,7 +49,8 @@ def test_round_trip_keeps_guards_and_special_floats():
         run(loaded, [-X])
 
 
-@pytest.mark.parametrize("name", sorted(n for n in CASES if n != "custom_vjp_call"))
+@pytest.mark.parametrize("name", sorted(n for n in CASES if n not in ("custom_vjp_call",
+                                                                  "pure_callback")))
 def test_round_trip_of_every_primitive(name):
     for case in CASES[name]:
         _round_trip(tg.trace(case.fn, *case.args), *case.args)

@@ -10,8 +10,9 @@
 from typing import TYPE_CHECKING, Any
 
 from . import eager as _eager
-from . import higher, passes  # noqa: F401  (higher: registers the higher-order primitives)
+from . import higher, passes, scipy  # noqa: F401  (higher: registers the higher-order primitives)
 from .api import custom_vjp, grad, hessian, jacobian, jvp, stop_gradient, trace, value_and_grad, vjp
+from .callback import ShapeDtypeStruct, pure_callback
 from .checkpoint import checkpoint
 from .compiled import jit
 from .control import cond, fori_loop, scan, while_loop
@@ -53,4 +54,5 @@ _alias_eager_modules()
 __all__ = ["TraceError", "RetraceWarning", "Graph", "jit", "passes", "grad", "value_and_grad", "vjp",
            "jvp", "jacobian", "hessian", "trace", "stop_gradient", "custom_vjp", "checkpoint",
            "cond", "fori_loop", "while_loop", "scan", "vmap", "autograd", "bool", "float", "double", "int",
-           "long", "nn", "optim", "utils", *_eager.__all__]
+           "long", "nn", "optim", "utils", "pure_callback", "ShapeDtypeStruct", "scipy",
+           *_eager.__all__]

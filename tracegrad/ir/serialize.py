@@ -104,7 +104,8 @@ def _encode(value):
     if hasattr(value, "nx") and hasattr(value, "inputs"):     # a sub-graph (tg.checkpoint)
         return {"graph": _document(value)}
     raise TraceError(f"cannot serialise a parameter of type {type(value).__name__} "
-                     f"(custom_vjp rules and other Python objects have no JSON form)")
+                     f"(tg.custom_vjp rules, tg.pure_callback functions and other Python "
+                     f"objects have no JSON form)")
 
 
 def _encode_index_item(item):

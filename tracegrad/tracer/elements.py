@@ -145,6 +145,8 @@ def _wrapped(name):
         if isinstance(obj, (list, tuple, np.ndarray, Element)) or hasattr(obj, "_trace"):
             if _holds_traced(obj):
                 copy = kwargs.get("copy", True if name == "array" else None)
+                if isinstance(copy, np._CopyMode):  # the array API wrappers pass these
+                    copy = copy is np._CopyMode.ALWAYS
                 return _traced_array(name, obj, dtype, copy=bool(copy),
                                      ndmin=kwargs.get("ndmin", 0))
         return original(obj, dtype, *args, **kwargs)

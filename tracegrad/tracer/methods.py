@@ -99,6 +99,12 @@ def _array_function(self, func, types, args, kwargs):
     return api.handle_function(func, args, kwargs)
 
 
+# The array API's protocol: a traced array's namespace is NumPy's (whose functions reach
+# the tracer through the protocols above). Array-API-aware code such as SciPy's
+# ``logsumexp``/``softmax`` then takes a tracer for an array it may update (x[i] = v).
+Tracer.__array_namespace__ = lambda self, api_version=None: np
+
+
 Tracer.__array_ufunc__ = _array_ufunc
 Tracer.__array_function__ = _array_function
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import sys
 
 import numpy as np
 
@@ -116,7 +117,31 @@ def np_name(fn) -> str:
 
 
 def unsupported(fn, why=""):
-    return TraceError(f"{np_name(fn)} is not supported by tracegrad{why}{where()}")
+    name = f"scipy.special.{fn.__name__}" if _scipy_ufunc(fn) else np_name(fn)
+    return TraceError(f"{name} is not supported by tracegrad{why}{where()}")
+
+
+def _scipy_ufunc(ufunc):
+    """Whether ``ufunc`` is one of ``scipy.special``'s (SciPy imported already: its ufuncs
+    only reach a tracer once it is); ``gammaln`` and company route to their primitives."""
+    special = sys.modules.get("scipy.special")
+    return special is not None and getattr(special, getattr(ufunc, "__name__", ""), None) is ufunc
+
+
+def _route_scipy_ufuncs():
+    """Add ``scipy.special``'s ufuncs that have a primitive (``extra["scipy"]``, see
+    ``ir/prims/scipy_special.py``) to the ufunc table, once SciPy is imported."""
+    special = sys.modules.get("scipy.special")
+    if special is None or _SCIPY_ROUTED:
+        return
+    _SCIPY_ROUTED.append(True)
+    for prim in REGISTRY.values():
+        fn = getattr(special, prim.extra.get("scipy", ""), None)
+        if isinstance(fn, np.ufunc):
+            UFUNCS.setdefault(fn, _prim_ufunc(prim.name))
+
+
+_SCIPY_ROUTED: list = []
 
 
 # -- ufuncs ---------------------------------------------------------------------------
@@ -203,6 +228,9 @@ def handle_ufunc(ufunc, method, inputs, kwargs):
         kwargs.pop(k, None)
     if method == "__call__":
         handler = UFUNCS.get(ufunc)
+        if handler is None and not _SCIPY_ROUTED:
+            _route_scipy_ufuncs()
+            handler = UFUNCS.get(ufunc)
         if handler is None or kwargs:
             raise unsupported(ufunc, f" (with {sorted(kwargs)})" if kwargs and handler else "")
         result = handler(*inputs)

@@ -1,6 +1,7 @@
 """Importing this package fills the registry, one module per family. The higher-order
 primitives (loops, branches, checkpoints) register from ``tracegrad.higher``."""
 from . import (  # noqa: F401
+    callback,
     complex_parts,
     eig,
     elementwise,
@@ -11,6 +12,8 @@ from . import (  # noqa: F401
     nn,
     nn_special,
     reduce,
+    scipy_linalg,
+    scipy_special,
     shape,
     special,
     spectral,

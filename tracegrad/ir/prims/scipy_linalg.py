@@ -1,0 +1,106 @@
+"""``scipy.linalg`` matrix functions as primitives: ``expm`` and ``sqrtm``
+(``tracegrad.scipy.linalg`` applies them; SciPy is imported inside the implementations).
+
+``expm``'s derivative is its Fréchet derivative, read off the exponential of a block
+matrix: ``expm([[A, E], [0, A]])`` holds ``L(A, E)`` in its upper right block (the JVP),
+and the VJP is ``L(Aᵀ, G)``. Both apply ``expm`` again, so they differentiate to any order.
+``sqrtm``'s derivative solves the Sylvester equation ``X dX + dX X = dA`` (``X = sqrtm(A)``;
+the VJP the transposed one) as a linear system of size n², on traced NumPy.
+"""
+import numpy as np
+
+from ...errors import TraceError
+from ..registry import apply, register
+from .scipy_special import special
+from .util import cubic, mT, square
+
+
+def _linalg():
+    special()   # the same error when SciPy is missing
+    import scipy.linalg
+    return scipy.linalg
+
+
+def _block_frechet(a, e):
+    """The upper right block of expm([[a, e], [0, a]]): L(a, e)."""
+    n = a.shape[-1]
+    top = np.concatenate([a, e], axis=-1)
+    bottom = np.concatenate([np.zeros_like(a), a], axis=-1)
+    big = apply("expm", np.concatenate([top, bottom], axis=-2))
+    return big[..., :n, n:]
+
+
+def _expm_impl(a):
+    return _linalg().expm(square(np.asarray(a)))
+
+
+def _float_abstract(a):
+    square(a)
+    dtype = np.dtype(a.dtype)
+    return a.shape, dtype if dtype.kind == "f" else np.dtype(np.float64)
+
+
+def _expm_jax(a):
+    import jax.scipy.linalg as jsl
+    return jsl.expm(a)
+
+
+def _batch_matrix(name):
+    def rule(size, args, batched, out_shape):
+        return apply(name, args[0])    # the implementations take stacks of matrices
+    return rule
+
+
+register(
+    "expm", _expm_impl, abstract=_float_abstract,
+    vjp=lambda g, out, a: (_block_frechet(mT(a), g),),
+    jvp=lambda t, out, a: _block_frechet(a, t[0]),
+    jax=_expm_jax, family="linalg", doc="scipy.linalg.expm: the matrix exponential",
+    batch=_batch_matrix("expm"), complex=False, aliasing="fresh", ufunc=None, spelling=None,
+    reducer=None, zeros=None, foldable=True, cost=cubic(12), torch_name="LinalgMatrixExpBackward0",
+    jax_casts="float",
+)
+
+
+def _sqrtm_impl(a):
+    a = square(np.asarray(a))
+    out = _linalg().sqrtm(a)
+    if np.iscomplexobj(out) and a.dtype.kind != "c":
+        if np.max(np.abs(out.imag), initial=0.0) > 1e-8 * max(np.max(np.abs(out)), 1.0):
+            raise np.linalg.LinAlgError("sqrtm of a real matrix without a real square root "
+                                        "(negative eigenvalues): not supported")
+        out = out.real
+    dtype = a.dtype if a.dtype.kind in "fc" else np.dtype(np.float64)
+    return np.asarray(out).astype(dtype, copy=False)
+
+
+def _sylvester(x, rhs):
+    """``y`` with ``x y + y x = rhs`` (2-D), as one linear system on vec(y)."""
+    if x.ndim != 2:
+        raise TraceError("the derivative of sqrtm is implemented for a single matrix, not "
+                         "a stack of them")
+    n = x.shape[-1]
+    eye = np.eye(n, dtype=x.dtype)
+    # row-major vec: vec(x y) = (x ⊗ I) vec(y), vec(y x) = (I ⊗ xᵀ) vec(y)
+    k = np.einsum("ik,jl->ijkl", x, eye) + np.einsum("ik,jl->ijkl", eye, mT(x))
+    vec = np.linalg.solve(np.reshape(k, (n * n, n * n)), np.reshape(rhs, (n * n,)))
+    return np.reshape(vec, (n, n))
+
+
+def _sqrtm_jax(a):
+    import jax.numpy as jnp
+    import jax.scipy.linalg as jsl
+    out = jsl.sqrtm(a)
+    return out if jnp.iscomplexobj(a) else jnp.real(out).astype(a.dtype)
+
+
+register(
+    "sqrtm", _sqrtm_impl, abstract=_float_abstract,
+    vjp=lambda g, out, a: (_sylvester(mT(out), g),),
+    jvp=lambda t, out, a: _sylvester(out, t[0]),
+    jax=_sqrtm_jax, family="linalg",
+    doc="scipy.linalg.sqrtm: the principal square root (real matrices with a real one)",
+    batch=None, complex=False, aliasing="fresh", ufunc=None, spelling=None,
+    reducer=None, zeros=None, foldable=True, cost=cubic(10), torch_name="SqrtmBackward0",
+    jax_casts="float",
+)

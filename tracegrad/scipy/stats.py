@@ -1,0 +1,162 @@
+"""``scipy.stats`` densities with SciPy's signatures, on traced and plain values alike:
+``norm``, ``t``, ``multivariate_normal``, ``gamma``, ``beta``, ``poisson``, ``dirichlet``.
+
+Each distribution is a namespace of functions (``norm.logpdf(x, loc=0, scale=1)``), as in
+``jax.scipy.stats``. Outside the support a log-density is ``-inf`` (as SciPy's); the
+derivatives are those of the formulas inside it.
+"""
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+
+from . import special
+from .linalg import solve_triangular
+
+__all__ = ["beta", "dirichlet", "gamma", "multivariate_normal", "norm", "poisson", "t"]
+
+LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+
+
+def _exp(logf):
+    def f(*args, **kwargs):
+        return np.exp(logf(*args, **kwargs))
+    f.__name__ = logf.__name__.replace("log", "", 1)
+    f.__doc__ = f"``exp({logf.__name__}(...))``."
+    return f
+
+
+def _float(x):
+    """A Python number or array as a float array (a tracer stays itself)."""
+    if hasattr(x, "dtype") and np.dtype(x.dtype).kind == "f":
+        return x
+    return np.asarray(x, dtype=np.float64) if not hasattr(x, "_trace") else x * 1.0
+
+
+# -- norm -----------------------------------------------------------------------------------------
+def _norm_logpdf(x, loc=0, scale=1):
+    z = (x - loc) / scale
+    return -0.5 * z * z - np.log(scale) - LOG_SQRT_2PI
+
+
+def _norm_cdf(x, loc=0, scale=1):
+    return special.ndtr((x - loc) / scale)
+
+
+def _norm_logcdf(x, loc=0, scale=1):
+    return special.log_ndtr((x - loc) / scale)
+
+
+def _norm_sf(x, loc=0, scale=1):
+    return special.ndtr((loc - x) / scale)
+
+
+def _norm_logsf(x, loc=0, scale=1):
+    return special.log_ndtr((loc - x) / scale)
+
+
+def _norm_ppf(q, loc=0, scale=1):
+    return loc + scale * special.ndtri(q)
+
+
+_norm_logpdf.__name__ = "logpdf"
+norm = SimpleNamespace(logpdf=_norm_logpdf, pdf=_exp(_norm_logpdf), cdf=_norm_cdf,
+                       logcdf=_norm_logcdf, sf=_norm_sf, logsf=_norm_logsf, ppf=_norm_ppf)
+
+
+# -- Student's t ----------------------------------------------------------------------------------
+def _t_logpdf(x, df, loc=0, scale=1):
+    z = (x - loc) / scale
+    half = 0.5 * (df + 1.0)
+    return (special.gammaln(half) - special.gammaln(0.5 * df) - 0.5 * np.log(df * math.pi)
+            - np.log(scale) - half * np.log1p(z * z / df))
+
+
+_t_logpdf.__name__ = "logpdf"
+t = SimpleNamespace(logpdf=_t_logpdf, pdf=_exp(_t_logpdf))
+
+
+# -- gamma ----------------------------------------------------------------------------------------
+def _gamma_logpdf(x, a, loc=0, scale=1):
+    y = (x - loc) / scale
+    inside = y >= 0
+    y = np.where(inside, y, 1.0)
+    value = special.xlogy(a - 1.0, y) - y - special.gammaln(a) - np.log(scale)
+    return np.where(inside, value, -np.inf)
+
+
+_gamma_logpdf.__name__ = "logpdf"
+gamma = SimpleNamespace(logpdf=_gamma_logpdf, pdf=_exp(_gamma_logpdf))
+
+
+# -- beta -----------------------------------------------------------------------------------------
+def _beta_logpdf(x, a, b, loc=0, scale=1):
+    y = (x - loc) / scale
+    inside = (y >= 0) & (y <= 1)
+    y = np.where(inside, y, 0.5)
+    value = (special.xlogy(a - 1.0, y) + special.xlog1py(b - 1.0, -y) - special.betaln(a, b)
+             - np.log(scale))
+    return np.where(inside, value, -np.inf)
+
+
+_beta_logpdf.__name__ = "logpdf"
+beta = SimpleNamespace(logpdf=_beta_logpdf, pdf=_exp(_beta_logpdf))
+
+
+# -- poisson --------------------------------------------------------------------------------------
+def _poisson_logpmf(k, mu, loc=0):
+    k = _float(k - loc)
+    inside = (k >= 0) & (k == np.floor(k))
+    k = np.where(inside, k, 0.0)
+    value = special.xlogy(k, mu) - special.gammaln(k + 1.0) - mu
+    return np.where(inside, value, -np.inf)
+
+
+_poisson_logpmf.__name__ = "logpmf"
+poisson = SimpleNamespace(logpmf=_poisson_logpmf, pmf=_exp(_poisson_logpmf))
+
+
+# -- dirichlet ------------------------------------------------------------------------------------
+def _dirichlet_logpdf(x, alpha):
+    """SciPy's layout: the components along the first axis of ``x`` (shape ``(K,)`` or
+    ``(K, N)``); ``K - 1`` components give the last as one minus their sum."""
+    if np.shape(x)[0] == np.shape(alpha)[0] - 1:
+        x = np.concatenate([x, 1.0 - np.sum(x, axis=0, keepdims=True)], axis=0)
+    a = np.reshape(alpha, np.shape(alpha) + (1,) * (np.ndim(x) - 1))
+    lnb = np.sum(special.gammaln(alpha)) - special.gammaln(np.sum(alpha))
+    return np.sum(special.xlogy(a - 1.0, x), axis=0) - lnb
+
+
+_dirichlet_logpdf.__name__ = "logpdf"
+dirichlet = SimpleNamespace(logpdf=_dirichlet_logpdf, pdf=_exp(_dirichlet_logpdf))
+
+
+# -- multivariate normal ------------------------------------------------------------------------------
+def _mvn_logpdf(x, mean=None, cov=1, allow_singular=False):
+    """Components along the last axis of ``x``; ``cov`` a matrix, or a vector of variances
+    or a number (a diagonal covariance), as SciPy reads it. The result drops the last
+    axis (a number for one point)."""
+    dim = np.shape(mean)[-1] if mean is not None and np.ndim(mean) else (
+        np.shape(x)[-1] if np.ndim(x) else 1)
+    if mean is None:
+        mean = np.zeros(dim)
+    dev = x - mean
+    if np.ndim(dev) == 0:
+        dev = np.reshape(dev, (1,))
+    if np.ndim(cov) < 2:
+        var = cov * np.ones(dim) if np.ndim(cov) == 0 else cov
+        maha = np.sum(dev * dev / var, axis=-1)
+        logdet = np.sum(np.log(var))
+    else:
+        chol = np.linalg.cholesky(cov)
+        flat = np.reshape(dev, (-1, dim))
+        z = solve_triangular(chol, flat.T, lower=True)
+        maha = np.reshape(np.sum(z * z, axis=0), np.shape(dev)[:-1])
+        logdet = 2.0 * np.sum(np.log(np.diagonal(chol)))
+    return -0.5 * (dim * math.log(2.0 * math.pi) + logdet + maha)
+
+
+_mvn_logpdf.__name__ = "logpdf"
+multivariate_normal = SimpleNamespace(logpdf=_mvn_logpdf, pdf=_exp(_mvn_logpdf))
