@@ -60,7 +60,8 @@ KNOWN_CYCLES = [
         "np_shapes", "numpy_api", "views")},
 ]
 _PACKAGES = {"ir", "runtime", "tracer", "passes", "higher", "eager"}
-_FRONT_END = {"api", "plans", "compiled", "control", "checkpoint", "vmap", "datasets"}
+_FRONT_END = {"api", "plans", "compiled", "control", "checkpoint", "vmap", "datasets",
+              "tree_util", "flatten_util", "debug", "optimizers"}
 _CLI = {"cli", "cli_demo", "cli_errors", "__main__"}
 
 
