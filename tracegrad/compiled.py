@@ -93,7 +93,8 @@ class Jitted(Generic[P]):
     """
 
     def __init__(self, fun: Callable[P, Any], backend: Literal["numpy", "jax"] = "numpy",
-                 static_argnums: int | Sequence[int] = (), **jax_options: Any) -> None:
+                 static_argnums: int | Sequence[int] = (),
+                 static_argnames: str | Sequence[str] = (), **jax_options: Any) -> None:
         if backend not in ("numpy", "jax"):
             raise TraceError(f'tg.jit backend must be "numpy" or "jax", got {backend!r}')
         if backend == "numpy" and jax_options:
@@ -106,6 +107,20 @@ class Jitted(Generic[P]):
         self.backend = backend
         self.static_argnums = ((static_argnums,) if isinstance(static_argnums, int)
                                else tuple(static_argnums))
+        self.static_argnames = ((static_argnames,) if isinstance(static_argnames, str)
+                                else tuple(static_argnames))
+        # as in JAX, a static argument may be named by position or by name: each is
+        # completed from the function's signature where it has one
+        self._params = _positional_params(fun)
+        for i in self.static_argnums:
+            if self._params is not None and -len(self._params) <= i < len(self._params):
+                name = self._params[i]
+                if name not in self.static_argnames:
+                    self.static_argnames += (name,)
+        if self._params is not None:
+            for name in self.static_argnames:
+                if name in self._params and self._params.index(name) not in self.static_argnums:
+                    self.static_argnums += (self._params.index(name),)
         self.jax_options = jax_options
         self._cache: dict = {}
         # Calls whose arguments are all plain ndarrays (the common case) are looked
@@ -113,14 +128,46 @@ class Jitted(Generic[P]):
         self._fast: dict = {}
         self._fast_types = {np.ndarray}  # the jax backend adds JAX's array type
         self._traces = 0
+        self._bound: dict = {}
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        """``@tg.jit`` on a method: ``obj.f(x)`` calls the compiled ``f(obj, x)``. ``obj``
+        is a traced argument when its type is a registered pytree, otherwise static (part
+        of the cache key: by its hash, or by identity when it has none)."""
+        if obj is None:
+            return self
+        return functools.partial(self._call_method, obj)
+
+    def _call_method(self, obj, *args, **kwargs):
+        if _is_pytree_node(obj):
+            return self(obj, *args, **kwargs)
+        return self._call_slow((_Static(obj),) + args, kwargs, bound=True)
 
     # -- calling -----------------------------------------------------------------------
-    def _split(self, args, kwargs):
-        static = tuple(args[i] for i in self.static_argnums)
-        dynamic = tuple(a for i, a in enumerate(args) if i not in self.static_argnums)
-        leaves, tree = flatten((dynamic, kwargs))
+    def _statics(self, args, kwargs, bound=False):
+        """The positions and keyword names of the static arguments of this call."""
+        n = len(args)
+        pos = set()
+        for i in self.static_argnums:
+            if not -n <= i < n:
+                if self._params is not None and -len(self._params) <= i < len(self._params):
+                    continue                # given by keyword, or left to its default
+                raise TraceError(f"static_argnums={i} is out of range for a call with {n} "
+                                 f"positional arguments{_where()}")
+            pos.add(i % n)
+        if bound:
+            pos.add(0)
+        names = tuple(k for k in kwargs if k in self.static_argnames)
+        return tuple(sorted(pos)), names
+
+    def _split(self, args, kwargs, bound=False):
+        pos, names = self._statics(args, kwargs, bound)
+        static = (tuple(args[i] for i in pos), tuple((k, kwargs[k]) for k in names))
+        dynamic = tuple(a for i, a in enumerate(args) if i not in pos)
+        dyn_kwargs = {k: v for k, v in kwargs.items() if k not in names}
+        leaves, tree = flatten((dynamic, dyn_kwargs))
         try:
-            key = (tree, static, tuple(_leaf_key(x) for x in leaves))
+            key = (tree, pos, static, tuple(_leaf_key(x) for x in leaves))
             hash(key)
         except TypeError:
             raise TraceError("static arguments of tg.jit must be hashable (they key the "
@@ -129,7 +176,7 @@ class Jitted(Generic[P]):
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> Any:
         """Run the compiled code for these arguments (compiling it first if needed)."""
-        if not kwargs:
+        if not kwargs and not self.static_argnums:
             key = []
             for a in args:
                 if type(a) not in self._fast_types:
@@ -142,21 +189,21 @@ class Jitted(Generic[P]):
                         return entry.finish(out)
         return self._call_slow(args, kwargs)
 
-    def _call_slow(self, args, kwargs):
-        key, leaves = self._split(args, kwargs)
+    def _call_slow(self, args, kwargs, bound=False):
+        key, leaves = self._split(args, kwargs, bound)
         if any(isinstance(x, Tracer) for x in leaves):
             # inside another transform: trace straight through (the outer
             # transform sees the operations themselves)
-            return self.fun(*args, **kwargs)
+            return self.fun(*_unwrap(args), **kwargs)
         arrays = [self._as_input(x) for x in leaves]
         self._remember_fast(key, args, kwargs)
         for entry in self._cache.get(key, ()):
             out = entry.run(*arrays)
             if out is not GUARD_FAILED:
                 return entry.finish(_given_back(entry, out, arrays, leaves))
-        entry = self._specialize(key, args, kwargs)
+        entry = self._specialize(key, args, kwargs, bound)
         if entry is None:  # it closes over values an enclosing transform is tracing
-            return self.fun(*args, **kwargs)
+            return self.fun(*_unwrap(args), **kwargs)
         self._remember_fast(key, args, kwargs)
         out = entry.run(*arrays)
         if out is GUARD_FAILED:
@@ -166,7 +213,8 @@ class Jitted(Generic[P]):
 
     def _remember_fast(self, key, args, kwargs):
         """Let later calls with these argument types skip the pytree walk."""
-        if kwargs or self.static_argnums or key not in self._cache:
+        if kwargs or self.static_argnums or key not in self._cache \
+                or any(type(a) is _Static for a in args):
             return
         if self.backend == "jax":
             self._fast_types.update(type(a) for a in args if _is_jax_array(a))
@@ -181,14 +229,14 @@ class Jitted(Generic[P]):
             return x  # a JAX array stays on its device
         return np.asarray(x)
 
-    def _specialize(self, key, args, kwargs):
+    def _specialize(self, key, args, kwargs, bound=False):
         # Building graphs makes many small long-lived objects: the cyclic garbage
         # collector would rescan them over and over (compile time quadratic in the
         # graph size), and there is no cyclic garbage to find here.
         gc_was_enabled = gc.isenabled()
         gc.disable()
         try:
-            traced = self._trace(args, kwargs)
+            traced = self._trace(args, kwargs, bound)
             if traced is None:
                 return None
             graph, out_tree, bases = traced
@@ -218,10 +266,13 @@ class Jitted(Generic[P]):
                           f"static_argnums", RetraceWarning, stacklevel=3)
         return entry
 
-    def _trace(self, args, kwargs):
+    def _trace(self, args, kwargs, bound=False):
         from .api import _Traced
 
-        statics = {i: args[i] for i in self.static_argnums}
+        pos, names = self._statics(args, kwargs, bound)
+        statics = {i: _unwrap_one(args[i]) for i in pos}
+        static_kw = {k: kwargs[k] for k in names}
+        kwargs = {k: v for k, v in kwargs.items() if k not in names}
         n = len(args)
         traced_inputs = []
 
@@ -230,7 +281,7 @@ class Jitted(Generic[P]):
             dynamic, kw = dynamic_and_kwargs
             it = iter(dynamic)
             full = [statics[i] if i in statics else next(it) for i in range(n)]
-            return self.fun(*full, **kw)
+            return self.fun(*full, **kw, **static_kw)
 
         dynamic = tuple(a for i, a in enumerate(args) if i not in statics)
         t = _Traced(flat_fun, ((dynamic, kwargs),), {}, (0,), user_src(),
@@ -281,6 +332,56 @@ class Jitted(Generic[P]):
         return sum(len(v) for v in self._cache.values())
 
 
+class _Static:
+    """A method's receiver as a static argument: keyed by its hash, or by identity when
+    it has none (a mutable object)."""
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __hash__(self):
+        try:
+            return hash((type(self.obj), self.obj))
+        except TypeError:
+            return id(self.obj)
+
+    def __eq__(self, other):
+        if type(other) is not _Static:
+            return NotImplemented
+        if self.obj is other.obj:
+            return True
+        try:
+            hash(self.obj)
+        except TypeError:
+            return False
+        return type(self.obj) is type(other.obj) and bool(self.obj == other.obj)
+
+
+def _unwrap_one(a):
+    return a.obj if type(a) is _Static else a
+
+
+def _unwrap(args):
+    return tuple(_unwrap_one(a) for a in args)
+
+
+def _is_pytree_node(obj):
+    from .tracer.pytree import _NODES
+    return type(obj) in _NODES
+
+
+def _positional_params(fun):
+    """The names of ``fun``'s positional parameters in order, or None if unknown."""
+    import inspect
+    try:
+        sig = inspect.signature(fun)
+    except (TypeError, ValueError):
+        return None
+    return [p.name for p in sig.parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
 def _numpy_bases(inputs, outputs):
     """The bases (``ir.aliasing``) of a traced function's outputs, from the Python
     objects the function returned: an input itself or a NumPy view of one (the tracer
@@ -322,13 +423,14 @@ def _where():
 
 @overload
 def jit(fun: Callable[P, Any], *, backend: Literal["numpy", "jax"] = "numpy",
-        static_argnums: int | Sequence[int] = (), **jax_options: Any) -> Jitted[P]: ...
+        static_argnums: int | Sequence[int] = (), static_argnames: str | Sequence[str] = (),
+        **jax_options: Any) -> Jitted[P]: ...
 @overload
 def jit(fun: None = None, *, backend: Literal["numpy", "jax"] = "numpy",
-        static_argnums: int | Sequence[int] = (),
+        static_argnums: int | Sequence[int] = (), static_argnames: str | Sequence[str] = (),
         **jax_options: Any) -> Callable[[Callable[P, Any]], Jitted[P]]: ...
 def jit(fun: Callable[P, Any] | None = None, *, backend: Literal["numpy", "jax"] = "numpy",
-        static_argnums: int | Sequence[int] = (),
+        static_argnums: int | Sequence[int] = (), static_argnames: str | Sequence[str] = (),
         **jax_options: Any) -> Jitted[P] | Callable[[Callable[P, Any]], Jitted[P]]:
     """Compile ``fun``: ``@tg.jit``, ``@tg.jit(backend="jax")``, ``tg.jit(f, ...)``.
 
@@ -339,6 +441,8 @@ def jit(fun: Callable[P, Any] | None = None, *, backend: Literal["numpy", "jax"]
             ``"jax"`` lowers to JAX and compiles with XLA (float64 stays float64).
         static_argnums: positions of arguments that are not traced: their values
             (hashable) are part of the cache key.
+        static_argnames: names of keyword arguments that are static likewise (a
+            parameter named in either is static however it is passed).
         **jax_options: passed to ``jax.jit`` (``in_shardings``, ``out_shardings``,
             ``donate_argnums``); only with ``backend="jax"``.
 
@@ -349,5 +453,5 @@ def jit(fun: Callable[P, Any] | None = None, *, backend: Literal["numpy", "jax"]
         TraceError: an unknown backend, or JAX options with the NumPy backend.
     """
     if fun is None:
-        return lambda f: Jitted(f, backend, static_argnums, **jax_options)
-    return Jitted(fun, backend, static_argnums, **jax_options)
+        return lambda f: Jitted(f, backend, static_argnums, static_argnames, **jax_options)
+    return Jitted(fun, backend, static_argnums, static_argnames, **jax_options)
