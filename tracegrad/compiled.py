@@ -16,12 +16,13 @@ from typing import Any, Generic, Literal, overload
 
 import numpy as np
 
-from . import passes
+from . import debug, passes
 from ._typing import P
 from .errors import RetraceWarning, TraceError
 from .ir import Graph
 from .runtime.codegen import GUARD_FAILED, generate
 from .tracer import Tracer, flatten, unflatten, user_src
+from .tracer.core import current_trace
 
 MAX_SPECIALIZATIONS = 16
 
@@ -62,7 +63,7 @@ class Lowered:
 class _Entry:
     __slots__ = ("run", "out_tree", "graph", "compiled", "finish", "given_back")
 
-    def __init__(self, run, out_tree, graph, compiled, given_back=()):
+    def __init__(self, run, out_tree, graph, compiled, given_back=(), effects=None):
         self.run, self.out_tree, self.graph, self.compiled = run, out_tree, graph, compiled
         # (output, input) pairs where the function returns that input itself, as NumPy does
         # for ``lambda x: x``: the caller gets its own object back (a Python float too)
@@ -74,6 +75,14 @@ class _Entry:
             self.finish = tuple
         else:
             self.finish = functools.partial(unflatten, out_tree)
+        if effects is not None and effects.records:
+            # tg.debug.print: the printed values are extra outputs after the function's own
+            finish, n_out, records = self.finish, out_tree.num_leaves, effects.records
+
+            def finish_and_print(out):
+                debug.emit_all(records, out[n_out:])
+                return finish(out[:n_out])
+            self.finish = finish_and_print
 
 
 def _first(out):
@@ -239,7 +248,7 @@ class Jitted(Generic[P]):
             traced = self._trace(args, kwargs, bound)
             if traced is None:
                 return None
-            graph, out_tree, bases = traced
+            graph, out_tree, bases, effects = traced
             graph = optimize(graph)
             if self.backend == "numpy":
                 compiled = generate(graph, name=_safe_name(self.__name__), bases=bases)
@@ -253,7 +262,7 @@ class Jitted(Generic[P]):
         run = compiled.fn if self.backend == "numpy" else compiled
         given_back = tuple((k, b[1]) for k, b in enumerate(bases)
                            if b[0] == "input" and graph.outputs[k] == graph.inputs[b[1]])
-        entry = _Entry(run, out_tree, graph, compiled, given_back)
+        entry = _Entry(run, out_tree, graph, compiled, given_back, effects)
         entries = self._cache.setdefault(key, [])
         entries.insert(0, entry)
         self._traces += 1
@@ -276,12 +285,19 @@ class Jitted(Generic[P]):
         n = len(args)
         traced_inputs = []
 
+        sinks = []
+
         def flat_fun(dynamic_and_kwargs):
             traced_inputs.extend(flatten(dynamic_and_kwargs)[0])
             dynamic, kw = dynamic_and_kwargs
             it = iter(dynamic)
             full = [statics[i] if i in statics else next(it) for i in range(n)]
-            return self.fun(*full, **kw, **static_kw)
+            sinks.append(debug._Sink(current_trace()))
+            token = debug.EFFECTS.set(sinks[-1])
+            try:
+                return self.fun(*full, **kw, **static_kw)
+            finally:
+                debug.EFFECTS.reset(token)
 
         dynamic = tuple(a for i, a in enumerate(args) if i not in statics)
         t = _Traced(flat_fun, ((dynamic, kwargs),), {}, (0,), user_src(),
@@ -291,8 +307,10 @@ class Jitted(Generic[P]):
             # passes: such a function is traced through, not compiled on its own.
             return None
         graph = t.graph
-        graph.outputs = graph.outputs[:t.n_out]
-        return graph, t.out_tree, _numpy_bases(traced_inputs, t.out_values)
+        effects = sinks[-1]
+        printed = [t._as_node_value(t.trace, x) for x in effects.tracers]
+        graph.outputs = graph.outputs[:t.n_out] + [x._node for x in printed]
+        return graph, t.out_tree, _numpy_bases(traced_inputs, t.out_values + printed), effects
 
     # -- looking inside ------------------------------------------------------------------
     def lower(self, *args: P.args, **kwargs: P.kwargs) -> Lowered:

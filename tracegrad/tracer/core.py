@@ -443,6 +443,11 @@ def _as_const(a, tracer_dtypes):
     return arr
 
 
+def current_trace():
+    """The innermost active trace, or None outside every transform."""
+    return _stack[-1] if _stack else None
+
+
 @contextmanager
 def new_trace():
     trace = Trace(len(_stack))
@@ -570,6 +575,26 @@ class Tracer:
     def __repr__(self):
         from ..ir.dtypes import aval_str
         return f"Tracer<{aval_str(self.shape, self.dtype)} %{self._node}>"
+
+    # Printing reads the value where it is known (tracing runs on concrete values), as
+    # NumPy formats it; it decides nothing, so it records no guard. Under tg.jit it runs
+    # once, at trace time: tg.debug.print prints on every call.
+    def __str__(self):
+        return str(self._printable("str()"))
+
+    def __format__(self, spec):
+        value = self._printable("formatting")
+        return format(value if spec else str(value), spec)
+
+    def _printable(self, what):
+        sync(self)
+        if self._value is None:
+            raise TraceError(f"{what} of a traced array needs its value, but it is only known "
+                             f"abstractly here (inside a graph transformation); use "
+                             f"tg.debug.print to print values when the function runs, or "
+                             f"repr() for its shape and dtype{where()}")
+        value = self._value
+        return value[()] if isinstance(value, np.ndarray) and value.ndim == 0 else value
 
     # NumPy lets ``a.shape = ...`` and ``a.dtype = ...`` change an array in place; the
     # setters (methods.py) do that or raise, so neither is silently ignored
