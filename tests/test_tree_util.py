@@ -239,3 +239,29 @@ def test_partial_is_a_pytree():
     jf = tg.jit(lambda f, x: f(x))
     assert_close(jf(p, np.ones(2)), np.full(2, 2.0), 0)
     assert functools.partial in type(p).__mro__
+
+
+def test_register_dataclass_with_explicit_fields():
+    @dataclasses.dataclass(frozen=True)
+    class Scaled:
+        value: object
+        scale: float
+
+    tu.register_dataclass(Scaled, data_fields=["value"], meta_fields=["scale"])
+    s = Scaled(np.array([1.0, 2.0]), 3.0)
+    leaves, td = tu.tree_flatten(s)
+    assert len(leaves) == 1 and tu.tree_unflatten(td, [np.zeros(2)]).scale == 3.0
+    g = tg.grad(lambda t: np.sum(t.value ** 2) * t.scale)(s)
+    assert isinstance(g, Scaled) and g.scale == 3.0
+    assert_close(g.value, 6.0 * s.value, 1e-15)
+    assert tu.tree_structure(Scaled(1.0, 3.0)) != tu.tree_structure(Scaled(1.0, 4.0))
+
+    @dataclasses.dataclass
+    class Bad:
+        a: object
+        b: object
+
+    with pytest.raises(tg.TraceError, match="must split the init fields"):
+        tu.register_dataclass(Bad, data_fields=["a"], meta_fields=[])
+    with pytest.raises(tg.TraceError, match="give both"):
+        tu.register_dataclass(Bad, data_fields=["a", "b"])
