@@ -74,3 +74,14 @@ def test_tracers_format_like_arrays(capsys):
 
     with pytest.raises(tg.TraceError, match="tg.debug.print"):
         tg.scan(body, 0.0, np.arange(2.0))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "jax"])
+def test_jit_of_grad_prints_on_every_call(backend, capsys):
+    jg = tg.jit(tg.grad(f), backend=backend)
+    jh = tg.jit(tg.hessian(f), backend=backend)
+    for x, y in INPUTS:
+        assert np.allclose(jg(x, y), np.cos(x) * y, rtol=1e-14)
+        assert capsys.readouterr().out.splitlines() == expected(x, y)
+        assert np.allclose(jh(x, y), np.diag(-np.sin(x) * y), rtol=1e-14)
+        assert capsys.readouterr().out.splitlines() == expected(x, y)

@@ -8,10 +8,12 @@ both backends) and are printed, in program order, on every call. Formatting is
 ``str.format`` with the values as NumPy arrays (``"{x:.3f}"`` of a 0-d value works), as
 ``jax.debug.print`` does.
 
+A print inside a transform nested in ``tg.jit`` (``tg.jit(tg.grad(f))``) is kept too:
+the values are recomputed in the jitted graph from its own inputs.
+
 Limits: inside the body of ``tg.scan``/``tg.while_loop``/``tg.cond`` values are only
-known abstractly (a TraceError says so); a ``tg.grad`` (or another transform) nested in
-``tg.jit`` prints when the specialisation is traced, not on every call; under
-``tg.vmap`` the function is traced once, on the first example, and prints that one.
+known abstractly (a TraceError says so); under ``tg.vmap`` the function is traced once,
+on the first example, and prints that one, once.
 """
 from __future__ import annotations
 
@@ -22,8 +24,9 @@ from typing import Any
 import numpy as np
 
 from .errors import TraceError
-from .tracer import Tracer, flatten, sync, unflatten, where
-from .tracer.core import current_trace
+from .ir import Graph
+from .tracer import Trace, Tracer, flatten, replay, sync, unflatten, where
+from .tracer.core import BATCHING, current_trace
 
 __all__ = ["print"]
 
@@ -51,7 +54,15 @@ def print(fmt: str, *args: Any, ordered: bool = False, **kwargs: Any) -> None:  
                          f"{type(fmt).__name__}{where()}")
     leaves, tree = flatten((args, kwargs))
     sink = EFFECTS.get()
-    if sink is not None and current_trace() is sink.trace:
+    if sink is not None and current_trace() is not sink.trace and not BATCHING.get():
+        # inside a transform nested in tg.jit (tg.jit(tg.grad(f))): the values, computed
+        # again from the jitted function's own inputs
+        lifted = [_lift(x, sink.trace) if isinstance(x, Tracer) else x for x in leaves]
+        if all(x is not None for x in lifted):
+            leaves = lifted
+    if sink is not None and any(isinstance(x, Tracer) and x._trace is sink.trace
+                                for x in leaves) or sink is not None and \
+            current_trace() is sink.trace:
         slots = []
         for x in leaves:
             if isinstance(x, Tracer) and x._trace is sink.trace:
@@ -65,6 +76,36 @@ def print(fmt: str, *args: Any, ordered: bool = False, **kwargs: Any) -> None:  
         sink.records.append((fmt, tree, slots))
         return
     _emit(fmt, tree, [_value_now(x) for x in leaves])
+
+
+def _lift(x, target):
+    """``x``, a value of a trace nested inside ``target``, as a value of ``target``: the
+    part of each inner trace that computes it, replayed on what its inputs stand for
+    (the arguments and captured values of the enclosing trace). None where an inner
+    trace's inputs are not known (a loop body traced abstractly)."""
+    while isinstance(x, Tracer) and x._trace is not target:
+        trace = x._trace
+        outer_args = getattr(trace, "outer_args", None)
+        if outer_args is None or type(trace) is not Trace or trace.level <= target.level:
+            return None
+        sync(x)
+        captured = {inner._node: alias for alias, inner, _ in trace.captured.values()}
+        graph = Graph()
+        inputs = []
+        for n, (op, args, params, shape, dtype, src) in enumerate(trace.records[:x._node + 1]):
+            if op == "input":
+                graph.add_input(shape, dtype, src=src)
+                inputs.append(outer_args[len(inputs)] if len(inputs) < len(outer_args)
+                              else captured.get(n))
+            elif op == "const":
+                graph.add_const(params["value"], src=src)
+            else:
+                graph.add_node(op, args, params, shape=shape, dtype=dtype, src=src)
+        if any(v is None for v in inputs):
+            return None
+        graph.outputs = [x._node]
+        x = replay(graph, inputs)[x._node]
+    return x
 
 
 def _value_now(x):
