@@ -137,7 +137,6 @@ class Jitted(Generic[P]):
         self._fast: dict = {}
         self._fast_types = {np.ndarray}  # the jax backend adds JAX's array type
         self._traces = 0
-        self._bound: dict = {}
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         """``@tg.jit`` on a method: ``obj.f(x)`` calls the compiled ``f(obj, x)``. ``obj``
