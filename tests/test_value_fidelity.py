@@ -252,6 +252,22 @@ SPECS["np.percentile"] = _reds(
 )
 
 
+@spec("np.average")
+def _average():
+    return [
+        V("f64", np.average, _X),
+        V("axis", lambda a: np.average(a, axis=1), _X),
+        V("keepdims", lambda a: np.average(a, axis=0, keepdims=True), _X),
+        V("weights_1d", lambda a, w: np.average(a, axis=1, weights=w), _X,
+          A((4,), F64, 2, 0.1, 1)),
+        V("weights_full", lambda a, w: np.average(a, weights=w), _X, A((3, 4), F64, 3, 0.1, 1)),
+        V("returned", lambda a: np.average(a, axis=0, returned=True), _X),
+        V("int", np.average, _I),
+        V("f32", lambda a: np.average(a, axis=1), _F32),
+        V("c128", np.average, _C),
+    ]
+
+
 @spec("np.trace")
 def _trace():
     return [

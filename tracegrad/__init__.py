@@ -51,8 +51,11 @@ from .eager import nn, optim, utils  # noqa: E402
 
 _alias_eager_modules()
 
+# the JAX surface (issue 15): pytrees, ravel_pytree, debug printing, optimizers
+from . import debug, flatten_util, optimizers, tree_util  # noqa: E402
+
 __all__ = ["TraceError", "RetraceWarning", "Graph", "jit", "passes", "grad", "value_and_grad", "vjp",
            "jvp", "jacobian", "hessian", "trace", "stop_gradient", "custom_vjp", "checkpoint",
            "cond", "fori_loop", "while_loop", "scan", "vmap", "autograd", "bool", "float", "double", "int",
            "long", "nn", "optim", "utils", "pure_callback", "ShapeDtypeStruct", "scipy",
-           *_eager.__all__]
+           "tree_util", "flatten_util", "debug", "optimizers", *_eager.__all__]

@@ -168,6 +168,7 @@ class _Traced:
                       for x, aval in zip(leaves, avals)]
             # (the function may assign into an input tracer, which then names a new node)
             self.input_nodes = [x._node for x in inputs]
+            trace.outer_args = leaves       # what the inputs stand for (tg.debug.print)
             for inp, x in zip(inputs, leaves):
                 if isinstance(x, Tracer):
                     inp._weak = x._weak         # a Python number traced by an outer transform

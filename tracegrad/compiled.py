@@ -16,12 +16,13 @@ from typing import Any, Generic, Literal, overload
 
 import numpy as np
 
-from . import passes
+from . import debug, passes
 from ._typing import P
 from .errors import RetraceWarning, TraceError
 from .ir import Graph
 from .runtime.codegen import GUARD_FAILED, generate
 from .tracer import Tracer, flatten, unflatten, user_src
+from .tracer.core import current_trace
 
 MAX_SPECIALIZATIONS = 16
 
@@ -62,7 +63,7 @@ class Lowered:
 class _Entry:
     __slots__ = ("run", "out_tree", "graph", "compiled", "finish", "given_back")
 
-    def __init__(self, run, out_tree, graph, compiled, given_back=()):
+    def __init__(self, run, out_tree, graph, compiled, given_back=(), effects=None):
         self.run, self.out_tree, self.graph, self.compiled = run, out_tree, graph, compiled
         # (output, input) pairs where the function returns that input itself, as NumPy does
         # for ``lambda x: x``: the caller gets its own object back (a Python float too)
@@ -74,6 +75,14 @@ class _Entry:
             self.finish = tuple
         else:
             self.finish = functools.partial(unflatten, out_tree)
+        if effects is not None and effects.records:
+            # tg.debug.print: the printed values are extra outputs after the function's own
+            finish, n_out, records = self.finish, out_tree.num_leaves, effects.records
+
+            def finish_and_print(out):
+                debug.emit_all(records, out[n_out:])
+                return finish(out[:n_out])
+            self.finish = finish_and_print
 
 
 def _first(out):
@@ -93,7 +102,8 @@ class Jitted(Generic[P]):
     """
 
     def __init__(self, fun: Callable[P, Any], backend: Literal["numpy", "jax"] = "numpy",
-                 static_argnums: int | Sequence[int] = (), **jax_options: Any) -> None:
+                 static_argnums: int | Sequence[int] = (),
+                 static_argnames: str | Sequence[str] = (), **jax_options: Any) -> None:
         if backend not in ("numpy", "jax"):
             raise TraceError(f'tg.jit backend must be "numpy" or "jax", got {backend!r}')
         if backend == "numpy" and jax_options:
@@ -106,6 +116,20 @@ class Jitted(Generic[P]):
         self.backend = backend
         self.static_argnums = ((static_argnums,) if isinstance(static_argnums, int)
                                else tuple(static_argnums))
+        self.static_argnames = ((static_argnames,) if isinstance(static_argnames, str)
+                                else tuple(static_argnames))
+        # as in JAX, a static argument may be named by position or by name: each is
+        # completed from the function's signature where it has one
+        self._params = _positional_params(fun)
+        for i in self.static_argnums:
+            if self._params is not None and -len(self._params) <= i < len(self._params):
+                name = self._params[i]
+                if name not in self.static_argnames:
+                    self.static_argnames += (name,)
+        if self._params is not None:
+            for name in self.static_argnames:
+                if name in self._params and self._params.index(name) not in self.static_argnums:
+                    self.static_argnums += (self._params.index(name),)
         self.jax_options = jax_options
         self._cache: dict = {}
         # Calls whose arguments are all plain ndarrays (the common case) are looked
@@ -114,13 +138,44 @@ class Jitted(Generic[P]):
         self._fast_types = {np.ndarray}  # the jax backend adds JAX's array type
         self._traces = 0
 
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        """``@tg.jit`` on a method: ``obj.f(x)`` calls the compiled ``f(obj, x)``. ``obj``
+        is a traced argument when its type is a registered pytree, otherwise static (part
+        of the cache key: by its hash, or by identity when it has none)."""
+        if obj is None:
+            return self
+        return functools.partial(self._call_method, obj)
+
+    def _call_method(self, obj, *args, **kwargs):
+        if _is_pytree_node(obj):
+            return self(obj, *args, **kwargs)
+        return self._call_slow((_Static(obj),) + args, kwargs, bound=True)
+
     # -- calling -----------------------------------------------------------------------
-    def _split(self, args, kwargs):
-        static = tuple(args[i] for i in self.static_argnums)
-        dynamic = tuple(a for i, a in enumerate(args) if i not in self.static_argnums)
-        leaves, tree = flatten((dynamic, kwargs))
+    def _statics(self, args, kwargs, bound=False):
+        """The positions and keyword names of the static arguments of this call."""
+        n = len(args)
+        pos = set()
+        for i in self.static_argnums:
+            if not -n <= i < n:
+                if self._params is not None and -len(self._params) <= i < len(self._params):
+                    continue                # given by keyword, or left to its default
+                raise TraceError(f"static_argnums={i} is out of range for a call with {n} "
+                                 f"positional arguments{_where()}")
+            pos.add(i % n)
+        if bound:
+            pos.add(0)
+        names = tuple(k for k in kwargs if k in self.static_argnames)
+        return tuple(sorted(pos)), names
+
+    def _split(self, args, kwargs, bound=False):
+        pos, names = self._statics(args, kwargs, bound)
+        static = (tuple(args[i] for i in pos), tuple((k, kwargs[k]) for k in names))
+        dynamic = tuple(a for i, a in enumerate(args) if i not in pos)
+        dyn_kwargs = {k: v for k, v in kwargs.items() if k not in names}
+        leaves, tree = flatten((dynamic, dyn_kwargs))
         try:
-            key = (tree, static, tuple(_leaf_key(x) for x in leaves))
+            key = (tree, pos, static, tuple(_leaf_key(x) for x in leaves))
             hash(key)
         except TypeError:
             raise TraceError("static arguments of tg.jit must be hashable (they key the "
@@ -129,7 +184,7 @@ class Jitted(Generic[P]):
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> Any:
         """Run the compiled code for these arguments (compiling it first if needed)."""
-        if not kwargs:
+        if not kwargs and not self.static_argnums:
             key = []
             for a in args:
                 if type(a) not in self._fast_types:
@@ -142,21 +197,21 @@ class Jitted(Generic[P]):
                         return entry.finish(out)
         return self._call_slow(args, kwargs)
 
-    def _call_slow(self, args, kwargs):
-        key, leaves = self._split(args, kwargs)
+    def _call_slow(self, args, kwargs, bound=False):
+        key, leaves = self._split(args, kwargs, bound)
         if any(isinstance(x, Tracer) for x in leaves):
             # inside another transform: trace straight through (the outer
             # transform sees the operations themselves)
-            return self.fun(*args, **kwargs)
+            return self.fun(*_unwrap(args), **kwargs)
         arrays = [self._as_input(x) for x in leaves]
         self._remember_fast(key, args, kwargs)
         for entry in self._cache.get(key, ()):
             out = entry.run(*arrays)
             if out is not GUARD_FAILED:
                 return entry.finish(_given_back(entry, out, arrays, leaves))
-        entry = self._specialize(key, args, kwargs)
+        entry = self._specialize(key, args, kwargs, bound)
         if entry is None:  # it closes over values an enclosing transform is tracing
-            return self.fun(*args, **kwargs)
+            return self.fun(*_unwrap(args), **kwargs)
         self._remember_fast(key, args, kwargs)
         out = entry.run(*arrays)
         if out is GUARD_FAILED:
@@ -166,7 +221,8 @@ class Jitted(Generic[P]):
 
     def _remember_fast(self, key, args, kwargs):
         """Let later calls with these argument types skip the pytree walk."""
-        if kwargs or self.static_argnums or key not in self._cache:
+        if kwargs or self.static_argnums or key not in self._cache \
+                or any(type(a) is _Static for a in args):
             return
         if self.backend == "jax":
             self._fast_types.update(type(a) for a in args if _is_jax_array(a))
@@ -181,17 +237,17 @@ class Jitted(Generic[P]):
             return x  # a JAX array stays on its device
         return np.asarray(x)
 
-    def _specialize(self, key, args, kwargs):
+    def _specialize(self, key, args, kwargs, bound=False):
         # Building graphs makes many small long-lived objects: the cyclic garbage
         # collector would rescan them over and over (compile time quadratic in the
         # graph size), and there is no cyclic garbage to find here.
         gc_was_enabled = gc.isenabled()
         gc.disable()
         try:
-            traced = self._trace(args, kwargs)
+            traced = self._trace(args, kwargs, bound)
             if traced is None:
                 return None
-            graph, out_tree, bases = traced
+            graph, out_tree, bases, effects = traced
             graph = optimize(graph)
             if self.backend == "numpy":
                 compiled = generate(graph, name=_safe_name(self.__name__), bases=bases)
@@ -205,7 +261,7 @@ class Jitted(Generic[P]):
         run = compiled.fn if self.backend == "numpy" else compiled
         given_back = tuple((k, b[1]) for k, b in enumerate(bases)
                            if b[0] == "input" and graph.outputs[k] == graph.inputs[b[1]])
-        entry = _Entry(run, out_tree, graph, compiled, given_back)
+        entry = _Entry(run, out_tree, graph, compiled, given_back, effects)
         entries = self._cache.setdefault(key, [])
         entries.insert(0, entry)
         self._traces += 1
@@ -218,19 +274,29 @@ class Jitted(Generic[P]):
                           f"static_argnums", RetraceWarning, stacklevel=3)
         return entry
 
-    def _trace(self, args, kwargs):
+    def _trace(self, args, kwargs, bound=False):
         from .api import _Traced
 
-        statics = {i: args[i] for i in self.static_argnums}
+        pos, names = self._statics(args, kwargs, bound)
+        statics = {i: _unwrap_one(args[i]) for i in pos}
+        static_kw = {k: kwargs[k] for k in names}
+        kwargs = {k: v for k, v in kwargs.items() if k not in names}
         n = len(args)
         traced_inputs = []
+
+        sinks = []
 
         def flat_fun(dynamic_and_kwargs):
             traced_inputs.extend(flatten(dynamic_and_kwargs)[0])
             dynamic, kw = dynamic_and_kwargs
             it = iter(dynamic)
             full = [statics[i] if i in statics else next(it) for i in range(n)]
-            return self.fun(*full, **kw)
+            sinks.append(debug._Sink(current_trace()))
+            token = debug.EFFECTS.set(sinks[-1])
+            try:
+                return self.fun(*full, **kw, **static_kw)
+            finally:
+                debug.EFFECTS.reset(token)
 
         dynamic = tuple(a for i, a in enumerate(args) if i not in statics)
         t = _Traced(flat_fun, ((dynamic, kwargs),), {}, (0,), user_src(),
@@ -240,8 +306,10 @@ class Jitted(Generic[P]):
             # passes: such a function is traced through, not compiled on its own.
             return None
         graph = t.graph
-        graph.outputs = graph.outputs[:t.n_out]
-        return graph, t.out_tree, _numpy_bases(traced_inputs, t.out_values)
+        effects = sinks[-1]
+        printed = [t._as_node_value(t.trace, x) for x in effects.tracers]
+        graph.outputs = graph.outputs[:t.n_out] + [x._node for x in printed]
+        return graph, t.out_tree, _numpy_bases(traced_inputs, t.out_values + printed), effects
 
     # -- looking inside ------------------------------------------------------------------
     def lower(self, *args: P.args, **kwargs: P.kwargs) -> Lowered:
@@ -279,6 +347,56 @@ class Jitted(Generic[P]):
     def cache_size(self) -> int:
         """How many specialisations are cached."""
         return sum(len(v) for v in self._cache.values())
+
+
+class _Static:
+    """A method's receiver as a static argument: keyed by its hash, or by identity when
+    it has none (a mutable object)."""
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __hash__(self):
+        try:
+            return hash((type(self.obj), self.obj))
+        except TypeError:
+            return id(self.obj)
+
+    def __eq__(self, other):
+        if type(other) is not _Static:
+            return NotImplemented
+        if self.obj is other.obj:
+            return True
+        try:
+            hash(self.obj)
+        except TypeError:
+            return False
+        return type(self.obj) is type(other.obj) and bool(self.obj == other.obj)
+
+
+def _unwrap_one(a):
+    return a.obj if type(a) is _Static else a
+
+
+def _unwrap(args):
+    return tuple(_unwrap_one(a) for a in args)
+
+
+def _is_pytree_node(obj):
+    from .tracer.pytree import _NODES
+    return type(obj) in _NODES
+
+
+def _positional_params(fun):
+    """The names of ``fun``'s positional parameters in order, or None if unknown."""
+    import inspect
+    try:
+        sig = inspect.signature(fun)
+    except (TypeError, ValueError):
+        return None
+    return [p.name for p in sig.parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
 
 def _numpy_bases(inputs, outputs):
@@ -322,13 +440,14 @@ def _where():
 
 @overload
 def jit(fun: Callable[P, Any], *, backend: Literal["numpy", "jax"] = "numpy",
-        static_argnums: int | Sequence[int] = (), **jax_options: Any) -> Jitted[P]: ...
+        static_argnums: int | Sequence[int] = (), static_argnames: str | Sequence[str] = (),
+        **jax_options: Any) -> Jitted[P]: ...
 @overload
 def jit(fun: None = None, *, backend: Literal["numpy", "jax"] = "numpy",
-        static_argnums: int | Sequence[int] = (),
+        static_argnums: int | Sequence[int] = (), static_argnames: str | Sequence[str] = (),
         **jax_options: Any) -> Callable[[Callable[P, Any]], Jitted[P]]: ...
 def jit(fun: Callable[P, Any] | None = None, *, backend: Literal["numpy", "jax"] = "numpy",
-        static_argnums: int | Sequence[int] = (),
+        static_argnums: int | Sequence[int] = (), static_argnames: str | Sequence[str] = (),
         **jax_options: Any) -> Jitted[P] | Callable[[Callable[P, Any]], Jitted[P]]:
     """Compile ``fun``: ``@tg.jit``, ``@tg.jit(backend="jax")``, ``tg.jit(f, ...)``.
 
@@ -339,6 +458,8 @@ def jit(fun: Callable[P, Any] | None = None, *, backend: Literal["numpy", "jax"]
             ``"jax"`` lowers to JAX and compiles with XLA (float64 stays float64).
         static_argnums: positions of arguments that are not traced: their values
             (hashable) are part of the cache key.
+        static_argnames: names of keyword arguments that are static likewise (a
+            parameter named in either is static however it is passed).
         **jax_options: passed to ``jax.jit`` (``in_shardings``, ``out_shardings``,
             ``donate_argnums``); only with ``backend="jax"``.
 
@@ -349,5 +470,5 @@ def jit(fun: Callable[P, Any] | None = None, *, backend: Literal["numpy", "jax"]
         TraceError: an unknown backend, or JAX options with the NumPy backend.
     """
     if fun is None:
-        return lambda f: Jitted(f, backend, static_argnums, **jax_options)
-    return Jitted(fun, backend, static_argnums, **jax_options)
+        return lambda f: Jitted(f, backend, static_argnums, static_argnames, **jax_options)
+    return Jitted(fun, backend, static_argnums, static_argnames, **jax_options)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -19,15 +19,53 @@ from .passes.batch import batch
 from .runtime.interpreter import call_graph
 from .tracer import Tracer, flatten, sync, unflatten, user_src, where
 from .tracer.core import BATCHING
+from .tracer.pytree import flatten_up_to
 
 
-def _axes_per_arg(in_axes, n_args):
+def _is_axis(x):
+    return x is None or isinstance(x, int)
+
+
+def _leaf_axes(prefix, tree, what):
+    """One axis (an int or None) per leaf of ``tree``, from ``prefix``: a pytree of ints and
+    Nones that is a prefix of ``tree``'s structure (an int or None standing for a whole
+    subtree), as JAX reads ``in_axes`` and ``out_axes``."""
+    axes_leaves, axes_tree = flatten(prefix, is_leaf=_is_axis)
+    for a in axes_leaves:
+        if not _is_axis(a) or isinstance(a, bool):
+            raise TraceError(f"vmap {what} must hold ints and None, got {a!r}{where()}")
+    try:
+        subtrees = flatten_up_to(axes_tree, tree)
+    except TraceError as e:
+        raise TraceError(f"vmap {what} {prefix!r} is not a prefix of the structure "
+                         f"{flatten(tree)[1]!r}: {e}{where()}") from None
+    out = []
+    for ax, sub in zip(axes_leaves, subtrees):
+        out += [ax] * len(flatten(sub)[0])
+    return out
+
+
+def _axes_per_arg(in_axes, args):
+    n_args = len(args)
     if in_axes is None or isinstance(in_axes, int):
         return [in_axes] * n_args
-    if isinstance(in_axes, (tuple, list)) and len(in_axes) == n_args:
+    if isinstance(in_axes, list) and len(in_axes) == n_args:
+        in_axes = tuple(in_axes)
+    if isinstance(in_axes, tuple) and len(in_axes) == n_args:
         return list(in_axes)
+    if isinstance(in_axes, (tuple, list, dict)) and n_args == 1 and not isinstance(in_axes, tuple):
+        return [in_axes]
     raise TraceError(f"vmap in_axes must be an int, None, or a tuple with one entry per "
                      f"argument ({n_args}), got {in_axes!r}{where()}")
+
+
+def _depends_on(graph, positions):
+    """For each output of ``graph``, whether it depends on an input at ``positions``."""
+    dep = {graph.inputs[k] for k in positions}
+    for n, d in graph.items():
+        if n not in dep and any(a in dep for a in d["args"]):
+            dep.add(n)
+    return [o in dep for o in graph.outputs]
 
 
 def _first_row(leaf):
@@ -48,8 +86,7 @@ def _weak_number(leaf):
     return leaf
 
 
-def vmap(fun: Callable[..., Any], in_axes: int | None | Sequence[int | None] = 0,
-         out_axes: int | None = 0) -> Callable[..., Any]:
+def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callable[..., Any]:
     """Map ``fun`` over an axis of its arguments, as one batched computation.
 
     ``fun`` is traced once, on the first example, and its graph batched by
@@ -57,9 +94,13 @@ def vmap(fun: Callable[..., Any], in_axes: int | None | Sequence[int | None] = 0
 
     Args:
         fun: the function to map; it takes positional arguments only.
-        in_axes: the mapped axis of every argument (an int), or one int or ``None``
-            per argument (``None``: not mapped, passed whole to every example).
-        out_axes: where the batch axis goes in every output.
+        in_axes: the mapped axis of every argument (an int), or a tuple with one entry
+            per argument; an entry is an int, ``None`` (not mapped, passed whole to every
+            example), or a pytree of them that is a prefix of the argument's structure
+            (``{"w": None, "b": 0}`` for a dict argument), as in JAX.
+        out_axes: where the batch axis goes in the outputs: an int, or a prefix pytree
+            of the output's structure; ``None`` for an output that is not mapped
+            (it must not depend on a mapped argument).
 
     Returns:
         The mapped function, taking ``fun``'s arguments with the extra axis.
@@ -70,14 +111,14 @@ def vmap(fun: Callable[..., Any], in_axes: int | None | Sequence[int | None] = 0
     """
     @functools.wraps(fun)
     def mapped(*args: Any) -> Any:
-        axes = _axes_per_arg(in_axes, len(args))
+        axes = _axes_per_arg(in_axes, args)
         leaves, leaf_axes = [], []
         trees = []
         for arg, ax in zip(args, axes):
             arg_leaves, tree = flatten(arg)
             trees.append(tree)
             leaves += arg_leaves
-            leaf_axes += [ax] * len(arg_leaves)
+            leaf_axes += _leaf_axes(ax, arg, "in_axes")
         sizes, moved = set(), []
         for leaf, ax in zip(leaves, leaf_axes):
             if ax is None:
@@ -130,10 +171,20 @@ def vmap(fun: Callable[..., Any], in_axes: int | None | Sequence[int | None] = 0
         positions = [k for k, ax in enumerate(leaf_axes) if ax is not None]
         batched = batch(graph, positions, size)
         outs = call_graph(batched, list(moved) + list(captured))
+        out_value = unflatten(out_tree["tree"], list(range(len(outs))))
+        out_leaf_axes = _leaf_axes(out_axes, out_value, "out_axes")
+        mapped_outs = None
         result = []
-        for out in outs:
-            if out_axes not in (0, None):
-                out = np.moveaxis(out, 0, operator.index(out_axes))
+        for k, (out, ax) in enumerate(zip(outs, out_leaf_axes)):
+            if ax is None:
+                if mapped_outs is None:
+                    mapped_outs = _depends_on(graph, positions)
+                if mapped_outs[k]:
+                    raise TraceError(f"vmap out_axes=None for an output that depends on a "
+                                     f"mapped argument{where()}")
+                out = out[0]
+            elif ax != 0:
+                out = np.moveaxis(out, 0, operator.index(ax))
             result.append(out)
         return unflatten(out_tree["tree"], result)
     return mapped

@@ -57,6 +57,19 @@ def _user_is_storing_item():
     return frame.f_lasti < len(code) and code[frame.f_lasti] in _STORE_OPS
 
 
+_SUBSCR_OPS = {dis.opmap[name] for name in ("BINARY_SUBSCR", "BINARY_SLICE")
+               if name in dis.opmap}
+
+
+def _user_is_subscripting():
+    """True while the user's line runs ``plain[...]`` and NumPy converts a traced index."""
+    frame = user_frame()
+    if frame is None or frame.f_lasti < 0:
+        return False
+    code = frame.f_code.co_code
+    return frame.f_lasti < len(code) and code[frame.f_lasti] in _SUBSCR_OPS
+
+
 def lost_gradient(what):
     """The error for a conversion that would drop a traced value's gradient."""
     if _user_is_storing_item():
@@ -443,6 +456,11 @@ def _as_const(a, tracer_dtypes):
     return arr
 
 
+def current_trace():
+    """The innermost active trace, or None outside every transform."""
+    return _stack[-1] if _stack else None
+
+
 @contextmanager
 def new_trace():
     trace = Trace(len(_stack))
@@ -571,6 +589,26 @@ class Tracer:
         from ..ir.dtypes import aval_str
         return f"Tracer<{aval_str(self.shape, self.dtype)} %{self._node}>"
 
+    # Printing reads the value where it is known (tracing runs on concrete values), as
+    # NumPy formats it; it decides nothing, so it records no guard. Under tg.jit it runs
+    # once, at trace time: tg.debug.print prints on every call.
+    def __str__(self):
+        return str(self._printable("str()"))
+
+    def __format__(self, spec):
+        value = self._printable("formatting")
+        return format(value if spec else str(value), spec)
+
+    def _printable(self, what):
+        sync(self)
+        if self._value is None:
+            raise TraceError(f"{what} of a traced array needs its value, but it is only known "
+                             f"abstractly here (inside a graph transformation); use "
+                             f"tg.debug.print to print values when the function runs, or "
+                             f"repr() for its shape and dtype{where()}")
+        value = self._value
+        return value[()] if isinstance(value, np.ndarray) and value.ndim == 0 else value
+
     # NumPy lets ``a.shape = ...`` and ``a.dtype = ...`` change an array in place; the
     # setters (methods.py) do that or raise, so neither is silently ignored
     shape = property(lambda self: self._shape)
@@ -654,6 +692,9 @@ class Tracer:
         # ndarray, losing the gradient.
         # ``z[0] = t`` into a plain ndarray asks for it too (with no dtype): NumPy would
         # fail with "setting an array element with a sequence"; say what happened.
+        if self.dtype.kind in "iub" and (
+                _user_is_subscripting() if dtype is None else np.dtype(dtype).kind in "iub"):
+            return self._index_value(dtype)
         if dtype is not None and np.dtype(dtype) != object or _user_is_storing_item():
             raise lost_gradient(f"Converting to a NumPy array of dtype {np.dtype(dtype).name}")
         from .elements import element_array
@@ -664,6 +705,18 @@ class Tracer:
             return element_array(self)
         return element_array(Tracer(self._trace, self._node, self.shape, self.dtype,
                                     self._value))
+
+    def _index_value(self, dtype):
+        """An integer (or boolean) traced array as NumPy's own array: ``plain[ix]`` and
+        ``np.take(plain, ix)`` of a plain ndarray, where NumPy converts the index itself
+        and no protocol reaches the tracer. An integer array carries no gradient, so
+        nothing is lost; its value is a guard (a compiled function retraces for other
+        index values), and the result is a constant of the trace, as NumPy computes it.
+        Index a traced array (``np.asarray``-free: ``tg``-traced ``f[ix]``) or use
+        ``np.take_along_axis`` to keep the lookup in the graph."""
+        value = np.asarray(self._concrete("indexing a NumPy array with a traced integer array"))
+        self._trace.guard(self, value.copy())
+        return value if dtype is None else value.astype(dtype, copy=False)
 
     __hash__ = None
 

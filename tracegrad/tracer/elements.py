@@ -158,8 +158,34 @@ def _wrapped(name):
 
 _WRAPPERS = {name: _wrapped(name) for name in _CONSTRUCTORS}
 
+# NumPy's reductions of a list (np.mean([a, b]), np.std([x, y]), np.sum([t1, t2], axis=0))
+# reach no protocol either: NumPy builds the object array itself and then converts a
+# traced result with float64(...). While a trace is active they are wrapped likewise: a
+# list or tuple holding traced values becomes one traced array first.
+_REDUCTIONS = {name: getattr(np, name) for name in (
+    "mean", "std", "var", "sum", "prod", "max", "min", "amax", "amin", "average", "median",
+    "cumsum", "cumprod", "ptp", "nanmean", "nansum", "nanstd", "nanvar", "nanmax", "nanmin",
+    "argmax", "argmin", "all", "any", "sort", "diff")}
+
+
+def _wrapped_reduction(name):
+    original = _REDUCTIONS[name]
+
+    def reduction(a, *args, **kwargs):
+        if type(a) in (list, tuple) and _holds_traced(a):
+            a = _traced_array("asarray", a)
+        return original(a, *args, **kwargs)
+    reduction.__name__ = reduction.__qualname__ = name
+    reduction.__doc__ = original.__doc__
+    reduction.__wrapped__ = original
+    return reduction
+
+
+_WRAPPERS.update({name: _wrapped_reduction(name) for name in _REDUCTIONS})
+_ORIGINALS = {**_CONSTRUCTORS, **_REDUCTIONS}
+
 
 def wrap_constructors(on):
     """Install (``on``) or remove the wrappers above; the outermost trace does both."""
-    for name, fn in (_WRAPPERS if on else _CONSTRUCTORS).items():
+    for name, fn in (_WRAPPERS if on else _ORIGINALS).items():
         setattr(np, name, fn)

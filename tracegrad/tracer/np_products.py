@@ -6,6 +6,8 @@ out in letters no operand uses) before the ``einsum`` primitive sees them.
 from __future__ import annotations
 
 import builtins
+import operator
+import string
 
 import numpy as np
 
@@ -115,14 +117,42 @@ def _normalize_subscripts(subscripts, shapes):
     return ",".join(full) + "->" + out
 
 
+def _from_interleaved(args):
+    """NumPy's interleaved form ``einsum(op0, sublist0, op1, sublist1, ..., [out])``, whose
+    sublists hold integers in [0, 52) and ``Ellipsis``, as a subscripts string."""
+    letters = string.ascii_letters
+
+    def word(sublist):
+        out = []
+        for k in sublist:
+            if k is Ellipsis:
+                out.append("...")
+                continue
+            try:
+                k = operator.index(k)
+            except TypeError:
+                raise TypeError(f"subscript is not within the valid range [0, 52): "
+                                f"{k!r}") from None
+            if not 0 <= k < len(letters):
+                raise ValueError(f"subscript is not within the valid range [0, 52): {k}")
+            out.append(letters[k])
+        return "".join(out)
+
+    args = list(args)
+    out = None
+    if len(args) % 2 == 1:
+        out = word(args.pop())
+    operands, words = args[0::2], [word(sub) for sub in args[1::2]]
+    return ",".join(words) + ("" if out is None else "->" + out), operands
+
+
 @implements(np.einsum)
 def einsum(subscripts, *operands, out=None, optimize=False, **kwargs):
     _reject("np.einsum", out=out)
     if kwargs:
         raise TraceError(f"np.einsum(..., {sorted(kwargs)}) is not supported{where()}")
     if not isinstance(subscripts, str):
-        raise TraceError(f"np.einsum in the interleaved (operand, sublist) form is not "
-                         f"supported; use a subscripts string{where()}")
+        subscripts, operands = _from_interleaved((subscripts,) + operands)
     operands = [coerce(o) for o in operands]
     subs = _normalize_subscripts(subscripts, [shape_of(o) for o in operands])
     ins, out = subs.split("->")

@@ -14,6 +14,7 @@ import numpy as np
 from ..errors import TraceError
 from ..ir import apply
 from ..ir.source import where
+from .core import Tracer
 from .np_base import (
     _axis_tuple,
     _reject,
@@ -192,3 +193,36 @@ def cumsum(a, axis=None, dtype=None, out=None):
     if axis is None:
         a, axis = ravel(a), 0
     return apply("cumsum", a, axis=_single_axis(operator_index(axis), ndim_of(a)))
+
+
+@implements(np.average)
+def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
+    """NumPy's ``average``: the mean, or ``sum(a * w) / sum(w)`` with the weights
+    broadcast along ``axis`` when they are 1-d (NumPy's rule); ``returned`` adds the sum
+    of the weights (the count without them)."""
+    a = coerce(a)
+    keep = bool(keepdims)
+    if weights is None:
+        avg = mean(a, axis, keepdims=keep)
+        scale = np.broadcast_to(np.asarray(a.size / builtins.max(np.size(avg), 1), dtype=dtype_of(avg)),
+                                np.shape(avg))
+    else:
+        w = coerce(weights if isinstance(weights, Tracer) else np.asarray(weights))
+        if np.shape(w) != np.shape(a):
+            if axis is None:
+                raise TypeError("Axis must be specified when shapes of a and weights differ.")
+            if np.ndim(w) != 1:
+                raise TypeError("1D weights expected when shapes of a and weights differ.")
+            ax = _axis_tuple(axis, a)
+            if len(ax) != 1 or np.shape(w)[0] != np.shape(a)[ax[0]]:
+                raise ValueError("Length of weights not compatible with specified axis.")
+            shape = [1] * np.ndim(a)
+            shape[ax[0]] = np.shape(w)[0]
+            w = np.broadcast_to(np.reshape(w, shape), np.shape(a))
+        kind = np.result_type(dtype_of(a), dtype_of(w), np.float64 if dtype_of(a).kind in "iub"
+                              else dtype_of(a))
+        scale = np.sum(astype(w, kind), axis=axis, keepdims=keep)
+        avg = np.sum(np.multiply(a, w), axis=axis, keepdims=keep) / scale
+    if returned:
+        return avg, scale
+    return avg
