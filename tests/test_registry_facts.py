@@ -255,9 +255,10 @@ def test_a_declared_batch_rule_gives_the_rows(name):
                     row = prim.impl(*[s[i] if k in batched else s for k, s in enumerate(stacked)],
                                     **case.params)
                     # a multi-output primitive gives a tuple: each output is checked
-                    rows = row if prim.outputs > 1 else (row,)
+                    rows = row if prim.multi else (row,)
                     assert len(outs) == len(rows)
                     for out, want in zip(outs, rows):
+                        assert out.dtype == np.asarray(want).dtype, (case.id, batched)
                         np.testing.assert_allclose(out[i], want, rtol=1e-10, atol=1e-12,
                                                    equal_nan=True, err_msg=f"{case.id} {batched}")
             by_rule += stats.get("rule", 0)
