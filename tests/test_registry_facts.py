@@ -258,6 +258,7 @@ def test_a_declared_batch_rule_gives_the_rows(name):
                     rows = row if prim.multi else (row,)
                     assert len(outs) == len(rows)
                     for out, want in zip(outs, rows):
+                        assert out.dtype == np.asarray(want).dtype, (case.id, batched)
                         np.testing.assert_allclose(out[i], want, rtol=1e-10, atol=1e-12,
                                                    equal_nan=True, err_msg=f"{case.id} {batched}")
             by_rule += stats.get("rule", 0)

@@ -9,9 +9,10 @@ known; a traced value records the guard in its own trace (``__tg_guard__``).
 
 Its users: the NumPy interpreter (``runtime.interpreter.run``, which adds dropping dead
 values and the ownership of outputs), the tracer's ``replay`` (inlining a graph into a
-trace, which the passes build on), the eager front end's backward pass and ``call``
-(``Graph.__call__``, ``runtime.call_graph``). The code generator and the JAX lowering
-emit the same walk as code.
+trace, which the passes build on), the eager front end's backward pass, the batching
+pass (``passes.batch``, on values whose ``__tg_bind__`` applies batching rules) and
+``call`` (``Graph.__call__``, ``runtime.call_graph``). The code generator and the JAX
+lowering emit the same walk as code.
 """
 from __future__ import annotations
 

@@ -9,12 +9,19 @@ Each primitive's batching rule is its registry entry's ``batch`` field (see
 ``ir.registry``; shared rules and helpers in ``ir/prims/batching.py``). A rule is called
 as ``rule(size, args, batched, out_shape, **params)`` where ``args`` are the operands in
 the batched graph (batched ones have the batch axis in front), ``batched`` flags which
-ones do, and ``out_shape`` is the node's unbatched output shape; it returns the batched
-output (batch axis in front). Rules are NumPy code on traced values, like the VJP rules,
-so the result is an ordinary graph: it can be pruned, compiled, differentiated. A
-primitive without a rule (``batch=None``, or a case a rule declines by returning
+ones do, and ``out_shape`` is the node's unbatched output shape (a tuple of them for a
+multi-output primitive); it returns the batched output (batch axis in front; a tuple
+for a multi-output primitive). Rules are NumPy code on traced values, like the VJP
+rules, so the result is an ordinary graph: it can be pruned, compiled, differentiated.
+A primitive without a rule (``batch=None``, or a case a rule declines by returning
 ``NotImplemented``) is evaluated row by row: the per-row results are stacked, so
 correctness never depends on a rule existing.
+
+The pass is the one evaluator (``ir.evaluate``) run on ``Batched`` values, as JAX's
+vmap runs a function on batch tracers: a value knows whether it has the batch axis, and
+its ``__tg_bind__`` records a node none of whose operands has it unchanged (computed
+once, not per row), and applies the batching rule to the others; ``out_shape`` comes
+from the primitive's shape rule on the rows' avals.
 """
 from __future__ import annotations
 
@@ -22,6 +29,7 @@ import numpy as np
 
 from ..errors import TraceError
 from ..ir import PROJ, REGISTRY, Aval, Graph, apply
+from ..ir.evaluate import evaluate
 from ..ir.indexspec import Index
 from ..ir.prims.batching import bcast, reshape, shape
 from ..tracer import Tracer, new_trace, source_override
@@ -63,6 +71,96 @@ def _fallback_multi(size, args, batched, op, **params):
                  for col in zip(*rows))
 
 
+# -- the batched values ------------------------------------------------------------------------
+class BatchTrace:
+    """One run of the pass: the batch size, the rules table, the counts; what the values
+    of the walk (``Batched``) share, as JAX's batch trace is to its batch tracers."""
+
+    def __init__(self, size, rules, stats):
+        self.size, self.rules, self.stats = size, rules, stats
+
+    def _count(self, key):
+        if self.stats is not None:
+            self.stats[key] = self.stats.get(key, 0) + 1
+
+    def bind(self, name, args, params, src):
+        """Node ``name`` applied to the ``Batched`` values ``args``: recorded as it is
+        when no operand is batched, else through the primitive's batching rule (or row
+        by row); a ``proj`` picks its output of the head's value."""
+        # a node of no operands (``zeros``) ran NumPy: its value is a plain array
+        values = [a.value if isinstance(a, Batched) else a for a in args]
+        flags = [isinstance(a, Batched) and a.batched for a in args]
+        if name == PROJ:    # an output of a multi-output node: batched with it
+            return Batched(self, values[0][params["index"]], flags[0], src)
+        with at_node({"src": src}):
+            if not any(flags):
+                return Batched(self, apply(name, *values, **params), False, src)
+            return Batched(self, self._batched(name, values, flags, params), True, src)
+
+    def _batched(self, name, args, flags, params):
+        prim = REGISTRY[name]
+        # the node's unbatched result, from the primitive's shape rule on the rows' avals
+        avals = [Aval(shape(a)[1:] if b else shape(a), np.dtype(a.dtype))
+                 for a, b in zip(args, flags)]
+        with np.errstate(all="ignore"):
+            result = prim.shape_dtype(avals, params)
+        results = result if prim.multi else [result]
+        out_shape = tuple(s for s, _ in results) if prim.multi else result[0]
+        rule = prim.batch if self.rules is None else self.rules.get(name)
+        out = NotImplemented if rule is None else rule(self.size, args, flags, out_shape,
+                                                       **params)
+        if out is NotImplemented:
+            if prim.multi:
+                out = _fallback_multi(self.size, args, flags, name, **params)
+            else:
+                out = fallback(self.size, args, flags, out_shape, name, **params)
+            self._count("fallback")
+            self._count(f"fallback:{name}")
+        else:
+            self._count("rule")
+        outs = list(out) if prim.multi else [out]
+        for k, (o, (want, dtype)) in enumerate(zip(outs, results)):
+            want = (self.size,) + tuple(want)
+            if shape(o) != want:
+                raise TraceError(f"the batching rule of {name} gave shape {shape(o)}, "
+                                 f"expected {want}")
+            if np.dtype(o.dtype) != np.dtype(dtype):
+                outs[k] = o.astype(dtype)
+        return tuple(outs) if prim.multi else outs[0]
+
+
+class Batched:
+    """A value of the graph being batched, as ``ir.evaluate`` holds it: ``value`` is its
+    value in the batched graph (a tracer of the pass's trace; a tuple of them for a
+    multi-output node), with the batch axis in front when ``batched``.
+
+    Unbatched values are wrapped too: ``registry.binder`` hands a node to the first
+    operand whose type binds, and a plain tracer in front of a batched operand would
+    record the node unbatched. ``__tg_bind__`` batches the node (``BatchTrace.bind``);
+    ``__tg_guard__`` records a branch decided by an unbatched value in the trace, and
+    refuses one decided by a batched value (each row could take another branch).
+    """
+    __slots__ = ("trace", "value", "batched", "src")
+
+    def __init__(self, trace, value, batched, src):
+        self.trace, self.value, self.batched, self.src = trace, value, batched, src
+
+    def __repr__(self):
+        return f"Batched({self.value!r}, batched={self.batched})"
+
+    @staticmethod
+    def __tg_bind__(name, args, params, src=None):
+        trace = next(a.trace for a in args if isinstance(a, Batched))
+        return trace.bind(name, args, params, src)
+
+    def __tg_guard__(self, expected):
+        if self.batched:
+            raise TraceError("cannot batch a graph with a branch that depends on a batched "
+                             f"input (the condition at {self.src})")
+        if isinstance(self.value, Tracer):
+            self.value.__tg_guard__(expected)
+
+
 # -- the pass ----------------------------------------------------------------------------------
 def batch(graph: Graph, batched_inputs, size: int, *, rules=None, stats=None) -> Graph:
     """``graph`` batched over a new leading axis of length ``size`` of the inputs at the
@@ -74,73 +172,33 @@ def batch(graph: Graph, batched_inputs, size: int, *, rules=None, stats=None) ->
     name (see ``batch_rules()``), replaces the registry's ``batch`` rules; ``stats``, a
     dict, counts the nodes batched by a rule (``"rule"``) and row by row (``"fallback"``,
     and per op as ``"fallback:<op>"``).
+
+    The graph is evaluated (``ir.evaluate``) on ``Batched`` values, which apply each
+    node's batching rule.
     """
     size = int(size)
     if size < 1:
         raise TraceError(f"batch needs a batch size of at least 1, got {size}")
-    table = rules
     positions = {int(i) % len(graph.inputs) for i in batched_inputs} if graph.inputs else set()
+    run = BatchTrace(size, rules, stats)
     with new_trace() as trace:
-        env, batched = {}, {}
+        env = {}
         for k, n in enumerate(graph.inputs):
             d = graph.node(n)
             lead = (size,) if k in positions else ()
             with source_override(d["src"]):
-                env[n] = trace.new_input(aval=Aval(lead + tuple(d["shape"]),
-                                                   np.dtype(d["dtype"])))
-            batched[n] = k in positions
-        for n, d in graph.items():
-            op = d["op"]
-            if op == "input":
-                continue
-            if op == "const":
-                with source_override(d["src"]):
-                    env[n] = trace.const(d["params"]["value"], snapshot=False)
-                batched[n] = False
-                continue
-            if op == PROJ:    # an output of a multi-output node: batched with it
-                env[n] = env[d["args"][0]][d["params"]["index"]]
-                batched[n] = batched[d["args"][0]]
-                continue
-            args = [env[a] for a in d["args"]]
-            flags = [batched[a] for a in d["args"]]
-            with at_node(d):
-                if not any(flags):
-                    env[n], batched[n] = apply(op, *args, **d["params"]), False
-                    continue
-                rule = REGISTRY[op].batch if table is None else table.get(op)
-                out = NotImplemented if rule is None else rule(
-                    size, args, flags, tuple(d["shape"]), **d["params"])
-                if out is NotImplemented and REGISTRY[op].multi:
-                    out = _fallback_multi(size, args, flags, op, **d["params"])
-                    kind = "fallback"
-                elif out is NotImplemented:
-                    out = fallback(size, args, flags, tuple(d["shape"]), op, **d["params"])
-                    kind = "fallback"
-                    if stats is not None:
-                        stats[f"fallback:{op}"] = stats.get(f"fallback:{op}", 0) + 1
-                else:
-                    kind = "rule"
-                if stats is not None:
-                    stats[kind] = stats.get(kind, 0) + 1
-                if REGISTRY[op].multi:     # a tuple: its projections are checked
-                    env[n], batched[n] = tuple(out), True
-                    continue
-                want = (size,) + tuple(d["shape"])
-                if shape(out) != want:
-                    raise TraceError(f"the batching rule of {op} gave shape {shape(out)}, "
-                                     f"expected {want}")
-                if np.dtype(out.dtype) != np.dtype(d["dtype"]):
-                    out = out.astype(d["dtype"])
-                env[n], batched[n] = out, True
-        for n, expected in graph.guards:
-            if batched[n]:
-                raise TraceError("cannot batch a graph with a branch that depends on a batched "
-                                 f"input (the condition at {graph.node(n)['src']})")
-            if isinstance(env[n], Tracer):
-                trace.guard(env[n], expected)
+                value = trace.new_input(aval=Aval(lead + tuple(d["shape"]),
+                                                  np.dtype(d["dtype"])))
+            env[n] = Batched(run, value, k in positions, d["src"])
+
+        def const(value, src):
+            with source_override(src):
+                return Batched(run, trace.const(value, snapshot=False), False, src)
+        evaluate(graph, env, const=const)
         outs = []
         for o in graph.outputs:
+            b = env[o]
+            value, batched = (b.value, b.batched) if isinstance(b, Batched) else (b, False)
             with source_override(graph.node(o)["src"]):
-                outs.append(env[o] if batched[o] else bcast(env[o], size))
+                outs.append(value if batched else bcast(value, size))
         return finish(trace, outs)

@@ -3,11 +3,12 @@
 A rule (the ``batch`` field of a registry entry, see ``registry``) is called as
 ``rule(size, args, batched, out_shape, **params)``: ``args`` are the operands in the
 batched graph (batched ones carry the batch axis in front), ``batched`` flags which
-do, ``out_shape`` is the node's unbatched output shape. It returns the batched output
-(batch axis in front), or ``NotImplemented`` for a case it declines: ``passes.batch``
-then evaluates the node row by row. Rules are NumPy code on traced values, like the
-VJP rules, so the result is an ordinary graph. Rules specific to one primitive sit
-next to its registration.
+do, ``out_shape`` is the node's unbatched output shape (for a multi-output primitive,
+a tuple of its outputs' shapes). It returns the batched output (batch axis in front; a
+tuple for a multi-output primitive), or ``NotImplemented`` for a case it declines:
+``passes.batch`` then evaluates the node row by row. Rules are NumPy code on traced
+values, like the VJP rules, so the result is an ordinary graph. Rules specific to one
+primitive sit next to its registration.
 """
 from __future__ import annotations
 
@@ -21,7 +22,10 @@ FULL = Slice(None, None, None)
 
 # -- helpers ---------------------------------------------------------------------------
 def shape(x):
-    return tuple(np.shape(x))
+    # a tracer's or an array's own attribute: np.shape on a tracer goes through NumPy's
+    # function protocol, a cost per call that batching pays on every node
+    s = getattr(x, "shape", None)
+    return tuple(np.shape(x)) if s is None else tuple(s)
 
 
 def reshape(x, new_shape):

@@ -161,6 +161,9 @@ elementwise("pow", np.power, _pow_partials, jax=jax_numpy.power, complex=True,
 def _chooser(out, x, y):
     # JAX's convention: at a tie each side gets half of the gradient. The weights take
     # the output's dtype: Python floats here would make float64 masks in float32 graphs.
+    # Complex operands: NumPy (and JAX) order them lexicographically (real part, then
+    # imaginary part) and return one of the operands, so the rule is the same selection:
+    # the cotangent goes, unconjugated, to the operand chosen (JAX's convention).
     one, half, zero = (np.asarray(v, dtype=out.dtype) for v in (1.0, 0.5, 0.0))
     return (np.where(x == out, np.where(y == out, half, one), zero),
             np.where(y == out, np.where(x == out, half, one), zero))
@@ -168,7 +171,7 @@ def _chooser(out, x, y):
 
 for _name, _uf in [("maximum", np.maximum), ("minimum", np.minimum), ("fmax", np.fmax),
                    ("fmin", np.fmin)]:
-    elementwise(_name, _uf, _chooser, jax=jax_numpy.chooser(_name), complex=False)
+    elementwise(_name, _uf, _chooser, jax=jax_numpy.chooser(_name), complex=True)
 elementwise("arctan2", np.arctan2, complex=False, torch_name="Atan2Backward0", partials=
             lambda out, x, y: (y / (x * x + y * y), -x / (x * x + y * y)))
 elementwise("hypot", np.hypot, complex=False, partials=lambda out, x, y: (x / out, y / out))

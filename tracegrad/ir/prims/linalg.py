@@ -10,7 +10,7 @@ from ..registry import register as _register
 from . import batching
 from .batching import lift_rank, reshape
 from .batching import shape as shape_of
-from .spectral import from_lower, lower_cotangent, stacked_multi
+from .spectral import from_lower, is_complex, lower_cotangent, mH, stacked_multi
 from .util import cubic, mT, square, unbroadcast
 
 # None of these is an elementwise ufunc, a reduction or a structural-zero source of its
@@ -456,10 +456,15 @@ def _phi_mask(n, dtype):
 # NumPy's cholesky reads the lower triangle of A only; the rules are the derivatives of
 # that function (with respect to the lower triangle: zero above the diagonal), also for
 # a non-symmetric A, as finite differences of np.linalg.cholesky see it (spectral.py).
+# Complex (Hermitian) A = L L^H: dL = L phi(L^-1 dA L^-H); the cotangent (JAX's
+# convention, spectral.py) of the matrix read is conj(L^-H phi(L^H conj(Lbar)) L^-1).
 def _cholesky_vjp(g, out, a):
     # From L L^T = S (S: the symmetric matrix read): Sbar = L^-T phi(L^T Lbar) L^-1
     n = a.shape[-1]
     linv = np.linalg.inv(out)
+    if is_complex(out):
+        p = (mH(out) @ np.conj(g)) * _phi_mask(n, out.dtype)
+        return (lower_cotangent(np.conj(mH(linv) @ p @ linv)),)
     p = (mT(out) @ g) * _phi_mask(n, out.dtype)
     return (lower_cotangent(mT(linv) @ p @ linv),)
 
@@ -467,7 +472,7 @@ def _cholesky_vjp(g, out, a):
 def _cholesky_jvp(t, out, a):
     n = a.shape[-1]
     linv = np.linalg.inv(out)
-    return out @ ((linv @ from_lower(t[0]) @ mT(linv)) * _phi_mask(n, out.dtype))
+    return out @ ((linv @ from_lower(t[0]) @ mH(linv)) * _phi_mask(n, out.dtype))
 
 
 def _jax_cholesky(a):
@@ -486,6 +491,6 @@ register(
     vjp=_cholesky_vjp, jvp=_cholesky_jvp, jax=_jax_cholesky, family="linalg",
     extra=_LAPACK_CHECKS,
     doc="np.linalg.cholesky (lower triangle read, and differentiated)",
-    complex=False, batch=batching.stacked("cholesky"), aliasing="fresh", spelling=None,
+    complex=True, batch=batching.stacked("cholesky"), aliasing="fresh", spelling=None,
     zeros=None, cost=cubic(1 / 3), torch_name="CholeskyBackward0",
 )

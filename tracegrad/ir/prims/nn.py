@@ -18,8 +18,10 @@ from ..registry import apply
 from ..registry import register as _register
 from .batching import fold_into_n
 
-# Real images only; a batch axis folds into N under vmap; the JAX lowering takes the
-# operands as they are.
+# A batch axis folds into N under vmap; the JAX lowering takes the operands as they are.
+# The convolutions are bilinear and average pooling linear: their rules (each other,
+# without conjugation) are JAX's for complex operands too (``complex=True`` below);
+# max pooling takes real images only.
 register = functools.partial(
     _register, complex=False, aliasing="unknown", ufunc=None, spelling=None, reducer=None,
     zeros=None, foldable=True, jax_casts=None)
@@ -241,8 +243,17 @@ def _bilinear_jvp(name):
 
 
 # -- JAX lowerings ---------------------------------------------------------------------------
+def _promoted(x, w):
+    """Both operands in their result dtype (a real weight of a complex image): XLA's
+    convolution takes one dtype."""
+    import jax.numpy as jnp
+    dtype = jnp.result_type(x, w)
+    return x.astype(dtype), w.astype(dtype)
+
+
 def _conv2d_jax(x, w, stride, padding, dilation):
     from jax import lax
+    x, w = _promoted(x, w)
     return lax.conv_general_dilated(x, w, stride, [(p, p) for p in padding],
                                     rhs_dilation=dilation, dimension_numbers=_CONV_DIMS,
                                     precision=lax.Precision.HIGHEST)
@@ -251,6 +262,7 @@ def _conv2d_jax(x, w, stride, padding, dilation):
 def _conv_transpose2d_jax(x, w, stride, padding, output_padding, dilation):
     import jax.numpy as jnp
     from jax import lax
+    x, w = _promoted(x, w)
     wt = jnp.transpose(w[:, :, ::-1, ::-1], (1, 0, 2, 3))
     pads = _transpose_pads(w.shape[2:], padding, output_padding, dilation)
     return lax.conv_general_dilated(x, wt, (1, 1), pads, lhs_dilation=stride,
@@ -260,14 +272,14 @@ def _conv_transpose2d_jax(x, w, stride, padding, output_padding, dilation):
 
 register(
     "conv2d", _conv2d_impl, abstract=_conv2d_abstract, vjp=_conv2d_vjp,
-    jvp=_bilinear_jvp("conv2d"), jax=_conv2d_jax, family="nn",
+    jvp=_bilinear_jvp("conv2d"), jax=_conv2d_jax, family="nn", complex=True,
     batch=fold_into_n("conv2d"), cost=_conv_cost, torch_name="ConvolutionBackward0",
     doc="torch.nn.functional.conv2d without bias (groups=1)",
 )
 register(
     "conv_transpose2d", _conv_transpose2d_impl, abstract=_conv_transpose2d_abstract,
     vjp=_conv_transpose2d_vjp, jvp=_bilinear_jvp("conv_transpose2d"),
-    jax=_conv_transpose2d_jax, family="nn",
+    jax=_conv_transpose2d_jax, family="nn", complex=True,
     batch=fold_into_n("conv_transpose2d"), cost=_conv_transpose_cost,
     torch_name="ConvolutionBackward0",
     doc="torch.nn.functional.conv_transpose2d without bias (groups=1)",
@@ -281,7 +293,7 @@ def _pool_abstract(what, x, kernel, stride, padding, dilation=(1, 1)):
     if any(2 * p > k for p, k in zip(padding, kernel)):
         # PyTorch's rule: otherwise a window could hold padding only
         raise ValueError(f"{what}: padding {padding} must be at most half the kernel {kernel}")
-    if x.dtype.kind != "f":
+    if x.dtype.kind != "f" and not (x.dtype.kind == "c" and what == "avg_pool2d"):
         raise TypeError(f"{what}: expected a floating input, got {x.dtype}")
     out_hw = _out_hw(x.shape[2:], kernel, stride, padding, dilation)
     _check_out(what, x.shape, out_hw)
@@ -417,7 +429,7 @@ register(
     abstract=lambda x, kernel, stride, padding: _pool_abstract(
         "avg_pool2d", x, kernel, stride, padding),
     vjp=_avg_pool2d_vjp, jvp=lambda t, out, x, **params: apply("avg_pool2d", t[0], **params),
-    jax=_avg_pool2d_jax, family="nn",
+    jax=_avg_pool2d_jax, family="nn", complex=True,
     batch=fold_into_n("avg_pool2d"), cost=_pool_cost, torch_name="AvgPool2DBackward0",
     doc="torch.nn.functional.avg_pool2d (count_include_pad=True, floor mode)",
 )
