@@ -1,4 +1,5 @@
-"""Cases of ``erf`` (the exact GELU's special function): values against SciPy (the
+"""More cases of ``erf`` (the exact GELU's special function; registered with the
+``scipy.special`` primitives): values against SciPy (the
 default reference is the implementation itself, so the value check uses ``ref_fn``),
 derivatives against JAX's ``lax.erf`` and finite differences, float32 kept float32."""
 import numpy as np

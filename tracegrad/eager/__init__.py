@@ -55,12 +55,12 @@ from .creation import (
     zeros_like,
 )
 from .device import accelerator, backends, cuda, device, get_default_device, set_default_device
+from .generator import Generator
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .ops import FUNCTIONS
 from .ops import public_result_type as result_type
 from .promotion import can_cast
 from .promotion import public_promote_types as promote_types
-from .generator import Generator
 from .serialization import load, save
 from .tape import recorded_graph
 from .tensor import Size, Tensor

@@ -10,7 +10,6 @@ from . import (  # noqa: F401
     more,
     multi,
     nn,
-    nn_special,
     reduce,
     scipy_linalg,
     scipy_special,

@@ -38,8 +38,24 @@ def special():
     return scipy.special
 
 
+_math_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _erf_without_scipy(x):
+    """``erf`` where SciPy is missing (the eager GELU needs it): ``math.erf`` per element."""
+    x = np.asarray(x)
+    return _math_erf(x).astype(x.dtype if x.dtype.kind == "f" else np.float64, copy=False)
+
+
 def _impl(name, nin):
-    if nin == 1:
+    if name == "erf":
+        def impl(x):
+            try:
+                fn = special().erf
+            except TraceError:     # pragma: no cover - scipy is installed in the tests
+                return _erf_without_scipy(x)
+            return fn(x)
+    elif nin == 1:
         def impl(x):
             return getattr(special(), name)(x)
     elif name == "polygamma":
