@@ -325,3 +325,16 @@ def test_finfo_iinfo_and_set_default_tensor_type_match_torch():
     finally:
         tg.set_default_dtype(tg.float32)
         torch.set_default_dtype(torch.float32)
+
+
+@pytest.mark.parametrize("maker", ["tensor", "as_tensor", "Tensor.new_tensor"])
+def test_python_floats_with_an_explicit_dtype_are_not_rounded_through_the_default(maker):
+    """``tensor([0.1], dtype=float64)`` holds float64's 0.1, not float32's (a silent wrong
+    number before: the list went through the float32 default first)."""
+    data = [0.1, -0.7, 1e-300, 3.3]
+    for lib in (tg, torch):
+        base = lib.zeros(1, dtype=lib.float64)
+        make = {"tensor": lib.tensor, "as_tensor": lib.as_tensor,
+                "Tensor.new_tensor": base.new_tensor}[maker]
+        t = make(data, dtype=lib.float64)
+        assert np.asarray(t.tolist()).tolist() == data

@@ -8,6 +8,7 @@ import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
 from .device import resolve as _device
+from .random import Generator, default_generator
 from .tensor import Tensor, _default_float, as_array, default_dtype, is_floating
 
 float32 = np.dtype(np.float32)
@@ -22,17 +23,39 @@ complex128 = np.dtype(np.complex128)
 uint8 = np.dtype(np.uint8)
 bool_ = np.dtype(np.bool_)
 
-_rng = [np.random.default_rng()]
+def manual_seed(seed: int) -> Generator:
+    """Seed the generator behind ``rand``, ``randn``, dropout, shuffling and the ``nn``
+    initialisers; it draws PyTorch's numbers (``eager/random.py``). Returns it."""
+    return default_generator.manual_seed(seed)
 
 
-def manual_seed(seed: int) -> np.random.Generator:
-    """Seed the generator behind ``rand``, ``randn``, dropout and the ``nn`` initialisers."""
-    _rng[0] = np.random.default_rng(int(seed))
-    return _rng[0]
+def initial_seed() -> int:
+    return default_generator.initial_seed()
 
 
-def generator():
-    return _rng[0]
+def seed() -> int:
+    """Seed the default generator from the operating system's entropy."""
+    return default_generator.seed()
+
+
+def get_rng_state():
+    return default_generator.get_state()
+
+
+def set_rng_state(state) -> None:
+    default_generator.set_state(state)
+
+
+def _generator_of(which: Any = None) -> Generator:
+    """``which`` (a ``tg.Generator``), or the default one ``manual_seed`` seeds."""
+    if which is None:
+        return default_generator
+    if not isinstance(which, Generator):
+        raise TypeError(f"generator must be a tracegrad.Generator, not {type(which).__name__}")
+    return which
+
+
+generator = _generator_of     # the name nn and ops use
 
 
 def set_default_dtype(dtype: DTypeLike) -> None:
@@ -143,34 +166,55 @@ def eye(n: int, m: int | None = None, dtype: DTypeLike = None, requires_grad: bo
 
 def rand(*size: int | Sequence[int], dtype: DTypeLike = None, requires_grad: bool = False,
          device: Any = None, generator: Any = None) -> Tensor:
-    """Uniform samples in [0, 1) of shape ``size``, from the generator ``manual_seed`` seeds."""
+    """Uniform samples in [0, 1) of shape ``size``: PyTorch's numbers for the same seed."""
     _device(device)
-    arr = _rng[0].random(_shape(size)).astype(_dtype(dtype))
+    arr = _generator_of(generator).uniform(_shape(size), _float_dtype(dtype, "rand"))
     return _finish(arr, requires_grad)
 
 
 def randn(*size: int | Sequence[int], dtype: DTypeLike = None, requires_grad: bool = False,
           device: Any = None, generator: Any = None) -> Tensor:
-    """Standard normal samples of shape ``size``, from the generator ``manual_seed`` seeds."""
+    """Standard normal samples of shape ``size``: PyTorch's numbers for the same seed."""
     _device(device)
-    arr = _rng[0].standard_normal(_shape(size)).astype(_dtype(dtype))
+    arr = _generator_of(generator).normal(_shape(size), _float_dtype(dtype, "randn"))
     return _finish(arr, requires_grad)
 
 
-def randint(low: int, high: int | None = None, size: int | Sequence[int] | None = None,
-            dtype: DTypeLike = None, requires_grad: bool = False, device: Any = None) -> Tensor:
-    """Integers in [``low``, ``high``) of shape ``size``; ``randint(high, size=...)`` counts from 0."""
+def randint(low: int, high: Any = None, size: Any = None, dtype: DTypeLike = None,
+            requires_grad: bool = False, device: Any = None, generator: Any = None) -> Tensor:
+    """Integers in [``low``, ``high``) of shape ``size``, as PyTorch's: ``randint(high,
+    size)`` counts from 0 (``tg.randint(5, (2,))``), ``randint(low, high, size)``."""
     _device(device)
-    if high is None:
+    if size is None and isinstance(high, (tuple, list)):   # Size is a tuple
+        low, high, size = 0, low, high
+    elif high is None:
         low, high = 0, low
-    arr = _rng[0].integers(low, high, size=_shape((size,)) if size is not None else ())
+    if size is None:
+        raise TypeError("randint() missing 1 required positional arguments: \"size\"")
+    shape = _shape((size,)) if not isinstance(size, int) else (int(size),)
+    arr = _generator_of(generator).integers(low, high, shape)
     return _finish(arr.astype(np.int64 if dtype is None else dtype), requires_grad)
 
 
-def randperm(n: int, dtype: DTypeLike = None, device: Any = None) -> Tensor:
-    """A random permutation of ``0 .. n - 1`` (int64)."""
+def randperm(n: int, dtype: DTypeLike = None, device: Any = None, generator: Any = None,
+             requires_grad: bool = False) -> Tensor:
+    """A random permutation of ``0 .. n - 1`` (int64), PyTorch's for the same seed."""
     _device(device)
-    return _finish(_rng[0].permutation(int(n)).astype(np.int64 if dtype is None else dtype), False)
+    perm = _generator_of(generator).permutation(int(n))
+    return _finish(perm.astype(np.int64 if dtype is None else dtype), requires_grad)
+
+
+def _float_dtype(dtype, what):
+    dt = _dtype(dtype)
+    if dt.kind not in "fc":
+        raise RuntimeError(f"\"{what}\" not implemented for '{_torch_name(dt)}'")
+    return dt
+
+
+def _torch_name(dt):
+    return {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+            "bool": "Bool"}.get(np.dtype(dt).name, np.dtype(dt).name)
+
 
 
 def _like(fn: Callable[..., np.ndarray]) -> Callable[..., Tensor]:
@@ -188,8 +232,8 @@ def _like(fn: Callable[..., np.ndarray]) -> Callable[..., Tensor]:
 zeros_like = _like(lambda s, d: np.zeros(s, d))
 ones_like = _like(lambda s, d: np.ones(s, d))
 empty_like = _like(lambda s, d: np.zeros(s, d))
-rand_like = _like(lambda s, d: _rng[0].random(s).astype(d))
-randn_like = _like(lambda s, d: _rng[0].standard_normal(s).astype(d))
+rand_like = _like(lambda s, d: default_generator.uniform(s, _float_dtype(d, "rand_like")))
+randn_like = _like(lambda s, d: default_generator.normal(s, _float_dtype(d, "randn_like")))
 zeros_like.__name__, ones_like.__name__ = "zeros_like", "ones_like"
 rand_like.__name__, randn_like.__name__, empty_like.__name__ = "rand_like", "randn_like", "empty_like"
 

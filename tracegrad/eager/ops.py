@@ -580,15 +580,37 @@ def copy_(self, src):
 
 
 def _random_fill(sample):
-    def fill(self, *args, **kwargs):
-        from .creation import generator
-        return _fill_plain(self, sample(generator(), tuple(self.shape), *args, **kwargs))
+    def fill(self, *args, generator=None, **kwargs):
+        from .creation import generator as generator_of
+        return _fill_plain(self, sample(generator_of(generator), tuple(self.shape),
+                                        np.dtype(self.dtype), *args, **kwargs))
     return fill
 
 
+def _draw_dtype(dt):
+    """The dtype PyTorch's float draws are made in for a tensor of dtype ``dt``."""
+    return dt if dt.kind == "f" and dt.itemsize >= 4 else np.dtype(np.float32)
+
+
+def _bernoulli_fill(g, shape, dtype, p=0.5):
+    return g.bernoulli(shape, p)
+
+
+def _random_ints(g, shape, dtype, low=None, high=None):
+    if low is None:      # random_(): [0, 2**mantissa] for floats, [0, 2**63) for int64
+        return g.random_int64(shape) if np.dtype(dtype).kind != "f" else \
+            g.integers(0, 2 ** 24 + 1 if np.dtype(dtype) == np.float32 else 2 ** 53 + 1, shape)
+    if high is None:
+        low, high = 0, low
+    return g.integers(low, high, shape)
+
+
 Tensor.zero_, Tensor.fill_, Tensor.copy_ = zero_, fill_, copy_
-Tensor.uniform_ = _random_fill(lambda g, s, a=0.0, b=1.0: g.uniform(a, b, s))
-Tensor.normal_ = _random_fill(lambda g, s, mean=0.0, std=1.0: g.normal(mean, std, s))
+Tensor.uniform_ = _random_fill(lambda g, s, d, a=0.0, b=1.0: g.uniform(s, _draw_dtype(d), a, b))
+Tensor.normal_ = _random_fill(
+    lambda g, s, d, mean=0.0, std=1.0: g.normal(s, _draw_dtype(d), mean, std))
+Tensor.bernoulli_ = _random_fill(_bernoulli_fill)
+Tensor.random_ = _random_fill(_random_ints)
 
 
 def _fill_where(x, m, v):

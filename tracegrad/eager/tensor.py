@@ -51,14 +51,16 @@ def as_array(data, dtype=None):
     else:
         data = _untensor(data)
         arr = np.array(data)
+        if arr.dtype == object or arr.dtype.kind not in "biufc":
+            raise TypeError(f"Could not infer dtype of {type(data).__name__}")
+        if dtype is not None:      # straight from Python's numbers: no rounding on the way
+            return arr.astype(dtype)
         if arr.dtype == np.float64:
             arr = arr.astype(default_dtype())
         elif arr.dtype == np.complex128:    # the complex type of the default float dtype
             arr = arr.astype(np.result_type(default_dtype(), np.complex64))
         elif arr.dtype.kind in "iu":
             arr = arr.astype(np.int64)
-        elif arr.dtype == object or arr.dtype.kind not in "biufc":
-            raise TypeError(f"Could not infer dtype of {type(data).__name__}")
     if dtype is not None:
         arr = arr.astype(dtype)
     return arr

@@ -432,7 +432,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return input
-    keep = generator().random(tuple(input.shape)) >= p
+    keep = generator().bernoulli(tuple(input.shape), 1.0 - p)    # PyTorch's mask
     scale = keep.astype(input.dtype) * (1.0 / (1.0 - p)) if p < 1.0 else keep.astype(input.dtype)
     if inplace:
         return input.mul_(Tensor._plain(scale))
@@ -564,7 +564,11 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     """Leaky ReLU whose negative slope is drawn from U(lower, upper) per element while
     training (the ``tg.manual_seed`` generator), and is their mean otherwise."""
     if training:
-        slope = generator().uniform(lower, upper, tuple(input.shape)).astype(input.dtype)
+        # PyTorch draws one double per non-positive element, in order
+        x = input._data
+        slope = np.ones(x.shape, dtype=x.dtype)
+        low = x <= 0
+        slope[low] = generator().uniform((int(low.sum()),), np.float64, lower, upper)
     else:
         slope = (lower + upper) / 2
     return _activation(lambda x: np.where(x >= 0, x, x * slope), "RreluWithNoiseBackward0",
@@ -638,7 +642,7 @@ def _feature_dropout(input, p, training, inplace, mask_shape):
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return input
-    keep = generator().random(mask_shape) >= p
+    keep = generator().bernoulli(mask_shape, 1.0 - p)     # PyTorch's mask
     scale = keep.astype(input.dtype) * (1.0 / (1.0 - p) if p < 1.0 else 0.0)
     if inplace:
         return input.mul_(Tensor._plain(scale))

@@ -29,6 +29,13 @@ def _shape(tensor):
     return tuple(tensor.shape)
 
 
+def _dtype(tensor):
+    """The dtype the draws are made in: the tensor's floating dtype (PyTorch draws 24-bit
+    uniforms for float32, 53-bit ones for float64)."""
+    dt = np.dtype(tensor.dtype)
+    return dt if dt.kind == "f" and dt.itemsize >= 4 else np.dtype(np.float32)
+
+
 def calculate_gain(nonlinearity, param=None):
     """The factor that keeps activations' variance steady through ``nonlinearity``."""
     if nonlinearity in ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
@@ -76,22 +83,48 @@ def _empty_warning(tensor):
 
 
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
-    return _fill(tensor, (generator or _seeded()).uniform(a, b, _shape(tensor)))
+    return _fill(tensor, _seeded(generator).uniform(_shape(tensor), _dtype(tensor), a, b))
 
 
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
-    return _fill(tensor, (generator or _seeded()).normal(mean, std, _shape(tensor)))
+    return _fill(tensor, _seeded(generator).normal(_shape(tensor), _dtype(tensor), mean, std))
 
 
-def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0):
-    """Normal values redrawn until they fall in [a, b] (rejection sampling)."""
-    rng = _seeded()
-    out = rng.normal(mean, std, _shape(tensor))
-    bad = (out < a) | (out > b)
-    while np.any(bad):
-        out[bad] = rng.normal(mean, std, int(bad.sum()))
-        bad = (out < a) | (out > b)
-    return _fill(tensor, out)
+def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
+    """A normal sample truncated to [a, b], drawn as PyTorch 2.13 draws it (the same numbers
+    for the same seed): whole-tensor normal redraws where the interval holds more than 30 %
+    of the mass, else uniform proposals accepted by the density."""
+    def cdf(x):
+        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+    if mean < a - 2 * std or mean > b + 2 * std:
+        warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The "
+                      "distribution of values may be incorrect.", stacklevel=2)
+    g, shape, dt = _seeded(generator), _shape(tensor), _dtype(tensor)
+    cast = np.dtype(tensor.dtype).type
+    if cdf((b - mean) / std) - cdf((a - mean) / std) > 0.3:
+        lo, hi = cast(a), cast(b)
+        result = g.normal(shape, dt, mean, std).astype(tensor.dtype)
+        while True:
+            mask = (result < lo) | (result > hi)
+            if not mask.any():
+                break
+            result = np.where(mask, g.normal(shape, dt, mean, std).astype(tensor.dtype), result)
+        return _fill(tensor, result)
+    mode = max(a, min(mean, b))
+    log_peak = -0.5 * ((mode - mean) / std) ** 2
+
+    def log_ratio(x):
+        return (((x - cast(mean)) / cast(std)) ** 2 * cast(-0.5) - cast(log_peak)).astype(x.dtype)
+
+    result = g.uniform(shape, dt, a, b).astype(tensor.dtype)
+    with np.errstate(divide="ignore"):
+        pending = np.log(g.uniform(shape, dt).astype(tensor.dtype)) > log_ratio(result)
+        while pending.any():
+            candidates = g.uniform(shape, dt, a, b).astype(tensor.dtype)
+            result = np.where(pending, candidates, result)
+            accept = np.log(g.uniform(shape, dt).astype(tensor.dtype)) > log_ratio(candidates)
+            pending = np.where(pending, accept, pending)
+    return _fill(tensor, result)
 
 
 def constant_(tensor, val):
@@ -151,7 +184,7 @@ def orthogonal_(tensor, gain=1.0, generator=None):
         return tensor
     rows = shape[0]
     cols = int(np.prod(shape[1:], dtype=np.int64))
-    flat = (generator or _seeded()).normal(0.0, 1.0, (rows, cols))
+    flat = _seeded(generator).normal((rows, cols), _dtype(tensor)).astype(np.float64)
     if rows < cols:
         flat = flat.T
     q, r = np.linalg.qr(flat)

@@ -404,12 +404,12 @@ class Module:
 class _RemovableHandle:
     """What ``register_forward_hook`` returns: ``remove()`` takes the hook off."""
 
-    _next_id = 0
+    _counter = 0
 
     def __init__(self, hooks):
         self._hooks = hooks
-        self.id = _RemovableHandle._next_id
-        _RemovableHandle._next_id += 1
+        self.id = _RemovableHandle._counter
+        _RemovableHandle._counter += 1
 
     def remove(self):
         self._hooks.pop(self.id, None)

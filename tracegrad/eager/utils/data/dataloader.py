@@ -7,6 +7,7 @@ PyTorch's main process.
 """
 from __future__ import annotations
 
+from ...generator import torch_generator
 from .collate import default_collate, default_convert
 from .dataset import IterableDataset
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
@@ -81,6 +82,9 @@ class DataLoader:
         return self.batch_sampler is not None or (self._iterable and self.batch_size is not None)
 
     def __iter__(self):
+        # PyTorch's iterator draws a base seed for its workers from the generator first;
+        # drawing it too keeps every later random number PyTorch's
+        torch_generator(self.generator).random_int64(())
         if self.num_workers > 0 and self.worker_init_fn is not None:
             self.worker_init_fn(0)
         collate = self.collate_fn

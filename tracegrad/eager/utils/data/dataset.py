@@ -8,7 +8,7 @@ import itertools
 import math
 import warnings
 
-from ...generator import numpy_generator
+from ...generator import torch_generator
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset",
            "ChainDataset", "Subset", "random_split"]
@@ -159,6 +159,6 @@ def random_split(dataset, lengths, generator=None):
         lengths = counts
     if sum(lengths) != n:
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
-    order = numpy_generator(generator).permutation(n).tolist()
+    order = torch_generator(generator).permutation(n).tolist()
     ends = list(itertools.accumulate(lengths))
     return [Subset(dataset, order[end - length:end]) for end, length in zip(ends, lengths)]

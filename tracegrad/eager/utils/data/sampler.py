@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...generator import numpy_generator
+from ...generator import Generator, numpy_generator, torch_generator
 from ...tensor import Tensor
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
@@ -35,11 +35,13 @@ class SequentialSampler(Sampler):
 
 
 def _draw_source(generator):
-    """``generator``'s NumPy generator; without one, a fresh one seeded from the global
-    generator (so ``tg.manual_seed`` fixes the order, and each epoch differs)."""
+    """``generator``; without one, as PyTorch's samplers do, a fresh generator seeded with a
+    64-bit draw of the default one (so ``tg.manual_seed`` fixes the order, and each epoch
+    differs, with PyTorch's numbers)."""
     if generator is not None:
-        return numpy_generator(generator)
-    return np.random.default_rng(int(numpy_generator(None).integers(0, 2 ** 63 - 1)))
+        return torch_generator(generator)
+    seed = int(torch_generator(None).random_int64(()))
+    return Generator().manual_seed(seed)
 
 
 class RandomSampler(Sampler):
@@ -65,12 +67,14 @@ class RandomSampler(Sampler):
     def __iter__(self):
         n = len(self.data_source)
         rng = _draw_source(self.generator)
-        if self.replacement:
-            yield from rng.integers(0, n, size=self.num_samples).tolist()
+        if self.replacement:       # PyTorch draws them 32 at a time
+            for _ in range(self.num_samples // 32):
+                yield from rng.integers(0, n, (32,)).tolist()
+            yield from rng.integers(0, n, (self.num_samples % 32,)).tolist()
             return
         for _ in range(self.num_samples // n):
             yield from rng.permutation(n).tolist()
-        yield from rng.permutation(n)[:self.num_samples % n].tolist()
+        yield from rng.permutation(n).tolist()[:self.num_samples % n]
 
     def __len__(self):
         return self.num_samples
@@ -84,7 +88,7 @@ class SubsetRandomSampler(Sampler):
         self.generator = generator
 
     def __iter__(self):
-        for i in _draw_source(self.generator).permutation(len(self.indices)).tolist():
+        for i in torch_generator(self.generator).permutation(len(self.indices)).tolist():
             yield self.indices[i]
 
     def __len__(self):
@@ -109,7 +113,7 @@ class WeightedRandomSampler(Sampler):
         self.replacement, self.generator = replacement, generator
 
     def __iter__(self):
-        rng = _draw_source(self.generator)
+        rng = numpy_generator(self.generator)      # PyTorch's multinomial: not its numbers
         p = self.weights / self.weights.sum()
         yield from rng.choice(self.weights.size, size=self.num_samples,
                               replace=self.replacement, p=p).tolist()
