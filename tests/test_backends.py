@@ -321,3 +321,17 @@ def test_jax_backend_keeps_the_sign_rule_of_adding_zero(f, x):
         assert got.dtype == want.dtype
         np.testing.assert_allclose(got, want, rtol=1e-6)   # XLA's arctan: an ulp apart
         assert np.array_equal(np.signbit(got), np.signbit(want)), backend
+
+
+def test_jax_backend_assigns_a_value_with_leading_unit_axes_as_numpy():
+    """``y[1:3] = v`` with ``v`` of shape (1, 2, 5): NumPy drops the leading unit axis, and
+    so must the JAX lowering (found by the loader fuzzer)."""
+    def f(x, v):
+        y = x * 1.0
+        y[1:3] = v
+        return y
+    x = np.arange(20.0).reshape(4, 5)
+    v = np.linspace(-1.0, 1.0, 10).reshape(1, 2, 5)
+    want = f(x.copy(), v)
+    for backend in ("numpy", "jax"):
+        np.testing.assert_array_equal(tg.jit(f, backend=backend)(x, v), want)

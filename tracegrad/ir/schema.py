@@ -234,11 +234,13 @@ def _fft_axes(avals, params):
 
 
 def _conv(avals, params):
-    """The front ends (torch's rule) give both operands one floating dtype; the JAX lowering
-    relies on it."""
+    """The front ends give both operands one floating dtype (torch's rule), or a complex
+    image or weight with a real one (NumPy's promotion; the JAX lowering promotes the real
+    one)."""
     x, w = (np.dtype(a.dtype) for a in avals)
-    _need(x == w and x.kind == "f", f"input and weight must share a floating dtype, got "
-                                    f"{x.name} and {w.name}")
+    _need(x.kind in "fc" and w.kind in "fc" and (x == w or "c" in (x.kind + w.kind)),
+          f"input and weight must share a floating dtype (or one be complex), got "
+          f"{x.name} and {w.name}")
 
 
 def _remat(avals, params):

@@ -291,13 +291,18 @@ def _contiguous_block(index, shape):
 def _index_update_jax(x, v, *idx, index, mode):
     import jax.numpy as jnp
     check_bounds(x.shape, index, idx)
+    where = _jax_index(index, idx)
+    # NumPy's assignment drops leading length-1 axes of the value (x[1:3] = v of shape
+    # (1, 2, 5) into (2, 5) rows); JAX's does not
+    ndim = len(jnp.shape(x[where]))
+    while v.ndim > ndim and v.shape[0] == 1:
+        v = v[0]
     block = _contiguous_block(index, x.shape)
     if block is not None and mode == "add":
         # a zero-padded add fuses with its neighbours; XLA's scatter does not
         widths = [(lo, n - hi) for (lo, hi), n in zip(block, x.shape)]
         v = jnp.broadcast_to(v, tuple(hi - lo for lo, hi in block)).astype(x.dtype)
         return x + jnp.pad(v, widths)
-    where = _jax_index(index, idx)
     if mode == "set" and _may_repeat(index, x.shape) and np.size(v) > 1:
         v = _last_writes_jax(x, v, where)
     ref = x.at[where]
