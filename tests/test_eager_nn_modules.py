@@ -460,3 +460,23 @@ def test_deleting_from_sequential_renumbers_as_torch():
         del m[0]
         names.append(list(m.state_dict()))
     assert names[0] == names[1] == ["1.weight", "1.bias"]
+
+
+@pytest.mark.parametrize("loss", ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss"])
+@pytest.mark.parametrize("target_dtype", ["int64", "float64", "float32"])
+def test_regression_losses_promote_as_torch(loss, target_dtype):
+    """A float32 output against an integer target (the blitz tutorial's ``arange`` target)
+    stays float32, as in torch; a float64 target widens it."""
+    import torch
+    if loss == "huber_loss" and target_dtype == "float64":
+        pytest.skip("torch 2.13's huber backward raises 'Found dtype Double but expected Float'")
+    out = []
+    for lib in (tg, torch):
+        x = lib.tensor([[0.5, -1.25, 2.0]], dtype=lib.float32, requires_grad=True)
+        y = lib.tensor([[1, 2, 3]], dtype=getattr(lib, target_dtype))
+        value = getattr(lib.nn.functional, loss)(x, y)
+        value.backward()
+        out.append((str(value.dtype).replace("torch.", ""), value.item(), x.grad.numpy()))
+    assert out[0][0] == out[1][0]
+    np.testing.assert_allclose(out[0][1], out[1][1], rtol=1e-6)
+    np.testing.assert_allclose(out[0][2], out[1][2], rtol=1e-6)

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..dispatch import call
 from ..ops import _operand_key
+from ..promotion import promote_types
 from ..tensor import Tensor
 
 __all__ = ["mse_loss", "l1_loss", "nll_loss", "cross_entropy", "binary_cross_entropy_with_logits",
@@ -53,6 +54,10 @@ def legacy_reduction(size_average, reduce, reduction, stacklevel=3):
 def _target_like(input, target, what):
     if not isinstance(target, Tensor):
         target = Tensor._plain(np.asarray(target, dtype=input.dtype))
+    elif target.dtype != input.dtype and \
+            promote_types(input.dtype, target.dtype) == np.dtype(input.dtype):
+        # PyTorch's promotion (float32 input, int64 target: float32), not NumPy's
+        target = target.to(input.dtype)
     if target.shape != input.shape:
         warnings.warn(f"Using a target size ({target.shape}) that is different to the input "
                       f"size ({input.shape}). This will likely lead to incorrect results due "
