@@ -1,13 +1,14 @@
 """tg.optimizers against HIPS autograd's autograd.misc.optimizers on the same problem: a
 small regression over a dict-and-list pytree of parameters, the same gradients fed to
 both (ours from tg.grad), the same numbers out; callbacks see the pytree."""
-import autograd.misc.optimizers as ag_opt
 import numpy as np
 import pytest
 from conftest import assert_close
 
 import tracegrad as tg
 from tracegrad import tree_util as tu
+
+ag_opt = pytest.importorskip("autograd.misc.optimizers")
 
 RNG = np.random.default_rng(0)
 INPUTS = RNG.normal(size=(20, 3))
