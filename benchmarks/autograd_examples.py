@@ -22,10 +22,10 @@ What is compared:
     absolute values) and the two runs must agree (rtol 1e-6) call by call; a run that
     disagrees is reported WRONG.
 
-Plotting is switched off (Agg backend; ``show``/``pause``/``draw`` do nothing). Examples
-that need the network (MNIST), scipy functions with no NumPy spelling (``gammaln``,
-``norm.cdf``, ``odeint``) or autograd's internals (``defvjp``, ``Box``, ``trace``) are
-listed as skipped with the reason.
+Plotting is switched off (Agg backend; ``show``/``pause``/``draw`` do nothing). SciPy
+functions come from ``tracegrad.scipy`` (``gammaln``, ``norm.cdf``, ``t.logpdf``,
+``odeint``). Examples that need the network (MNIST) or autograd's internals (``defvjp``,
+``Box``, ``trace``) are listed as skipped with the reason.
 """
 from __future__ import annotations
 
@@ -48,9 +48,7 @@ SKIP = {
     "rkhs": "autograd internals (Box, VSpace)", "dot_graph": "autograd internals (tracer)",
     "print_trace": "autograd internals (tracer)",
     "fixed_points": "autograd.misc.fixed_points (a custom primitive)",
-    "ode_net": "scipy odeint (autograd.scipy.integrate)",
-    "negative_binomial_maxlike": "scipy gammaln", "ica": "scipy t.logpdf (gammaln)",
-    "bayesian_optimization": "scipy norm.cdf", "__init__": "not a program",
+    "__init__": "not a program",
 }
 
 TRANSFORMS = ("grad", "value_and_grad", "elementwise_grad", "hessian", "jacobian",
@@ -283,13 +281,22 @@ def _install_shim():
     sys.modules["autograd.numpy.random"] = np.random
     sys.modules["autograd.numpy.linalg"] = np.linalg
     ag.numpy = np
-    special = module("autograd.scipy.special", logsumexp=logsumexp, expit=expit)
-    norm = module("autograd.scipy.stats.norm", logpdf=norm_logpdf, pdf=norm_pdf)
+    import tracegrad.scipy.integrate as tg_integrate
+    import tracegrad.scipy.special as tg_special
+    import tracegrad.scipy.stats as tg_stats
+
+    special = module("autograd.scipy.special", **{
+        n: getattr(tg_special, n) for n in dir(tg_special) if not n.startswith("_")})
+    special.logsumexp, special.expit = logsumexp, expit
+    norm = module("autograd.scipy.stats.norm", **vars(tg_stats.norm))
+    norm.logpdf, norm.pdf = norm_logpdf, norm_pdf
     mvn = module("autograd.scipy.stats.multivariate_normal", logpdf=mvn_logpdf,
                  pdf=mvn_pdf)
-    stats = module("autograd.scipy.stats", norm=norm, multivariate_normal=mvn)
+    t_dist = module("autograd.scipy.stats.t", **vars(tg_stats.t))
+    stats = module("autograd.scipy.stats", norm=norm, multivariate_normal=mvn, t=t_dist)
     stats.__path__ = []
-    scipy = module("autograd.scipy", special=special, stats=stats)
+    integrate = module("autograd.scipy.integrate", odeint=tg_integrate.odeint)
+    scipy = module("autograd.scipy", special=special, stats=stats, integrate=integrate)
     scipy.__path__ = []
     ag.scipy = scipy
     module("autograd.misc.flatten", flatten=flatten, flatten_func=flatten_func)
@@ -299,6 +306,8 @@ def _install_shim():
     misc.__path__ = []
     ag.misc = misc
     module("autograd.test_util", check_grads=check_grads)
+    ag.builtins = module("autograd.builtins", tuple=tuple, list=list, dict=dict,
+                         isinstance=isinstance)
     return ag
 
 
