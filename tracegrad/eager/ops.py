@@ -21,6 +21,7 @@ from .dispatch import call
 from .indexing import getitem_name, is_basic
 from .products import is_contiguous
 from .promotion import cast, category, promoted, result_type
+from .random import draw_dtype
 from .tape import TAPE, EagerTracer, Version
 from .tensor import Tensor, _index_key, _private_copy, _scalar_name, default_dtype
 
@@ -591,11 +592,6 @@ def _random_fill(sample):
     return fill
 
 
-def _draw_dtype(dt):
-    """The dtype PyTorch's float draws are made in for a tensor of dtype ``dt``."""
-    return dt if dt.kind == "f" and dt.itemsize >= 4 else np.dtype(np.float32)
-
-
 def _bernoulli_fill(g, shape, dtype, p=0.5):
     return g.bernoulli(shape, p)
 
@@ -610,9 +606,9 @@ def _random_ints(g, shape, dtype, low=None, high=None):
 
 
 Tensor.zero_, Tensor.fill_, Tensor.copy_ = zero_, fill_, copy_
-Tensor.uniform_ = _random_fill(lambda g, s, d, a=0.0, b=1.0: g.uniform(s, _draw_dtype(d), a, b))
+Tensor.uniform_ = _random_fill(lambda g, s, d, a=0.0, b=1.0: g.uniform(s, draw_dtype(d), a, b))
 Tensor.normal_ = _random_fill(
-    lambda g, s, d, mean=0.0, std=1.0: g.normal(s, _draw_dtype(d), mean, std))
+    lambda g, s, d, mean=0.0, std=1.0: g.normal(s, draw_dtype(d), mean, std))
 Tensor.bernoulli_ = _random_fill(_bernoulli_fill)
 Tensor.random_ = _random_fill(_random_ints)
 

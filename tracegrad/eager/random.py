@@ -168,6 +168,13 @@ class Generator:
         return (self._unit(_size(shape), np.float64) < float(p)).reshape(shape)
 
 
+def draw_dtype(dtype) -> np.dtype:
+    """The dtype PyTorch's float draws are made in for a tensor of ``dtype``: its own for
+    float32/float64 (24- or 53-bit uniforms), float32's for narrower or non-float ones."""
+    dt = np.dtype(dtype)
+    return dt if dt.kind == "f" and dt.itemsize >= 4 else np.dtype(np.float32)
+
+
 def _box_muller_16(blocks, mean, std):
     """PyTorch's ``normal_fill_16`` on rows of 16 uniforms."""
     u1 = 1.0 - blocks[:, :8]

@@ -393,16 +393,21 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     return out.squeeze(0) if squeeze else out
 
 
+def _adaptive_size(output_size, h, w):
+    """An adaptive pool's ``(oh, ow)``: an int for both, None keeping the input's size."""
+    if isinstance(output_size, int):
+        output_size = (output_size, output_size)
+    return (h if output_size[0] is None else int(output_size[0]),
+            w if output_size[1] is None else int(output_size[1]))
+
+
 def adaptive_max_pool2d(input, output_size, return_indices=False):
     """The maximum over PyTorch's adaptive windows (floor(i n / o) .. ceil((i + 1) n / o))."""
     if input.dim() not in (3, 4):
         raise RuntimeError(f"adaptive_max_pool2d(): Expected 3D or 4D tensor, but got: "
                            f"{list(input.shape)}")
     h, w = input.shape[-2:]
-    if isinstance(output_size, int):
-        output_size = (output_size, output_size)
-    oh = h if output_size[0] is None else int(output_size[0])
-    ow = w if output_size[1] is None else int(output_size[1])
+    oh, ow = _adaptive_size(output_size, h, w)
     rows = [((i * h) // oh, -(-(i + 1) * h // oh)) for i in range(oh)]
     cols = [((j * w) // ow, -(-(j + 1) * w // ow)) for j in range(ow)]
 
@@ -876,10 +881,7 @@ def adaptive_avg_pool2d(input, output_size):
         raise RuntimeError(f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got "
                            f"{list(input.shape)}")
     h, w = input.shape[-2:]
-    if isinstance(output_size, int):
-        output_size = (output_size, output_size)
-    oh = h if output_size[0] is None else int(output_size[0])
-    ow = w if output_size[1] is None else int(output_size[1])
+    oh, ow = _adaptive_size(output_size, h, w)
     mh = _adaptive_matrix(h, oh, input.dtype)
     mw = _adaptive_matrix(w, ow, input.dtype)
     return call(lambda x: np.matmul(np.matmul(mh, x), mw.T), input,

@@ -13,6 +13,7 @@ import warnings
 import numpy as np
 
 from ..creation import generator as _seeded
+from ..random import draw_dtype
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_", "eye_",
            "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
@@ -30,10 +31,8 @@ def _shape(tensor):
 
 
 def _dtype(tensor):
-    """The dtype the draws are made in: the tensor's floating dtype (PyTorch draws 24-bit
-    uniforms for float32, 53-bit ones for float64)."""
-    dt = np.dtype(tensor.dtype)
-    return dt if dt.kind == "f" and dt.itemsize >= 4 else np.dtype(np.float32)
+    """The dtype the draws for ``tensor`` are made in (``random.draw_dtype``)."""
+    return draw_dtype(tensor.dtype)
 
 
 def calculate_gain(nonlinearity, param=None):
