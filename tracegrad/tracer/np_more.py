@@ -51,6 +51,7 @@ from .np_base import (
     shape_of,
     transpose,
 )
+from .np_reductions import std_of_var
 from .np_shapes import flip, moveaxis, split
 
 # -- ufuncs ------------------------------------------------------------------------------
@@ -881,7 +882,8 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
            mean=None, correction=None):
     _reject("np.nanstd", out=out, where=where, mean=mean, correction=correction)
-    return np.sqrt(nanvar(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims))
+    v = nanvar(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
+    return std_of_var(v) if isinstance(v, Tracer) else np.sqrt(v)
 
 
 @implements(np.interp)

@@ -163,7 +163,23 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
         correction=None):
     _reject("np.std", out=out, where=where, mean=mean, correction=correction)
-    return apply("sqrt", var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims))
+    return std_of_var(var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims))
+
+
+def std_of_var(v):
+    """``sqrt(v)`` for a variance, with derivative 0 where the variance is exactly 0.
+
+    ``sqrt``'s derivative is infinite at 0 and the variance's is 0 there, so the chain
+    rule gives NaN. Where a reduced axis has one element (``ddof=0``) the standard
+    deviation is identically 0 and every derivative is 0. Where a longer slice has all
+    values equal it is not differentiable (it is a norm of the deviations, like
+    ``|h|``); as ``np.abs`` at 0, the derivative there is 0: the smallest subgradient
+    (std is convex and minimal there). JAX gives NaN at both. The value is NumPy's
+    (``sqrt`` of the variance: NaN and infinity go through unchanged), and the guard
+    holds at every order: the zero branch is a constant."""
+    zero = apply("equal", v, 0)
+    safe = apply("select", zero, np.ones((), dtype_of(v)), v)
+    return apply("select", zero, np.zeros((), dtype_of(v)), apply("sqrt", safe))
 
 
 def _truth_count(a, axis, keepdims):
