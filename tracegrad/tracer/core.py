@@ -70,12 +70,13 @@ def _user_is_subscripting():
     return frame.f_lasti < len(code) and code[frame.f_lasti] in _SUBSCR_OPS
 
 
-def lost_gradient(what):
-    """The error for a conversion that would drop a traced value's gradient."""
+def lost_gradient(what, hint=""):
+    """The error for a conversion that would drop a traced value's gradient; ``hint``, a
+    sentence added to the advice."""
     if _user_is_storing_item():
         return TraceError(_LOST.format(what=_STORE, instead=_BUILD_TRACED, at=where()))
-    return TraceError(_LOST.format(what=f"{what} on a traced value", instead=_KEEP_TRACED,
-                                   at=where()))
+    return TraceError(_LOST.format(what=f"{what} on a traced value",
+                                   instead=_KEEP_TRACED + hint, at=where()))
 
 
 _ESCAPED = ("a traced value escaped the function that made it (was it stored in a global, "
@@ -672,6 +673,9 @@ class Tracer:
         return float(self._integer_value("float()"))
 
     def __int__(self):
+        if self.dtype.kind not in "iub" and _carries_gradient(self):
+            raise lost_gradient("int()", ". For integer values that stay traced (no gradient, "
+                                "the values kept) write x.astype(np.int64)")
         return int(self._integer_value("int()"))
 
     def __complex__(self):
@@ -695,8 +699,14 @@ class Tracer:
         if self.dtype.kind in "iub" and (
                 _user_is_subscripting() if dtype is None else np.dtype(dtype).kind in "iub"):
             return self._index_value(dtype)
+        if dtype is not None and np.dtype(dtype).kind in "iub" and self.dtype.kind == "f" \
+                and not _user_is_storing_item():
+            return self._cast_value(np.dtype(dtype))
         if dtype is not None and np.dtype(dtype) != object or _user_is_storing_item():
-            raise lost_gradient(f"Converting to a NumPy array of dtype {np.dtype(dtype).name}")
+            name = np.dtype(dtype).name
+            raise lost_gradient(f"Converting to a NumPy array of dtype {name}",
+                                "" if dtype is None else f". To change the dtype of a traced "
+                                f"array and keep following it, write x.astype(np.{name})")
         from .elements import element_array
         # the elements refer to the value as it is now: the object array is a copy, so
         # later writes to this array do not show in it (np.array copies)
@@ -705,6 +715,26 @@ class Tracer:
             return element_array(self)
         return element_array(Tracer(self._trace, self._node, self.shape, self.dtype,
                                     self._value))
+
+    def _cast_value(self, dtype):
+        """``np.int64(x)`` / ``np.asarray(x, int)`` of a floating traced array: NumPy's own
+        integer array of its values, as ``x.astype(np.int64)`` computes them. The cast's
+        derivative is zero, so no gradient is lost; the value is a guard (a compiled
+        function retraces for other values). Where the value is only known abstractly
+        (under ``tg.jit``, in a loop body) no ndarray can be made: say how to write it."""
+        sync(self)
+        name = dtype.name if dtype.kind != "b" else "bool_"
+        if self._value is None or BATCHING.get():
+            why = ("tg.vmap traces one example for the whole batch" if BATCHING.get() else
+                   "it is only known abstractly here (inside a loop body or a graph "
+                   "transformation)")
+            raise TraceError(f"np.{name}(x) of a traced array (or np.asarray(x, "
+                             f"dtype={name})) makes a plain NumPy array of its values, but "
+                             f"{why}. Write x.astype(np.{name}) instead: the same values, "
+                             f"and they stay traced{where()}")
+        value = np.asarray(self._value)
+        self._trace.guard(self, value.copy())
+        return value.astype(dtype)
 
     def _index_value(self, dtype):
         """An integer (or boolean) traced array as NumPy's own array: ``plain[ix]`` and
