@@ -134,17 +134,74 @@ dirichlet = SimpleNamespace(logpdf=_dirichlet_logpdf, pdf=_exp(_dirichlet_logpdf
 
 
 # -- multivariate normal ------------------------------------------------------------------------------
+def _mvn_dim_mean(x, mean, cov):
+    if mean is not None and np.ndim(mean):
+        dim = np.shape(mean)[-1]
+    elif np.ndim(cov) >= 1:
+        dim = np.shape(cov)[-1]
+    else:
+        dim = np.shape(x)[-1] if x is not None and np.ndim(x) else 1
+    return dim, (np.zeros(dim) if mean is None else mean)
+
+
+def _mvn_psd(cov, dim):
+    """SciPy's ``_PSD`` of a covariance (a matrix, a vector of variances or a number):
+    the pseudo-determinant's log, the rank, a function giving the squared Mahalanobis
+    length of deviations (last axis) on the support, and one giving the squared distance
+    of a deviation from the support.
+
+    SciPy takes the eigenvalues ``s`` of ``cov`` and calls those at most
+    ``1e6 * eps * max|s|`` zero. Here the eigenvectors ``u`` of those (their projector
+    ``P``) are taken with no gradient, and the rest is computed from ``C = cov + c P``
+    (``c = max|s|``), which is positive definite with the same eigenvalues on the support:
+    ``log pdet = log det C - (n - rank) log c`` and ``pinv = C⁻¹ - P / c``. So the
+    derivatives in ``cov`` are those of the Cholesky formulas (exact where ``cov`` is
+    nonsingular, even with repeated eigenvalues, where eigenvector derivatives are not
+    defined) and, at a singular ``cov``, those along perturbations that keep its support."""
+    from ..ir import apply
+
+    cov = cov * np.eye(dim) if np.ndim(cov) == 0 else cov
+    cov = cov[..., None, :] * np.eye(dim) if np.ndim(cov) == 1 else cov
+    fixed = apply("stop_gradient", cov) if hasattr(cov, "_trace") else np.asarray(cov)
+    low = np.tril(fixed)                                      # SciPy reads the lower triangle
+    fixed = low + np.swapaxes(np.tril(fixed, -1), -1, -2)
+    s, u = np.linalg.eigh(fixed)
+    top = np.max(np.abs(s))
+    eps = 1e6 * np.finfo(np.float64).eps * top
+    null = s <= eps
+    proj = (u * null) @ np.swapaxes(u, -1, -2)
+    c = np.where(top > 0, top, 1.0)
+    chol = np.linalg.cholesky(cov + c * proj)
+    nullity = np.sum(null)
+    rank = dim - nullity
+    log_pdet = 2.0 * np.sum(np.log(np.diagonal(chol))) - nullity * np.log(c)
+
+    def maha(dev):
+        flat = np.reshape(dev, (-1, dim))
+        z = solve_triangular(chol, flat.T, lower=True)
+        off = np.sum(flat.T * (proj @ flat.T), axis=0)
+        return np.reshape(np.sum(z * z, axis=0) - off / c, np.shape(dev)[:-1])
+
+    def off_support(dev):
+        return np.sum(dev * (dev @ proj), axis=-1) >= (1e3 * eps) ** 2
+
+    return log_pdet, rank, maha, off_support
+
+
 def _mvn_logpdf(x, mean=None, cov=1, allow_singular=False):
     """Components along the last axis of ``x``; ``cov`` a matrix, or a vector of variances
     or a number (a diagonal covariance), as SciPy reads it. The result drops the last
-    axis (a number for one point)."""
-    dim = np.shape(mean)[-1] if mean is not None and np.ndim(mean) else (
-        np.shape(x)[-1] if np.ndim(x) else 1)
-    if mean is None:
-        mean = np.zeros(dim)
+    axis (a number for one point). ``allow_singular=True`` follows SciPy: the
+    pseudo-determinant and pseudo-inverse on the support (its rank counts the
+    dimensions), and ``-inf`` at points off the support."""
+    dim, mean = _mvn_dim_mean(x, mean, cov)
     dev = x - mean
     if np.ndim(dev) == 0:
         dev = np.reshape(dev, (1,))
+    if allow_singular:
+        logdet, rank, maha_of, off_support = _mvn_psd(cov, dim)
+        value = -0.5 * (rank * math.log(2.0 * math.pi) + logdet + maha_of(dev))
+        return np.where(off_support(dev), -np.inf, value)
     if np.ndim(cov) < 2:
         var = cov * np.ones(dim) if np.ndim(cov) == 0 else cov
         maha = np.sum(dev * dev / var, axis=-1)
@@ -158,5 +215,14 @@ def _mvn_logpdf(x, mean=None, cov=1, allow_singular=False):
     return -0.5 * (dim * math.log(2.0 * math.pi) + logdet + maha)
 
 
+def _mvn_entropy(mean=None, cov=1):
+    """SciPy's differential entropy ``(rank (log 2π + 1) + log pdet(cov)) / 2`` (a singular
+    ``cov`` is allowed, as in SciPy); it does not depend on ``mean``."""
+    dim, _ = _mvn_dim_mean(None, mean, cov)
+    logdet, rank, _, _ = _mvn_psd(cov, dim)
+    return 0.5 * (rank * (math.log(2.0 * math.pi) + 1.0) + logdet)
+
+
 _mvn_logpdf.__name__ = "logpdf"
-multivariate_normal = SimpleNamespace(logpdf=_mvn_logpdf, pdf=_exp(_mvn_logpdf))
+multivariate_normal = SimpleNamespace(logpdf=_mvn_logpdf, pdf=_exp(_mvn_logpdf),
+                                      entropy=_mvn_entropy)
