@@ -44,13 +44,115 @@ def test_transforms_that_run_the_function_print_at_once(capsys):
     assert capsys.readouterr().out.splitlines() == expected(x, y)
 
 
-def test_print_in_a_loop_body_is_a_trace_error():
-    def body(c, x):
-        tg.debug.print("c={c}", c=c)
-        return c + x, c
+def _lines(capsys):
+    return capsys.readouterr().out.splitlines()
 
+
+def _body(c, x):
+    tg.debug.print("c={c} x={x:.1f}", c=c, x=x)
+    return c * x + 1.0, c
+
+
+def _scan_steps(c, xs, reverse=False):
+    """What the body prints, step by step, as NumPy formats it."""
+    lines = []
+    for x in (xs[::-1] if reverse else xs):
+        lines.append(f"c={np.asarray(c)} x={x:.1f}")
+        c = c * x + 1.0
+    return lines
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_scan_body_prints_once_per_step(reverse, capsys):
+    xs = np.array([2.0, -1.0, 0.5])
+    carry, ys = tg.scan(_body, 1.5, xs, reverse=reverse)
+    assert _lines(capsys) == _scan_steps(1.5, xs, reverse)
+    # and the loop's results are unchanged by the print
+    assert np.allclose(carry, tg.scan(lambda c, x: (c * x + 1.0, c), 1.5, xs,
+                                      reverse=reverse)[0], rtol=0)
+
+
+@pytest.mark.parametrize("transform", ["grad", "jit-numpy", "jit-jax", "jit-grad", "jvp"])
+def test_scan_body_prints_under_transforms(transform, capsys):
+    xs = np.array([2.0, -1.0, 0.5])
+
+    def f(c):
+        return tg.scan(_body, c, xs)[0]
+
+    run = {"grad": tg.grad(f), "jit-numpy": tg.jit(f), "jit-jax": tg.jit(f, backend="jax"),
+           "jit-grad": tg.jit(tg.grad(f)),
+           "jvp": lambda c: tg.jvp(f, (c,), (1.0,))}[transform]
+    for c in (1.5, -0.25):              # printed on every call, with that call's values
+        run(c)
+        assert _lines(capsys) == _scan_steps(c, xs)      # once per step, not again backwards
+
+
+def test_fori_loop_and_nested_loops(capsys):
+    out = tg.fori_loop(2, 5, lambda i, v: (tg.debug.print("i={} v={}", i, v), v * i)[1], 1.0)
+    assert out == 24.0
+    assert _lines(capsys) == ["i=2 v=1.0", "i=3 v=2.0", "i=4 v=6.0"]
+
+    def outer(c, x):
+        # the inner body prints a value of the outer body (captured) and its own
+        inner = lambda d, y: (tg.debug.print("c={} y={}", c, y), (d + x * y, None))[1]  # noqa: E731
+        return tg.scan(inner, c, np.arange(2.0))[0], None
+
+    for run in (lambda: tg.scan(outer, 1.0, np.array([1.0, 10.0])),
+                lambda: tg.jit(lambda a: tg.scan(outer, a, np.array([1.0, 10.0])))(1.0)):
+        assert run()[0] == 12.0
+        assert _lines(capsys) == ["c=1.0 y=0.0", "c=1.0 y=1.0", "c=2.0 y=0.0", "c=2.0 y=1.0"]
+
+
+def test_while_loop_prints_the_steps_taken_with_max_steps(capsys):
+    def body(v):
+        tg.debug.print("k={} x={}", v[0], v[1])
+        return v[0] + 2, v[1] * 2.0
+
+    def f(x):
+        return tg.while_loop(lambda v: v[0] < 5, body, (0, x), max_steps=6)[1]
+
+    for run in (f, tg.jit(f), tg.jit(f, backend="jax")):
+        assert run(1.0) == 8.0
+        assert _lines(capsys) == ["k=0 x=1.0", "k=2 x=2.0", "k=4 x=4.0"]
+
+
+def test_while_loop_and_cond_bodies_say_what_to_do():
+    def body(v):
+        tg.debug.print("v={}", v)
+        return v + 1.0
+
+    with pytest.raises(tg.TraceError, match=r"tg.while_loop, whose number of steps is not "
+                                            r"known.*max_steps=.*test_debug_print.py"):
+        tg.while_loop(lambda v: v < 3.0, body, 0.0)
     with pytest.raises(tg.TraceError, match="only known abstractly"):
-        tg.scan(body, 0.0, np.arange(3.0))
+        tg.cond(True, body, lambda v: v, 1.0)
+
+
+def test_vmap_prints_the_whole_batch_once(capsys):
+    xs = np.arange(6.0).reshape(3, 2)
+
+    def f(x, y):
+        tg.debug.print("x={} s={s} y={y}", x, s=np.sum(x) * y, y=y)
+        return np.sum(x) * y
+
+    want = f"x={xs} s={np.sum(xs, axis=1) * 2.0} y={np.asarray(2.0)}".splitlines()
+    for run in (tg.vmap(f, in_axes=(0, None)), tg.jit(tg.vmap(f, in_axes=(0, None))),
+                tg.jit(tg.vmap(f, in_axes=(0, None)), backend="jax")):
+        np.testing.assert_array_equal(run(xs, 2.0), np.sum(xs, axis=1) * 2.0)
+        assert _lines(capsys) == want               # y is not batched: printed once
+
+    # a loop inside vmap: once per step, the batch's values
+    def body(c, x):
+        tg.debug.print("c={} x={}", c, x)
+        return c * x + 1.0, None
+
+    out = tg.vmap(lambda x: tg.scan(body, 1.0, x)[0])(xs)
+    c, want = np.ones(3), []
+    for t in range(2):
+        want += f"c={c} x={xs[:, t]}".splitlines()
+        c = c * xs[:, t] + 1.0
+    np.testing.assert_array_equal(out, c)
+    assert _lines(capsys) == want
 
 
 def test_tracers_format_like_arrays(capsys):

@@ -38,19 +38,29 @@ def _arrays(leaves):
     return [x if isinstance(x, Tracer) else np.asarray(x) for x in leaves]
 
 
-def _trace(fn, avals, what):
-    """(graph, captured outer tracers, output tree): ``fn`` over abstract leaves."""
+def _trace(fn, avals, what, prints=None):
+    """(graph, captured outer tracers, output tree): ``fn`` over abstract leaves. With
+    ``prints`` (a list), the ``tg.debug.print`` calls of ``fn`` are recorded (a sink is
+    appended to it) and the printed values are extra outputs after ``fn``'s."""
+    from . import debug
     with new_trace() as trace:
         ins = [trace.new_input(aval=a) for a in avals]
+        sink = debug._Sink(trace, lift_outer=True) if prints is not None else None
+        token = debug.EFFECTS.set(sink)     # a body without a sink refuses to print
         try:
             out = fn(ins)
         except TraceError as e:
-            if "only known abstractly" in str(e):
+            if "only known abstractly" in str(e) and "tg.debug.print" not in str(e):
                 raise TraceError(f"{what} cannot branch on or convert the values it is given: "
                                  "they are traced abstractly, once for every step. Use tg.cond "
                                  f"or np.where instead ({e})") from None
             raise
+        finally:
+            debug.EFFECTS.reset(token)
         leaves, tree = flatten(out)
+        if sink is not None:
+            prints.append(sink)
+            leaves = list(leaves) + list(sink.tracers)
         graph = trace.graph
         # A result computed only from values the function closes over (tg.cond's
         # branches without operands) was recorded in the enclosing trace: it enters
@@ -133,12 +143,19 @@ def scan(f: Callable[[PyTree, PyTree], tuple[PyTree, PyTree]], init: PyTree, xs:
         y_leaves, trees["y"] = flatten(y)
         return c_leaves + y_leaves
 
-    graph, consts, _ = _trace(body, carry_avals + x_avals, "the function given to scan")
+    prints = []
+    graph, consts, _ = _trace(body, carry_avals + x_avals, "the function given to scan",
+                              prints)
     _check_carry(graph, carry_avals, "the function given to scan")
     operands = list(init_leaves) + list(x_leaves) + list(consts)
     outs = _apply("scan", graph.outputs, *operands, body=graph, n_carry=n_carry,
                   n_x=len(x_leaves), length=n, reverse=bool(reverse))
-    return unflatten(init_tree, outs[:n_carry]), unflatten(trees["y"], outs[n_carry:])
+    n_out = len(outs) - len(prints[0].tracers)
+    if prints[0].records:       # tg.debug.print in the body: its values, step by step
+        from . import debug
+        for t in (range(n - 1, -1, -1) if reverse else range(n)):
+            debug.forward_all(prints[0].records, outs[n_out:], (t,))
+    return unflatten(init_tree, outs[:n_carry]), unflatten(trees["y"], outs[n_carry:n_out])
 
 
 def _concrete_int(v, what):
@@ -244,11 +261,17 @@ def _bounded_while(cond_fun, body_fun, init_val, max_steps):
     ``cond_fun`` turns false keep the value."""
     _, tree = flatten(init_val)
 
+    from . import debug
+
     def step(_, val):
         go = cond_fun(val)
         if tuple(np.shape(go)) != ():
             raise TraceError(f"cond_fun must return one boolean scalar{where()}")
-        new_leaves, new_tree = flatten(body_fun(val))
+        when = debug.WHEN.set(go)      # tg.debug.print: only the steps taken print
+        try:
+            new_leaves, new_tree = flatten(body_fun(val))
+        finally:
+            debug.WHEN.reset(when)
         if new_tree != tree:
             raise TraceError(f"body_fun returned a value of structure {new_tree!r}, but "
                              f"init_val has structure {tree!r}{where()}")

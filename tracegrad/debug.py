@@ -11,9 +11,17 @@ both backends) and are printed, in program order, on every call. Formatting is
 A print inside a transform nested in ``tg.jit`` (``tg.jit(tg.grad(f))``) is kept too:
 the values are recomputed in the jitted graph from its own inputs.
 
-Limits: inside the body of ``tg.scan``/``tg.while_loop``/``tg.cond`` values are only
-known abstractly (a TraceError says so); under ``tg.vmap`` the function is traced once,
-on the first example, and prints that one, once.
+Inside the body of ``tg.scan`` / ``tg.fori_loop`` (and ``tg.while_loop(max_steps=...)``)
+the body is traced once, abstractly: its printed values become extra outputs of the loop
+(stacked, one row per step), and the print is made once per step, in order, with that
+step's values, as JAX prints from a loop (after the loop has run; under ``tg.jit`` on
+every call). A derivative's recomputation of the loop does not print again. Under
+``tg.vmap`` the function is traced once on one example: the printed values are batched
+with it and printed once, the whole batch (a value that does not depend on the mapped
+arguments is printed once, unbatched), as JAX does.
+
+Limits: ``tg.while_loop`` without ``max_steps`` (its number of steps is not known when
+tracing) and ``tg.cond`` branches refuse to print, with a TraceError that says so.
 """
 from __future__ import annotations
 
@@ -26,18 +34,33 @@ import numpy as np
 from .errors import TraceError
 from .ir import Graph
 from .tracer import Trace, Tracer, flatten, replay, sync, unflatten, where
-from .tracer.core import BATCHING, current_trace
+from .tracer.core import current_trace
 
 __all__ = ["print"]
 
 
 class _Sink:
-    """The prints recorded while ``tg.jit`` traces a specialisation."""
+    """The prints recorded while a graph is traced: by ``tg.jit`` (a specialisation), by
+    ``tg.vmap`` (the function, on one example) or by ``tg.scan``/``tg.fori_loop`` (the
+    body). The printed values become extra outputs of the graph; whoever runs it prints
+    them (``forward``) when it has them: every call, every step, the whole batch."""
 
-    def __init__(self, trace):
+    def __init__(self, trace, lift_outer=False):
         self.trace = trace
-        self.records = []      # (fmt, treedef, slots): a slot is ("out", k) or ("const", v)
+        self.records = []      # (fmt, treedef, slots): ("out", k, index) or ("const", v)
         self.tracers = []      # the values to hand out, in slot order
+        self._slot = {}
+        # a loop body: values of the enclosing trace it prints become captured operands
+        # (so their value is known every step); jit keeps their value at trace time
+        self.lift_outer = lift_outer
+
+    def slot(self, x):
+        k = self._slot.get(id(x))
+        if k is None:
+            sync(x)
+            k = self._slot[id(x)] = len(self.tracers)
+            self.tracers.append(x)
+        return k
 
 
 EFFECTS: contextvars.ContextVar[_Sink | None] = contextvars.ContextVar(
@@ -46,36 +69,104 @@ EFFECTS: contextvars.ContextVar[_Sink | None] = contextvars.ContextVar(
 
 def print(fmt: str, *args: Any, ordered: bool = False, **kwargs: Any) -> None:  # noqa: A001
     """Print ``fmt.format(*args, **kwargs)`` with the values the function computes when it
-    runs (on every call of a jitted function). ``args``/``kwargs`` may be arrays, numbers,
-    traced values or pytrees of them. ``ordered`` is accepted for JAX's signature (the
-    prints of one function always come in program order here)."""
+    runs (on every call of a jitted function, once per step of a loop body, the whole
+    batch under ``tg.vmap``). ``args``/``kwargs`` may be arrays, numbers, traced values or
+    pytrees of them. ``ordered`` is accepted for JAX's signature (the prints of one
+    function always come in program order here)."""
     if not isinstance(fmt, str):
         raise TraceError(f"tg.debug.print needs a format string first, got "
                          f"{type(fmt).__name__}{where()}")
     leaves, tree = flatten((args, kwargs))
+    items = [("val", x, ()) if isinstance(x, Tracer) else ("const", x) for x in leaves]
+    when = WHEN.get()
+    if when is not None:
+        items.append(("when", when, ()))
+    forward(fmt, tree, items)
+
+
+# the step of tg.while_loop(max_steps=...) a print belongs to is taken or not
+WHEN: contextvars.ContextVar[Any] = contextvars.ContextVar("tracegrad_debug_when",
+                                                            default=None)
+
+
+def forward(fmt, tree, items):
+    """Print, or record in the sink of the graph being traced, one print whose leaves are
+    ``items``: ``("val", x, index)`` (``x[index]``, ``x`` traced or not) or
+    ``("const", v)``; a last ``("when", b, index)`` prints only where ``b`` is true."""
     sink = EFFECTS.get()
-    if sink is not None and current_trace() is not sink.trace and not BATCHING.get():
-        # inside a transform nested in tg.jit (tg.jit(tg.grad(f))): the values, computed
-        # again from the jitted function's own inputs
-        lifted = [_lift(x, sink.trace) if isinstance(x, Tracer) else x for x in leaves]
-        if all(x is not None for x in lifted):
-            leaves = lifted
-    if sink is not None and any(isinstance(x, Tracer) and x._trace is sink.trace
-                                for x in leaves) or sink is not None and \
-            current_trace() is sink.trace:
+    if sink is not None and current_trace() is not sink.trace:
+        # inside a transform nested in the traced graph (tg.jit(tg.grad(f))): the values,
+        # computed again from the sink's trace's own inputs
+        lifted = [_lift(it[1], sink.trace) if it[0] != "const" and isinstance(it[1], Tracer)
+                  else it[1] for it in items]
+        if all(v is not None for v in lifted):
+            items = [(it[0], v, it[2]) if it[0] != "const" else it
+                     for it, v in zip(items, lifted)]
+    if sink is not None and (current_trace() is sink.trace or any(
+            it[0] != "const" and isinstance(it[1], Tracer) and it[1]._trace is sink.trace
+            for it in items)):
         slots = []
-        for x in leaves:
-            if isinstance(x, Tracer) and x._trace is sink.trace:
-                sync(x)
-                slots.append(("out", len(sink.tracers)))
-                sink.tracers.append(x)
-            elif isinstance(x, Tracer):     # an outer value captured: its trace-time value
-                slots.append(("const", _value_now(x)))
+        for it in items:
+            x = it[1]
+            if it[0] != "const" and isinstance(x, Tracer) and x._trace is not sink.trace \
+                    and sink.lift_outer:
+                x = sink.trace.lift(x)
+            if it[0] != "const" and isinstance(x, Tracer) and x._trace is sink.trace:
+                slots.append(("out" if it[0] == "val" else "when", sink.slot(x), it[2]))
+            elif it[0] == "val":    # an outer value captured: its trace-time value
+                slots.append(("const", _row(_value_now(x), it[2])))
+            elif it[0] == "when":
+                slots.append(("when", np.asarray(_row(_value_now(x), it[2])), ()))
             else:
-                slots.append(("const", x))
+                slots.append(it)
         sink.records.append((fmt, tree, slots))
         return
-    _emit(fmt, tree, [_value_now(x) for x in leaves])
+    if items and items[-1][0] == "when":
+        if not np.any(_row(_value_now(items[-1][1]), items[-1][2])):
+            return
+        items = items[:-1]
+    _emit(fmt, tree, [_row(_value_now(it[1]), it[2]) if it[0] == "val" else it[1]
+                      for it in items])
+
+
+def forward_all(records, values, index=(), leads=None):
+    """Hand on the prints a sink recorded, given its values (the extra outputs of the
+    graph it recorded, run), each taken at ``index`` (a loop step), or at ``leads[k]``
+    for value ``k`` (under vmap: the whole batch, or row 0 of one that is not batched)."""
+    for fmt, tree, slots in records:
+        forward(fmt, tree, [
+            ("val" if v[0] == "out" else "when", values[v[1]],
+             (index if leads is None else leads[v[1]]) + v[2])
+            if v[0] in ("out", "when") and isinstance(v[1], int) else v for v in slots])
+
+
+def _row(value, index):
+    return value[index] if index else value
+
+
+def _prefix(x):
+    """The part of ``x``'s trace that computes it, as a graph, and what each of its
+    inputs stands for (an argument of the transform or a captured value of the
+    enclosing trace; None where not known: a loop body traced abstractly)."""
+    trace = x._trace
+    outer_args = getattr(trace, "outer_args", None)
+    if outer_args is None or type(trace) is not Trace:
+        return None, None
+    sync(x)
+    captured = {inner._node: alias for alias, inner, _ in trace.captured.values()}
+    graph = Graph()
+    inputs = []
+    for n, (op, args, params, shape, dtype, src) in enumerate(trace.records[:x._node + 1]):
+        if op == "input":
+            graph.add_input(shape, dtype, src=src)
+            inputs.append(outer_args[len(inputs)] if len(inputs) < len(outer_args)
+                          else captured.get(n))
+        elif op == "const":
+            graph.add_const(params["value"], src=src)
+        else:
+            graph.add_node(op, args, params, shape=shape, dtype=dtype, src=src)
+    graph.outputs = [x._node]
+    return graph, inputs
 
 
 def _lift(x, target):
@@ -84,26 +175,11 @@ def _lift(x, target):
     (the arguments and captured values of the enclosing trace). None where an inner
     trace's inputs are not known (a loop body traced abstractly)."""
     while isinstance(x, Tracer) and x._trace is not target:
-        trace = x._trace
-        outer_args = getattr(trace, "outer_args", None)
-        if outer_args is None or type(trace) is not Trace or trace.level <= target.level:
+        if x._trace.level <= target.level:
             return None
-        sync(x)
-        captured = {inner._node: alias for alias, inner, _ in trace.captured.values()}
-        graph = Graph()
-        inputs = []
-        for n, (op, args, params, shape, dtype, src) in enumerate(trace.records[:x._node + 1]):
-            if op == "input":
-                graph.add_input(shape, dtype, src=src)
-                inputs.append(outer_args[len(inputs)] if len(inputs) < len(outer_args)
-                              else captured.get(n))
-            elif op == "const":
-                graph.add_const(params["value"], src=src)
-            else:
-                graph.add_node(op, args, params, shape=shape, dtype=dtype, src=src)
-        if any(v is None for v in inputs):
+        graph, inputs = _prefix(x)
+        if graph is None or any(v is None for v in inputs):
             return None
-        graph.outputs = [x._node]
         x = replay(graph, inputs)[x._node]
     return x
 
@@ -112,12 +188,25 @@ def _value_now(x):
     if not isinstance(x, Tracer):
         return x
     sync(x)
-    if x._value is None:
+    value = x._value
+    if value is None:
+        # after a loop (whose value is not computed while tracing): computed now from
+        # the transform's arguments
+        graph, inputs = _prefix(x)
+        if graph is not None and all(v is not None for v in inputs):
+            try:
+                args = [_value_now(v) for v in inputs]
+            except TraceError:
+                args = None
+            if args is not None:
+                value = np.asarray(replay(graph, args)[x._node])
+    if value is None:
         raise TraceError(f"tg.debug.print: the value is only known abstractly here (inside "
-                         f"the body of tg.scan, tg.while_loop or tg.cond, or a graph "
-                         f"transformation), so it cannot be printed; print the loop's "
-                         f"results instead{where()}")
-    return x._value
+                         f"the body of tg.while_loop, whose number of steps is not known "
+                         f"when tracing, or of tg.cond, or a graph transformation), so it "
+                         f"cannot be printed. Print in a tg.scan or tg.fori_loop body, or "
+                         f"give tg.while_loop max_steps=, or print the results{where()}")
+    return value
 
 
 def _emit(fmt, tree, values):
@@ -129,4 +218,10 @@ def _emit(fmt, tree, values):
 def emit_all(records, outs):
     """Print a compiled function's recorded prints, given its extra outputs."""
     for fmt, tree, slots in records:
-        _emit(fmt, tree, [np.asarray(outs[v]) if kind == "out" else v for kind, v in slots])
+        if slots and slots[-1][0] == "when":
+            k, index = slots[-1][1:]
+            if not np.any(_row(np.asarray(outs[k]) if isinstance(k, int) else k, index)):
+                continue
+            slots = slots[:-1]
+        _emit(fmt, tree, [_row(np.asarray(outs[s[1]]), s[2])
+                          if s[0] == "out" else s[1] for s in slots])

@@ -14,11 +14,12 @@ from typing import Any
 
 import numpy as np
 
+from . import debug
 from .errors import TraceError
 from .passes.batch import batch
 from .runtime.interpreter import call_graph
 from .tracer import Tracer, flatten, sync, unflatten, user_src, where
-from .tracer.core import BATCHING
+from .tracer.core import BATCHING, current_trace
 from .tracer.pytree import flatten_up_to
 
 
@@ -150,10 +151,18 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callab
 
         out_tree = {}
 
+        sinks = []
+
         def flat_fun(*flat):
             it = iter(flat)
             rebuilt = [unflatten(t, [next(it) for _ in range(t.num_leaves)]) for t in trees]
-            out = fun(*rebuilt)
+            # tg.debug.print: the printed values become extra outputs, printed batched
+            sinks.append(debug._Sink(current_trace()))
+            effects = debug.EFFECTS.set(sinks[-1])
+            try:
+                out = fun(*rebuilt)
+            finally:
+                debug.EFFECTS.reset(effects)
             out_tree["tree"] = flatten(out)[1]
             return out
 
@@ -165,12 +174,22 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callab
         finally:
             BATCHING.reset(token)
         graph = traced.graph
+        n_out = len(graph.outputs)
+        if sinks[-1].records:
+            printed = [traced._as_node_value(traced.trace, x) for x in sinks[-1].tracers]
+            graph.outputs = list(graph.outputs) + [x._node for x in printed]
         # values of an enclosing transform the function closes over (tg.grad of a loss
         # whose vmap uses traced weights) are extra, unbatched inputs
         captured = traced.eval_args[traced.n_in:]
         positions = [k for k, ax in enumerate(leaf_axes) if ax is not None]
         batched = batch(graph, positions, size)
         outs = call_graph(batched, list(moved) + list(captured))
+        if sinks[-1].records:
+            deps = _depends_on(graph, positions)[n_out:]
+            debug.forward_all(sinks[-1].records, outs[n_out:],
+                              leads=[(slice(None),) if d else (0,) for d in deps])
+            outs = outs[:n_out]
+            graph.outputs = graph.outputs[:n_out]
         out_value = unflatten(out_tree["tree"], list(range(len(outs))))
         out_leaf_axes = _leaf_axes(out_axes, out_value, "out_axes")
         mapped_outs = None
