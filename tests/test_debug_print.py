@@ -116,7 +116,7 @@ def test_while_loop_prints_the_steps_taken_with_max_steps(capsys):
         assert _lines(capsys) == ["k=0 x=1.0", "k=2 x=2.0", "k=4 x=4.0"]
 
 
-def test_while_loop_and_cond_bodies_say_what_to_do():
+def test_while_loop_without_max_steps_says_what_to_do():
     def body(v):
         tg.debug.print("v={}", v)
         return v + 1.0
@@ -124,8 +124,30 @@ def test_while_loop_and_cond_bodies_say_what_to_do():
     with pytest.raises(tg.TraceError, match=r"tg.while_loop, whose number of steps is not "
                                             r"known.*max_steps=.*test_debug_print.py"):
         tg.while_loop(lambda v: v < 3.0, body, 0.0)
-    with pytest.raises(tg.TraceError, match="only known abstractly"):
-        tg.cond(True, body, lambda v: v, 1.0)
+
+
+def test_cond_prints_the_branch_taken(capsys):
+    def yes(v):
+        tg.debug.print("yes v={}", v)
+        return v + 1.0
+
+    def no(v):
+        tg.debug.print("no v={} w={}", v, 2 * v)
+        return v * 3.0
+
+    def f(p, x):
+        return tg.cond(p > 0, yes, no, x)
+
+    for run in (f, tg.grad(f, 1), tg.jit(f), tg.jit(f, backend="jax")):
+        run(1.0, 2.5)
+        assert _lines(capsys) == ["yes v=2.5"]
+        run(-1.0, 4.0)
+        assert _lines(capsys) == ["no v=4.0 w=8.0"]
+    # inside a loop: the branch of every step
+    out = tg.scan(lambda c, x: (tg.cond(x > 0, yes, no, c), None), 1.0,
+                  np.array([1.0, -1.0, 2.0]))[0]
+    assert out == 7.0
+    assert _lines(capsys) == ["yes v=1.0", "no v=2.0 w=4.0", "yes v=6.0"]
 
 
 def test_vmap_prints_the_whole_batch_once(capsys):

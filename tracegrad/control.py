@@ -301,26 +301,45 @@ def cond(pred: Any, true_fun: Callable[..., PyTree], false_fun: Callable[..., Py
     leaves, tree = flatten(operands)
     leaves = _arrays(leaves)
     avals = [_aval(x) for x in leaves]
-    branches = []
+    branches, prints = [], []
     for fn, name in ((true_fun, "true_fun"), (false_fun, "false_fun")):
         branches.append(_trace(lambda ins, fn=fn: fn(*unflatten(tree, ins)), avals,
-                               f"the {name} given to cond"))
+                               f"the {name} given to cond", prints))
     (gt, ct, tree_t), (gf, cf, tree_f) = branches
-    if tree_t != tree_f or [(d["shape"], d["dtype"]) for d in (gt.node(n) for n in gt.outputs)] != \
-            [(d["shape"], d["dtype"]) for d in (gf.node(n) for n in gf.outputs)]:
+    # tg.debug.print in a branch: its printed values are extra outputs (the other branch
+    # gives zeros there), printed after the node for the branch taken
+    mt, mf = (len(g.outputs) - len(p.tracers) for g, p in zip((gt, gf), prints))
+
+    def _avals(g, nodes):
+        return [(tuple(d["shape"]), np.dtype(d["dtype"])) for d in (g.node(n) for n in nodes)]
+
+    if tree_t != tree_f or _avals(gt, gt.outputs[:mt]) != _avals(gf, gf.outputs[:mf]):
         raise TraceError(f"the two branches of cond must return the same structure, shapes and "
                          f"dtypes{where()}")
+    et, ef = _avals(gt, gt.outputs[mt:]), _avals(gf, gf.outputs[mf:])
     n = len(leaves)
     # both branches take (*operands, *true's captured values, *false's captured values)
     all_avals = avals + [_aval(c) for c in ct] + [_aval(c) for c in cf]
     from .runtime.interpreter import call_graph
-    true_graph, _, _ = _trace(lambda ins: call_graph(gt, ins[:n + len(ct)]), all_avals, "cond")
-    false_graph, _, _ = _trace(lambda ins: call_graph(gf, ins[:n] + ins[n + len(ct):]),
-                               all_avals, "cond")
+
+    def run_true(ins):
+        return list(call_graph(gt, ins[:n + len(ct)])) + [np.zeros(s, d) for s, d in ef]
+
+    def run_false(ins):
+        res = list(call_graph(gf, ins[:n] + ins[n + len(ct):]))
+        return res[:mf] + [np.zeros(s, d) for s, d in et] + res[mf:]
+
+    true_graph, _, _ = _trace(run_true, all_avals, "cond")
+    false_graph, _, _ = _trace(run_false, all_avals, "cond")
     pred_arr = pred if isinstance(pred, Tracer) else np.asarray(pred)
     if tuple(np.shape(pred_arr)) != ():
         raise TraceError(f"cond's predicate must be a scalar, got shape {np.shape(pred_arr)}"
                          f"{where()}")
     ops = list(leaves) + list(ct) + list(cf)
     outs = _apply("cond", gt.outputs, pred_arr, *ops, true=true_graph, false=false_graph)
-    return unflatten(tree_t, outs)
+    if prints[0].records or prints[1].records:
+        from . import debug
+        taken = np.not_equal(pred_arr, 0)
+        debug.forward_all(prints[0].records, outs[mt:mt + len(et)], when=taken)
+        debug.forward_all(prints[1].records, outs[mt + len(et):], when=np.logical_not(taken))
+    return unflatten(tree_t, outs[:mt])

@@ -20,8 +20,10 @@ every call). A derivative's recomputation of the loop does not print again. Unde
 with it and printed once, the whole batch (a value that does not depend on the mapped
 arguments is printed once, unbatched), as JAX does.
 
-Limits: ``tg.while_loop`` without ``max_steps`` (its number of steps is not known when
-tracing) and ``tg.cond`` branches refuse to print, with a TraceError that says so.
+In a branch of ``tg.cond`` both branches are traced; the prints of the branch taken are
+made (under ``tg.vmap`` with a batched predicate both branches print the batch, with
+zeros in the rows the branch does not take). Limit: ``tg.while_loop`` without ``max_steps`` (its number of steps is not known
+when tracing) refuses to print, with a TraceError that says what to do.
 """
 from __future__ import annotations
 
@@ -129,15 +131,21 @@ def forward(fmt, tree, items):
                       for it in items])
 
 
-def forward_all(records, values, index=(), leads=None):
+def forward_all(records, values, index=(), leads=None, when=None):
     """Hand on the prints a sink recorded, given its values (the extra outputs of the
     graph it recorded, run), each taken at ``index`` (a loop step), or at ``leads[k]``
-    for value ``k`` (under vmap: the whole batch, or row 0 of one that is not batched)."""
+    for value ``k`` (under vmap: the whole batch, or row 0 of one that is not batched);
+    with ``when``, only where it is true (the branch of tg.cond taken)."""
     for fmt, tree, slots in records:
-        forward(fmt, tree, [
-            ("val" if v[0] == "out" else "when", values[v[1]],
-             (index if leads is None else leads[v[1]]) + v[2])
-            if v[0] in ("out", "when") and isinstance(v[1], int) else v for v in slots])
+        items = [("val" if v[0] == "out" else "when", values[v[1]],
+                  (index if leads is None else leads[v[1]]) + v[2])
+                 if v[0] in ("out", "when") and isinstance(v[1], int) else v for v in slots]
+        if when is not None:
+            if items and items[-1][0] == "when":
+                last = items.pop()
+                when = np.logical_and(_row(last[1], last[2]), when)
+            items.append(("when", when, ()))
+        forward(fmt, tree, items)
 
 
 def _row(value, index):
@@ -203,7 +211,7 @@ def _value_now(x):
     if value is None:
         raise TraceError(f"tg.debug.print: the value is only known abstractly here (inside "
                          f"the body of tg.while_loop, whose number of steps is not known "
-                         f"when tracing, or of tg.cond, or a graph transformation), so it "
+                         f"when tracing, or a graph transformation), so it "
                          f"cannot be printed. Print in a tg.scan or tg.fori_loop body, or "
                          f"give tg.while_loop max_steps=, or print the results{where()}")
     return value
