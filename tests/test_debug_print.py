@@ -116,14 +116,28 @@ def test_while_loop_prints_the_steps_taken_with_max_steps(capsys):
         assert _lines(capsys) == ["k=0 x=1.0", "k=2 x=2.0", "k=4 x=4.0"]
 
 
-def test_while_loop_without_max_steps_says_what_to_do():
+def test_while_loop_prints_every_step_in_program_order(capsys):
     def body(v):
-        tg.debug.print("v={}", v)
-        return v + 1.0
+        tg.debug.print("k={} x={}", v[0], v[1])
+        return v[0] + 2, v[1] * 2.0
 
-    with pytest.raises(tg.TraceError, match=r"tg.while_loop, whose number of steps is not "
-                                            r"known.*max_steps=.*test_debug_print.py"):
-        tg.while_loop(lambda v: v < 3.0, body, 0.0)
+    def f(x):
+        tg.debug.print("before {}", x)
+        y = tg.while_loop(lambda v: v[0] < 5, body, (0, x))[1]
+        tg.debug.print("after {}", y)
+        return y
+
+    for run in (f, tg.grad(f), tg.jit(f), tg.jit(f, backend="jax"), tg.jit(tg.grad(f))):
+        for x in (1.0, -0.5):
+            run(x)
+            assert _lines(capsys) == [f"before {x}", f"k=0 x={x}", f"k=2 x={2 * x}",
+                                      f"k=4 x={4 * x}", f"after {8 * x}"]
+    # inside a scan: every step's loop, with its own trip count
+    out = tg.scan(lambda c, x: (tg.while_loop(
+        lambda v: v < x, lambda v: (tg.debug.print("v={}", v), v + 1.0)[1], c), None),
+        0.0, np.array([1.0, 3.0]))[0]
+    assert out == 3.0
+    assert _lines(capsys) == ["v=0.0", "v=1.0", "v=2.0"]
 
 
 def test_cond_prints_the_branch_taken(capsys):

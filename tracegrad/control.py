@@ -248,12 +248,45 @@ def while_loop(cond_fun: Callable[[PyTree], Any], body_fun: Callable[[PyTree], P
                              f"init_val has structure {tree!r}{where()}")
         return out_leaves
 
-    body_graph, body_consts, _ = _trace(body, avals, "the body_fun given to while_loop")
+    prints = []
+    body_graph, body_consts, _ = _trace(body, avals, "the body_fun given to while_loop",
+                                        prints)
+    printing = body_graph
+    if prints[0].records:
+        body_graph = prune(body_graph, body_graph.outputs[:len(leaves)])
     _check_carry(body_graph, avals, "the body_fun given to while_loop")
     operands = list(leaves) + list(cond_consts) + list(body_consts)
     outs = _apply("while_loop", leaves, *operands, cond=cond_graph, body=body_graph,
                   n_carry=len(leaves), n_cond=len(cond_consts))
+    if prints[0].records:
+        _print_while(cond_graph, printing, prints[0].records, leaves, cond_consts, body_consts)
     return unflatten(tree, outs)
+
+
+def _print_while(cond_graph, printing, records, leaves, cond_consts, body_consts):
+    """tg.debug.print in a while_loop's body (its number of steps is known only when it
+    runs): a callback runs the loop again on the same values with ``printing`` (the body,
+    giving the printed values too) and keeps the lines of every step; its result, a token
+    for them, is printed as a print of its own, so they come in program order, where the
+    function runs (every call under tg.jit)."""
+    from . import debug
+    from .callback import ShapeDtypeStruct, pure_callback
+    from .runtime.interpreter import call_graph
+    n, n_cond = len(leaves), len(cond_consts)
+
+    def run(*arrays):
+        if debug.EFFECTS.get() is not None:      # tg.jit tracing: it prints when it runs
+            return np.zeros((), np.int64)
+        carry, consts, lines = list(arrays[:n]), list(arrays[n + n_cond:]), []
+        while bool(call_graph(cond_graph, carry + list(arrays[n:n + n_cond]))[0]):
+            res = call_graph(printing, carry + consts)
+            debug.emit_all(records, res[n:], lines)
+            carry = [np.asarray(r) for r in res[:n]]
+        return np.asarray(debug.hold(lines), np.int64)
+
+    token = pure_callback(run, ShapeDtypeStruct((), np.int64), *leaves, *cond_consts,
+                          *body_consts)
+    debug.forward(None, None, [("val", token, ())])
 
 
 def _bounded_while(cond_fun, body_fun, init_val, max_steps):

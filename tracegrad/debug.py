@@ -22,13 +22,15 @@ arguments is printed once, unbatched), as JAX does.
 
 In a branch of ``tg.cond`` both branches are traced; the prints of the branch taken are
 made (under ``tg.vmap`` with a batched predicate both branches print the batch, with
-zeros in the rows the branch does not take). Limit: ``tg.while_loop`` without ``max_steps`` (its number of steps is not known
-when tracing) refuses to print, with a TraceError that says what to do.
+zeros in the rows the branch does not take). In the body of ``tg.while_loop`` (whose
+number of steps is known only when it runs) a callback runs the loop again on the same
+values to print its steps, in program order (under ``tg.vmap``: example by example).
 """
 from __future__ import annotations
 
 import builtins
 import contextvars
+import itertools
 from typing import Any
 
 import numpy as np
@@ -210,21 +212,41 @@ def _value_now(x):
                 value = np.asarray(replay(graph, args)[x._node])
     if value is None:
         raise TraceError(f"tg.debug.print: the value is only known abstractly here (inside "
-                         f"the body of tg.while_loop, whose number of steps is not known "
-                         f"when tracing, or a graph transformation), so it "
-                         f"cannot be printed. Print in a tg.scan or tg.fori_loop body, or "
-                         f"give tg.while_loop max_steps=, or print the results{where()}")
+                         f"a graph transformation), so it cannot be printed; print the "
+                         f"results instead{where()}")
     return value
 
 
-def _emit(fmt, tree, values):
+# the lines a tg.while_loop printed when it ran (a callback), by token, until the print
+# holding the token is made: so they come in program order, also under tg.jit
+_HELD: dict[int, list[str]] = {}
+_TOKENS = itertools.count(1)
+
+
+def hold(lines):
+    """Keep ``lines`` until the print of the token returned is made."""
+    token = next(_TOKENS)
+    _HELD[token] = lines
+    return token
+
+
+def _emit(fmt, tree, values, out=None):
+    if fmt is None:             # a token: print the lines it holds
+        for token in np.ravel(np.asarray(values[0])).tolist():
+            for line in _HELD.pop(token, ()):
+                builtins.print(line)
+        return
     values = [np.asarray(v) if isinstance(v, (np.ndarray, np.generic)) else v for v in values]
     args, kwargs = unflatten(tree, values)
-    builtins.print(fmt.format(*args, **kwargs))
+    if out is not None:
+        out.append(fmt.format(*args, **kwargs))
+    else:
+        builtins.print(fmt.format(*args, **kwargs))
 
 
-def emit_all(records, outs):
-    """Print a compiled function's recorded prints, given its extra outputs."""
+def emit_all(records, outs, out=None):
+    """Print a compiled function's recorded prints, given its extra outputs (or, with
+    ``out``, a list, append the lines to it)."""
     for fmt, tree, slots in records:
         if slots and slots[-1][0] == "when":
             k, index = slots[-1][1:]
@@ -232,4 +254,4 @@ def emit_all(records, outs):
                 continue
             slots = slots[:-1]
         _emit(fmt, tree, [_row(np.asarray(outs[s[1]]), s[2])
-                          if s[0] == "out" else s[1] for s in slots])
+                          if s[0] == "out" else s[1] for s in slots], out)
