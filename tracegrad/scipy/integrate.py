@@ -67,7 +67,9 @@ def odeint(func, y0, t, *args, rtol=None, atol=None, mxstep=0, hmax=0.0, **kwarg
         func: ``func(y, t, *args)``, plain NumPy code giving ``dy/dt`` with ``y``'s
             structure (for an array ``y``, anything ``np.asarray`` makes one of its size).
             Its derivatives are tracegrad's: pass what it depends on, and what you
-            differentiate, through ``args``, not by closing over traced values.
+            differentiate, through ``args``, not by closing over traced values. They
+            are compiled once per ``func`` and structure of the arguments (as
+            ``tg.jit`` does): ``func`` must be pure.
         y0: the initial state: an array of any shape, or a pytree of arrays (tuples,
             lists, dicts, registered classes), as JAX's ``odeint`` takes.
         t: the times, increasing or decreasing (a gradient flows to them too).
@@ -114,6 +116,8 @@ def odeint(func, y0, t, *args, rtol=None, atol=None, mxstep=0, hmax=0.0, **kwarg
                          f"{_at()}")
     t = t * 1.0 if isinstance(t, Tracer) else np.asarray(t, dtype=np.float64)
 
+    if isinstance(y0, (list, tuple)) and all(isinstance(v, (int, float)) for v in y0):
+        y0 = np.asarray(y0, dtype=np.float64)   # SciPy's y0=[1.0, 0.0]: an array
     y_leaves, y_tree = flatten(y0)
     if not y_leaves:
         raise TraceError(f"odeint: y0 has no arrays{_at()}")
@@ -156,7 +160,7 @@ def _as_operand(leaf):
 
 def _as_float(leaf):
     if isinstance(leaf, Tracer):
-        return leaf * 1.0 if np.dtype(leaf.dtype) != np.float64 else leaf
+        return leaf.astype(np.float64) if np.dtype(leaf.dtype) != np.float64 else leaf
     return np.asarray(leaf, dtype=np.float64)
 
 
@@ -372,7 +376,7 @@ class _OdeCall:
         for j in system.float_args:
             shape = system.arg_avals[j][0]
             size = int(np.prod(shape, dtype=np.int64))
-            cts[j] = np.reshape(a_p[k:k + size], shape)
+            cts[j] = np.reshape(a_p[k:k + size], shape).astype(system.arg_avals[j][1])
             k += size
         return (a, g_t, *cts)
 
@@ -387,7 +391,8 @@ class _OdeCall:
         if t_dot is not None:
             start = start - system.fn(y0, t[0], *leaves) * t_dot[0]
         sol = _solve(system.tangent(present), np.concatenate([y0 * 1.0, start]), t,
-                     list(leaves) + [leaf_dots[k] * 1.0 for k in present], self.options)
+                     list(leaves) + [leaf_dots[k].astype(np.float64) for k in present],
+                     self.options)
         out_dot = sol[:, n:]
         if t_dot is not None:
             moved = np.stack([system.fn(ys[i], t[i], *leaves) for i in range(self.n_times)])
