@@ -181,7 +181,7 @@ def test_pytree_state_and_arguments_against_jax():
         return jnp.sum(w["x"] * ys["x"]) + jnp.sum(w["v"] * ys["v"] ** 2)
 
     got = tg.grad(loss, argnums=(0, 1))(state, params)
-    want = jax.grad(jloss, argnums=(0, 1))(state, params)
+    want = jax.jit(jax.grad(jloss, argnums=(0, 1)))(state, params)
     for g, j in zip(tg.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
         assert_close(g, np.asarray(j), 1e-7, "gradients vs JAX", floor=1.0)
 
@@ -232,7 +232,7 @@ def test_forward_mode_matches_finite_differences_and_jax():
     def jf(y0, t, k, c):    # JAX's odeint has no forward mode: its Jacobian by reverse mode
         return jax_odeint(jax_oscillator, y0, t, k, c, **TIGHT)
 
-    jac = jax.jacrev(jf, argnums=(0, 1, 2, 3))(y0, T, k, c)
+    jac = jax.jit(jax.jacrev(jf, argnums=(0, 1, 2, 3)))(y0, T, k, c)
     want = sum(np.tensordot(np.asarray(j), d, axes=np.ndim(d)) for j, d in
                zip(jac, (dy0, dt, dk, dc)))
     assert_close(tangent, want, 1e-7, "vs JAX", floor=1.0)
