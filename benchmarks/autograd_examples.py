@@ -295,7 +295,9 @@ def _install_shim():
     t_dist = module("autograd.scipy.stats.t", **vars(tg_stats.t))
     stats = module("autograd.scipy.stats", norm=norm, multivariate_normal=mvn, t=t_dist)
     stats.__path__ = []
-    integrate = module("autograd.scipy.integrate", odeint=tg_integrate.odeint)
+    # autograd's odeint is SciPy's: extra arguments as one tuple, positionally or args=
+    integrate = module("autograd.scipy.integrate", odeint=lambda func, y0, t, args=(), **kw:
+                       tg_integrate.odeint(func, y0, t, args=args, **kw))
     scipy = module("autograd.scipy", special=special, stats=stats, integrate=integrate)
     scipy.__path__ = []
     ag.scipy = scipy

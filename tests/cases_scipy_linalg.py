@@ -1,7 +1,7 @@
 """``expm`` and ``sqrtm`` (``tracegrad/ir/prims/scipy_linalg.py``): values against SciPy,
 derivatives against ``jax.scipy.linalg.expm``'s (x64) and finite differences, to second
 order. JAX's ``sqrtm`` (a complex Schur form) has no derivative: its twin here is the
-Denman-Beavers iteration, which JAX differentiates through."""
+Denman-Beavers iteration, which JAX differentiates through (on stacks too)."""
 import numpy as np
 
 from primitive_cases import Case, add, spd, uniform
@@ -25,3 +25,6 @@ def _jax_sqrtm(a):
 for _n, _second in [(3, False), (2, True)]:
     add(Case("sqrtm", ((spd(_n) + 0.3 * uniform((_n, _n))) / _n,), second=_second,
              jax_fn=_jax_sqrtm))
+# a stack: SciPy's sqrtm of each matrix, the derivative's Sylvester solves batched
+add(Case("sqrtm", (np.stack([(spd(3) + 0.3 * uniform((3, 3))) / 3, spd(3) / 3]),), tag="stack",
+         jax_fn=_jax_sqrtm))

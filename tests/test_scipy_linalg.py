@@ -79,3 +79,135 @@ def test_expm_and_sqrtm():
                  floor=1.0)
     with pytest.raises(tg.TraceError, match="without a real square root"):
         tg.grad(lambda a: np.sum(tl.sqrtm(a)))(-SPD)
+
+
+# -- stacks of square roots; Sylvester, banded solves, the Fréchet derivative --------------
+def test_sqrtm_of_a_stack():
+    stack = np.stack([SPD, SPD + 0.3 * A, 2.0 * np.eye(3) + 0.2 * A])
+    assert_close(tl.sqrtm(stack), sl.sqrtm(stack), 1e-10, "SciPy's stack")
+    w = RNG.standard_normal(stack.shape)
+    f = lambda a: np.sum(w * tl.sqrtm(a))  # noqa: E731
+    got = tg.grad(f)(stack)
+    assert_close(got, fd_vjp(f, [stack], 1.0)[0], 1e-7, "vs finite differences", floor=1.0)
+    for k in range(3):      # a stack's gradient is each matrix's
+        one = tg.grad(lambda a: np.sum(w[k] * tl.sqrtm(a)))(stack[k])
+        assert_close(got[k], one, 1e-12, f"matrix {k}")
+    assert_close(tg.vmap(tl.sqrtm)(stack), sl.sqrtm(stack), 1e-10, "vmap")
+    _, tangent = tg.jvp(tl.sqrtm, (stack,), (w,))
+    h = 1e-6
+    assert_close(tangent, (sl.sqrtm(stack + h * w) - sl.sqrtm(stack - h * w)) / (2 * h), 1e-6,
+                 "forward mode vs finite differences", floor=1.0)
+
+
+SYL_A = A + 2.0 * np.eye(3)
+SYL_B = RNG.uniform(-0.5, 0.5, (2, 2)) + np.diag([1.0, 1.5])
+SYL_Q = RNG.standard_normal((3, 2))
+
+
+def test_solve_sylvester_values():
+    assert_close(tl.solve_sylvester(SYL_A, SYL_B, SYL_Q), sl.solve_sylvester(SYL_A, SYL_B, SYL_Q),
+                 1e-15, "SciPy's values")
+    stack = (np.stack([SYL_A, SYL_A.T]), SYL_B, np.stack([SYL_Q, 2 * SYL_Q]))
+    assert_close(tl.solve_sylvester(*stack), sl.solve_sylvester(*stack), 1e-15, "a stack")
+    traced = tg.jit(tl.solve_sylvester)(SYL_A, SYL_B, SYL_Q)
+    assert_close(traced, sl.solve_sylvester(SYL_A, SYL_B, SYL_Q), 1e-15, "compiled")
+    with pytest.raises(ValueError, match="square"):
+        tl.solve_sylvester(SYL_Q, SYL_B, SYL_Q)
+
+
+def test_solve_sylvester_derivatives():
+    """Against finite differences of SciPy's solve (JAX's ``solve_sylvester`` has no
+    derivative: its Schur decomposition has none)."""
+    w = RNG.standard_normal(SYL_Q.shape)
+    f = lambda a, b, q: np.sum(w * tl.solve_sylvester(a, b, q) ** 2)  # noqa: E731
+    ref = lambda a, b, q: np.sum(w * sl.solve_sylvester(a, b, q) ** 2)  # noqa: E731
+    xs = [SYL_A, SYL_B, SYL_Q]
+    got = tg.grad(f, argnums=(0, 1, 2))(*xs)
+    for g, d in zip(got, fd_vjp(ref, xs, 1.0)):
+        assert_close(g, d, 1e-7, "vs finite differences", floor=1.0)
+    for backend in ("numpy", "jax"):
+        for g, want in zip(tg.jit(tg.grad(f, argnums=(0, 1, 2)), backend=backend)(*xs), got):
+            assert_close(g, want, 1e-12, backend)
+    dirs = [RNG.standard_normal(x.shape) for x in xs]
+    _, tangent = tg.jvp(tl.solve_sylvester, xs, dirs)
+    h = 1e-6
+    moved = [sl.solve_sylvester(*[x + s * d for x, d in zip(xs, dirs)]) for s in (h, -h)]
+    assert_close(tangent, (moved[0] - moved[1]) / (2 * h), 1e-7, "forward mode", floor=1.0)
+    # second order: the Hessian in b against central differences of the gradient
+    grad_b = tg.grad(f, argnums=1)
+    hess = tg.hessian(f, argnums=1)(*xs)
+    for j in np.ndindex(SYL_B.shape):
+        e = np.zeros(SYL_B.shape)
+        e[j] = 1e-5
+        col = (grad_b(SYL_A, SYL_B + e, SYL_Q) - grad_b(SYL_A, SYL_B - e, SYL_Q)) / 2e-5
+        assert_close(hess[(...,) + j], col, 1e-6, "hessian vs finite differences", floor=1.0)
+    # a stack broadcast against one b: b's cotangent sums over the stack
+    qs = np.stack([SYL_Q, -SYL_Q + 0.5])
+    g_b = tg.grad(lambda b: np.sum(tl.solve_sylvester(SYL_A, b, qs) ** 2))(SYL_B)
+    assert_close(g_b, fd_vjp(lambda b: np.sum(sl.solve_sylvester(SYL_A, b, qs) ** 2), [SYL_B],
+                             1.0)[0], 1e-7, "broadcast b", floor=1.0)
+
+
+def _banded(a, lower, upper):
+    n = a.shape[-1]
+    ab = np.zeros(a.shape[:-2] + (lower + upper + 1, n))
+    for i in range(n):
+        for j in range(max(0, i - lower), min(n, i + upper + 1)):
+            ab[..., upper + i - j, j] = a[..., i, j]
+    return ab
+
+
+BANDED = [(1, 1), (2, 1), (0, 2), (0, 0)]
+
+
+@pytest.mark.parametrize("lower,upper", BANDED, ids=[f"l{lo}-u{u}" for lo, u in BANDED])
+def test_solve_banded(lower, upper):
+    n = 5
+    dense = np.triu(np.tril(RNG.uniform(-1, 1, (n, n)), upper), -lower) + 3 * np.eye(n)
+    ab = _banded(dense, lower, upper)
+    ab_junk = ab + np.where(_banded(np.ones((n, n)), lower, upper) == 0, 7.0, 0.0)  # unread
+    b = RNG.standard_normal((n, 2))
+    for rhs in (b, b[:, 0]):
+        assert_close(tl.solve_banded((lower, upper), ab_junk, rhs),
+                     sl.solve_banded((lower, upper), ab_junk, rhs), 1e-13, "SciPy's values")
+    w = RNG.standard_normal(b.shape)
+    f = lambda ab, b: np.sum(w * tl.solve_banded((lower, upper), ab, b) ** 2)  # noqa: E731
+    ref = lambda ab, b: np.sum(w * sl.solve_banded((lower, upper), ab, b) ** 2)  # noqa: E731
+    got = tg.grad(f, argnums=(0, 1))(ab_junk, b)
+    for g, d in zip(got, fd_vjp(ref, [ab_junk, b], 1.0)):
+        assert_close(g, d, 1e-7, "vs finite differences (SciPy's solve)", floor=1.0)
+    assert np.all(got[0][ab_junk != ab] == 0.0), "entries outside the band are not read"
+
+
+def test_solve_banded_stacks_and_errors():
+    n = 4
+    dense = np.stack([np.triu(np.tril(RNG.uniform(-1, 1, (n, n)), 1), -1) + 3 * np.eye(n)
+                      for _ in range(2)])
+    ab = _banded(dense, 1, 1)
+    for rhs in (RNG.standard_normal(n), RNG.standard_normal((2, n, 3))):
+        assert_close(tl.solve_banded((1, 1), ab, rhs), sl.solve_banded((1, 1), ab, rhs), 1e-13,
+                     f"a stack, b {rhs.shape}")
+    with pytest.raises(ValueError, match="not compatible"):
+        tl.solve_banded((1, 1), ab[0], np.ones(n + 1))
+    with pytest.raises(ValueError, match="l\\+u\\+1"):
+        tl.solve_banded((1, 2), ab[0], np.ones(n))
+
+
+def test_expm_frechet():
+    a, e = 0.5 * A, RNG.standard_normal((3, 3))
+    got_expm, got_l = tl.expm_frechet(a, e)
+    want_expm, want_l = sl.expm_frechet(a, e)
+    assert_close(got_expm, want_expm, 1e-12, "expm")
+    assert_close(got_l, want_l, 1e-12, "the Fréchet derivative")
+    assert_close(tl.expm_frechet(a, e, compute_expm=False), want_l, 1e-12, "L only")
+    stack = np.stack([a, -a])
+    assert_close(tl.expm_frechet(stack, e)[1], sl.expm_frechet(stack, np.stack([e, e]))[1],
+                 1e-12, "a stack")
+    w = RNG.standard_normal((3, 3))
+    f = lambda a, e: np.sum(w * tl.expm_frechet(a, e, compute_expm=False))  # noqa: E731
+    ref = lambda a, e: np.sum(w * sl.expm_frechet(a, e, compute_expm=False))  # noqa: E731
+    got = tg.grad(f, argnums=(0, 1))(a, e)
+    for g, d in zip(got, fd_vjp(ref, [a, e], 1.0)):
+        assert_close(g, d, 1e-7, "vs finite differences of SciPy's", floor=1.0)
+    with pytest.raises(ValueError, match="Unknown implementation"):
+        tl.expm_frechet(a, e, method="nope")

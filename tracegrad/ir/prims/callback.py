@@ -4,7 +4,10 @@ The node's ``callback`` parameter is an object (made by ``tracegrad.callback``) 
 ``run(arrays) -> tuple of arrays`` (it calls the user's function and checks what it
 returns against the declared shapes and dtypes), ``out_avals`` (the declared
 ``(shape, dtype)`` of each output), ``name`` and ``vectorized``, and ``batched(size)``, the
-same callback for operands with a batch axis in front. It is Python code: a graph holding
+same callback for operands with a batch axis in front. A callback object may also carry
+``vjp(gs, outs, *operands)`` and ``jvp(tangents, outs, *operands)`` rules (with the
+primitive's rule signatures): tracegrad's own callbacks do (``scipy.integrate.odeint``);
+``tg.pure_callback``'s do not. It is Python code: a graph holding
 one cannot be saved as JSON, and the primitive has no derivative (wrap the call in
 ``tg.custom_vjp``). ``tracegrad.callback`` applies it; here are its rules.
 """
@@ -34,10 +37,16 @@ def _no_derivative(mode):
 
 
 def _vjp(gs, outs, *operands, callback):
+    rule = getattr(callback, "vjp", None)   # a callback tracegrad made with its own rules
+    if rule is not None:
+        return rule(gs, outs, *operands)
     return _no_derivative("reverse mode")(callback=callback)
 
 
 def _jvp(tangents, outs, *operands, callback):
+    rule = getattr(callback, "jvp", None)
+    if rule is not None:
+        return rule(tangents, outs, *operands)
     return _no_derivative("forward mode, tg.jvp")(callback=callback)
 
 

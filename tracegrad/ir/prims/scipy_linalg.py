@@ -5,11 +5,10 @@
 matrix: ``expm([[A, E], [0, A]])`` holds ``L(A, E)`` in its upper right block (the JVP),
 and the VJP is ``L(Aᵀ, G)``. Both apply ``expm`` again, so they differentiate to any order.
 ``sqrtm``'s derivative solves the Sylvester equation ``X dX + dX X = dA`` (``X = sqrtm(A)``;
-the VJP the transposed one) as a linear system of size n², on traced NumPy.
+the VJP the transposed one) as a linear system of size n² per matrix, on traced NumPy.
 """
 import numpy as np
 
-from ...errors import TraceError
 from ..registry import apply, register
 from .scipy_special import special
 from .util import cubic, mT, square
@@ -64,7 +63,11 @@ register(
 
 def _sqrtm_impl(a):
     a = square(np.asarray(a))
-    out = _linalg().sqrtm(a)
+    if a.ndim > 2:      # SciPy's stacks (older SciPy takes one matrix): matrix by matrix
+        flat = np.reshape(a, (-1,) + a.shape[-2:])
+        out = np.reshape(np.stack([_linalg().sqrtm(m) for m in flat]), a.shape)
+    else:
+        out = _linalg().sqrtm(a)
     if np.iscomplexobj(out) and a.dtype.kind != "c":
         if np.max(np.abs(out.imag), initial=0.0) > 1e-8 * max(np.max(np.abs(out)), 1.0):
             raise np.linalg.LinAlgError("sqrtm of a real matrix without a real square root "
@@ -75,22 +78,22 @@ def _sqrtm_impl(a):
 
 
 def _sylvester(x, rhs):
-    """``y`` with ``x y + y x = rhs`` (2-D), as one linear system on vec(y)."""
-    if x.ndim != 2:
-        raise TraceError("the derivative of sqrtm is implemented for a single matrix, not "
-                         "a stack of them")
-    n = x.shape[-1]
+    """``y`` with ``x y + y x = rhs`` (stacks of matrices too), as one linear system on
+    vec(y) per matrix."""
+    n, batch = x.shape[-1], tuple(x.shape[:-2])
     eye = np.eye(n, dtype=x.dtype)
     # row-major vec: vec(x y) = (x ⊗ I) vec(y), vec(y x) = (I ⊗ xᵀ) vec(y)
-    k = np.einsum("ik,jl->ijkl", x, eye) + np.einsum("ik,jl->ijkl", eye, mT(x))
-    vec = np.linalg.solve(np.reshape(k, (n * n, n * n)), np.reshape(rhs, (n * n,)))
-    return np.reshape(vec, (n, n))
+    k = (x[..., :, None, :, None] * eye[None, :, None, :] +
+         eye[:, None, :, None] * mT(x)[..., None, :, None, :])
+    vec = np.linalg.solve(np.reshape(k, batch + (n * n, n * n)),
+                          np.reshape(rhs, batch + (n * n, 1)))
+    return np.reshape(vec, batch + (n, n))
 
 
 def _sqrtm_jax(a):
     import jax.numpy as jnp
     import jax.scipy.linalg as jsl
-    out = jsl.sqrtm(a)
+    out = jnp.vectorize(jsl.sqrtm, signature="(n,n)->(n,n)")(a)
     return out if jnp.iscomplexobj(a) else jnp.real(out).astype(a.dtype)
 
 
@@ -100,7 +103,7 @@ register(
     jvp=lambda t, out, a: _sylvester(out, t[0]),
     jax=_sqrtm_jax, family="linalg",
     doc="scipy.linalg.sqrtm: the principal square root (real matrices with a real one)",
-    batch=None, complex=False, aliasing="fresh", ufunc=None, spelling=None,
+    batch=_batch_matrix("sqrtm"), complex=False, aliasing="fresh", ufunc=None, spelling=None,
     reducer=None, zeros=None, foldable=True, cost=cubic(10), torch_name="SqrtmBackward0",
     jax_casts="float",
 )
