@@ -659,6 +659,26 @@ add(Case("while_derived", (uniform((2, 3)),), tag="grad",
          fd_fn=_while_grad_np, ref_fn=_while_grad_np, second=True))
 
 
+
+# custom_root: tg.custom_root, a square root by Newton's method differentiated implicitly
+def _root_sqrt(a):
+    f = lambda x: x * x - a   # noqa: E731
+    newton = lambda f, x0: tg.while_loop(   # noqa: E731
+        lambda x: np.max(np.abs(f(x))) > 1e-13, lambda x: x - f(x) / (2 * x), x0)
+    return tg.custom_root(f, np.ones_like(a), newton, lambda g, y: y / g(np.ones_like(a)))
+
+
+def _jax_root_sqrt(a):
+    import jax
+    jnp = jax.numpy
+    f = lambda x: x * x - a   # noqa: E731
+    return jax.lax.custom_root(f, jnp.ones_like(a), lambda f, x0: jnp.sqrt(a),
+                               lambda g, y: y / g(jnp.ones_like(a)))
+
+
+add(Case("custom_root", (uniform((3,)) + 1.0,), fn=_root_sqrt, jax_fn=_jax_root_sqrt,
+         fd_fn=np.sqrt, ref_fn=np.sqrt, second=True))
+
 # -- zeros: structural zeros made by the passes (no operands) ------------------------------------
 for _shape, _dtype in [((2, 3), "float64"), ((), "float32"), ((0, 2), "float64"), ((2,), "bool")]:
     _params = {"shape": _shape, "dtype": np.dtype(_dtype)}

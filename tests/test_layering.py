@@ -61,7 +61,8 @@ KNOWN_CYCLES = [
 ]
 _PACKAGES = {"ir", "runtime", "tracer", "passes", "higher", "eager"}
 _FRONT_END = {"api", "plans", "compiled", "control", "checkpoint", "vmap", "datasets",
-              "callback", "scipy", "tree_util", "flatten_util", "debug", "optimizers"}
+              "callback", "scipy", "tree_util", "flatten_util", "debug", "optimizers",
+              "implicit"}
 _CLI = {"cli", "cli_demo", "cli_errors", "__main__"}
 
 

@@ -59,3 +59,8 @@ __all__ = ["TraceError", "RetraceWarning", "Graph", "jit", "passes", "grad", "va
            "cond", "fori_loop", "while_loop", "scan", "vmap", "autograd", "bool", "float", "double", "int",
            "long", "nn", "optim", "utils", "pure_callback", "ShapeDtypeStruct", "scipy",
            "tree_util", "flatten_util", "debug", "optimizers", *_eager.__all__]
+
+# implicit differentiation (issue 15): roots and linear solves
+from .implicit import custom_linear_solve, custom_root  # noqa: E402
+
+__all__ += ["custom_root", "custom_linear_solve"]

@@ -13,6 +13,18 @@ first operands (a forward run), then evaluates the chain applied to the scan of 
 many steps (the scan's VJP keeps the carries entering each step and runs the body's
 adjoint backwards over them), and gives the outputs ``select``.
 
+Checkpointing bounds the memory of the backward pass: for a trip count ``T`` above
+``CHECKPOINT_ABOVE``, the scan of ``T`` steps is written as a scan of ``T // k`` segments,
+each a scan of ``k = ceil(sqrt(T))`` steps, then a scan of the ``T % k`` steps left. The
+outer scan's VJP keeps only the carry entering each segment; its backward step is the
+VJP of one segment, which recomputes that segment's ``k`` carries from its checkpoint
+right before running the body's adjoint backwards over them. So about ``2 sqrt(T)``
+carries are alive at once instead of ``T``, for one more forward run of the body
+(``3T`` body steps in all instead of ``2T``). Values and the cotangents of the loop's
+initial carry are the same bits either way (the same steps in the same order); the
+cotangents of the values the body closes over are summed segment by segment, so they
+agree to rounding.
+
 Its own VJP and JVP are ``while_derived`` nodes with one more transform in the chain, so
 a loop is differentiated to any order (a fixed-point solver twice). The derived graphs
 are made once per trip count (``subgraph.derived``). XLA cannot count steps inside a
@@ -20,6 +32,7 @@ compiled function: on the JAX backend the node runs on the host (a callback), an
 ``tg.while_loop(..., max_steps=n)`` is the bounded loop XLA compiles and differentiates.
 """
 import collections
+import math
 
 import numpy as np
 
@@ -34,6 +47,35 @@ from .subgraph import avals_of, compiled, derived, seeded, trace_graph, zero_tan
 
 KEEP_TRIP_COUNTS = 8
 MAX_CHAIN = 4       # transforms in a chain (a loaded document's bound; 4th derivatives)
+CHECKPOINT_ABOVE = 64   # trip counts above this are checkpointed (segments of ceil(sqrt(T)))
+
+
+def segment_length(steps):
+    """The steps between two kept carries in the backward pass of a loop of ``steps``
+    steps: ``ceil(sqrt(steps))`` above ``CHECKPOINT_ABOVE``, else every carry is kept
+    (``steps`` itself, no segments)."""
+    if steps <= CHECKPOINT_ABOVE:
+        return steps
+    return math.isqrt(steps - 1) + 1
+
+
+def _scan_steps(body, n_carry, init, bconsts, steps):
+    """The carries after ``steps`` steps of ``body``: one scan, or checkpointed segments
+    (see the module docstring)."""
+    k = segment_length(steps)
+    if k >= steps:
+        return list(apply("scan", *init, *bconsts, body=body, n_carry=n_carry, n_x=0,
+                          length=steps, reverse=False))
+    segment = derived(body, ("while_segment", n_carry, k),
+                      lambda b: trace_graph(lambda *ops: list(apply(
+                          "scan", *ops, body=b, n_carry=n_carry, n_x=0, length=k,
+                          reverse=False)), avals_of(b, b.inputs)))
+    carry = list(apply("scan", *init, *bconsts, body=segment, n_carry=n_carry, n_x=0,
+                       length=steps // k, reverse=False))
+    if steps % k:
+        carry = list(apply("scan", *carry, *bconsts, body=body, n_carry=n_carry, n_x=0,
+                           length=steps % k, reverse=False))
+    return carry
 
 
 def _n_while(body, n_carry, n_cond):
@@ -53,17 +95,16 @@ def trip_count(operands, cond, body, n_carry, n_cond):
 
 
 def chain_graph(cond, body, n_carry, n_cond, chain, steps):
-    """The loop's function for inputs taking ``steps`` steps (a scan), transformed by
-    ``chain``; made once per loop, chain and trip count (the last ``KEEP_TRIP_COUNTS``
-    trip counts' are kept)."""
+    """The loop's function for inputs taking ``steps`` steps (a scan, checkpointed above
+    ``CHECKPOINT_ABOVE`` steps), transformed by ``chain``; made once per loop, chain and
+    trip count (the last ``KEEP_TRIP_COUNTS`` trip counts' are kept)."""
     def make(_):
         avals = (avals_of(body, body.inputs[:n_carry]) + avals_of(cond, cond.inputs[n_carry:])
                  + avals_of(body, body.inputs[n_carry:]))
 
         def loop(*ops):
             init, bconsts = ops[:n_carry], ops[n_carry + n_cond:]
-            return list(apply("scan", *init, *bconsts, body=body, n_carry=n_carry, n_x=0,
-                              length=steps, reverse=False))
+            return _scan_steps(body, n_carry, init, bconsts, steps)
         graph = trace_graph(loop, avals)
         for step in chain:
             graph = prune(adjoint(graph, seeds=list(step[1])) if step[0] == "adjoint"
@@ -72,13 +113,14 @@ def chain_graph(cond, body, n_carry, n_cond, chain, steps):
     # the graphs of the last few trip counts seen, per loop and chain
     made = derived(body, ("while_chain", cond, n_carry, n_cond, chain),
                    lambda _: collections.OrderedDict())
-    if steps in made:
-        made.move_to_end(steps)
+    key = (steps, segment_length(steps))
+    if key in made:
+        made.move_to_end(key)
     else:
-        made[steps] = make(body)
+        made[key] = make(body)
         if len(made) > KEEP_TRIP_COUNTS:
             made.popitem(last=False)
-    return made[steps]
+    return made[key]
 
 
 def _impl(*operands, cond, body, n_carry, n_cond, chain, select):
