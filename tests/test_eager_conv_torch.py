@@ -44,7 +44,12 @@ def _conv_cases():
     return cases
 
 
-CONV_CASES = _conv_cases()
+CONV_CASES = _conv_cases() + [   # many channels (per group): other kernels
+    dict(n=2, c=16, o=16, kernel=(3, 3), hw=(10, 9), stride=(1, 1), padding=1,
+         dilation=(1, 1), groups=1, bias=True, dtype="float32", x_grad=True),
+    dict(n=2, c=32, o=6, kernel=(2, 3), hw=(12, 11), stride=(1, 1), padding=(2, 0),
+         dilation=(2, 1), groups=2, bias=False, dtype="float64", x_grad=True),
+]
 
 
 def _run(lib, fn, arrays, needs_grad, g):
@@ -73,7 +78,7 @@ def _compare(case, arrays, needs_grad, ours_fn, theirs_fn, what):
             assert_close(a, e, rtol, f"{what}: {name} gradient")
 
 
-@pytest.mark.parametrize("case", bounded(CONV_CASES, 24),
+@pytest.mark.parametrize("case", bounded(CONV_CASES[:-2], 24) + CONV_CASES[-2:],
                          ids=lambda c: "-".join(f"{k}={v}" for k, v in c.items()).replace(" ", ""))
 def test_conv2d_matches_torch(case):
     rng = np.random.default_rng(sum(case["hw"]) + case["c"])
@@ -108,10 +113,12 @@ def _transpose_cases():
                           padding=tuple(int(p) for p in rng.integers(0, 2, 2)),
                           output_padding=out_pad, dilation=dilation, groups=groups,
                           bias=bool(i % 3), dtype=["float64", "float32"][i % 2]))
-    return cases
+    return cases + [dict(n=2, c=4, o=16, kernel=(3, 2), hw=(9, 10), stride=(1, 1), padding=(1, 2),
+                         output_padding=(0, 1), dilation=(1, 2), groups=1, bias=True,
+                         dtype="float64")]
 
 
-@pytest.mark.parametrize("case", bounded(_transpose_cases(), 12),
+@pytest.mark.parametrize("case", bounded(_transpose_cases(), 12) + _transpose_cases()[-1:],
                          ids=lambda c: "-".join(f"{k}={v}" for k, v in c.items()).replace(" ", ""))
 def test_conv_transpose2d_matches_torch(case):
     rng = np.random.default_rng(sum(case["hw"]) + case["o"])

@@ -104,6 +104,12 @@ def _padded(x, pads, width=None):
 # Below this many output pixels per image, one (N*Ho*Wo, C*kH*kW) matrix product beats a
 # product per image (whose matrices are then too thin for BLAS to run at full speed).
 _PER_IMAGE = 64
+# From this many kernel pixels on (a weight gradient's: the forward's output pixels), a
+# wide-kernel convolution sums products per sample rather than making one long product.
+_PER_SAMPLE = 256
+# Below this many output channels, a transposed convolution with stride 1 is faster as
+# col2im than as the convolution of its padded input with the flipped kernel.
+_COL2IM = 16
 
 
 # The im2col copies and col2im sums go one kernel offset at a time, each a whole-batch
@@ -166,38 +172,53 @@ def _conv_general(x, w, stride, pads, dilation):
 def _conv_wide_kernel(xp, w, stride, dilation, out_hw, dtype):
     """The convolution when the kernel is larger than the output: a weight gradient,
     where the "image" is the forward input with batch and channels swapped, (C, N, H, W),
-    and the "kernel" the output cotangent, (O, N, Ho, Wo). Summing over N outside the
-    products: per sample b, (Ro*Qo*C, kH*kW) @ (kH*kW, O), where the windows of sample b
-    are copied once per output pixel and the kernel of sample b is a plain (O, kH*kW)
-    matrix (as swapped views, both read the forward arrays in their own order)."""
+    and the "kernel" the output cotangent, (O, N, Ho, Wo). One product (Ro*Qo*C, N*kH*kW)
+    @ (N*kH*kW, O), the windows copied once per output pixel, or for a large kernel one
+    per sample, summed."""
     a, b = xp.shape[:2]
     o, _, kh, kw = w.shape
     (ro, qo), (sh, sw), (dh, dw) = out_hw, stride, dilation
     width = xp.shape[3]
-    kernel = w.transpose(1, 0, 2, 3)                    # (B, O, kH, kW)
-    if dilation == (1, 1) and width <= 2 * kw:
-        # flat: kernel element (i, j) at i * W + j, the kernel's rows widened to the
-        # image's with zeros, so that each window is one run of the flattened image
+    kernel = w.transpose(1, 2, 3, 0)                    # (B, kH, kW, O)
+    flat = dilation == (1, 1) and width <= 2 * kw
+    if flat and kh * kw >= _PER_SAMPLE:
+        # a product per sample b, (Ro*Qo*C, kH*kW) @ (kH*kW, O), summed: both operands
+        # read in the order the forward arrays have them
         xb = np.ascontiguousarray(xp.transpose(1, 0, 2, 3)).reshape(b, a, -1)
         span = (kh - 1) * width + kw
         wide = np.zeros((b, o, kh, width), dtype)
-        wide[..., :kw] = kernel
-        kernel = wide.reshape(b, o, kh * width)[:, :, :span]
+        wide[..., :kw] = w.transpose(1, 0, 2, 3)
         cols = np.empty((b, ro, qo, a, span), dtype)
         for r in range(ro):
             for q in range(qo):
                 at = r * sh * width + q * sw
                 cols[:, r, q] = xb[:, :, at:at + span]
-    else:
-        xb = xp.transpose(1, 0, 2, 3)                   # (B, A, H, W)
-        cols = np.empty((b, ro, qo, a, kh, kw), dtype)
+        kernel = wide.reshape(b, o, kh * width)[:, :, :span].transpose(0, 2, 1)
+        out = np.matmul(cols.reshape(b, ro * qo * a, span), kernel).sum(axis=0)
+        return np.ascontiguousarray(out.reshape(ro, qo, a, o).transpose(2, 3, 0, 1))
+    if flat:
+        # flat: kernel element (i, j) at i * W + j, the kernel's rows widened to the
+        # image's with zeros, so that each window is one run of the flattened image
+        xb = np.ascontiguousarray(xp.transpose(1, 0, 2, 3)).reshape(b, a, -1)
+        span = (kh - 1) * width + kw
+        wide = np.zeros((b, kh, width, o), dtype)
+        wide[:, :, :kw] = kernel
+        kernel = wide.reshape(b * kh * width, o)
+        cols = np.empty((ro, qo, a, b, kh * width), dtype)
+        cols[..., span:] = 0
         for r in range(ro):
             for q in range(qo):
-                cols[:, r, q] = xb[:, :, r * sh:r * sh + dh * (kh - 1) + 1:dh,
-                                   q * sw:q * sw + dw * (kw - 1) + 1:dw]
-        kernel = kernel.astype(dtype, copy=False).reshape(b, o, kh * kw)
-    prod = np.matmul(cols.reshape(b, ro * qo * a, -1), kernel.transpose(0, 2, 1))
-    out = prod.sum(axis=0).reshape(ro, qo, a, o)        # (Ro, Qo, A, O)
+                at = r * sh * width + q * sw
+                cols[r, q, :, :, :span] = xb[:, :, at:at + span].transpose(1, 0, 2)
+    else:
+        xb = xp.transpose(1, 0, 2, 3)                   # (B, A, H, W)
+        cols = np.empty((ro, qo, a, b, kh, kw), dtype)
+        for r in range(ro):
+            for q in range(qo):
+                cols[r, q] = xb[:, :, r * sh:r * sh + dh * (kh - 1) + 1:dh,
+                                q * sw:q * sw + dw * (kw - 1) + 1:dw].transpose(1, 0, 2, 3)
+        kernel = np.ascontiguousarray(kernel, dtype=dtype).reshape(b * kh * kw, o)
+    out = np.dot(cols.reshape(ro * qo * a, -1), kernel).reshape(ro, qo, a, o)
     return np.ascontiguousarray(out.transpose(2, 3, 0, 1))
 
 
@@ -213,12 +234,22 @@ def _col2im_range(n, k, d, s, p, size):
 def _conv_transpose_general(x, w, stride, padding, output_padding, dilation):
     """conv_transpose2d as col2im: every input pixel times the weight, (C_out, kH, kW)
     values, one matrix product, then added into the output one kernel offset at a time
-    (padding crops: what would fall outside is left out)."""
+    (padding crops: what would fall outside is left out); or, with stride 1 and enough
+    output channels, as the convolution of the padded input with the flipped kernel."""
     dtype = np.result_type(x.dtype, w.dtype)
     n, ci, h, wd = x.shape
     _, co, kh, kw = w.shape
     ho, wo = _transpose_hw((h, wd), (kh, kw), stride, padding, output_padding, dilation)
     (sh, sw), (dh, dw), (ph, pw) = stride, dilation, padding
+    if stride == (1, 1) and co >= _COL2IM:
+        # the convolution of the padded input with the flipped kernel: faster than col2im
+        # unless its product, (C_out, C_in*kH*kW) @ (C_in*kH*kW, pixels), is too thin
+        pads = _transpose_pads((kh, kw), padding, output_padding, dilation)
+        crop = tuple(slice(max(-lo, 0), size - max(-hi, 0))
+                     for size, (lo, hi) in zip((h, wd), pads))
+        flipped = np.transpose(w[:, :, ::-1, ::-1], (1, 0, 2, 3))
+        return _conv_general(x[(slice(None), slice(None)) + crop], flipped, (1, 1),
+                             tuple((max(lo, 0), max(hi, 0)) for lo, hi in pads), dilation)
     weight = w.reshape(ci, co * kh * kw).astype(dtype, copy=False)
     # flat: input pixel (r, q) at r * R + q, R the row length of an uncropped output
     rows, width = max(h + dh * (kh - 1), ph + ho), max(wd + dw * (kw - 1), pw + wo)
