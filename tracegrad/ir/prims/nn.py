@@ -231,6 +231,33 @@ def _col2im_range(n, k, d, s, p, size):
     return lo, hi, lo * s + k * d - p
 
 
+def _col2im_shifted(xw, w, dh, dw, h, width, rows, dtype):
+    """Flat col2im with stride 1 (input rows ``width`` long, ``rows`` of them in the
+    output): the kernel's columns shift the input, so kW shifted copies of it make one
+    product per image, (kH*C_out, kW*C_in) @ (kW*C_in, H*width), then kH row-shifted sums
+    (rather than kH*kW sums of a product kW times larger)."""
+    n, ci, _ = xw.shape
+    _, co, kh, kw = w.shape
+    span = h * width + (kw - 1) * dw
+    shifted = np.empty((n, kw, ci, span), dtype)
+    for j in range(kw):
+        shifted[:, j, :, :j * dw] = 0
+        shifted[:, j, :, j * dw:j * dw + h * width] = xw
+        shifted[:, j, :, j * dw + h * width:] = 0
+    weight = w.transpose(2, 1, 3, 0).reshape(kh * co, kw * ci).astype(dtype, copy=False)
+    part = np.matmul(weight, shifted.reshape(n, kw * ci, span)).reshape(n, kh, co, span)
+    full = np.empty((n, co, rows * width), dtype)
+    for i in range(kh):     # past the buffer's end a row's share holds zeros only
+        at = i * dh * width
+        end = min(span, rows * width - at)
+        if i == 0:
+            full[:, :, :end] = part[:, 0, :, :end]
+            full[:, :, end:] = 0
+        else:
+            full[:, :, at:at + end] += part[:, i, :, :end]
+    return full
+
+
 def _conv_transpose_general(x, w, stride, padding, output_padding, dilation):
     """conv_transpose2d as col2im: every input pixel times the weight, (C_out, kH, kW)
     values, one matrix product, then added into the output one kernel offset at a time
@@ -255,13 +282,16 @@ def _conv_transpose_general(x, w, stride, padding, output_padding, dilation):
     rows, width = max(h + dh * (kh - 1), ph + ho), max(wd + dw * (kw - 1), pw + wo)
     if h * wd >= _PER_IMAGE and stride == (1, 1) and width <= 2 * wd:
         xw = _padded(x, ((0, 0), (0, 0)), width).reshape(n, ci, h * width)
-        cols = np.matmul(weight.T, xw).reshape(n, co, kh, kw, h * width)
-        full = np.zeros((n, co, rows * width), dtype)
-        span = (h - 1) * width + wd
-        for i in range(kh):
-            for j in range(kw):
-                at = i * dh * width + j * dw
-                full[:, :, at:at + span] += cols[:, :, i, j, :span]
+        if kh * co >= _COL2IM:
+            full = _col2im_shifted(xw, w, dh, dw, h, width, rows, dtype)
+        else:           # each offset's (C_out, H*R) share added on its own
+            cols = np.matmul(weight.T, xw).reshape(n, co, kh, kw, h * width)
+            full = np.zeros((n, co, rows * width), dtype)
+            span = (h - 1) * width + wd
+            for i in range(kh):
+                for j in range(kw):
+                    at = i * dh * width + j * dw
+                    full[:, :, at:at + span] += cols[:, :, i, j, :span]
         full = full.reshape(n, co, rows, width)
         if (rows, width) == (ho, wo):
             return full
@@ -490,9 +520,10 @@ def _max_pool2d_vjp(g, out, x, kernel, stride, padding, dilation):
     zero = np.zeros((), g.dtype)
     taken = None
     contribs = []
+    nan = xp != xp      # once over the whole image: cheaper than per (strided) offset
     for index in views:
         v = apply("getitem", xp, index=index)
-        hit = (v == out) | (v != v)
+        hit = (v == out) | apply("getitem", nan, index=index)
         if taken is not None:
             hit = hit & ~taken
         contribs.append(np.where(hit, g, zero))
