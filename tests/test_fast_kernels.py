@@ -1,7 +1,8 @@
 """The NumPy kernels written for speed give the very values of their plain formulations.
 
 - ``select`` (np.where) on big masks goes through integer bit masks: the same bits as
-  ``np.where`` (signed zeros, NaN payloads, weak Python scalars, broadcasting, dtypes);
+  ``np.where`` (signed zeros, NaN payloads, weak Python scalars, broadcasting, dtypes; a
+  +0 branch, relu's and max pooling's, in fewer passes);
 - ``conv2d`` fills the im2col matrix offset by offset (or pixel by pixel, flattened or
   not) and ``conv_transpose2d`` adds its columns back offset by offset: the numbers of
   ``np.tensordot`` over the strided windows (in float64, to float32's or float64's
@@ -27,7 +28,10 @@ def test_select_gives_np_where_bits(dtype):
     y = (rng.standard_normal(90) * 10).astype(dtype)
     if np.dtype(dtype).kind == "f":
         x[0, :4] = [np.nan, -0.0, np.inf, -np.inf]
-    for a, b in ((x, y), (x, 0), (x, 2.5), (1.5, x), (y, x), (x, np.zeros((), dtype))):
+    zero = np.zeros((), dtype)
+    neg = np.negative(zero) if np.dtype(dtype).kind == "f" else zero     # -0.0: not +0
+    for a, b in ((x, y), (x, 0), (x, 2.5), (1.5, x), (y, x), (x, zero), (zero, x), (0, x),
+                 (x, neg), (neg, y), (zero, zero)):
         got, want = SELECT(c, a, b), np.where(c, a, b)
         assert got.dtype == want.dtype and got.shape == want.shape
         assert got.flags.c_contiguous and got.flags.writeable
