@@ -85,3 +85,6 @@ __all__ = ["Tensor", "Size", "tensor", "as_tensor", "from_numpy", "ones", "zeros
            "ByteTensor", "BoolTensor", "set_default_tensor_type", "finfo", "iinfo"]
 __all__ += ["Generator", "save", "load"]
 __all__ += list(FUNCTIONS)   # (a separate line: the doc generator reads the names above statically)
+from .printing import set_printoptions  # noqa: E402  (torch.set_printoptions; repr(t) as torch's)
+
+__all__ += ["set_printoptions"]

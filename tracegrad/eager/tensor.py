@@ -17,6 +17,7 @@ from numpy.typing import DTypeLike
 from ..ir import apply
 from . import dispatch, grad_mode
 from .dispatch import call
+from .printing import tensor_repr
 from .tape import TAPE, EagerTracer, Version
 
 _LEAF_INPLACE = "a leaf Variable that requires grad is being used in an in-place operation."
@@ -598,29 +599,6 @@ class RemovableHandle:
 
 
 def format_tensor(t):
-    data = t._data
-    extras = []
-    if data is None:
-        body = f"<traced {list(t.shape)}>"
-    else:
-        if data.dtype.kind == "f":
-            body = np.array2string(data, precision=4, separator=", ", prefix="tensor(",
-                                   floatmode="maxprec_equal" if data.size and np.all(
-                                       np.isfinite(data)) and np.all(data == np.round(data))
-                                   else "fixed")
-            if data.dtype != default_dtype():
-                extras.append(f"dtype=torch.{data.dtype.name}")
-        else:
-            body = np.array2string(data, separator=", ", prefix="tensor(")
-            if data.dtype.kind == "b" and data.size == 1:
-                body = body.replace(" True", "True")     # NumPy pads a lone True
-            shown = {np.dtype(np.int64), np.dtype(np.bool_),
-                     np.result_type(default_dtype(), np.complex64)}
-            if data.dtype not in shown:
-                extras.append(f"dtype=torch.{data.dtype.name}")
     fn = t.grad_fn
-    if fn is not None:
-        extras.append(f"grad_fn=<{fn.name()}>")
-    elif t.requires_grad:
-        extras.append("requires_grad=True")
-    return "tensor(" + body + "".join(", " + e for e in extras) + ")"
+    return tensor_repr(t._data, default_dtype(), None if fn is None else fn.name(),
+                       t.requires_grad, t.shape)

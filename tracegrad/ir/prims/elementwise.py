@@ -225,6 +225,11 @@ def _select_impl(c, x, y):
             xb = np.asarray(x, dtype).view(bits)
             yb = np.asarray(y, dtype).view(bits)
             shape = np.broadcast_shapes(c.shape, xb.shape, yb.shape)
+            if m.shape == shape and yb.ndim == 0 and not yb:    # where(c, x, +0): x & m
+                return np.bitwise_and(xb, m, out=m).view(dtype)
+            if m.shape == shape and xb.ndim == 0 and not xb:    # where(c, +0, y): y & ~m
+                np.invert(m, out=m)
+                return np.bitwise_and(yb, m, out=m).view(dtype)
             out = np.bitwise_and(xb, m, out=np.empty(shape, bits))
             np.invert(m, out=m)
             out |= yb & m

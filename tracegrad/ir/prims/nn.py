@@ -82,81 +82,244 @@ def _windows(xp, khw, stride, dilation):
                        s[2] * dilation[0], s[3] * dilation[1]), writeable=False)
 
 
-def _pad_or_crop(x, pads, value=0.0):
-    """``x`` padded by ``pads`` ((lo, hi) per spatial axis); negative widths crop."""
-    crop = tuple(slice(max(-lo, 0), n - max(-hi, 0)) for n, (lo, hi) in zip(x.shape[2:], pads))
-    x = x[(slice(None), slice(None)) + crop]
-    widths = ((0, 0), (0, 0)) + tuple((max(lo, 0), max(hi, 0)) for lo, hi in pads)
-    return np.pad(x, widths, constant_values=value)
-
-
-def _conv_general(x, w, stride, pads, lhs_dilation, rhs_dilation):
-    """lax.conv_general_dilated in NumPy: im2col, then one matrix product.
-
-    The (N*Ho*Wo, C*kH*kW) im2col matrix is filled by one copy per kernel offset (from
-    the image in NHWC order, whose channels are then contiguous), or, when the kernel
-    has more offsets than the output has pixels (a weight gradient), by one copy per
-    output pixel; never a loop over every pixel and offset. Its columns are in (c, kh,
-    kw) order and the weight is the matching (C*kH*kW, O) matrix, so the product sums
-    in the same order as ``np.tensordot`` of the strided windows would."""
-    if lhs_dilation != (1, 1):  # the input with (s - 1) zeros between its elements
-        n, c, h, wd = x.shape
-        a, b = lhs_dilation
-        spread = np.zeros((n, c, (h - 1) * a + 1, (wd - 1) * b + 1), x.dtype)
-        spread[:, :, ::a, ::b] = x
-        x = spread
-    dtype = np.result_type(x.dtype, w.dtype)
-    o, c, kh, kw = w.shape
-    n = x.shape[0]
-    (sh, sw), (dh, dw) = stride, rhs_dilation
-    padded = tuple(h + lo + hi for h, (lo, hi) in zip(x.shape[2:], pads))
-    ho, wo = _out_hw(padded, (kh, kw), stride, (0, 0), rhs_dilation)
-    cols = np.empty((n, ho, wo, c, kh, kw), dtype)
-    if kh * kw <= ho * wo:
-        if min(min(p) for p in pads) >= 0 and kh * kw > 1:
-            # padded and made NHWC in one copy
-            (top, _), (left, _) = pads
-            xh = np.zeros((n,) + padded + (c,), x.dtype)
-            xh[:, top:top + x.shape[2], left:left + x.shape[3]] = x.transpose(0, 2, 3, 1)
-        else:
-            xh = _pad_or_crop(x, pads).transpose(0, 2, 3, 1)
-            if kh * kw > 1:
-                xh = np.ascontiguousarray(xh)
-        for i in range(kh):
-            for j in range(kw):
-                cols[:, :, :, :, i, j] = xh[:, i * dh:i * dh + sh * (ho - 1) + 1:sh,
-                                            j * dw:j * dw + sw * (wo - 1) + 1:sw]
-    else:
-        xp = _pad_or_crop(x, pads)
-        for r in range(ho):
-            for q in range(wo):
-                cols[:, r, q] = xp[:, :, r * sh:r * sh + dh * (kh - 1) + 1:dh,
-                                   q * sw:q * sw + dw * (kw - 1) + 1:dw]
-    weight = np.ascontiguousarray(w.transpose(1, 2, 3, 0), dtype=dtype).reshape(c * kh * kw, o)
-    out = np.dot(cols.reshape(n * ho * wo, c * kh * kw), weight).reshape(n, ho, wo, o)
-    return np.ascontiguousarray(out.transpose(0, 3, 1, 2))
-
-
 def _transpose_pads(khw, padding, output_padding, dilation):
     """Padding that turns conv_transpose2d into a stride-1 conv of the zero-spread input."""
     return tuple((d * (k - 1) - p, d * (k - 1) - p + op)
                  for k, p, op, d in zip(khw, padding, output_padding, dilation))
 
 
-def _flipped(w):
-    """(C_in, C_out, kH, kW) -> the (C_out, C_in, kH, kW) kernel rotated by 180 degrees."""
-    return np.transpose(w[:, :, ::-1, ::-1], (1, 0, 2, 3))
+def _padded(x, pads, width=None):
+    """``x`` padded with zeros by ``pads`` ((lo, hi) per spatial axis, none negative), in
+    one copy, or ``x`` itself; ``width``: rows that long, the extra columns zeros too."""
+    (top, bottom), (left, right) = pads
+    n, c, h, w = x.shape
+    width = w + left + right if width is None else width
+    if not (top or bottom or left) and width == w:
+        return x
+    xp = np.zeros((n, c, h + top + bottom, width), x.dtype)
+    xp[:, :, top:top + h, left:left + w] = x
+    return xp
+
+
+# Below this many output pixels per image, one (N*Ho*Wo, C*kH*kW) matrix product beats a
+# product per image (whose matrices are then too thin for BLAS to run at full speed).
+_PER_IMAGE = 64
+# From this many kernel pixels on (a weight gradient's: the forward's output pixels), a
+# wide-kernel convolution sums products per sample rather than making one long product.
+_PER_SAMPLE = 256
+# Below this many output channels, a transposed convolution with stride 1 is faster as
+# col2im than as the convolution of its padded input with the flipped kernel.
+_COL2IM = 16
+
+
+# The im2col copies and col2im sums go one kernel offset at a time, each a whole-batch
+# operation; where a stride (or dilation) of 1 makes neighbouring window elements
+# neighbours in the image too, they go over the image flattened to one axis per channel
+# ("flat" below): a window's rows then run into each other, which costs the product the
+# few columns past each row's end (zeros, or values cropped afterwards) but turns each
+# offset's copy into long contiguous runs instead of rows of a few elements.
+def _conv_general(x, w, stride, pads, dilation):
+    """lax.conv_general_dilated in NumPy (no input dilation): im2col, then a matrix product.
+
+    With many output pixels each image is one product (O, C*kH*kW) @ (C*kH*kW, Ho*Wo),
+    whose result is already NCHW; with few, the whole batch is one (N*Ho*Wo, C*kH*kW) @
+    (C*kH*kW, O) product from the image in NHWC order. A kernel with more offsets than
+    the output has pixels (a weight gradient) goes to ``_conv_wide_kernel``. Columns are
+    in (c, kh, kw) order, the weight's."""
+    dtype = np.result_type(x.dtype, w.dtype)
+    o, c, kh, kw = w.shape
+    n = x.shape[0]
+    (sh, sw), (dh, dw) = stride, dilation
+    padded = tuple(h + lo + hi for h, (lo, hi) in zip(x.shape[2:], pads))
+    ho, wo = _out_hw(padded, (kh, kw), stride, (0, 0), dilation)
+    if kh * kw > ho * wo:
+        return _conv_wide_kernel(_padded(x, pads), w, stride, dilation, (ho, wo), dtype)
+    weight = w.reshape(o, c * kh * kw).astype(dtype, copy=False)
+    if ho * wo >= _PER_IMAGE and stride == (1, 1) and padded[1] <= 2 * wo:
+        # flat: output pixel (r, q) at r * W + q of a (Ho, W) grid, W the padded width
+        xp = np.ascontiguousarray(_padded(x, pads)).reshape(n, c, -1)
+        width = padded[1]
+        span = (ho - 1) * width + wo
+        cols = np.empty((n, c, kh, kw, ho * width), dtype)
+        cols[..., span:] = 0
+        for i in range(kh):
+            for j in range(kw):
+                at = i * dh * width + j * dw
+                cols[:, :, i, j, :span] = xp[:, :, at:at + span]
+        out = np.matmul(weight, cols.reshape(n, c * kh * kw, ho * width))
+        out = out.reshape(n, o, ho, width)
+        return out if width == wo else np.ascontiguousarray(out[..., :wo])
+    if ho * wo >= _PER_IMAGE:
+        xp = _padded(x, pads)
+        cols = np.empty((n, c, kh, kw, ho, wo), dtype)
+        for i in range(kh):
+            for j in range(kw):
+                cols[:, :, i, j] = xp[:, :, i * dh:i * dh + sh * (ho - 1) + 1:sh,
+                                      j * dw:j * dw + sw * (wo - 1) + 1:sw]
+        return np.matmul(weight, cols.reshape(n, c * kh * kw, ho * wo)).reshape(n, o, ho, wo)
+    cols = np.empty((n, ho, wo, c, kh, kw), dtype)
+    (top, _), (left, _) = pads
+    xh = np.zeros((n,) + padded + (c,), x.dtype)       # padded and NHWC in one copy
+    xh[:, top:top + x.shape[2], left:left + x.shape[3]] = x.transpose(0, 2, 3, 1)
+    for i in range(kh):
+        for j in range(kw):
+            cols[:, :, :, :, i, j] = xh[:, i * dh:i * dh + sh * (ho - 1) + 1:sh,
+                                        j * dw:j * dw + sw * (wo - 1) + 1:sw]
+    out = np.dot(cols.reshape(n * ho * wo, c * kh * kw), weight.T).reshape(n, ho, wo, o)
+    return np.ascontiguousarray(out.transpose(0, 3, 1, 2))
+
+
+def _conv_wide_kernel(xp, w, stride, dilation, out_hw, dtype):
+    """The convolution when the kernel is larger than the output: a weight gradient,
+    where the "image" is the forward input with batch and channels swapped, (C, N, H, W),
+    and the "kernel" the output cotangent, (O, N, Ho, Wo). One product (Ro*Qo*C, N*kH*kW)
+    @ (N*kH*kW, O), the windows copied once per output pixel, or for a large kernel one
+    per sample, summed."""
+    a, b = xp.shape[:2]
+    o, _, kh, kw = w.shape
+    (ro, qo), (sh, sw), (dh, dw) = out_hw, stride, dilation
+    width = xp.shape[3]
+    kernel = w.transpose(1, 2, 3, 0)                    # (B, kH, kW, O)
+    flat = dilation == (1, 1) and width <= 2 * kw
+    if flat and kh * kw >= _PER_SAMPLE:
+        # a product per sample b, (Ro*Qo*C, kH*kW) @ (kH*kW, O), summed: both operands
+        # read in the order the forward arrays have them
+        xb = np.ascontiguousarray(xp.transpose(1, 0, 2, 3)).reshape(b, a, -1)
+        span = (kh - 1) * width + kw
+        wide = np.zeros((b, o, kh, width), dtype)
+        wide[..., :kw] = w.transpose(1, 0, 2, 3)
+        cols = np.empty((b, ro, qo, a, span), dtype)
+        for r in range(ro):
+            for q in range(qo):
+                at = r * sh * width + q * sw
+                cols[:, r, q] = xb[:, :, at:at + span]
+        kernel = wide.reshape(b, o, kh * width)[:, :, :span].transpose(0, 2, 1)
+        out = np.matmul(cols.reshape(b, ro * qo * a, span), kernel).sum(axis=0)
+        return np.ascontiguousarray(out.reshape(ro, qo, a, o).transpose(2, 3, 0, 1))
+    if flat:
+        # flat: kernel element (i, j) at i * W + j, the kernel's rows widened to the
+        # image's with zeros, so that each window is one run of the flattened image
+        xb = np.ascontiguousarray(xp.transpose(1, 0, 2, 3)).reshape(b, a, -1)
+        span = (kh - 1) * width + kw
+        wide = np.zeros((b, kh, width, o), dtype)
+        wide[:, :, :kw] = kernel
+        kernel = wide.reshape(b * kh * width, o)
+        cols = np.empty((ro, qo, a, b, kh * width), dtype)
+        cols[..., span:] = 0
+        for r in range(ro):
+            for q in range(qo):
+                at = r * sh * width + q * sw
+                cols[r, q, :, :, :span] = xb[:, :, at:at + span].transpose(1, 0, 2)
+    else:
+        xb = xp.transpose(1, 0, 2, 3)                   # (B, A, H, W)
+        cols = np.empty((ro, qo, a, b, kh, kw), dtype)
+        for r in range(ro):
+            for q in range(qo):
+                cols[r, q] = xb[:, :, r * sh:r * sh + dh * (kh - 1) + 1:dh,
+                                q * sw:q * sw + dw * (kw - 1) + 1:dw].transpose(1, 0, 2, 3)
+        kernel = np.ascontiguousarray(kernel, dtype=dtype).reshape(b * kh * kw, o)
+    out = np.dot(cols.reshape(ro * qo * a, -1), kernel).reshape(ro, qo, a, o)
+    return np.ascontiguousarray(out.transpose(2, 3, 0, 1))
+
+
+def _col2im_range(n, k, d, s, p, size):
+    """For kernel offset ``k`` along an axis of ``n`` input pixels: the input pixels
+    [lo, hi) whose transposed-convolution output ``r*s + k*d - p`` falls inside
+    [0, size), and the first such output position."""
+    lo = max(0, -(-(p - k * d) // s))
+    hi = min(n, (size - 1 + p - k * d) // s + 1)
+    return lo, hi, lo * s + k * d - p
+
+
+def _col2im_shifted(xw, w, dh, dw, h, width, rows, dtype):
+    """Flat col2im with stride 1 (input rows ``width`` long, ``rows`` of them in the
+    output): the kernel's columns shift the input, so kW shifted copies of it make one
+    product per image, (kH*C_out, kW*C_in) @ (kW*C_in, H*width), then kH row-shifted sums
+    (rather than kH*kW sums of a product kW times larger)."""
+    n, ci, _ = xw.shape
+    _, co, kh, kw = w.shape
+    span = h * width + (kw - 1) * dw
+    shifted = np.empty((n, kw, ci, span), dtype)
+    for j in range(kw):
+        shifted[:, j, :, :j * dw] = 0
+        shifted[:, j, :, j * dw:j * dw + h * width] = xw
+        shifted[:, j, :, j * dw + h * width:] = 0
+    weight = w.transpose(2, 1, 3, 0).reshape(kh * co, kw * ci).astype(dtype, copy=False)
+    part = np.matmul(weight, shifted.reshape(n, kw * ci, span)).reshape(n, kh, co, span)
+    full = np.empty((n, co, rows * width), dtype)
+    for i in range(kh):     # past the buffer's end a row's share holds zeros only
+        at = i * dh * width
+        end = min(span, rows * width - at)
+        if i == 0:
+            full[:, :, :end] = part[:, 0, :, :end]
+            full[:, :, end:] = 0
+        else:
+            full[:, :, at:at + end] += part[:, i, :, :end]
+    return full
+
+
+def _conv_transpose_general(x, w, stride, padding, output_padding, dilation):
+    """conv_transpose2d as col2im: every input pixel times the weight, (C_out, kH, kW)
+    values, one matrix product, then added into the output one kernel offset at a time
+    (padding crops: what would fall outside is left out); or, with stride 1 and enough
+    output channels, as the convolution of the padded input with the flipped kernel."""
+    dtype = np.result_type(x.dtype, w.dtype)
+    n, ci, h, wd = x.shape
+    _, co, kh, kw = w.shape
+    ho, wo = _transpose_hw((h, wd), (kh, kw), stride, padding, output_padding, dilation)
+    (sh, sw), (dh, dw), (ph, pw) = stride, dilation, padding
+    if stride == (1, 1) and co >= _COL2IM:
+        # the convolution of the padded input with the flipped kernel: faster than col2im
+        # unless its product, (C_out, C_in*kH*kW) @ (C_in*kH*kW, pixels), is too thin
+        pads = _transpose_pads((kh, kw), padding, output_padding, dilation)
+        crop = tuple(slice(max(-lo, 0), size - max(-hi, 0))
+                     for size, (lo, hi) in zip((h, wd), pads))
+        flipped = np.transpose(w[:, :, ::-1, ::-1], (1, 0, 2, 3))
+        return _conv_general(x[(slice(None), slice(None)) + crop], flipped, (1, 1),
+                             tuple((max(lo, 0), max(hi, 0)) for lo, hi in pads), dilation)
+    weight = w.reshape(ci, co * kh * kw).astype(dtype, copy=False)
+    # flat: input pixel (r, q) at r * R + q, R the row length of an uncropped output
+    rows, width = max(h + dh * (kh - 1), ph + ho), max(wd + dw * (kw - 1), pw + wo)
+    if h * wd >= _PER_IMAGE and stride == (1, 1) and width <= 2 * wd:
+        xw = _padded(x, ((0, 0), (0, 0)), width).reshape(n, ci, h * width)
+        if kh * co >= _COL2IM:
+            full = _col2im_shifted(xw, w, dh, dw, h, width, rows, dtype)
+        else:           # each offset's (C_out, H*R) share added on its own
+            cols = np.matmul(weight.T, xw).reshape(n, co, kh, kw, h * width)
+            full = np.zeros((n, co, rows * width), dtype)
+            span = (h - 1) * width + wd
+            for i in range(kh):
+                for j in range(kw):
+                    at = i * dh * width + j * dw
+                    full[:, :, at:at + span] += cols[:, :, i, j, :span]
+        full = full.reshape(n, co, rows, width)
+        if (rows, width) == (ho, wo):
+            return full
+        return np.ascontiguousarray(full[:, :, ph:ph + ho, pw:pw + wo])
+    if h * wd >= _PER_IMAGE:    # per image (C_out*kH*kW, C_in) @ (C_in, H*W)
+        cols = np.matmul(weight.T, x.reshape(n, ci, h * wd)).reshape(n, co, kh, kw, h, wd)
+    else:                       # the batch at once, (N*H*W, C_in) @ (C_in, C_out*kH*kW)
+        flat = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).reshape(n * h * wd, ci)
+        cols = np.dot(flat, weight).reshape(n, h, wd, co, kh, kw).transpose(0, 3, 4, 5, 1, 2)
+    out = np.zeros((n, co, ho, wo), dtype)
+    for i in range(kh):
+        r0, r1, y = _col2im_range(h, i, dh, sh, ph, ho)
+        for j in range(kw):
+            q0, q1, z = _col2im_range(wd, j, dw, sw, pw, wo)
+            if r0 < r1 and q0 < q1:
+                out[:, :, y:y + sh * (r1 - r0 - 1) + 1:sh, z:z + sw * (q1 - q0 - 1) + 1:sw] += \
+                    cols[:, :, i, j, r0:r1, q0:q1]
+    return out
 
 
 def _conv2d_impl(x, w, stride, padding, dilation):
     _conv2d_abstract(x, w, stride, padding, dilation)  # PyTorch's messages, not tensordot's
-    return _conv_general(x, w, stride, tuple((p, p) for p in padding), (1, 1), dilation)
+    return _conv_general(x, w, stride, tuple((p, p) for p in padding), dilation)
 
 
 def _conv_transpose2d_impl(x, w, stride, padding, output_padding, dilation):
     _conv_transpose2d_abstract(x, w, stride, padding, output_padding, dilation)
-    pads = _transpose_pads(w.shape[2:], padding, output_padding, dilation)
-    return _conv_general(x, _flipped(w), (1, 1), pads, stride, dilation)
+    return _conv_transpose_general(x, w, stride, padding, output_padding, dilation)
 
 
 # -- shape rules ------------------------------------------------------------------------------
@@ -357,18 +520,22 @@ def _max_pool2d_vjp(g, out, x, kernel, stride, padding, dilation):
     zero = np.zeros((), g.dtype)
     taken = None
     contribs = []
+    nan = xp != xp      # once over the whole image: cheaper than per (strided) offset
     for index in views:
         v = apply("getitem", xp, index=index)
-        hit = (v == out) | (v != v)
+        hit = (v == out) | apply("getitem", nan, index=index)
         if taken is not None:
             hit = hit & ~taken
         contribs.append(np.where(hit, g, zero))
         taken = hit if taken is None else taken | hit
     gxp = np.zeros((n, c, h + 2 * ph, w + 2 * pw), g.dtype)
     # backwards through the offsets: where windows overlap, each place then sums its
-    # contributions window by window, in the order of the windows
+    # contributions window by window, in the order of the windows; where they do not
+    # (a stride of the window's span or more, max_pool2d's default), each place gets
+    # one contribution at most, written rather than added
+    apart = all(s >= d * (k - 1) + 1 for k, s, d in zip(kernel, stride, dilation))
     for index, contrib in zip(reversed(views), reversed(contribs)):
-        gxp = apply("index_update", gxp, contrib, index=index, mode="add")
+        gxp = apply("index_update", gxp, contrib, index=index, mode="set" if apart else "add")
     if ph or pw:
         gxp = gxp[:, :, ph:ph + h, pw:pw + w]
     return (gxp,)
