@@ -13,13 +13,17 @@ import numpy as np
 
 from ..ir import apply
 from ..tracer import Tracer
+from ..tracer import user_src as _user_src
 from ..tracer import where as _at_user_line
+from . import dispatch as _dispatch
 from .device import CPU as _CPU
 from .device import is_device as _is_device
 from .device import resolve as _resolve
 from .dispatch import call
+from .grad_mode import is_grad_enabled as _grad_enabled
 from .indexing import getitem_name, is_basic
 from .products import is_contiguous
+from .profiler import current as _profiling
 from .promotion import cast, category, promoted, result_type
 from .random import draw_dtype
 from .tape import TAPE, EagerTracer, Version
@@ -42,9 +46,14 @@ def _shape(x):
 
 
 def _check_broadcast(a, b):
-    if type(b) in (float, int, bool) or type(a) in (float, int, bool):
+    ta, tb = type(a), type(b)
+    if tb in _NUMBERS or ta in _NUMBERS:
         return
-    sa, sb = _shape(a), _shape(b)
+    if ta is Tensor and tb is Tensor and type(a._data) is np.ndarray and \
+            type(b._data) is np.ndarray:
+        sa, sb = a._data.shape, b._data.shape
+    else:
+        sa, sb = _shape(a), _shape(b)
     if sa == sb:
         return
     n = builtins.max(len(sa), len(sb))
@@ -57,10 +66,108 @@ def _check_broadcast(a, b):
 
 def _elementwise(fn, *operands, name=None):
     """``fn`` on the operands converted to PyTorch's result dtype (see promotion.py)."""
+    if len(operands) == 2 and FAST[0]:
+        out = _fast_binary(fn, operands[0], operands[1], name)
+        if out is not None:
+            return out
     dtype = result_type(*operands, default_float=default_dtype())
     if fn is _true_divide and category(dtype) < category(np.float32):
         dtype = default_dtype()             # integer division gives the default float
     return call(promoted(fn, dtype), *operands, name=name)
+
+
+# -- the fast path of a binary elementwise operation --------------------------------------
+# Most operations of a training step are one of these on a concrete tensor (or one the
+# tape recorded) and a tensor or a Python number. ``_fast_binary`` takes the same steps as
+# ``_elementwise`` + ``dispatch.call`` for them, without the generic walks over operands:
+# the result dtype is looked up by what promotion reads of each operand (its dtype and
+# whether it is 0-d, or the Python number's type). ``FAST[0] = False`` turns it off (the
+# differential test compares both paths).
+FAST = [True]
+_RESULT_TYPES: dict = {}
+_NUMBERS = frozenset({int, float, bool})
+
+
+def _fast_binary(fn, a, b, name):
+    ta, tb = type(a), type(b)
+    if ta is Tensor:
+        va, tr = a._data, a._tracer
+        if type(va) is not np.ndarray or (tr is not None and type(tr) is not EagerTracer):
+            return None
+        ka, ga = (va.dtype, va.ndim == 0), tr is not None or a._requires_grad
+    elif ta in _NUMBERS:
+        va, ka, ga = a, ta, False
+    else:
+        return None
+    if tb is Tensor:
+        vb, tr = b._data, b._tracer
+        if type(vb) is not np.ndarray or (tr is not None and type(tr) is not EagerTracer):
+            return None
+        kb, gb = (vb.dtype, vb.ndim == 0), tr is not None or b._requires_grad
+    elif tb in _NUMBERS:
+        vb, kb, gb = b, tb, False
+    else:
+        return None
+    if _profiling() is not None:
+        return None
+    default = default_dtype()
+    key = (ka, kb, default, fn is _true_divide)
+    dtype = _RESULT_TYPES.get(key)
+    if dtype is None:
+        dtype = result_type(a, b, default_float=default)
+        if fn is _true_divide and category(dtype) < category(np.float32):
+            dtype = default
+        _RESULT_TYPES[key] = dtype
+    if (ga or gb) and _grad_enabled():
+        return _record_binary(fn, a, b, ta is Tensor, tb is Tensor, dtype, name)
+    out = fn(va if ta is not Tensor or va.dtype == dtype else va.astype(dtype),
+             vb if tb is not Tensor or vb.dtype == dtype else vb.astype(dtype))
+    if type(out) is np.ndarray and out.base is None and out is not va and out is not vb:
+        return Tensor._plain(out)       # a new array of its own: what _owned + _wrap give
+    return _dispatch._wrap(_dispatch._owned(out, [va, vb]), Tensor, None, None, None)
+
+
+def _promotion_key(x):
+    t = type(x)
+    if t is Tensor:
+        v = x._data
+        return (v.dtype, v.ndim == 0) if type(v) is np.ndarray else None
+    return t if t in _NUMBERS else None
+
+
+def _cached_result_type(a, b):
+    """``result_type(a, b)``, looked up in ``_fast_binary``'s table when it can be."""
+    ka, kb = _promotion_key(a), _promotion_key(b)
+    default = default_dtype()
+    if ka is None or kb is None:
+        return result_type(a, b, default_float=default)
+    key = (ka, kb, default, False)
+    dtype = _RESULT_TYPES.get(key)
+    if dtype is None:
+        dtype = _RESULT_TYPES[key] = result_type(a, b, default_float=default)
+    return dtype
+
+
+def _record_binary(fn, a, b, a_tensor, b_tensor, dtype, name):
+    """``_fast_binary`` when an operand requires grad: ``dispatch._call``'s recording."""
+    outer = TAPE.src
+    if outer is None:
+        TAPE.src = _user_src()
+    try:
+        ia = a._traced() if a_tensor else a
+        ib = b._traced() if b_tensor else b
+        out = fn(cast(ia, dtype), cast(ib, dtype))
+    finally:
+        TAPE.src = outer
+    ins = (ia, ib)
+    if type(out) is EagerTracer:
+        v = out._value
+        if not (type(v) is np.ndarray and v.base is None and (
+                not a_tensor or v is not ia._value) and (not b_tensor or v is not ib._value)):
+            out = _dispatch._owned(out, [i._value for i in ins if isinstance(i, EagerTracer)])
+        return _dispatch._from_tracer(out, Tensor, name, ins, None)
+    out = _dispatch._owned(out, [i._value for i in ins if isinstance(i, EagerTracer)])
+    return _dispatch._wrap(out, Tensor, name, ins, None)
 
 
 def _binary(fn, name):
@@ -219,10 +326,16 @@ Tensor.__eq__, Tensor.__ne__ = _cmp(np.equal), _cmp(np.not_equal)
 Tensor.__hash__ = object.__hash__
 
 
+def _dtype_of(x):
+    t = type(x)
+    return x.dtype if t is np.ndarray or t is EagerTracer else np.result_type(x)
+
+
 def _power(a, b):
-    if np.result_type(a) == np.bool_ and np.result_type(b) == np.bool_:
+    da = _dtype_of(a)
+    if da == np.bool_ and _dtype_of(b) == np.bool_:
         return np.logical_or(a, np.logical_not(b))      # bool ** bool stays bool in PyTorch
-    if type(b) in (int, float) and b in (3, -2) and np.result_type(a).kind == "f":
+    if type(b) in (int, float) and b in (3, -2) and da.kind == "f":
         # PyTorch's kernel computes these powers by multiplying (its numbers, and faster
         # than pow): x ** 3 is x * x * x, x ** -2 is 1 / (x * x)
         return a * a * a if b == 3 else 1 / (a * a)
@@ -230,7 +343,7 @@ def _power(a, b):
 
 
 def _check_pow(base, exponent):
-    dtype = result_type(base, exponent, default_float=default_dtype())
+    dtype = _cached_result_type(base, exponent)
     if isinstance(exponent, Tensor):
         _no_kernel("pow", dtype, "b")
     if dtype.kind in "iu" and not isinstance(exponent, Tensor):

@@ -21,6 +21,7 @@ from ..ir import REGISTRY, Graph
 from ..ir.registry import default_torch_name
 from ..tracer import Trace, Tracer, sync, user_src, where
 from ..tracer.core import _as_const
+from ..tracer.numpy_api import DIRECT, handle_ufunc
 
 
 class Version:
@@ -104,6 +105,25 @@ class Saved(Node):
 
 class EagerTracer(Tracer):
     __slots__ = ("_handle",)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        # ``handle_ufunc``'s fast path, which takes exactly ``Tracer``: a plain call of a
+        # ufunc that is one primitive, on tape tracers, Python numbers and NumPy arrays, is
+        # that primitive on the tape (what the general path comes to for these)
+        if not kwargs and method == "__call__":
+            prim = DIRECT.get(ufunc)
+            if prim is not None and TAPE.active:
+                for x in inputs:
+                    t = type(x)
+                    if t is EagerTracer:
+                        if x._trace is not TAPE or x._weak is not None:
+                            break
+                    elif t is not float and t is not int and not (
+                            t is np.ndarray and x.dtype != object):
+                        break
+                else:
+                    return TAPE.add(prim, inputs, {})
+        return handle_ufunc(ufunc, method, inputs, kwargs)
 
 
 def backward_name(op: str) -> str:

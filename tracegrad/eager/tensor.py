@@ -329,7 +329,10 @@ class Tensor:
     # -- basic attributes -----------------------------------------------------------
     @property
     def shape(self) -> Size:
-        return Size(np.shape(self._data) if self._data is not None else self._tracer.shape)
+        data = self._data
+        if type(data) is np.ndarray:
+            return Size(data.shape)
+        return Size(np.shape(data) if data is not None else self._tracer.shape)
 
     def size(self, dim: int | None = None) -> Any:
         shape = self.shape
