@@ -22,7 +22,7 @@ from ..tracer import source_override
 from . import anomaly, grad_mode, profiler
 from .dispatch import _tensor_class  # tg.Tensor: tensor.py imports this module
 from .promotion import type_name
-from .tape import TAPE, AccumulateGrad, EagerTracer, Saved, collect
+from .tape import TAPE, AccumulateGrad, EagerTracer, RuleRef, Saved, collect
 
 _FREED = ("Trying to backward through the graph a second time (or directly access saved "
           "tensors after they have already been freed). Saved intermediate values of the graph "
@@ -221,6 +221,8 @@ def _functions(handles):
         d = nodes.get(n)
         if d is not None and d.op == _FUNCTION:
             rule = d.params["rule"]
+            if type(rule) is RuleRef:
+                rule = rule()
             if getattr(rule, "nodes", None):
                 found[n] = rule
     return found

@@ -156,7 +156,8 @@ def _record_binary(fn, a, b, a_tensor, b_tensor, dtype, name):
     try:
         ia = a._traced() if a_tensor else a
         ib = b._traced() if b_tensor else b
-        out = fn(cast(ia, dtype), cast(ib, dtype))
+        out = fn(ia if not a_tensor or ia._dtype == dtype else cast(ia, dtype),
+                 ib if not b_tensor or ib._dtype == dtype else cast(ib, dtype))
     finally:
         TAPE.src = outer
     ins = (ia, ib)
@@ -165,7 +166,18 @@ def _record_binary(fn, a, b, a_tensor, b_tensor, dtype, name):
         if not (type(v) is np.ndarray and v.base is None and (
                 not a_tensor or v is not ia._value) and (not b_tensor or v is not ib._value)):
             out = _dispatch._owned(out, [i._value for i in ins if isinstance(i, EagerTracer)])
-        return _dispatch._from_tracer(out, Tensor, name, ins, None)
+        if name is None or out is ia or out is ib or out._dtype.kind not in "fc":
+            return _dispatch._from_tracer(out, Tensor, name, ins, None)
+        # _from_tracer's steps for a new node
+        handle = out._handle
+        handle._name = name
+        inputs = _dispatch.edges(name, ins)
+        if inputs != handle._parents:
+            handle._inputs = inputs
+        t = Tensor._plain(out._value)
+        t._tracer = out
+        t._vc = handle._counter
+        return t
     out = _dispatch._owned(out, [i._value for i in ins if isinstance(i, EagerTracer)])
     return _dispatch._wrap(out, Tensor, name, ins, None)
 
@@ -638,7 +650,11 @@ def _inplace_binary(fn, name):
         if fn is np.subtract and (_is_bool(self) or _is_bool(other)):
             _subtract(self, other)          # PyTorch's error
         f, other = _with_alpha(fn, other, alpha)
-        if tuple(np.broadcast_shapes(_shape(self), _shape(other))) != tuple(self.shape):
+        data, to = self._data, type(other)
+        if type(data) is np.ndarray and (to in _NUMBERS or to is Tensor and type(
+                other._data) is np.ndarray and other._data.shape == data.shape):
+            pass        # a number, or a tensor of the same shape: the shape stays
+        elif tuple(np.broadcast_shapes(_shape(self), _shape(other))) != tuple(self.shape):
             raise _err(f"output with shape {list(self.shape)} doesn't match the "
                                f"broadcast shape {list(np.broadcast_shapes(_shape(self), _shape(other)))}")
         return self._inplace(f, other, name=name,

@@ -35,7 +35,7 @@ class Version:
 class Node:
     """The ``grad_fn`` of a tensor: a light view of one node of the tape."""
     __slots__ = ("_id", "_parents", "_name", "_inputs", "_value", "_counter", "_saved_version",
-                 "_freed", "_hooks", "_retain", "metadata", "__weakref__")
+                 "_freed", "_hooks", "_retain", "metadata", "_rule", "__weakref__")
 
     def __init__(self, node_id, parents, value, counter):
         self._id = node_id
@@ -101,6 +101,37 @@ class Saved(Node):
     @property
     def has_grad(self):
         return False
+
+
+class RuleRef:
+    """A custom ``Function``'s rule as the ``rule`` param of its tape nodes: a weak
+    reference (the nodes' ``Node`` objects hold the rule). The tape's graph is global, so
+    a strong one would keep the rule, and through it the outputs, their nodes and every
+    value they reach, alive for good. Attributes are the rule's."""
+    __slots__ = ("_ref",)
+
+    def __init__(self, rule):
+        self._ref = weakref.ref(rule)
+
+    def __call__(self):
+        return self._ref()
+
+    def __getattr__(self, name):
+        rule = self._ref()
+        if rule is None:
+            raise RuntimeError("this custom Function's backward was freed with its outputs")
+        return getattr(rule, name)
+
+    def __repr__(self):
+        return repr(self._ref())
+
+
+def resolved(params):
+    """``params`` with a ``RuleRef`` replaced by its rule (a standalone graph holds it)."""
+    rule = params.get("rule")
+    if type(rule) is RuleRef and rule() is not None:
+        return dict(params, rule=rule())
+    return params
 
 
 class EagerTracer(Tracer):
@@ -180,7 +211,11 @@ class Tape(Trace):
         return t
 
     def add(self, prim, args, params) -> EagerTracer:
-        dtypes = [a.dtype for a in args if isinstance(a, Tracer)]
+        dtypes = None
+        for a in args:
+            if not isinstance(a, Tracer):
+                dtypes = [a.dtype for a in args if isinstance(a, Tracer)]
+                break
         ids, vals, parents = [], [], []
         for a in args:
             if isinstance(a, Tracer):
@@ -194,16 +229,25 @@ class Tape(Trace):
             ids.append(a._node)
             vals.append(a._value)
             parents.append(a._handle)
-        src = self._src()
+        src = self.src
+        if src is None:
+            src = user_src()
         try:
-            value = np.asarray(prim.impl(*vals, **params))
+            value = prim.impl(*vals, **params)
+            if type(value) is not np.ndarray:
+                value = np.asarray(value)
         except (ValueError, TypeError, IndexError, ArithmeticError) as e:
             shapes = ", ".join(f"{list(np.shape(v))}" for v in vals)
             raise RuntimeError(f"{prim.name} failed on tensors of shape {shapes}: {e}"
                                f"{where(src)}") from None
-        node = self.graph.add_node(prim.name, ids, params, shape=value.shape, dtype=value.dtype,
-                                   src=src)
-        return self._tracer(node, value, Node(node, tuple(parents), value, Version()))
+        graph = self._graph
+        if graph is None or self.records:
+            graph = self.graph
+        node = graph.add_node(prim.name, ids, params, shape=value.shape, dtype=value.dtype,
+                              src=src)
+        t = EagerTracer(self, node, value.shape, value.dtype, value)
+        t._handle = Node(node, tuple(parents), value, Version())
+        return t
 
     def guard(self, tracer, expected):
         pass        # eager code runs once, on these values: there is nothing to re-check
@@ -224,7 +268,7 @@ def recorded_graph(*tensors) -> Graph:
             graph.put(i, dict(d, params={"index": len(graph.inputs)}))
             graph.inputs.append(i)
         else:
-            graph.put(i, d, args=[local[a] for a in d["args"]])
+            graph.put(i, dict(d, params=resolved(d["params"])), args=[local[a] for a in d["args"]])
     graph.outputs = [local[t._tracer._node] for t in tensors if t._tracer is not None]
     return graph
 
