@@ -173,6 +173,15 @@ class Tape(Trace):
         self.src = None         # the user's line of the tensor operation running now
         self._consts: dict = {}
 
+    @property
+    def graph(self) -> Graph:
+        # the tape adds nodes to its graph directly (it keeps no records): once made, the
+        # graph is what Trace.graph hands out, without its bookkeeping
+        g = self._graph
+        if g is None or self.records:
+            return Trace.graph.fget(self)
+        return g
+
     def _src(self):
         return self.src if self.src is not None else user_src()
 
@@ -240,10 +249,7 @@ class Tape(Trace):
             shapes = ", ".join(f"{list(np.shape(v))}" for v in vals)
             raise RuntimeError(f"{prim.name} failed on tensors of shape {shapes}: {e}"
                                f"{where(src)}") from None
-        graph = self._graph
-        if graph is None or self.records:
-            graph = self.graph
-        node = graph.add_node(prim.name, ids, params, shape=value.shape, dtype=value.dtype,
+        node = self.graph.add_node(prim.name, ids, params, shape=value.shape, dtype=value.dtype,
                               src=src)
         t = EagerTracer(self, node, value.shape, value.dtype, value)
         t._handle = Node(node, tuple(parents), value, Version())

@@ -340,17 +340,34 @@ class Function:
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        if any(isinstance(a, Tracer) and not isinstance(a, EagerTracer) for a in args) or \
-                mode_of(args, Tensor) == _SYMBOLIC:
+        symbolic = generic = False
+        needs = []
+        for a in args:
+            if type(a) is Tensor:       # the common case: what mode_of looks at, in one go
+                tr = a._tracer
+                if tr is not None and type(tr) is not EagerTracer:
+                    symbolic = True
+                    break
+                needs.append(tr is not None or a._requires_grad)
+            else:
+                generic = True
+                needs.append(isinstance(a, Tensor) and a.requires_grad)
+        if symbolic or generic and (
+                any(isinstance(a, Tracer) and not isinstance(a, EagerTracer) for a in args)
+                or mode_of(args, Tensor) == _SYMBOLIC):
             if kwargs:
                 raise TypeError(f"{cls.__name__}.apply() takes positional arguments only "
                                 "inside a transform")
             return _apply_traced(cls, args)
         ctx = FunctionCtx()
-        ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
-        with grad_mode.no_grad():
+        ctx.needs_input_grad = tuple(needs)
+        enabled = grad_mode.is_grad_enabled()
+        grad_mode._set(False)
+        try:
             outputs = cls._forward(ctx, args, kwargs)
-        record = grad_mode.is_grad_enabled() and any(ctx.needs_input_grad)
+        finally:
+            grad_mode._set(enabled)
+        record = enabled and any(needs)
         if not record:
             return outputs
         for i, t in enumerate(ctx._saved):
