@@ -15,6 +15,7 @@ from ..ir import apply
 from ..tracer import Tracer
 from ..tracer import user_src as _user_src
 from ..tracer import where as _at_user_line
+from ..tracer.numpy_api import DIRECT as _DIRECT
 from . import dispatch as _dispatch
 from .device import CPU as _CPU
 from .device import is_device as _is_device
@@ -156,8 +157,16 @@ def _record_binary(fn, a, b, a_tensor, b_tensor, dtype, name):
     try:
         ia = a._traced() if a_tensor else a
         ib = b._traced() if b_tensor else b
-        out = fn(ia if not a_tensor or ia._dtype == dtype else cast(ia, dtype),
-                 ib if not b_tensor or ib._dtype == dtype else cast(ib, dtype))
+        ca = ia if not a_tensor or ia._dtype == dtype else cast(ia, dtype)
+        cb = ib if not b_tensor or ib._dtype == dtype else cast(ib, dtype)
+        prim = _ONE_PRIMITIVE.get(fn)
+        if prim is not None and (type(ca) is EagerTracer and ca._weak is None or (
+                type(ca) is float or type(ca) is int)) and (
+                type(cb) is EagerTracer and cb._weak is None or (
+                type(cb) is float or type(cb) is int)):
+            out = TAPE.add(prim, (ca, cb), {})  # what fn(ca, cb) comes to on the tape
+        else:
+            out = fn(ca, cb)
     finally:
         TAPE.src = outer
     ins = (ia, ib)
@@ -197,7 +206,14 @@ def _true_divide(a, b):
     return np.true_divide(a, b)
 
 
+# the operations that are one primitive on tape tracers (EagerTracer.__array_ufunc__)
+_ONE_PRIMITIVE = {np.add: _DIRECT[np.add], np.subtract: _DIRECT[np.subtract],
+                  np.multiply: _DIRECT[np.multiply], _true_divide: _DIRECT[np.true_divide]}
+
+
 def _is_bool(x):
+    if type(x) is Tensor and type(x._data) is np.ndarray:
+        return x._data.dtype.kind == "b"
     return (x.dtype == np.bool_) if isinstance(x, Tensor) else isinstance(x, (bool, np.bool_))
 
 
@@ -345,7 +361,7 @@ def _dtype_of(x):
 
 def _power(a, b):
     da = _dtype_of(a)
-    if da == np.bool_ and _dtype_of(b) == np.bool_:
+    if da.kind == "b" and _dtype_of(b).kind == "b":
         return np.logical_or(a, np.logical_not(b))      # bool ** bool stays bool in PyTorch
     if type(b) in (int, float) and b in (3, -2) and da.kind == "f":
         # PyTorch's kernel computes these powers by multiplying (its numbers, and faster

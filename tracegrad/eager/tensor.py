@@ -481,7 +481,17 @@ class Tensor:
             raise RuntimeError("unsupported operation: more than one element of the written-to "
                                "tensor refers to a single memory location. Please clone() the "
                                "tensor before performing the operation.")
-        mode = dispatch.mode_of((self,) + others, Tensor)
+        mode = None
+        if len(others) == 1 and not grad_mode.is_grad_enabled():
+            # the common case (an update under no_grad): what mode_of finds, in one go
+            o, st = others[0], self._tracer
+            to = type(o)
+            if (st is None or type(st) is EagerTracer) and (
+                    to is int or to is float or to is Tensor and (
+                        o._tracer is None or type(o._tracer) is EagerTracer)):
+                mode = dispatch._PLAIN
+        if mode is None:
+            mode = dispatch.mode_of((self,) + others, Tensor)
         if mode == dispatch._SYMBOLIC:
             new = call(fn, self, *others)
             self._tracer, self._data = new._tracer, new._data
