@@ -28,7 +28,7 @@ from .profiler import current as _profiling
 from .promotion import cast, category, promoted, result_type
 from .random import draw_dtype
 from .tape import TAPE, EagerTracer, Version
-from .tensor import Tensor, _index_key, _private_copy, _scalar_name, default_dtype
+from .tensor import Tensor, _default_float, _index_key, _private_copy, _scalar_name, default_dtype
 
 MinMax = namedtuple("MinMax", ["values", "indices"])
 
@@ -89,7 +89,8 @@ _RESULT_TYPES: dict = {}
 _NUMBERS = frozenset({int, float, bool})
 
 
-def _fast_binary(fn, a, b, name):
+def _fast_binary(fn, a, b, name, check=False):
+    """``check``: the shapes are not checked yet (``_check_broadcast``)."""
     ta, tb = type(a), type(b)
     if ta is Tensor:
         va, tr = a._data, a._tracer
@@ -111,7 +112,9 @@ def _fast_binary(fn, a, b, name):
         return None
     if _profiling() is not None:
         return None
-    default = default_dtype()
+    if check and ta is Tensor and tb is Tensor and va.shape != vb.shape:
+        _check_broadcast(a, b)
+    default = _default_float[0]
     key = (ka, kb, default, fn is _true_divide)
     dtype = _RESULT_TYPES.get(key)
     if dtype is None:
@@ -193,6 +196,10 @@ def _record_binary(fn, a, b, a_tensor, b_tensor, dtype, name):
 
 def _binary(fn, name):
     def op(self, other):
+        if FAST[0]:
+            out = _fast_binary(fn, self, other, name, check=True)
+            if out is not None:
+                return out
         _check_broadcast(self, other)
         return _elementwise(fn, self, other, name=name)
 
@@ -226,6 +233,10 @@ def _subtract(a, b):
 
 
 def _sub_op(self, other):
+    if FAST[0] and not _is_bool(self) and not _is_bool(other):
+        out = _fast_binary(np.subtract, self, other, "SubBackward0", check=True)
+        if out is not None:
+            return out
     _check_broadcast(self, other)
     return _subtract(self, other)
 
