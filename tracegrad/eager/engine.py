@@ -97,6 +97,7 @@ def _freeze(v):
 def _key(order, local, roots, wrt, taps, cut):
     nodes = TAPE.graph.by_id
     parts = []
+    at = local.__getitem__
     for n in order:
         d = nodes[n]
         op = d.op
@@ -104,10 +105,9 @@ def _key(order, local, roots, wrt, taps, cut):
             parts.append((d.shape, d.dtype))
         else:
             params = d.params
-            parts.append((op, tuple([local[a] for a in d.args]), d.shape, d.dtype,
+            parts.append((op, tuple(map(at, d.args)), d.shape, d.dtype,
                           _freeze(params) if params else ()))
-    return (tuple(parts), tuple([local[r] for r in roots]), tuple([local[w] for w in wrt]),
-            tuple([local[t] for t in taps]))
+    return (tuple(parts), tuple(map(at, roots)), tuple(map(at, wrt)), tuple(map(at, taps)))
 
 
 def _forward_graph(order, roots, cut):
@@ -149,10 +149,14 @@ def _type_str(value):
 
 
 def _check_saved(plan, order, handles):
+    readers = plan.readers
     for k, i in enumerate(plan.saved):
         h = handles[order[i]]
-        if h._value is None or any(handles[order[f]]._freed for f in plan.readers[k]):
+        if h._value is None:
             raise RuntimeError(_FREED)
+        for f in readers[k]:
+            if handles[order[f]]._freed:
+                raise RuntimeError(_FREED)
         if h._counter.v != h._saved_version:
             if isinstance(h, (AccumulateGrad, Saved)):
                 what = f"{_type_str(h._value)} is at version {h._counter.v}"
@@ -624,8 +628,9 @@ def _gradient_of(t, nodes, result, handed, Tensor, reached=()):
 
 
 def _accumulate(t, g, create_graph):
-    if g.dtype != t.dtype:
-        g = g.to(t.dtype)
+    if g._data is None or t._data is None or g._data.dtype != t._data.dtype:
+        if g.dtype != t.dtype:
+            g = g.to(t.dtype)
     if t._grad is None:
         t._grad = g if (create_graph or not g.requires_grad) else g.detach()
     elif create_graph or t._grad.requires_grad:
