@@ -28,7 +28,7 @@ from .profiler import current as _profiling
 from .promotion import cast, category, promoted, result_type
 from .random import draw_dtype
 from .tape import TAPE, EagerTracer, Version
-from .tensor import Tensor, _default_float, _index_key, _private_copy, _scalar_name, default_dtype
+from .tensor import Tensor, _default_float, _index_key, _kind_rank, _private_copy, _scalar_name, default_dtype
 
 MinMax = namedtuple("MinMax", ["values", "indices"])
 
@@ -676,6 +676,10 @@ def _inplace_binary(fn, name):
         _check_broadcast(self, other)
         if fn is np.subtract and (_is_bool(self) or _is_bool(other)):
             _subtract(self, other)          # PyTorch's error
+        if alpha == 1 and FAST[0] and not _grad_enabled():
+            done = _fast_inplace(self, other, fn)
+            if done is not None:
+                return done
         f, other = _with_alpha(fn, other, alpha)
         data, to = self._data, type(other)
         if type(data) is np.ndarray and (to in _NUMBERS or to is Tensor and type(
@@ -687,6 +691,37 @@ def _inplace_binary(fn, name):
         return self._inplace(f, other, name=name,
                              reads_self=fn in (np.multiply, np.true_divide, _power))
     return op_
+
+
+def _fast_inplace(self, other, fn):
+    """``Tensor._inplace``'s steps for ``self op= other`` under no_grad, on a concrete
+    tensor and a tensor of the same shape or a Python number; None when they do not
+    apply. (No history is recorded there, and no in-place check can fail.)"""
+    data, to = self._data, type(other)
+    st = self._tracer
+    if type(data) is not np.ndarray or (st is not None and type(st) is not EagerTracer):
+        return None
+    if to is Tensor:
+        value = other._data
+        ot = other._tracer
+        if type(value) is not np.ndarray or value.shape != data.shape or (
+                ot is not None and type(ot) is not EagerTracer):
+            return None
+    elif to is float or to is int:
+        value = other
+    else:
+        return None
+    if not data.flags.writeable:
+        return None                     # _inplace's error
+    new = fn(data, value)
+    if type(new) is not np.ndarray:
+        new = np.asarray(new)
+    if new.dtype != data.dtype and _kind_rank(new.dtype) > _kind_rank(data.dtype):
+        raise RuntimeError(f"result type {_scalar_name(new.dtype)} can't be cast to the "
+                           f"desired output type {_scalar_name(data.dtype)}")
+    np.copyto(data, new, casting="unsafe")
+    self._vc.v += 1
+    return self
 
 
 Tensor.add_ = _inplace_binary(np.add, "AddBackward0")

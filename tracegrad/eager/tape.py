@@ -35,7 +35,7 @@ class Version:
 class Node:
     """The ``grad_fn`` of a tensor: a light view of one node of the tape."""
     __slots__ = ("_id", "_parents", "_name", "_inputs", "_value", "_counter", "_saved_version",
-                 "_freed", "_hooks", "_retain", "metadata", "_rule", "__weakref__")
+                 "_freed", "_hooks", "_retain", "_metadata", "_rule", "__weakref__")
 
     def __init__(self, node_id, parents, value, counter):
         self._id = node_id
@@ -48,7 +48,14 @@ class Node:
         self._freed = False
         self._hooks = None           # hooks on this node's output gradient
         self._retain = None          # weakref to a tensor that retain_grad()-ed this node
-        self.metadata = {}
+        self._metadata = None        # made when first read
+
+    @property
+    def metadata(self) -> dict:
+        """A dict of the user's, kept with the node (PyTorch's ``grad_fn.metadata``)."""
+        if self._metadata is None:
+            self._metadata = {}
+        return self._metadata
 
     def name(self) -> str:
         if self._name is None:
@@ -220,6 +227,34 @@ class Tape(Trace):
         return t
 
     def add(self, prim, args, params) -> EagerTracer:
+        if len(args) == 2 and type(args[0]) is EagerTracer and type(args[1]) is EagerTracer \
+                and args[0]._trace is self and args[1]._trace is self \
+                and args[0]._view is None and args[1]._view is None:
+            # the common case: two tape tracers (the loop below, unrolled)
+            a, b = args
+            ids, vals, parents = (a._node, b._node), (a._value, b._value), (a._handle, b._handle)
+        else:
+            ids, vals, parents = self._operands(args)
+        src = self.src
+        if src is None:
+            src = user_src()
+        try:
+            value = prim.impl(*vals, **params) if params else prim.impl(*vals)
+            if type(value) is not np.ndarray:
+                value = np.asarray(value)
+        except (ValueError, TypeError, IndexError, ArithmeticError) as e:
+            shapes = ", ".join(f"{list(np.shape(v))}" for v in vals)
+            raise RuntimeError(f"{prim.name} failed on tensors of shape {shapes}: {e}"
+                               f"{where(src)}") from None
+        node = self.graph.add_node(prim.name, ids, params, shape=value.shape, dtype=value.dtype,
+                                   src=src)
+        t = EagerTracer(self, node, value.shape, value.dtype, value)
+        t._handle = Node(node, tuple(parents), value, Version())
+        return t
+
+    def _operands(self, args):
+        """Node ids, values and ``Node`` objects of ``args`` (a constant node for each
+        value that is not traced)."""
         dtypes = None
         for a in args:
             if not isinstance(a, Tracer):
@@ -238,22 +273,7 @@ class Tape(Trace):
             ids.append(a._node)
             vals.append(a._value)
             parents.append(a._handle)
-        src = self.src
-        if src is None:
-            src = user_src()
-        try:
-            value = prim.impl(*vals, **params)
-            if type(value) is not np.ndarray:
-                value = np.asarray(value)
-        except (ValueError, TypeError, IndexError, ArithmeticError) as e:
-            shapes = ", ".join(f"{list(np.shape(v))}" for v in vals)
-            raise RuntimeError(f"{prim.name} failed on tensors of shape {shapes}: {e}"
-                               f"{where(src)}") from None
-        node = self.graph.add_node(prim.name, ids, params, shape=value.shape, dtype=value.dtype,
-                              src=src)
-        t = EagerTracer(self, node, value.shape, value.dtype, value)
-        t._handle = Node(node, tuple(parents), value, Version())
-        return t
+        return ids, vals, parents
 
     def guard(self, tracer, expected):
         pass        # eager code runs once, on these values: there is nothing to re-check
