@@ -145,3 +145,12 @@ def test_the_fast_path_is_the_one_taken(monkeypatch):
     np.testing.assert_array_equal(x.grad.numpy(), [-1.0, -0.25])    # d/dx (2 + 1/x)
     with tg.no_grad():
         assert ((x * x) ** 3).dtype == np.float32
+
+
+def test_a_recorded_negative_zero_is_not_the_positive_zero():
+    # the tape shares one constant node per scalar value: -0.0 and 0.0 compare equal, yet
+    # x * -0.0 is -0.0 for x > 0 (torch: 1 / (x * -0.0) is -inf)
+    x = tg.tensor([1.0, 2.0], requires_grad=True)
+    pos, neg = x * 0.0, x * -0.0
+    assert np.all(np.signbit(neg.detach().numpy()))
+    assert not np.any(np.signbit(pos.detach().numpy()))

@@ -171,6 +171,9 @@ def backward_name(op: str) -> str:
     return prim.torch_name if prim is not None else default_torch_name(op)
 
 
+_NUMBER_DTYPES: dict = {}
+
+
 class Tape(Trace):
     """The eager trace. Its level is below every transform's, so a transform tracing
     code that touches eager tensors treats them as values from outside."""
@@ -209,7 +212,8 @@ class Tape(Trace):
         key = None
         if value.ndim == 0:
             # scalars (x * 2.0) share one node per value: no node to make and remove per use
-            key = (value.dtype.str, value.item())
+            # (told apart by their bits: -0.0 == 0.0, yet x * -0.0 is -0.0 where x > 0)
+            key = (value.dtype.str, value.tobytes())
             hit = self._consts.get(key)
             if hit is not None:
                 return hit
@@ -268,6 +272,14 @@ class Tape(Trace):
                                      f"one operation{where()}")
                 if a._view is not None:
                     sync(a)
+            elif (type(a) is float or type(a) is int) and all(d.kind in "fc" for d in dtypes):
+                # a Python number meeting floating tensors: its dtype does not depend on its
+                # value (NEP 50), so it is looked up; the array made here is the tape's own
+                key = (type(a), *dtypes)
+                dt = _NUMBER_DTYPES.get(key)
+                if dt is None:
+                    dt = _NUMBER_DTYPES[key] = np.result_type(*dtypes, a)
+                a = self.const(np.asarray(a, dtype=dt), snapshot=False)
             else:
                 a = self.const(_as_const(a, dtypes))
             ids.append(a._node)
