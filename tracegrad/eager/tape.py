@@ -81,7 +81,7 @@ class Node:
 
     def __del__(self):
         try:
-            TAPE.graph.remove(self._id)
+            TAPE._graph.remove(self._id)    # the graph the node was added to (Tape.graph)
         except Exception:       # interpreter shutdown, or already gone
             pass
 
