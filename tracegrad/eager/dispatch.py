@@ -128,6 +128,8 @@ def _owned(out, sources):
     if isinstance(out, tuple):
         return tuple(_owned(o, sources) for o in out)
     value = out._value if isinstance(out, EagerTracer) else out
+    if type(value) is np.ndarray and value.base is None and not _holds(sources, value):
+        return out      # an array that owns its memory shares it only with itself
     if not isinstance(value, np.ndarray) or not any(
             isinstance(s, np.ndarray) and np.may_share_memory(value, s)
             for s in _flat(sources)):
@@ -154,9 +156,9 @@ def _wrap(out, Tensor, name, ins, view_of):
 
 
 def _from_tracer(tracer, Tensor, name, ins, view_of):
-    if tracer.dtype.kind not in "fc":
+    if tracer._dtype.kind not in "fc":
         return Tensor._plain(tracer._value)     # integers and booleans carry no gradient
-    if name is not None and any(tracer is i for i in _flat(ins)):
+    if name is not None and _holds(ins, tracer):
         # NumPy handed an operand back (a reshape to its own shape): PyTorch still makes
         # a node, and retain_grad/hooks on the result must not land on the operand's
         tracer = apply("reshape", tracer, shape=tuple(tracer.shape))
@@ -198,6 +200,18 @@ def _aliases(view, base):
     """Whether a view operation's result is a view of ``base`` (an empty one shares no
     memory, yet PyTorch still counts it a view)."""
     return view.size == 0 or np.shares_memory(view, base)
+
+
+def _holds(ins, x):
+    """Whether ``x`` is one of ``ins`` (looking into lists and tuples, as ``_flat``)."""
+    for i in ins or ():
+        if i is x:
+            return True
+        if isinstance(i, (list, tuple)):
+            for j in i:
+                if j is x:
+                    return True
+    return False
 
 
 def _flat(ins):

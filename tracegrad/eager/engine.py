@@ -22,7 +22,7 @@ from ..tracer import source_override
 from . import anomaly, grad_mode, profiler
 from .dispatch import _tensor_class  # tg.Tensor: tensor.py imports this module
 from .promotion import type_name
-from .tape import TAPE, AccumulateGrad, EagerTracer, Saved, collect
+from .tape import TAPE, AccumulateGrad, EagerTracer, RuleRef, Saved, collect
 
 _FREED = ("Trying to backward through the graph a second time (or directly access saved "
           "tensors after they have already been freed). Saved intermediate values of the graph "
@@ -97,16 +97,17 @@ def _freeze(v):
 def _key(order, local, roots, wrt, taps, cut):
     nodes = TAPE.graph.by_id
     parts = []
+    at = local.__getitem__
     for n in order:
         d = nodes[n]
         op = d.op
         if op == "input" or op == "const" or n in cut:
             parts.append((d.shape, d.dtype))
         else:
-            parts.append((op, tuple([local[a] for a in d.args]), d.shape, d.dtype,
-                          _freeze(d.params)))
-    return (tuple(parts), tuple([local[r] for r in roots]), tuple([local[w] for w in wrt]),
-            tuple([local[t] for t in taps]))
+            params = d.params
+            parts.append((op, tuple(map(at, d.args)), d.shape, d.dtype,
+                          _freeze(params) if params else ()))
+    return (tuple(parts), tuple(map(at, roots)), tuple(map(at, wrt)), tuple(map(at, taps)))
 
 
 def _forward_graph(order, roots, cut):
@@ -148,10 +149,14 @@ def _type_str(value):
 
 
 def _check_saved(plan, order, handles):
+    readers = plan.readers
     for k, i in enumerate(plan.saved):
         h = handles[order[i]]
-        if h._value is None or any(handles[order[f]]._freed for f in plan.readers[k]):
+        if h._value is None:
             raise RuntimeError(_FREED)
+        for f in readers[k]:
+            if handles[order[f]]._freed:
+                raise RuntimeError(_FREED)
         if h._counter.v != h._saved_version:
             if isinstance(h, (AccumulateGrad, Saved)):
                 what = f"{_type_str(h._value)} is at version {h._counter.v}"
@@ -221,6 +226,8 @@ def _functions(handles):
         d = nodes.get(n)
         if d is not None and d.op == _FUNCTION:
             rule = d.params["rule"]
+            if type(rule) is RuleRef:
+                rule = rule()
             if getattr(rule, "nodes", None):
                 found[n] = rule
     return found
@@ -231,7 +238,7 @@ def _stage(root_nodes, seeds, targets, create_graph, handles, nodes, cut, Tensor
     taken as inputs) from ``seeds`` at ``root_nodes``: node -> cotangent for the
     ``targets`` among ``nodes``, and the arrays the graph was given."""
     order = sorted(nodes)
-    taps = [n for n in order if handles[n]._hooks and type(handles[n]) is not AccumulateGrad
+    taps = [n for n in order if nodes[n]._hooks and type(nodes[n]) is not AccumulateGrad
             and n not in cut]
     for n in taps:
         if np.dtype(TAPE.graph.node(n)["dtype"]).kind == "c":
@@ -281,8 +288,13 @@ def _leading_to(handles, targets):
     the backward nodes on such paths). A node's parents were recorded before it."""
     needed = set()
     for n in sorted(handles):
-        if n in targets or any(p._id in needed for p in handles[n]._parents):
+        if n in targets:
             needed.add(n)
+            continue
+        for p in handles[n]._parents:
+            if p._id in needed:
+                needed.add(n)
+                break
     return needed
 
 
@@ -539,10 +551,9 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
             receivers[id(t)] = (t, _tensor_nodes(handles, t))
     targets = [n for _, nodes in receivers.values() for n in nodes]
-    reached = _reached(handles, [r._traced()._node for r in tensors])
+    reached = _lazy_reached(handles, [r._traced()._node for r in tensors])
     result, inputs, sent = _run(tensors, grads, targets, retain_graph, create_graph, handles)
-    if sent:
-        _reached(handles, sent, reached)
+    reached.sent = sent
     with grad_mode.set_grad_enabled(create_graph):
         for t, nodes in receivers.values():
             g = _gradient_of(t, nodes, result, inputs, Tensor, reached)
@@ -579,13 +590,32 @@ def _reached(handles, roots, seen=None):
     return seen
 
 
+class _lazy_reached:
+    """``_reached`` from the roots and then from where custom Functions sent gradients
+    (``sent``, set once the backward ran), worked out only when a gradient is missing."""
+
+    def __init__(self, handles, roots):
+        self.handles, self.roots, self.sent, self._seen = handles, roots, (), None
+
+    def __contains__(self, n):
+        if self._seen is None:
+            self._seen = _reached(self.handles, self.roots)
+            if self.sent:
+                _reached(self.handles, self.sent, self._seen)
+        return n in self._seen
+
+
 def _gradient_of(t, nodes, result, handed, Tensor, reached=()):
     """``t``'s gradient from the cotangents of its ``nodes`` (a leaf may have one per
     version), after its hooks; None if no path reached it, zeros if every path has a
     zero derivative (PyTorch's FloorBackward0 hands on zeros). ``handed`` holds the
     arrays it must not share memory with (saved values, gradients already given out) and
     gets its."""
-    parts = [result[n] for n in nodes if n in result]
+    if len(nodes) == 1:
+        n = nodes[0]
+        parts = [result[n]] if n in result else []
+    else:
+        parts = [result[n] for n in nodes if n in result]
     if not parts:
         if not any(n in reached for n in nodes):
             return None
@@ -598,8 +628,9 @@ def _gradient_of(t, nodes, result, handed, Tensor, reached=()):
 
 
 def _accumulate(t, g, create_graph):
-    if g.dtype != t.dtype:
-        g = g.to(t.dtype)
+    if g._data is None or t._data is None or g._data.dtype != t._data.dtype:
+        if g.dtype != t.dtype:
+            g = g.to(t.dtype)
     if t._grad is None:
         t._grad = g if (create_graph or not g.requires_grad) else g.detach()
     elif create_graph or t._grad.requires_grad:
@@ -632,11 +663,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         if not t.requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
         wanted.append(_tensor_nodes(handles, t))
-    reached = _reached(handles, [r._traced()._node for r in outputs])
+    reached = _lazy_reached(handles, [r._traced()._node for r in outputs])
     result, ins, sent = _run(outputs, grads, [n for nodes in wanted for n in nodes],
                              retain_graph, create_graph, handles)
-    if sent:
-        _reached(handles, sent, reached)
+    reached.sent = sent
     out = []
     with grad_mode.set_grad_enabled(create_graph):
         for i, (t, nodes) in enumerate(zip(inputs, wanted)):

@@ -13,17 +13,22 @@ import numpy as np
 
 from ..ir import apply
 from ..tracer import Tracer
+from ..tracer import user_src as _user_src
 from ..tracer import where as _at_user_line
+from ..tracer.numpy_api import DIRECT as _DIRECT
+from . import dispatch as _dispatch
 from .device import CPU as _CPU
 from .device import is_device as _is_device
 from .device import resolve as _resolve
 from .dispatch import call
+from .grad_mode import is_grad_enabled as _grad_enabled
 from .indexing import getitem_name, is_basic
 from .products import is_contiguous
+from .profiler import current as _profiling
 from .promotion import cast, category, promoted, result_type
 from .random import draw_dtype
 from .tape import TAPE, EagerTracer, Version
-from .tensor import Tensor, _index_key, _private_copy, _scalar_name, default_dtype
+from .tensor import Tensor, _default_float, _index_key, _kind_rank, _private_copy, _scalar_name, default_dtype
 
 MinMax = namedtuple("MinMax", ["values", "indices"])
 
@@ -42,9 +47,14 @@ def _shape(x):
 
 
 def _check_broadcast(a, b):
-    if type(b) in (float, int, bool) or type(a) in (float, int, bool):
+    ta, tb = type(a), type(b)
+    if tb in _NUMBERS or ta in _NUMBERS:
         return
-    sa, sb = _shape(a), _shape(b)
+    if ta is Tensor and tb is Tensor and type(a._data) is np.ndarray and \
+            type(b._data) is np.ndarray:
+        sa, sb = a._data.shape, b._data.shape
+    else:
+        sa, sb = _shape(a), _shape(b)
     if sa == sb:
         return
     n = builtins.max(len(sa), len(sb))
@@ -57,14 +67,139 @@ def _check_broadcast(a, b):
 
 def _elementwise(fn, *operands, name=None):
     """``fn`` on the operands converted to PyTorch's result dtype (see promotion.py)."""
+    if len(operands) == 2 and FAST[0]:
+        out = _fast_binary(fn, operands[0], operands[1], name)
+        if out is not None:
+            return out
     dtype = result_type(*operands, default_float=default_dtype())
     if fn is _true_divide and category(dtype) < category(np.float32):
         dtype = default_dtype()             # integer division gives the default float
     return call(promoted(fn, dtype), *operands, name=name)
 
 
+# -- the fast path of a binary elementwise operation --------------------------------------
+# Most operations of a training step are one of these on a concrete tensor (or one the
+# tape recorded) and a tensor or a Python number. ``_fast_binary`` takes the same steps as
+# ``_elementwise`` + ``dispatch.call`` for them, without the generic walks over operands:
+# the result dtype is looked up by what promotion reads of each operand (its dtype and
+# whether it is 0-d, or the Python number's type). ``FAST[0] = False`` turns it off (the
+# differential test compares both paths).
+FAST = [True]
+_RESULT_TYPES: dict = {}
+_NUMBERS = frozenset({int, float, bool})
+
+
+def _fast_binary(fn, a, b, name, check=False):
+    """``check``: the shapes are not checked yet (``_check_broadcast``)."""
+    ta, tb = type(a), type(b)
+    if ta is Tensor:
+        va, tr = a._data, a._tracer
+        if type(va) is not np.ndarray or (tr is not None and type(tr) is not EagerTracer):
+            return None
+        ka, ga = (va.dtype, va.ndim == 0), tr is not None or a._requires_grad
+    elif ta in _NUMBERS:
+        va, ka, ga = a, ta, False
+    else:
+        return None
+    if tb is Tensor:
+        vb, tr = b._data, b._tracer
+        if type(vb) is not np.ndarray or (tr is not None and type(tr) is not EagerTracer):
+            return None
+        kb, gb = (vb.dtype, vb.ndim == 0), tr is not None or b._requires_grad
+    elif tb in _NUMBERS:
+        vb, kb, gb = b, tb, False
+    else:
+        return None
+    if _profiling() is not None:
+        return None
+    if check and ta is Tensor and tb is Tensor and va.shape != vb.shape:
+        _check_broadcast(a, b)
+    default = _default_float[0]
+    key = (ka, kb, default, fn is _true_divide)
+    dtype = _RESULT_TYPES.get(key)
+    if dtype is None:
+        dtype = result_type(a, b, default_float=default)
+        if fn is _true_divide and category(dtype) < category(np.float32):
+            dtype = default
+        _RESULT_TYPES[key] = dtype
+    if (ga or gb) and _grad_enabled():
+        return _record_binary(fn, a, b, ta is Tensor, tb is Tensor, dtype, name)
+    out = fn(va if ta is not Tensor or va.dtype == dtype else va.astype(dtype),
+             vb if tb is not Tensor or vb.dtype == dtype else vb.astype(dtype))
+    if type(out) is np.ndarray and out.base is None and out is not va and out is not vb:
+        return Tensor._plain(out)       # a new array of its own: what _owned + _wrap give
+    return _dispatch._wrap(_dispatch._owned(out, [va, vb]), Tensor, None, None, None)
+
+
+def _promotion_key(x):
+    t = type(x)
+    if t is Tensor:
+        v = x._data
+        return (v.dtype, v.ndim == 0) if type(v) is np.ndarray else None
+    return t if t in _NUMBERS else None
+
+
+def _cached_result_type(a, b):
+    """``result_type(a, b)``, looked up in ``_fast_binary``'s table when it can be."""
+    ka, kb = _promotion_key(a), _promotion_key(b)
+    default = default_dtype()
+    if ka is None or kb is None:
+        return result_type(a, b, default_float=default)
+    key = (ka, kb, default, False)
+    dtype = _RESULT_TYPES.get(key)
+    if dtype is None:
+        dtype = _RESULT_TYPES[key] = result_type(a, b, default_float=default)
+    return dtype
+
+
+def _record_binary(fn, a, b, a_tensor, b_tensor, dtype, name):
+    """``_fast_binary`` when an operand requires grad: ``dispatch._call``'s recording."""
+    outer = TAPE.src
+    if outer is None:
+        TAPE.src = _user_src()
+    try:
+        ia = a._traced() if a_tensor else a
+        ib = b._traced() if b_tensor else b
+        ca = ia if not a_tensor or ia._dtype == dtype else cast(ia, dtype)
+        cb = ib if not b_tensor or ib._dtype == dtype else cast(ib, dtype)
+        prim = _ONE_PRIMITIVE.get(fn)
+        if prim is not None and (type(ca) is EagerTracer and ca._weak is None or (
+                type(ca) is float or type(ca) is int)) and (
+                type(cb) is EagerTracer and cb._weak is None or (
+                type(cb) is float or type(cb) is int)):
+            out = TAPE.add(prim, (ca, cb), {})  # what fn(ca, cb) comes to on the tape
+        else:
+            out = fn(ca, cb)
+    finally:
+        TAPE.src = outer
+    ins = (ia, ib)
+    if type(out) is EagerTracer:
+        v = out._value
+        if not (type(v) is np.ndarray and v.base is None and (
+                not a_tensor or v is not ia._value) and (not b_tensor or v is not ib._value)):
+            out = _dispatch._owned(out, [i._value for i in ins if isinstance(i, EagerTracer)])
+        if name is None or out is ia or out is ib or out._dtype.kind not in "fc":
+            return _dispatch._from_tracer(out, Tensor, name, ins, None)
+        # _from_tracer's steps for a new node
+        handle = out._handle
+        handle._name = name
+        inputs = _dispatch.edges(name, ins)
+        if inputs != handle._parents:
+            handle._inputs = inputs
+        t = Tensor._plain(out._value)
+        t._tracer = out
+        t._vc = handle._counter
+        return t
+    out = _dispatch._owned(out, [i._value for i in ins if isinstance(i, EagerTracer)])
+    return _dispatch._wrap(out, Tensor, name, ins, None)
+
+
 def _binary(fn, name):
     def op(self, other):
+        if FAST[0]:
+            out = _fast_binary(fn, self, other, name, check=True)
+            if out is not None:
+                return out
         _check_broadcast(self, other)
         return _elementwise(fn, self, other, name=name)
 
@@ -78,7 +213,14 @@ def _true_divide(a, b):
     return np.true_divide(a, b)
 
 
+# the operations that are one primitive on tape tracers (EagerTracer.__array_ufunc__)
+_ONE_PRIMITIVE = {np.add: _DIRECT[np.add], np.subtract: _DIRECT[np.subtract],
+                  np.multiply: _DIRECT[np.multiply], _true_divide: _DIRECT[np.true_divide]}
+
+
 def _is_bool(x):
+    if type(x) is Tensor and type(x._data) is np.ndarray:
+        return x._data.dtype.kind == "b"
     return (x.dtype == np.bool_) if isinstance(x, Tensor) else isinstance(x, (bool, np.bool_))
 
 
@@ -91,6 +233,10 @@ def _subtract(a, b):
 
 
 def _sub_op(self, other):
+    if FAST[0] and not _is_bool(self) and not _is_bool(other):
+        out = _fast_binary(np.subtract, self, other, "SubBackward0", check=True)
+        if out is not None:
+            return out
     _check_broadcast(self, other)
     return _subtract(self, other)
 
@@ -219,10 +365,16 @@ Tensor.__eq__, Tensor.__ne__ = _cmp(np.equal), _cmp(np.not_equal)
 Tensor.__hash__ = object.__hash__
 
 
+def _dtype_of(x):
+    t = type(x)
+    return x.dtype if t is np.ndarray or t is EagerTracer else np.result_type(x)
+
+
 def _power(a, b):
-    if np.result_type(a) == np.bool_ and np.result_type(b) == np.bool_:
+    da = _dtype_of(a)
+    if da.kind == "b" and _dtype_of(b).kind == "b":
         return np.logical_or(a, np.logical_not(b))      # bool ** bool stays bool in PyTorch
-    if type(b) in (int, float) and b in (3, -2) and np.result_type(a).kind == "f":
+    if type(b) in (int, float) and b in (3, -2) and da.kind == "f":
         # PyTorch's kernel computes these powers by multiplying (its numbers, and faster
         # than pow): x ** 3 is x * x * x, x ** -2 is 1 / (x * x)
         return a * a * a if b == 3 else 1 / (a * a)
@@ -230,7 +382,7 @@ def _power(a, b):
 
 
 def _check_pow(base, exponent):
-    dtype = result_type(base, exponent, default_float=default_dtype())
+    dtype = _cached_result_type(base, exponent)
     if isinstance(exponent, Tensor):
         _no_kernel("pow", dtype, "b")
     if dtype.kind in "iu" and not isinstance(exponent, Tensor):
@@ -524,13 +676,52 @@ def _inplace_binary(fn, name):
         _check_broadcast(self, other)
         if fn is np.subtract and (_is_bool(self) or _is_bool(other)):
             _subtract(self, other)          # PyTorch's error
+        if alpha == 1 and FAST[0] and not _grad_enabled():
+            done = _fast_inplace(self, other, fn)
+            if done is not None:
+                return done
         f, other = _with_alpha(fn, other, alpha)
-        if tuple(np.broadcast_shapes(_shape(self), _shape(other))) != tuple(self.shape):
+        data, to = self._data, type(other)
+        if type(data) is np.ndarray and (to in _NUMBERS or to is Tensor and type(
+                other._data) is np.ndarray and other._data.shape == data.shape):
+            pass        # a number, or a tensor of the same shape: the shape stays
+        elif tuple(np.broadcast_shapes(_shape(self), _shape(other))) != tuple(self.shape):
             raise _err(f"output with shape {list(self.shape)} doesn't match the "
                                f"broadcast shape {list(np.broadcast_shapes(_shape(self), _shape(other)))}")
         return self._inplace(f, other, name=name,
                              reads_self=fn in (np.multiply, np.true_divide, _power))
     return op_
+
+
+def _fast_inplace(self, other, fn):
+    """``Tensor._inplace``'s steps for ``self op= other`` under no_grad, on a concrete
+    tensor and a tensor of the same shape or a Python number; None when they do not
+    apply. (No history is recorded there, and no in-place check can fail.)"""
+    data, to = self._data, type(other)
+    st = self._tracer
+    if type(data) is not np.ndarray or (st is not None and type(st) is not EagerTracer):
+        return None
+    if to is Tensor:
+        value = other._data
+        ot = other._tracer
+        if type(value) is not np.ndarray or value.shape != data.shape or (
+                ot is not None and type(ot) is not EagerTracer):
+            return None
+    elif to is float or to is int:
+        value = other
+    else:
+        return None
+    if not data.flags.writeable:
+        return None                     # _inplace's error
+    new = fn(data, value)
+    if type(new) is not np.ndarray:
+        new = np.asarray(new)
+    if new.dtype != data.dtype and _kind_rank(new.dtype) > _kind_rank(data.dtype):
+        raise RuntimeError(f"result type {_scalar_name(new.dtype)} can't be cast to the "
+                           f"desired output type {_scalar_name(data.dtype)}")
+    np.copyto(data, new, casting="unsafe")
+    self._vc.v += 1
+    return self
 
 
 Tensor.add_ = _inplace_binary(np.add, "AddBackward0")

@@ -21,6 +21,7 @@ from ..ir import REGISTRY, Graph
 from ..ir.registry import default_torch_name
 from ..tracer import Trace, Tracer, sync, user_src, where
 from ..tracer.core import _as_const
+from ..tracer.numpy_api import DIRECT, handle_ufunc
 
 
 class Version:
@@ -34,7 +35,7 @@ class Version:
 class Node:
     """The ``grad_fn`` of a tensor: a light view of one node of the tape."""
     __slots__ = ("_id", "_parents", "_name", "_inputs", "_value", "_counter", "_saved_version",
-                 "_freed", "_hooks", "_retain", "metadata", "__weakref__")
+                 "_freed", "_hooks", "_retain", "_metadata", "_rule", "__weakref__")
 
     def __init__(self, node_id, parents, value, counter):
         self._id = node_id
@@ -47,7 +48,14 @@ class Node:
         self._freed = False
         self._hooks = None           # hooks on this node's output gradient
         self._retain = None          # weakref to a tensor that retain_grad()-ed this node
-        self.metadata = {}
+        self._metadata = None        # made when first read
+
+    @property
+    def metadata(self) -> dict:
+        """A dict of the user's, kept with the node (PyTorch's ``grad_fn.metadata``)."""
+        if self._metadata is None:
+            self._metadata = {}
+        return self._metadata
 
     def name(self) -> str:
         if self._name is None:
@@ -73,7 +81,7 @@ class Node:
 
     def __del__(self):
         try:
-            TAPE.graph.remove(self._id)
+            TAPE._graph.remove(self._id)    # the graph the node was added to (Tape.graph)
         except Exception:       # interpreter shutdown, or already gone
             pass
 
@@ -102,8 +110,58 @@ class Saved(Node):
         return False
 
 
+class RuleRef:
+    """A custom ``Function``'s rule as the ``rule`` param of its tape nodes: a weak
+    reference (the nodes' ``Node`` objects hold the rule). The tape's graph is global, so
+    a strong one would keep the rule, and through it the outputs, their nodes and every
+    value they reach, alive for good. Attributes are the rule's."""
+    __slots__ = ("_ref",)
+
+    def __init__(self, rule):
+        self._ref = weakref.ref(rule)
+
+    def __call__(self):
+        return self._ref()
+
+    def __getattr__(self, name):
+        rule = self._ref()
+        if rule is None:
+            raise RuntimeError("this custom Function's backward was freed with its outputs")
+        return getattr(rule, name)
+
+    def __repr__(self):
+        return repr(self._ref())
+
+
+def resolved(params):
+    """``params`` with a ``RuleRef`` replaced by its rule (a standalone graph holds it)."""
+    rule = params.get("rule")
+    if type(rule) is RuleRef and rule() is not None:
+        return dict(params, rule=rule())
+    return params
+
+
 class EagerTracer(Tracer):
     __slots__ = ("_handle",)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        # ``handle_ufunc``'s fast path, which takes exactly ``Tracer``: a plain call of a
+        # ufunc that is one primitive, on tape tracers, Python numbers and NumPy arrays, is
+        # that primitive on the tape (what the general path comes to for these)
+        if not kwargs and method == "__call__":
+            prim = DIRECT.get(ufunc)
+            if prim is not None and TAPE.active:
+                for x in inputs:
+                    t = type(x)
+                    if t is EagerTracer:
+                        if x._trace is not TAPE or x._weak is not None:
+                            break
+                    elif t is not float and t is not int and not (
+                            t is np.ndarray and x.dtype != object):
+                        break
+                else:
+                    return TAPE.add(prim, inputs, {})
+        return handle_ufunc(ufunc, method, inputs, kwargs)
 
 
 def backward_name(op: str) -> str:
@@ -111,6 +169,9 @@ def backward_name(op: str) -> str:
     ``exp`` -> ``ExpBackward0``."""
     prim = REGISTRY.get(op)     # None for inputs and constants
     return prim.torch_name if prim is not None else default_torch_name(op)
+
+
+_NUMBER_DTYPES: dict = {}
 
 
 class Tape(Trace):
@@ -121,6 +182,15 @@ class Tape(Trace):
         super().__init__(level=-1)
         self.src = None         # the user's line of the tensor operation running now
         self._consts: dict = {}
+
+    @property
+    def graph(self) -> Graph:
+        # the tape adds nodes to its graph directly (it keeps no records): once made, the
+        # graph is what Trace.graph hands out, without its bookkeeping
+        g = self._graph
+        if g is None or self.records:
+            return Trace.graph.fget(self)
+        return g
 
     def _src(self):
         return self.src if self.src is not None else user_src()
@@ -142,7 +212,8 @@ class Tape(Trace):
         key = None
         if value.ndim == 0:
             # scalars (x * 2.0) share one node per value: no node to make and remove per use
-            key = (value.dtype.str, value.item())
+            # (told apart by their bits: -0.0 == 0.0, yet x * -0.0 is -0.0 where x > 0)
+            key = (value.dtype.str, value.tobytes())
             hit = self._consts.get(key)
             if hit is not None:
                 return hit
@@ -160,7 +231,39 @@ class Tape(Trace):
         return t
 
     def add(self, prim, args, params) -> EagerTracer:
-        dtypes = [a.dtype for a in args if isinstance(a, Tracer)]
+        if len(args) == 2 and type(args[0]) is EagerTracer and type(args[1]) is EagerTracer \
+                and args[0]._trace is self and args[1]._trace is self \
+                and args[0]._view is None and args[1]._view is None:
+            # the common case: two tape tracers (the loop below, unrolled)
+            a, b = args
+            ids, vals, parents = (a._node, b._node), (a._value, b._value), (a._handle, b._handle)
+        else:
+            ids, vals, parents = self._operands(args)
+        src = self.src
+        if src is None:
+            src = user_src()
+        try:
+            value = prim.impl(*vals, **params) if params else prim.impl(*vals)
+            if type(value) is not np.ndarray:
+                value = np.asarray(value)
+        except (ValueError, TypeError, IndexError, ArithmeticError) as e:
+            shapes = ", ".join(f"{list(np.shape(v))}" for v in vals)
+            raise RuntimeError(f"{prim.name} failed on tensors of shape {shapes}: {e}"
+                               f"{where(src)}") from None
+        node = self.graph.add_node(prim.name, ids, params, shape=value.shape, dtype=value.dtype,
+                                   src=src)
+        t = EagerTracer(self, node, value.shape, value.dtype, value)
+        t._handle = Node(node, tuple(parents), value, Version())
+        return t
+
+    def _operands(self, args):
+        """Node ids, values and ``Node`` objects of ``args`` (a constant node for each
+        value that is not traced)."""
+        dtypes = None
+        for a in args:
+            if not isinstance(a, Tracer):
+                dtypes = [a.dtype for a in args if isinstance(a, Tracer)]
+                break
         ids, vals, parents = [], [], []
         for a in args:
             if isinstance(a, Tracer):
@@ -169,21 +272,20 @@ class Tape(Trace):
                                      f"one operation{where()}")
                 if a._view is not None:
                     sync(a)
+            elif (type(a) is float or type(a) is int) and all(d.kind in "fc" for d in dtypes):
+                # a Python number meeting floating tensors: its dtype does not depend on its
+                # value (NEP 50), so it is looked up; the array made here is the tape's own
+                key = (type(a), *dtypes)
+                dt = _NUMBER_DTYPES.get(key)
+                if dt is None:
+                    dt = _NUMBER_DTYPES[key] = np.result_type(*dtypes, a)
+                a = self.const(np.asarray(a, dtype=dt), snapshot=False)
             else:
                 a = self.const(_as_const(a, dtypes))
             ids.append(a._node)
             vals.append(a._value)
             parents.append(a._handle)
-        src = self._src()
-        try:
-            value = np.asarray(prim.impl(*vals, **params))
-        except (ValueError, TypeError, IndexError, ArithmeticError) as e:
-            shapes = ", ".join(f"{list(np.shape(v))}" for v in vals)
-            raise RuntimeError(f"{prim.name} failed on tensors of shape {shapes}: {e}"
-                               f"{where(src)}") from None
-        node = self.graph.add_node(prim.name, ids, params, shape=value.shape, dtype=value.dtype,
-                                   src=src)
-        return self._tracer(node, value, Node(node, tuple(parents), value, Version()))
+        return ids, vals, parents
 
     def guard(self, tracer, expected):
         pass        # eager code runs once, on these values: there is nothing to re-check
@@ -204,7 +306,7 @@ def recorded_graph(*tensors) -> Graph:
             graph.put(i, dict(d, params={"index": len(graph.inputs)}))
             graph.inputs.append(i)
         else:
-            graph.put(i, d, args=[local[a] for a in d["args"]])
+            graph.put(i, dict(d, params=resolved(d["params"])), args=[local[a] for a in d["args"]])
     graph.outputs = [local[t._tracer._node] for t in tensors if t._tracer is not None]
     return graph
 

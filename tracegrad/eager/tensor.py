@@ -128,7 +128,16 @@ class Tensor:
     @classmethod
     def _plain(cls, data, requires_grad=False):
         t = object.__new__(cls)
-        t._set_fields(data, requires_grad)
+        # _set_fields, inlined (every operation makes a tensor)
+        t._data = data
+        t._tracer = None
+        t._requires_grad = requires_grad
+        t._grad = None
+        t._vc = Version()
+        t._input = None
+        t._hooks = None
+        t._base = None
+        t._retains = False
         return t
 
     def _set_fields(self, data, requires_grad=False):
@@ -330,7 +339,10 @@ class Tensor:
     # -- basic attributes -----------------------------------------------------------
     @property
     def shape(self) -> Size:
-        return Size(np.shape(self._data) if self._data is not None else self._tracer.shape)
+        data = self._data
+        if type(data) is np.ndarray:
+            return Size(data.shape)
+        return Size(np.shape(data) if data is not None else self._tracer.shape)
 
     def size(self, dim: int | None = None) -> Any:
         shape = self.shape
@@ -348,6 +360,9 @@ class Tensor:
         return len(self.shape)
 
     def numel(self) -> int:
+        data = self._data
+        if type(data) is np.ndarray:
+            return data.size
         return int(np.prod(self.shape, dtype=np.int64))
 
     nelement = numel
@@ -467,18 +482,29 @@ class Tensor:
             raise RuntimeError("unsupported operation: more than one element of the written-to "
                                "tensor refers to a single memory location. Please clone() the "
                                "tensor before performing the operation.")
-        from .dispatch import _RECORD, _SYMBOLIC, mode_of
-        mode = mode_of((self,) + others, Tensor)
-        if mode == _SYMBOLIC:
+        mode = None
+        if len(others) == 1 and not grad_mode.is_grad_enabled():
+            # the common case (an update under no_grad): what mode_of finds, in one go
+            o, st = others[0], self._tracer
+            to = type(o)
+            if (st is None or type(st) is EagerTracer) and (
+                    to is int or to is float or to is Tensor and (
+                        o._tracer is None or type(o._tracer) is EagerTracer)):
+                mode = dispatch._PLAIN
+        if mode is None:
+            mode = dispatch.mode_of((self,) + others, Tensor)
+        if mode == dispatch._SYMBOLIC:
             new = call(fn, self, *others)
             self._tracer, self._data = new._tracer, new._data
             return self
+        _RECORD = dispatch._RECORD
         if mode == _RECORD and self._data.dtype.kind not in "fc":
             mode = None         # an integer or boolean tensor gets the value, never a history
         if mode != _RECORD:
             new = np.asarray(fn(self._data, *[o._data if isinstance(o, Tensor) else o
                                               for o in others]))
-            if not cast and _kind_rank(new.dtype) > _kind_rank(self._data.dtype):
+            if not cast and new.dtype != self._data.dtype and \
+                    _kind_rank(new.dtype) > _kind_rank(self._data.dtype):
                 raise RuntimeError(f"result type {_scalar_name(new.dtype)} can't be cast to the "
                                    f"desired output type {_scalar_name(self._data.dtype)}")
             np.copyto(self._data, new, casting="unsafe")

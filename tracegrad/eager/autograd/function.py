@@ -17,16 +17,18 @@ from __future__ import annotations
 
 import functools
 import time
+import weakref
 
 import numpy as np
 
 from ...errors import TraceError
+from ...ir import REGISTRY
 from ...ir import apply as apply_primitive
 from ...tracer import Tracer
 from .. import anomaly, grad_mode, profiler
 from ..dispatch import _SYMBOLIC, mode_of
 from ..promotion import type_name
-from ..tape import TAPE, EagerTracer, Version
+from ..tape import TAPE, EagerTracer, RuleRef, Version
 from ..tensor import Tensor, is_floating
 
 
@@ -117,6 +119,37 @@ class _Rule:
     def __repr__(self):
         return f"Function({self.cls.__name__})"
 
+    # Eagerly, the output tensors are held weakly (``hold_outputs_weakly``): their nodes
+    # hold this rule, and a strong reference back would make a cycle of every apply.
+    # ``out_meta`` keeps what a missing gradient is made from: (shape, dtype), or None
+    # for an output that is no tensor.
+    _weak = None
+    out_meta = None
+
+    @property
+    def outputs(self):
+        if self._weak is None:
+            return self._outputs
+        return tuple(r() if type(r) is weakref.ref else r for r in self._weak)
+
+    @outputs.setter
+    def outputs(self, value):
+        self._outputs = value
+        self._weak = None
+
+    def hold_outputs_weakly(self):
+        outs = self._outputs
+        self.out_meta = tuple((tuple(o.shape), o.dtype) if isinstance(o, Tensor) else None
+                              for o in outs)
+        self._weak = tuple(weakref.ref(o) if isinstance(o, Tensor) else o for o in outs)
+        self._outputs = None
+
+    def _meta(self):
+        if self.out_meta is not None:
+            return self.out_meta
+        return tuple((tuple(o.shape), o.dtype) if isinstance(o, Tensor) else None
+                     for o in self.outputs)
+
     # -- eager: concrete tensors -----------------------------------------------------
     def run(self, cts, create_graph, node_of):
         """Call ``backward`` with the cotangents ``cts`` (output node -> array, or a
@@ -128,13 +161,13 @@ class _Rule:
             raise RuntimeError(_FREED)
         _check_versions(ctx, self.name)
         grads = []
-        for o, n in zip(self.outputs, self.nodes):
+        for meta, n in zip(self._meta(), self.nodes):
             ct = cts.get(n) if n is not None else None
             if ct is None:
-                if not isinstance(o, Tensor):
+                if meta is None:
                     grads.append(None)
                 elif ctx.materialize_grads:
-                    grads.append(Tensor._plain(np.zeros(tuple(o.shape), o.dtype)))
+                    grads.append(Tensor._plain(np.zeros(*meta)))
                 else:
                     grads.append(None)
             elif isinstance(ct, Tensor):
@@ -189,11 +222,11 @@ class _Rule:
     # -- inside a transform: traced values -------------------------------------------
     def backward(self, g, index, operands, out=None):
         grads = []
-        for k, o in enumerate(self.outputs):
+        for k, meta in enumerate(self._meta()):
             if k == index:
                 grads.append(Tensor._symbolic(g) if isinstance(g, Tracer) else Tensor._plain(g))
             else:
-                grads.append(Tensor._plain(np.zeros(tuple(o.shape), o.dtype)))
+                grads.append(Tensor._plain(np.zeros(*meta)))
         stand_in = {}
         for pos, op in zip(self.tensor_pos, operands):
             stand_in[id(self.args[pos])] = op
@@ -307,17 +340,34 @@ class Function:
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        if any(isinstance(a, Tracer) and not isinstance(a, EagerTracer) for a in args) or \
-                mode_of(args, Tensor) == _SYMBOLIC:
+        symbolic = generic = False
+        needs = []
+        for a in args:
+            if type(a) is Tensor:       # the common case: what mode_of looks at, in one go
+                tr = a._tracer
+                if tr is not None and type(tr) is not EagerTracer:
+                    symbolic = True
+                    break
+                needs.append(tr is not None or a._requires_grad)
+            else:
+                generic = True
+                needs.append(isinstance(a, Tensor) and a.requires_grad)
+        if symbolic or generic and (
+                any(isinstance(a, Tracer) and not isinstance(a, EagerTracer) for a in args)
+                or mode_of(args, Tensor) == _SYMBOLIC):
             if kwargs:
                 raise TypeError(f"{cls.__name__}.apply() takes positional arguments only "
                                 "inside a transform")
             return _apply_traced(cls, args)
         ctx = FunctionCtx()
-        ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
-        with grad_mode.no_grad():
+        ctx.needs_input_grad = tuple(needs)
+        enabled = grad_mode.is_grad_enabled()
+        grad_mode._set(False)
+        try:
             outputs = cls._forward(ctx, args, kwargs)
-        record = grad_mode.is_grad_enabled() and any(ctx.needs_input_grad)
+        finally:
+            grad_mode._set(enabled)
+        record = enabled and any(needs)
         if not record:
             return outputs
         for i, t in enumerate(ctx._saved):
@@ -332,6 +382,8 @@ class Function:
         results, nodes = [], []
         non_diff = {id(t) for t in ctx._non_differentiable}
         src = TAPE._src()
+        ref = RuleRef(rule)
+        inputs = tuple(op._handle for op in operands)
         for k, o in enumerate(outs):
             if not isinstance(o, Tensor) or not is_floating(o.dtype) or id(o) in non_diff:
                 results.append(o)
@@ -341,12 +393,14 @@ class Function:
             TAPE.src = src
             try:
                 primal = TAPE.input(o._data, Version())
-                node = apply_primitive("custom_vjp_call", primal, *operands, rule=rule, index=k)
+                # what ir.apply does with tape tracers: the tape records it
+                node = TAPE.add(_CUSTOM_VJP_CALL, (primal, *operands), {"rule": ref, "index": k})
             finally:
                 TAPE.src = outer
             handle = node._handle
             handle._name = rule.name
-            handle._inputs = tuple(op._handle for op in operands)
+            handle._inputs = inputs
+            handle._rule = rule
             t = Tensor._recorded(node)
             results.append(t)
             nodes.append(node._node)
@@ -356,7 +410,11 @@ class Function:
         ctx._saved = tuple(_swap(s, outs, results) for s in ctx._saved)
         ctx._saved_versions = tuple(s._vc.v if isinstance(s, Tensor) else 0 for s in ctx._saved)
         rule.outputs = tuple(results)
+        rule.hold_outputs_weakly()
         return results[0] if single else tuple(results)
+
+
+_CUSTOM_VJP_CALL = REGISTRY["custom_vjp_call"]
 
 
 def _swap(t, old, new):
