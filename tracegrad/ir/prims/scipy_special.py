@@ -62,9 +62,15 @@ def _impl(name, nin):
         def impl(x, y):
             x, y = np.asarray(x), np.asarray(y)
             return special().polygamma(x, y.astype(_result_dtype((x, y)), copy=False))
+    elif nin == 1:     # (the signature names the operands: ir/schema.py reads it)
+        def impl(x):
+            return getattr(special(), name)(x)
+    elif nin == 2:
+        def impl(x, y):
+            return getattr(special(), name)(x, y)
     else:
-        def impl(*args):
-            return getattr(special(), name)(*args)
+        def impl(a, b, x):
+            return getattr(special(), name)(a, b, x)
     impl.__name__ = impl.__qualname__ = f"scipy_special_{name}"
     return impl
 
