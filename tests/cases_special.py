@@ -2,10 +2,15 @@
 function: its operands' domain samplers. Each becomes cases over a few shapes (broadcast
 ones for the binary functions) and float32 once; ``test_primitives.py`` checks them
 against SciPy's values, ``jax.scipy.special``'s gradients (x64) and central finite
-differences, to second order for the first shape of each."""
+differences, to second order for the first shape of each.
+
+Where ``jax.scipy.special`` lacks a function (the Bessel functions, the inverse incomplete
+gamma functions), the JAX twin calls SciPy on the host, with derivatives in x from
+SciPy's own derivative functions (``jvp``, ``yvp``, ``ivp``, ``kvp``) through
+``jax.custom_jvp``: an oracle independent of tracegrad's recurrences, to any order."""
 import numpy as np
 
-from primitive_cases import Case, add, away, uniform
+from primitive_cases import Case, add, away, off_grid, uniform
 
 
 def _in(lo, hi):
@@ -58,3 +63,158 @@ add(Case("ndtri", (np.array([1e-6, 0.5, 1.0 - 1e-4]),), tag="tails", fd=False))
 add(Case("xlogy", (np.array([0.0, 1.5]), np.array([0.5, 2.0])), tag="zero-x"))
 # i1(x)/x -> 1/2 at 0: i1's derivative at 0 (i0's second derivative) is finite
 add(Case("i1", (np.array([0.0, 0.7]),), tag="at-zero", fd=False))
+
+
+# -- incomplete gamma and beta -------------------------------------------------------------------
+def _jax():
+    import jax
+    return jax
+
+
+def _jsp():
+    import jax.scipy.special as jsp
+    return jsp
+
+
+def _jnp():
+    import jax.numpy as jnp
+    return jnp
+
+
+def _host(fn):
+    """SciPy's ``fn`` called from JAX (its result in the dtype of the last operand, x or y:
+    the order of a Bessel function may be a float64 number)."""
+    def call(*args):
+        jax = _jax()
+        dtype = np.dtype(args[-1].dtype)
+        shape = np.broadcast_shapes(*(np.shape(a) for a in args))
+        return jax.pure_callback(lambda *xs: np.asarray(fn(*xs), dtype),
+                                 jax.ShapeDtypeStruct(shape, dtype), *args,
+                                 vmap_method="broadcast_all")
+    return call
+
+
+def _twin_in_x(derivative, order=0):
+    """A JAX function of (v, x) whose k-th derivative in x is SciPy's
+    ``derivative(v, x, k)`` (v not differentiated)."""
+    jax = _jax()
+    f = jax.custom_jvp(_host(lambda v, x: derivative(v, x, order)))
+    f.defjvp(lambda primals, tangents: (f(*primals),
+                                        _twin_in_x(derivative, order + 1)(*primals) * tangents[1]))
+    return f
+
+
+def _density(a, x):
+    jnp, jsp = _jnp(), _jsp()
+    return jnp.exp(jsp.xlogy(a - 1.0, x) - x - jsp.gammaln(a))
+
+
+def _gammainc_da_twin(a, x):
+    """JAX's igamma_grad_a, differentiable in x (JAX's is not): d/dx ∂P/∂a = ∂/∂a ∂P/∂x."""
+    jax, jnp, jsp = _jax(), _jnp(), _jsp()
+    f = jax.custom_jvp(lambda a, x: jax.lax.igamma_grad_a(a, x))
+    f.defjvp(lambda p, t: (f(*p), _density(*p) * (jnp.log(p[1]) - jsp.digamma(p[0])) * t[1]))
+    return f(a, x)
+
+
+def _gammaincinv_twin(name):
+    """SciPy's inverse, differentiated in y by the implicit function theorem on JAX's
+    gammainc: dx/dy = ±1/(∂P/∂x)."""
+    import scipy.special as ss
+    jax = _jax()
+    sign = 1.0 if name == "gammaincinv" else -1.0
+    f = jax.custom_jvp(_host(getattr(ss, name)))
+
+    def rule(p, t):
+        x = f(*p)
+        return x, sign * t[1] / _density(p[0], x)
+    f.defjvp(rule)
+    return f
+
+
+def _cases(name, domains, diff=None, jax_fn=None, f32=True, **kw):
+    """One case per shape (broadcast ones for several operands), the first to second order
+    too, and float32 once."""
+    shapes = {1: [((2, 3),), ((),)], 2: BINARY, 3: [((2, 1), (1, 3), (2, 3)), ((), (), (2, 3))]}
+    jkw = {} if jax_fn is None else {"jax_fn": jax_fn}
+    for k, shape in enumerate(shapes[len(domains)]):
+        args = tuple(d(s) for d, s in zip(domains, shape))
+        add(Case(name, args, diff=diff, second=k == 0, **jkw, **kw))
+    if f32:
+        add(Case(name, tuple(d((2,)).astype(np.float32) for d in domains), diff=diff, tag="f32",
+                 **jkw, **kw))
+
+
+# Differentiated in x only: the derivative in a has no derivative in a again (nor in JAX),
+# and the crossings take every case to second order in every subset of its operands; the
+# derivatives in a are checked in test_scipy_special.py (JAX, SciPy's finite differences).
+# Both sides of x = max(a, 1), where the a-derivative switches from series to fraction.
+_cases("gammainc", (_in(0.5, 4.0), _in(0.2, 6.0)), diff=(1,))
+_cases("gammaincc", (_in(0.5, 4.0), _in(0.2, 6.0)), diff=(1,))
+_cases("gammainc_da", (_in(0.5, 4.0), _in(0.2, 6.0)), diff=(1,), jax_fn=_gammainc_da_twin)
+add(Case("gammainc_da", (np.array([0.3, 2.0, 10.0, 50.0, 100.0, 200.0, 1.2, 5.0]),
+                         np.array([0.01, 1.5, 30.0, 60.0, 99.0, 250.0, 50.0, 1e-3])),
+         diff=(1,), jax_fn=_gammainc_da_twin, tag="wide", fd=False))
+for _name in ("gammaincinv", "gammainccinv"):
+    _cases(_name, (_in(0.5, 4.0), _in(0.1, 0.9)), diff=(1,),
+           jax_fn=(lambda n: lambda a, y: _gammaincinv_twin(n)(a, y))(_name))
+_cases("betainc", (_in(0.5, 3.0), _in(0.5, 3.0), _in(0.1, 0.9)), diff=(2,))
+
+
+# -- Bessel functions ------------------------------------------------------------------------------
+def _bessel(derivative, v=None):
+    """The twin of a Bessel function of x (order ``v`` fixed) or of (v, x)."""
+    if v is None:
+        return lambda v, x: _twin_in_x(derivative)(v, x)
+    return lambda x: _twin_in_x(derivative)(np.float64(v), x)
+
+
+def _scaled(twin, sign):
+    """exp(-|x|)·f (sign -1, ive) or exp(x)·f (sign +1, kve) of a twin of (v, x)."""
+    def f(*args):
+        jnp = _jnp()
+        x = args[-1]
+        scale = jnp.exp(x) if sign > 0 else jnp.exp(-jnp.abs(x))
+        return scale * twin(*args)
+    return f
+
+
+def _bessel_twins():
+    import scipy.special as ss
+    return {
+        "j0": _bessel(ss.jvp, 0), "j1": _bessel(ss.jvp, 1), "y0": _bessel(ss.yvp, 0),
+        "y1": _bessel(ss.yvp, 1), "k0": _bessel(ss.kvp, 0), "k1": _bessel(ss.kvp, 1),
+        "k0e": _scaled(_bessel(ss.kvp, 0), 1), "k1e": _scaled(_bessel(ss.kvp, 1), 1),
+        "jv": _bessel(ss.jvp), "yv": _bessel(ss.yvp), "yn": _bessel(ss.yvp),
+        "iv": _bessel(ss.ivp), "kv": _bessel(ss.kvp),
+        "ive": _scaled(_bessel(ss.ivp), -1), "kve": _scaled(_bessel(ss.kvp), 1),
+    }
+
+
+def _twin(name):
+    return lambda *args: _bessel_twins()[name](*args)
+
+
+for _name in ("j0", "j1"):
+    _cases(_name, (_in(-6.0, 6.0),), jax_fn=_twin(_name))
+for _name in ("y0", "y1", "k0", "k1", "k0e", "k1e"):
+    _cases(_name, (_in(0.3, 6.0),), jax_fn=_twin(_name))
+for _name in ("jv", "yv", "iv", "ive", "kv", "kve"):
+    # orders of both signs (jv, iv: through zero; yv, kv: fine for any real order)
+    _cases(_name, (_in(-1.5, 2.5), _in(0.3, 4.0)), diff=(1,), jax_fn=_twin(_name))
+_cases("yn", (_orders, _in(0.3, 4.0)), jax_fn=_twin("yn"), f32=False)
+# j1(x)/x -> 1/2 at 0
+add(Case("j1", (np.array([0.0, 0.7]),), tag="at-zero", fd=False, jax_fn=_twin("j1")))
+
+
+# -- 1/Γ and the sign of Γ ----------------------------------------------------------------------
+def _off_poles(shape):
+    """Both signs, away from Γ's poles at 0, -1, -2, ..."""
+    return off_grid(shape, 1.0) * 0.5
+
+
+_cases("rgamma", (_off_poles,))
+# at the poles 1/Γ is 0 and its slope (-1)^n n!: JAX's twin is a where, no oracle there
+add(Case("rgamma", (np.array([0.0, -1.0, -2.0, 1.5]),), tag="poles", jax_derivs=False))
+add(Case("gammasgn", (_off_poles((2, 3)),)))
+add(Case("gammasgn", (_off_poles((2,)).astype(np.float32),), tag="f32"))

@@ -1,8 +1,9 @@
 """``scipy.special`` with SciPy's signatures, on traced and plain values alike.
 
-The ufuncs (``gammaln``, ``digamma``, ``erf``, ``ndtr``, ``expit``, ``xlogy``, ``i0e``, ...)
-are the primitives of ``ir/prims/scipy_special.py``; SciPy's own ufuncs reach the same
-primitives on a tracer. ``polygamma`` (a Python function in SciPy), ``multigammaln``,
+The ufuncs (``gammaln``, ``digamma``, ``erf``, ``ndtr``, ``expit``, ``xlogy``, ``i0e``,
+``gammainc``, ``betainc``, the Bessel functions, ...) are the primitives of
+``ir/prims/scipy_special.py``; SciPy's own ufuncs reach the same primitives on a tracer.
+``polygamma`` (a Python function in SciPy), ``multigammaln``,
 ``logsumexp``, ``softmax`` and ``log_softmax`` are written here on NumPy, so they
 differentiate to any order.
 """
@@ -14,10 +15,12 @@ import numpy as np
 
 from ..ir import apply
 
-__all__ = ["beta", "betaln", "digamma", "erf", "erfc", "erfcinv", "erfinv", "expit", "gamma",
-           "gammaln", "i0", "i0e", "i1", "i1e", "log_ndtr", "log_softmax", "logit",
-           "logsumexp", "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "softmax", "xlog1py",
-           "xlogy"]
+__all__ = ["beta", "betainc", "betaln", "digamma", "erf", "erfc", "erfcinv", "erfinv", "expit",
+           "gamma", "gammainc", "gammaincc", "gammainccinv", "gammaincinv", "gammaln",
+           "gammasgn", "i0", "i0e", "i1", "i1e", "iv", "ive", "j0", "j1", "jn", "jv", "k0",
+           "k0e", "k1", "k1e", "kv", "kve", "log_ndtr", "log_softmax", "logit", "logsumexp",
+           "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "rgamma", "softmax", "xlog1py",
+           "xlogy", "y0", "y1", "yn", "yv"]
 
 
 def _unary(name):
@@ -44,6 +47,22 @@ expit, logit = _unary("expit"), _unary("logit")
 i0, i1, i0e, i1e = _unary("i0"), _unary("i1"), _unary("i0e"), _unary("i1e")
 beta, betaln = _binary("beta"), _binary("betaln")
 xlogy, xlog1py = _binary("xlogy"), _binary("xlog1py")
+rgamma, gammasgn = _unary("rgamma"), _unary("gammasgn")
+# incomplete gamma: differentiable in a and x (in a to first order); the inverses in x
+gammainc, gammaincc = _binary("gammainc"), _binary("gammaincc")
+gammaincinv, gammainccinv = _binary("gammaincinv"), _binary("gammainccinv")
+# Bessel functions: differentiable in x; in the order, a TraceError
+j0, j1, y0, y1 = _unary("j0"), _unary("j1"), _unary("y0"), _unary("y1")
+k0, k1, k0e, k1e = _unary("k0"), _unary("k1"), _unary("k0e"), _unary("k1e")
+jv, yv, yn = _binary("jv"), _binary("yv"), _binary("yn")
+jn = jv                                  # as in SciPy: the same function
+iv, ive, kv, kve = _binary("iv"), _binary("ive"), _binary("kv"), _binary("kve")
+
+
+def betainc(a, b, x):
+    """``scipy.special.betainc(a, b, x)``: the regularized incomplete beta function,
+    differentiable in x (in a or b: a ``TraceError``)."""
+    return apply("betainc", a, b, x)
 
 
 def polygamma(n, x):

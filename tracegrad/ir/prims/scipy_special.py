@@ -20,7 +20,8 @@ import numpy as np
 
 from ...errors import TraceError
 from ..registry import apply, register
-from .elementwise import _broadcast_rule, _partials_rules, elementwise_facts
+from .elementwise import _broadcast_rule, elementwise_facts
+from .incomplete_gamma import gammainc_da
 
 SQRT_PI = math.sqrt(math.pi)
 SQRT_2PI = math.sqrt(2.0 * math.pi)
@@ -55,18 +56,21 @@ def _impl(name, nin):
             except TraceError:     # pragma: no cover - scipy is installed in the tests
                 return _erf_without_scipy(x)
             return fn(x)
-    elif nin == 1:
-        def impl(x):
-            return getattr(special(), name)(x)
     elif name == "polygamma":
         # in the result dtype: SciPy's own takes digamma of a float32 x in float32 even
         # where the result is float64 (an integer order)
         def impl(x, y):
             x, y = np.asarray(x), np.asarray(y)
             return special().polygamma(x, y.astype(_result_dtype((x, y)), copy=False))
-    else:
+    elif nin == 1:     # (the signature names the operands: ir/schema.py reads it)
+        def impl(x):
+            return getattr(special(), name)(x)
+    elif nin == 2:
         def impl(x, y):
             return getattr(special(), name)(x, y)
+    else:
+        def impl(a, b, x):
+            return getattr(special(), name)(a, b, x)
     impl.__name__ = impl.__qualname__ = f"scipy_special_{name}"
     return impl
 
@@ -86,19 +90,90 @@ def _jax(name):
     return lower
 
 
-def _register(name, nin, partials, doc, jax=None, nondiff_args=(), **facts):
-    impl = _impl(name, nin)
-    vjp, jvp = _partials_rules(partials)
+def _jax_host(name):
+    """The lowering of a function ``jax.scipy.special`` lacks (Bessel functions, ...):
+    SciPy's own, called on the host by ``jax.pure_callback`` (no XLA kernel; JAX cannot
+    differentiate it, which tracegrad's JAX backend never asks: the derivative rules
+    are applied before lowering)."""
+    def lower(*args):
+        import jax
+        fn = getattr(special(), name)
+        with np.errstate(all="ignore"):
+            dtype = fn(*(np.ones((), a.dtype) for a in args)).dtype
+        shape = np.broadcast_shapes(*(a.shape for a in args))
+        return jax.pure_callback(lambda *xs: np.asarray(fn(*xs), dtype),
+                                 jax.ShapeDtypeStruct(shape, dtype), *args,
+                                 vmap_method="broadcast_all")
+    lower.__name__ = f"scipy.special.{name} (host callback)"
+    return lower
+
+
+class NoDerivative:
+    """A partial derivative tracegrad does not have (a Bessel function's order, betainc's
+    a and b). A rule's ``partials`` gives one in that operand's slot: the JVP raises when
+    that operand has a tangent; the VJP returns it as that operand's cotangent, which
+    the adjoint pass reads (its ``.shape``, to fit it) only for an operand a gradient
+    flows into. So differentiating with respect to the other operands works, and with
+    respect to this one raises ``TraceError`` (naming the user's line), never a silent
+    zero."""
+
+    def __init__(self, message):
+        self.message = message
+
+    def refuse(self):
+        raise TraceError(self.message)
+
+    @property
+    def shape(self):
+        self.refuse()
+
+    @property
+    def dtype(self):
+        self.refuse()
+
+    def __array__(self, *args, **kwargs):
+        self.refuse()
+
+
+def _rules(partials):
+    """VJP and JVP from per-operand partial derivatives ``partials(out, *args)``
+    (None: no derivative flows; a ``NoDerivative``: refused)."""
+    def vjp(g, out, *args):
+        return tuple(d if d is None or isinstance(d, NoDerivative) else g * d
+                     for d in partials(out, *args))
+
+    def jvp(tangents, out, *args):
+        total = None
+        for t, d in zip(tangents, partials(out, *args)):
+            if t is None or d is None:
+                continue
+            if isinstance(d, NoDerivative):
+                d.refuse()
+            total = t * d if total is None else total + t * d
+        return total
+    return vjp, jvp
+
+
+def _register(name, nin, partials, doc, jax=None, nondiff_args=(), scipy=True, impl=None,
+              **facts):
+    impl = impl or _impl(name, nin)
+    vjp, jvp = _rules(partials) if partials is not None else (None, None)
     prim = register(
         name, impl, abstract=_broadcast_rule(impl), vjp=vjp, jvp=jvp,
         jax=jax or _jax(name), nondiff_args=nondiff_args, family="elementwise",
-        doc=f"scipy.special.{name}: {doc}",
+        doc=f"scipy.special.{name}: {doc}" if scipy else doc,
         # not the ufunc fact: that one is NumPy's and imported with the ir; the tracer
         # routes SciPy's ufunc by extra["scipy"] instead
         **{**elementwise_facts(name, complex=False, aliasing="fresh"), **facts},
     )
-    prim.extra["scipy"] = name
+    if scipy:
+        prim.extra["scipy"] = name
     return prim
+
+
+def _host(name, nin, partials, doc, **kw):
+    """A function JAX lacks: lowered to a host callback of SciPy's."""
+    return _register(name, nin, partials, doc, jax=_jax_host(name), jax_casts=None, **kw)
 
 
 def _x_over(x, num, at_zero):
@@ -175,3 +250,129 @@ _register("i1", 1, lambda out, x: (apply("i0", x) - _x_over(x, out, 0.5),),
 _register("i0e", 1, lambda out, x: (apply("i1e", x) - np.sign(x) * out,), "exp(-|x|)·i0(x)")
 _register("i1e", 1, lambda out, x: (apply("i0e", x) - _x_over(x, out, 0.5) - np.sign(x) * out,),
           "exp(-|x|)·i1(x)")
+
+
+# -- incomplete gamma and beta functions -------------------------------------------------------
+def _gamma_density(a, x):
+    """∂P(a, x)/∂x = x^(a-1) e^-x / Γ(a) (xlogy: 1 at x = 0 for a = 1)."""
+    return np.exp(apply("xlogy", a - 1.0, x) - x - apply("gammaln", a))
+
+
+def _gammainc_da_impl(a, x):
+    a, x = np.asarray(a), np.asarray(x)
+    with np.errstate(all="ignore"):
+        out = gammainc_da(a, x, special().gammaln, special().digamma)
+    return out.astype(_result_dtype((a, x)), copy=False)
+
+
+def _gammainc_da_jax(a, x):
+    from jax import lax
+    dtype = _result_dtype((a, x))
+    return lax.igamma_grad_a(a.astype(dtype), x.astype(dtype))
+
+
+# its derivative in x is that of ∂P/∂x in a; in a (P's second derivative) it has none,
+# as in JAX
+_register("gammainc_da", 2,
+          lambda out, a, x: (NoDerivative("the second derivative of gammainc (gammaincc) "
+                                          "with respect to a is not implemented"),
+                             _gamma_density(a, x) * (np.log(x) - apply("digamma", a))),
+          "∂/∂a of scipy.special.gammainc(a, x) (a series on NumPy: ir/prims/incomplete_gamma.py)",
+          jax=_gammainc_da_jax, scipy=False, impl=_gammainc_da_impl)
+_register("gammainc", 2,
+          lambda out, a, x: (apply("gammainc_da", a, x), _gamma_density(a, x)),
+          "the regularized lower incomplete gamma function P(a, x)")
+_register("gammaincc", 2,
+          lambda out, a, x: (-apply("gammainc_da", a, x), -_gamma_density(a, x)),
+          "the regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x)")
+
+
+# the inverses in x: dx/dy = 1/(∂P/∂x), dx/da = -(∂P/∂a)/(∂P/∂x) (Q's: the same in a)
+def _gammaincinv_partials(sign):
+    def partials(out, a, y):
+        density = _gamma_density(a, out)
+        return (-apply("gammainc_da", a, out) / density, sign / density)
+    return partials
+
+
+_host("gammaincinv", 2, _gammaincinv_partials(1.0), "x such that gammainc(a, x) = y")
+_host("gammainccinv", 2, _gammaincinv_partials(-1.0), "x such that gammaincc(a, x) = y")
+
+
+def _betainc_partials(out, a, b, x):
+    no = NoDerivative("scipy.special.betainc(a, b, x) is differentiable in x only: its "
+                      "derivatives with respect to a and b are not implemented (nor in JAX)")
+    density = np.exp(apply("xlogy", a - 1.0, x) + apply("xlog1py", b - 1.0, -x)
+                     - apply("betaln", a, b))
+    return (no, no, density)
+
+
+_register("betainc", 3, _betainc_partials, "the regularized incomplete beta function I_x(a, b)")
+
+
+# -- Bessel functions -----------------------------------------------------------------------------
+# jsp has none of these (its bessel_jn is good to ~1e-10): lowered to SciPy on the host.
+# The derivatives in x are the recurrences (DLMF 10.6.1, 10.29.1); in a real order, none.
+def _order(name):
+    return NoDerivative(f"scipy.special.{name}(v, x) is differentiable in x only: its "
+                        f"derivative with respect to the order v is not implemented")
+
+
+_host("j0", 1, lambda out, x: (-apply("j1", x),), "Bessel function of the first kind, order 0")
+_host("j1", 1, lambda out, x: (apply("j0", x) - _x_over(x, out, 0.5),),
+      "Bessel function of the first kind, order 1")
+_host("y0", 1, lambda out, x: (-apply("y1", x),), "Bessel function of the second kind, order 0")
+_host("y1", 1, lambda out, x: (apply("y0", x) - out / x,),
+      "Bessel function of the second kind, order 1")
+_host("jv", 2, lambda out, v, x: (_order("jv"),
+                                  0.5 * (apply("jv", v - 1.0, x) - apply("jv", v + 1.0, x))),
+      "Bessel function of the first kind, real order v (scipy.special.jn is the same ufunc)")
+_host("yv", 2, lambda out, v, x: (_order("yv"),
+                                  0.5 * (apply("yv", v - 1.0, x) - apply("yv", v + 1.0, x))),
+      "Bessel function of the second kind, real order v")
+_host("yn", 2, lambda out, n, x: (None, 0.5 * (apply("yn", n - 1, x) - apply("yn", n + 1, x))),
+      "Bessel function of the second kind, integer order n (not differentiated)",
+      nondiff_args=(0,))
+_host("iv", 2, lambda out, v, x: (_order("iv"),
+                                  0.5 * (apply("iv", v - 1.0, x) + apply("iv", v + 1.0, x))),
+      "modified Bessel function of the first kind, real order v")
+_host("ive", 2, lambda out, v, x: (
+    _order("ive"),
+    0.5 * (apply("ive", v - 1.0, x) + apply("ive", v + 1.0, x)) - np.sign(x) * out),
+    "exp(-|x|)·iv(v, x)")
+_host("kv", 2, lambda out, v, x: (_order("kv"),
+                                  -0.5 * (apply("kv", v - 1.0, x) + apply("kv", v + 1.0, x))),
+      "modified Bessel function of the second kind, real order v")
+_host("kve", 2, lambda out, v, x: (
+    _order("kve"), out - 0.5 * (apply("kve", v - 1.0, x) + apply("kve", v + 1.0, x))),
+    "exp(x)·kv(v, x)")
+_host("k0", 1, lambda out, x: (-apply("k1", x),),
+      "modified Bessel function of the second kind, order 0")
+_host("k1", 1, lambda out, x: (-apply("k0", x) - out / x,),
+      "modified Bessel function of the second kind, order 1")
+_host("k0e", 1, lambda out, x: (out - apply("k1e", x),), "exp(x)·k0(x)")
+_host("k1e", 1, lambda out, x: (out - apply("k0e", x) - out / x,), "exp(x)·k1(x)")
+
+
+# -- 1/Γ and the sign of Γ -----------------------------------------------------------------------
+def _rgamma_partials(out, x):
+    # -ψ(x)/Γ(x), except at the poles of Γ (x = -n) where 1/Γ is 0 and its slope
+    # (-1)^n n!; each branch sees safe operands, so neither makes a NaN for the other
+    pole = (x <= 0) & (x == np.floor(x))
+    away = np.where(pole, 0.5, x)
+    at_pole = apply("gamma", 1.0 - np.where(pole, x, 0.0)) * np.cos(np.pi * np.where(pole, x, 0.0))
+    return (np.where(pole, at_pole, -apply("digamma", away) * apply("rgamma", away)),)
+
+
+def _rgamma_jax(x):
+    import jax.numpy as jnp
+    import jax.scipy.special as jsp
+    x = x.astype(_result_dtype((x,)))
+    pole = (x <= 0) & (x == jnp.floor(x))
+    safe = jnp.where(pole, 0.5, x)
+    return jnp.where(pole, 0.0, jsp.gammasgn(safe) * jnp.exp(-jsp.gammaln(safe)))
+
+
+_register("rgamma", 1, _rgamma_partials, "1/Γ(x), 0 at the poles of Γ", jax=_rgamma_jax)
+# piecewise constant: no derivative flows (as np.sign)
+_register("gammasgn", 1, None, "the sign of Γ(x)")
