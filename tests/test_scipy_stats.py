@@ -179,3 +179,12 @@ def test_distribution_functions_compile_on_both_backends():
             assert_close(g, w, 1e-12, backend)
     for g, d in zip(want, fd_vjp(f, [x, np.float64(1.7)], 1.0)):
         assert_close(g, d, 1e-7, "finite differences", floor=1.0)
+
+
+def test_multivariate_normal_entropy():
+    for cov in (COV, np.array([1.0, 2.0, 0.5]), 2.0):
+        assert_close(ts.multivariate_normal.entropy(MEAN, cov),
+                     np.float64(sst.multivariate_normal.entropy(MEAN, cov)), 1e-12, "value")
+    # d/dcov 0.5 log det cov = 0.5 inv(cov) (through the symmetric part)
+    g = tg.grad(lambda c: ts.multivariate_normal.entropy(MEAN, _sym(c)))(COV)
+    assert_close(g, 0.5 * np.linalg.inv(COV), 1e-12, "gradient")

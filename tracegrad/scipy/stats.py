@@ -245,5 +245,20 @@ def _mvn_logpdf(x, mean=None, cov=1, allow_singular=False):
     return -0.5 * (dim * math.log(2.0 * math.pi) + logdet + maha)
 
 
+def _mvn_entropy(mean=None, cov=1):
+    """``0.5 · log det(2πe · cov)``; ``cov`` a matrix, a vector of variances or a number
+    (then of dimension ``len(mean)``, or 1)."""
+    if np.ndim(cov) >= 2:
+        dim = np.shape(cov)[-1]
+        logdet = 2.0 * np.sum(np.log(np.diagonal(np.linalg.cholesky(cov))))
+    else:
+        dim = np.shape(mean)[-1] if mean is not None and np.ndim(mean) else 1
+        var = cov * np.ones(dim) if np.ndim(cov) == 0 else cov
+        dim = np.shape(var)[-1]
+        logdet = np.sum(np.log(var))
+    return 0.5 * (dim * (1.0 + math.log(2.0 * math.pi)) + logdet)
+
+
 _mvn_logpdf.__name__ = "logpdf"
-multivariate_normal = SimpleNamespace(logpdf=_mvn_logpdf, pdf=_exp(_mvn_logpdf))
+multivariate_normal = SimpleNamespace(logpdf=_mvn_logpdf, pdf=_exp(_mvn_logpdf),
+                                      entropy=_mvn_entropy)
