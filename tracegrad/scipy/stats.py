@@ -1,9 +1,14 @@
-"""``scipy.stats`` densities with SciPy's signatures, on traced and plain values alike:
-``norm``, ``t``, ``multivariate_normal``, ``gamma``, ``beta``, ``poisson``, ``dirichlet``.
+"""``scipy.stats`` densities and distribution functions with SciPy's signatures, on traced
+and plain values alike: ``norm``, ``t``, ``multivariate_normal``, ``gamma``, ``beta``,
+``chi2``, ``poisson``, ``dirichlet``.
 
 Each distribution is a namespace of functions (``norm.logpdf(x, loc=0, scale=1)``), as in
 ``jax.scipy.stats``. Outside the support a log-density is ``-inf`` (as SciPy's); the
-derivatives are those of the formulas inside it.
+derivatives are those of the formulas inside it. The distribution functions are the
+incomplete gamma and beta functions of ``tracegrad.scipy.special``, so they differentiate
+as those do: ``gamma``'s, ``chi2``'s and ``poisson``'s in every continuous parameter; ``t``'s
+and ``beta``'s not in ``df`` nor ``a``, ``b`` (``betainc``'s shape parameters: a
+``TraceError``), as in JAX.
 """
 from __future__ import annotations
 
@@ -15,7 +20,7 @@ import numpy as np
 from . import special
 from .linalg import solve_triangular
 
-__all__ = ["beta", "dirichlet", "gamma", "multivariate_normal", "norm", "poisson", "t"]
+__all__ = ["beta", "chi2", "dirichlet", "gamma", "multivariate_normal", "norm", "poisson", "t"]
 
 LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
@@ -26,6 +31,16 @@ def _exp(logf):
     f.__name__ = logf.__name__.replace("log", "", 1)
     f.__doc__ = f"``exp({logf.__name__}(...))``."
     return f
+
+
+def _log(f):
+    def logf(*args, **kwargs):
+        with np.errstate(divide="ignore"):      # log(0) = -inf, silently (as SciPy's)
+            return np.log(f(*args, **kwargs))
+    name = f.__name__.lstrip("_").split("_", 1)[-1]
+    logf.__name__ = logf.__qualname__ = f"log{name}"
+    logf.__doc__ = f"``log({name}(...))``."
+    return logf
 
 
 def _float(x):
@@ -74,8 +89,24 @@ def _t_logpdf(x, df, loc=0, scale=1):
             - np.log(scale) - half * np.log1p(z * z / df))
 
 
+def _t_cdf(x, df, loc=0, scale=1):
+    z = (x - loc) / scale
+    # the tail P(T > |z|) = I_{df/(df+z²)}(df/2, 1/2)/2 is accurate far out on either side;
+    # at z = 0 its derivative is ∞·0, so there the cdf is 1/2 + z·pdf(0) (value and slope)
+    at_zero = z == 0
+    zs = np.where(at_zero, 1.0, z)
+    tail = 0.5 * special.betainc(0.5 * df, 0.5, df / (df + zs * zs))
+    slope = np.exp(_t_logpdf(0.0, df))
+    return np.where(at_zero, 0.5 + z * slope, np.where(zs < 0, tail, 1.0 - tail))
+
+
+def _t_sf(x, df, loc=0, scale=1):
+    return _t_cdf(-x, df, -loc, scale)
+
+
 _t_logpdf.__name__ = "logpdf"
-t = SimpleNamespace(logpdf=_t_logpdf, pdf=_exp(_t_logpdf))
+t = SimpleNamespace(logpdf=_t_logpdf, pdf=_exp(_t_logpdf), cdf=_t_cdf, logcdf=_log(_t_cdf),
+                    sf=_t_sf, logsf=_log(_t_sf))
 
 
 # -- gamma ----------------------------------------------------------------------------------------
@@ -87,8 +118,34 @@ def _gamma_logpdf(x, a, loc=0, scale=1):
     return np.where(inside, value, -np.inf)
 
 
+def _gamma_cdf(x, a, loc=0, scale=1):
+    y = (x - loc) / scale
+    inside = y > 0
+    return np.where(inside, special.gammainc(a, np.where(inside, y, 1.0)), 0.0)
+
+
+def _gamma_sf(x, a, loc=0, scale=1):
+    y = (x - loc) / scale
+    inside = y > 0
+    return np.where(inside, special.gammaincc(a, np.where(inside, y, 1.0)), 1.0)
+
+
 _gamma_logpdf.__name__ = "logpdf"
-gamma = SimpleNamespace(logpdf=_gamma_logpdf, pdf=_exp(_gamma_logpdf))
+gamma = SimpleNamespace(logpdf=_gamma_logpdf, pdf=_exp(_gamma_logpdf), cdf=_gamma_cdf,
+                        logcdf=_log(_gamma_cdf), sf=_gamma_sf, logsf=_log(_gamma_sf))
+
+
+# -- chi2: gamma(df/2, scale=2) -------------------------------------------------------------------
+def _chi2(fn, name):
+    def f(x, df, loc=0, scale=1):
+        return fn(x, 0.5 * df, loc, 2.0 * scale)
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"``scipy.stats.chi2.{name}(x, df, loc=0, scale=1)``."
+    return f
+
+
+chi2 = SimpleNamespace(**{name: _chi2(getattr(gamma, name), name)
+                          for name in ("logpdf", "pdf", "cdf", "logcdf", "sf", "logsf")})
 
 
 # -- beta -----------------------------------------------------------------------------------------
@@ -101,8 +158,24 @@ def _beta_logpdf(x, a, b, loc=0, scale=1):
     return np.where(inside, value, -np.inf)
 
 
+def _beta_cdf(x, a, b, loc=0, scale=1):
+    y = (x - loc) / scale
+    inside = (y > 0) & (y < 1)
+    value = special.betainc(a, b, np.where(inside, y, 0.5))
+    return np.where(inside, value, np.where(y <= 0, 0.0, 1.0))
+
+
+def _beta_sf(x, a, b, loc=0, scale=1):
+    # I_{1-y}(b, a): accurate where the cdf is near 1
+    y = (x - loc) / scale
+    inside = (y > 0) & (y < 1)
+    value = special.betainc(b, a, 1.0 - np.where(inside, y, 0.5))
+    return np.where(inside, value, np.where(y <= 0, 1.0, 0.0))
+
+
 _beta_logpdf.__name__ = "logpdf"
-beta = SimpleNamespace(logpdf=_beta_logpdf, pdf=_exp(_beta_logpdf))
+beta = SimpleNamespace(logpdf=_beta_logpdf, pdf=_exp(_beta_logpdf), cdf=_beta_cdf,
+                       logcdf=_log(_beta_cdf), sf=_beta_sf, logsf=_log(_beta_sf))
 
 
 # -- poisson --------------------------------------------------------------------------------------
@@ -114,8 +187,22 @@ def _poisson_logpmf(k, mu, loc=0):
     return np.where(inside, value, -np.inf)
 
 
+def _poisson_cdf(k, mu, loc=0):
+    """Q(floor(k) + 1, mu): differentiable in mu (k is discrete)."""
+    k = np.floor(_float(k - loc))
+    inside = k >= 0
+    return np.where(inside, special.gammaincc(np.where(inside, k, 0.0) + 1.0, mu), 0.0)
+
+
+def _poisson_sf(k, mu, loc=0):
+    k = np.floor(_float(k - loc))
+    inside = k >= 0
+    return np.where(inside, special.gammainc(np.where(inside, k, 0.0) + 1.0, mu), 1.0)
+
+
 _poisson_logpmf.__name__ = "logpmf"
-poisson = SimpleNamespace(logpmf=_poisson_logpmf, pmf=_exp(_poisson_logpmf))
+poisson = SimpleNamespace(logpmf=_poisson_logpmf, pmf=_exp(_poisson_logpmf), cdf=_poisson_cdf,
+                          logcdf=_log(_poisson_cdf), sf=_poisson_sf, logsf=_log(_poisson_sf))
 
 
 # -- dirichlet ------------------------------------------------------------------------------------

@@ -93,8 +93,10 @@ def _fraction(a, x, gammaln, digamma):
         new = num1 / den1
         dnew = (dnum1 - new * dden1) / den1
         done = settled >= 3
+        # dnew is a difference: its rounding is relative to the terms, not to itself
+        dscale = (np.abs(dnum1) + np.abs(new * dden1)) / np.abs(den1)
         still = ((np.abs(new - value) <= TOL * np.abs(new))
-                 & (np.abs(dnew - dvalue) <= TOL * np.abs(dnew)))
+                 & (np.abs(dnew - dvalue) <= TOL * dscale))
         settled = np.where(done, settled, np.where(still, settled + 1, 0))
         value, dvalue = np.where(done, value, new), np.where(done, dvalue, dnew)
         if np.all(settled >= 3):

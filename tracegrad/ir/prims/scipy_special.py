@@ -1,4 +1,5 @@
-"""``scipy.special`` functions as primitives: gammaln, digamma, erf, ndtr, expit, ...
+"""``scipy.special`` functions as primitives: gammaln, digamma, erf, ndtr, expit, gammainc,
+betainc, the Bessel functions, ...
 
 Most of them are ufuncs, so a traced call (``scipy.special.gammaln(x)`` on a tracer)
 reaches the tracer's ``__array_ufunc__``; the entry's ``extra["scipy"]`` names the
@@ -9,7 +10,15 @@ inside the implementations, which raise a ``TraceError`` saying how to install i
 is missing. The derivative rules apply these primitives again (``digamma`` is
 ``gammaln``'s derivative, ``polygamma(n + 1, x)`` that of ``polygamma(n, x)``), so they
 differentiate to any order. The JAX lowering is ``jax.scipy.special``'s function of the
-same name (``erfcinv``, which JAX lacks, through ``ndtri``).
+same name (``erfcinv``, which JAX lacks, through ``ndtri``); the functions JAX lacks
+altogether (most Bessel functions, the inverse incomplete gamma functions) call SciPy's
+on the host (``jax.pure_callback``).
+
+Some partial derivatives do not exist here: a Bessel function's in its real order,
+``betainc``'s in ``a`` and ``b``, the second of ``gammainc`` in ``a``. Their rules give a
+``NoDerivative`` in that slot, an error when that operand is differentiated and nothing
+otherwise. ``gammainc``'s first derivative in ``a`` is the primitive ``gammainc_da``, a
+series on NumPy (``incomplete_gamma.py``) lowered to JAX's ``igamma_grad_a``.
 
 Every entry is real only (``complex=False``): differentiating through complex operands
 raises ``TraceError``.
