@@ -53,6 +53,12 @@ def test_values_are_scipys():
     assert_close(odeint(oscillator, y0, T, args=(2.0, 0.3), rtol=1e-10, atol=1e-10),
                  scipy_odeint(oscillator, y0, T, args=(2.0, 0.3), rtol=1e-10, atol=1e-10), 1e-15,
                  "SciPy-style args=")
+    # SciPy's positional args: one tuple in args' place holds the extra arguments
+    assert_close(odeint(oscillator, y0, T, (2.0, 0.3)),
+                 scipy_odeint(oscillator, y0, T, (2.0, 0.3)), 1e-15, "SciPy positional tuple")
+    g = tg.grad(lambda k: np.sum(odeint(oscillator, y0, T, (k, 0.3))))(2.0)
+    g_kw = tg.grad(lambda k: np.sum(odeint(oscillator, y0, T, args=(k, 0.3))))(2.0)
+    assert g == g_kw
 
 
 @pytest.mark.parametrize("backend", [None, "numpy", "jax"])

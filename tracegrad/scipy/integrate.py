@@ -60,8 +60,10 @@ def _scipy_odeint():
 def odeint(func, y0, t, *args, rtol=None, atol=None, mxstep=0, hmax=0.0, **kwargs):
     """Integrate ``dy/dt = func(y, t, *args)`` from ``y(t[0]) = y0``; ``y`` at every ``t``.
 
-    JAX's signature (``jax.experimental.ode.odeint(func, y0, t, *args)``) and SciPy's
-    extra arguments as a keyword (``args=(...)``) both work.
+    SciPy's signature (``args=(...)``, or one tuple in ``args``' place: ``odeint(func, y0,
+    t, (a, b))`` calls ``func(y, t, a, b)``, as SciPy does) and JAX's
+    (``jax.experimental.ode.odeint(func, y0, t, a, b)``) both work. A single pytree
+    argument that is a tuple must therefore be passed as ``args=((a, b),)``.
 
     Args:
         func: ``func(y, t, *args)``, plain NumPy code giving ``dy/dt`` with ``y``'s
@@ -74,7 +76,8 @@ def odeint(func, y0, t, *args, rtol=None, atol=None, mxstep=0, hmax=0.0, **kwarg
             lists, dicts, registered classes), as JAX's ``odeint`` takes.
         t: the times, increasing or decreasing (a gradient flows to them too).
         *args: extra arguments of ``func``: arrays, numbers or pytrees of them (a list of
-            ``(W, b)`` layers); derivatives flow to their float leaves.
+            ``(W, b)`` layers); derivatives flow to their float leaves. One tuple here is
+            SciPy's ``args`` (its items are the extra arguments).
         rtol, atol, mxstep, hmax: passed to ``scipy.integrate.odeint``, as are its
             other solver options (``h0``, ``hmin``, ``tcrit``, ``mxordn``, ...) and
             ``tfirst=True`` (``func(t, y, *args)``). Every solve a derivative makes uses
@@ -90,6 +93,8 @@ def odeint(func, y0, t, *args, rtol=None, atol=None, mxstep=0, hmax=0.0, **kwarg
         TraceError: ``t`` is not 1-d, or ``func``'s result has another structure or size
             than ``y0``.
     """
+    if len(args) == 1 and isinstance(args[0], tuple):
+        args = args[0]      # SciPy's positional ``args``: one tuple of extra arguments
     if "args" in kwargs:
         if args:
             raise TypeError("odeint() got both positional extra arguments and args=")
