@@ -47,7 +47,6 @@ SKIP = {
     "define_gradient": "autograd internals (defvjp, primitive)",
     "rkhs": "autograd internals (Box, VSpace)", "dot_graph": "autograd internals (tracer)",
     "print_trace": "autograd internals (tracer)",
-    "fixed_points": "autograd.misc.fixed_points (a custom primitive)",
     "__init__": "not a program",
 }
 
@@ -301,10 +300,23 @@ def _install_shim():
     scipy = module("autograd.scipy", special=special, stats=stats, integrate=integrate)
     scipy.__path__ = []
     ag.scipy = scipy
+    def fixed_point(f, a, x0, distance, tol):
+        """autograd's ``fixed_point`` on ``tg.custom_root``: the iteration as a
+        ``tg.while_loop``, the derivative the implicit one at the root found (autograd's
+        iterates the adjoint to ``tol`` too, so the two differ by about ``tol``)."""
+        def solve(_, guess):
+            step = f(a)
+            x, _ = tg.while_loop(lambda c: distance(c[0], c[1]) > tol,
+                                 lambda c: (step(c[0]), c[0]), (step(guess), guess))
+            return x
+        return tg.custom_root(lambda x: f(a)(x) - x, x0, solve, lambda g, y: y / g(1.0))
+
+    module("autograd.misc.fixed_points", fixed_point=fixed_point)
     module("autograd.misc.flatten", flatten=flatten, flatten_func=flatten_func)
     opt = module("autograd.misc.optimizers", adam=_flat_optimizer(_adam),
                  sgd=_flat_optimizer(_sgd))
-    misc = module("autograd.misc", flatten=flatten, optimizers=opt)
+    misc = module("autograd.misc", flatten=flatten, optimizers=opt,
+                  fixed_points=sys.modules["autograd.misc.fixed_points"])
     misc.__path__ = []
     ag.misc = misc
     module("autograd.test_util", check_grads=check_grads)
