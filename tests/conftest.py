@@ -74,6 +74,17 @@ def _shifted(xs, i, j, h):
     return out
 
 
+def central_diff(f, x, eps=1e-6):
+    """The gradient of a scalar ``f`` at the float array ``x``, by central differences
+    one element at a time."""
+    g = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[i] = eps
+        g[i] = (f(x + e) - f(x - e)) / (2 * eps)
+    return g
+
+
 def fd_vjp(f, xs, ct, h=1e-6):
     """Central differences of ``<ct, f(*xs)>`` with respect to every element of every ``xs``:
     the vector-Jacobian product, one array per operand (float64 or complex128 only).

@@ -3,7 +3,7 @@
 central differences of SciPy's own functions; jit on both backends, vmap, second order."""
 import numpy as np
 import pytest
-from conftest import bounded
+from conftest import bounded, central_diff
 
 ss = pytest.importorskip("scipy.signal")
 
@@ -33,15 +33,6 @@ def _inputs(i, complex_=False, seed=0):
 def _case_id(case):
     i, mode = case
     return f"{'x'.join(map(str, SHAPES[i][0]))}-{'x'.join(map(str, SHAPES[i][1]))}-{mode}"
-
-
-def central_diff(f, x, eps=1e-6):
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[i] = eps
-        g[i] = (f(x + e) - f(x - e)) / (2 * eps)
-    return g
 
 
 def _pairs(i):

@@ -3,6 +3,7 @@ logpdf/pdf, against SciPy's values and central differences of SciPy's own functi
 (both read the lower triangle of cov, so the upper entries' derivatives are 0 in both)."""
 import numpy as np
 import pytest
+from conftest import central_diff
 
 scipy_stats = pytest.importorskip("scipy.stats")
 
@@ -18,15 +19,6 @@ SING = B @ B.T                                   # rank 2
 MU = RNG.standard_normal(4)
 ON = MU + (B @ RNG.standard_normal((2, 3))).T    # three points on SING's support
 OFF = RNG.standard_normal((3, 4))
-
-
-def central_diff(f, x, eps=1e-6):
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[i] = eps
-        g[i] = (f(x + e) - f(x - e)) / (2 * eps)
-    return g
 
 
 @pytest.mark.parametrize("cov", [FULL, SING, np.diag([1.0, 2.0, 0.5, 3.0]),

@@ -7,19 +7,11 @@ is 0 there, as for np.abs at 0 (the smallest subgradient). Elsewhere the derivat
 the ordinary one, checked against central differences."""
 import numpy as np
 import pytest
+from conftest import central_diff
 
 import tracegrad as tg
 
 RNG = np.random.default_rng(11)
-
-
-def central_diff(f, x, eps=1e-6):
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[i] = eps
-        g[i] = (f(x + e) - f(x - e)) / (2 * eps)
-    return g
 
 
 CASES = [  # (shape, axis, keepdims)
