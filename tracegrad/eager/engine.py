@@ -269,20 +269,6 @@ def _stage(root_nodes, seeds, targets, create_graph, handles, nodes, cut, Tensor
     return result, list(args)
 
 
-def _collect_cut(roots, cut):
-    """``collect`` that does not go on below the nodes in ``cut``."""
-    found = {}
-    stack = list(roots)
-    while stack:
-        h = stack.pop()
-        if h._id in found:
-            continue
-        found[h._id] = h
-        if h._id not in cut:
-            stack.extend(h._parents)
-    return found
-
-
 def _leading_to(handles, targets):
     """The nodes among ``handles`` with a path to one of ``targets`` (PyTorch runs only
     the backward nodes on such paths). A node's parents were recorded before it."""
@@ -339,7 +325,7 @@ def _staged(root_nodes, seeds, targets, create_graph, handles, functions, Tensor
                     stage_seeds.append(v)
             if stage_roots:
                 cut = functions.keys() | (inputs - released)
-                nodes = _collect_cut([handles[n] for n in stage_roots], cut)
+                nodes = collect([handles[n] for n in stage_roots], cut)
                 ran.update(nodes)
                 outs, args = _stage(stage_roots, stage_seeds,
                                     list(targets) + [n for n in nodes if n in cut],

@@ -311,8 +311,9 @@ def recorded_graph(*tensors) -> Graph:
     return graph
 
 
-def collect(roots) -> dict:
-    """node id -> Node for every node the ``roots`` (Node objects) depend on."""
+def collect(roots, cut=frozenset()) -> dict:
+    """node id -> Node for every node the ``roots`` (Node objects) depend on, not going on
+    below the node ids in ``cut``."""
     found = {}
     stack = list(roots)
     while stack:
@@ -320,5 +321,6 @@ def collect(roots) -> dict:
         if h._id in found:
             continue
         found[h._id] = h
-        stack.extend(h._parents)
+        if h._id not in cut:
+            stack.extend(h._parents)
     return found

@@ -729,16 +729,22 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                 running_var._vc.v += 1
 
         def norm(x):
-            m = np.mean(x, axis=axes, keepdims=True)
-            d = x - m
-            v = np.mean(d * d, axis=axes, keepdims=True)
-            return d / np.sqrt(v + eps)
+            return _standardize(x, axes, eps)
     else:
         m = running_mean._data.reshape(bshape).astype(input.dtype, copy=False)
         inv = 1.0 / np.sqrt(running_var._data.reshape(bshape).astype(input.dtype, copy=False)
                             + eps)
         norm = lambda x: (x - m) * inv
     return _affine(norm, input, weight, bias, bshape, "NativeBatchNormBackward0")
+
+
+def _standardize(x, axes, eps):
+    """``x`` less its mean over ``axes``, over the root of its biased variance plus ``eps``
+    (the normalisation of batch, instance, layer and group norm)."""
+    m = np.mean(x, axis=axes, keepdims=True)
+    d = x - m
+    v = np.mean(d * d, axis=axes, keepdims=True)
+    return d / np.sqrt(v + eps)
 
 
 def _affine(norm, input, weight, bias, shape, name):
@@ -788,10 +794,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     axes = tuple(range(input.dim() - k, input.dim()))
 
     def norm(x):
-        m = np.mean(x, axis=axes, keepdims=True)
-        d = x - m
-        v = np.mean(d * d, axis=axes, keepdims=True)
-        return d / np.sqrt(v + eps)
+        return _standardize(x, axes, eps)
     return _affine(norm, input, weight, bias, normalized_shape, "NativeLayerNormBackward0")
 
 
@@ -805,11 +808,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     gshape = (n, num_groups, -1)
 
     def norm(x):
-        g = np.reshape(x, gshape)
-        m = np.mean(g, axis=2, keepdims=True)
-        d = g - m
-        v = np.mean(d * d, axis=2, keepdims=True)
-        return np.reshape(d / np.sqrt(v + eps), (n, c) + rest)
+        return np.reshape(_standardize(np.reshape(x, gshape), 2, eps), (n, c) + rest)
     return _affine(norm, input, weight, bias, (1, c) + (1,) * len(rest),
                    "NativeGroupNormBackward0")
 
@@ -1060,10 +1059,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
             running_var._vc.v += 1
 
     def norm(x):
-        m = np.mean(x, axis=axes, keepdims=True)
-        d = x - m
-        v = np.mean(d * d, axis=axes, keepdims=True)
-        return d / np.sqrt(v + eps)
+        return _standardize(x, axes, eps)
     return _affine(norm, input, weight, bias, bshape, "NativeBatchNormBackward0")
 
 
