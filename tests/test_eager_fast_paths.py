@@ -26,7 +26,7 @@ from tracegrad.eager.tape import TAPE
 
 DTYPES = ["bool", "uint8", "int8", "int32", "int64", "float16", "float32", "float64",
           "complex64"]
-NUMBERS = {"bool": True, "int": 3, "negint": -2, "float": 2.5}
+NUMBERS = {"bool": True, "int": 3, "negint": -2, "float": 2.5, "two": 2}
 OPERANDS = ([("tensor", d) for d in DTYPES] + [("0-d", d) for d in DTYPES]
             + [("number", n) for n in NUMBERS])
 OPS = {
@@ -35,7 +35,18 @@ OPS = {
     "mul": lambda a, b: a * b, "div": lambda a, b: a / b, "rdiv": lambda a, b: b / a,
     "pow": lambda a, b: a ** b, "lt": lambda a, b: a < b, "eq": lambda a, b: a == b,
     "maximum": lambda a, b: a.maximum(b),
+    "sum": lambda a, b: (a * b).sum() if isinstance(a, tg.Tensor) else (b * a).sum(),
+    "sub_": lambda a, b: _in_place(a, b, "sub_"), "mul_": lambda a, b: _in_place(a, b, "mul_"),
 }
+
+
+def _in_place(a, b, method):
+    """``a.clone()`` changed in place under no_grad (the fast in-place path)."""
+    if not isinstance(a, tg.Tensor):
+        a, b = b, a
+    with tg.no_grad():
+        c = a.clone()
+        return getattr(c, method)(b)
 
 
 def _operand(kind, dtype, grad):

@@ -13,7 +13,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from ..ir import Graph
+from ..ir import Graph, apply
 from ..ir.evaluate import evaluate
 from ..passes.adjoint import backward_graph
 from ..runtime.codegen import generate
@@ -22,7 +22,7 @@ from ..tracer import source_override
 from . import anomaly, grad_mode, profiler
 from .dispatch import _tensor_class  # tg.Tensor: tensor.py imports this module
 from .promotion import type_name
-from .tape import TAPE, AccumulateGrad, EagerTracer, RuleRef, Saved, collect
+from .tape import TAPE, AccumulateGrad, EagerTracer, Saved, collect
 
 _FREED = ("Trying to backward through the graph a second time (or directly access saved "
           "tensors after they have already been freed). Saved intermediate values of the graph "
@@ -33,6 +33,7 @@ _NO_GRAD = "element {i} of tensors does not require grad and does not have a gra
 _CACHE: OrderedDict = OrderedDict()
 _CACHE_SIZE = 64
 _COMPILE_AFTER = 2          # uses of a backward graph before it is compiled to Python
+_NONE: dict = {}
 
 
 class _Plan:
@@ -94,7 +95,7 @@ def _freeze(v):
     return v
 
 
-def _key(order, local, roots, wrt, taps, cut):
+def _key(order, local, roots, wrt, taps, cut, functions):
     nodes = TAPE.graph.by_id
     parts = []
     at = local.__getitem__
@@ -103,6 +104,8 @@ def _key(order, local, roots, wrt, taps, cut):
         op = d.op
         if op == "input" or op == "const" or n in cut:
             parts.append((d.shape, d.dtype))
+        elif n in functions:    # its rule is looked up when the plan runs (_FunctionSlot)
+            parts.append((op, tuple(map(at, d.args)), d.shape, d.dtype, d.params["index"]))
         else:
             params = d.params
             parts.append((op, tuple(map(at, d.args)), d.shape, d.dtype,
@@ -110,32 +113,35 @@ def _key(order, local, roots, wrt, taps, cut):
     return (tuple(parts), tuple(map(at, roots)), tuple(map(at, wrt)), tuple(map(at, taps)))
 
 
-def _forward_graph(order, roots, cut):
+def _forward_graph(order, roots, cut, functions):
     g = Graph()
     nodes = TAPE.graph.by_id
-    for n in order:
+    for k, n in enumerate(order):
         d = nodes[n]
         if d.op == "input" or d.op == "const" or n in cut:
             g.put(n, {"op": "input", "args": (), "shape": d.shape, "dtype": d.dtype,
                       "params": {"index": len(g.inputs)}, "src": d.src})
             g.inputs.append(n)
+        elif n in functions:
+            g.put(n, dict(d, params={"rule": _FunctionSlot(k), "index": d.params["index"]}))
         else:
             g.put(n, d)
     g.outputs = list(roots)
     return g
 
 
-def _plan(order, roots, wrt, taps, cut):
+def _plan(order, roots, wrt, taps, cut, functions=_NONE):
     local = {n: i for i, n in enumerate(order)}
     try:
-        key = _key(order, local, roots, wrt, taps, cut)
+        key = _key(order, local, roots, wrt, taps, cut, functions)
     except TypeError:
         key = None
     plan = _CACHE.get(key) if key is not None else None
     if plan is not None:
-        _CACHE.move_to_end(key)
+        if plan.uses & 15 == 0:     # now and then: hashing the key again costs
+            _CACHE.move_to_end(key)
         return plan
-    bw = backward_graph(_forward_graph(order, roots, cut), wrt, taps=taps)
+    bw = backward_graph(_forward_graph(order, roots, cut, functions), wrt, taps=taps)
     plan = _Plan(bw, local)
     if key is not None:
         _CACHE[key] = plan
@@ -201,6 +207,12 @@ def _run(roots, grads, targets, retain_graph, create_graph, handles):
         result, given = _stage(root_nodes, seeds, targets, create_graph, handles, handles,
                                functions, Tensor)
         sent, ran, rules = (), handles, ()
+    elif FUSED[0] and not create_graph and _fusable(functions):
+        result, given, sent, rules = _fused(root_nodes, seeds, targets, handles, functions,
+                                            Tensor)
+        # a Function whose backward did not run (no input needed it) keeps its values
+        called = {id(r) for r in rules}
+        ran = [n for n in handles if n not in functions or id(functions[n]) in called]
     else:
         result, given, sent, ran, rules = _staged(root_nodes, seeds, targets, create_graph,
                                                   handles, functions, Tensor)
@@ -220,24 +232,24 @@ def _run(roots, grads, targets, retain_graph, create_graph, handles):
 def _functions(handles):
     """The tape nodes among ``handles`` that are outputs of a custom ``Function`` applied
     eagerly: node -> its ``apply``'s rule (``autograd/function.py``)."""
-    nodes = TAPE.graph.by_id
     found = {}
-    for n in handles:
-        d = nodes.get(n)
-        if d is not None and d.op == _FUNCTION:
-            rule = d.params["rule"]
-            if type(rule) is RuleRef:
-                rule = rule()
-            if getattr(rule, "nodes", None):
-                found[n] = rule
+    for n, h in handles.items():
+        rule = h._rule
+        if rule is not None and rule.nodes:
+            found[n] = rule
     return found
 
 
-def _stage(root_nodes, seeds, targets, create_graph, handles, nodes, cut, Tensor):
+def _stage(root_nodes, seeds, targets, create_graph, handles, nodes, cut, Tensor,
+           functions=_NONE, run=None):
     """One backward graph over ``nodes`` (a part of ``handles``; the nodes in ``cut``
     taken as inputs) from ``seeds`` at ``root_nodes``: node -> cotangent for the
-    ``targets`` among ``nodes``, and the arrays the graph was given."""
+    ``targets`` among ``nodes``, and the arrays the graph was given. The custom
+    Functions' nodes in ``functions`` are in the graph, their backwards called while it
+    runs (``_fused``: ``run``)."""
     order = sorted(nodes)
+    if run is not None:
+        run.order = order
     taps = [n for n in order if nodes[n]._hooks and type(nodes[n]) is not AccumulateGrad
             and n not in cut]
     for n in taps:
@@ -246,7 +258,7 @@ def _stage(root_nodes, seeds, targets, create_graph, handles, nodes, cut, Tensor
                                "eager autograd yet (PyTorch's conjugate-Wirtinger gradients "
                                "are not implemented)")
     wrt = [n for n in dict.fromkeys(list(targets) + taps) if n in nodes]
-    plan = _plan(order, root_nodes, wrt, taps, cut)
+    plan = _plan(order, root_nodes, wrt, taps, cut, functions)
     _check_saved(plan, order, handles)
     saved = [handles[order[i]] for i in plan.saved]
     seed_args = [seeds[k] for k in plan.seeds]
@@ -267,6 +279,121 @@ def _stage(root_nodes, seeds, targets, create_graph, handles, nodes, cut, Tensor
         if pos is not None:
             result[n] = outs[pos]
     return result, list(args)
+
+
+# -- custom Functions inside one backward graph ---------------------------------------------
+# The common case of a graph with custom Functions: each has one differentiable output and
+# nothing asks for a double backward. Its node then stays in the graph: the adjoint pass
+# gives it a ``pure_callback`` node that calls the Function's backward on the concrete
+# cotangent while the (cached, compiled) backward graph runs, after every part of that
+# cotangent was summed, as PyTorch's engine calls it. The other cases go through
+# ``_staged``. ``FUSED[0] = False`` sends every case there (the differential test
+# compares both).
+FUSED = [True]
+_RUNNING: list = []         # the fused backward runs in progress, innermost last
+
+
+def _fusable(functions):
+    if profiler.current() is not None or anomaly.is_anomaly_enabled():
+        return False
+    for rule in functions.values():
+        if sum(n is not None for n in rule.nodes) != 1:
+            return False
+    return True
+
+
+class _FunctionSlot:
+    """The ``rule`` of a custom Function's node in a cached backward graph: the node's
+    position in the recorded graph, for which ``_Fused.call`` finds the ``apply`` that
+    recorded it this time."""
+    __slots__ = ("slot",)
+
+    def __init__(self, slot):
+        self.slot = slot
+
+    def __eq__(self, other):
+        return type(other) is _FunctionSlot and other.slot == self.slot
+
+    def __hash__(self):
+        return hash((_FunctionSlot, self.slot))
+
+    def __repr__(self):
+        return f"<custom Function at position {self.slot}>"
+
+    def backward(self, g, index, operands, out):
+        avals = tuple((tuple(o.shape), np.dtype(o.dtype)) for o in operands)
+        return list(apply("pure_callback", g, callback=_FunctionCall(self.slot, avals)))
+
+
+class _FunctionCall:
+    """``pure_callback``'s callback for ``_FunctionSlot``: the Function's backward."""
+    __slots__ = ("slot", "out_avals")
+    vectorized = False
+    name = "custom Function backward"
+
+    def __init__(self, slot, out_avals):
+        self.slot = slot
+        self.out_avals = out_avals
+
+    def __repr__(self):
+        return f"<backward of the custom Function at position {self.slot}>"
+
+    def run(self, operands):
+        return _RUNNING[-1].call(self.slot, operands[0], self.out_avals)
+
+
+class _Fused:
+    """What a fused backward's callbacks need: the recorded graph, and what they did."""
+    __slots__ = ("handles", "functions", "order", "sent", "rules", "dropped")
+
+    def __init__(self, handles, functions):
+        self.handles, self.functions = handles, functions
+        self.order = None
+        self.sent, self.rules = [], []
+        self.dropped = False        # some backward returned None for an input needing grad
+
+    def call(self, slot, ct, avals):
+        n = self.order[slot]
+        h = self.handles[n]
+        if h._freed:
+            raise RuntimeError(_FREED)
+        rule = self.functions[n]
+        self.rules.append(rule)     # (hooks on its output ran on ``ct``: a tap)
+        pending = rule.run({n: ct}, False, h)
+        operands = rule.operand_nodes
+        outs = [None] * len(operands)
+        for m, v in pending:
+            self.sent.append(m)
+            for k, o in enumerate(operands):
+                if o == m and outs[k] is None:
+                    # a buffer of the graph's own (it may be written into)
+                    outs[k] = np.array(v, dtype=avals[k][1], copy=True)
+                    break
+        for k, (shape, dtype) in enumerate(avals):
+            if outs[k] is None:
+                if type(self.handles[operands[k]]) is not Saved:
+                    self.dropped = True
+                outs[k] = np.zeros(shape, dtype)
+        return tuple(outs)
+
+
+def _fused(root_nodes, seeds, targets, handles, functions, Tensor):
+    """``_run`` through custom Functions whose nodes stay in the backward graph."""
+    run = _Fused(handles, functions)
+    _RUNNING.append(run)
+    try:
+        with grad_mode.set_grad_enabled(False):
+            result, given = _stage(root_nodes, seeds, targets, False, handles, handles,
+                                   _NONE, Tensor, functions, run)
+    finally:
+        _RUNNING.pop()
+    if run.dropped:
+        # a backward that returned None ends the path: what only it reached gets None,
+        # as in PyTorch, not the zeros the graph summed for it
+        seen = _reached(handles, root_nodes)
+        _reached(handles, run.sent, seen)
+        result = {n: v for n, v in result.items() if n in seen}
+    return result, given, run.sent, run.rules
 
 
 def _leading_to(handles, targets):

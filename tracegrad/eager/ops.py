@@ -11,7 +11,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from ..ir import apply
+from ..ir import REGISTRY, apply
 from ..tracer import Tracer
 from ..tracer import user_src as _user_src
 from ..tracer import where as _at_user_line
@@ -168,8 +168,10 @@ def _record_binary(fn, a, b, a_tensor, b_tensor, dtype, name):
                 type(cb) is EagerTracer and cb._weak is None or (
                 type(cb) is float or type(cb) is int)):
             out = TAPE.add(prim, (ca, cb), {})  # what fn(ca, cb) comes to on the tape
+            direct = ca is ia and cb is ib and a_tensor and b_tensor
         else:
             out = fn(ca, cb)
+            direct = False
     finally:
         TAPE.src = outer
     ins = (ia, ib)
@@ -183,13 +185,12 @@ def _record_binary(fn, a, b, a_tensor, b_tensor, dtype, name):
         # _from_tracer's steps for a new node
         handle = out._handle
         handle._name = name
-        inputs = _dispatch.edges(name, ins)
-        if inputs != handle._parents:
-            handle._inputs = inputs
-        t = Tensor._plain(out._value)
-        t._tracer = out
-        t._vc = handle._counter
-        return t
+        if not (direct and ia._dtype.kind in "fc" and ib._dtype.kind in "fc"):
+            # (else the node's parents are the operands: those are its edges)
+            inputs = _dispatch.edges(name, ins)
+            if inputs != handle._parents:
+                handle._inputs = inputs
+        return Tensor._recorded(out)
     out = _dispatch._owned(out, [i._value for i in ins if isinstance(i, EagerTracer)])
     return _dispatch._wrap(out, Tensor, name, ins, None)
 
@@ -215,7 +216,8 @@ def _true_divide(a, b):
 
 # the operations that are one primitive on tape tracers (EagerTracer.__array_ufunc__)
 _ONE_PRIMITIVE = {np.add: _DIRECT[np.add], np.subtract: _DIRECT[np.subtract],
-                  np.multiply: _DIRECT[np.multiply], _true_divide: _DIRECT[np.true_divide]}
+                  np.multiply: _DIRECT[np.multiply], _true_divide: _DIRECT[np.true_divide],
+                  np.power: _DIRECT[np.power]}
 
 
 def _is_bool(x):
@@ -391,6 +393,21 @@ def _check_pow(base, exponent):
 
 
 def __pow__(self, exponent):
+    if FAST[0] and (type(exponent) is int or type(exponent) is float) and \
+            exponent != 3 and exponent != -2 and type(self) is Tensor and \
+            type(self._data) is np.ndarray and self._data.dtype.kind == "f":
+        # a floating tensor to a Python number's power: one ufunc (what _power comes to);
+        # the square as x * x, which NumPy's power computes for it too (the same values,
+        # and the gradient 2 * x * g is two products instead of pow's general rule)
+        if exponent == 2:
+            out = _fast_binary(np.multiply, self, self, "PowBackward0")
+            if out is not None and out._tracer is not None:
+                handle = out._tracer._handle
+                handle._inputs = handle._parents[:1]    # PowBackward0's one edge
+        else:
+            out = _fast_binary(np.power, self, exponent, "PowBackward0")
+        if out is not None:
+            return out
     _check_broadcast(self, exponent)
     _check_pow(self, exponent)
     name = "PowBackward1" if isinstance(exponent, Tensor) else "PowBackward0"
@@ -713,6 +730,11 @@ def _fast_inplace(self, other, fn):
         return None
     if not data.flags.writeable:
         return None                     # _inplace's error
+    if data.dtype.kind == "f" and (to is float or to is Tensor and value.dtype == data.dtype) and (
+            fn is np.add or fn is np.subtract or fn is np.multiply):
+        fn(data, value, out=data)       # the result is the tensor's dtype: written in place
+        self._vc.v += 1
+        return self
     new = fn(data, value)
     if type(new) is not np.ndarray:
         new = np.asarray(new)
@@ -835,6 +857,10 @@ def _scalar_dim(t, dim):
 
 def _reduction(fn, name0, name1):
     def op(self, dim=None, keepdim=False, *, dtype=None, axis=None):
+        if fn is np.sum and dim is None and axis is None and dtype is None and FAST[0]:
+            out = _fast_sum(self)
+            if out is not None:
+                return out
         given = axis if dim is None else dim
         dim = _scalar_dim(self, given)
         x = self if dtype is None else self.to(dtype)
@@ -844,6 +870,28 @@ def _reduction(fn, name0, name1):
         return call(lambda v: fn(v, axis=dim, keepdims=keepdim), x,
                     name=name0 if given is None else name1)
     return op
+
+
+_SUM = REGISTRY["sum"]
+
+
+def _fast_sum(x):
+    """``x.sum()`` of a floating tensor the tape records: the one primitive ``np.sum``
+    comes to (``call``'s steps, without its walks over the operands), or None."""
+    tr = x._tracer
+    if type(x) is not Tensor or type(x._data) is not np.ndarray or x._data.dtype.kind != "f" \
+            or not (tr is None and x._requires_grad or type(tr) is EagerTracer) \
+            or not _grad_enabled() or _profiling() is not None:
+        return None
+    outer = TAPE.src
+    if outer is None:
+        TAPE.src = _user_src()
+    try:
+        t = x._traced()
+        out = TAPE.add(_SUM, (t,), {"axis": tuple(range(t._value.ndim)), "keepdims": False})
+    finally:
+        TAPE.src = outer
+    return _dispatch._from_tracer(out, Tensor, "SumBackward0", (t,), None)
 
 
 def _check_dim(t, dim):

@@ -49,6 +49,7 @@ class Node:
         self._hooks = None           # hooks on this node's output gradient
         self._retain = None          # weakref to a tensor that retain_grad()-ed this node
         self._metadata = None        # made when first read
+        self._rule = None            # a custom Function's output: its apply's rule
 
     @property
     def metadata(self) -> dict:
@@ -182,6 +183,7 @@ class Tape(Trace):
         super().__init__(level=-1)
         self.src = None         # the user's line of the tensor operation running now
         self._consts: dict = {}
+        self.graph  # noqa: B018  (made now: the tape adds to ``_graph`` directly)
 
     @property
     def graph(self) -> Graph:
@@ -198,8 +200,9 @@ class Tape(Trace):
     def input(self, value, counter, tensor=None) -> EagerTracer:
         """A node for a tensor's current value: an ``AccumulateGrad`` leaf when ``tensor``
         (which requires grad) is given, else a value that gets no gradient."""
-        node = self.graph.add_node("input", (), {}, shape=value.shape, dtype=value.dtype,
-                                   src=self._src())
+        src = self.src
+        node = self._graph.add_node_unchecked("input", (), {}, value.shape, value.dtype,
+                                              src if src is not None else user_src())
         if tensor is None:
             handle = Saved(node, (), value, counter)
         else:
@@ -250,8 +253,8 @@ class Tape(Trace):
             shapes = ", ".join(f"{list(np.shape(v))}" for v in vals)
             raise RuntimeError(f"{prim.name} failed on tensors of shape {shapes}: {e}"
                                f"{where(src)}") from None
-        node = self.graph.add_node(prim.name, ids, params, shape=value.shape, dtype=value.dtype,
-                                   src=src)
+        node = self._graph.add_node_unchecked(prim.name, tuple(ids), params, value.shape,
+                                              value.dtype, src)
         t = EagerTracer(self, node, value.shape, value.dtype, value)
         t._handle = Node(node, tuple(parents), value, Version())
         return t

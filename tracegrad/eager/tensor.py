@@ -153,9 +153,17 @@ class Tensor:
 
     @classmethod
     def _recorded(cls, tracer):
-        t = cls._plain(tracer._value)
+        t = object.__new__(cls)
+        # _plain's fields, with the node's value and in-place counter
+        t._data = tracer._value
         t._tracer = tracer
+        t._requires_grad = False
+        t._grad = None
         t._vc = tracer._handle._counter
+        t._input = None
+        t._hooks = None
+        t._base = None
+        t._retains = False
         return t
 
     @classmethod

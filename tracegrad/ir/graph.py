@@ -222,6 +222,16 @@ class Graph:
                         {} if params is None else params, src)
         return n
 
+    def add_node_unchecked(self, op: str, args: tuple, params: dict, shape: tuple, dtype: Any,
+                           src: str | None) -> int:
+        """``add_node`` for a caller that guarantees what it checks and converts (the eager
+        tape, once per tensor operation): ``args`` a tuple of nodes of this graph,
+        ``shape`` a tuple, ``params`` a dict."""
+        n = self._next_id
+        self._next_id = n + 1
+        self._nodes[n] = Node(n, op, args, shape, dtype_name(dtype), params, src)
+        return n
+
     def put(self, n: int, attrs: Mapping[str, Any], args: Iterable[int] | None = None) -> int:
         """Insert node ``n`` with ``attrs`` (another graph's ``Node``, or a dict of the
         six attributes; it is copied, ``params`` shared); passes use it to keep node ids
