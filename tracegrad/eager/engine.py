@@ -16,6 +16,7 @@ import numpy as np
 from ..ir import Graph, apply
 from ..ir.evaluate import evaluate
 from ..passes.adjoint import backward_graph
+from ..passes.cse import cse
 from ..runtime.codegen import generate
 from ..runtime.interpreter import run as interpret
 from ..tracer import source_override
@@ -34,6 +35,7 @@ _CACHE: OrderedDict = OrderedDict()
 _CACHE_SIZE = 64
 _COMPILE_AFTER = 2          # uses of a backward graph before it is compiled to Python
 _NONE: dict = {}
+_ONES: dict = {}            # dtype -> the seed of a 0-d root
 
 
 class _Plan:
@@ -67,7 +69,9 @@ class _Plan:
     def run(self, args):
         self.uses += 1
         if self.compiled is None and self.uses >= _COMPILE_AFTER:
-            self.compiled = generate(self.graph, "tracegrad_backward")
+            # one node per distinct computation (the rules of x * x compute g * x twice);
+            # the observed runs (hooks, anomaly checks) interpret the graph as made
+            self.compiled = generate(cse(self.graph), "tracegrad_backward")
         if self.compiled is not None:
             return self.compiled(*args)
         return interpret(self.graph, args)
@@ -96,7 +100,7 @@ def _freeze(v):
 
 
 def _key(order, local, roots, wrt, taps, cut, functions):
-    nodes = TAPE.graph.by_id
+    nodes = TAPE.graph._nodes
     parts = []
     at = local.__getitem__
     for n in order:
@@ -115,7 +119,7 @@ def _key(order, local, roots, wrt, taps, cut, functions):
 
 def _forward_graph(order, roots, cut, functions):
     g = Graph()
-    nodes = TAPE.graph.by_id
+    nodes = TAPE.graph._nodes
     for k, n in enumerate(order):
         d = nodes[n]
         if d.op == "input" or d.op == "const" or n in cut:
@@ -176,11 +180,22 @@ def _check_saved(plan, order, handles):
                 "gradient, with torch.autograd.set_detect_anomaly(True).")
 
 
-def _seed(root, grad, i, Tensor):
+def _seed(root, grad, i, Tensor, shared=False):
+    """The seed of ``root``'s backward; ``shared``: nothing the user sees gets it, so a 0-d
+    one may be the read-only one kept per dtype."""
     if grad is None:
         if root.numel() != 1:
             raise RuntimeError("grad can be implicitly created only for scalar outputs")
-        return np.ones(tuple(root.shape), root.dtype)
+        shape, dtype = tuple(root.shape), root.dtype
+        if shape == () and shared:
+            one = _ONES.get(dtype)
+            if one is None:
+                # read-only: the backward graph never writes into its inputs, and a
+                # gradient that is the seed itself is copied (_fresh)
+                one = _ONES[dtype] = np.ones((), dtype)
+                one.flags.writeable = False
+            return one
+        return np.ones(shape, dtype)
     if not isinstance(grad, Tensor):
         grad = Tensor._plain(np.asarray(grad, dtype=root.dtype))
     if tuple(grad.shape) != tuple(root.shape):
@@ -189,7 +204,8 @@ def _seed(root, grad, i, Tensor):
     return grad
 
 
-def _run(roots, grads, targets, retain_graph, create_graph, handles):
+def _run(roots, grads, targets, retain_graph, create_graph, handles, functions=None,
+         hooked=True):
     """Cotangents of the tape nodes ``targets`` from the roots, whose history is
     ``handles`` (``collect``): node -> array (a Tensor with create_graph) for those
     reached, the arrays the backward graph was given, and the nodes a custom Function's
@@ -200,33 +216,68 @@ def _run(roots, grads, targets, retain_graph, create_graph, handles):
         if not r.requires_grad:
             raise RuntimeError(_NO_GRAD.format(i=i))
         tracers.append(r._traced())
-    seeds = [_seed(r, g, i, Tensor) for i, (r, g) in enumerate(zip(roots, grads))]
-    functions = _functions(handles)
+    shared = not hooked and not create_graph
+    seeds = [_seed(r, g, i, Tensor, shared) for i, (r, g) in enumerate(zip(roots, grads))]
+    if functions is None:
+        functions = _functions(handles)
     root_nodes = [t._node for t in tracers]
     if not functions:
         result, given = _stage(root_nodes, seeds, targets, create_graph, handles, handles,
-                               functions, Tensor)
+                               functions, Tensor, hooked=hooked)
         sent, ran, rules = (), handles, ()
     elif FUSED[0] and not create_graph and _fusable(functions):
         result, given, sent, rules = _fused(root_nodes, seeds, targets, handles, functions,
-                                            Tensor)
-        # a Function whose backward did not run (no input needed it) keeps its values
-        called = {id(r) for r in rules}
-        ran = [n for n in handles if n not in functions or id(functions[n]) in called]
+                                            Tensor, hooked)
+        ran = handles
+        if len(rules) < len(functions):
+            # a Function whose backward did not run (no input needed it) keeps its values
+            called = {id(r) for r in rules}
+            ran = [n for n in handles if n not in functions or id(functions[n]) in called]
     else:
         result, given, sent, ran, rules = _staged(root_nodes, seeds, targets, create_graph,
                                                   handles, functions, Tensor)
     if not retain_graph:
         # values only this graph held go now; a tensor used again gives its value back
         # (Tensor._traced)
-        for n in ran:
-            h = handles[n]
+        for h in (handles.values() if ran is handles else map(handles.__getitem__, ran)):
             if type(h) is not AccumulateGrad and type(h) is not Saved:
                 h._freed = True
                 h._value = None
         for rule in rules:
             rule.ctx._freed = True
     return result, given, sent
+
+
+class _Scan:
+    """The part of the tape the roots depend on (``collect``), classified in the same
+    walk: the leaves that require grad, the nodes a tensor retain_grad()-ed, the custom
+    Functions' outputs (``_functions``) and whether any node has hooks."""
+    __slots__ = ("handles", "receiving", "functions", "hooked")
+
+    def __init__(self, roots):
+        found = {}
+        receiving, functions = [], {}      # (node, its Node) of leaves and retained nodes
+        hooked = False
+        stack = list(roots)
+        while stack:
+            h = stack.pop()
+            n = h._id
+            if n in found:
+                continue
+            found[n] = h
+            if type(h) is AccumulateGrad:
+                receiving.append((n, h))
+            else:
+                if h._retain is not None:
+                    receiving.append((n, h))
+                rule = h._rule
+                if rule is not None and rule.nodes:
+                    functions[n] = rule
+                stack.extend(h._parents)
+            if h._hooks:
+                hooked = True
+        self.handles, self.receiving = found, receiving
+        self.functions, self.hooked = functions, hooked
 
 
 def _functions(handles):
@@ -241,7 +292,7 @@ def _functions(handles):
 
 
 def _stage(root_nodes, seeds, targets, create_graph, handles, nodes, cut, Tensor,
-           functions=_NONE, run=None):
+           functions=_NONE, run=None, hooked=True):
     """One backward graph over ``nodes`` (a part of ``handles``; the nodes in ``cut``
     taken as inputs) from ``seeds`` at ``root_nodes``: node -> cotangent for the
     ``targets`` among ``nodes``, and the arrays the graph was given. The custom
@@ -251,7 +302,7 @@ def _stage(root_nodes, seeds, targets, create_graph, handles, nodes, cut, Tensor
     if run is not None:
         run.order = order
     taps = [n for n in order if nodes[n]._hooks and type(nodes[n]) is not AccumulateGrad
-            and n not in cut]
+            and n not in cut] if hooked else []
     for n in taps:
         if np.dtype(TAPE.graph.node(n)["dtype"]).kind == "c":
             raise RuntimeError("hooks on complex tensors are not supported by tracegrad's "
@@ -377,15 +428,17 @@ class _Fused:
         return tuple(outs)
 
 
-def _fused(root_nodes, seeds, targets, handles, functions, Tensor):
+def _fused(root_nodes, seeds, targets, handles, functions, Tensor, hooked=True):
     """``_run`` through custom Functions whose nodes stay in the backward graph."""
     run = _Fused(handles, functions)
     _RUNNING.append(run)
+    enabled = grad_mode.is_grad_enabled()
+    grad_mode._set(False)
     try:
-        with grad_mode.set_grad_enabled(False):
-            result, given = _stage(root_nodes, seeds, targets, False, handles, handles,
-                                   _NONE, Tensor, functions, run)
+        result, given = _stage(root_nodes, seeds, targets, False, handles, handles,
+                               _NONE, Tensor, functions, run, hooked)
     finally:
+        grad_mode._set(enabled)
         _RUNNING.pop()
     if run.dropped:
         # a backward that returned None ends the path: what only it reached gets None,
@@ -595,8 +648,10 @@ def _fresh(value, Tensor, inputs=()):
         value = np.array(value, copy=True)
     elif value.base is None:
         # it owns its memory: only an input that is it, or a view of it, shares it
-        if any(a is value or getattr(a, "base", None) is value for a in inputs):
-            value = np.array(value, copy=True)
+        for a in inputs:
+            if a is value or type(a) is np.ndarray and a.base is value:
+                value = np.array(value, copy=True)
+                break
     elif any(np.may_share_memory(value, a) for a in inputs):
         value = np.array(value, copy=True)
     return Tensor._plain(value)
@@ -645,17 +700,18 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     for i, r in enumerate(tensors):
         if not r.requires_grad:
             raise RuntimeError(_NO_GRAD.format(i=i))
-    handles = collect([r._traced()._handle for r in tensors])
+    scan = _Scan([r._traced()._handle for r in tensors])
+    handles = scan.handles
     if inputs is None:
         receivers = {}
-        for n, h in handles.items():
+        for n, h in scan.receiving:
             if type(h) is AccumulateGrad:
                 t = h._tensor()
                 if t is not None and t._requires_grad:
                     receivers.setdefault(id(t), (t, []))[1].append(n)
-            elif h._retain is not None and h._retain() is not None:
+            else:
                 t = h._retain()
-                if t._tracer is not None and t._tracer._node == n:
+                if t is not None and t._tracer is not None and t._tracer._node == n:
                     receivers.setdefault(id(t), (t, []))[1].append(n)
     else:
         receivers = {}
@@ -665,7 +721,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
             receivers[id(t)] = (t, _tensor_nodes(handles, t))
     targets = [n for _, nodes in receivers.values() for n in nodes]
     reached = _lazy_reached(handles, [r._traced()._node for r in tensors])
-    result, inputs, sent = _run(tensors, grads, targets, retain_graph, create_graph, handles)
+    result, inputs, sent = _run(tensors, grads, targets, retain_graph, create_graph, handles,
+                                scan.functions, scan.hooked)
     reached.sent = sent
     with grad_mode.set_grad_enabled(create_graph):
         for t, nodes in receivers.values():

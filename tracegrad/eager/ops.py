@@ -156,7 +156,7 @@ def _record_binary(fn, a, b, a_tensor, b_tensor, dtype, name):
     """``_fast_binary`` when an operand requires grad: ``dispatch._call``'s recording."""
     outer = TAPE.src
     if outer is None:
-        TAPE.src = _user_src()
+        TAPE.src = _user_src(3)     # (above _fast_binary and the operation that called it)
     try:
         ia = a._traced() if a_tensor else a
         ib = b._traced() if b_tensor else b
@@ -394,8 +394,8 @@ def _check_pow(base, exponent):
 
 def __pow__(self, exponent):
     if FAST[0] and (type(exponent) is int or type(exponent) is float) and \
-            exponent != 3 and exponent != -2 and type(self) is Tensor and \
-            type(self._data) is np.ndarray and self._data.dtype.kind == "f":
+            type(self) is Tensor and type(self._data) is np.ndarray and \
+            self._data.dtype.kind == "f":
         # a floating tensor to a Python number's power: one ufunc (what _power comes to);
         # the square as x * x, which NumPy's power computes for it too (the same values,
         # and the gradient 2 * x * g is two products instead of pow's general rule)
@@ -404,6 +404,8 @@ def __pow__(self, exponent):
             if out is not None and out._tracer is not None:
                 handle = out._tracer._handle
                 handle._inputs = handle._parents[:1]    # PowBackward0's one edge
+        elif exponent == 3 or exponent == -2:
+            out = _fast_binary(_power, self, exponent, "PowBackward0")
         else:
             out = _fast_binary(np.power, self, exponent, "PowBackward0")
         if out is not None:
@@ -690,6 +692,14 @@ Tensor.lt, Tensor.le, Tensor.gt, Tensor.ge = (Tensor.__lt__, Tensor.__le__, Tens
 # -- in place --------------------------------------------------------------------------
 def _inplace_binary(fn, name):
     def op_(self, other, alpha=1):
+        if alpha == 1 and FAST[0] and not _grad_enabled() and type(self) is Tensor and \
+                type(self._data) is np.ndarray and self._data.dtype.kind in "fc" and (
+                    type(other) is float or type(other) is int or type(other) is Tensor and
+                    type(other._data) is np.ndarray and other._data.dtype.kind in "fc"):
+            # floating operands (no bool error to raise); same shapes or a number
+            done = _fast_inplace(self, other, fn)
+            if done is not None:
+                return done
         _check_broadcast(self, other)
         if fn is np.subtract and (_is_bool(self) or _is_bool(other)):
             _subtract(self, other)          # PyTorch's error

@@ -15,6 +15,8 @@ _basenames: dict = {}  # code object -> its file's base name
 _sources: dict = {}    # (code object, instruction offset) -> "file.py:LINE"
 _MAX_SOURCES = 100_000
 _local = threading.local()
+_OVERRIDES = [0]       # source_override blocks open now, in any thread (0: none to look up)
+_COUNTING = threading.Lock()
 
 
 def _is_internal(code):
@@ -33,12 +35,15 @@ def user_frame():
     return frame
 
 
-def user_src():
-    """``"file.py:LINE"`` of the user's code running now (or the override in force)."""
-    override = getattr(_local, "override", None)
-    if override is not None:
-        return override
-    frame = sys._getframe(1)
+def user_src(depth=1):
+    """``"file.py:LINE"`` of the user's code running now (or the override in force).
+    ``depth``: how many of the caller's callers are known to be tracegrad's own (the walk
+    starts above them)."""
+    if _OVERRIDES[0]:
+        override = getattr(_local, "override", None)
+        if override is not None:
+            return override
+    frame = sys._getframe(depth)
     internal = _internal
     while frame is not None:
         code = frame.f_code
@@ -84,9 +89,13 @@ class source_override:
     def __enter__(self):
         self.saved = getattr(_local, "override", None)
         _local.override = self.src
+        with _COUNTING:
+            _OVERRIDES[0] += 1
 
     def __exit__(self, *exc):
         _local.override = self.saved
+        with _COUNTING:
+            _OVERRIDES[0] -= 1
 
 
 def where(src=None):

@@ -24,7 +24,7 @@ import numpy as np
 from ...errors import TraceError
 from ...ir import REGISTRY
 from ...ir import apply as apply_primitive
-from ...tracer import Tracer
+from ...tracer import Tracer, user_src
 from .. import anomaly, grad_mode, profiler
 from ..dispatch import _SYMBOLIC, mode_of
 from ..promotion import type_name
@@ -139,9 +139,14 @@ class _Rule:
 
     def hold_outputs_weakly(self):
         outs = self._outputs
-        self.out_meta = tuple((tuple(o.shape), o.dtype) if isinstance(o, Tensor) else None
-                              for o in outs)
-        self._weak = tuple(weakref.ref(o) if isinstance(o, Tensor) else o for o in outs)
+        if len(outs) == 1 and type(outs[0]) is Tensor and type(outs[0]._data) is np.ndarray:
+            o = outs[0]
+            self.out_meta = ((o._data.shape, o._data.dtype),)
+            self._weak = (weakref.ref(o),)
+        else:
+            self.out_meta = tuple((tuple(o.shape), o.dtype) if isinstance(o, Tensor) else None
+                                  for o in outs)
+            self._weak = tuple(weakref.ref(o) if isinstance(o, Tensor) else o for o in outs)
         self._outputs = None
 
     def _meta(self):
@@ -304,6 +309,9 @@ def _stand_in(t, stand_in):
     return Tensor._symbolic(op) if isinstance(op, Tracer) else Tensor._plain(np.asarray(op))
 
 
+_SPLIT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # cls -> setup_context?
+
+
 def _is_setup_context_defined(cls):
     return getattr(cls.setup_context, "__func__", cls.setup_context) is not \
         Function.__dict__["setup_context"].__func__
@@ -332,7 +340,10 @@ class Function:
 
     @classmethod
     def _forward(cls, ctx, args, kwargs):
-        if _is_setup_context_defined(cls):
+        split = _SPLIT.get(cls)
+        if split is None:
+            split = _SPLIT[cls] = _is_setup_context_defined(cls)
+        if split:
             outputs = cls.forward(*args, **kwargs)
             cls.setup_context(ctx, args, outputs)
             return outputs
@@ -380,8 +391,8 @@ class Function:
         operands = [args[i]._traced() for i in tensor_pos]
         rule = _Rule(cls, ctx, args, outs, tensor_pos)
         results, nodes = [], []
-        non_diff = {id(t) for t in ctx._non_differentiable}
-        src = TAPE._src()
+        non_diff = {id(t) for t in ctx._non_differentiable} if ctx._non_differentiable else ()
+        src = TAPE.src if TAPE.src is not None else user_src(2)
         ref = RuleRef(rule)
         inputs = tuple(op._handle for op in operands)
         for k, o in enumerate(outs):
@@ -407,7 +418,8 @@ class Function:
         rule.nodes = tuple(nodes)
         rule.operand_nodes = tuple(op._node for op in operands)
         # saved outputs are the returned tensors: let them stand for the recorded ones
-        ctx._saved = tuple(_swap(s, outs, results) for s in ctx._saved)
+        if any(s is o for s in ctx._saved for o in outs):
+            ctx._saved = tuple(_swap(s, outs, results) for s in ctx._saved)
         ctx._saved_versions = tuple(s._vc.v if isinstance(s, Tensor) else 0 for s in ctx._saved)
         rule.outputs = tuple(results)
         rule.hold_outputs_weakly()
