@@ -232,3 +232,88 @@ def test_eager_example_runs():
 
     example = pathlib.Path(__file__).resolve().parent.parent / "examples" / "eager_mlp.py"
     runpy.run_path(str(example), run_name="__main__")     # it asserts its own results
+
+
+def test_grad_mode_and_profiling_are_per_thread_as_in_torch():
+    import threading
+
+    import torch
+
+    seen = {}
+
+    def worker(lib, key):
+        x = lib.ones(2, requires_grad=True)
+        seen[key] = (lib.is_grad_enabled(), (x * 2).requires_grad)
+
+    for lib, key in ((tg, "tg"), (torch, "torch")):
+        with lib.no_grad():
+            t = threading.Thread(target=worker, args=(lib, key))
+            t.start()
+            t.join()
+            seen[key + " here"] = (lib.is_grad_enabled(), (lib.ones(2, requires_grad=True) * 2)
+                                   .requires_grad)
+    assert seen["tg"] == seen["torch"] == (True, True)
+    assert seen["tg here"] == seen["torch here"] == (False, False)
+    with tg.autograd.profiler.profile() as prof:
+        t = threading.Thread(target=worker, args=(tg, "in a profile"))
+        t.start()
+        t.join()
+        (tg.ones(3, requires_grad=True) * 3).sum()
+    names = {e.key for e in prof.key_averages()}
+    assert "mul" in names and seen["in a profile"] == (True, True)
+
+
+# -- saved values and in-place changes: each reader checks the version it saw ----------
+def _version_program(case, lib):
+    w = lib.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    x = lib.tensor([0.5, 1.5, -1.0])
+    if case == "changed_then_used":         # y changed before y * y saved it: fine
+        y = w * 2
+        with lib.no_grad():
+            y.mul_(2)
+        out = (y * y).sum()
+    elif case == "leaf_changed_after_save":
+        out = (w * x).sum()
+        with lib.no_grad():
+            w.add_(1)
+    elif case == "leaf_changed_then_new_graph":     # the old graph is stale, the new is not
+        old = (w * w).sum()
+        with lib.no_grad():
+            w.sub_(0.5)
+        out = (w * w * x).sum()
+        try:
+            old.backward()
+        except RuntimeError as e:
+            return ["old raised", "modified by an inplace" in str(e), _grads(out, w)]
+    elif case == "const_changed_after_save":
+        out = (w * x).sum()
+        x.add_(1)
+    elif case == "const_changed_between_graphs":
+        first = (w * x).sum()
+        x.add_(1)
+        out = (w * x).sum() + first * 0
+    elif case == "output_changed":          # exp's rule reads its own output
+        e = w.exp()
+        with lib.no_grad():
+            e.mul_(2)
+        out = e.sum()
+    else:
+        raise ValueError(case)
+    return _grads(out, w)
+
+
+def _grads(out, w):
+    try:
+        out.backward()
+    except RuntimeError as e:
+        return ["raised", "modified by an inplace" in str(e)]
+    return [w.grad.tolist()]
+
+
+@pytest.mark.parametrize("case", ["changed_then_used", "leaf_changed_after_save",
+                                  "leaf_changed_then_new_graph", "const_changed_after_save",
+                                  "const_changed_between_graphs", "output_changed"])
+def test_in_place_changes_of_saved_values_as_torch(case):
+    import torch
+
+    assert _version_program(case, tg) == _version_program(case, torch)

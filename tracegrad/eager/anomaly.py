@@ -3,11 +3,16 @@ import threading
 
 import numpy as np
 
-_state = threading.local()
+
+class _State(threading.local):
+    enabled = False
+
+
+_state = _State()
 
 
 def is_anomaly_enabled() -> bool:
-    return getattr(_state, "enabled", False)
+    return _state.enabled
 
 
 class set_detect_anomaly:

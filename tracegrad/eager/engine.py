@@ -159,15 +159,27 @@ def _type_str(value):
 
 
 def _check_saved(plan, order, handles):
+    """Every saved value the backward graph reads is there, and at the version its reader
+    saw when it was recorded (as PyTorch's saved variables check)."""
     readers = plan.readers
     for k, i in enumerate(plan.saved):
         h = handles[order[i]]
         if h._value is None:
             raise RuntimeError(_FREED)
+        now = h._counter.v
+        stale = None
         for f in readers[k]:
-            if handles[order[f]]._freed:
+            r = handles[order[f]]
+            if r._freed:
                 raise RuntimeError(_FREED)
-        if h._counter.v != h._saved_version:
+            if r is h:
+                seen = h._saved_version     # a rule reading its node's own output
+            else:
+                parents = r._parents
+                seen = r._pver[parents.index(h)] if h in parents else h._saved_version
+            if seen != now:
+                stale = seen
+        if stale is not None:
             if isinstance(h, (AccumulateGrad, Saved)):
                 what = f"{_type_str(h._value)} is at version {h._counter.v}"
             else:
@@ -175,7 +187,7 @@ def _check_saved(plan, order, handles):
                         f"{h._counter.v}")
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an "
-                f"inplace operation: {what}; expected version {h._saved_version} instead. Hint: "
+                f"inplace operation: {what}; expected version {stale} instead. Hint: "
                 "enable anomaly detection to find the operation that failed to compute its "
                 "gradient, with torch.autograd.set_detect_anomaly(True).")
 

@@ -2,12 +2,17 @@
 import functools
 import threading
 
-_state = threading.local()
+
+class _State(threading.local):
+    enabled = True          # each thread starts with grad mode on
+
+
+_state = _State()
 
 
 def is_grad_enabled() -> bool:
     """Whether operations are recorded now (in this thread)."""
-    return getattr(_state, "enabled", True)
+    return _state.enabled
 
 
 def _set(flag):

@@ -154,6 +154,20 @@ def _cached_result_type(a, b):
 
 def _record_binary(fn, a, b, a_tensor, b_tensor, dtype, name):
     """``_fast_binary`` when an operand requires grad: ``dispatch._call``'s recording."""
+    if a_tensor and b_tensor:
+        prim = _ONE_PRIMITIVE.get(fn)
+        if prim is not None:
+            ia, ib = a._traced(), b._traced()
+            if type(ia) is EagerTracer and type(ib) is EagerTracer and ia._dtype == dtype and \
+                    ib._dtype == dtype and ia._trace is TAPE and ib._trace is TAPE and \
+                    ia._view is None and ib._view is None and ia._weak is None and \
+                    ib._weak is None and dtype.kind in "fc":
+                # two tensors of the result's floating dtype: one node, whose edges are its
+                # parents (what the steps below come to for them)
+                src = TAPE.src
+                out = TAPE.add2(prim, ia, ib, src if src is not None else _user_src(3))
+                out._handle._name = name
+                return Tensor._recorded(out)
     outer = TAPE.src
     if outer is None:
         TAPE.src = _user_src(3)     # (above _fast_binary and the operation that called it)
@@ -893,15 +907,14 @@ def _fast_sum(x):
             or not (tr is None and x._requires_grad or type(tr) is EagerTracer) \
             or not _grad_enabled() or _profiling() is not None:
         return None
-    outer = TAPE.src
-    if outer is None:
-        TAPE.src = _user_src()
-    try:
-        t = x._traced()
-        out = TAPE.add(_SUM, (t,), {"axis": tuple(range(t._value.ndim)), "keepdims": False})
-    finally:
-        TAPE.src = outer
-    return _dispatch._from_tracer(out, Tensor, "SumBackward0", (t,), None)
+    t = x._traced()
+    if type(t) is not EagerTracer or t._view is not None or t._trace is not TAPE:
+        return None
+    src = TAPE.src
+    out = TAPE.add1(_SUM, t, {"axis": tuple(range(t._value.ndim)), "keepdims": False},
+                    src if src is not None else _user_src(3))
+    out._handle._name = "SumBackward0"      # its one edge is its parent
+    return Tensor._recorded(out)
 
 
 def _check_dim(t, dim):

@@ -11,9 +11,13 @@ import time
 from dataclasses import dataclass, field
 
 _state = threading.local()
+_OPEN = [0]             # profiles open now, in any thread (0: nothing to look up)
+_COUNTING = threading.Lock()
 
 
 def current():
+    if not _OPEN[0]:
+        return None
     return getattr(_state, "prof", None)
 
 
@@ -62,6 +66,8 @@ class profile:
         if self.enabled:
             self._prev = current()
             _state.prof = self
+            with _COUNTING:
+                _OPEN[0] += 1
             self._start = time.perf_counter()
         return self
 
@@ -69,6 +75,8 @@ class profile:
         if self.enabled:
             self._end = time.perf_counter()
             _state.prof = self._prev
+            with _COUNTING:
+                _OPEN[0] -= 1
         return False
 
     # -- recording -----------------------------------------------------------------

@@ -34,12 +34,21 @@ class Version:
 
 class Node:
     """The ``grad_fn`` of a tensor: a light view of one node of the tape."""
-    __slots__ = ("_id", "_parents", "_name", "_inputs", "_value", "_counter", "_saved_version",
-                 "_freed", "_hooks", "_retain", "_metadata", "_rule", "__weakref__")
+    __slots__ = ("_id", "_parents", "_pver", "_name", "_inputs", "_value", "_counter",
+                 "_saved_version", "_freed", "_hooks", "_retain", "_metadata", "_rule",
+                 "__weakref__")
 
     def __init__(self, node_id, parents, value, counter):
         self._id = node_id
         self._parents = parents
+        # the versions of the parents' values now, when this node's rule may save them
+        # (PyTorch's saved variables keep theirs): a backward checks them (engine)
+        if len(parents) == 2:
+            self._pver = (parents[0]._counter.v, parents[1]._counter.v)
+        elif not parents:
+            self._pver = ()
+        else:
+            self._pver = tuple(p._counter.v for p in parents)
         self._name = None
         self._inputs = None          # what next_functions shows, when not the parents
         self._value = value
@@ -233,12 +242,49 @@ class Tape(Trace):
         t._handle = handle
         return t
 
+    def add2(self, prim, a, b, src) -> EagerTracer:
+        """``add(prim, (a, b), {})`` for two tape tracers that are no views, at the user's
+        line ``src``: an eager binary operation's common case, in one step."""
+        try:
+            value = prim.impl(a._value, b._value)
+            if type(value) is not np.ndarray:
+                value = np.asarray(value)
+        except (ValueError, TypeError, IndexError, ArithmeticError) as e:
+            raise self._failed(prim, (a._value, b._value), e, src) from None
+        node = self._graph.add_node_unchecked(prim.name, (a._node, b._node), {}, value.shape,
+                                              value.dtype, src)
+        t = EagerTracer(self, node, value.shape, value.dtype, value)
+        t._handle = Node(node, (a._handle, b._handle), value, Version())
+        return t
+
+    def add1(self, prim, a, params, src) -> EagerTracer:
+        """``add(prim, (a,), params)`` for a tape tracer that is no view, at ``src``."""
+        try:
+            value = prim.impl(a._value, **params)
+            if type(value) is not np.ndarray:
+                value = np.asarray(value)
+        except (ValueError, TypeError, IndexError, ArithmeticError) as e:
+            raise self._failed(prim, (a._value,), e, src) from None
+        node = self._graph.add_node_unchecked(prim.name, (a._node,), params, value.shape,
+                                              value.dtype, src)
+        t = EagerTracer(self, node, value.shape, value.dtype, value)
+        t._handle = Node(node, (a._handle,), value, Version())
+        return t
+
+    def _failed(self, prim, vals, error, src):
+        shapes = ", ".join(f"{list(np.shape(v))}" for v in vals)
+        return RuntimeError(f"{prim.name} failed on tensors of shape {shapes}: {error}"
+                            f"{where(src)}")
+
     def add(self, prim, args, params) -> EagerTracer:
         if len(args) == 2 and type(args[0]) is EagerTracer and type(args[1]) is EagerTracer \
                 and args[0]._trace is self and args[1]._trace is self \
                 and args[0]._view is None and args[1]._view is None:
             # the common case: two tape tracers (the loop below, unrolled)
             a, b = args
+            if not params:
+                src = self.src
+                return self.add2(prim, a, b, src if src is not None else user_src())
             ids, vals, parents = (a._node, b._node), (a._value, b._value), (a._handle, b._handle)
         else:
             ids, vals, parents = self._operands(args)
@@ -250,9 +296,7 @@ class Tape(Trace):
             if type(value) is not np.ndarray:
                 value = np.asarray(value)
         except (ValueError, TypeError, IndexError, ArithmeticError) as e:
-            shapes = ", ".join(f"{list(np.shape(v))}" for v in vals)
-            raise RuntimeError(f"{prim.name} failed on tensors of shape {shapes}: {e}"
-                               f"{where(src)}") from None
+            raise self._failed(prim, vals, e, src) from None
         node = self._graph.add_node_unchecked(prim.name, tuple(ids), params, value.shape,
                                               value.dtype, src)
         t = EagerTracer(self, node, value.shape, value.dtype, value)

@@ -209,11 +209,13 @@ class Tensor:
             if t._handle._value is None:        # freed by a backward: this tensor still has it
                 t._handle._value = self._data
             return t
+        # one input node for this tensor's storage, whatever its version: the nodes that
+        # read it keep the version they saw (``Node._pver``), which a backward checks
         hit = self._input
-        if hit is not None and hit[1] == self._vc.v and hit[0]._value is self._data:
-            return hit[0]
+        if hit is not None and hit._value is self._data:
+            return hit
         t = TAPE.input(self._data, self._vc, self if self._requires_grad else None)
-        self._input = (t, self._vc.v)
+        self._input = t
         return t
 
     # -- autograd attributes ---------------------------------------------------------

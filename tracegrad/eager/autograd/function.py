@@ -183,8 +183,12 @@ class _Rule:
                 grads.append(Tensor._plain(ct))
         prof = profiler.current()
         started = time.perf_counter() if prof is not None else 0.0
-        with grad_mode.set_grad_enabled(create_graph):
+        enabled = grad_mode.is_grad_enabled()
+        grad_mode._set(create_graph)
+        try:
             result = self.cls.backward(ctx, *grads)
+        finally:
+            grad_mode._set(enabled)
         if prof is not None:
             prof.add(self.name, time.perf_counter() - started)
         result = self._check_result(result)
@@ -274,6 +278,10 @@ def _check_versions(ctx, name):
 def _fit(r, a, pos, name):
     """``r``, the gradient ``backward`` returned for input ``a``, in ``a``'s shape (summed
     over broadcast dimensions, as PyTorch accepts) and dtype."""
+    rd, ad = r._data, a._data
+    if type(rd) is np.ndarray and type(ad) is np.ndarray and rd.shape == ad.shape and \
+            rd.dtype == ad.dtype:
+        return r
     shape, want = tuple(r.shape), tuple(a.shape)
     if shape != want:
         if not _expandable(want, shape):
