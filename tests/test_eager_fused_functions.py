@@ -219,3 +219,36 @@ def test_the_fused_path_is_taken(monkeypatch):
     log = []
     program_legendre(tg, log)
     assert sum(1 for v in log if isinstance(v, tuple) and v[0] == "P3") == 4
+
+
+def test_fused_backwards_in_two_threads_call_their_own_functions():
+    """Each thread's backward calls the Functions of its own graph, though the threads'
+    backward graphs are one cached plan and their backwards interleave (the sleeps)."""
+    import threading
+    import time
+
+    class Slow(tg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, k):
+            ctx.k = k
+            return x * k
+
+        @staticmethod
+        def backward(ctx, g):
+            time.sleep(0.002)
+            return g * ctx.k, None
+
+    def work(k, out):
+        x = tg.tensor([1.0, 2.0], dtype=tg.float64, requires_grad=True)
+        for _ in range(5):
+            x.grad = None
+            Slow.apply(Slow.apply(x, k) * 1.0, k).sum().backward()
+            out.append(x.grad.tolist())
+
+    results = {2.0: [], 3.0: []}
+    threads = [threading.Thread(target=work, args=(k, results[k])) for k in results]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results[2.0] == [[4.0, 4.0]] * 5 and results[3.0] == [[9.0, 9.0]] * 5

@@ -8,6 +8,7 @@ as generated NumPy code: one call per backward.
 """
 from __future__ import annotations
 
+import threading
 import time
 from collections import OrderedDict
 
@@ -353,7 +354,13 @@ def _stage(root_nodes, seeds, targets, create_graph, handles, nodes, cut, Tensor
 # ``_staged``. ``FUSED[0] = False`` sends every case there (the differential test
 # compares both).
 FUSED = [True]
-_RUNNING: list = []         # the fused backward runs in progress, innermost last
+
+
+class _Running(threading.local):
+    runs: list = None       # this thread's fused backward runs in progress, innermost last
+
+
+_RUNNING = _Running()
 
 
 def _fusable(functions):
@@ -402,7 +409,7 @@ class _FunctionCall:
         return f"<backward of the custom Function at position {self.slot}>"
 
     def run(self, operands):
-        return _RUNNING[-1].call(self.slot, operands[0], self.out_avals)
+        return _RUNNING.runs[-1].call(self.slot, operands[0], self.out_avals)
 
 
 class _Fused:
@@ -443,7 +450,10 @@ class _Fused:
 def _fused(root_nodes, seeds, targets, handles, functions, Tensor, hooked=True):
     """``_run`` through custom Functions whose nodes stay in the backward graph."""
     run = _Fused(handles, functions)
-    _RUNNING.append(run)
+    runs = _RUNNING.runs
+    if runs is None:
+        runs = _RUNNING.runs = []
+    runs.append(run)
     enabled = grad_mode.is_grad_enabled()
     grad_mode._set(False)
     try:
@@ -451,7 +461,7 @@ def _fused(root_nodes, seeds, targets, handles, functions, Tensor, hooked=True):
                                _NONE, Tensor, functions, run, hooked)
     finally:
         grad_mode._set(enabled)
-        _RUNNING.pop()
+        runs.pop()
     if run.dropped:
         # a backward that returned None ends the path: what only it reached gets None,
         # as in PyTorch, not the zeros the graph summed for it
