@@ -507,7 +507,43 @@ def _max_pool2d_impl(x, kernel, stride, padding, dilation):
     return out
 
 
+def _max_pool2d_tiled_vjp(g, out, x, kernel):
+    """The VJP for windows that tile the image (stride = kernel, no padding or dilation),
+    with whole-image operations: the image is copied once into k = kH*kW planes, plane p
+    holding place p (row-major) of every window, so that each step below runs over
+    contiguous arrays. Plane p weighs 2**(k-1-p): a window's first maximum outweighs
+    all its later ones together, so it is the hit weighing more than half the window's
+    total. Each plane's share of g is then written back into its places."""
+    n, c, h, w = x.shape
+    (ho, wo), (kh, kw) = tuple(out.shape[2:]), kernel
+    k = kh * kw
+    xt = x if (h, w) == (ho * kh, wo * kw) else x[:, :, :ho * kh, :wo * kw]
+    planes = np.reshape(np.transpose(np.reshape(xt, (n, c, ho, kh, wo, kw)), (3, 5, 0, 1, 2, 4)),
+                        (k, n, c, ho, wo))
+    hit = (planes == out) | (planes != planes)  # a NaN is its window's maximum: its first one
+    bits = np.int8 if k <= 7 else np.int16 if k <= 15 else np.int32
+    mine = hit * (2 ** np.arange(k - 1, -1, -1)).astype(bits).reshape(k, 1, 1, 1, 1)
+    total = mine[0]
+    for p in range(1, k):
+        total = total + mine[p]
+    share = np.where(mine > total // np.array(2, bits), g, np.zeros((), g.dtype))
+    # every place is written: the zeros a broadcast, not an image-sized constant to copy
+    gx = np.broadcast_to(np.zeros((), g.dtype), (n, c, ho, kh, wo, kw))
+    for p in range(k):
+        i, j = divmod(p, kw)
+        gx = apply("index_update", gx, share[p], index=Index((_ALL, _ALL, _ALL, i, _ALL, j)),
+                   mode="set")
+    gx = np.reshape(gx, (n, c, ho * kh, wo * kw))
+    if (h, w) != (ho * kh, wo * kw):
+        gx = np.pad(gx, ((0, 0), (0, 0), (0, h - ho * kh), (0, w - wo * kw)))
+    return (gx,)
+
+
 def _max_pool2d_vjp(g, out, x, kernel, stride, padding, dilation):
+    k = kernel[0] * kernel[1]
+    if tuple(stride) == tuple(kernel) and not any(padding) and tuple(dilation) == (1, 1) \
+            and k < 31:
+        return _max_pool2d_tiled_vjp(g, out, x, kernel)
     # All of g goes to the first maximum of its window (row-major), as PyTorch and JAX's
     # reduce_window max both do (not split between ties like the max reduction): the
     # gradient then matches the oracles this primitive imitates. A NaN is a window's
