@@ -110,6 +110,8 @@ _PER_SAMPLE = 256
 # Below this many output channels, a transposed convolution with stride 1 is faster as
 # col2im than as the convolution of its padded input with the flipped kernel.
 _COL2IM = 16
+# The im2col columns of this many bytes at most go into one product.
+_CHUNK_BYTES = 1 << 21
 
 
 # The im2col copies and col2im sums go one kernel offset at a time, each a whole-batch
@@ -140,13 +142,18 @@ def _conv_general(x, w, stride, pads, dilation):
         xp = np.ascontiguousarray(_padded(x, pads)).reshape(n, c, -1)
         width = padded[1]
         span = (ho - 1) * width + wo
-        cols = np.empty((n, c, kh, kw, ho * width), dtype)
+        # a few images at a time: their columns stay in cache for the product
+        step = max(1, min(n, _CHUNK_BYTES // (c * kh * kw * ho * width * dtype.itemsize)))
+        cols = np.empty((step, c, kh, kw, ho * width), dtype)
         cols[..., span:] = 0
-        for i in range(kh):
-            for j in range(kw):
-                at = i * dh * width + j * dw
-                cols[:, :, i, j, :span] = xp[:, :, at:at + span]
-        out = np.matmul(weight, cols.reshape(n, c * kh * kw, ho * width))
+        out = np.empty((n, o, ho * width), dtype)
+        for s in range(0, n, step):
+            m = min(step, n - s)
+            for i in range(kh):
+                for j in range(kw):
+                    at = i * dh * width + j * dw
+                    cols[:m, :, i, j, :span] = xp[s:s + m, :, at:at + span]
+            np.matmul(weight, cols[:m].reshape(m, c * kh * kw, ho * width), out=out[s:s + m])
         out = out.reshape(n, o, ho, width)
         return out if width == wo else np.ascontiguousarray(out[..., :wo])
     if ho * wo >= _PER_IMAGE:
@@ -231,30 +238,37 @@ def _col2im_range(n, k, d, s, p, size):
     return lo, hi, lo * s + k * d - p
 
 
-def _col2im_shifted(xw, w, dh, dw, h, width, rows, dtype):
-    """Flat col2im with stride 1 (input rows ``width`` long, ``rows`` of them in the
-    output): the kernel's columns shift the input, so kW shifted copies of it make one
-    product per image, (kH*C_out, kW*C_in) @ (kW*C_in, H*width), then kH row-shifted sums
-    (rather than kH*kW sums of a product kW times larger)."""
-    n, ci, _ = xw.shape
+def _col2im_shifted(x, w, dh, dw, width, rows, dtype):
+    """Flat col2im with stride 1 (the output's rows ``width`` long, ``rows`` of them): the
+    kernel's columns shift the input, so kW shifted copies of it make one product per
+    image, (kH*C_out, kW*C_in) @ (kW*C_in, H*width), then kH row-shifted sums (rather
+    than kH*kW sums of a product kW times larger). A few images at a time, so that the
+    copies stay in cache; the copies' gaps are zeros written once."""
+    n, ci, h, wd = x.shape
     _, co, kh, kw = w.shape
     span = h * width + (kw - 1) * dw
-    shifted = np.empty((n, kw, ci, span), dtype)
-    for j in range(kw):
-        shifted[:, j, :, :j * dw] = 0
-        shifted[:, j, :, j * dw:j * dw + h * width] = xw
-        shifted[:, j, :, j * dw + h * width:] = 0
+    step = max(1, min(n, _CHUNK_BYTES // (kw * ci * span * dtype.itemsize)))
+    shifted = np.zeros((step, kw, ci, span), dtype)
     weight = w.transpose(2, 1, 3, 0).reshape(kh * co, kw * ci).astype(dtype, copy=False)
-    part = np.matmul(weight, shifted.reshape(n, kw * ci, span)).reshape(n, kh, co, span)
+    part = np.empty((step, kh * co, span), dtype)
     full = np.empty((n, co, rows * width), dtype)
-    for i in range(kh):     # past the buffer's end a row's share holds zeros only
-        at = i * dh * width
-        end = min(span, rows * width - at)
-        if i == 0:
-            full[:, :, :end] = part[:, 0, :, :end]
-            full[:, :, end:] = 0
-        else:
-            full[:, :, at:at + end] += part[:, i, :, :end]
+    for s in range(0, n, step):
+        m = min(step, n - s)
+        # the rows widened to ``width`` once; the other shifts copy that in long runs
+        shifted[:m, 0, :, :h * width].reshape(m, ci, h, width)[..., :wd] = x[s:s + m]
+        for j in range(1, kw):
+            shifted[:m, j, :, j * dw:j * dw + h * width] = shifted[:m, 0, :, :h * width]
+        np.matmul(weight, shifted[:m].reshape(m, kw * ci, span), out=part[:m])
+        parts = part[:m].reshape(m, kh, co, span)
+        out = full[s:s + m]
+        for i in range(kh):     # past the buffer's end a row's share holds zeros only
+            at = i * dh * width
+            end = min(span, rows * width - at)
+            if i == 0:
+                out[:, :, :end] = parts[:, 0, :, :end]
+                out[:, :, end:] = 0
+            else:
+                out[:, :, at:at + end] += parts[:, i, :, :end]
     return full
 
 
@@ -281,10 +295,10 @@ def _conv_transpose_general(x, w, stride, padding, output_padding, dilation):
     # flat: input pixel (r, q) at r * R + q, R the row length of an uncropped output
     rows, width = max(h + dh * (kh - 1), ph + ho), max(wd + dw * (kw - 1), pw + wo)
     if h * wd >= _PER_IMAGE and stride == (1, 1) and width <= 2 * wd:
-        xw = _padded(x, ((0, 0), (0, 0)), width).reshape(n, ci, h * width)
         if kh * co >= _COL2IM:
-            full = _col2im_shifted(xw, w, dh, dw, h, width, rows, dtype)
+            full = _col2im_shifted(x, w, dh, dw, width, rows, dtype)
         else:           # each offset's (C_out, H*R) share added on its own
+            xw = _padded(x, ((0, 0), (0, 0)), width).reshape(n, ci, h * width)
             cols = np.matmul(weight.T, xw).reshape(n, co, kh, kw, h * width)
             full = np.zeros((n, co, rows * width), dtype)
             span = (h - 1) * width + wd
