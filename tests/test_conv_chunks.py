@@ -1,6 +1,8 @@
 """The flattened convolution kernels work a few images at a time (``_CHUNK_BYTES`` of
-im2col columns per product); with tiny chunks, one image or two per product and a last
-chunk that is short, they must give the float64 window sums all the same."""
+im2col columns per product), in scratch memory reused from call to call; with tiny
+chunks, one image or two per product and a last chunk that is short, the forward, the
+transposed convolution and the weight gradient must give the float64 window sums all the
+same."""
 import numpy as np
 import pytest
 
@@ -21,6 +23,7 @@ CASES = [
     ((5, 6, 12, 11), (4, 6, 3, 3), (0, 0), (1, 1)),
     ((3, 2, 10, 12), (3, 2, 2, 3), (1, 2), (1, 2)),
     ((5, 8, 9, 9), (8, 8, 3, 3), (1, 1), (1, 1)),
+    ((3, 2, 18, 18), (2, 2, 3, 3), (0, 0), (1, 1)),     # weight gradient sample by sample
 ]
 
 
@@ -55,3 +58,8 @@ def test_chunked_conv2d_and_transpose_match_window_sums(monkeypatch, images, sha
             full[:, :, i * dh:i * dh + ho, j * dw:j * dw + wo] += share[:, :, :, :, i, j]
     want_gx = full[:, :, padding[0]:padding[0] + shape[2], padding[1]:padding[1] + shape[3]]
     np.testing.assert_allclose(gx, want_gx, rtol=1e-5, atol=1e-5 * np.abs(want_gx).max())
+
+    # the weight gradient: a conv2d whose kernel is the image-sized g
+    _, gw = REGISTRY["conv2d"].vjp(g, got, x, w, **params)
+    want_gw = np.einsum("nchwij,nohw->ocij", win, g.astype(np.float64))
+    np.testing.assert_allclose(gw, want_gw, rtol=1e-5, atol=1e-5 * np.abs(want_gw).max())

@@ -9,6 +9,7 @@ are expressed with each other and differentiate again to any order.
 """
 import functools
 import math
+import threading
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -112,6 +113,29 @@ _PER_SAMPLE = 256
 _COL2IM = 16
 # The im2col columns of this many bytes at most go into one product.
 _CHUNK_BYTES = 1 << 21
+# Temporaries up to this size come from a per-thread scratch buffer kept from call to call:
+# a fresh multi-megabyte array each call costs its pages' faults again whenever the
+# allocator has handed the memory back to the system (about as long as the product).
+_SCRATCH_MAX = 1 << 22
+_scratch = threading.local()
+
+
+def _temporary(slot, shape, dtype, zero=False):
+    """An array for a kernel's own use, not returned: scratch memory of this thread
+    (``slot`` names one of the arrays a kernel holds at once), or a fresh array if large.
+    Its contents are undefined unless ``zero``."""
+    dtype = np.dtype(dtype)
+    size = math.prod(shape) * dtype.itemsize
+    if size > _SCRATCH_MAX:
+        return (np.zeros if zero else np.empty)(shape, dtype)
+    buffers = _scratch.__dict__.setdefault("buffers", {})
+    buf = buffers.get(slot)
+    if buf is None or buf.nbytes < size:
+        buf = buffers[slot] = np.empty(max(size, 1 << 16) // 16 + 1, np.complex128)
+    out = buf.view(np.uint8)[:size].view(dtype).reshape(shape)
+    if zero:
+        out.fill(0)
+    return out
 
 
 # The im2col copies and col2im sums go one kernel offset at a time, each a whole-batch
@@ -144,7 +168,7 @@ def _conv_general(x, w, stride, pads, dilation):
         span = (ho - 1) * width + wo
         # a few images at a time: their columns stay in cache for the product
         step = max(1, min(n, _CHUNK_BYTES // (c * kh * kw * ho * width * dtype.itemsize)))
-        cols = np.empty((step, c, kh, kw, ho * width), dtype)
+        cols = _temporary("cols", (step, c, kh, kw, ho * width), dtype)
         cols[..., span:] = 0
         out = np.empty((n, o, ho * width), dtype)
         for s in range(0, n, step):
@@ -191,17 +215,23 @@ def _conv_wide_kernel(xp, w, stride, dilation, out_hw, dtype):
     if flat and kh * kw >= _PER_SAMPLE:
         # a product per sample b, (Ro*Qo*C, kH*kW) @ (kH*kW, O), summed: both operands
         # read in the order the forward arrays have them
+        # (a few samples at a time, so that their columns stay in cache)
         xb = np.ascontiguousarray(xp.transpose(1, 0, 2, 3)).reshape(b, a, -1)
         span = (kh - 1) * width + kw
-        wide = np.zeros((b, o, kh, width), dtype)
-        wide[..., :kw] = w.transpose(1, 0, 2, 3)
-        cols = np.empty((b, ro, qo, a, span), dtype)
-        for r in range(ro):
-            for q in range(qo):
-                at = r * sh * width + q * sw
-                cols[:, r, q] = xb[:, :, at:at + span]
-        kernel = wide.reshape(b, o, kh * width)[:, :, :span].transpose(0, 2, 1)
-        out = np.matmul(cols.reshape(b, ro * qo * a, span), kernel).sum(axis=0)
+        step = max(1, min(b, _CHUNK_BYTES // (ro * qo * a * span * dtype.itemsize)))
+        wide = _temporary("kernel", (step, o, kh, width), dtype, zero=True)
+        cols = _temporary("cols", (step, ro, qo, a, span), dtype)
+        per = np.empty((b, ro * qo * a, o), dtype)
+        for s in range(0, b, step):
+            m = min(step, b - s)
+            wide[:m, ..., :kw] = w[:, s:s + m].transpose(1, 0, 2, 3)
+            for r in range(ro):
+                for q in range(qo):
+                    at = r * sh * width + q * sw
+                    cols[:m, r, q] = xb[s:s + m, :, at:at + span]
+            kernel = wide[:m].reshape(m, o, kh * width)[:, :, :span].transpose(0, 2, 1)
+            np.matmul(cols[:m].reshape(m, ro * qo * a, span), kernel, out=per[s:s + m])
+        out = per.sum(axis=0)
         return np.ascontiguousarray(out.reshape(ro, qo, a, o).transpose(2, 3, 0, 1))
     if flat:
         # flat: kernel element (i, j) at i * W + j, the kernel's rows widened to the
@@ -248,9 +278,9 @@ def _col2im_shifted(x, w, dh, dw, width, rows, dtype):
     _, co, kh, kw = w.shape
     span = h * width + (kw - 1) * dw
     step = max(1, min(n, _CHUNK_BYTES // (kw * ci * span * dtype.itemsize)))
-    shifted = np.zeros((step, kw, ci, span), dtype)
+    shifted = _temporary("cols", (step, kw, ci, span), dtype, zero=True)
     weight = w.transpose(2, 1, 3, 0).reshape(kh * co, kw * ci).astype(dtype, copy=False)
-    part = np.empty((step, kh * co, span), dtype)
+    part = _temporary("product", (step, kh * co, span), dtype)
     full = np.empty((n, co, rows * width), dtype)
     for s in range(0, n, step):
         m = min(step, n - s)
