@@ -221,15 +221,15 @@ def _select_impl(c, x, y):
         bits = _BITS.get(dtype.itemsize) if dtype.kind in "biuf" else None
         if bits is not None:
             m = c.view(np.uint8).astype(bits)
-            np.negative(m, out=m)
             xb = np.asarray(x, dtype).view(bits)
             yb = np.asarray(y, dtype).view(bits)
             shape = np.broadcast_shapes(c.shape, xb.shape, yb.shape)
+            if m.shape == shape and xb.ndim == 0 and not xb:    # where(c, +0, y): y & ~m
+                np.subtract(m, 1, out=m)                        # ~m as c - 1: one pass
+                return np.bitwise_and(yb, m, out=m).view(dtype)
+            np.negative(m, out=m)
             if m.shape == shape and yb.ndim == 0 and not yb:    # where(c, x, +0): x & m
                 return np.bitwise_and(xb, m, out=m).view(dtype)
-            if m.shape == shape and xb.ndim == 0 and not xb:    # where(c, +0, y): y & ~m
-                np.invert(m, out=m)
-                return np.bitwise_and(yb, m, out=m).view(dtype)
             out = np.bitwise_and(xb, m, out=np.empty(shape, bits))
             np.invert(m, out=m)
             out |= yb & m

@@ -9,6 +9,7 @@ are expressed with each other and differentiate again to any order.
 """
 import functools
 import math
+import threading
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -110,6 +111,31 @@ _PER_SAMPLE = 256
 # Below this many output channels, a transposed convolution with stride 1 is faster as
 # col2im than as the convolution of its padded input with the flipped kernel.
 _COL2IM = 16
+# The im2col columns of this many bytes at most go into one product.
+_CHUNK_BYTES = 1 << 21
+# Temporaries up to this size come from a per-thread scratch buffer kept from call to call:
+# a fresh multi-megabyte array each call costs its pages' faults again whenever the
+# allocator has handed the memory back to the system (about as long as the product).
+_SCRATCH_MAX = 1 << 22
+_scratch = threading.local()
+
+
+def _temporary(slot, shape, dtype, zero=False):
+    """An array for a kernel's own use, not returned: scratch memory of this thread
+    (``slot`` names one of the arrays a kernel holds at once), or a fresh array if large.
+    Its contents are undefined unless ``zero``."""
+    dtype = np.dtype(dtype)
+    size = math.prod(shape) * dtype.itemsize
+    if size > _SCRATCH_MAX:
+        return (np.zeros if zero else np.empty)(shape, dtype)
+    buffers = _scratch.__dict__.setdefault("buffers", {})
+    buf = buffers.get(slot)
+    if buf is None or buf.nbytes < size:
+        buf = buffers[slot] = np.empty(max(size, 1 << 16) // 16 + 1, np.complex128)
+    out = buf.view(np.uint8)[:size].view(dtype).reshape(shape)
+    if zero:
+        out.fill(0)
+    return out
 
 
 # The im2col copies and col2im sums go one kernel offset at a time, each a whole-batch
@@ -140,13 +166,18 @@ def _conv_general(x, w, stride, pads, dilation):
         xp = np.ascontiguousarray(_padded(x, pads)).reshape(n, c, -1)
         width = padded[1]
         span = (ho - 1) * width + wo
-        cols = np.empty((n, c, kh, kw, ho * width), dtype)
+        # a few images at a time: their columns stay in cache for the product
+        step = max(1, min(n, _CHUNK_BYTES // (c * kh * kw * ho * width * dtype.itemsize)))
+        cols = _temporary("cols", (step, c, kh, kw, ho * width), dtype)
         cols[..., span:] = 0
-        for i in range(kh):
-            for j in range(kw):
-                at = i * dh * width + j * dw
-                cols[:, :, i, j, :span] = xp[:, :, at:at + span]
-        out = np.matmul(weight, cols.reshape(n, c * kh * kw, ho * width))
+        out = np.empty((n, o, ho * width), dtype)
+        for s in range(0, n, step):
+            m = min(step, n - s)
+            for i in range(kh):
+                for j in range(kw):
+                    at = i * dh * width + j * dw
+                    cols[:m, :, i, j, :span] = xp[s:s + m, :, at:at + span]
+            np.matmul(weight, cols[:m].reshape(m, c * kh * kw, ho * width), out=out[s:s + m])
         out = out.reshape(n, o, ho, width)
         return out if width == wo else np.ascontiguousarray(out[..., :wo])
     if ho * wo >= _PER_IMAGE:
@@ -184,17 +215,23 @@ def _conv_wide_kernel(xp, w, stride, dilation, out_hw, dtype):
     if flat and kh * kw >= _PER_SAMPLE:
         # a product per sample b, (Ro*Qo*C, kH*kW) @ (kH*kW, O), summed: both operands
         # read in the order the forward arrays have them
+        # (a few samples at a time, so that their columns stay in cache)
         xb = np.ascontiguousarray(xp.transpose(1, 0, 2, 3)).reshape(b, a, -1)
         span = (kh - 1) * width + kw
-        wide = np.zeros((b, o, kh, width), dtype)
-        wide[..., :kw] = w.transpose(1, 0, 2, 3)
-        cols = np.empty((b, ro, qo, a, span), dtype)
-        for r in range(ro):
-            for q in range(qo):
-                at = r * sh * width + q * sw
-                cols[:, r, q] = xb[:, :, at:at + span]
-        kernel = wide.reshape(b, o, kh * width)[:, :, :span].transpose(0, 2, 1)
-        out = np.matmul(cols.reshape(b, ro * qo * a, span), kernel).sum(axis=0)
+        step = max(1, min(b, _CHUNK_BYTES // (ro * qo * a * span * dtype.itemsize)))
+        wide = _temporary("kernel", (step, o, kh, width), dtype, zero=True)
+        cols = _temporary("cols", (step, ro, qo, a, span), dtype)
+        per = np.empty((b, ro * qo * a, o), dtype)
+        for s in range(0, b, step):
+            m = min(step, b - s)
+            wide[:m, ..., :kw] = w[:, s:s + m].transpose(1, 0, 2, 3)
+            for r in range(ro):
+                for q in range(qo):
+                    at = r * sh * width + q * sw
+                    cols[:m, r, q] = xb[s:s + m, :, at:at + span]
+            kernel = wide[:m].reshape(m, o, kh * width)[:, :, :span].transpose(0, 2, 1)
+            np.matmul(cols[:m].reshape(m, ro * qo * a, span), kernel, out=per[s:s + m])
+        out = per.sum(axis=0)
         return np.ascontiguousarray(out.reshape(ro, qo, a, o).transpose(2, 3, 0, 1))
     if flat:
         # flat: kernel element (i, j) at i * W + j, the kernel's rows widened to the
@@ -231,30 +268,37 @@ def _col2im_range(n, k, d, s, p, size):
     return lo, hi, lo * s + k * d - p
 
 
-def _col2im_shifted(xw, w, dh, dw, h, width, rows, dtype):
-    """Flat col2im with stride 1 (input rows ``width`` long, ``rows`` of them in the
-    output): the kernel's columns shift the input, so kW shifted copies of it make one
-    product per image, (kH*C_out, kW*C_in) @ (kW*C_in, H*width), then kH row-shifted sums
-    (rather than kH*kW sums of a product kW times larger)."""
-    n, ci, _ = xw.shape
+def _col2im_shifted(x, w, dh, dw, width, rows, dtype):
+    """Flat col2im with stride 1 (the output's rows ``width`` long, ``rows`` of them): the
+    kernel's columns shift the input, so kW shifted copies of it make one product per
+    image, (kH*C_out, kW*C_in) @ (kW*C_in, H*width), then kH row-shifted sums (rather
+    than kH*kW sums of a product kW times larger). A few images at a time, so that the
+    copies stay in cache; the copies' gaps are zeros written once."""
+    n, ci, h, wd = x.shape
     _, co, kh, kw = w.shape
     span = h * width + (kw - 1) * dw
-    shifted = np.empty((n, kw, ci, span), dtype)
-    for j in range(kw):
-        shifted[:, j, :, :j * dw] = 0
-        shifted[:, j, :, j * dw:j * dw + h * width] = xw
-        shifted[:, j, :, j * dw + h * width:] = 0
+    step = max(1, min(n, _CHUNK_BYTES // (kw * ci * span * dtype.itemsize)))
+    shifted = _temporary("cols", (step, kw, ci, span), dtype, zero=True)
     weight = w.transpose(2, 1, 3, 0).reshape(kh * co, kw * ci).astype(dtype, copy=False)
-    part = np.matmul(weight, shifted.reshape(n, kw * ci, span)).reshape(n, kh, co, span)
+    part = _temporary("product", (step, kh * co, span), dtype)
     full = np.empty((n, co, rows * width), dtype)
-    for i in range(kh):     # past the buffer's end a row's share holds zeros only
-        at = i * dh * width
-        end = min(span, rows * width - at)
-        if i == 0:
-            full[:, :, :end] = part[:, 0, :, :end]
-            full[:, :, end:] = 0
-        else:
-            full[:, :, at:at + end] += part[:, i, :, :end]
+    for s in range(0, n, step):
+        m = min(step, n - s)
+        # the rows widened to ``width`` once; the other shifts copy that in long runs
+        shifted[:m, 0, :, :h * width].reshape(m, ci, h, width)[..., :wd] = x[s:s + m]
+        for j in range(1, kw):
+            shifted[:m, j, :, j * dw:j * dw + h * width] = shifted[:m, 0, :, :h * width]
+        np.matmul(weight, shifted[:m].reshape(m, kw * ci, span), out=part[:m])
+        parts = part[:m].reshape(m, kh, co, span)
+        out = full[s:s + m]
+        for i in range(kh):     # past the buffer's end a row's share holds zeros only
+            at = i * dh * width
+            end = min(span, rows * width - at)
+            if i == 0:
+                out[:, :, :end] = parts[:, 0, :, :end]
+                out[:, :, end:] = 0
+            else:
+                out[:, :, at:at + end] += parts[:, i, :, :end]
     return full
 
 
@@ -281,10 +325,10 @@ def _conv_transpose_general(x, w, stride, padding, output_padding, dilation):
     # flat: input pixel (r, q) at r * R + q, R the row length of an uncropped output
     rows, width = max(h + dh * (kh - 1), ph + ho), max(wd + dw * (kw - 1), pw + wo)
     if h * wd >= _PER_IMAGE and stride == (1, 1) and width <= 2 * wd:
-        xw = _padded(x, ((0, 0), (0, 0)), width).reshape(n, ci, h * width)
         if kh * co >= _COL2IM:
-            full = _col2im_shifted(xw, w, dh, dw, h, width, rows, dtype)
+            full = _col2im_shifted(x, w, dh, dw, width, rows, dtype)
         else:           # each offset's (C_out, H*R) share added on its own
+            xw = _padded(x, ((0, 0), (0, 0)), width).reshape(n, ci, h * width)
             cols = np.matmul(weight.T, xw).reshape(n, co, kh, kw, h * width)
             full = np.zeros((n, co, rows * width), dtype)
             span = (h - 1) * width + wd
@@ -507,7 +551,43 @@ def _max_pool2d_impl(x, kernel, stride, padding, dilation):
     return out
 
 
+def _max_pool2d_tiled_vjp(g, out, x, kernel):
+    """The VJP for windows that tile the image (stride = kernel, no padding or dilation),
+    with whole-image operations: the image is copied once into k = kH*kW planes, plane p
+    holding place p (row-major) of every window, so that each step below runs over
+    contiguous arrays. Plane p weighs 2**(k-1-p): a window's first maximum outweighs
+    all its later ones together, so it is the hit weighing more than half the window's
+    total. Each plane's share of g is then written back into its places."""
+    n, c, h, w = x.shape
+    (ho, wo), (kh, kw) = tuple(out.shape[2:]), kernel
+    k = kh * kw
+    xt = x if (h, w) == (ho * kh, wo * kw) else x[:, :, :ho * kh, :wo * kw]
+    planes = np.reshape(np.transpose(np.reshape(xt, (n, c, ho, kh, wo, kw)), (3, 5, 0, 1, 2, 4)),
+                        (k, n, c, ho, wo))
+    hit = (planes == out) | (planes != planes)  # a NaN is its window's maximum: its first one
+    bits = np.int8 if k <= 7 else np.int16 if k <= 15 else np.int32
+    mine = hit * (2 ** np.arange(k - 1, -1, -1)).astype(bits).reshape(k, 1, 1, 1, 1)
+    total = mine[0]
+    for p in range(1, k):
+        total = total + mine[p]
+    share = np.where(mine > total // np.array(2, bits), g, np.zeros((), g.dtype))
+    # every place is written: the zeros a broadcast, not an image-sized constant to copy
+    gx = np.broadcast_to(np.zeros((), g.dtype), (n, c, ho, kh, wo, kw))
+    for p in range(k):
+        i, j = divmod(p, kw)
+        gx = apply("index_update", gx, share[p], index=Index((_ALL, _ALL, _ALL, i, _ALL, j)),
+                   mode="set")
+    gx = np.reshape(gx, (n, c, ho * kh, wo * kw))
+    if (h, w) != (ho * kh, wo * kw):
+        gx = np.pad(gx, ((0, 0), (0, 0), (0, h - ho * kh), (0, w - wo * kw)))
+    return (gx,)
+
+
 def _max_pool2d_vjp(g, out, x, kernel, stride, padding, dilation):
+    k = kernel[0] * kernel[1]
+    if tuple(stride) == tuple(kernel) and not any(padding) and tuple(dilation) == (1, 1) \
+            and k < 31:
+        return _max_pool2d_tiled_vjp(g, out, x, kernel)
     # All of g goes to the first maximum of its window (row-major), as PyTorch and JAX's
     # reduce_window max both do (not split between ties like the max reduction): the
     # gradient then matches the oracles this primitive imitates. A NaN is a window's
