@@ -101,7 +101,7 @@ def _freeze(v):
 
 
 def _key(order, local, roots, wrt, taps, cut, functions):
-    nodes = TAPE.graph._nodes
+    nodes = TAPE.graph.by_id
     parts = []
     at = local.__getitem__
     for n in order:
@@ -120,7 +120,7 @@ def _key(order, local, roots, wrt, taps, cut, functions):
 
 def _forward_graph(order, roots, cut, functions):
     g = Graph()
-    nodes = TAPE.graph._nodes
+    nodes = TAPE.graph.by_id
     for k, n in enumerate(order):
         d = nodes[n]
         if d.op == "input" or d.op == "const" or n in cut:
