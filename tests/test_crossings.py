@@ -167,16 +167,24 @@ def _jax_first(case, wrt, xs, ct, ts):
     import jax.numpy as jnp
     # the constants as JAX arrays too (a lowering may call JAX methods on them)
     f = _partial(case, lambda *ops: case.jax_fn(*map(jnp.asarray, ops)), wrt)
+
+    # under one jax.jit: one XLA compile, where JAX run op by op compiles every operation
+    # of the lowering and of its derivatives anew for each shape
+    def refs(xs, ct, ts, reverse):
+        jvp = jax.jvp(f, tuple(xs), tuple(ts))[1]
+        if reverse:
+            return jax.vjp(f, *xs)[1](ct), jvp
+        return jax.jacfwd(f, argnums=tuple(range(len(xs))))(*xs), jvp
+
     try:
-        _, vjp_fn = jax.vjp(f, *xs)
-        vjp = [np.asarray(v) for v in vjp_fn(np.asarray(ct))]
+        vjp, jvp = jax.jit(refs, static_argnums=3)(xs, np.asarray(ct), ts, True)
+        vjp = [np.asarray(v) for v in vjp]
     except NotImplementedError:
         # JAX has no VJP for some lowerings (a dilated max-pool): contract its forward
         # Jacobian instead (real cases only reach here)
-        jacs = jax.jacfwd(f, argnums=tuple(range(len(xs))))(*xs)
+        jacs, jvp = jax.jit(refs, static_argnums=3)(xs, np.asarray(ct), ts, False)
         vjp = [np.tensordot(ct, np.asarray(j), ct.ndim) for j in jacs]
-    jvp = np.asarray(jax.jvp(f, tuple(xs), tuple(ts))[1])
-    return vjp, jvp
+    return vjp, np.asarray(jvp)
 
 
 def _first_order_oracle(case, wrt, xs, ct, ts):

@@ -1,6 +1,7 @@
 """The Graph API: typed nodes in evaluation order, users, fresh ids, the networkx view,
 and that networkx and the graph's private storage stay inside their modules."""
 import ast
+import functools
 import pickle
 from pathlib import Path
 
@@ -267,7 +268,9 @@ def test_levels_are_networkx_topological_generations():
 
 
 # -- who may touch what ----------------------------------------------------------------
+@functools.cache
 def _modules():
+    """Every module of the package, parsed (once: three tests walk them)."""
     return sorted((p.relative_to(ROOT).as_posix(), ast.parse(p.read_text(), str(p)))
                   for p in ROOT.rglob("*.py"))
 
