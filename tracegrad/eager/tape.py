@@ -43,9 +43,12 @@ class Node:
         self._parents = parents
         # the versions of the parents' values now, when this node's rule may save them
         # (PyTorch's saved variables keep theirs): a backward checks them (engine)
-        if len(parents) == 2:
+        n = len(parents)
+        if n == 2:
             self._pver = (parents[0]._counter.v, parents[1]._counter.v)
-        elif not parents:
+        elif n == 1:
+            self._pver = (parents[0]._counter.v,)
+        elif not n:
             self._pver = ()
         else:
             self._pver = tuple(p._counter.v for p in parents)
