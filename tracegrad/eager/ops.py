@@ -1070,10 +1070,13 @@ def _float_kernel(t, kernel):
 def softmax(self, dim, dtype=None):
     _float_kernel(self if dtype is None else Tensor._plain(np.empty(0, dtype)),
                   "softmax_lastdim_kernel_impl")
+    if type(dim) is not int and not isinstance(dim, np.integer):
+        raise TypeError(f"softmax(): argument 'dim' (position 1) must be int, not "
+                        f"{type(dim).__name__}")
+    _check_dim(self, dim)
 
-    def fn(x, dim):
-        e = np.exp(x - _shift(x, dim, finite=False))
-        return e / np.sum(e, axis=dim, keepdims=True)
+    def fn(x, dim):     # one node, as PyTorch records one (ir/prims/softmax.py)
+        return apply("softmax", x, axis=int(dim) % x.ndim)
     return call(_along(fn, dim), self if dtype is None else self.to(dtype),
                 name="SoftmaxBackward0")
 
@@ -1081,10 +1084,13 @@ def softmax(self, dim, dtype=None):
 def log_softmax(self, dim, dtype=None):
     _float_kernel(self if dtype is None else Tensor._plain(np.empty(0, dtype)),
                   "log_softmax_lastdim_kernel_impl")
+    if type(dim) is not int and not isinstance(dim, np.integer):
+        raise TypeError(f"log_softmax(): argument 'dim' (position 1) must be int, not "
+                        f"{type(dim).__name__}")
+    _check_dim(self, dim)
 
-    def fn(x, dim):
-        z = x - _shift(x, dim, finite=False)
-        return z - np.log(np.sum(np.exp(z), axis=dim, keepdims=True))
+    def fn(x, dim):     # one node, as PyTorch records one (ir/prims/softmax.py)
+        return apply("log_softmax", x, axis=int(dim) % x.ndim)
     return call(_along(fn, dim), self if dtype is None else self.to(dtype),
                 name="LogSoftmaxBackward0")
 

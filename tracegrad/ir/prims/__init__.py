@@ -14,6 +14,7 @@ from . import (  # noqa: F401
     scipy_linalg,
     scipy_special,
     shape,
+    softmax,
     special,
     spectral,
 )
