@@ -1,7 +1,7 @@
 """Tensor arithmetic, reductions, shape operations and their in-place forms.
 
 Each operation is NumPy code handed to ``dispatch.call`` with PyTorch's name for its
-backward node; composite ones (``sigmoid``, ``softmax``, ``std``) are several primitives
+backward node; composite ones (``sigmoid``, ``logsumexp``, ``std``) are several primitives
 on the tape under one ``grad_fn`` name, as PyTorch shows them.
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """``tg.autograd.profiler.profile``: time spent per operation, forward and backward.
 
 Forward operations are timed where tensors compute them (one event per operation,
-nested ones inside it: a composite ``softmax`` contains its ``exp`` and ``sum``);
+nested ones inside it: a composite ``logsumexp`` contains its ``exp`` and ``sum``);
 backward time is attributed to the backward node whose rule produced each value.
 """
 from __future__ import annotations
