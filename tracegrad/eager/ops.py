@@ -1067,32 +1067,26 @@ def _float_kernel(t, kernel):
         raise NotImplementedError(f'"{kernel}" not implemented for \'{_scalar_name(t.dtype)}\'')
 
 
-def softmax(self, dim, dtype=None):
-    _float_kernel(self if dtype is None else Tensor._plain(np.empty(0, dtype)),
-                  "softmax_lastdim_kernel_impl")
-    if type(dim) is not int and not isinstance(dim, np.integer):
-        raise TypeError(f"softmax(): argument 'dim' (position 1) must be int, not "
-                        f"{type(dim).__name__}")
-    _check_dim(self, dim)
+def _normalized(prim, kernel, name):
+    """``softmax`` / ``log_softmax``: one node, as PyTorch records one
+    (``ir/prims/softmax.py``)."""
+    def op(self, dim, dtype=None):
+        _float_kernel(self if dtype is None else Tensor._plain(np.empty(0, dtype)), kernel)
+        if type(dim) is not int and not isinstance(dim, np.integer):
+            raise TypeError(f"{prim}(): argument 'dim' (position 1) must be int, not "
+                            f"{type(dim).__name__}")
+        _check_dim(self, dim)
 
-    def fn(x, dim):     # one node, as PyTorch records one (ir/prims/softmax.py)
-        return apply("softmax", x, axis=int(dim) % x.ndim)
-    return call(_along(fn, dim), self if dtype is None else self.to(dtype),
-                name="SoftmaxBackward0")
+        def fn(x, dim):
+            return apply(prim, x, axis=int(dim) % x.ndim)
+        return call(_along(fn, dim), self if dtype is None else self.to(dtype), name=name)
+    op.__name__ = prim
+    return op
 
 
-def log_softmax(self, dim, dtype=None):
-    _float_kernel(self if dtype is None else Tensor._plain(np.empty(0, dtype)),
-                  "log_softmax_lastdim_kernel_impl")
-    if type(dim) is not int and not isinstance(dim, np.integer):
-        raise TypeError(f"log_softmax(): argument 'dim' (position 1) must be int, not "
-                        f"{type(dim).__name__}")
-    _check_dim(self, dim)
-
-    def fn(x, dim):     # one node, as PyTorch records one (ir/prims/softmax.py)
-        return apply("log_softmax", x, axis=int(dim) % x.ndim)
-    return call(_along(fn, dim), self if dtype is None else self.to(dtype),
-                name="LogSoftmaxBackward0")
+softmax = _normalized("softmax", "softmax_lastdim_kernel_impl", "SoftmaxBackward0")
+log_softmax = _normalized("log_softmax", "log_softmax_lastdim_kernel_impl",
+                          "LogSoftmaxBackward0")
 
 
 Tensor.logsumexp, Tensor.softmax, Tensor.log_softmax = logsumexp, softmax, log_softmax
