@@ -602,3 +602,26 @@ def test_step_counts_as_an_inplace_change():
     opt.step()
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.backward()
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("shape", [(6, 4), (3, 4, 2), (4,)])
+def test_nll_without_weights_or_ignored_targets_is_the_weighted_path_bit_for_bit(reduction, shape):
+    """All-valid targets and no weight take a shorter graph (no selection, no product by
+    ones): its values and gradients are those of the general path (weights of one)."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(shape).astype(np.float32)
+    if len(shape) > 1:
+        x[(0, 1) + (0,) * (len(shape) - 2)] = -np.inf        # class 1: no sample picks it
+    n_classes = shape[1] if len(shape) > 1 else shape[0]
+    t = rng.integers(0, n_classes, (shape[0],) + shape[2:] if len(shape) > 1 else ())
+    if len(shape) > 1:
+        t[...] = np.where(t == 1, 0, t)
+
+    def run(weight):
+        z = tg.tensor(x, requires_grad=True)
+        out = tg.nn.functional.cross_entropy(z, tg.tensor(t), weight=weight, reduction=reduction)
+        out.sum().backward()
+        return out.detach().numpy().tobytes(), z.grad.numpy().tobytes()
+
+    assert run(None) == run(tg.ones(n_classes))

@@ -157,9 +157,14 @@ def _class_targets(input, target, weight, ignore_index):
     return key, valid, w
 
 
-def _picked(x, key, valid, w):
-    """Each sample's value at its target class times its weight; 0 for an ignored one."""
-    return np.where(valid, x[_operand_key(x, key)], np.zeros((), x.dtype)) * w
+def _picked(x, key, valid, w, plain=False):
+    """Each sample's value at its target class times its weight; 0 for an ignored one.
+    ``plain``: every sample counts with weight 1, so the value picked is the value (one
+    node fewer each for the selection and the product, which would change nothing)."""
+    picked = x[_operand_key(x, key)]
+    if plain:
+        return picked
+    return np.where(valid, picked, np.zeros((), x.dtype)) * w
 
 
 def _dtype_name(dtype):
@@ -179,9 +184,10 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     key, valid, w = _class_targets(input, target, weight, ignore_index)
+    plain = weight is None and bool(valid.all())
 
     def fn(x):
-        picked = -_picked(x, key, valid, w)
+        picked = -_picked(x, key, valid, w, plain)
         if reduction == "mean":
             return np.sum(picked) / np.sum(w)
         return picked if reduction == "none" else np.sum(picked)
