@@ -19,6 +19,7 @@ import itertools
 import numpy as np
 import pytest
 from conftest import bounded
+from test_eager_autograd import Cube
 
 import tracegrad as tg
 from tracegrad.eager import ops
@@ -107,24 +108,12 @@ def test_fast_binary_under_no_grad_and_after_default_dtype_change():
         tg.set_default_dtype(before)
 
 
-class _Cube(tg.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x ** 3
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g * 3 * x ** 2
-
-
 def test_custom_function_training_loop_leaves_no_nodes_behind():
     w = tg.tensor([0.5, -1.0], requires_grad=True)
     x = tg.tensor([1.0, 2.0])
 
     def step():
-        loss = (_Cube.apply(w * x) - 1).pow(2).sum()
+        loss = (Cube.apply(w * x) - 1).pow(2).sum()
         loss.backward()
         with tg.no_grad():
             w.sub_(1e-4 * w.grad)
@@ -141,13 +130,13 @@ def test_custom_function_training_loop_leaves_no_nodes_behind():
         assert len(TAPE.graph.by_id) == start      # freed as they go: no collection needed
     finally:
         gc.enable()
-    applied = [_Cube.apply(w * x) for _ in range(5)]
+    applied = [Cube.apply(w * x) for _ in range(5)]
     del applied
     gc.collect()
     assert len(TAPE.graph.by_id) == start
     # the values are the closed form's: d/dw (w x)^3 = 3 (w x)^2 x
     w2 = tg.tensor([0.5, -1.0], requires_grad=True)
-    _Cube.apply(w2 * x).sum().backward()
+    Cube.apply(w2 * x).sum().backward()
     np.testing.assert_allclose(w2.grad.numpy(), 3 * (np.array([0.5, -2.0])) ** 2 * [1.0, 2.0])
 
 

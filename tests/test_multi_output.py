@@ -5,6 +5,7 @@ import json
 
 import numpy as np
 import pytest
+from conftest import central_diff
 
 import tracegrad as tg
 from tracegrad.ir import PROJ, REGISTRY, apply
@@ -25,15 +26,6 @@ def uses_all(a):
 def only_vectors(a):
     u, _, vh = np.linalg.svd(a, full_matrices=False)
     return np.sum(u[..., 0, :] * vh[..., :, 0])
-
-
-def _fd_grad(f, a, eps=1e-6):
-    g = np.zeros_like(a)
-    for idx in np.ndindex(a.shape):
-        d = np.zeros_like(a)
-        d[idx] = eps
-        g[idx] = (f(a + d) - f(a - d)) / (2 * eps)
-    return g
 
 
 @pytest.fixture
@@ -168,7 +160,7 @@ def test_dot_draws_one_box():
 @pytest.mark.parametrize("a", [A, TALL, WIDE], ids=["square", "tall", "wide"])
 def test_gradient_against_finite_differences(fn, a):
     got = tg.grad(fn)(a)
-    np.testing.assert_allclose(got, _fd_grad(fn, a), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(got, central_diff(fn, a), rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(tg.jit(tg.grad(fn))(a), got, rtol=1e-12, atol=1e-13)
 
 
@@ -196,7 +188,7 @@ def test_gradient_and_jvp_against_jax(a):
 
 def test_second_derivative():
     hvp = tg.grad(lambda a: np.sum(tg.grad(uses_all)(a) * np.ones_like(a)))(A)
-    fd = _fd_grad(lambda a: np.sum(tg.grad(uses_all)(a)), A, eps=1e-5)
+    fd = central_diff(lambda a: np.sum(tg.grad(uses_all)(a)), A, eps=1e-5)
     np.testing.assert_allclose(hvp, fd, rtol=1e-5, atol=1e-6)
 
 
@@ -316,7 +308,7 @@ def test_factorisation_gradients(name):
     make, a, _ = FACTORISATIONS[name]
     f = make(np)
     got = tg.grad(f)(a)
-    np.testing.assert_allclose(got, _fd_grad(f, a), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(got, central_diff(f, a), rtol=1e-6, atol=1e-7)
     if name == "eigh":
         # NumPy reads the lower triangle, so do the derivatives (JAX symmetrises instead)
         assert np.all(np.triu(got, 1) == 0)
