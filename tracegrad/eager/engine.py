@@ -217,10 +217,9 @@ def _seed(root, grad, i, Tensor, shared=False):
     return grad
 
 
-def _run(roots, grads, targets, retain_graph, create_graph, handles, functions=None,
-         hooked=True):
+def _run(roots, grads, targets, retain_graph, create_graph, scan):
     """Cotangents of the tape nodes ``targets`` from the roots, whose history is
-    ``handles`` (``collect``): node -> array (a Tensor with create_graph) for those
+    ``scan`` (``_Scan``): node -> array (a Tensor with create_graph) for those
     reached, the arrays the backward graph was given, and the nodes a custom Function's
     backward sent a gradient to."""
     Tensor = _tensor_class()
@@ -229,10 +228,9 @@ def _run(roots, grads, targets, retain_graph, create_graph, handles, functions=N
         if not r.requires_grad:
             raise RuntimeError(_NO_GRAD.format(i=i))
         tracers.append(r._traced())
+    handles, functions, hooked = scan.handles, scan.functions, scan.hooked
     shared = not hooked and not create_graph
     seeds = [_seed(r, g, i, Tensor, shared) for i, (r, g) in enumerate(zip(roots, grads))]
-    if functions is None:
-        functions = _functions(handles)
     root_nodes = [t._node for t in tracers]
     if not functions:
         result, given = _stage(root_nodes, seeds, targets, create_graph, handles, handles,
@@ -264,7 +262,7 @@ def _run(roots, grads, targets, retain_graph, create_graph, handles, functions=N
 class _Scan:
     """The part of the tape the roots depend on (``collect``), classified in the same
     walk: the leaves that require grad, the nodes a tensor retain_grad()-ed, the custom
-    Functions' outputs (``_functions``) and whether any node has hooks."""
+    Functions' outputs applied eagerly (node -> its ``apply``'s rule) and whether any node has hooks."""
     __slots__ = ("handles", "receiving", "functions", "hooked")
 
     def __init__(self, roots):
@@ -291,17 +289,6 @@ class _Scan:
                 hooked = True
         self.handles, self.receiving = found, receiving
         self.functions, self.hooked = functions, hooked
-
-
-def _functions(handles):
-    """The tape nodes among ``handles`` that are outputs of a custom ``Function`` applied
-    eagerly: node -> its ``apply``'s rule (``autograd/function.py``)."""
-    found = {}
-    for n, h in handles.items():
-        rule = h._rule
-        if rule is not None and rule.nodes:
-            found[n] = rule
-    return found
 
 
 def _stage(root_nodes, seeds, targets, create_graph, handles, nodes, cut, Tensor,
@@ -743,8 +730,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
             receivers[id(t)] = (t, _tensor_nodes(handles, t))
     targets = [n for _, nodes in receivers.values() for n in nodes]
     reached = _lazy_reached(handles, [r._traced()._node for r in tensors])
-    result, inputs, sent = _run(tensors, grads, targets, retain_graph, create_graph, handles,
-                                scan.functions, scan.hooked)
+    result, inputs, sent = _run(tensors, grads, targets, retain_graph, create_graph, scan)
     reached.sent = sent
     with grad_mode.set_grad_enabled(create_graph):
         for t, nodes in receivers.values():
@@ -847,7 +833,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     for i, r in enumerate(outputs):
         if not r.requires_grad:
             raise RuntimeError(_NO_GRAD.format(i=i))
-    handles = collect([r._traced()._handle for r in outputs])
+    scan = _Scan([r._traced()._handle for r in outputs])
+    handles = scan.handles
     wanted = []
     for t in inputs:
         if not isinstance(t, Tensor):
@@ -857,7 +844,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         wanted.append(_tensor_nodes(handles, t))
     reached = _lazy_reached(handles, [r._traced()._node for r in outputs])
     result, ins, sent = _run(outputs, grads, [n for nodes in wanted for n in nodes],
-                             retain_graph, create_graph, handles)
+                             retain_graph, create_graph, scan)
     reached.sent = sent
     out = []
     with grad_mode.set_grad_enabled(create_graph):
