@@ -254,11 +254,7 @@ class Tape(Trace):
                 value = np.asarray(value)
         except (ValueError, TypeError, IndexError, ArithmeticError) as e:
             raise self._failed(prim, (a._value, b._value), e, src) from None
-        node = self._graph.add_node_unchecked(prim.name, (a._node, b._node), {}, value.shape,
-                                              value.dtype, src)
-        t = EagerTracer(self, node, value.shape, value.dtype, value)
-        t._handle = Node(node, (a._handle, b._handle), value, Version())
-        return t
+        return self._made(prim, (a._node, b._node), {}, value, (a._handle, b._handle), src)
 
     def add1(self, prim, a, params, src) -> EagerTracer:
         """``add(prim, (a,), params)`` for a tape tracer that is no view, at ``src``."""
@@ -268,10 +264,15 @@ class Tape(Trace):
                 value = np.asarray(value)
         except (ValueError, TypeError, IndexError, ArithmeticError) as e:
             raise self._failed(prim, (a._value,), e, src) from None
-        node = self._graph.add_node_unchecked(prim.name, (a._node,), params, value.shape,
-                                              value.dtype, src)
+        return self._made(prim, (a._node,), params, value, (a._handle,), src)
+
+    def _made(self, prim, ids, params, value, parents, src) -> EagerTracer:
+        """The node of ``prim`` applied to the nodes ``ids`` (their ``Node`` objects
+        ``parents``), whose value was computed: the tracer that stands for it."""
+        node = self._graph.add_node_unchecked(prim.name, ids, params, value.shape, value.dtype,
+                                              src)
         t = EagerTracer(self, node, value.shape, value.dtype, value)
-        t._handle = Node(node, (a._handle,), value, Version())
+        t._handle = Node(node, parents, value, Version())
         return t
 
     def _failed(self, prim, vals, error, src):
@@ -300,11 +301,7 @@ class Tape(Trace):
                 value = np.asarray(value)
         except (ValueError, TypeError, IndexError, ArithmeticError) as e:
             raise self._failed(prim, vals, e, src) from None
-        node = self._graph.add_node_unchecked(prim.name, tuple(ids), params, value.shape,
-                                              value.dtype, src)
-        t = EagerTracer(self, node, value.shape, value.dtype, value)
-        t._handle = Node(node, tuple(parents), value, Version())
-        return t
+        return self._made(prim, tuple(ids), params, value, tuple(parents), src)
 
     def _operands(self, args):
         """Node ids, values and ``Node`` objects of ``args`` (a constant node for each
