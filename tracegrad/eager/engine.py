@@ -261,8 +261,9 @@ def _run(roots, grads, targets, retain_graph, create_graph, scan):
 
 class _Scan:
     """The part of the tape the roots depend on (``collect``), classified in the same
-    walk: the leaves that require grad, the nodes a tensor retain_grad()-ed, the custom
-    Functions' outputs applied eagerly (node -> its ``apply``'s rule) and whether any node has hooks."""
+    walk: the leaves that require grad, the nodes a tensor retain_grad()-ed, the outputs
+    of custom Functions applied eagerly (node -> its ``apply``'s rule) and whether any
+    node has hooks."""
     __slots__ = ("handles", "receiving", "functions", "hooked")
 
     def __init__(self, roots):

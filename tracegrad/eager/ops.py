@@ -157,11 +157,11 @@ def _record_binary(fn, a, b, a_tensor, b_tensor, dtype, name):
     if a_tensor and b_tensor:
         prim = _ONE_PRIMITIVE.get(fn)
         if prim is not None:
+            # (tape tracers: _fast_binary took only concrete or taped tensors)
             ia, ib = a._traced(), b._traced()
-            if type(ia) is EagerTracer and type(ib) is EagerTracer and ia._dtype == dtype and \
-                    ib._dtype == dtype and ia._trace is TAPE and ib._trace is TAPE and \
-                    ia._view is None and ib._view is None and ia._weak is None and \
-                    ib._weak is None and dtype.kind in "fc":
+            if ia._dtype == dtype and ib._dtype == dtype and ia._view is None and \
+                    ib._view is None and ia._weak is None and ib._weak is None and \
+                    dtype.kind in "fc":
                 # two tensors of the result's floating dtype: one node, whose edges are its
                 # parents (what the steps below come to for them)
                 src = TAPE.src
@@ -706,18 +706,20 @@ Tensor.lt, Tensor.le, Tensor.gt, Tensor.ge = (Tensor.__lt__, Tensor.__le__, Tens
 # -- in place --------------------------------------------------------------------------
 def _inplace_binary(fn, name):
     def op_(self, other, alpha=1):
-        if alpha == 1 and FAST[0] and not _grad_enabled() and type(self) is Tensor and \
-                type(self._data) is np.ndarray and self._data.dtype.kind in "fc" and (
+        fast = alpha == 1 and FAST[0] and not _grad_enabled()
+        if fast and type(self) is Tensor and type(self._data) is np.ndarray and \
+                self._data.dtype.kind in "fc" and (
                     type(other) is float or type(other) is int or type(other) is Tensor and
                     type(other._data) is np.ndarray and other._data.dtype.kind in "fc"):
-            # floating operands (no bool error to raise); same shapes or a number
+            # floating operands: no bool error to raise first
             done = _fast_inplace(self, other, fn)
             if done is not None:
                 return done
+            fast = False        # it declined (another shape, a read-only array)
         _check_broadcast(self, other)
         if fn is np.subtract and (_is_bool(self) or _is_bool(other)):
             _subtract(self, other)          # PyTorch's error
-        if alpha == 1 and FAST[0] and not _grad_enabled():
+        if fast:
             done = _fast_inplace(self, other, fn)
             if done is not None:
                 return done
@@ -907,8 +909,8 @@ def _fast_sum(x):
             or not (tr is None and x._requires_grad or type(tr) is EagerTracer) \
             or not _grad_enabled() or _profiling() is not None:
         return None
-    t = x._traced()
-    if type(t) is not EagerTracer or t._view is not None or t._trace is not TAPE:
+    t = x._traced()     # a tape tracer (checked above)
+    if t._view is not None:
         return None
     src = TAPE.src
     out = TAPE.add1(_SUM, t, {"axis": tuple(range(t._value.ndim)), "keepdims": False},
@@ -1028,15 +1030,14 @@ def _arg(fn):
 Tensor.argmax, Tensor.argmin = _arg(np.argmax), _arg(np.argmin)
 
 
-def _shift(x, dim, finite=True):
-    """The maximum along ``dim``, outside the gradient: subtracted for stability, it
-    changes no derivative. ``finite``: 0 where it is infinite (PyTorch's logsumexp;
-    its softmax subtracts an infinite maximum too, and gives NaN)."""
+def _shift(x, dim):
+    """The maximum along ``dim``, outside the gradient, and 0 where it is infinite
+    (PyTorch's logsumexp): subtracted for stability, it changes no derivative."""
     if x.shape[dim] == 0:
         return np.zeros((), x.dtype)
     m = np.max(x, axis=dim, keepdims=True)
     m = apply("stop_gradient", m) if isinstance(m, Tracer) else m
-    return np.where(np.isfinite(m), m, np.zeros((), m.dtype)) if finite else m
+    return np.where(np.isfinite(m), m, np.zeros((), m.dtype))
 
 
 def _along(fn, dim):
