@@ -542,6 +542,38 @@ def statsmodels_cases():
                    fd_grad=lambda b, m=model: m.score(b, scale=1.0), ref_name="hessian")
 
 
+def statsmodels_function_cases():
+    """Robust norms (``psi`` is the authors' derivative of ``rho``, ``psi_deriv`` of ``psi``),
+    GLM links (``deriv``, ``deriv2``, ``inverse_deriv``) and variance functions (``deriv``)."""
+    import statsmodels.genmod.families.links as links
+    import statsmodels.genmod.families.varfuncs as varfuncs
+    import statsmodels.robust.norms as norms
+
+    z = np.array([-2.7, -0.8, 0.3, 1.1, 3.4])    # away from every norm's kinks
+    for name in ("LeastSquares", "HuberT", "RamsayE", "AndrewWave", "TrimmedMean", "Hampel",
+                 "TukeyBiweight", "StudentT", "TukeyQuartic"):
+        if not hasattr(norms, name):
+            continue
+        norm = getattr(norms, name)()
+        yield _elementwise("statsmodels.robust.norms", f"{name}.rho", norm.rho, z, norm.psi, "psi")
+        yield _elementwise("statsmodels.robust.norms", f"{name}.psi", norm.psi, z, norm.psi_deriv,
+                           "psi_deriv")
+    p = np.array([0.15, 0.4, 0.55, 0.8])
+    for name, link in [("Logit", links.Logit()), ("Probit", links.Probit()), ("CLogLog", links.CLogLog()),
+                       ("LogLog", links.LogLog()), ("Cauchy", links.Cauchy()), ("Log", links.Log()),
+                       ("Power(1.5)", links.Power(1.5)), ("InversePower", links.InversePower()),
+                       ("Sqrt", links.Sqrt()), ("NegativeBinomial", links.NegativeBinomial())]:
+        g = "statsmodels.links"
+        yield _elementwise(g, f"{name}.link", link, p, link.deriv, "deriv")
+        yield _elementwise(g, f"{name}.deriv", link.deriv, p, link.deriv2, "deriv2")
+        eta = link(p)
+        yield _elementwise(g, f"{name}.inverse", link.inverse, eta, link.inverse_deriv, "inverse_deriv")
+    mu = np.array([0.15, 0.4, 0.55, 0.8])
+    for name, vf in [("Power(1.5)", varfuncs.Power(1.5)), ("Binomial", varfuncs.Binomial()),
+                     ("NegativeBinomial", varfuncs.NegativeBinomial(0.7))]:
+        yield _elementwise("statsmodels.varfuncs", f"{name}", vf, mu, vf.deriv, "deriv")
+
+
 GROUPS = {
     "scipy.optimize": scipy_optimize_cases,
     "scipy.special": scipy_special_cases,
@@ -549,7 +581,8 @@ GROUPS = {
     "sklearn.losses": sklearn_loss_cases,
     "sklearn.models": sklearn_model_cases,
     "sklearn.gp": sklearn_gp_cases,
-    "statsmodels": statsmodels_cases,
+    "statsmodels.models": statsmodels_cases,
+    "statsmodels.functions": statsmodels_function_cases,
 }
 
 

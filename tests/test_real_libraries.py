@@ -289,3 +289,28 @@ def test_statsmodels_hessians_the_authors_got_wrong(name):
     assert_close(got, fd, 1e-6, "vs finite differences of score", floor=1.0)
     assert_close(got, got.T, 1e-12, "symmetric")
     assert rel_error(np.asarray(hessian(p)), fd) > 1e-2
+
+
+ROBUST_NORMS = ["LeastSquares", "HuberT", "RamsayE", "AndrewWave", "TrimmedMean", "TukeyBiweight"]
+LINKS = ["Logit", "CLogLog", "LogLog", "Log", "Power", "InversePower", "Sqrt", "NegativeBinomial"]
+
+
+@pytest.mark.parametrize("name", ROBUST_NORMS)
+def test_statsmodels_robust_norms(name):
+    """``psi`` is the authors' derivative of ``rho``, ``psi_deriv`` that of ``psi``."""
+    norms = pytest.importorskip("statsmodels.robust.norms")
+    norm = getattr(norms, name)()
+    z = np.array([-2.7, -0.8, 0.3, 1.1, 3.4])     # away from the kinks
+    check(lambda y: np.sum(norm.rho(y)), z, "grad", norm.psi)
+    check(lambda y: np.sum(norm.psi(y)), z, "grad", norm.psi_deriv)
+
+
+@pytest.mark.parametrize("name", LINKS)
+def test_statsmodels_links(name):
+    """A GLM link's ``deriv``, ``deriv2`` and ``inverse_deriv``."""
+    links = pytest.importorskip("statsmodels.genmod.families.links")
+    link = getattr(links, name)(*((1.5,) if name == "Power" else ()))
+    p = np.array([0.15, 0.4, 0.55, 0.8])
+    check(lambda y: np.sum(link(y)), p, "grad", link.deriv)
+    check(lambda y: np.sum(link.deriv(y)), p, "grad", link.deriv2)
+    check(lambda y: np.sum(link.inverse(y)), link(p), "grad", link.inverse_deriv)
