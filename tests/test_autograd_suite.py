@@ -423,3 +423,63 @@ def test_second_derivative_against_autograd(c):
         pytest.skip("autograd does not differentiate this twice")
     # floor 1: a second derivative that is exactly zero comes out of either as +-1e-19
     assert_close(np.asarray(got), np.asarray(expected, dtype=float), 1e-8, f"{cid} vs autograd", floor=1.0)
+
+
+# Under tg.jit every array argument is traced, the constant ones too
+KNOWN_JIT = {
+    "special.betainc (x)": "under tg.jit, betainc with traced a and b is refused although only x is "
+                           "differentiated",
+    "stats.multivariate_normal.logpdf (x, mean)": "under tg.jit the covariance is traced: scipy.linalg "
+                                                  "inside multivariate_normal, ValueError: object arrays",
+}
+
+
+def _param_jit(cases):
+    return [pytest.param(c, id=c[1], marks=pytest.mark.xfail(strict=True, reason=KNOWN_JIT[c[1]]))
+            if c[1] in KNOWN_JIT else pytest.param(c, id=c[1]) for c in cases]
+
+
+RUNNING = [c for c in CASES if c[1] not in KNOWN]
+_LINALG = {"inv", "pinv", "solve", "det", "slogdet", "norm", "eigh", "cholesky", "matrix_power"}
+
+
+def _category(c):
+    family, cid = c[0], c[1]
+    if cid.startswith(("special.", "logsumexp")):
+        return "special"
+    if cid.startswith("stats."):
+        return "stats"
+    for name, group in [("unary", UNARY), ("binary", BINARY), ("linalg", _LINALG),
+                        ("reduction", {*REDUCTIONS, "cumsum", "cumprod"})]:
+        if family in group:
+            return name
+    return "shape"
+
+
+@pytest.mark.parametrize("backend", ["numpy", "jax"])
+@pytest.mark.parametrize("c", _param_jit(bounded(RUNNING, 16, key=_category)))
+def test_jit_and_jvp_match_the_traced_gradient(c, backend):
+    """``tg.jit(tg.grad(...))`` on both backends gives the traced gradient, and ``tg.jvp``
+    gives its inner product with a tangent."""
+    if backend == "jax":
+        pytest.importorskip("jax")
+    family, cid, fn, specs, argnums, _smooth = c
+    args = _args(cid, specs)
+    obj = _objective(NP, fn, _weights(fn, args, cid))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = tg.grad(obj, argnums=argnums)(*args)
+        got = tg.jit(tg.grad(obj, argnums=argnums), backend=backend)(*args)
+        for k, i in enumerate(argnums):
+            assert_close(np.asarray(got[k]), np.asarray(expected[k]), 1e-12, f"{cid}: arg {i} jit {backend}")
+        if backend == "numpy":
+            tangents = tuple(np.random.default_rng(5).normal(size=np.shape(args[i])) for i in argnums)
+
+            def of_differentiated(*d):
+                full = list(args)
+                for k, i in enumerate(argnums):
+                    full[i] = d[k]
+                return obj(*full)
+            _, t = tg.jvp(of_differentiated, tuple(args[i] for i in argnums), tangents)
+            inner = sum(np.sum(np.asarray(g) * v) for g, v in zip(expected, tangents))
+            assert_close(np.float64(t), np.float64(inner), 1e-10, f"{cid}: jvp", floor=1.0)
