@@ -574,7 +574,62 @@ def statsmodels_function_cases():
         yield _elementwise("statsmodels.varfuncs", f"{name}", vf, mu, vf.deriv, "deriv")
 
 
+def numpy_polynomial_cases():
+    """numpy.polynomial: ``*val`` against ``*der`` (in x) and ``*vander`` (in the coefficients)."""
+    from numpy.polynomial import chebyshev, hermite, hermite_e, laguerre, legendre
+    from numpy.polynomial import polynomial as poly
+
+    g = "numpy.polynomial"
+    x = np.array([-0.7, -0.1, 0.35, 0.9])
+    c = np.array([0.5, -1.2, 0.8, 0.3, -0.4])
+    for name, val, der, vander in [
+            ("polyval", poly.polyval, poly.polyder, poly.polyvander),
+            ("chebval", chebyshev.chebval, chebyshev.chebder, chebyshev.chebvander),
+            ("legval", legendre.legval, legendre.legder, legendre.legvander),
+            ("hermval", hermite.hermval, hermite.hermder, hermite.hermvander),
+            ("hermeval", hermite_e.hermeval, hermite_e.hermeder, hermite_e.hermevander),
+            ("lagval", laguerre.lagval, laguerre.lagder, laguerre.lagvander)]:
+        yield _elementwise(g, f"{name} (in x)", lambda y, v=val: v(y, c), x,
+                           lambda y, v=val, d=der: v(y, d(c)), der.__name__)
+        yield Case(g, f"{name} (in c, jacobian)", lambda k, v=val: v(x, k), c,
+                   lambda k, vd=vander: vd(x, len(c) - 1), "jacobian", ref_name=vander.__name__)
+    yield _elementwise(g, "Chebyshev(c)(x)", lambda y: chebyshev.Chebyshev(c)(y), x,
+                       lambda y: chebyshev.Chebyshev(c).deriv()(y), "Chebyshev.deriv")
+    yield _elementwise("numpy", "np.polyval (in x)", lambda y: np.polyval(c, y), x,
+                       lambda y: np.polyval(np.polyder(c), y), "np.polyder")
+
+
+def scipy_interpolate_cases():
+    """Splines evaluated at traced points, against the authors' derivative splines."""
+    from scipy import interpolate as si
+
+    g = "scipy.interpolate"
+    knots_x = np.linspace(0.0, 3.0, 7)
+    knots_y = np.sin(knots_x) + 0.3 * knots_x
+    t = np.array([0.2, 0.9, 1.7, 2.6])
+    cs = si.CubicSpline(knots_x, knots_y)
+    yield _elementwise(g, "CubicSpline(x)", cs, t, lambda y: cs(y, 1), "cs(x, nu=1)")
+    bs = si.make_interp_spline(knots_x, knots_y, k=3)
+    yield _elementwise(g, "BSpline(x)", bs, t, bs.derivative(), "BSpline.derivative()")
+    tck = si.splrep(knots_x, knots_y)
+    yield _elementwise(g, "splev(x, tck)", lambda y: si.splev(y, tck), t, lambda y: si.splev(y, tck, der=1),
+                       "splev(der=1)")
+    pch = si.PchipInterpolator(knots_x, knots_y)
+    yield _elementwise(g, "PchipInterpolator(x)", pch, t, pch.derivative(), "derivative()")
+    ak = si.Akima1DInterpolator(knots_x, knots_y)
+    yield _elementwise(g, "Akima1DInterpolator(x)", ak, t, ak.derivative(), "derivative()")
+    us = si.UnivariateSpline(knots_x, knots_y, s=0.01)
+    yield _elementwise(g, "UnivariateSpline(x)", us, t, us.derivative(), "derivative()")
+    slopes = np.diff(knots_y) / np.diff(knots_x)
+    yield _elementwise(g, "interp1d linear (x)", si.interp1d(knots_x, knots_y), t,
+                       lambda y: slopes[np.searchsorted(knots_x, y) - 1], "segment slopes")
+    yield _elementwise("numpy", "np.interp (x)", lambda y: np.interp(y, knots_x, knots_y), t,
+                       lambda y: slopes[np.searchsorted(knots_x, y) - 1], "segment slopes")
+
+
 GROUPS = {
+    "numpy.polynomial": numpy_polynomial_cases,
+    "scipy.interpolate": scipy_interpolate_cases,
     "scipy.optimize": scipy_optimize_cases,
     "scipy.special": scipy_special_cases,
     "scipy.stats": scipy_stats_cases,

@@ -158,6 +158,26 @@ def test_logsumexp_softmax_log_softmax():
     check(sp.log_softmax, REAL, "jacobian", lambda y: np.eye(4) - s[None, :])
 
 
+# --------------------------------------------------------------------------- numpy.polynomial
+
+POLY = ["polynomial", "chebyshev", "legendre", "hermite", "hermite_e", "laguerre"]
+
+
+@pytest.mark.parametrize("kind", POLY)
+def test_numpy_polynomial_val_der_vander(kind):
+    """``*val`` in x against ``*der``, and in the coefficients against ``*vander``."""
+    import numpy.polynomial as P
+
+    mod = getattr(P, kind)
+    prefix = {"polynomial": "poly", "chebyshev": "cheb", "legendre": "leg", "hermite": "herm",
+              "hermite_e": "herme", "laguerre": "lag"}[kind]
+    val, der, vander = (getattr(mod, prefix + s) for s in ("val", "der", "vander"))
+    x = np.array([-0.7, -0.1, 0.35, 0.9])
+    c = np.array([0.5, -1.2, 0.8, 0.3, -0.4])
+    check(lambda y: np.sum(val(y, c)), x, "grad", lambda y: val(y, der(c)))
+    check(lambda k: val(x, k), c, "jacobian", lambda k: vander(x, len(c) - 1))
+
+
 # --------------------------------------------------------------------------- scikit-learn
 
 
