@@ -744,6 +744,15 @@ class Tracer:
         index values), and the result is a constant of the trace, as NumPy computes it.
         Index a traced array (``np.asarray``-free: ``tg``-traced ``f[ix]``) or use
         ``np.take_along_axis`` to keep the lookup in the graph."""
+        sync(self)
+        if self._value is None:
+            raise TraceError(
+                "plain[i], where plain is a NumPy array that is not traced and i a traced "
+                "integer known only abstractly here (a loop's step number, or inside a graph "
+                "transformation): NumPy indexes its own arrays itself, so the lookup cannot be "
+                "recorded. Index a traced array instead: carry the array through the loop "
+                "(init_val=(acc, plain)), hand it to tg.scan as xs, or pass it as an argument "
+                f"of a tg.jit-compiled function{where()}")
         value = np.asarray(self._concrete("indexing a NumPy array with a traced integer array"))
         self._trace.guard(self, value.copy())
         return value if dtype is None else value.astype(dtype, copy=False)
