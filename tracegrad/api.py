@@ -142,7 +142,7 @@ class _Traced:
 
     def __init__(self, fun, args, kwargs, argnums, src, *, has_aux=False,
                  differentiable=True, skip_hint="leave it out of argnums",
-                 check_complex=None, plan_extra=None):
+                 check_complex=None, plan_extra=None, differentiates=True):
         self.src = src
         self.trees, leaves = [], []
         for i in argnums:
@@ -168,6 +168,9 @@ class _Traced:
                       for x, aval in zip(leaves, avals)]
             # (the function may assign into an input tracer, which then names a new node)
             self.input_nodes = [x._node for x in inputs]
+            # what a branch on an exact equality must not depend on (tracer/equality.py)
+            trace.differentiated = set(self.input_nodes) if differentiates else None
+            trace.input_of = dict(zip(self.input_nodes, leaves))
             trace.outer_args = leaves       # what the inputs stand for (tg.debug.print)
             for inp, x in zip(inputs, leaves):
                 if isinstance(x, Tracer):
@@ -835,7 +838,7 @@ def trace(fun: Callable[..., Any], *example_args: PyTree, **kwargs: Any) -> Grap
     """
     src = user_src()
     t = _Traced(fun, example_args, kwargs, tuple(range(len(example_args))), src,
-                differentiable=False, check_complex=False)
+                differentiable=False, check_complex=False, differentiates=False)
     if len(t.eval_args) != t.n_in:
         raise TraceError(f"tg.trace was called inside another transform on a function that "
                          f"closes over its traced values{_at(src)}")

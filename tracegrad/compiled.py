@@ -300,7 +300,7 @@ class Jitted(Generic[P]):
 
         dynamic = tuple(a for i, a in enumerate(args) if i not in statics)
         t = _Traced(flat_fun, ((dynamic, kwargs),), {}, (0,), user_src(),
-                    differentiable=False)
+                    differentiable=False, differentiates=False)
         if len(t.eval_args) != t.n_in:
             # Values captured from an enclosing trace would be extra inputs no caller
             # passes: such a function is traced through, not compiled on its own.

@@ -25,6 +25,7 @@ from ..ir.evaluate import evaluate
 from ..ir.source import source_override, user_frame, user_src, where
 from . import pytree as _pytree
 from .elements import wrap_constructors
+from .equality import check_branch
 from .views import sync
 
 # True while tg.vmap traces its function on one example: a decision NumPy takes from the
@@ -109,8 +110,21 @@ class Trace:
         self.captured: dict[tuple, tuple] = {}
         self._snapshots: dict[int, tuple] = {}    # id(user array) -> (it, the copy taken)
 
+    # The input nodes a differentiating transform (grad, jvp, jacobian, ...) differentiates
+    # with respect to, None for a trace that differentiates nothing (tg.jit, tg.vmap);
+    # and the values an input stands for (an enclosing trace's tracers, or plain arrays).
+    # A branch on an exact equality of a differentiated value is refused (equality.py).
+    differentiated: set | None = None
+    input_of: dict | None = None
+
     def __repr__(self):
         return f"<Trace level={self.level}>"
+
+    @property
+    def graph_backed(self):
+        """Whether nodes are read from ``graph`` (a subclass: the eager tape) rather than
+        from ``records``."""
+        return type(self) is not Trace
 
     @property
     def graph(self) -> Graph:
@@ -324,6 +338,8 @@ class Trace:
         return out
 
     def guard(self, tracer: Tracer, expected):
+        if type(expected) is bool or type(expected) is np.bool_:
+            check_branch(self, tracer._node, bool(expected))
         self._guards.append((tracer._node, expected))
 
 
