@@ -24,8 +24,9 @@ from ..ir import PROJ, REGISTRY, Aval, Graph
 from ..ir.evaluate import evaluate
 from ..ir.source import source_override, user_frame, user_src, where
 from . import pytree as _pytree
+from .calls import called_function, random_sampler
 from .elements import wrap_constructors
-from .equality import check_branch
+from .equality import check_branch, reaches_differentiated
 from .views import sync
 
 # True while tg.vmap traces its function on one example: a decision NumPy takes from the
@@ -69,6 +70,16 @@ def _user_is_subscripting():
         return False
     code = frame.f_code.co_code
     return frame.f_lasti < len(code) and code[frame.f_lasti] in _SUBSCR_OPS
+
+
+def _random_sampler_call():
+    """``(name, reparameterised rewrite or None, callee text)`` when the user's line is
+    calling a NumPy random sampler (a method of a Generator or RandomState), else None."""
+    callee, text = called_function()
+    if callee is None:
+        return None
+    found = random_sampler(callee, text)
+    return None if found is None else (*found, text)
 
 
 def lost_gradient(what, hint=""):
@@ -718,6 +729,10 @@ class Tracer:
         if dtype is not None and np.dtype(dtype).kind in "iub" and self.dtype.kind == "f" \
                 and not _user_is_storing_item():
             return self._cast_value(np.dtype(dtype))
+        if dtype is not None and np.dtype(dtype) != object and not _user_is_storing_item():
+            sampler = _random_sampler_call()
+            if sampler is not None:
+                return self._sampler_parameter(sampler, np.dtype(dtype))
         if dtype is not None and np.dtype(dtype) != object or _user_is_storing_item():
             name = np.dtype(dtype).name
             raise lost_gradient(f"Converting to a NumPy array of dtype {name}",
@@ -731,6 +746,29 @@ class Tracer:
             return element_array(self)
         return element_array(Tracer(self._trace, self._node, self.shape, self.dtype,
                                     self._value))
+
+    def _sampler_parameter(self, sampler, dtype):
+        """A parameter of NumPy's random sampler (``rng.normal(loc, ...)``), which converts
+        it to a plain array: allowed, as the value (a guard), where no gradient is lost
+        (the value reaches no differentiated input, e.g. under tg.jit alone); refused
+        otherwise, with the reparameterised rewrite where NumPy's sampler is one."""
+        name, rewrite, text = sampler
+        sync(self)
+        if reaches_differentiated(self._trace, self._node):
+            if rewrite is not None:
+                how = (f"Write {rewrite} instead: the same numbers from the same state, and "
+                       f"the reparameterised derivative with respect to the parameters")
+            else:
+                how = (f"{name} is not a transform of a standard sampler NumPy has, so the "
+                       f"sample has no derivative with respect to its parameters here: pass "
+                       f"tg.stop_gradient(parameter) if none should flow through it")
+            raise TraceError(f"{text}(...) with a parameter being differentiated: NumPy's "
+                             f"sampler converts its parameters to plain numbers, so the sample "
+                             f"would not follow them (a silently lost derivative). {how}"
+                             f"{where()}")
+        value = np.asarray(self._concrete(f"{text}(...) of a traced parameter"))
+        self._trace.guard(self, value.copy())
+        return value.astype(dtype, copy=False)
 
     def _cast_value(self, dtype):
         """``np.int64(x)`` / ``np.asarray(x, int)`` of a floating traced array: NumPy's own

@@ -119,7 +119,7 @@ def implied_equalities(trace, n, decision: bool, depth=0) -> list:
     return []
 
 
-def _reaches_differentiated(trace, n) -> bool:
+def reaches_differentiated(trace, n) -> bool:
     """Whether node ``n`` of ``trace`` depends on an input being differentiated (an
     argument of a differentiating transform, of this trace or of an enclosing one through
     a captured value or an argument), other than through ``stop_gradient``."""
@@ -143,7 +143,7 @@ def _reaches_differentiated(trace, n) -> bool:
                 outer.update(trace.input_of or {})
             o = outer.get(m)
             if o is not None and hasattr(o, "_trace") and o._trace.active and \
-                    _reaches_differentiated(o._trace, o._node):
+                    reaches_differentiated(o._trace, o._node):
                 return True
             continue
         todo.extend(args)
@@ -157,6 +157,6 @@ def check_branch(trace, node, decision: bool):
         return
     for eq in implied_equalities(trace, node, decision):
         op, args, _ = _node(trace, eq)
-        if any(_reaches_differentiated(trace, a) for a in args):
+        if any(reaches_differentiated(trace, a) for a in args):
             what = "a == b came out True" if op == "equal" else "a != b came out False"
             raise TraceError(_MESSAGE.format(what=what, at=where()))
