@@ -358,9 +358,17 @@ def _grad_core(fun, argnums, has_aux, with_value, holomorphic=False):
         nums, single = _argnums(argnums, len(args), src, fun, kwargs)
         t = _Traced(fun, args, kwargs, nums, src, has_aux=has_aux, plan_extra=_GRAD_PLAN)
         if t.n_out != 1 or t.out_tree.kind != "leaf":
+            tree = t.out_tree
+            aux = ""
+            if tree.kind in ("tuple", "list") and len(tree.children) == 2 and \
+                    tree.children[0].kind == "leaf" and t.out_aval(0)[0] in ((), (1,)):
+                aux = (f"; if it returns (loss, aux), with aux not to be differentiated, pass "
+                       f"has_aux=True: {'tg.value_and_grad' if with_value else 'tg.grad'}"
+                       f"(f, has_aux=True) gives "
+                       f"{'((loss, aux), grad)' if with_value else '(grad, aux)'}")
             raise TraceError(f"tg.grad needs {_fun_name(fun)} to return one scalar, but it "
-                             f"returned {t.out_tree!r}; use tg.jacobian or tg.vjp for several "
-                             f"outputs{_at(src)}")
+                             f"returned {t.out_tree!r}{aux}; use tg.jacobian or tg.vjp for "
+                             f"several outputs{_at(src)}")
         shape, dtype = t.out_aval(0)
         if math.prod(shape) != 1:
             out_src = t.graph.node(t.graph.outputs[0])["src"]

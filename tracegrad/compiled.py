@@ -285,6 +285,36 @@ class Jitted(Generic[P]):
                           f"static_argnums", RetraceWarning, stacklevel=3)
         return entry
 
+    def _check_traceable(self, args, kwargs, pos, names):
+        """A TraceError naming ``static_argnums`` / ``static_argnames`` for an argument that
+        is not an array or a number (a string, a callable, an object): it cannot be traced,
+        but it can key the cache."""
+        given = [(i, a) for i, a in enumerate(args) if i not in pos] + \
+            [(k, v) for k, v in kwargs.items() if k not in names]
+        for where_, a in given:
+            for leaf in flatten(a)[0]:
+                if isinstance(leaf, Tracer) or _is_jax_array(leaf):
+                    continue
+                try:
+                    kind = np.asarray(leaf).dtype.kind
+                except Exception:       # noqa: BLE001  (whatever NumPy makes of it)
+                    kind = "O"
+                if kind in "biufc":
+                    continue
+                if isinstance(where_, int):
+                    param = (self._params[where_] if self._params is not None
+                             and where_ < len(self._params) else None)
+                    how = f"tg.jit(f, static_argnums={where_})" + (
+                        f" or tg.jit(f, static_argnames='{param}')" if param else "")
+                    what = f"argument {where_}" + (f" ({param})" if param else "")
+                else:
+                    how, what = f"tg.jit(f, static_argnames='{where_}')", f"argument {where_}="
+                raise TraceError(
+                    f"{what} of {self.__name__} is a {type(leaf).__name__}: tg.jit traces "
+                    f"arrays and numbers (and tuples, lists and dicts of them) only. Declare it "
+                    f"static, {how}, and its value keys the compiled cache (it must be "
+                    f"hashable), or close over it{_where()}")
+
     def _drew(self, key, traced, drawn):
         """The function drew random numbers with NumPy while it was traced: compiled, it
         would return those same numbers on every call. It runs uncompiled instead, for
@@ -309,6 +339,7 @@ class Jitted(Generic[P]):
         from .api import _Traced
 
         pos, names = self._statics(args, kwargs, bound)
+        self._check_traceable(args, kwargs, pos, names)
         statics = {i: _unwrap_one(args[i]) for i in pos}
         static_kw = {k: kwargs[k] for k in names}
         kwargs = {k: v for k, v in kwargs.items() if k not in names}

@@ -95,3 +95,21 @@ def random_sampler(callee, text):
     receiver = text.rsplit(".", 1)[0] if text and "." in text else "rng"
     rewrite = _REPARAMETERISED.get(name)
     return name, rewrite.format(r=receiver) if rewrite else None
+
+
+# math.* functions whose NumPy counterpart has another name (the rest are np.<same name>)
+_MATH_TO_NUMPY = {"fsum": "np.sum", "pow": "np.power", "dist": "np.linalg.norm(p - q)",
+                  "erf": "scipy.special.erf", "erfc": "scipy.special.erfc",
+                  "gamma": "scipy.special.gamma", "lgamma": "scipy.special.gammaln"}
+
+
+def math_function(callee):
+    """For a function of Python's ``math`` or ``cmath`` module: ``(its name, the NumPy
+    function to use instead or None)``; else None."""
+    import numpy as np
+    if getattr(callee, "__module__", None) not in ("math", "cmath"):
+        return None
+    name = getattr(callee, "__name__", "")
+    if name in _MATH_TO_NUMPY:
+        return f"{callee.__module__}.{name}", _MATH_TO_NUMPY[name]
+    return f"{callee.__module__}.{name}", f"np.{name}" if hasattr(np, name) else None

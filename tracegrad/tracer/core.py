@@ -24,7 +24,7 @@ from ..ir import PROJ, REGISTRY, Aval, Graph
 from ..ir.evaluate import evaluate
 from ..ir.source import source_override, user_frame, user_src, where
 from . import pytree as _pytree
-from .calls import called_function, random_sampler
+from .calls import called_function, math_function, random_sampler
 from .elements import wrap_constructors
 from .equality import check_branch, reaches_differentiated
 from .views import sync
@@ -80,6 +80,22 @@ def _random_sampler_call():
         return None
     found = random_sampler(callee, text)
     return None if found is None else (*found, text)
+
+
+def _float_refused(what):
+    """The error for float() (or complex()) of a traced value that carries a gradient:
+    named for the math.* function the user's line calls, where it is one."""
+    callee, _ = called_function()
+    found = math_function(callee) if callee is not None else None
+    if found is not None and not _user_is_storing_item():
+        name, instead = found
+        use = (f"use {instead} instead: NumPy's functions are traced, and differentiated"
+               if instead else "write it with NumPy's functions, which are traced")
+        return TraceError(f"{name}(...) of a traced value: Python's math functions convert "
+                          f"their argument to a Python float (float(x)), which would lose its "
+                          f"gradient; {use}{where()}")
+    return lost_gradient(what, ". math.sin(x) and the other math.* functions call float(): "
+                               "use np.sin(x) and NumPy's other functions, which are traced")
 
 
 def lost_gradient(what, hint=""):
@@ -697,6 +713,8 @@ class Tracer:
         return value
 
     def __float__(self):
+        if self.dtype.kind not in "iub" and _carries_gradient(self):
+            raise _float_refused("float()")
         return float(self._integer_value("float()"))
 
     def __int__(self):
@@ -706,6 +724,8 @@ class Tracer:
         return int(self._integer_value("int()"))
 
     def __complex__(self):
+        if self.dtype.kind not in "iub" and _carries_gradient(self):
+            raise _float_refused("complex()")
         return complex(self._integer_value("complex()"))
 
     def item(self, *args):
