@@ -118,8 +118,14 @@ def piecewise_all_ne(x):
     return np.sum(x ** 3)
 
 
-SCALAR = [(piecewise_eq, "eq line"), (piecewise_ne, "ne line"), (piecewise_in, "in line"),
-          (piecewise_isclose, "isclose line")]
+def piecewise_item(x):
+    if np.equal(x, 1.0).item():       # item line
+        return x ** 2
+    return x ** 3
+
+
+SCALAR = [(piecewise_eq, "eq line"), (piecewise_item, "item line"), (piecewise_ne, "ne line"),
+          (piecewise_in, "in line"), (piecewise_isclose, "isclose line")]
 VECTOR = [(piecewise_array_equal, "array_equal line"), (piecewise_array_equiv, "array_equiv line"),
           (piecewise_any, "any line"), (piecewise_all_ne, "all_ne line")]
 

@@ -367,6 +367,8 @@ class Trace:
     def guard(self, tracer: Tracer, expected):
         if type(expected) is bool or type(expected) is np.bool_:
             check_branch(self, tracer._node, bool(expected))
+        elif type(expected) is np.ndarray and expected.dtype == bool and expected.ndim == 0:
+            check_branch(self, tracer._node, bool(expected))   # (x == c).item(), int(x == c)
         self._guards.append((tracer._node, expected))
 
 
