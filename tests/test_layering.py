@@ -62,7 +62,7 @@ KNOWN_CYCLES = [
 _PACKAGES = {"ir", "runtime", "tracer", "passes", "higher", "eager"}
 _FRONT_END = {"api", "plans", "compiled", "control", "checkpoint", "vmap", "datasets",
               "callback", "scipy", "tree_util", "flatten_util", "debug", "optimizers",
-              "implicit"}
+              "implicit", "randomness"}
 _CLI = {"cli", "cli_demo", "cli_errors", "__main__"}
 
 

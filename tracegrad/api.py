@@ -142,7 +142,7 @@ class _Traced:
 
     def __init__(self, fun, args, kwargs, argnums, src, *, has_aux=False,
                  differentiable=True, skip_hint="leave it out of argnums",
-                 check_complex=None, plan_extra=None):
+                 check_complex=None, plan_extra=None, differentiates=True):
         self.src = src
         self.trees, leaves = [], []
         for i in argnums:
@@ -168,6 +168,9 @@ class _Traced:
                       for x, aval in zip(leaves, avals)]
             # (the function may assign into an input tracer, which then names a new node)
             self.input_nodes = [x._node for x in inputs]
+            # what a branch on an exact equality must not depend on (tracer/equality.py)
+            trace.differentiated = set(self.input_nodes) if differentiates else None
+            trace.input_of = dict(zip(self.input_nodes, leaves))
             trace.outer_args = leaves       # what the inputs stand for (tg.debug.print)
             for inp, x in zip(inputs, leaves):
                 if isinstance(x, Tracer):
@@ -355,9 +358,17 @@ def _grad_core(fun, argnums, has_aux, with_value, holomorphic=False):
         nums, single = _argnums(argnums, len(args), src, fun, kwargs)
         t = _Traced(fun, args, kwargs, nums, src, has_aux=has_aux, plan_extra=_GRAD_PLAN)
         if t.n_out != 1 or t.out_tree.kind != "leaf":
+            tree = t.out_tree
+            aux = ""
+            if tree.kind in ("tuple", "list") and len(tree.children) == 2 and \
+                    tree.children[0].kind == "leaf" and t.out_aval(0)[0] in ((), (1,)):
+                aux = (f"; if it returns (loss, aux), with aux not to be differentiated, pass "
+                       f"has_aux=True: {'tg.value_and_grad' if with_value else 'tg.grad'}"
+                       f"(f, has_aux=True) gives "
+                       f"{'((loss, aux), grad)' if with_value else '(grad, aux)'}")
             raise TraceError(f"tg.grad needs {_fun_name(fun)} to return one scalar, but it "
-                             f"returned {t.out_tree!r}; use tg.jacobian or tg.vjp for several "
-                             f"outputs{_at(src)}")
+                             f"returned {t.out_tree!r}{aux}; use tg.jacobian or tg.vjp for "
+                             f"several outputs{_at(src)}")
         shape, dtype = t.out_aval(0)
         if math.prod(shape) != 1:
             out_src = t.graph.node(t.graph.outputs[0])["src"]
@@ -835,7 +846,7 @@ def trace(fun: Callable[..., Any], *example_args: PyTree, **kwargs: Any) -> Grap
     """
     src = user_src()
     t = _Traced(fun, example_args, kwargs, tuple(range(len(example_args))), src,
-                differentiable=False, check_complex=False)
+                differentiable=False, check_complex=False, differentiates=False)
     if len(t.eval_args) != t.n_in:
         raise TraceError(f"tg.trace was called inside another transform on a function that "
                          f"closes over its traced values{_at(src)}")

@@ -16,7 +16,7 @@ from typing import Any, Generic, Literal, overload
 
 import numpy as np
 
-from . import debug, passes
+from . import debug, passes, randomness
 from ._typing import P
 from .errors import RetraceWarning, TraceError
 from .ir import Graph
@@ -137,6 +137,9 @@ class Jitted(Generic[P]):
         self._fast: dict = {}
         self._fast_types = {np.ndarray}  # the jax backend adds JAX's array type
         self._traces = 0
+        # the keys of the signatures whose function drew random numbers with NumPy while
+        # traced: it runs uncompiled for them (see _drew)
+        self._drawing: set = set()
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         """``@tg.jit`` on a method: ``obj.f(x)`` calls the compiled ``f(obj, x)``. ``obj``
@@ -199,6 +202,8 @@ class Jitted(Generic[P]):
 
     def _call_slow(self, args, kwargs, bound=False):
         key, leaves = self._split(args, kwargs, bound)
+        if key in self._drawing:
+            return self.fun(*_unwrap(args), **kwargs)
         if any(isinstance(x, Tracer) for x in leaves):
             # inside another transform: trace straight through (the outer
             # transform sees the operations themselves)
@@ -244,9 +249,15 @@ class Jitted(Generic[P]):
         gc_was_enabled = gc.isenabled()
         gc.disable()
         try:
+            drawing = randomness.watch(self.fun, _unwrap(args), kwargs)
             traced = self._trace(args, kwargs, bound)
+            drawn = drawing.drawn()
             if traced is None:
+                if drawn:       # the caller runs the function itself: draw once, not twice
+                    drawing.restore()
                 return None
+            if drawn:
+                return self._drew(key, traced, drawn)
             graph, out_tree, bases, effects = traced
             graph = optimize(graph)
             if self.backend == "numpy":
@@ -274,10 +285,61 @@ class Jitted(Generic[P]):
                           f"static_argnums", RetraceWarning, stacklevel=3)
         return entry
 
+    def _check_traceable(self, args, kwargs, pos, names):
+        """A TraceError naming ``static_argnums`` / ``static_argnames`` for an argument that
+        is not an array or a number (a string, a callable, an object): it cannot be traced,
+        but it can key the cache."""
+        given = [(i, a) for i, a in enumerate(args) if i not in pos] + \
+            [(k, v) for k, v in kwargs.items() if k not in names]
+        for where_, a in given:
+            for leaf in flatten(a)[0]:
+                if isinstance(leaf, Tracer) or _is_jax_array(leaf):
+                    continue
+                try:
+                    kind = np.asarray(leaf).dtype.kind
+                except Exception:       # noqa: BLE001  (whatever NumPy makes of it)
+                    kind = "O"
+                if kind in "biufc":
+                    continue
+                if isinstance(where_, int):
+                    param = (self._params[where_] if self._params is not None
+                             and where_ < len(self._params) else None)
+                    how = f"tg.jit(f, static_argnums={where_})" + (
+                        f" or tg.jit(f, static_argnames='{param}')" if param else "")
+                    what = f"argument {where_}" + (f" ({param})" if param else "")
+                else:
+                    how, what = f"tg.jit(f, static_argnames='{where_}')", f"argument {where_}="
+                raise TraceError(
+                    f"{what} of {self.__name__} is a {type(leaf).__name__}: tg.jit traces "
+                    f"arrays and numbers (and tuples, lists and dicts of them) only. Declare it "
+                    f"static, {how}, and its value keys the compiled cache (it must be "
+                    f"hashable), or close over it{_where()}")
+
+    def _drew(self, key, traced, drawn):
+        """The function drew random numbers with NumPy while it was traced: compiled, it
+        would return those same numbers on every call. It runs uncompiled instead, for
+        this signature, from now on (every call draws from the same streams, and leaves
+        them in the same state, as the plain NumPy function: bit for bit). This call's
+        numbers were drawn by the trace: the recorded graph, uncompiled, gives its result
+        (the function is not run twice)."""
+        from .runtime.interpreter import run
+        graph, out_tree, _, effects = traced
+        if not self._drawing:
+            warnings.warn(
+                f"tg.jit: {self.__name__} draws random numbers with NumPy ({drawn[0]}), so it "
+                f"is not compiled: it runs as plain NumPy on every call, drawing fresh numbers "
+                f"as NumPy code does (compiled, it would return the same numbers every "
+                f"time). To compile it, draw the numbers outside and pass them in as an "
+                f"argument{_where()}", RetraceWarning, stacklevel=_user_stacklevel())
+        self._drawing.add(key)
+        return _Entry(lambda *arrays: run(graph, list(arrays)), out_tree, graph, None,
+                      effects=effects)
+
     def _trace(self, args, kwargs, bound=False):
         from .api import _Traced
 
         pos, names = self._statics(args, kwargs, bound)
+        self._check_traceable(args, kwargs, pos, names)
         statics = {i: _unwrap_one(args[i]) for i in pos}
         static_kw = {k: kwargs[k] for k in names}
         kwargs = {k: v for k, v in kwargs.items() if k not in names}
@@ -300,7 +362,7 @@ class Jitted(Generic[P]):
 
         dynamic = tuple(a for i, a in enumerate(args) if i not in statics)
         t = _Traced(flat_fun, ((dynamic, kwargs),), {}, (0,), user_src(),
-                    differentiable=False)
+                    differentiable=False, differentiates=False)
         if len(t.eval_args) != t.n_in:
             # Values captured from an enclosing trace would be extra inputs no caller
             # passes: such a function is traced through, not compiled on its own.
@@ -329,6 +391,9 @@ class Jitted(Generic[P]):
                 transform, so it has no compiled form of its own.
         """
         key, leaves = self._split(args, kwargs)
+        if key in self._drawing:
+            raise TraceError(f"{self.__name__} draws random numbers with NumPy, so it is not "
+                             f"compiled (it runs as plain NumPy on every call){_where()}")
         arrays = [self._as_input(x) for x in leaves]
         entry = next((e for e in self._cache.get(key, ())
                       if e.run(*arrays) is not GUARD_FAILED), None)
@@ -337,6 +402,9 @@ class Jitted(Generic[P]):
         if entry is None:
             raise TraceError(f"{self.__name__} closes over values traced by an enclosing "
                              f"transform, so it has no compiled form of its own{_where()}")
+        if entry.compiled is None:
+            raise TraceError(f"{self.__name__} draws random numbers with NumPy, so it is not "
+                             f"compiled (it runs as plain NumPy on every call){_where()}")
         if self.backend == "numpy":
             text = entry.compiled.source
         else:
@@ -431,6 +499,18 @@ def _is_jax_array(x):
 def _safe_name(name):
     name = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
     return name if name and not name[0].isdigit() else f"fn_{name}"
+
+
+def _user_stacklevel():
+    """The ``stacklevel`` that makes a warning raised by the caller point at the first
+    frame outside tracegrad."""
+    import os
+    import sys
+    package = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _where():

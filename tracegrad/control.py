@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from . import randomness
 from ._typing import PyTree
 from .errors import TraceError
 from .ir import Aval, apply
@@ -43,6 +44,7 @@ def _trace(fn, avals, what, prints=None):
     ``prints`` (a list), the ``tg.debug.print`` calls of ``fn`` are recorded (a sink is
     appended to it) and the printed values are extra outputs after ``fn``'s."""
     from . import debug
+    drawing = randomness.watch(fn)
     with new_trace() as trace:
         ins = [trace.new_input(aval=a) for a in avals]
         sink = debug._Sink(trace, lift_outer=True) if prints is not None else None
@@ -57,6 +59,14 @@ def _trace(fn, avals, what, prints=None):
             raise
         finally:
             debug.EFFECTS.reset(token)
+        drawn = drawing.drawn()
+        if drawn:
+            drawing.restore()
+            raise TraceError(f"{what} drew random numbers with NumPy ({drawn[0]}) while it was "
+                             "traced: it is traced once for all its runs, so every step would "
+                             "get the same numbers (and a branch not taken would draw too). "
+                             "Draw them outside and pass them in (to tg.scan as xs, one row "
+                             f"per step){where()}")
         leaves, tree = flatten(out)
         if sink is not None:
             prints.append(sink)

@@ -170,7 +170,7 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callab
         token = BATCHING.set(True)
         try:
             traced = _Traced(flat_fun, examples, {}, tuple(range(len(examples))), user_src(),
-                             differentiable=False, check_complex=False)
+                             differentiable=False, check_complex=False, differentiates=False)
         finally:
             BATCHING.reset(token)
         graph = traced.graph

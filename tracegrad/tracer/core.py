@@ -24,7 +24,9 @@ from ..ir import PROJ, REGISTRY, Aval, Graph
 from ..ir.evaluate import evaluate
 from ..ir.source import source_override, user_frame, user_src, where
 from . import pytree as _pytree
+from .calls import called_function, math_function, random_sampler
 from .elements import wrap_constructors
+from .equality import check_branch, reaches_differentiated
 from .views import sync
 
 # True while tg.vmap traces its function on one example: a decision NumPy takes from the
@@ -70,6 +72,32 @@ def _user_is_subscripting():
     return frame.f_lasti < len(code) and code[frame.f_lasti] in _SUBSCR_OPS
 
 
+def _random_sampler_call():
+    """``(name, reparameterised rewrite or None, callee text)`` when the user's line is
+    calling a NumPy random sampler (a method of a Generator or RandomState), else None."""
+    callee, text = called_function()
+    if callee is None:
+        return None
+    found = random_sampler(callee, text)
+    return None if found is None else (*found, text)
+
+
+def _float_refused(what):
+    """The error for float() (or complex()) of a traced value that carries a gradient:
+    named for the math.* function the user's line calls, where it is one."""
+    callee, _ = called_function()
+    found = math_function(callee) if callee is not None else None
+    if found is not None and not _user_is_storing_item():
+        name, instead = found
+        use = (f"use {instead} instead: NumPy's functions are traced, and differentiated"
+               if instead else "write it with NumPy's functions, which are traced")
+        return TraceError(f"{name}(...) of a traced value: Python's math functions convert "
+                          f"their argument to a Python float (float(x)), which would lose its "
+                          f"gradient; {use}{where()}")
+    return lost_gradient(what, ". math.sin(x) and the other math.* functions call float(): "
+                               "use np.sin(x) and NumPy's other functions, which are traced")
+
+
 def lost_gradient(what, hint=""):
     """The error for a conversion that would drop a traced value's gradient; ``hint``, a
     sentence added to the advice."""
@@ -109,8 +137,21 @@ class Trace:
         self.captured: dict[tuple, tuple] = {}
         self._snapshots: dict[int, tuple] = {}    # id(user array) -> (it, the copy taken)
 
+    # The input nodes a differentiating transform (grad, jvp, jacobian, ...) differentiates
+    # with respect to, None for a trace that differentiates nothing (tg.jit, tg.vmap);
+    # and the values an input stands for (an enclosing trace's tracers, or plain arrays).
+    # A branch on an exact equality of a differentiated value is refused (equality.py).
+    differentiated: set | None = None
+    input_of: dict | None = None
+
     def __repr__(self):
         return f"<Trace level={self.level}>"
+
+    @property
+    def graph_backed(self):
+        """Whether nodes are read from ``graph`` (a subclass: the eager tape) rather than
+        from ``records``."""
+        return type(self) is not Trace
 
     @property
     def graph(self) -> Graph:
@@ -324,6 +365,10 @@ class Trace:
         return out
 
     def guard(self, tracer: Tracer, expected):
+        if type(expected) is bool or type(expected) is np.bool_:
+            check_branch(self, tracer._node, bool(expected))
+        elif type(expected) is np.ndarray and expected.dtype == bool and expected.ndim == 0:
+            check_branch(self, tracer._node, bool(expected))   # (x == c).item(), int(x == c)
         self._guards.append((tracer._node, expected))
 
 
@@ -670,6 +715,8 @@ class Tracer:
         return value
 
     def __float__(self):
+        if self.dtype.kind not in "iub" and _carries_gradient(self):
+            raise _float_refused("float()")
         return float(self._integer_value("float()"))
 
     def __int__(self):
@@ -679,6 +726,8 @@ class Tracer:
         return int(self._integer_value("int()"))
 
     def __complex__(self):
+        if self.dtype.kind not in "iub" and _carries_gradient(self):
+            raise _float_refused("complex()")
         return complex(self._integer_value("complex()"))
 
     def item(self, *args):
@@ -702,6 +751,10 @@ class Tracer:
         if dtype is not None and np.dtype(dtype).kind in "iub" and self.dtype.kind == "f" \
                 and not _user_is_storing_item():
             return self._cast_value(np.dtype(dtype))
+        if dtype is not None and np.dtype(dtype) != object and not _user_is_storing_item():
+            sampler = _random_sampler_call()
+            if sampler is not None:
+                return self._sampler_parameter(sampler, np.dtype(dtype))
         if dtype is not None and np.dtype(dtype) != object or _user_is_storing_item():
             name = np.dtype(dtype).name
             raise lost_gradient(f"Converting to a NumPy array of dtype {name}",
@@ -715,6 +768,29 @@ class Tracer:
             return element_array(self)
         return element_array(Tracer(self._trace, self._node, self.shape, self.dtype,
                                     self._value))
+
+    def _sampler_parameter(self, sampler, dtype):
+        """A parameter of NumPy's random sampler (``rng.normal(loc, ...)``), which converts
+        it to a plain array: allowed, as the value (a guard), where no gradient is lost
+        (the value reaches no differentiated input, e.g. under tg.jit alone); refused
+        otherwise, with the reparameterised rewrite where NumPy's sampler is one."""
+        name, rewrite, text = sampler
+        sync(self)
+        if reaches_differentiated(self._trace, self._node):
+            if rewrite is not None:
+                how = (f"Write {rewrite} instead: the same numbers from the same state, and "
+                       f"the reparameterised derivative with respect to the parameters")
+            else:
+                how = (f"{name} is not a transform of a standard sampler NumPy has, so the "
+                       f"sample has no derivative with respect to its parameters here: pass "
+                       f"tg.stop_gradient(parameter) if none should flow through it")
+            raise TraceError(f"{text}(...) with a parameter being differentiated: NumPy's "
+                             f"sampler converts its parameters to plain numbers, so the sample "
+                             f"would not follow them (a silently lost derivative). {how}"
+                             f"{where()}")
+        value = np.asarray(self._concrete(f"{text}(...) of a traced parameter"))
+        self._trace.guard(self, value.copy())
+        return value.astype(dtype, copy=False)
 
     def _cast_value(self, dtype):
         """``np.int64(x)`` / ``np.asarray(x, int)`` of a floating traced array: NumPy's own
@@ -744,6 +820,15 @@ class Tracer:
         index values), and the result is a constant of the trace, as NumPy computes it.
         Index a traced array (``np.asarray``-free: ``tg``-traced ``f[ix]``) or use
         ``np.take_along_axis`` to keep the lookup in the graph."""
+        sync(self)
+        if self._value is None:
+            raise TraceError(
+                "plain[i], where plain is a NumPy array that is not traced and i a traced "
+                "integer known only abstractly here (a loop's step number, or inside a graph "
+                "transformation): NumPy indexes its own arrays itself, so the lookup cannot be "
+                "recorded. Index a traced array instead: carry the array through the loop "
+                "(init_val=(acc, plain)), hand it to tg.scan as xs, or pass it as an argument "
+                f"of a tg.jit-compiled function{where()}")
         value = np.asarray(self._concrete("indexing a NumPy array with a traced integer array"))
         self._trace.guard(self, value.copy())
         return value if dtype is None else value.astype(dtype, copy=False)

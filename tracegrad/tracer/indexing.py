@@ -32,6 +32,10 @@ def normalize(key):
             if k.dtype == bool:
                 items.extend(_mask_positions(k))
             elif k.dtype.kind in "iu":
+                if k._weak is not None:
+                    # a Python int traced (a loop's step number): an index, not a number
+                    # meeting the indexed array's dtype, so it stays an integer (NEP 50)
+                    k = Tracer(k._trace, k._node, k.shape, k.dtype, k._value)
                 items.append(Arg(len(operands)))
                 operands.append(k)
             else:

@@ -116,9 +116,16 @@ def np_name(fn) -> str:
     return f"{prefix}.{fn.__name__}"
 
 
+# what an unsupported name's message says to do
+ALTERNATIVES = (". docs/numpy-coverage.md lists what is supported: write it with those "
+                "functions, or call it on concrete values through tg.pure_callback(fn, "
+                "result_shape_dtypes, *args) (no derivative through it unless you give one "
+                "with tg.custom_vjp)")
+
+
 def unsupported(fn, why=""):
     name = f"scipy.special.{fn.__name__}" if _scipy_ufunc(fn) else np_name(fn)
-    return TraceError(f"{name} is not supported by tracegrad{why}{where()}")
+    return TraceError(f"{name} is not supported by tracegrad{why}{ALTERNATIVES}{where()}")
 
 
 def _scipy_ufunc(ufunc):
@@ -243,7 +250,8 @@ def handle_ufunc(ufunc, method, inputs, kwargs):
         a = reshape(a, tuple(shape_of(a)) + (1,) * ndim_of(b))
         result = UFUNCS[ufunc](a, b)
     else:
-        raise TraceError(f"np.{ufunc.__name__}.{method} is not supported by tracegrad{where()}")
+        raise TraceError(f"np.{ufunc.__name__}.{method} is not supported by tracegrad"
+                         f"{ALTERNATIVES}{where()}")
     # a ufunc's result is always a new array (np.positive(a), np.conj of a real a)
     return new_array(result if dtype is None else astype(result, dtype), inputs)
 
@@ -254,7 +262,8 @@ _REDUCERS = {p.reducer: name for name, p in REGISTRY.items() if p.reducer is not
 
 def _ufunc_reduce(ufunc, x, axis=0, keepdims=False, initial=np._NoValue):
     if ufunc not in _REDUCERS or initial is not np._NoValue:
-        raise TraceError(f"np.{ufunc.__name__}.reduce is not supported by tracegrad{where()}")
+        raise TraceError(f"np.{ufunc.__name__}.reduce is not supported by tracegrad"
+                         f"{ALTERNATIVES}{where()}")
     return apply(_REDUCERS[ufunc], x, axis=_axis_tuple(axis, x), keepdims=bool(keepdims))
 
 

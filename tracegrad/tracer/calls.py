@@ -1,0 +1,115 @@
+"""Which C function the user's line is calling, when NumPy or Python converts a traced
+value from inside it (``__array__``, ``__float__``): no Python frame of that function
+exists, so it is read off the user's frame. The instruction running there is the call; its
+source span (``co_positions``) is the call expression; its callee, when it is a plain
+chain of names and attributes (``np.random.normal``, ``rng.normal``, ``math.sin``), is
+looked up in the frame (attribute lookups only: no code of the user's runs again, and
+nothing is called)."""
+from __future__ import annotations
+
+import ast
+import linecache
+
+from ..ir.source import user_frame
+
+_MISSING = object()
+
+
+def _call_node(frame):
+    """The ``ast.Call`` the frame's current instruction belongs to, or None."""
+    code = frame.f_code
+    try:
+        positions = list(code.co_positions())
+    except AttributeError:          # Python < 3.11
+        return None
+    k = frame.f_lasti // 2
+    if not 0 <= k < len(positions):
+        return None
+    line, end_line, col, end_col = positions[k]
+    if None in (line, end_line, col, end_col):
+        return None
+    lines = [linecache.getline(code.co_filename, n) for n in range(line, end_line + 1)]
+    if not all(lines):
+        return None
+    if len(lines) == 1:
+        text = lines[0][col:end_col]
+    else:
+        text = lines[0][col:] + "".join(lines[1:-1]) + lines[-1][:end_col]
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError:
+        return None
+    return tree.body if isinstance(tree.body, ast.Call) else None
+
+
+def _lookup(expr, frame):
+    """The value of a chain of names and attributes in ``frame``, else _MISSING."""
+    if isinstance(expr, ast.Name):
+        for scope in (frame.f_locals, frame.f_globals, frame.f_builtins):
+            if expr.id in scope:
+                return scope[expr.id]
+        return _MISSING
+    if isinstance(expr, ast.Attribute):
+        base = _lookup(expr.value, frame)
+        if base is _MISSING:
+            return _MISSING
+        try:
+            return getattr(base, expr.attr)
+        except Exception:       # noqa: BLE001  (an attribute lookup the user's code defines)
+            return _MISSING
+    return _MISSING
+
+
+def called_function():
+    """``(callee, source text of the callee)`` of the call the user's line is making now,
+    or ``(None, None)`` when it cannot be told safely."""
+    frame = user_frame()
+    if frame is None or frame.f_lasti < 0:
+        return None, None
+    call = _call_node(frame)
+    if call is None:
+        return None, None
+    callee = _lookup(call.func, frame)
+    if callee is _MISSING:
+        return None, ast.unparse(call.func)
+    return callee, ast.unparse(call.func)
+
+
+# NumPy's samplers that are a transform of a standard one (the same C expression, so the
+# same numbers from the same state): the rewrite that keeps the parameters traced
+_REPARAMETERISED = {
+    "normal": "loc + scale * {r}.standard_normal(size)",
+    "uniform": "low + (high - low) * {r}.random(size)",
+    "exponential": "scale * {r}.standard_exponential(size)",
+}
+
+
+def random_sampler(callee, text):
+    """For a method of a NumPy random generator (``np.random.normal`` is one of the global
+    ``RandomState``): ``(name, the reparameterised rewrite or None)``; else None."""
+    import numpy as np
+    owner = getattr(callee, "__self__", None)
+    if not isinstance(owner, (np.random.Generator, np.random.RandomState)):
+        return None
+    name = getattr(callee, "__name__", "")
+    receiver = text.rsplit(".", 1)[0] if text and "." in text else "rng"
+    rewrite = _REPARAMETERISED.get(name)
+    return name, rewrite.format(r=receiver) if rewrite else None
+
+
+# math.* functions whose NumPy counterpart has another name (the rest are np.<same name>)
+_MATH_TO_NUMPY = {"fsum": "np.sum", "pow": "np.power", "dist": "np.linalg.norm(p - q)",
+                  "erf": "scipy.special.erf", "erfc": "scipy.special.erfc",
+                  "gamma": "scipy.special.gamma", "lgamma": "scipy.special.gammaln"}
+
+
+def math_function(callee):
+    """For a function of Python's ``math`` or ``cmath`` module: ``(its name, the NumPy
+    function to use instead or None)``; else None."""
+    import numpy as np
+    if getattr(callee, "__module__", None) not in ("math", "cmath"):
+        return None
+    name = getattr(callee, "__name__", "")
+    if name in _MATH_TO_NUMPY:
+        return f"{callee.__module__}.{name}", _MATH_TO_NUMPY[name]
+    return f"{callee.__module__}.{name}", f"np.{name}" if hasattr(np, name) else None
