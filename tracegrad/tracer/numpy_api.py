@@ -21,7 +21,16 @@ import numpy as np
 from ..errors import TraceError
 from ..ir import REGISTRY, apply
 from ..ir.source import where
-from . import np_complex, np_fft, np_more  # noqa: F401  (more handlers: they register themselves)
+from . import (  # noqa: F401  (more handlers: they register themselves)
+    np_arrays,
+    np_complex,
+    np_fft,
+    np_linalg_more,
+    np_more,
+    np_polynomial,
+    np_setops,
+    np_statistics,
+)
 from .core import Tracer, add_to_top, resolve_weak
 from .np_base import (
     FUNCTIONS,
