@@ -566,3 +566,112 @@ def packbits(a, /, axis=None, bitorder="big"):
 @implements(np.unpackbits)
 def unpackbits(a, /, axis=None, count=None, bitorder="big"):
     return _bits("np.unpackbits", np.unpackbits, a, axis=axis, count=count, bitorder=bitorder)
+
+
+@implements(np.sort_complex)
+def sort_complex(a):
+    b = np.sort(_arr(a))
+    if dtype_of(b).kind != "c":
+        char = dtype_of(b).char
+        b = astype(b, "F" if char in "bhBH" else ("G" if char == "g" else "D"))
+    return b
+
+
+@implements(np.geomspace)
+def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
+    """NumPy's steps: ``logspace`` of the base-10 logarithms of ``|start|`` and
+    ``|stop|`` (signs taken out), the ends set to ``start`` and ``stop`` exactly."""
+    start, stop = _arr(start), _arr(stop)
+    if bool(np.any(start == 0)) or bool(np.any(stop == 0)):
+        raise TraceError(f"Geometric sequence cannot include zero{where()}")
+    dt = np.result_type(dtype_of(start), dtype_of(stop), float(num),
+                        np.zeros((), dtype).dtype)
+    dtype = dt if dtype is None else np.dtype(dtype)
+    start, stop = astype(start, dt), astype(stop, dt)
+    out_sign = np.sign(start)
+    start = astype(start / out_sign, dt)
+    stop = stop / out_sign
+    result = logspace(np.log10(start), np.log10(stop), num=num, endpoint=endpoint,
+                      base=10.0, dtype=dt)
+    if num > 0:
+        shape = tuple(shape_of(result))
+        parts = [np.broadcast_to(start, shape[1:])[None]]
+        inner_end = num - 1 if (num > 1 and endpoint) else num
+        if inner_end > 1:
+            parts.append(result[1:inner_end])
+        if num > 1 and endpoint:
+            parts.append(np.broadcast_to(stop, shape[1:])[None])
+        result = astype(concatenate([astype(p, dt) for p in parts], axis=0), dt)
+    result = result * out_sign
+    if axis != 0:
+        result = np.moveaxis(result, 0, axis)
+    return astype(result, dtype)
+
+
+# -- writes into a traced array (in place, like z[i] = v) --------------------------------
+def _dest(name, a):
+    if not isinstance(a, Tracer):
+        raise TraceError(f"{name}(a, ...) would write traced values into the plain NumPy "
+                         f"array a and lose their gradient: start from a traced array "
+                         f"(a = np.zeros_like(x)){where()}")
+    return a
+
+
+def _flat_write(a, flat_idx, values):
+    """``a.flat[flat_idx] = values`` (values repeated cyclically, as NumPy's flat
+    assignment does), recorded on the traced ``a``."""
+    if flat_idx.size == 0:
+        return
+    values = np.ravel(_arr(values))
+    if shape_of(values)[0] == 0:
+        return
+    values = resize(values, flat_idx.size) if shape_of(values)[0] != flat_idx.size else values
+    a[np.unravel_index(flat_idx, shape_of(a))] = astype(values, dtype_of(a))
+
+
+@implements(np.fill_diagonal)
+def fill_diagonal(a, val, wrap=False):
+    a = _dest("np.fill_diagonal", a)
+    shape = tuple(shape_of(a))
+    if len(shape) < 2:
+        raise TraceError(f"array must be at least 2-d{where()}")
+    end = None
+    if len(shape) == 2:
+        step = shape[1] + 1
+        if not wrap:
+            end = shape[1] * shape[1]
+    else:
+        if len(set(shape)) != 1:
+            raise TraceError(f"All dimensions of input must be of equal length{where()}")
+        step = 1 + int(np.cumprod(shape[:-1]).sum())
+    _flat_write(a, np.arange(math.prod(shape))[:end:step], val)
+
+
+@implements(np.put)
+def put(a, ind, v, mode="raise"):
+    a = _dest("np.put", a)
+    size = math.prod(shape_of(a))
+    idx = np.ravel(known(_arr(ind), "np.put's indices")).astype(np.intp)
+    if mode == "raise":
+        if idx.size and (idx.min() < -size or idx.max() >= size):
+            raise TraceError(f"index {idx.max()} is out of bounds for axis 0 with size {size}"
+                             f"{where()}")
+        idx = np.where(idx < 0, idx + size, idx)
+    elif mode == "wrap":
+        idx = idx % size
+    elif mode == "clip":
+        idx = np.clip(idx, 0, size - 1)
+    else:
+        raise TraceError(f"clipmode must be one of 'clip', 'raise', or 'wrap'{where()}")
+    _flat_write(a, idx, v)
+
+
+@implements(np.place)
+def place(arr, mask, vals):
+    arr = _dest("np.place", arr)
+    m = np.ravel(np.broadcast_to(known(astype(_arr(mask), bool), "np.place's mask"),
+                                 shape_of(arr)))
+    picked = np.flatnonzero(m)
+    if picked.size and np.size(vals) == 0:
+        raise TraceError(f"Cannot insert from an empty array!{where()}")
+    _flat_write(arr, picked, vals)

@@ -13,6 +13,7 @@ Where a result's shape depends on values (``bincount``'s length, which entries o
 from __future__ import annotations
 
 import builtins
+import math
 import operator
 import warnings
 
@@ -486,3 +487,85 @@ def i0(x):
     one = np.exp(xs) * _chbevl(xs / 2.0 - 2, impl._i0A)
     two = np.exp(xl) * _chbevl(32.0 / xl - 2.0, impl._i0B) / np.sqrt(xl)
     return astype(np.where(small, one, two), dtype_of(x))
+
+
+@implements(np.histogramdd)
+def histogramdd(sample, bins=10, range=None, density=None, weights=None):  # noqa: A002
+    """NumPy's ``histogramdd``: per dimension, the bin of each point by ``searchsorted``
+    on the edges (the last edge inclusive), then counts or weighted sums per cell
+    (differentiable in the weights; ``density`` also in the points, through the edges)."""
+    listed = isinstance(sample, (list, tuple))
+    sample = _arr(sample)
+    if listed or ndim_of(sample) != 2:        # a sequence of 1-d arrays
+        sample = np.atleast_2d(sample).T
+    n, d = shape_of(sample)
+    if weights is not None:
+        weights = _arr(weights)
+    try:
+        m = len(bins)
+        if m != d:
+            raise TraceError(f"The dimension of bins must be equal to the dimension of the "
+                             f"sample x.{where()}")
+    except TypeError:
+        bins = d * [bins]
+    ranges = (None,) * d if range is None else range
+    edges, locs = [], []
+    for i in builtins.range(d):
+        col = sample[:, i]
+        if np.ndim(bins[i]) == 0 and not isinstance(bins[i], Tracer):
+            nb = operator.index(bins[i])
+            if nb < 1:
+                raise TraceError(f"`bins[{i}]` must be positive, when an integer{where()}")
+            lo, hi = _outer_edges(col, ranges[i])
+            if bool(lo == hi):
+                lo, hi = lo - 0.5, hi + 0.5
+            e = np.linspace(lo, hi, nb + 1)
+        else:
+            e = _arr(bins[i])
+            if ndim_of(e) != 1:
+                raise TraceError(f"`bins[{i}]` must be a scalar or 1d array{where()}")
+            if bool(np.any(e[:-1] > e[1:])):
+                raise TraceError(f"`bins[{i}]` must be monotonically increasing, when an "
+                                 f"array{where()}")
+        edges.append(e)
+        nbin = shape_of(e)[0] + 1
+        loc = np.searchsorted(e, col, side="right")
+        on_edge = col == e[-1]
+        loc = np.where(on_edge, loc - 1, loc)
+        locs.append((loc, nbin))
+    sizes = tuple(nb for _, nb in locs)
+    flat = 0
+    for (loc, _), stride in zip(locs, np.cumprod((1,) + sizes[::-1][:-1])[::-1]):
+        flat = flat + astype(loc, np.intp) * int(stride)
+    total = math.prod(sizes)
+    if weights is None:
+        ones = np.ones((n,), np.float64)
+        hist = _segment_sum(ones, flat, total) if isinstance(flat, Tracer) else \
+            np.bincount(flat, minlength=total).astype(np.float64)
+    else:
+        hist = _segment_sum(astype(weights, np.float64), flat, total)
+        if not isinstance(weights, Tracer) and not isinstance(flat, Tracer):
+            hist = np.bincount(flat, weights, minlength=total)
+    hist = np.reshape(hist, sizes)
+    hist = hist[(slice(1, -1),) * d]
+    if density:
+        s = np.sum(hist)
+        for i in builtins.range(d):
+            shape = [1] * d
+            shape[i] = shape_of(hist)[i]
+            hist = hist / np.reshape(np.diff(edges[i]), shape)
+        hist = hist / s
+    return hist, edges
+
+
+@implements(np.histogram2d)
+def histogram2d(x, y, bins=10, range=None, density=None, weights=None):  # noqa: A002
+    try:
+        n = len(bins)
+    except TypeError:
+        n = 1
+    if n != 1 and n != 2:
+        bins = [bins, bins]
+    hist, edges = histogramdd(np.stack([np.ravel(_arr(x)), np.ravel(_arr(y))], axis=1),
+                              bins, range, density, weights)
+    return hist, edges[0], edges[1]
