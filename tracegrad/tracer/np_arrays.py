@@ -147,7 +147,8 @@ def resize(a, new_shape):
     if size == 0 or new_size == 0:
         return np.zeros(new_shape, dtype_of(a))
     repeats = -(-new_size // size)
-    a = concatenate((a,) * repeats)[:new_size] if repeats > 1 else _fresh(a[:new_size])
+    # a gather (never a view of the input, as NumPy's result is new)
+    a = _take(concatenate((a,) * repeats) if repeats > 1 else a, np.arange(new_size), 0)
     return reshape(a, new_shape)
 
 
