@@ -9,9 +9,9 @@ only. Values, dtypes and fresh arrays for many more inputs are in the generated
 """
 import numpy as np
 import pytest
+from conftest import bounded
 
 import tracegrad as tg
-from conftest import bounded
 
 from oracles import check, finite_diff_grad, jnp, rand, weighted_sum
 

@@ -341,8 +341,9 @@ def trim_zeros(filt, trim="fb", axis=None):
     trim = trim.lower()
     if ndim_of(filt) == 1 and axis is None:
         where_nz = np.flatnonzero(nz)
-        if where_nz.size == 0:
-            return filt[:0] if ("f" in trim or "b" in trim) else filt
+        if where_nz.size == 0:      # an empty result (NumPy's shares no memory)
+            return _take(filt, np.zeros(0, np.intp), 0) if ("f" in trim or "b" in trim) \
+                else filt
         start = int(where_nz[0]) if "f" in trim else 0
         stop = int(where_nz[-1]) + 1 if "b" in trim else shape_of(filt)[0]
         return filt[start:stop]

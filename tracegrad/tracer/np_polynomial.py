@@ -78,7 +78,7 @@ def poly(seq_of_zeros):
         seq = np.linalg.eigvals(seq)
     elif len(sh) == 1:
         dt = dtype_of(seq)
-        if dt != object:
+        if dt.kind != "O":
             seq = astype(seq, _mintype(dt))
     else:
         raise TraceError(f"input must be 1d or non-empty square 2d array.{where()}")
