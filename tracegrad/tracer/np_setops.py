@@ -29,6 +29,10 @@ def isin(element, test_elements, assume_unique=False, invert=False, *, kind=None
     if kind not in (None, "sort", "table"):
         raise TraceError(f"Invalid kind: '{kind}'. Please use None, 'sort' or 'table'."
                          f"{where()}")
+    if kind == "table" and (dtype_of(element).kind not in "iub"
+                            or dtype_of(test).kind not in "iub"):
+        raise TraceError(f"The 'table' method is only supported for boolean or integer "
+                         f"arrays. Please select 'sort' or None for kind.{where()}")
     if shape_of(test)[0] == 0:
         hit = np.zeros(shape_of(element), bool)
     else:
