@@ -33,12 +33,12 @@ from .np_base import (
     dtype_of,
     full_like_tracer,
     implements,
+    known,
     ndim_of,
     reshape,
     reshape_view,
     shape_of,
 )
-from .np_polynomial import known
 
 
 def _arr(x):

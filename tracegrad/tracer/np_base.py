@@ -96,6 +96,14 @@ def _holds_tracer(x):
     return False
 
 
+def known(x, what):
+    """The value of an integer or boolean array (a traced one read at trace time and
+    recorded as a guard, as ``bool()`` is), as a plain NumPy array."""
+    if isinstance(x, Tracer):
+        return np.asarray(x._integer_value(what))
+    return np.asarray(x)
+
+
 def shape_of(x):
     return x.shape if isinstance(x, Tracer) else np.shape(x)
 

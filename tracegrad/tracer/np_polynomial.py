@@ -17,7 +17,16 @@ import numpy as np
 from ..errors import TraceError
 from ..ir.source import where
 from .core import Tracer
-from .np_base import astype, coerce, concatenate, dtype_of, implements, ndim_of, shape_of
+from .np_base import (
+    astype,
+    coerce,
+    concatenate,
+    dtype_of,
+    implements,
+    known,
+    ndim_of,
+    shape_of,
+)
 
 
 def _arr(x):
@@ -27,14 +36,6 @@ def _arr(x):
 
 def _1d(x):
     return np.atleast_1d(_arr(x))
-
-
-def known(x, what):
-    """The value of an integer or boolean array (a traced one read at trace time and
-    recorded as a guard, as ``bool()`` is), as a plain NumPy array."""
-    if isinstance(x, Tracer):
-        return np.asarray(x._integer_value(what))
-    return np.asarray(x)
 
 
 def _known_nonzero(p):

@@ -14,8 +14,7 @@ from numpy.lib import _arraysetops_impl as _sets
 from ..errors import TraceError
 from ..ir.source import where
 from .core import Tracer
-from .np_base import coerce, concatenate, dtype_of, implements, reshape, shape_of
-from .np_polynomial import known
+from .np_base import coerce, concatenate, dtype_of, implements, known, reshape, shape_of
 
 
 def _arr(x):

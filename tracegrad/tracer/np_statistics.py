@@ -31,11 +31,11 @@ from .np_base import (
     concatenate,
     dtype_of,
     implements,
+    known,
     ndim_of,
     shape_of,
 )
 from .np_more import _segment_sum
-from .np_polynomial import known
 
 
 def _arr(x):
