@@ -144,10 +144,10 @@ def test_wrong_jvp_tangent():
 # -- NumPy that tracegrad does not support -------------------------------------------------------
 # each row: the name in the message, and the user's call (also the token locating its line)
 @pytest.mark.parametrize("name,fn", [
-    ("np.polyfit", lambda x: np.sum(np.polyfit(x, x, 1))),
-    ("np.histogram", lambda x: np.sum(np.histogram(x)[0] * 1.0)),
-    ("np.bincount", lambda x: np.sum(np.bincount(np.array([0, 1, 1]), weights=x))),
-    ("np.linalg.matrix_rank", lambda x: np.sum(np.linalg.matrix_rank(np.outer(x, x)) * x)),
+    ("np.fix", lambda x: np.sum(np.fix(x))),
+    ("np.putmask", lambda x: np.putmask(x * 1.0, x > 0, 0.0) or np.sum(x)),
+    ("np.array_str", lambda x: len(np.array_str(x)) * np.sum(x)),
+    ("np.common_type", lambda x: np.sum(x.astype(np.common_type(x, x)))),
 ], ids=lambda v: v if isinstance(v, str) else "")
 def test_unsupported_numpy_function_is_named(name, fn):
     err = expect_error(lambda: tg.grad(fn)(V), f'("{name}", lambda',
@@ -157,8 +157,8 @@ def test_unsupported_numpy_function_is_named(name, fn):
 
 def test_unsupported_function_message_exactly():
     with pytest.raises(tg.TraceError) as info:
-        tg.grad(lambda x: np.sum(np.polyfit(x, x, 1)))(V)  # UNSUPPORTED_HERE
-    assert str(info.value) == (f"np.polyfit is not supported by tracegrad. "
+        tg.grad(lambda x: np.sum(np.fix(x)))(V)  # UNSUPPORTED_HERE
+    assert str(info.value) == (f"np.fix is not supported by tracegrad. "
                                f"docs/numpy-coverage.md lists what is supported: write it with "
                                f"those functions, or call it on concrete values through "
                                f"tg.pure_callback(fn, result_shape_dtypes, *args) (no "

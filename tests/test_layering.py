@@ -57,7 +57,9 @@ KNOWN_CYCLES = [
     {"tracegrad.tracer." + m for m in (
         "core", "elements", "indexing", "np_base", "np_complex", "np_creation",
         "np_elementwise", "np_fft", "np_linalg", "np_more", "np_products", "np_reductions",
-        "np_shapes", "numpy_api", "views")},
+        "np_shapes", "numpy_api", "views",
+        # the handler families of issue 22, registered the way np_more's are
+        "np_arrays", "np_linalg_more", "np_polynomial", "np_setops", "np_statistics")},
 ]
 _PACKAGES = {"ir", "runtime", "tracer", "passes", "higher", "eager"}
 _FRONT_END = {"api", "plans", "compiled", "control", "checkpoint", "vmap", "datasets",

@@ -83,6 +83,14 @@ VIEWS = [
     ("np.real of complex", (3, 4), complex, np.real),
     ("a.imag of complex", (3, 4), complex, lambda a: a.imag),
     ("np.real of real", (3, 4), float, np.real),
+    ("np.ix_", (4,), float, lambda a: np.ix_(a)[0]),
+    ("np.matrix_transpose", (2, 3, 4), float, np.matrix_transpose),
+    ("np.trim_zeros", (5,), float, lambda a: np.trim_zeros(a, "b")),
+    ("np.unstack", (3, 4), float, lambda a: np.unstack(a, axis=1)[2]),
+    ("np.reshape order F of 1-d", (6,), float, lambda a: np.reshape(a, (2, 3), order="F")),
+    ("a.T.reshape order F (a view)", (3, 4), float, lambda a: a.T.reshape(-1, order="F")),
+    ("np.ravel order F (a copy)", (3, 4), float, lambda a: np.ravel(a, order="F")),
+    ("a.flatten order F (a copy)", (3, 4), float, lambda a: a.flatten("F")),
 ]
 VIEW_NAMES = {name.split(" ")[0].split("(")[0] for name, *_ in VIEWS}
 
@@ -334,7 +342,7 @@ def test_results_share_an_argument_exactly_when_numpys_do(name, fn):
             seen = {}
 
             def f(x):
-                a = x * 1
+                a = x & True if x.dtype == bool else x * 1    # a computed copy, same dtype
                 out = fn(a)
                 out = out if isinstance(out, (list, tuple)) else [out]
                 seen["shares"] = [_is_or_views(o, a) for o in out]

@@ -96,6 +96,14 @@ def _holds_tracer(x):
     return False
 
 
+def known(x, what):
+    """The value of an integer or boolean array (a traced one read at trace time and
+    recorded as a guard, as ``bool()`` is), as a plain NumPy array."""
+    if isinstance(x, Tracer):
+        return np.asarray(x._integer_value(what))
+    return np.asarray(x)
+
+
 def shape_of(x):
     return x.shape if isinstance(x, Tracer) else np.shape(x)
 
@@ -162,8 +170,9 @@ def astype(x, dtype):
 
 
 def reshape(x, shape, order="C"):
-    if order != "C":
-        raise TraceError(f"reshape with order={order!r} is not supported{where()}")
+    if order not in ("C", "F"):
+        raise TraceError(f"reshape with order={order!r} is not supported on traced values "
+                         f"(order='C' or 'F'){where()}")
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
     shape = tuple(operator_index(s) for s in shape)
@@ -176,6 +185,13 @@ def reshape(x, shape, order="C"):
                          f"into shape {shape}{where()}")
     if shape == tuple(shape_of(x)):
         return x
+    if order == "F" and (ndim_of(x) > 1 or len(shape) > 1):
+        # Fortran order: the C reshape of the reversed axes, reversed back
+        xt = apply("transpose", x, axes=tuple(range(ndim_of(x)))[::-1]) if ndim_of(x) > 1 else x
+        r = apply("reshape", xt, shape=shape[::-1]) if tuple(shape_of(xt)) != shape[::-1] \
+            else xt
+        return apply("transpose", r, axes=tuple(range(len(shape)))[::-1]) if len(shape) > 1 \
+            else r
     return apply("reshape", x, shape=shape)
 
 
@@ -204,6 +220,13 @@ def reshape_view(x, shape, order="C"):
     result = reshape(x, shape, order)
     if isinstance(x, Tracer) and result is x:
         return alias(x)                 # the same shape: NumPy's result is a new view
+    if isinstance(x, Tracer) and order == "F":
+        if reshape_is_view(x, result.shape, order):
+            new_shape, old_shape = result.shape, x.shape
+            result = mark_view(result, x, lambda base: reshape(base, new_shape, "F"),
+                               lambda base, view: reshape(view, old_shape, "F"),
+                               lambda arr: arr.reshape(new_shape, order="F"))
+        return result
     if isinstance(x, Tracer) and reshape_is_view(x, result.shape):
         new_shape, old_shape = result.shape, x.shape
         result = mark_view(result, x, lambda base: reshape(base, new_shape),

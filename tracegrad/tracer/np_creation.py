@@ -47,7 +47,27 @@ def copyto(dst, src, casting="same_kind", where=True):
     if isinstance(dst, Tracer):
         raise TraceError(f"np.copyto into a traced array is not supported: assign instead "
                          f"(x[...] = src){where_text()}")
+    if _called_by_np_full():
+        raise TraceError(f"np.full(shape, t, dtype=...) with a traced fill writes it into a plain "
+                         f"NumPy array and would lose its gradient: write "
+                         f"np.full_like(x, t, dtype=...) with a traced x, "
+                         f"np.broadcast_to(t.astype(dtype), shape), or np.full(shape, t) "
+                         f"without dtype{where_text()}")
     raise TraceError(f"np.copyto(dst, t) would write a traced value into the plain NumPy array "
                      f"dst and lose its gradient (np.full_like(plain, t) does this too): use "
                      f"np.full_like(x, t) with a traced x, or np.broadcast_to(t, shape)"
                      f"{where_text()}")
+
+
+def _called_by_np_full():
+    """Whether this ``copyto`` is the one inside ``np.full`` (its frame a few levels up)."""
+    import sys
+    full = getattr(np.full, "__code__", None)
+    frame = sys._getframe(1)
+    for _ in range(6):
+        if frame is None:
+            return False
+        if frame.f_code is full:
+            return True
+        frame = frame.f_back
+    return False

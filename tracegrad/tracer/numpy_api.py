@@ -8,7 +8,10 @@ ufunc table and holds the two entry points, ``handle_ufunc`` and ``handle_functi
 the array-function handlers live by family in ``np_reductions``, ``np_elementwise``,
 ``np_products``, ``np_shapes``, ``np_creation`` and ``np_linalg`` (on the shared helpers
 of ``np_base``), are registered when this module imports them, and are re-exported
-here, where ``methods`` and the rest of the tracer find them.
+here, where ``methods`` and the rest of the tracer find them. The rest of NumPy's
+surface registers itself the same way from ``np_more``, ``np_complex``, ``np_fft``,
+``np_polynomial``, ``np_statistics``, ``np_setops``, ``np_arrays`` and
+``np_linalg_more``.
 """
 from __future__ import annotations
 
@@ -21,7 +24,16 @@ import numpy as np
 from ..errors import TraceError
 from ..ir import REGISTRY, apply
 from ..ir.source import where
-from . import np_complex, np_fft, np_more  # noqa: F401  (more handlers: they register themselves)
+from . import (  # noqa: F401  (more handlers: they register themselves)
+    np_arrays,
+    np_complex,
+    np_fft,
+    np_linalg_more,
+    np_more,
+    np_polynomial,
+    np_setops,
+    np_statistics,
+)
 from .core import Tracer, add_to_top, resolve_weak
 from .np_base import (
     FUNCTIONS,

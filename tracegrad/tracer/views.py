@@ -103,8 +103,15 @@ def layout(t):
     return v.on_layout(_no_copy_reshape(layout(v.base), v.base_shape))
 
 
-def reshape_is_view(t, shape):
-    """Whether NumPy's ``t.reshape(shape)`` would be a view (no copy) of ``t``."""
+def reshape_is_view(t, shape, order="C"):
+    """Whether NumPy's ``t.reshape(shape, order=order)`` would be a view (no copy) of
+    ``t``."""
+    if order != "C":
+        try:
+            layout(t).reshape(shape, order=order, copy=False)
+        except ValueError:
+            return False
+        return True
     if t._view is None:
         return True                 # a computed array is C-contiguous
     stand_in = layout(t).view()
