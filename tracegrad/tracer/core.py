@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextvars
 import dis
+import sys
 from contextlib import contextmanager
 
 import numpy as np
@@ -24,6 +25,7 @@ from ..ir import PROJ, REGISTRY, Aval, Graph
 from ..ir.evaluate import evaluate
 from ..ir.source import source_override, user_frame, user_src, where
 from . import pytree as _pytree
+from . import sparse as _sparse
 from .elements import wrap_constructors
 from .views import sync
 
@@ -696,6 +698,13 @@ class Tracer:
         # ndarray, losing the gradient.
         # ``z[0] = t`` into a plain ndarray asks for it too (with no dtype): NumPy would
         # fail with "setting an array element with a sequence"; say what happened.
+        # scipy.sparse converting an operand of A @ x: "not an array" makes it hand the
+        # product to __rmatmul__; elsewhere inside scipy.sparse, a TraceError (sparse.py)
+        frame = sys._getframe(1)
+        if frame.f_globals.get("__name__", "").startswith("scipy.sparse"):
+            if _sparse.declines(frame):
+                return _sparse.opaque(self)
+            _sparse.refuse_in_scipy()
         if self.dtype.kind in "iub" and (
                 _user_is_subscripting() if dtype is None else np.dtype(dtype).kind in "iub"):
             return self._index_value(dtype)

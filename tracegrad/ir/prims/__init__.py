@@ -16,5 +16,6 @@ from . import (  # noqa: F401
     shape,
     softmax,
     special,
+    sparse,
     spectral,
 )
