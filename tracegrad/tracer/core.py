@@ -704,7 +704,8 @@ class Tracer:
         if frame.f_globals.get("__name__", "").startswith("scipy.sparse"):
             if _sparse.declines(frame):
                 return _sparse.opaque(self)
-            _sparse.refuse_in_scipy()
+            if not _sparse.probes(frame):
+                _sparse.refuse_in_scipy()
         if self.dtype.kind in "iub" and (
                 _user_is_subscripting() if dtype is None else np.dtype(dtype).kind in "iub"):
             return self._index_value(dtype)

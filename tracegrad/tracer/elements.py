@@ -150,7 +150,8 @@ def _wrapped(name):
             # A @ x: scipy.sparse hands the product to x; elsewhere a TraceError (sparse.py)
             if name == "asanyarray" and _sparse.declines(sys._getframe(1)):
                 return _sparse.opaque(obj)
-            _sparse.refuse_in_scipy()
+            if not _sparse.probes(sys._getframe(1)):
+                _sparse.refuse_in_scipy()
         if isinstance(obj, (list, tuple, np.ndarray, Element)) or hasattr(obj, "_trace"):
             if _holds_traced(obj):
                 copy = kwargs.get("copy", True if name == "array" else None)

@@ -151,6 +151,12 @@ def declines(frame) -> bool:
             and frame.f_globals.get("__name__", "").startswith("scipy.sparse"))
 
 
+def probes(frame) -> bool:
+    """Whether ``frame`` only looks at the converted operand's ``ndim`` and then goes on with
+    the operand itself (``coo_array.dot``: to ``A @ x``): the conversion may proceed."""
+    return frame.f_code.co_name == "dot"
+
+
 def opaque(x):
     """A 0-d object array holding ``x``: what SciPy takes for "not an array"."""
     out = np.empty((), dtype=object)

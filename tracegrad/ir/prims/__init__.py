@@ -15,7 +15,7 @@ from . import (  # noqa: F401
     scipy_special,
     shape,
     softmax,
-    special,
     sparse,
+    special,
     spectral,
 )
