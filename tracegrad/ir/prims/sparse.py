@@ -22,6 +22,9 @@ brought to this form by the tracer (``tracer/sparse.py``).
 On the JAX backend the product is a ``segment_sum`` over the stored entries, and the solve a
 dense solve of the matrix scattered from them.
 """
+import threading
+from collections import OrderedDict
+
 import numpy as np
 
 from ..registry import apply, register
@@ -168,22 +171,50 @@ def _iterate(solver, a, b, tol, name):
     return x
 
 
+# SuperLU factorisations of the matrices solved last: the adjoint solve of a gradient (and
+# every call of a compiled function with a constant matrix) reuses the forward one's, as
+# ``splu(A).solve(b, trans="T")``. Keyed by the matrix's exact bytes; a few entries.
+_FACTORS: OrderedDict = OrderedDict()
+_FACTORS_LOCK = threading.Lock()
+_FACTORS_KEPT = 8
+
+
+def _factor(a, data, indptr, indices, shape):
+    key = (np.asarray(data).tobytes(), np.asarray(indptr).tobytes(),
+           np.asarray(indices).tobytes(), tuple(shape), np.asarray(data).dtype.str)
+    with _FACTORS_LOCK:
+        lu = _FACTORS.get(key)
+        if lu is not None:
+            _FACTORS.move_to_end(key)
+            return lu
+    try:
+        lu = _sp().linalg.splu(a.tocsc())
+    except RuntimeError as e:       # SuperLU: "Factor is exactly singular"
+        raise np.linalg.LinAlgError(f"sparse solve: {e}") from None
+    with _FACTORS_LOCK:
+        _FACTORS[key] = lu
+        while len(_FACTORS) > _FACTORS_KEPT:
+            _FACTORS.popitem(last=False)
+    return lu
+
+
 def _solve_impl(data, b, *, indptr, indices, shape, transpose, method, tol):
     sp = _sp()
     b = np.asarray(b)
     data = np.asarray(data)
     dtype = _abstract_solve(data, b, indptr=indptr, indices=indices, shape=shape,
                             transpose=transpose, method=method, tol=tol)[1]
-    a = sp.csr_array((data.astype(dtype), np.array(indices), np.array(indptr)), shape=shape)
+    data = data.astype(dtype, copy=False)
+    # copies: sum_duplicates works in place
+    a = sp.csr_array((data.copy(), np.array(indices), np.array(indptr)), shape=shape)
     a.sum_duplicates()
-    a = (a.T if transpose else a).tocsc()
     if b.size == 0:
         return np.zeros(b.shape, dtype)
     if method == "direct":
-        x = sp.linalg.spsolve(a, b.astype(dtype))
-        if sp.issparse(x):      # pragma: no cover - SciPy gives a dense result for dense b
-            x = x.toarray()
+        lu = _factor(a, data, indptr, indices, shape)
+        x = lu.solve(np.ascontiguousarray(b, dtype=dtype), trans="T" if transpose else "N")
         return np.reshape(np.asarray(x, dtype=dtype), b.shape)
+    a = (a.T if transpose else a).tocsc()
     cols = b.reshape(b.shape[0], -1).astype(dtype)
     out = np.stack([_iterate(method, a, cols[:, j], tol, method)
                     for j in range(cols.shape[1])], axis=1)
