@@ -318,3 +318,44 @@ def test_json_round_trip_and_validation():
                           (bad_kind, "integer array")):
         with pytest.raises(tg.TraceError, match=re.escape(why)):
             tg.Graph.from_json(doc_text)
+
+
+def test_threads_tracing_sparse_products_and_solves_at_once():
+    import threading
+    a, dense = _system()
+    b0 = np.linspace(0.5, 2.0, NS)
+    jobs = [
+        (lambda b: _loss(a @ b), lambda b: dense.T @ (np.cos(dense @ b)
+                                                       * np.arange(1.0, NS + 1))),
+        (lambda b: _loss(b @ a), lambda b: dense @ (np.cos(b @ dense) * np.arange(1.0, NS + 1))),
+        (lambda b: np.sum(tsl.spsolve(a, b) ** 2),
+         lambda b: np.linalg.solve(dense.T, 2 * np.linalg.solve(dense, b))),
+        (lambda b: np.sum(tsl.spsolve(a.T, b) ** 2),
+         lambda b: np.linalg.solve(dense, 2 * np.linalg.solve(dense.T, b))),
+    ]
+    errors = []
+
+    def work(k):
+        f, want = jobs[k % len(jobs)]
+        try:
+            for i in range(15):
+                b = b0 + 0.01 * i + k
+                np.testing.assert_allclose(tg.grad(f)(b), want(b), rtol=1e-10)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:2]
+
+
+def test_vmap_over_traced_stored_values():
+    a, dense = _sparse("csr", "matrix")
+    x = _operand("matmul", 1)
+    ts = np.stack([a.data, 2 * a.data, -a.data])
+    out = tg.vmap(lambda t: tss.csr_matrix((t, a.indices, a.indptr), shape=a.shape) @ x)(ts)
+    np.testing.assert_allclose(out, np.stack([dense @ x, 2 * dense @ x, -dense @ x]),
+                               rtol=1e-13)

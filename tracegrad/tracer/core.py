@@ -450,6 +450,11 @@ def _as_const(a, tracer_dtypes):
     ``x_f32 * 2.0`` stays float32, as in NumPy."""
     if isinstance(a, (bool, int, float, complex)) and not isinstance(a, np.generic):
         return np.asarray(a, dtype=np.result_type(*tracer_dtypes, a))
+    if _sparse.is_sparse(a):
+        raise TraceError(f"a scipy.sparse {type(a).__name__} cannot be an operand of NumPy's "
+                         f"functions on a traced array (NumPy would make an object array of "
+                         f"it): write A @ x, A.dot(x), A.T @ x or x @ A for products, or "
+                         f"A.toarray() for a dense operand{where()}")
     arr = np.asarray(a)
     if arr.dtype.kind not in "biufc":
         hint = ("; build arrays of traced values with np.stack([...])" if arr.dtype == object
