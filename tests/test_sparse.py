@@ -359,3 +359,21 @@ def test_vmap_over_traced_stored_values():
     out = tg.vmap(lambda t: tss.csr_matrix((t, a.indices, a.indptr), shape=a.shape) @ x)(ts)
     np.testing.assert_allclose(out, np.stack([dense @ x, 2 * dense @ x, -dense @ x]),
                                rtol=1e-13)
+
+
+def test_products_when_numpys_constructors_are_not_wrapped(monkeypatch):
+    """SciPy's conversion reaches Tracer.__array__ itself once np.asanyarray is NumPy's own
+    during a trace: A @ x still reaches __rmatmul__, and the refusals still name the line."""
+    import tracegrad.tracer.core as core
+    monkeypatch.setattr(core, "wrap_constructors", lambda on: None, raising=False)
+    for fmt in ("csr", "coo", "dok"):
+        a, dense = _sparse(fmt, "array")
+        x = _operand("matmul", 2)
+        np.testing.assert_allclose(tg.grad(lambda x: _loss(a.dot(x)))(x),
+                                   central_diff(lambda x: _loss(dense @ x), x), rtol=1e-7,
+                                   atol=1e-8)
+    b = np.ones(NS)
+    _refused(lambda b: np.sum(spl.gmres(_system()[0], b)[0]), b,
+             "np.sum(spl.gmres(_system()[0], b)[0])", "tracegrad.scipy.sparse.linalg.gmres")
+    _refused(lambda x: np.sum(sp.csr_array(np.eye(NS)) * x), b,
+             "np.sum(sp.csr_array(np.eye(NS)) * x)", "elementwise", "A @ x")

@@ -208,10 +208,17 @@ def refuse_in_scipy(depth=1):
         raise TraceError(f"scipy.sparse.{name} cannot hold traced values: build it with "
                          f"tracegrad.scipy.sparse.{name} (the same arguments), whose @, .dot "
                          f"and .T follow the values, or keep the matrix constant{at}")
+    name = _SPELLED.get(name, name)
     raise TraceError(f"scipy.sparse's {name} cannot compute with a traced array. With a "
                      f"traced x, write A @ x, A.dot(x), A.T @ x or x @ A (A a scipy.sparse "
                      f"matrix, or one built by tracegrad.scipy.sparse), or A.toarray() for "
                      f"a dense computation{at}")
+
+
+_SPELLED = {"__mul__": "A * x (the elementwise product of a sparse array)",
+            "__rmul__": "x * A (the elementwise product of a sparse array)",
+            "multiply": "A.multiply(x)", "__add__": "A + x", "__sub__": "A - x",
+            "__truediv__": "A / x"}
 
 
 def _where(frame):
