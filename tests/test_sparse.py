@@ -377,3 +377,18 @@ def test_products_when_numpys_constructors_are_not_wrapped(monkeypatch):
              "np.sum(spl.gmres(_system()[0], b)[0])", "tracegrad.scipy.sparse.linalg.gmres")
     _refused(lambda x: np.sum(sp.csr_array(np.eye(NS)) * x), b,
              "np.sum(sp.csr_array(np.eye(NS)) * x)", "elementwise", "A @ x")
+
+
+def test_second_order_in_the_stored_values_of_a_solve():
+    a, dense = _system()
+    b = np.linspace(1.0, 2.0, NS)
+
+    def f(t):
+        return _loss(tsl.spsolve(tss.csr_matrix((t, a.indices, a.indptr), shape=a.shape), b))
+
+    stored = a.data.copy()
+    h = tg.hessian(f)(stored)
+    fd = np.stack([central_diff(lambda t: tg.grad(f)(t)[i], stored) for i in range(3)])
+    np.testing.assert_allclose(h[:3], fd, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(tg.jit(tg.hessian(f), backend="jax")(stored), h, rtol=1e-9,
+                               atol=1e-12)
