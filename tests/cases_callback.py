@@ -45,7 +45,8 @@ def custom_exp(x):
     return exp_cb(x)
 
 
-custom_exp.defvjp(lambda x: (exp_cb(x), exp_cb(x)), lambda e, g: (g * e,))
+# the rule applies custom_exp again (not the callback's result): differentiable to any order
+custom_exp.defvjp(lambda x: (exp_cb(x), x), lambda x, g: (g * custom_exp(x),))
 
 add(Case("pure_callback", (uniform((2, 3)),), fn=exp_cb, ref_fn=np.exp, jax_fn=_jnp("exp"),
          derivs=False))

@@ -300,6 +300,32 @@ def _cond(avals, params):
     _need(len(true.outputs) >= 1, "the branches have 0 outputs")
 
 
+def INT_ARRAY(v, avals):
+    _need(isinstance(v, np.ndarray) and v.ndim == 1 and v.dtype.kind in "iu",
+          f"must be a 1-d integer array, got {v!r:.40}")
+
+
+def TOLERANCE(v, avals):
+    _need(type(v) is float and 0.0 < v < 1.0, f"must be a float in (0, 1), got {v!r:.40}")
+
+
+def _csr(avals, params):
+    """A sparse matrix's CSR structure (``ir/prims/sparse.py``): ``indptr`` of one more
+    entry than rows, from 0 and never decreasing to the number of stored entries, column
+    indices inside the matrix, and one stored value (operand 0) per entry."""
+    m, n = params["shape"]
+    indptr, indices = params["indptr"], params["indices"]
+    _need(len(indptr) == m + 1, f"indptr has {len(indptr)} entries for {m} rows")
+    _need(int(indptr[0]) == 0 and bool(np.all(np.diff(indptr) >= 0))
+          and int(indptr[-1]) == len(indices),
+          "indptr must rise from 0 to the number of stored entries")
+    _need(len(indices) == 0 or (int(indices.min()) >= 0 and int(indices.max()) < n),
+          f"column indices must lie in [0, {n})")
+    data = avals[0]
+    _need(tuple(data.shape) == (len(indices),) and np.dtype(data.dtype).kind in "iuf",
+          f"the stored values must be {len(indices)} real numbers, got {_show([data])}")
+
+
 class Spec(NamedTuple):
     params: dict             # name -> kind
     arity: int | None = None  # None: variadic (``minimum`` and ``check`` apply)
@@ -346,6 +372,11 @@ SPECS = {
     "while_loop": Spec({"cond": GRAPH, "body": GRAPH, "n_carry": _OUT, "n_cond": _OUT},
                        None, _while),
     "cond": Spec({"true": GRAPH, "false": GRAPH}, None, _cond, minimum=1),
+    "sparse_matmul": Spec({"indptr": INT_ARRAY, "indices": INT_ARRAY, "shape": PAIR(0),
+                           "transpose": BOOL}, 2, _csr),
+    "sparse_solve": Spec({"indptr": INT_ARRAY, "indices": INT_ARRAY, "shape": PAIR(0),
+                          "transpose": BOOL, "method": CHOICE("direct", "cg", "gmres"),
+                          "tol": TOLERANCE}, 2, _csr),
 }
 
 

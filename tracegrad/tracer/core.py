@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextvars
 import dis
+import sys
 from contextlib import contextmanager
 
 import numpy as np
@@ -24,6 +25,7 @@ from ..ir import PROJ, REGISTRY, Aval, Graph
 from ..ir.evaluate import evaluate
 from ..ir.source import source_override, user_frame, user_src, where
 from . import pytree as _pytree
+from . import sparse as _sparse
 from .calls import called_function, math_function, random_sampler
 from .elements import wrap_constructors
 from .equality import check_branch, reaches_differentiated
@@ -493,6 +495,11 @@ def _as_const(a, tracer_dtypes):
     ``x_f32 * 2.0`` stays float32, as in NumPy."""
     if isinstance(a, (bool, int, float, complex)) and not isinstance(a, np.generic):
         return np.asarray(a, dtype=np.result_type(*tracer_dtypes, a))
+    if _sparse.is_sparse(a):
+        raise TraceError(f"a scipy.sparse {type(a).__name__} cannot be an operand of NumPy's "
+                         f"functions on a traced array (NumPy would make an object array of "
+                         f"it): write A @ x, A.dot(x), A.T @ x or x @ A for products, or "
+                         f"A.toarray() for a dense operand{where()}")
     arr = np.asarray(a)
     if arr.dtype.kind not in "biufc":
         hint = ("; build arrays of traced values with np.stack([...])" if arr.dtype == object
@@ -745,6 +752,14 @@ class Tracer:
         # ndarray, losing the gradient.
         # ``z[0] = t`` into a plain ndarray asks for it too (with no dtype): NumPy would
         # fail with "setting an array element with a sequence"; say what happened.
+        # scipy.sparse converting an operand of A @ x: "not an array" makes it hand the
+        # product to __rmatmul__; elsewhere inside scipy.sparse, a TraceError (sparse.py)
+        frame = sys._getframe(1)
+        if frame.f_globals.get("__name__", "").startswith("scipy.sparse"):
+            if _sparse.declines(frame):
+                return _sparse.opaque(self)
+            if not _sparse.probes(frame):
+                _sparse.refuse_in_scipy()
         if self.dtype.kind in "iub" and (
                 _user_is_subscripting() if dtype is None else np.dtype(dtype).kind in "iub"):
             return self._index_value(dtype)

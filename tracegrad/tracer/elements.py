@@ -11,8 +11,11 @@ such an object array still computes the right thing: each element it touches
 becomes a 0-d traced value (correct, if one node per element).
 """
 import operator
+import sys
 
 import numpy as np
+
+from . import sparse as _sparse
 
 
 class Element:
@@ -142,6 +145,13 @@ def _wrapped(name):
         t = type(obj)
         if t in _PLAIN or (t is np.ndarray and obj.dtype != object):
             return original(obj, dtype, *args, **kwargs)    # the common case, at once
+        if sys._getframe(1).f_globals.get("__name__", "").startswith("scipy.sparse") \
+                and _holds_traced(obj):
+            # A @ x: scipy.sparse hands the product to x; elsewhere a TraceError (sparse.py)
+            if name == "asanyarray" and _sparse.declines(sys._getframe(1)):
+                return _sparse.opaque(obj)
+            if not _sparse.probes(sys._getframe(1)):
+                _sparse.refuse_in_scipy()
         if isinstance(obj, (list, tuple, np.ndarray, Element)) or hasattr(obj, "_trace"):
             if _holds_traced(obj):
                 copy = kwargs.get("copy", True if name == "array" else None)

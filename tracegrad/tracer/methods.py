@@ -10,14 +10,18 @@ import numpy as np
 from ..errors import TraceError
 from ..ir.source import where
 from . import numpy_api as api
+from . import sparse as _sparse
 from .core import Tracer, add_to_top, weak_result
 from .indexing import getitem, setitem
 from .views import alias, assigned, ensure_writable, new_array, reshape_is_view, set_shape
 
 
-def _binary(ufunc):
+def _binary(ufunc, name):
     # Python numbers stay Python numbers under Python's operators (NEP 50 weak typing)
     prim = api.DIRECT.get(ufunc)
+    if name in ("matmul", "mul"):
+        # a scipy.sparse matrix operand: sparse.py (A @ x reaches __rmatmul__ from SciPy)
+        return _sparse_aware(prim, ufunc, name)
     if prim is None:
         return (lambda self, other: weak_result(ufunc(self, other), self, other),
                 lambda self, other: weak_result(ufunc(other, self), other, self))
@@ -39,11 +43,35 @@ def _binary(ufunc):
     return forward, reflected
 
 
+def _sparse_aware(prim, ufunc, name):
+    simple = api._SIMPLE
+    plain = (Tracer, np.ndarray)
+
+    def forward(self, other):
+        t = type(other)
+        if type(self) is Tracer and prim is not None and (t in simple or (
+                t is np.ndarray and other.dtype != object)):
+            return weak_result(add_to_top(prim, (self, other), {}), self, other)
+        if t not in simple and t not in plain and _sparse.is_sparse(other):
+            return _sparse.binary(name, self, other)
+        return weak_result(ufunc(self, other), self, other)
+
+    def reflected(self, other):
+        t = type(other)
+        if type(self) is Tracer and prim is not None and t in simple:
+            return weak_result(add_to_top(prim, (other, self), {}), other, self)
+        if t not in simple and t not in plain and _sparse.is_sparse(other):
+            return _sparse.binary("r" + name, self, other)
+        return weak_result(ufunc(other, self), other, self)
+
+    return forward, reflected
+
+
 for _name, _uf in [("add", np.add), ("sub", np.subtract), ("mul", np.multiply),
                    ("truediv", np.true_divide), ("floordiv", np.floor_divide),
                    ("mod", np.remainder), ("pow", np.power), ("matmul", np.matmul),
                    ("and", np.bitwise_and), ("or", np.bitwise_or), ("xor", np.bitwise_xor)]:
-    _fwd, _rev = _binary(_uf)
+    _fwd, _rev = _binary(_uf, _name)
     setattr(Tracer, f"__{_name}__", _fwd)
     setattr(Tracer, f"__r{_name}__", _rev)
     setattr(Tracer, f"__i{_name}__", (lambda uf: lambda self, other: _in_place(self, uf, other))(
@@ -126,7 +154,8 @@ Tracer.flatten = lambda self, order="C": new_array(api.reshape(self, (-1,), orde
 Tracer.squeeze = lambda self, axis=None: api.squeeze(self, axis)
 Tracer.swapaxes = lambda self, a, b: api.swapaxes(self, a, b)
 Tracer.copy = lambda self, order="C": api.copy(self)
-Tracer.dot = lambda self, b, out=None: api.dot(self, b, out)
+Tracer.dot = lambda self, b, out=None: (_sparse.rmatmul(self, b) if out is None and _sparse.is_sparse(b)
+                                        else api.dot(self, b, out))
 Tracer.clip = lambda self, min=None, max=None, out=None: new_array(  # noqa: A002
     api.clip(self, min, max, out), [self])
 Tracer.repeat = lambda self, repeats, axis=None: api.repeat(self, repeats, axis)

@@ -15,6 +15,7 @@ from . import (  # noqa: F401
     scipy_special,
     shape,
     softmax,
+    sparse,
     special,
     spectral,
 )
