@@ -88,6 +88,7 @@ from .np_shapes import (
     triu,
     vstack,
 )
+from .scipy_calls import RUNS_AS_NUMPY, refusal, scipy_function
 from .views import new_array
 
 __all__ = [
@@ -117,15 +118,30 @@ def np_name(fn) -> str:
 
 
 def unsupported(fn, why=""):
-    name = f"scipy.special.{fn.__name__}" if _scipy_ufunc(fn) else np_name(fn)
+    inside = scipy_function(2)
+    if inside is not None and inside not in RUNS_AS_NUMPY:
+        # a ufunc SciPy's Python function applies (scipy.special.zeta applies _zeta)
+        return refusal(inside, f"applies {_ufunc_name(fn)}{why}, which has no derivative "
+                               f"rule in tracegrad")
+    name = _ufunc_name(fn)
     return TraceError(f"{name} is not supported by tracegrad{why}{where()}")
+
+
+def _ufunc_name(fn):
+    return f"scipy.special.{fn.__name__}" if _scipy_ufunc(fn) else np_name(fn)
 
 
 def _scipy_ufunc(ufunc):
     """Whether ``ufunc`` is one of ``scipy.special``'s (SciPy imported already: its ufuncs
-    only reach a tracer once it is); ``gammaln`` and company route to their primitives."""
+    only reach a tracer once it is); ``gammaln`` and company route to their primitives.
+    Its private ones (``_zeta``) count too: NumPy's have a ``numpy`` module."""
     special = sys.modules.get("scipy.special")
-    return special is not None and getattr(special, getattr(ufunc, "__name__", ""), None) is ufunc
+    if special is None or not isinstance(ufunc, np.ufunc):
+        return False
+    name = getattr(ufunc, "__name__", "")
+    if getattr(special, name, None) is ufunc:
+        return True
+    return getattr(np, name, None) is not ufunc and not name.startswith("np.")
 
 
 def _route_scipy_ufuncs():

@@ -1,0 +1,146 @@
+"""SciPy's own functions called on traced values: which SciPy function the running code is
+inside, by its public SciPy name, and the error that refuses it.
+
+SciPy's ufuncs (``scipy.special.expit``) reach the tracer's ``__array_ufunc__`` and are
+routed to primitives (``numpy_api``). SciPy's other functions convert their arguments
+with ``np.asarray`` (or read ``float()``, ``.flags``, ``.device`` of them) and then compute
+in compiled code, which no NumPy protocol lets a tracer follow; patching SciPy's modules
+would be seen by every thread. So a tracer asked for such a conversion from inside SciPy
+refuses it at once, naming the SciPy function the user called (the outermost SciPy frame
+below the user's, e.g. ``scipy.linalg.solve`` or ``scipy.stats.norm.logpdf``) and the
+user's line, and pointing to tracegrad's equivalent where there is one (``ALTERNATIVES``),
+instead of letting SciPy fail later on an object array. The functions listed in
+``RUNS_AS_NUMPY`` are plain NumPy code on their arguments (``scipy.special.logsumexp``,
+``scipy.spatial.distance.euclidean``): their conversions are allowed, and they are traced
+as NumPy code. ``tests/test_scipy_as_scipy.py`` checks both lists against SciPy's values
+and finite differences, and ``docs/scipy.md`` is written from them.
+"""
+from __future__ import annotations
+
+import sys
+
+from ..errors import TraceError
+from ..ir.source import SCIPY_FOLDER, where
+
+# SciPy functions whose code is NumPy calls on their arguments: run on traced values as
+# they are (each one checked against SciPy's values and finite differences)
+RUNS_AS_NUMPY: frozenset[str] = frozenset()
+
+# where a refused SciPy function has an equivalent tracegrad can differentiate
+_TG = "tracegrad.scipy"
+ALTERNATIVES: dict[str, str] = {
+    **{f"scipy.linalg.{n}": f"{_TG}.linalg.{n}" for n in (
+        "cho_factor", "cho_solve", "cholesky", "expm", "expm_frechet", "solve_banded",
+        "solve_sylvester", "solve_triangular", "sqrtm")},
+    "scipy.linalg.solve": "np.linalg.solve",
+    "scipy.linalg.inv": "np.linalg.inv",
+    "scipy.linalg.det": "np.linalg.det",
+    "scipy.linalg.eigh": "np.linalg.eigh",
+    "scipy.linalg.eigvalsh": "np.linalg.eigvalsh",
+    "scipy.linalg.eig": "np.linalg.eig",
+    "scipy.linalg.eigvals": "np.linalg.eigvals",
+    "scipy.linalg.svd": "np.linalg.svd",
+    "scipy.linalg.svdvals": "np.linalg.svd(a, compute_uv=False)",
+    "scipy.linalg.qr": "np.linalg.qr",
+    "scipy.linalg.norm": "np.linalg.norm",
+    "scipy.linalg.pinv": "np.linalg.pinv",
+    "scipy.linalg.lstsq": "np.linalg.lstsq",
+    "scipy.linalg.lu_factor": "np.linalg.solve (a solve through the factorisation)",
+    "scipy.linalg.lu_solve": "np.linalg.solve",
+    **{f"scipy.spatial.distance.{n}": f"{_TG}.spatial.distance.{n}" for n in (
+        "pdist", "cdist", "squareform")},
+    **{f"scipy.signal.{n}": f"{_TG}.signal.{n}" for n in (
+        "convolve", "convolve2d", "correlate", "correlate2d", "fftconvolve")},
+    **{f"scipy.stats.{d}.{m}": f"{_TG}.stats.{d}.{m}"
+       for d in ("norm", "t", "gamma", "beta", "chi2", "poisson")
+       for m in ("logpdf", "pdf", "cdf", "logcdf", "sf", "logsf", "logpmf", "pmf")},
+    "scipy.stats.multivariate_normal.logpdf": f"{_TG}.stats.multivariate_normal.logpdf",
+    "scipy.stats.dirichlet.logpdf": f"{_TG}.stats.dirichlet.logpdf",
+    "scipy.special.polygamma": f"{_TG}.special.polygamma",
+    "scipy.special.multigammaln": f"{_TG}.special.multigammaln",
+    "scipy.integrate.odeint": f"{_TG}.integrate.odeint",
+}
+
+
+class ScipyAttributeError(TraceError, AttributeError):
+    """A SciPy function read an ndarray attribute (``.flags``, ``.device``) of a tracer: a
+    ``TraceError``, and an ``AttributeError`` still, so that ``hasattr`` keeps working."""
+
+
+def _public_module(module):
+    """``scipy.linalg._basic`` -> ``scipy.linalg``: the module up to its first private
+    part."""
+    parts = []
+    for part in module.split("."):
+        if part.startswith("_"):
+            break
+        parts.append(part)
+    return ".".join(parts)
+
+
+def _frame_name(frame):
+    """The public name of the SciPy function running in ``frame``: ``scipy.linalg.solve``,
+    ``scipy.stats.norm.logpdf`` for a distribution's method, ``scipy.interpolate.
+    CubicSpline`` for a constructor, ``scipy.interpolate.CubicSpline.__call__``."""
+    code = frame.f_code
+    module = _public_module(frame.f_globals.get("__name__", "scipy"))
+    qualname = getattr(code, "co_qualname", code.co_name)
+    if "." not in qualname or "<locals>" in qualname:
+        return f"{module}.{code.co_name}"
+    method = qualname.rsplit(".", 1)[1]
+    self = frame.f_locals.get("self") if code.co_argcount else None
+    if self is None:
+        return f"{module}.{qualname}"
+    dist = getattr(self, "dist", self)          # a frozen distribution's generator
+    dist_name = getattr(dist, "name", None)
+    if module == "scipy.stats" and isinstance(dist_name, str):
+        base = f"scipy.stats.{dist_name}"
+    else:
+        cls = type(self)
+        base = f"{_public_module(cls.__module__)}.{cls.__qualname__}"
+    return base if method == "__init__" else f"{base}.{method}"
+
+
+def scipy_function(depth=1):
+    """The public name of the SciPy function the user's code called, when the code running
+    now is inside it (a SciPy frame between here and the user's); else None."""
+    if SCIPY_FOLDER is None:    # pragma: no cover - scipy is installed in the tests
+        return None
+    from ..ir.source import _is_internal
+    frame = sys._getframe(depth)
+    scipy_frames = []
+    while frame is not None:
+        code = frame.f_code
+        if code.co_filename.startswith(SCIPY_FOLDER):
+            scipy_frames.append(frame)
+        elif not _is_internal(code):
+            break                                   # the user's frame
+        frame = frame.f_back
+    # the outermost one the user called; a decorator's wrapper (scipy._lib, a closure)
+    # stands for the function it wraps, the next frame in
+    for frame in reversed(scipy_frames):
+        module = frame.f_globals.get("__name__", "")
+        if not module.startswith("scipy._lib") and "<locals>" not in getattr(
+                frame.f_code, "co_qualname", ""):
+            return _frame_name(frame)
+    return _frame_name(scipy_frames[-1]) if scipy_frames else None
+
+
+def refusal(name, what, cls=TraceError):
+    """The error for the SciPy function ``name`` given traced values, where it does
+    ``what`` (converts them to a NumPy array, reads float() of one, ...)."""
+    alternative = ALTERNATIVES.get(name)
+    hint = (f"; use {alternative}, which tracegrad differentiates" if alternative else
+            "; compute it with NumPy functions on the traced values, or wrap the call in "
+            "tg.pure_callback (no derivative)")
+    return cls(f"{name} is not supported on traced values by tracegrad: it {what}{hint}"
+               f"{where()}")
+
+
+def refuse_in_scipy(what, cls=TraceError, depth=2):
+    """The refusal when called from inside a SciPy function that is not plain NumPy code
+    (not in ``RUNS_AS_NUMPY``); else None."""
+    name = scipy_function(depth + 1)
+    if name is None or name in RUNS_AS_NUMPY:
+        return None
+    return refusal(name, what, cls)
