@@ -75,7 +75,7 @@ def lost_gradient(what, hint=""):
     """The error for a conversion that would drop a traced value's gradient; ``hint``, a
     sentence added to the advice. Inside a SciPy function, the refusal names it."""
     refused = refuse_in_scipy(f"reads {what} of its traced argument, which would lose its "
-                              "gradient", depth=2)
+                              "gradient")
     if refused is not None:
         return refused
     if _user_is_storing_item():

@@ -14,6 +14,8 @@ import operator
 
 import numpy as np
 
+from .scipy_calls import refuse_in_scipy
+
 
 class Element:
     __slots__ = ("tracer", "index")
@@ -144,6 +146,11 @@ def _wrapped(name):
             return original(obj, dtype, *args, **kwargs)    # the common case, at once
         if isinstance(obj, (list, tuple, np.ndarray, Element)) or hasattr(obj, "_trace"):
             if _holds_traced(obj):
+                refused = refuse_in_scipy(
+                    f"converts its traced arguments with np.{name} and computes on them in "
+                    "compiled code, which tracegrad cannot follow")
+                if refused is not None:
+                    raise refused
                 copy = kwargs.get("copy", True if name == "array" else None)
                 if isinstance(copy, np._CopyMode):  # the array API wrappers pass these
                     copy = copy is np._CopyMode.ALWAYS

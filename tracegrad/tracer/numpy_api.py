@@ -88,7 +88,7 @@ from .np_shapes import (
     triu,
     vstack,
 )
-from .scipy_calls import RUNS_AS_NUMPY, refusal, scipy_function
+from .scipy_calls import refuse_in_scipy
 from .views import new_array
 
 __all__ = [
@@ -118,11 +118,11 @@ def np_name(fn) -> str:
 
 
 def unsupported(fn, why=""):
-    inside = scipy_function(2)
-    if inside is not None and inside not in RUNS_AS_NUMPY:
-        # a ufunc SciPy's Python function applies (scipy.special.zeta applies _zeta)
-        return refusal(inside, f"applies {_ufunc_name(fn)}{why}, which has no derivative "
-                               f"rule in tracegrad")
+    # a ufunc SciPy's Python function applies (scipy.special.zeta applies _zeta)
+    refused = refuse_in_scipy(f"applies {_ufunc_name(fn)}{why}, which has no derivative "
+                              f"rule in tracegrad", always=True)
+    if refused is not None:
+        return refused
     name = _ufunc_name(fn)
     return TraceError(f"{name} is not supported by tracegrad{why}{where()}")
 
@@ -279,6 +279,12 @@ def handle_function(func, args, kwargs):
     handler = FUNCTIONS.get(func)
     if handler is None:
         raise unsupported(func)
+    # a SciPy function not known to be NumPy code on its arguments is refused at its first
+    # NumPy call on a traced value: what follows is compiled code (scipy_calls)
+    refused = refuse_in_scipy(f"applies {np_name(func)} to its traced arguments on the way to "
+                              "compiled code, which tracegrad cannot follow")
+    if refused is not None:
+        raise refused
     result = handler(*args, **kwargs)
     if func in _RETURN_THEIR_INPUT:
         return result

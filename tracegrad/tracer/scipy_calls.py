@@ -20,11 +20,17 @@ from __future__ import annotations
 import sys
 
 from ..errors import TraceError
-from ..ir.source import SCIPY_FOLDER, where
+from ..ir.source import SCIPY_FOLDER, _is_internal, where
 
 # SciPy functions whose code is NumPy calls on their arguments: run on traced values as
 # they are (each one checked against SciPy's values and finite differences)
-RUNS_AS_NUMPY: frozenset[str] = frozenset()
+RUNS_AS_NUMPY: frozenset[str] = frozenset({
+    *(f"scipy.spatial.distance.{n}" for n in (
+        "braycurtis", "canberra", "chebyshev", "cityblock", "euclidean", "hamming", "jaccard",
+        "minkowski", "sqeuclidean")),
+    "scipy.linalg.norm", "scipy.linalg.khatri_rao",
+    *(f"scipy.special.{n}" for n in ("logsumexp", "softmax", "log_softmax", "softplus")),
+})
 
 # where a refused SciPy function has an equivalent tracegrad can differentiate
 _TG = "tracegrad.scipy"
@@ -85,6 +91,10 @@ def _frame_name(frame):
     code = frame.f_code
     module = _public_module(frame.f_globals.get("__name__", "scipy"))
     qualname = getattr(code, "co_qualname", code.co_name)
+    if "<locals>" in qualname or module == "scipy":
+        wrapped = _wrapped_function(frame)
+        if wrapped is not None:
+            return wrapped
     if "." not in qualname or "<locals>" in qualname:
         return f"{module}.{code.co_name}"
     method = qualname.rsplit(".", 1)[1]
@@ -101,13 +111,32 @@ def _frame_name(frame):
     return base if method == "__init__" else f"{base}.{method}"
 
 
-def scipy_function(depth=1):
+def _wrapped_function(frame):
+    """The SciPy function a decorator's wrapper running in ``frame`` wraps (a function of
+    SciPy's among its variables), by its public name; None if there is none."""
+    variables = frame.f_locals
+    preferred = [variables[k] for k in ("fun", "func", "f", "function", "fn", "wrapped")
+                 if k in variables]
+    for value in [*preferred, *variables.values()]:
+        module = getattr(value, "__module__", None) or ""
+        if callable(value) and module.startswith("scipy.") and hasattr(value, "__name__") \
+                and not isinstance(value, type):
+            inner = getattr(value, "__wrapped__", value)
+            return f"{_public_module(inner.__module__ or module)}.{inner.__name__}"
+    return None
+
+
+def _is_wrapper(frame):
+    return frame.f_globals.get("__name__", "").startswith("scipy._lib") or "<locals>" in (
+        getattr(frame.f_code, "co_qualname", ""))
+
+
+def scipy_function():
     """The public name of the SciPy function the user's code called, when the code running
     now is inside it (a SciPy frame between here and the user's); else None."""
     if SCIPY_FOLDER is None:    # pragma: no cover - scipy is installed in the tests
         return None
-    from ..ir.source import _is_internal
-    frame = sys._getframe(depth)
+    frame = sys._getframe(1)
     scipy_frames = []
     while frame is not None:
         code = frame.f_code
@@ -119,10 +148,12 @@ def scipy_function(depth=1):
     # the outermost one the user called; a decorator's wrapper (scipy._lib, a closure)
     # stands for the function it wraps, the next frame in
     for frame in reversed(scipy_frames):
-        module = frame.f_globals.get("__name__", "")
-        if not module.startswith("scipy._lib") and "<locals>" not in getattr(
-                frame.f_code, "co_qualname", ""):
+        if not _is_wrapper(frame):
             return _frame_name(frame)
+    for frame in reversed(scipy_frames):      # only wrappers: the function they wrap
+        wrapped = _wrapped_function(frame)
+        if wrapped is not None:
+            return wrapped
     return _frame_name(scipy_frames[-1]) if scipy_frames else None
 
 
@@ -137,10 +168,10 @@ def refusal(name, what, cls=TraceError):
                f"{where()}")
 
 
-def refuse_in_scipy(what, cls=TraceError, depth=2):
+def refuse_in_scipy(what, cls=TraceError, always=False):
     """The refusal when called from inside a SciPy function that is not plain NumPy code
-    (not in ``RUNS_AS_NUMPY``); else None."""
-    name = scipy_function(depth + 1)
-    if name is None or name in RUNS_AS_NUMPY:
+    (not in ``RUNS_AS_NUMPY``; ``always``: in any); else None."""
+    name = scipy_function()
+    if name is None or (name in RUNS_AS_NUMPY and not always):
         return None
     return refusal(name, what, cls)
