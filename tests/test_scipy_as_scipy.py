@@ -356,3 +356,43 @@ def test_scipy_frames_name_the_user_line():
     with pytest.raises(tg.TraceError, match=r"scipy\.spatial\.distance\.pdist .*"
                        r"tracegrad\.scipy\.spatial\.distance\.pdist"):
         tg.grad(lambda t: scipy.spatial.distance.pdist(t[:, None]).sum())(_VEC)
+
+
+# -- tracegrad.scipy.spatial.distance: what the refusals of pdist/cdist point to ----------------
+@pytest.mark.parametrize("metric", _METRICS + ["seuclidean", "mahalanobis", "minkowski-p3"])
+def test_tracegrad_distances_match_scipy(metric):
+    from tracegrad.scipy.spatial import distance as tgd
+    sd = scipy.spatial.distance
+    kwargs = {"seuclidean": {"V": np.array([0.5, 2.0])},
+              "mahalanobis": {"VI": np.array([[2.0, 0.3], [0.3, 1.0]])},
+              "minkowski-p3": {"p": 3.0}}.get(metric, {})
+    metric = metric.split("-")[0]
+    XA, XB = _POINTS["XA"], _POINTS["XB"]
+    for ours, theirs, args in [
+            (lambda a: tgd.cdist(a, XB, metric, **kwargs), lambda a: sd.cdist(a, XB, metric,
+                                                                              **kwargs), XA),
+            (lambda a: tgd.pdist(a, metric, **kwargs), lambda a: sd.pdist(a, metric, **kwargs),
+             XA),
+            (lambda a: tgd.squareform(tgd.pdist(a, metric, **kwargs)),
+             lambda a: sd.squareform(sd.pdist(a, metric, **kwargs)), XA)]:
+        np.testing.assert_allclose(ours(args), theirs(args), rtol=1e-12, atol=1e-14)
+        w = np.linspace(0.5, 1.5, np.size(theirs(args))).reshape(np.shape(theirs(args)))
+        g = tg.grad(lambda a: np.sum(w * ours(a)))(args)
+        fd = np.zeros_like(args)
+        for i in np.ndindex(args.shape):
+            e = np.zeros_like(args)
+            e[i] = 1e-6
+            fd[i] = (np.sum(w * theirs(args + e)) - np.sum(w * theirs(args - e))) / 2e-6
+        np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-7)
+    u, v = _POINTS["u"][:2], _POINTS["v"][:2]
+    np.testing.assert_allclose(getattr(tgd, metric)(u, v, **kwargs),
+                               getattr(sd, metric)(u, v, **kwargs), rtol=1e-12)
+
+
+def test_tracegrad_euclidean_at_equal_points_has_a_zero_gradient():
+    from tracegrad.scipy.spatial import distance as tgd
+    X = _POINTS["XA"]
+    g = tg.grad(lambda a: np.sum(tgd.cdist(a, a)))(X)   # the diagonal's distances are 0
+    assert np.all(np.isfinite(g))
+    np.testing.assert_allclose(tgd.squareform(tgd.squareform(tgd.cdist(X, X))),
+                               tgd.cdist(X, X), atol=1e-15)

@@ -5,6 +5,6 @@
 and ``logsumexp`` also work on traced values directly; these modules add what SciPy cannot
 run on a tracer. SciPy is an optional dependency (``pip install 'tracegrad[scipy]'``):
 the functions that need it say so when it is missing."""
-from . import integrate, linalg, signal, special, stats  # noqa: F401
+from . import integrate, linalg, signal, spatial, special, stats  # noqa: F401
 
-__all__ = ["integrate", "linalg", "signal", "special", "stats"]
+__all__ = ["integrate", "linalg", "signal", "spatial", "special", "stats"]

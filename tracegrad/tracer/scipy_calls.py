@@ -17,6 +17,7 @@ and finite differences, and ``docs/scipy.md`` is written from them.
 """
 from __future__ import annotations
 
+import os
 import sys
 
 from ..errors import TraceError
@@ -66,6 +67,11 @@ ALTERNATIVES: dict[str, str] = {
     "scipy.special.multigammaln": f"{_TG}.special.multigammaln",
     "scipy.integrate.odeint": f"{_TG}.integrate.odeint",
 }
+
+
+_TRACEGRAD = os.path.dirname(os.path.dirname(__file__)) + os.sep
+# the tracer's and the IR's folders: the dispatch between a NumPy call and its handler
+_DISPATCH = (os.path.dirname(__file__) + os.sep, os.path.join(_TRACEGRAD, "ir") + os.sep)
 
 
 class ScipyAttributeError(TraceError, AttributeError):
@@ -142,8 +148,11 @@ def scipy_function():
         code = frame.f_code
         if code.co_filename.startswith(SCIPY_FOLDER):
             scipy_frames.append(frame)
-        elif not _is_internal(code):
-            break                                   # the user's frame
+        elif not _is_internal(code) or (code.co_filename.startswith(_TRACEGRAD) and not
+                                        code.co_filename.startswith(_DISPATCH)):
+            # the user's frame, or tracegrad's own code above the tracer's dispatch (a
+            # callback tracegrad.scipy.integrate.odeint hands SciPy): not inside SciPy
+            break
         frame = frame.f_back
     # the outermost one the user called; a decorator's wrapper (scipy._lib, a closure)
     # stands for the function it wraps, the next frame in
