@@ -396,3 +396,35 @@ def test_tracegrad_euclidean_at_equal_points_has_a_zero_gradient():
     assert np.all(np.isfinite(g))
     np.testing.assert_allclose(tgd.squareform(tgd.squareform(tgd.cdist(X, X))),
                                tgd.cdist(X, X), atol=1e-15)
+
+
+# -- docs/scipy.md's tables are these lists ----------------------------------------------------
+_DOC = __import__("pathlib").Path(__file__).resolve().parent.parent / "docs" / "scipy.md"
+_START, _END = "<!-- scipy-as-scipy tables: start -->", "<!-- scipy-as-scipy tables: end -->"
+
+
+def render_tables():
+    """The tables of docs/scipy.md's section on SciPy called directly, from the lists of
+    ``tracegrad/tracer/scipy_calls.py`` and the primitives' ``extra["scipy"]``."""
+    from tracegrad.ir import REGISTRY
+    from tracegrad.tracer.scipy_calls import ALTERNATIVES, RUNS_AS_NUMPY
+    routed = sorted({p.extra["scipy"] for p in REGISTRY.values() if p.extra.get("scipy")})
+    lines = [_START, "", "| `scipy.special` ufuncs with derivative rules |", "|---|",
+             "| " + ", ".join(f"`{n}`" for n in routed) + " |", "",
+             "| SciPy functions traced as the NumPy code they are |", "|---|",
+             "| " + ", ".join(f"`{n}`" for n in sorted(RUNS_AS_NUMPY)) + " |", "",
+             "| refused SciPy function | differentiable equivalent |", "|---|---|"]
+    lines += [f"| `{n}` | `{alt}` |" for n, alt in sorted(ALTERNATIVES.items())]
+    return "\n".join(lines + ["", _END])
+
+
+def test_docs_list_what_is_supported_and_refused():
+    text = _DOC.read_text()
+    block = text[text.index(_START):text.index(_END) + len(_END)]
+    assert block == render_tables(), "regenerate: python tests/test_scipy_as_scipy.py"
+
+
+if __name__ == "__main__":      # rewrite docs/scipy.md's tables
+    text = _DOC.read_text()
+    _DOC.write_text(text[:text.index(_START)] + render_tables()
+                    + text[text.index(_END) + len(_END):])

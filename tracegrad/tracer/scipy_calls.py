@@ -55,7 +55,7 @@ ALTERNATIVES: dict[str, str] = {
     "scipy.linalg.lu_factor": "np.linalg.solve (a solve through the factorisation)",
     "scipy.linalg.lu_solve": "np.linalg.solve",
     **{f"scipy.spatial.distance.{n}": f"{_TG}.spatial.distance.{n}" for n in (
-        "pdist", "cdist", "squareform")},
+        "pdist", "cdist", "squareform", "cosine", "correlation", "seuclidean", "mahalanobis")},
     **{f"scipy.signal.{n}": f"{_TG}.signal.{n}" for n in (
         "convolve", "convolve2d", "correlate", "correlate2d", "fftconvolve")},
     **{f"scipy.stats.{d}.{m}": f"{_TG}.stats.{d}.{m}"
