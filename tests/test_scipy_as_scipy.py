@@ -358,6 +358,24 @@ def test_scipy_frames_name_the_user_line():
         tg.grad(lambda t: scipy.spatial.distance.pdist(t[:, None]).sum())(_VEC)
 
 
+
+@pytest.mark.parametrize("x", [[1000.0, 1001.0], [800.0, 1.0], [-1000.0, 1000.0], [1e5, 1.0],
+                               [0.3, -2.0]])
+def test_scipy_logsumexp_of_large_inputs(x):
+    """SciPy's logsumexp computes log(sum(exp(a))) also where it overflows, and discards
+    it: the discarded branch's zero cotangent must not meet exp's inf as 0 * inf = NaN."""
+    sp = scipy.special
+    x = np.array(x)
+    soft = sp.softmax(x)
+    np.testing.assert_allclose(tg.grad(sp.logsumexp)(x), soft, rtol=1e-12)
+    np.testing.assert_allclose(tg.jit(tg.grad(sp.logsumexp))(x), soft, rtol=1e-12)
+    np.testing.assert_allclose(tg.grad(lambda t: sp.log_softmax(t)[0])(x),
+                               np.eye(2)[0] - soft, rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(tg.hessian(sp.logsumexp)(x), np.diag(soft) - np.outer(soft, soft),
+                               rtol=1e-10, atol=1e-300)
+    np.testing.assert_allclose(tg.grad(lambda t: sp.logsumexp(t, b=np.array([1.0, 2.0])))(x),
+                               sp.softmax(x + np.log([1.0, 2.0])), rtol=1e-12)
+
 # -- tracegrad.scipy.spatial.distance: what the refusals of pdist/cdist point to ----------------
 @pytest.mark.parametrize("metric", _METRICS + ["seuclidean", "mahalanobis", "minkowski-p3"])
 def test_tracegrad_distances_match_scipy(metric):
