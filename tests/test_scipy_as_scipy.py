@@ -347,9 +347,17 @@ def test_scipy_frames_name_the_user_line():
     with pytest.raises(tg.TraceError, match=r"scipy\.linalg\.solve .*np\.linalg\.solve"
                        r".*test_scipy_as_scipy\.py:\d+"):
         tg.grad(lambda t: scipy.linalg.solve(_SPD, t).sum())(_VEC)
-    with pytest.raises(tg.TraceError, match=r"scipy\.special\.zeta .*_zeta.*"
+    # zeta without q applies the ufunc _riemann_zeta, which has no rule: refused by its name
+    with pytest.raises(tg.TraceError, match=r"scipy\.special\.zeta .*_riemann_zeta.*"
                        r"test_scipy_as_scipy\.py:\d+"):
+        tg.grad(lambda t: scipy.special.zeta(t + 2.0).sum())(_VEC)
+    # with q, SciPy's zeta applies _zeta, routed to the primitive: in q differentiable, in x
+    # a TraceError naming it and the line
+    with pytest.raises(tg.TraceError, match=r"scipy\.special\.zeta\(x, q\) is differentiable "
+                       r"in q only.*test_scipy_as_scipy\.py:\d+"):
         tg.grad(lambda t: scipy.special.zeta(t + 2.0, 1.0).sum())(_VEC)
+    g = tg.grad(lambda q: scipy.special.zeta(3.0, q).sum())(_VEC + 1.0)
+    np.testing.assert_allclose(g, -3.0 * scipy.special.zeta(4.0, _VEC + 1.0), rtol=1e-12)
     with pytest.raises(tg.TraceError, match=r"scipy\.stats\.norm\.logpdf .*"
                        r"tracegrad\.scipy\.stats\.norm\.logpdf"):
         tg.grad(lambda t: scipy.stats.norm.logpdf(t, 1.0, 2.0).sum())(_VEC)
@@ -426,7 +434,9 @@ def render_tables():
     ``tracegrad/tracer/scipy_calls.py`` and the primitives' ``extra["scipy"]``."""
     from tracegrad.ir import REGISTRY
     from tracegrad.tracer.scipy_calls import ALTERNATIVES, RUNS_AS_NUMPY
-    routed = sorted({p.extra["scipy"] for p in REGISTRY.values() if p.extra.get("scipy")})
+    # (scipy.special.zeta(x, q) applies the ufunc _zeta)
+    routed = sorted({p.extra["scipy"].lstrip("_") for p in REGISTRY.values()
+                     if p.extra.get("scipy")})
     lines = [_START, "", "| `scipy.special` ufuncs with derivative rules |", "|---|",
              "| " + ", ".join(f"`{n}`" for n in routed) + " |", "",
              "| SciPy functions traced as the NumPy code they are |", "|---|",

@@ -151,8 +151,10 @@ def _route_scipy_ufuncs():
     if special is None or _SCIPY_ROUTED:
         return
     _SCIPY_ROUTED.append(True)
+    ufuncs = getattr(special, "_ufuncs", None)     # private ones (_zeta) live there
     for prim in REGISTRY.values():
-        fn = getattr(special, prim.extra.get("scipy", ""), None)
+        name = prim.extra.get("scipy", "")
+        fn = getattr(special, name, None) or getattr(ufuncs, name, None)
         if isinstance(fn, np.ufunc):
             UFUNCS.setdefault(fn, _prim_ufunc(prim.name))
 
