@@ -88,7 +88,7 @@ from .np_shapes import (
     triu,
     vstack,
 )
-from .scipy_calls import refuse_in_scipy
+from .scipy_calls import RUNS_AS_NUMPY, refusal, refuse_in_scipy, scipy_function
 from .views import new_array
 
 __all__ = [
@@ -124,6 +124,10 @@ def unsupported(fn, why=""):
     if refused is not None:
         return refused
     name = _ufunc_name(fn)
+    if _scipy_ufunc(fn):
+        why += (": it has no derivative rule in tracegrad (docs/scipy.md lists the "
+                "scipy.special functions that have one); wrap the call in tg.pure_callback "
+                "for its value without a derivative")
     return TraceError(f"{name} is not supported by tracegrad{why}{where()}")
 
 
@@ -283,10 +287,10 @@ def handle_function(func, args, kwargs):
         raise unsupported(func)
     # a SciPy function not known to be NumPy code on its arguments is refused at its first
     # NumPy call on a traced value: what follows is compiled code (scipy_calls)
-    refused = refuse_in_scipy(f"applies {np_name(func)} to its traced arguments on the way to "
-                              "compiled code, which tracegrad cannot follow")
-    if refused is not None:
-        raise refused
+    inside = scipy_function()
+    if inside is not None and inside not in RUNS_AS_NUMPY:
+        raise refusal(inside, f"applies {np_name(func)} to its traced arguments on the way "
+                              "to compiled code, which tracegrad cannot follow")
     result = handler(*args, **kwargs)
     if func in _RETURN_THEIR_INPUT:
         return result

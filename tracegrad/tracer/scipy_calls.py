@@ -137,23 +137,48 @@ def _is_wrapper(frame):
         getattr(frame.f_code, "co_qualname", ""))
 
 
+_USER, _SCIPY, _DISPATCHING, _BOUNDARY = 0, 1, 2, 3
+_KINDS: dict = {}       # code object -> one of the above, so the walk is a lookup per frame
+
+
+def _kind(code):
+    kind = _KINDS.get(code)
+    if kind is None:
+        fname = code.co_filename
+        if fname.startswith(SCIPY_FOLDER):
+            kind = _SCIPY
+        elif not _is_internal(code):
+            kind = _USER
+        elif fname.startswith(_TRACEGRAD) and not fname.startswith(_DISPATCH):
+            # tracegrad's own code above the tracer's dispatch (a callback
+            # tracegrad.scipy.integrate.odeint hands SciPy): not inside SciPy
+            kind = _BOUNDARY
+        else:
+            kind = _DISPATCHING                     # the tracer, the IR, NumPy
+        _KINDS[code] = kind
+    return kind
+
+
 def scipy_function():
     """The public name of the SciPy function the user's code called, when the code running
     now is inside it (a SciPy frame between here and the user's); else None."""
-    if SCIPY_FOLDER is None:    # pragma: no cover - scipy is installed in the tests
-        return None
+    if SCIPY_FOLDER is None or "scipy" not in sys.modules:
+        return None                 # no SciPy frame can be running
     frame = sys._getframe(1)
+    kinds = _KINDS
     scipy_frames = []
     while frame is not None:
         code = frame.f_code
-        if code.co_filename.startswith(SCIPY_FOLDER):
+        kind = kinds.get(code)
+        if kind is None:
+            kind = _kind(code)
+        if kind == _SCIPY:
             scipy_frames.append(frame)
-        elif not _is_internal(code) or (code.co_filename.startswith(_TRACEGRAD) and not
-                                        code.co_filename.startswith(_DISPATCH)):
-            # the user's frame, or tracegrad's own code above the tracer's dispatch (a
-            # callback tracegrad.scipy.integrate.odeint hands SciPy): not inside SciPy
-            break
+        elif kind != _DISPATCHING:
+            break                                   # the user's frame, or tracegrad's
         frame = frame.f_back
+    if not scipy_frames:
+        return None
     # the outermost one the user called; a decorator's wrapper (scipy._lib, a closure)
     # stands for the function it wraps, the next frame in
     for frame in reversed(scipy_frames):
@@ -163,7 +188,7 @@ def scipy_function():
         wrapped = _wrapped_function(frame)
         if wrapped is not None:
             return wrapped
-    return _frame_name(scipy_frames[-1]) if scipy_frames else None
+    return _frame_name(scipy_frames[-1])
 
 
 def refusal(name, what, cls=TraceError):
