@@ -424,6 +424,18 @@ def test_tracegrad_euclidean_at_equal_points_has_a_zero_gradient():
                                tgd.cdist(X, X), atol=1e-15)
 
 
+def test_every_alternative_exists():
+    """Each refusal's pointer names a function tracegrad has."""
+    import tracegrad.scipy  # noqa: F401
+    from tracegrad.tracer.scipy_calls import ALTERNATIVES
+    for scipy_name, alternative in ALTERNATIVES.items():
+        parts = alternative.split(" ")[0].split("(")[0].split(".")
+        obj = {"np": np, "tracegrad": tg}[parts[0]]
+        for part in parts[1:]:
+            obj = getattr(obj, part, None)
+            assert obj is not None, (scipy_name, alternative)
+        assert callable(obj), alternative
+
 # -- docs/scipy.md's tables are these lists ----------------------------------------------------
 _DOC = __import__("pathlib").Path(__file__).resolve().parent.parent / "docs" / "scipy.md"
 _START, _END = "<!-- scipy-as-scipy tables: start -->", "<!-- scipy-as-scipy tables: end -->"

@@ -59,10 +59,13 @@ ALTERNATIVES: dict[str, str] = {
     **{f"scipy.signal.{n}": f"{_TG}.signal.{n}" for n in (
         "convolve", "convolve2d", "correlate", "correlate2d", "fftconvolve")},
     **{f"scipy.stats.{d}.{m}": f"{_TG}.stats.{d}.{m}"
-       for d in ("norm", "t", "gamma", "beta", "chi2", "poisson")
-       for m in ("logpdf", "pdf", "cdf", "logcdf", "sf", "logsf", "logpmf", "pmf")},
-    "scipy.stats.multivariate_normal.logpdf": f"{_TG}.stats.multivariate_normal.logpdf",
-    "scipy.stats.dirichlet.logpdf": f"{_TG}.stats.dirichlet.logpdf",
+       for d, methods in (("norm", "ppf"), ("t", ""), ("gamma", ""), ("beta", ""),
+                          ("chi2", ""), ("poisson", "logpmf pmf"))
+       for m in ("cdf", "logcdf", "sf", "logsf", *methods.split(),
+                 *(("logpdf", "pdf") if d != "poisson" else ()))},
+    **{f"scipy.stats.{d}.{m}": f"{_TG}.stats.{d}.{m}"
+       for d in ("multivariate_normal", "dirichlet") for m in ("logpdf", "pdf")},
+    "scipy.stats.multivariate_normal.entropy": f"{_TG}.stats.multivariate_normal.entropy",
     "scipy.special.polygamma": f"{_TG}.special.polygamma",
     "scipy.special.multigammaln": f"{_TG}.special.multigammaln",
     "scipy.integrate.odeint": f"{_TG}.integrate.odeint",
