@@ -436,6 +436,33 @@ def test_every_alternative_exists():
             assert obj is not None, (scipy_name, alternative)
         assert callable(obj), alternative
 
+
+# -- tracegrad.scipy.ndimage: what the refusals of the linear filters point to ------------------
+@pytest.mark.parametrize("mode", ["reflect", "mirror", "nearest", "wrap", "constant"])
+def test_tracegrad_filters_match_scipy(mode):
+    from tracegrad.scipy import ndimage as tnd
+    nd = scipy.ndimage
+    X = _IMAGE[:, :4]
+    w = [0.2, 0.5, 0.1, 0.7]
+    for ours, theirs, kw in [
+            (tnd.gaussian_filter, nd.gaussian_filter, {"sigma": (1.2, 0.7)}),
+            (tnd.gaussian_filter1d, nd.gaussian_filter1d, {"sigma": 0.9, "axis": 0}),
+            (tnd.uniform_filter, nd.uniform_filter, {"size": 3}),
+            (tnd.uniform_filter1d, nd.uniform_filter1d, {"size": 4, "axis": 1}),
+            (tnd.convolve1d, nd.convolve1d, {"weights": w, "axis": 0}),
+            (tnd.correlate1d, nd.correlate1d, {"weights": w, "origin": 1})]:
+        kw = {**kw, "mode": mode, "cval": 0.3}
+        np.testing.assert_allclose(ours(X, **kw), theirs(X, **kw), rtol=1e-12, atol=1e-14)
+        c = np.linspace(0.5, 1.5, X.size).reshape(X.shape)
+        g = tg.grad(lambda a, f=ours, kw=kw: np.sum(c * f(a, **kw)))(X)
+        # a linear filter: its gradient is SciPy's filter's transpose applied to c
+        fd = np.zeros_like(X)
+        for i in np.ndindex(X.shape):
+            e = np.zeros_like(X)
+            e[i] = 1.0
+            fd[i] = np.sum(c * (theirs(X + e, **kw) - theirs(X, **kw)))
+        np.testing.assert_allclose(g, fd, rtol=1e-10, atol=1e-12)
+
 # -- docs/scipy.md's tables are these lists ----------------------------------------------------
 _DOC = __import__("pathlib").Path(__file__).resolve().parent.parent / "docs" / "scipy.md"
 _START, _END = "<!-- scipy-as-scipy tables: start -->", "<!-- scipy-as-scipy tables: end -->"

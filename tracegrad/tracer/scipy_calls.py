@@ -56,6 +56,9 @@ ALTERNATIVES: dict[str, str] = {
     "scipy.linalg.lu_solve": "np.linalg.solve",
     **{f"scipy.spatial.distance.{n}": f"{_TG}.spatial.distance.{n}" for n in (
         "pdist", "cdist", "squareform", "cosine", "correlation", "seuclidean", "mahalanobis")},
+    **{f"scipy.ndimage.{n}": f"{_TG}.ndimage.{n}" for n in (
+        "convolve1d", "correlate1d", "gaussian_filter", "gaussian_filter1d", "uniform_filter",
+        "uniform_filter1d")},
     **{f"scipy.signal.{n}": f"{_TG}.signal.{n}" for n in (
         "convolve", "convolve2d", "correlate", "correlate2d", "fftconvolve")},
     **{f"scipy.stats.{d}.{m}": f"{_TG}.stats.{d}.{m}"
