@@ -463,6 +463,48 @@ def test_tracegrad_filters_match_scipy(mode):
             fd[i] = np.sum(c * (theirs(X + e, **kw) - theirs(X, **kw)))
         np.testing.assert_allclose(g, fd, rtol=1e-10, atol=1e-12)
 
+
+# -- tracegrad.scipy.interpolate: what the refusals of CubicSpline and interp1d point to -------
+@pytest.mark.parametrize("bc", ["not-a-knot", "natural", "clamped", ((1, 0.5), (2, -0.3))])
+def test_tracegrad_cubic_spline_matches_scipy(bc):
+    from tracegrad.scipy import interpolate as ti
+    si = scipy.interpolate
+    at = np.array([0.12, 0.43, 0.71, 1.1, -0.1])          # two points outside: extrapolated
+    for nu in range(4):
+        np.testing.assert_allclose(ti.CubicSpline(_KNOTS_X, _KNOTS_Y, bc_type=bc)(at, nu),
+                                   si.CubicSpline(_KNOTS_X, _KNOTS_Y, bc_type=bc)(at, nu),
+                                   rtol=1e-10, atol=1e-11)
+    # in the evaluation points: SciPy's own derivative spline
+    g = tg.grad(lambda t: np.sum(ti.CubicSpline(_KNOTS_X, _KNOTS_Y, bc_type=bc)(t)))(at)
+    np.testing.assert_allclose(g, si.CubicSpline(_KNOTS_X, _KNOTS_Y, bc_type=bc)(at, 1),
+                               rtol=1e-12, atol=1e-12)
+    # in y: the spline is affine in y, so differences of SciPy's are exact up to rounding
+    g = tg.grad(lambda y: np.sum(ti.CubicSpline(_KNOTS_X, y, bc_type=bc)(at)))(_KNOTS_Y)
+    fd = [np.sum(si.CubicSpline(_KNOTS_X, _KNOTS_Y + e, bc_type=bc)(at))
+          - np.sum(si.CubicSpline(_KNOTS_X, _KNOTS_Y, bc_type=bc)(at)) for e in np.eye(7)]
+    np.testing.assert_allclose(g, fd, rtol=1e-9, atol=1e-10)
+
+
+def test_tracegrad_interp1d_matches_scipy():
+    from tracegrad.scipy import interpolate as ti
+    si = scipy.interpolate
+    Y = np.stack([_KNOTS_Y, _KNOTS_Y ** 2], 1)
+    np.testing.assert_allclose(ti.CubicSpline(_KNOTS_X, Y.T, axis=1)(_AT),
+                               si.CubicSpline(_KNOTS_X, Y.T, axis=1)(_AT), rtol=1e-12)
+    for kind in ("linear", "cubic"):
+        np.testing.assert_allclose(ti.interp1d(_KNOTS_X, _KNOTS_Y, kind)(_AT),
+                                   si.interp1d(_KNOTS_X, _KNOTS_Y, kind)(_AT), rtol=1e-12)
+    out = np.array([-0.2, 0.5, 1.3])
+    np.testing.assert_allclose(
+        ti.interp1d(_KNOTS_X, _KNOTS_Y, fill_value="extrapolate")(out),
+        si.interp1d(_KNOTS_X, _KNOTS_Y, fill_value="extrapolate")(out), rtol=1e-12)
+    g = tg.grad(lambda t: np.sum(ti.interp1d(_KNOTS_X, _KNOTS_Y)(t)))(_AT)
+    i = np.searchsorted(_KNOTS_X, _AT) - 1
+    slopes = (_KNOTS_Y[i + 1] - _KNOTS_Y[i]) / (_KNOTS_X[i + 1] - _KNOTS_X[i])
+    np.testing.assert_allclose(g, slopes, rtol=1e-12)
+    with pytest.raises(tg.TraceError, match="knots x must be constants"):
+        tg.grad(lambda x: np.sum(ti.CubicSpline(x, _KNOTS_Y)(_AT)))(_KNOTS_X)
+
 # -- docs/scipy.md's tables are these lists ----------------------------------------------------
 _DOC = __import__("pathlib").Path(__file__).resolve().parent.parent / "docs" / "scipy.md"
 _START, _END = "<!-- scipy-as-scipy tables: start -->", "<!-- scipy-as-scipy tables: end -->"

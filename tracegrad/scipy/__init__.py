@@ -7,6 +7,6 @@ and ``logsumexp`` also work on traced values directly; these modules add what Sc
 run on a tracer (SciPy's own functions that cannot raise a ``TraceError`` pointing here:
 ``tracegrad/tracer/scipy_calls.py``). SciPy is an optional dependency (``pip install 'tracegrad[scipy]'``):
 the functions that need it say so when it is missing."""
-from . import integrate, linalg, ndimage, signal, spatial, special, stats  # noqa: F401
+from . import integrate, interpolate, linalg, ndimage, signal, spatial, special, stats  # noqa: F401
 
-__all__ = ["integrate", "linalg", "ndimage", "signal", "spatial", "special", "stats"]
+__all__ = ["integrate", "interpolate", "linalg", "ndimage", "signal", "spatial", "special", "stats"]

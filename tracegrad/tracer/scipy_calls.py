@@ -59,6 +59,8 @@ ALTERNATIVES: dict[str, str] = {
     **{f"scipy.ndimage.{n}": f"{_TG}.ndimage.{n}" for n in (
         "convolve1d", "correlate1d", "gaussian_filter", "gaussian_filter1d", "uniform_filter",
         "uniform_filter1d")},
+    **{f"scipy.interpolate.{n}{m}": f"{_TG}.interpolate.{n}" for n in (
+        "CubicSpline", "interp1d") for m in ("", ".__call__")},
     **{f"scipy.signal.{n}": f"{_TG}.signal.{n}" for n in (
         "convolve", "convolve2d", "correlate", "correlate2d", "fftconvolve")},
     **{f"scipy.stats.{d}.{m}": f"{_TG}.stats.{d}.{m}"
