@@ -234,16 +234,16 @@ def handle_ufunc(ufunc, method, inputs, kwargs):
     if out is not None and builtins.any(o is not None for o in out):
         if builtins.any(o is not None and not isinstance(o, Tracer) for o in out):
             # z += t with z a plain ndarray arrives here as np.add(z, t, out=(z,))
-            raise TraceError(f"np.{ufunc.__name__}(..., out=z) would write a traced value into "
+            raise TraceError(f"{_ufunc_name(ufunc)}(..., out=z) would write a traced value into "
                              f"the plain NumPy array z and lose its gradient (z += t on a plain "
                              f"ndarray does this): write z = z + t, or start from a traced "
                              f"array (z = np.zeros_like(x)){where()}")
-        raise TraceError(f"np.{ufunc.__name__}(..., out=...) is not supported on traced values: "
+        raise TraceError(f"{_ufunc_name(ufunc)}(..., out=...) is not supported on traced values: "
                          f"tracegrad records functional operations; assign the result "
-                         f"instead (y = np.{ufunc.__name__}(...)){where()}")
+                         f"instead (y = {_ufunc_name(ufunc)}(...)){where()}")
     where_ = kwargs.pop("where", True)
     if where_ is not True:
-        raise TraceError(f"np.{ufunc.__name__}(..., where=...) is not supported on traced "
+        raise TraceError(f"{_ufunc_name(ufunc)}(..., where=...) is not supported on traced "
                          f"values; use np.where{where()}")
     dtype = kwargs.pop("dtype", None)
     for k in ("casting", "order", "subok", "signature"):
@@ -265,7 +265,7 @@ def handle_ufunc(ufunc, method, inputs, kwargs):
         a = reshape(a, tuple(shape_of(a)) + (1,) * ndim_of(b))
         result = UFUNCS[ufunc](a, b)
     else:
-        raise TraceError(f"np.{ufunc.__name__}.{method} is not supported by tracegrad{where()}")
+        raise TraceError(f"{_ufunc_name(ufunc)}.{method} is not supported by tracegrad{where()}")
     # a ufunc's result is always a new array (np.positive(a), np.conj of a real a)
     return new_array(result if dtype is None else astype(result, dtype), inputs)
 
@@ -276,7 +276,7 @@ _REDUCERS = {p.reducer: name for name, p in REGISTRY.items() if p.reducer is not
 
 def _ufunc_reduce(ufunc, x, axis=0, keepdims=False, initial=np._NoValue):
     if ufunc not in _REDUCERS or initial is not np._NoValue:
-        raise TraceError(f"np.{ufunc.__name__}.reduce is not supported by tracegrad{where()}")
+        raise TraceError(f"{_ufunc_name(ufunc)}.reduce is not supported by tracegrad{where()}")
     return apply(_REDUCERS[ufunc], x, axis=_axis_tuple(axis, x), keepdims=bool(keepdims))
 
 
