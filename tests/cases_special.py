@@ -45,6 +45,13 @@ SPECIAL = {
     # exp(-|x|) makes a kink at 0: away from it
     "i0e": (away,),
     "i1e": (away,),
+    "entr": (_in(0.2, 3.0),),
+    "rel_entr": (_in(0.2, 3.0), _in(0.2, 3.0)),
+    "kl_div": (_in(0.2, 3.0), _in(0.2, 3.0)),
+    "exp1": (_in(0.2, 3.0),),
+    "expi": (_in(0.2, 3.0),),
+    "erfcx": (_in(-2.0, 3.0),),
+    "poch": (_in(0.5, 3.0), _in(0.2, 2.0)),
 }
 UNARY = [(2, 3), ()]
 BINARY = [((2, 1), (1, 3)), ((), (2, 3))]
@@ -159,6 +166,7 @@ for _name in ("gammaincinv", "gammainccinv"):
     _cases(_name, (_in(0.5, 4.0), _in(0.1, 0.9)), diff=(1,),
            jax_fn=(lambda n: lambda a, y: _gammaincinv_twin(n)(a, y))(_name))
 _cases("betainc", (_in(0.5, 3.0), _in(0.5, 3.0), _in(0.1, 0.9)), diff=(2,))
+_cases("zeta", (_in(2.0, 4.0), _in(0.5, 3.0)), diff=(1,))
 
 
 # -- Bessel functions ------------------------------------------------------------------------------

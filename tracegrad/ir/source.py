@@ -1,4 +1,7 @@
-"""Finding the user's line: the first stack frame outside tracegrad and NumPy."""
+"""Finding the user's line: the first stack frame outside tracegrad, NumPy and SciPy (a
+SciPy function called on traced values runs NumPy code on them: its nodes and its errors
+name the user's line that called it)."""
+import importlib.util
 import os
 import sys
 import threading
@@ -7,9 +10,24 @@ import numpy as np
 
 from .printing import printable
 
-# tracegrad's own folder (the parent of this one) and NumPy's
+
+def _scipy_folder():
+    """SciPy's folder (with a trailing separator), found without importing SciPy; None
+    where it is not installed."""
+    try:
+        spec = importlib.util.find_spec("scipy")
+    except (ImportError, ValueError):   # pragma: no cover - scipy is installed in the tests
+        return None
+    if spec is None or not spec.origin:  # pragma: no cover
+        return None
+    return os.path.dirname(spec.origin) + os.sep
+
+
+SCIPY_FOLDER = _scipy_folder()
+# tracegrad's own folder (the parent of this one), NumPy's and SciPy's
 _SKIP = tuple(os.path.dirname(path) + os.sep
-              for path in (os.path.dirname(__file__), np.__file__))
+              for path in (os.path.dirname(__file__), np.__file__)) + (
+    (SCIPY_FOLDER,) if SCIPY_FOLDER else ())
 _internal: dict = {}  # code object -> bool, so the walk costs a dict lookup per frame
 _basenames: dict = {}  # code object -> its file's base name
 _sources: dict = {}    # (code object, instruction offset) -> "file.py:LINE"

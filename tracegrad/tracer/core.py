@@ -29,6 +29,7 @@ from . import sparse as _sparse
 from .calls import called_function, math_function, random_sampler
 from .elements import wrap_constructors
 from .equality import check_branch, reaches_differentiated
+from .scipy_calls import refuse_in_scipy
 from .views import sync
 
 # True while tg.vmap traces its function on one example: a decision NumPy takes from the
@@ -102,7 +103,11 @@ def _float_refused(what):
 
 def lost_gradient(what, hint=""):
     """The error for a conversion that would drop a traced value's gradient; ``hint``, a
-    sentence added to the advice."""
+    sentence added to the advice. Inside a SciPy function, the refusal names it."""
+    refused = refuse_in_scipy(f"reads {what} of its traced argument, which would lose its "
+                              "gradient")
+    if refused is not None:
+        return refused
     if _user_is_storing_item():
         return TraceError(_LOST.format(what=_STORE, instead=_BUILD_TRACED, at=where()))
     return TraceError(_LOST.format(what=f"{what} on a traced value",
@@ -775,6 +780,11 @@ class Tracer:
             raise lost_gradient(f"Converting to a NumPy array of dtype {name}",
                                 "" if dtype is None else f". To change the dtype of a traced "
                                 f"array and keep following it, write x.astype(np.{name})")
+        refused = refuse_in_scipy("converts its traced arguments to NumPy arrays (np.asarray) "
+                                  "and computes on them in compiled code, which "
+                                  "tracegrad cannot follow")
+        if refused is not None:
+            raise refused
         from .elements import element_array
         # the elements refer to the value as it is now: the object array is a copy, so
         # later writes to this array do not show in it (np.array copies)

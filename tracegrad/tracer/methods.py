@@ -13,6 +13,7 @@ from . import numpy_api as api
 from . import sparse as _sparse
 from .core import Tracer, add_to_top, weak_result
 from .indexing import getitem, setitem
+from .scipy_calls import ScipyAttributeError, refuse_in_scipy
 from .views import alias, assigned, ensure_writable, new_array, reshape_is_view, set_shape
 
 
@@ -236,6 +237,11 @@ def _missing_attribute(self, name):
     # An AttributeError still (hasattr() must keep working), but one that tells the
     # user this is an ndarray feature tracegrad does not trace, and where they used it.
     if not name.startswith("__") and hasattr(np.ndarray, name):
+        refused = refuse_in_scipy(f"reads the NumPy attribute .{name} of its traced argument "
+                                  "(it computes on NumPy arrays only)",
+                                  ScipyAttributeError)
+        if refused is not None:
+            raise refused
         raise AttributeError(f"ndarray.{name} is not supported on traced values by tracegrad"
                              f"{where()}")
     raise AttributeError(f"'Tracer' object has no attribute {name!r}")

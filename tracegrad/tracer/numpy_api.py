@@ -100,6 +100,7 @@ from .np_shapes import (
     triu,
     vstack,
 )
+from .scipy_calls import RUNS_AS_NUMPY, refusal, refuse_in_scipy, scipy_function
 from .views import new_array
 
 __all__ = [
@@ -136,15 +137,36 @@ ALTERNATIVES = (". docs/numpy-coverage.md lists what is supported: write it with
 
 
 def unsupported(fn, why=""):
-    name = f"scipy.special.{fn.__name__}" if _scipy_ufunc(fn) else np_name(fn)
-    return TraceError(f"{name} is not supported by tracegrad{why}{ALTERNATIVES}{where()}")
+    # a ufunc SciPy's Python function applies (scipy.special.zeta applies _zeta)
+    refused = refuse_in_scipy(f"applies {_ufunc_name(fn)}{why}, which has no derivative "
+                              f"rule in tracegrad", always=True)
+    if refused is not None:
+        return refused
+    name = _ufunc_name(fn)
+    if _scipy_ufunc(fn):
+        why += (": it has no derivative rule in tracegrad (docs/scipy.md lists the "
+                "scipy.special functions that have one); wrap the call in tg.pure_callback "
+                "for its value without a derivative")
+    else:
+        why += ALTERNATIVES
+    return TraceError(f"{name} is not supported by tracegrad{why}{where()}")
+
+
+def _ufunc_name(fn):
+    return f"scipy.special.{fn.__name__}" if _scipy_ufunc(fn) else np_name(fn)
 
 
 def _scipy_ufunc(ufunc):
     """Whether ``ufunc`` is one of ``scipy.special``'s (SciPy imported already: its ufuncs
-    only reach a tracer once it is); ``gammaln`` and company route to their primitives."""
+    only reach a tracer once it is); ``gammaln`` and company route to their primitives.
+    Its private ones (``_zeta``) count too: NumPy's have a ``numpy`` module."""
     special = sys.modules.get("scipy.special")
-    return special is not None and getattr(special, getattr(ufunc, "__name__", ""), None) is ufunc
+    if special is None or not isinstance(ufunc, np.ufunc):
+        return False
+    name = getattr(ufunc, "__name__", "")
+    if getattr(special, name, None) is ufunc:
+        return True
+    return getattr(np, name, None) is not ufunc and not name.startswith("np.")
 
 
 def _route_scipy_ufuncs():
@@ -154,8 +176,10 @@ def _route_scipy_ufuncs():
     if special is None or _SCIPY_ROUTED:
         return
     _SCIPY_ROUTED.append(True)
+    ufuncs = getattr(special, "_ufuncs", None)     # private ones (_zeta) live there
     for prim in REGISTRY.values():
-        fn = getattr(special, prim.extra.get("scipy", ""), None)
+        name = prim.extra.get("scipy", "")
+        fn = getattr(special, name, None) or getattr(ufuncs, name, None)
         if isinstance(fn, np.ufunc):
             UFUNCS.setdefault(fn, _prim_ufunc(prim.name))
 
@@ -231,16 +255,16 @@ def handle_ufunc(ufunc, method, inputs, kwargs):
     if out is not None and builtins.any(o is not None for o in out):
         if builtins.any(o is not None and not isinstance(o, Tracer) for o in out):
             # z += t with z a plain ndarray arrives here as np.add(z, t, out=(z,))
-            raise TraceError(f"np.{ufunc.__name__}(..., out=z) would write a traced value into "
+            raise TraceError(f"{_ufunc_name(ufunc)}(..., out=z) would write a traced value into "
                              f"the plain NumPy array z and lose its gradient (z += t on a plain "
                              f"ndarray does this): write z = z + t, or start from a traced "
                              f"array (z = np.zeros_like(x)){where()}")
-        raise TraceError(f"np.{ufunc.__name__}(..., out=...) is not supported on traced values: "
+        raise TraceError(f"{_ufunc_name(ufunc)}(..., out=...) is not supported on traced values: "
                          f"tracegrad records functional operations; assign the result "
-                         f"instead (y = np.{ufunc.__name__}(...)){where()}")
+                         f"instead (y = {_ufunc_name(ufunc)}(...)){where()}")
     where_ = kwargs.pop("where", True)
     if where_ is not True:
-        raise TraceError(f"np.{ufunc.__name__}(..., where=...) is not supported on traced "
+        raise TraceError(f"{_ufunc_name(ufunc)}(..., where=...) is not supported on traced "
                          f"values; use np.where{where()}")
     dtype = kwargs.pop("dtype", None)
     for k in ("casting", "order", "subok", "signature"):
@@ -262,8 +286,7 @@ def handle_ufunc(ufunc, method, inputs, kwargs):
         a = reshape(a, tuple(shape_of(a)) + (1,) * ndim_of(b))
         result = UFUNCS[ufunc](a, b)
     else:
-        raise TraceError(f"np.{ufunc.__name__}.{method} is not supported by tracegrad"
-                         f"{ALTERNATIVES}{where()}")
+        raise TraceError(f"{_ufunc_name(ufunc)}.{method} is not supported by tracegrad{ALTERNATIVES}{where()}")
     # a ufunc's result is always a new array (np.positive(a), np.conj of a real a)
     return new_array(result if dtype is None else astype(result, dtype), inputs)
 
@@ -274,8 +297,7 @@ _REDUCERS = {p.reducer: name for name, p in REGISTRY.items() if p.reducer is not
 
 def _ufunc_reduce(ufunc, x, axis=0, keepdims=False, initial=np._NoValue):
     if ufunc not in _REDUCERS or initial is not np._NoValue:
-        raise TraceError(f"np.{ufunc.__name__}.reduce is not supported by tracegrad"
-                         f"{ALTERNATIVES}{where()}")
+        raise TraceError(f"{_ufunc_name(ufunc)}.reduce is not supported by tracegrad{ALTERNATIVES}{where()}")
     return apply(_REDUCERS[ufunc], x, axis=_axis_tuple(axis, x), keepdims=bool(keepdims))
 
 
@@ -284,6 +306,12 @@ def handle_function(func, args, kwargs):
     handler = FUNCTIONS.get(func)
     if handler is None:
         raise unsupported(func)
+    # a SciPy function not known to be NumPy code on its arguments is refused at its first
+    # NumPy call on a traced value: what follows is compiled code (scipy_calls)
+    inside = scipy_function()
+    if inside is not None and inside not in RUNS_AS_NUMPY:
+        raise refusal(inside, f"applies {np_name(func)} to its traced arguments on the way "
+                              "to compiled code, which tracegrad cannot follow")
     result = handler(*args, **kwargs)
     if func in _RETURN_THEIR_INPUT:
         return result

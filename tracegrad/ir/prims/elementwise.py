@@ -84,7 +84,21 @@ def elementwise_facts(name, **facts):
 # -- unary, differentiable ---------------------------------------------------
 elementwise("neg", np.negative, lambda out, x: (-1.0,), complex=True, spelling="-{0}",
             zeros="first", vjp=lambda g, out, x: (-g,), jvp=lambda t, out, x: -t[0])
-elementwise("exp", np.exp, lambda out, x: (out,), complex=True)
+
+
+def _exp_partials(out, x):
+    # exp's derivative is its value, capped at the largest finite number for real dtypes:
+    # where exp overflowed (an untaken branch, as in SciPy's logsumexp, which computes
+    # log(sum(exp(a))) for inputs where it overflows and then discards it) a zero
+    # cotangent gives 0, not 0 * inf = NaN; a nonzero one still gives a huge value, and
+    # below the overflow nothing changes
+    dtype = np.dtype(out.dtype)
+    if dtype.kind == "f":
+        return (np.minimum(out, np.array(np.finfo(dtype).max, dtype)),)
+    return (out,)
+
+
+elementwise("exp", np.exp, _exp_partials, complex=True)
 elementwise("expm1", np.expm1, lambda out, x: (out + 1.0,), complex=True)
 elementwise("log", np.log, lambda out, x: (1.0 / x,), complex=True)
 elementwise("log1p", np.log1p, lambda out, x: (1.0 / (x + 1.0),), complex=True)

@@ -385,3 +385,44 @@ def _rgamma_jax(x):
 _register("rgamma", 1, _rgamma_partials, "1/Γ(x), 0 at the poles of Γ", jax=_rgamma_jax)
 # piecewise constant: no derivative flows (as np.sign)
 _register("gammasgn", 1, None, "the sign of Γ(x)")
+
+
+# -- entropies, exponential integrals, Pochhammer, Hurwitz zeta ------------------
+_register("entr", 1, lambda out, x: (-np.log(x) - 1.0,), "-x·log(x), the entropy's summand")
+_register("rel_entr", 2, lambda out, x, y: (np.log(x / y) + 1.0, -x / y),
+          "x·log(x/y), the relative entropy's summand")
+_register("kl_div", 2, lambda out, x, y: (np.log(x / y), 1.0 - x / y),
+          "x·log(x/y) - x + y, the Kullback-Leibler divergence's summand")
+
+
+def _exp1_jax(x):
+    # jax.scipy.special.exp1 does not lower under jit: E₁(x) = -Ei(-x) for x > 0
+    import jax.numpy as jnp
+    import jax.scipy.special as jsp
+    x = x.astype(_result_dtype((x,)))
+    return jnp.where(x > 0, -jsp.expi(-x), jnp.nan)
+
+
+_register("exp1", 1, lambda out, x: (-np.exp(-x) / x,), "the exponential integral E₁(x)",
+          jax=_exp1_jax)
+_register("expi", 1, lambda out, x: (np.exp(x) / x,), "the exponential integral Ei(x)")
+_register("erfcx", 1, lambda out, x: (2.0 * x * out - 2.0 / SQRT_PI,),
+          "the scaled complementary error function exp(x²)·erfc(x)")
+
+
+def _poch_partials(out, z, m):
+    upper = apply("digamma", z + m)
+    return (out * (upper - apply("digamma", z)), out * upper)
+
+
+_register("poch", 2, _poch_partials, "the rising factorial Γ(z + m)/Γ(z)")
+# scipy.special.zeta(x, q) is a Python function applying the ufunc _zeta (q given): the
+# primitive routes _zeta. d/dq ζ(x, q) = -x·ζ(x + 1, q); in x, none
+_ZETA = _register(
+    "zeta", 2, lambda out, x, q: (
+        NoDerivative("scipy.special.zeta(x, q) is differentiable in q only: its derivative "
+                     "with respect to x is not implemented"),
+        -x * apply("zeta", x + 1.0, q)),
+    "the Hurwitz zeta function ζ(x, q) (scipy.special.zeta with q given)", scipy=False,
+    impl=lambda x, q: special().zeta(x, q))
+_ZETA.extra["scipy"] = "_zeta"
