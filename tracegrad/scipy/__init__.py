@@ -8,7 +8,15 @@ run on a tracer (SciPy's own functions that cannot raise a ``TraceError`` pointi
 ``tracegrad/tracer/scipy_calls.py``). SciPy is an optional dependency (``pip install 'tracegrad[scipy]'``):
 the functions that need it say so when it is missing."""
 from . import (  # noqa: F401
-    integrate, interpolate, linalg, ndimage, signal, sparse, spatial, special, stats,
+    integrate,
+    interpolate,
+    linalg,
+    ndimage,
+    signal,
+    sparse,
+    spatial,
+    special,
+    stats,
 )
 
 __all__ = ["integrate", "interpolate", "linalg", "ndimage", "signal", "sparse", "spatial",

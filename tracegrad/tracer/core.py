@@ -760,11 +760,13 @@ class Tracer:
         # scipy.sparse converting an operand of A @ x: "not an array" makes it hand the
         # product to __rmatmul__; elsewhere inside scipy.sparse, a TraceError (sparse.py)
         frame = sys._getframe(1)
+        probing = False
         if frame.f_globals.get("__name__", "").startswith("scipy.sparse"):
             if _sparse.declines(frame):
                 return _sparse.opaque(self)
             if not _sparse.probes(frame):
                 _sparse.refuse_in_scipy()
+            probing = True
         if self.dtype.kind in "iub" and (
                 _user_is_subscripting() if dtype is None else np.dtype(dtype).kind in "iub"):
             return self._index_value(dtype)
@@ -780,9 +782,9 @@ class Tracer:
             raise lost_gradient(f"Converting to a NumPy array of dtype {name}",
                                 "" if dtype is None else f". To change the dtype of a traced "
                                 f"array and keep following it, write x.astype(np.{name})")
-        refused = refuse_in_scipy("converts its traced arguments to NumPy arrays (np.asarray) "
-                                  "and computes on them in compiled code, which "
-                                  "tracegrad cannot follow")
+        refused = None if probing else refuse_in_scipy(
+            "converts its traced arguments to NumPy arrays (np.asarray) and computes on them "
+            "in compiled code, which tracegrad cannot follow")
         if refused is not None:
             raise refused
         from .elements import element_array

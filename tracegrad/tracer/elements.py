@@ -16,7 +16,6 @@ import sys
 import numpy as np
 
 from . import sparse as _sparse
-from .scipy_calls import refuse_in_scipy
 
 
 class Element:
@@ -155,11 +154,6 @@ def _wrapped(name):
                 _sparse.refuse_in_scipy()
         if isinstance(obj, (list, tuple, np.ndarray, Element)) or hasattr(obj, "_trace"):
             if _holds_traced(obj):
-                refused = refuse_in_scipy(
-                    f"converts its traced arguments with np.{name} and computes on them in "
-                    "compiled code, which tracegrad cannot follow")
-                if refused is not None:
-                    raise refused
                 copy = kwargs.get("copy", True if name == "array" else None)
                 if isinstance(copy, np._CopyMode):  # the array API wrappers pass these
                     copy = copy is np._CopyMode.ALWAYS

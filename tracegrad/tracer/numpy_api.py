@@ -286,7 +286,8 @@ def handle_ufunc(ufunc, method, inputs, kwargs):
         a = reshape(a, tuple(shape_of(a)) + (1,) * ndim_of(b))
         result = UFUNCS[ufunc](a, b)
     else:
-        raise TraceError(f"{_ufunc_name(ufunc)}.{method} is not supported by tracegrad{ALTERNATIVES}{where()}")
+        raise TraceError(f"{_ufunc_name(ufunc)}.{method} is not supported by tracegrad"
+                         f"{ALTERNATIVES}{where()}")
     # a ufunc's result is always a new array (np.positive(a), np.conj of a real a)
     return new_array(result if dtype is None else astype(result, dtype), inputs)
 
@@ -297,7 +298,8 @@ _REDUCERS = {p.reducer: name for name, p in REGISTRY.items() if p.reducer is not
 
 def _ufunc_reduce(ufunc, x, axis=0, keepdims=False, initial=np._NoValue):
     if ufunc not in _REDUCERS or initial is not np._NoValue:
-        raise TraceError(f"{_ufunc_name(ufunc)}.reduce is not supported by tracegrad{ALTERNATIVES}{where()}")
+        raise TraceError(f"{_ufunc_name(ufunc)}.reduce is not supported by tracegrad"
+                         f"{ALTERNATIVES}{where()}")
     return apply(_REDUCERS[ufunc], x, axis=_axis_tuple(axis, x), keepdims=bool(keepdims))
 
 
@@ -307,9 +309,13 @@ def handle_function(func, args, kwargs):
     if handler is None:
         raise unsupported(func)
     # a SciPy function not known to be NumPy code on its arguments is refused at its first
-    # NumPy call on a traced value: what follows is compiled code (scipy_calls)
+    # NumPy call on a traced value: what follows is compiled code (scipy_calls).
+    # scipy.optimize's test problems and helpers are NumPy code (rosen, rosen_der, ...);
+    # scipy.sparse's products reach tracegrad's own rules, and tracer/sparse.py refuses
+    # what cannot (its operators hand A @ x to the tracer's __rmatmul__).
     inside = scipy_function()
-    if inside is not None and inside not in RUNS_AS_NUMPY:
+    if inside is not None and inside not in RUNS_AS_NUMPY \
+            and not inside.startswith(("scipy.optimize.", "scipy.sparse.")):
         raise refusal(inside, f"applies {np_name(func)} to its traced arguments on the way "
                               "to compiled code, which tracegrad cannot follow")
     result = handler(*args, **kwargs)
