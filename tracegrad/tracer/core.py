@@ -25,13 +25,12 @@ from ..ir.evaluate import evaluate
 from ..ir.source import source_override, user_frame, user_src, where
 from . import pytree as _pytree
 from .elements import wrap_constructors
+from .state import LOCAL
 from .views import sync
 
 # True while tg.vmap traces its function on one example: a decision NumPy takes from the
 # values of the whole batch (eig's real or complex results) cannot be taken per example
 BATCHING = contextvars.ContextVar("tracegrad_batching", default=False)
-
-_stack: list[Trace] = []
 
 _LOST = ("{what} would lose its gradient: tracegrad can only follow a traced value while it "
          "stays an array. {instead}{at}")
@@ -458,16 +457,20 @@ def _as_const(a, tracer_dtypes):
 
 
 def current_trace():
-    """The innermost active trace, or None outside every transform."""
-    return _stack[-1] if _stack else None
+    """The innermost active trace of this thread, or None outside every transform."""
+    stack = LOCAL.stack
+    return stack[-1] if stack else None
 
 
 @contextmanager
 def new_trace():
-    trace = Trace(len(_stack))
-    if not _stack:
-        wrap_constructors(True)     # np.array([t0, t1]) gives a traced array (elements.py)
-    _stack.append(trace)
+    stack = LOCAL.stack
+    trace = Trace(len(stack))
+    if not stack:
+        # np.array([t0, t1]) gives a traced array, np.zeros a fresh traced one
+        # (elements.py): installed while any thread traces, acting in the tracing ones
+        wrap_constructors(True)
+    stack.append(trace)
     try:
         yield trace
     except (ValueError, TypeError) as e:
@@ -478,9 +481,9 @@ def new_trace():
             raise e.__cause__.with_traceback(e.__traceback__) from None
         raise
     finally:
-        _stack.pop()
+        stack.pop()
         trace.active = False
-        if not _stack:
+        if not stack:
             wrap_constructors(False)
 
 
@@ -568,6 +571,50 @@ def _carries_gradient(t):
         if op != "stop_gradient":
             todo.extend(args)
     return False
+
+
+def depends_on_input(t):
+    """Whether some input of ``t``'s graph (an argument or a captured outer value) reaches
+    ``t`` at all; a tracer that reaches none is a constant (a fresh ``np.zeros`` not yet
+    written with traced values)."""
+    sync(t)
+    trace = t._trace
+    if type(trace) is Trace:
+        records = trace.records
+        node = lambda n: records[n][:2]     # noqa: E731  (op, args), no graph needed
+    else:
+        graph = trace.graph
+        node = lambda n: (graph.op(n), graph.args(n))   # noqa: E731
+    seen, todo = set(), [t._node]
+    while todo:
+        n = todo.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        op, args = node(n)
+        if op == "input":
+            return True
+        todo.extend(args)
+    return False
+
+
+def _hand_out(t, dtype, copy):
+    """``__array__`` of constant tracer ``t``: its value, as NumPy's own array. Unless a
+    copy or another dtype is asked for, it is ``t``'s memory from now on: ``t`` names a new
+    constant node holding it, so what C code writes into it is what ``t`` holds next (the
+    nodes ``t`` named before, and other names for them, keep their values)."""
+    if dtype is not None and np.dtype(dtype) == t.dtype:
+        dtype = None
+    value = np.array(t._value, dtype=dtype, copy=True)
+    trace = t._trace
+    if copy or dtype is not None or t._view is not None or type(trace) is not Trace \
+            or not trace.active:
+        return value                # (a view's writes could not reach its base)
+    t._node = trace._record("const", (), {"value": value}, value.shape, value.dtype,
+                            trace.records[t._node][5], value)
+    t._value = value
+    t._version += 1                 # its views read the new node from now on
+    return value
 
 
 class Tracer:
@@ -696,6 +743,10 @@ class Tracer:
         # ndarray, losing the gradient.
         # ``z[0] = t`` into a plain ndarray asks for it too (with no dtype): NumPy would
         # fail with "setting an array element with a sequence"; say what happened.
+        if self._value is not None and not depends_on_input(self):
+            # a constant (a fresh array no traced value was written into): NumPy's own
+            # array, so NumPy and C code handed it compute with its numbers
+            return _hand_out(self, dtype, copy)
         if self.dtype.kind in "iub" and (
                 _user_is_subscripting() if dtype is None else np.dtype(dtype).kind in "iub"):
             return self._index_value(dtype)

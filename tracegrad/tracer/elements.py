@@ -11,8 +11,13 @@ such an object array still computes the right thing: each element it touches
 becomes a 0-d traced value (correct, if one node per element).
 """
 import operator
+import sys
+import threading
 
 import numpy as np
+
+from ..ir.source import _is_internal
+from .state import LOCAL
 
 
 class Element:
@@ -139,6 +144,8 @@ def _wrapped(name):
     original = _CONSTRUCTORS[name]
 
     def constructor(obj, dtype=None, *args, **kwargs):
+        if not LOCAL.stack:                 # no trace in this thread: NumPy's own
+            return original(obj, dtype, *args, **kwargs)
         t = type(obj)
         if t in _PLAIN or (t is np.ndarray and obj.dtype != object):
             return original(obj, dtype, *args, **kwargs)    # the common case, at once
@@ -172,7 +179,7 @@ def _wrapped_reduction(name):
     original = _REDUCTIONS[name]
 
     def reduction(a, *args, **kwargs):
-        if type(a) in (list, tuple) and _holds_traced(a):
+        if LOCAL.stack and type(a) in (list, tuple) and _holds_traced(a):
             a = _traced_array("asarray", a)
         return original(a, *args, **kwargs)
     reduction.__name__ = reduction.__qualname__ = name
@@ -182,10 +189,80 @@ def _wrapped_reduction(name):
 
 
 _WRAPPERS.update({name: _wrapped_reduction(name) for name in _REDUCTIONS})
-_ORIGINALS = {**_CONSTRUCTORS, **_REDUCTIONS}
+
+
+# -- arrays the traced function makes -------------------------------------------------------
+# While a thread traces, NumPy's creation functions called from outside tracegrad and
+# NumPy (the user's code, SciPy's, scikit-learn's) give a *fresh* traced array: a constant
+# node of the innermost trace. It is the function's own array, so ``z[i] = t``, ``z += t``,
+# ``np.add(a, b, out=z)`` and writes through its views are recorded like writes into any
+# traced array. Until a traced value reaches it, it stands for its constant value wherever
+# NumPy converts it (``Tracer.__array__``), so C code handed it gets the numbers.
+_CREATORS = {name: getattr(np, name) for name in (
+    "zeros", "empty", "ones", "full", "zeros_like", "empty_like", "ones_like", "full_like",
+    "eye", "identity", "arange", "linspace", "copy")}
+
+
+def _traced_fill(name, args, kwargs):
+    """``np.full(shape, t)`` / ``np.full_like(a, t)`` with a traced fill value: the fill
+    broadcast to the shape, as a new array; None when the fill is not traced."""
+    from . import numpy_api as api
+    from .core import Tracer
+    params = ("shape" if name == "full" else "a", "fill_value", "dtype", "order")
+    bound = dict(zip(params, args), **kwargs)
+    fill = bound.get("fill_value")
+    if not (isinstance(fill, (Tracer, Element)) or _holds_traced(fill)):
+        return None
+    fill = api.coerce(_traced_array("asarray", fill) if not isinstance(fill, Tracer) else fill)
+    if name == "full":
+        shape, dtype = bound["shape"], bound.get("dtype")
+    else:
+        template = bound["a"]
+        shape = bound.get("shape") or np.shape(template)
+        dtype = bound.get("dtype") or api.dtype_of(template)
+    if dtype is not None:
+        fill = api.astype(fill, dtype)
+    return api.copy(api.broadcast_to(fill, shape))
+
+
+def _fresh(trace, value):
+    """``value``, a new NumPy array, as a fresh traced array of ``trace``."""
+    return trace.const(value, snapshot=False)
+
+
+def _wrapped_creator(name):
+    original = _CREATORS[name]
+
+    def creator(*args, **kwargs):
+        stack = LOCAL.stack
+        if not stack or _is_internal(sys._getframe(1).f_code):
+            return original(*args, **kwargs)    # not tracing, or tracegrad's / NumPy's own
+        if name in ("full", "full_like"):
+            result = _traced_fill(name, args, kwargs)
+            if result is not None:
+                return result
+        result = original(*args, **kwargs)
+        if type(result) is np.ndarray and result.dtype.kind in "biufc":
+            return _fresh(stack[-1], result)
+        return result
+    creator.__name__ = creator.__qualname__ = name
+    creator.__doc__ = original.__doc__
+    creator.__wrapped__ = original
+    return creator
+
+
+_WRAPPERS.update({name: _wrapped_creator(name) for name in _CREATORS})
+_ORIGINALS = {**_CONSTRUCTORS, **_REDUCTIONS, **_CREATORS}
+_LOCK = threading.Lock()
+_TRACING = [0]      # threads tracing now
 
 
 def wrap_constructors(on):
-    """Install (``on``) or remove the wrappers above; the outermost trace does both."""
-    for name, fn in (_WRAPPERS if on else _ORIGINALS).items():
-        setattr(np, name, fn)
+    """A thread's outermost trace starts (``on``) or ends. The wrappers above are in the
+    ``numpy`` module while any thread traces; each does NumPy's own work at once in a
+    thread that is not tracing."""
+    with _LOCK:
+        _TRACING[0] += 1 if on else -1
+        if _TRACING[0] == (1 if on else 0):
+            for name, fn in (_WRAPPERS if on else _ORIGINALS).items():
+                setattr(np, name, fn)
