@@ -36,11 +36,11 @@ _LOST = ("{what} would lose its gradient: tracegrad can only follow a traced val
          "stays an array. {instead}{at}")
 _KEEP_TRACED = ("Keep computing with the array itself (x * 2.0, np.where(x > 0, ...)); wrap it "
                 "in tg.stop_gradient(...) first if no gradient should flow through it")
-_STORE = ("Writing a traced value into a plain NumPy array (z[...] = t, where z came from "
-          "np.zeros or another non-traced array)")
-_BUILD_TRACED = ("Start from a traced array instead (z = np.zeros_like(x) follows x, so "
-                 "z[...] = t is recorded), or build the result with np.stack([...]) or "
-                 "np.array([...])")
+_STORE = ("Writing a traced value into a plain NumPy array the function did not make "
+          "(z[...] = t, where z is an argument, a global or another caller's array)")
+_BUILD_TRACED = ("Write into an array the function makes instead (z = np.zeros(n) or "
+                 "z = np.zeros_like(x) inside it, or z = np.copy(z) first: then z[...] = t "
+                 "is recorded), or build the result with np.stack([...]) or np.array([...])")
 # z[i] = v compiles to STORE_SUBSCR; from Python 3.12, z[a:b] = v to STORE_SLICE
 _STORE_OPS = {dis.opmap[name] for name in ("STORE_SUBSCR", "STORE_SLICE") if name in dis.opmap}
 
