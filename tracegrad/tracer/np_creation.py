@@ -110,10 +110,12 @@ def write_into(dst, result, what, casting="same_kind", where=True):
         result = where_(where, result, dst)
     if not isinstance(result, Tracer):
         result = dst._trace.const(np.asarray(result))
-    if result._trace is not dst._trace:
-        setitem(dst, Ellipsis, result)      # lifts an outer value, or says why it cannot
+    if result._trace is not dst._trace or tuple(result.shape) != tuple(dst.shape):
+        # broadcast and cast by an assignment (a broadcast's value would share memory
+        # with its operand); it lifts an outer value, or says why it cannot
+        setitem(dst, Ellipsis, astype(result, dst.dtype))
         return dst
-    new = broadcast_to(astype(result, dst.dtype), tuple(dst.shape))
+    new = astype(result, dst.dtype)
     dst._node, dst._value = new._node, new._value
     assigned(dst)
     return dst
