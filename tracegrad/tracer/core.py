@@ -107,6 +107,7 @@ class Trace:
         # the outer tracer itself is held so that its id stays unique meanwhile
         self.captured: dict[tuple, tuple] = {}
         self._snapshots: dict[int, tuple] = {}    # id(user array) -> (it, the copy taken)
+        self._deps: list[bool] = []     # node id -> whether an input reaches it
 
     def __repr__(self):
         return f"<Trace level={self.level}>"
@@ -580,22 +581,28 @@ def depends_on_input(t):
     sync(t)
     trace = t._trace
     if type(trace) is Trace:
-        records = trace.records
-        node = lambda n: records[n][:2]     # noqa: E731  (op, args), no graph needed
-    else:
-        graph = trace.graph
-        node = lambda n: (graph.op(n), graph.args(n))   # noqa: E731
+        # node ids are in order: one forward pass over the records not yet looked at
+        deps, records = trace._deps, trace.records
+        for n in range(len(deps), t._node + 1):
+            op, args = records[n][:2]
+            deps.append(op == "input" or any(deps[a] for a in args))
+        return deps[t._node]
+    graph = trace.graph
     seen, todo = set(), [t._node]
     while todo:
         n = todo.pop()
         if n in seen:
             continue
         seen.add(n)
-        op, args = node(n)
-        if op == "input":
+        if graph.op(n) == "input":
             return True
-        todo.extend(args)
+        todo.extend(graph.args(n))
     return False
+
+
+def is_constant(t):
+    """Whether tracer ``t`` is a concrete constant of its trace (no input reaches it)."""
+    return t._value is not None and not depends_on_input(t)
 
 
 def _hand_out(t, dtype, copy):
@@ -743,7 +750,7 @@ class Tracer:
         # ndarray, losing the gradient.
         # ``z[0] = t`` into a plain ndarray asks for it too (with no dtype): NumPy would
         # fail with "setting an array element with a sequence"; say what happened.
-        if self._value is not None and not depends_on_input(self):
+        if is_constant(self):
             # a constant (a fresh array no traced value was written into): NumPy's own
             # array, so NumPy and C code handed it compute with its numbers
             return _hand_out(self, dtype, copy)

@@ -11,12 +11,13 @@ such an object array still computes the right thing: each element it touches
 becomes a 0-d traced value (correct, if one node per element).
 """
 import operator
+import os
 import sys
+import sysconfig
 import threading
 
 import numpy as np
 
-from ..ir.source import _is_internal
 from .state import LOCAL
 
 
@@ -100,14 +101,19 @@ def element_array(tracer):
 _CONSTRUCTORS = {name: getattr(np, name) for name in ("array", "asarray", "asanyarray")}
 
 
-def _holds_traced(obj, depth=0):
-    from .core import Tracer
-    if isinstance(obj, (Tracer, Element)):
+def _holds_traced(obj, depth=0, dependent=False):
+    """Whether ``obj`` holds traced values (with ``dependent``, ones that depend on the
+    traced inputs, not only constants)."""
+    from .core import Tracer, is_constant
+    if isinstance(obj, Tracer):
+        return not (dependent and is_constant(obj))
+    if isinstance(obj, Element):
         return True
     if isinstance(obj, np.ndarray):
-        return obj.dtype == object and any(_holds_traced(e, depth + 1) for e in obj.flat)
+        return obj.dtype == object and any(_holds_traced(e, depth + 1, dependent)
+                                           for e in obj.flat)
     if isinstance(obj, (list, tuple)) and depth < 64:
-        return any(_holds_traced(e, depth + 1) for e in obj)
+        return any(_holds_traced(e, depth + 1, dependent) for e in obj)
     return False
 
 
@@ -150,7 +156,10 @@ def _wrapped(name):
         if t in _PLAIN or (t is np.ndarray and obj.dtype != object):
             return original(obj, dtype, *args, **kwargs)    # the common case, at once
         if isinstance(obj, (list, tuple, np.ndarray, Element)) or hasattr(obj, "_trace"):
-            if _holds_traced(obj):
+            if _holds_traced(obj) and not (_kind(sys._getframe(1).f_code) == 4 and
+                                           not _holds_traced(obj, dependent=True)):
+                # (a library's np.asarray of constants only is NumPy's own array, which its
+                # compiled code needs; the user's own np.asarray(z) stays z)
                 copy = kwargs.get("copy", True if name == "array" else None)
                 if isinstance(copy, np._CopyMode):  # the array API wrappers pass these
                     copy = copy is np._CopyMode.ALWAYS
@@ -225,6 +234,67 @@ def _traced_fill(name, args, kwargs):
     return api.copy(api.broadcast_to(fill, shape))
 
 
+_TRACEGRAD = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_NUMPY = os.path.dirname(np.__file__) + os.sep
+# tracegrad's code that runs NumPy and SciPy on concrete values (a primitive's
+# implementation, a graph run by the interpreter or as generated code, a callback): what it
+# calls makes NumPy's own arrays, even while a trace is active
+_RUNNERS = tuple(_TRACEGRAD + p for p in (
+    "ir" + os.sep, "runtime" + os.sep, "callback.py", os.path.join("tracer", "core.py")))
+# installed packages and the standard library: code the user did not write
+_LIBRARIES = tuple({os.path.abspath(sysconfig.get_paths()[k]) + os.sep
+                    for k in ("purelib", "platlib", "stdlib", "platstdlib")})
+_KINDS: dict = {}   # code object -> 0 user, 1 NumPy, 2 a runner, 3 tracegrad, 4 a library
+
+
+def _kind(code):
+    kind = _KINDS.get(code)
+    if kind is None:
+        name = code.co_filename
+        kind = _KINDS[code] = (
+            2 if name.startswith(_RUNNERS) or name.startswith("<tracegrad-generated") else
+            3 if name.startswith(_TRACEGRAD) else
+            1 if name.startswith(_NUMPY) or name.startswith("<__array_function__") else
+            4 if os.path.abspath(name).startswith(_LIBRARIES) else 0)
+    return kind
+
+
+def _handles_traced_values(frame):
+    """Whether a library function's frame holds a value that depends on the traced inputs
+    (directly, or in a list, tuple or dict it holds)."""
+    from .core import Tracer, depends_on_input
+    for v in frame.f_locals.values():
+        items = v.values() if type(v) is dict else v if type(v) in (list, tuple) else (v,)
+        for item in items:
+            if isinstance(item, Tracer) and (item._value is None or depends_on_input(item)):
+                return True
+    return False
+
+
+def _called_by_traced_code(frame):
+    """Whether a creation call from ``frame`` makes an array of the traced function: a
+    call from the user's code, or from a library's code that is handling traced values
+    (``scipy.optimize.rosen_hess(x)`` filling its ``np.zeros`` with them). Not from NumPy's
+    or tracegrad's own code, nor from a library working on constants only (SciPy's
+    ``expm`` making the work arrays its compiled code needs), nor below tracegrad running a
+    primitive on concrete values."""
+    kind = _kind(frame.f_code)
+    if kind == 4:
+        if not _handles_traced_values(frame):
+            return False
+    elif kind:
+        return False
+    frame = frame.f_back
+    while frame is not None:
+        kind = _kind(frame.f_code)
+        if kind == 2:
+            return False
+        if kind == 3:
+            return True
+        frame = frame.f_back
+    return True
+
+
 def _fresh(trace, value):
     """``value``, a new NumPy array, as a fresh traced array of ``trace``."""
     return trace.const(value, snapshot=False)
@@ -235,7 +305,7 @@ def _wrapped_creator(name):
 
     def creator(*args, **kwargs):
         stack = LOCAL.stack
-        if not stack or _is_internal(sys._getframe(1).f_code):
+        if not stack or not _called_by_traced_code(sys._getframe(1)):
             return original(*args, **kwargs)    # not tracing, or tracegrad's / NumPy's own
         if name in ("full", "full_like"):
             result = _traced_fill(name, args, kwargs)

@@ -23,7 +23,8 @@ from ..errors import TraceError
 from ..ir import REGISTRY, apply
 from ..ir.source import where
 from . import np_complex, np_fft, np_more  # noqa: F401  (more handlers: they register themselves)
-from .core import Tracer, add_to_top, resolve_weak
+from .core import Tracer, add_to_top, is_constant, resolve_weak
+from .elements import Element
 from .np_base import (
     FUNCTIONS,
     UFUNCS,
@@ -225,6 +226,9 @@ def handle_ufunc(ufunc, method, inputs, kwargs):
             _route_scipy_ufuncs()
             handler = UFUNCS.get(ufunc)
         if handler is None or kwargs:
+            folded = on_constants(ufunc, inputs, kwargs)
+            if folded is not NOT_CONSTANT:
+                return folded
             raise unsupported(ufunc, f" (with {sorted(kwargs)})" if kwargs and handler else "")
         result = handler(*inputs)
     elif method == "reduce":
@@ -268,10 +272,51 @@ def _ufunc_reduce(ufunc, x, axis=0, keepdims=False, initial=np._NoValue):
     return apply(_REDUCERS[ufunc], x, axis=_axis_tuple(axis, x), keepdims=bool(keepdims))
 
 
+# -- what tracegrad does not trace, on constants ------------------------------------------
+NOT_CONSTANT = object()
+
+
+class _Traced(Exception):
+    pass
+
+
+def on_constants(fn, args, kwargs):
+    """NumPy's own ``fn(*args, **kwargs)`` where every traced value among the arguments is
+    a constant (a fresh array nothing traced was written into): run on their values, which
+    they hold from then on (what ``fn`` writes into them, they hold next); an argument
+    handed back (``out=``) is given back as the tracer. ``NOT_CONSTANT`` otherwise."""
+    given = {}
+
+    def concrete(a, depth=0):
+        if isinstance(a, Tracer):
+            if not is_constant(a):
+                raise _Traced
+            value = a.__array__()
+            given[id(value)] = a
+            return value
+        if isinstance(a, Element):
+            raise _Traced
+        if type(a) in (list, tuple) and depth < 2:
+            return type(a)(concrete(e, depth + 1) for e in a)
+        return a
+    try:
+        args = [concrete(a) for a in args]
+        kwargs = {k: concrete(v) for k, v in kwargs.items()}
+    except _Traced:
+        return NOT_CONSTANT
+    result = fn(*args, **kwargs)
+    if type(result) is tuple:
+        return tuple(given.get(id(r), r) for r in result)
+    return given.get(id(result), result)
+
+
 # -- dispatch entry point -------------------------------------------------------------------
 def handle_function(func, args, kwargs):
     handler = FUNCTIONS.get(func)
     if handler is None:
+        folded = on_constants(func, args, kwargs)
+        if folded is not NOT_CONSTANT:
+            return folded
         raise unsupported(func)
     out_at = _OUT_AT.get(handler, -2)
     if out_at == -2:
