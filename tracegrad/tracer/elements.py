@@ -279,20 +279,24 @@ def _called_by_traced_code(frame):
     ``expm`` making the work arrays its compiled code needs), nor below tracegrad running a
     primitive on concrete values."""
     kind = _kind(frame.f_code)
-    if kind == 4:
-        if not _handles_traced_values(frame):
-            return False
-    elif kind:
+    if kind not in (0, 4):
         return False
-    frame = frame.f_back
+    # a library's call (kind 4) counts when a library frame between it and the user's code
+    # holds traced values (rosen_hess's x, above the array API's zeros that makes the array)
+    traced = True if kind == 0 else None
     while frame is not None:
         kind = _kind(frame.f_code)
         if kind == 2:
             return False
         if kind == 3:
-            return True
+            return bool(traced)
+        if traced is None:
+            if kind == 0:
+                traced = False      # the user's code called the library on constants only
+            elif kind == 4 and _handles_traced_values(frame):
+                traced = True
         frame = frame.f_back
-    return True
+    return bool(traced)
 
 
 def _fresh(trace, value):

@@ -33,6 +33,12 @@ def zeros_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None)
     return full_like_tracer(coerce(a), 0, dtype, shape)
 
 
+@implements(np.empty_like)
+def empty_like(prototype, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    # NumPy leaves the values unset; zeros are one choice of them
+    return full_like_tracer(coerce(prototype), 0, dtype, shape)
+
+
 @implements(np.ones_like)
 def ones_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
     return full_like_tracer(coerce(a), 1, dtype, shape)
