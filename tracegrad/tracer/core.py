@@ -582,11 +582,22 @@ def depends_on_input(t):
     trace = t._trace
     if type(trace) is Trace:
         # node ids are in order: one forward pass over the records not yet looked at
-        deps, records = trace._deps, trace.records
-        for n in range(len(deps), t._node + 1):
-            op, args = records[n][:2]
-            deps.append(op == "input" or any(deps[a] for a in args))
-        return deps[t._node]
+        deps, records, node = trace._deps, trace.records, t._node
+        if node < len(deps):
+            return deps[node]
+        append = deps.append
+        for n in range(len(deps), node + 1):
+            record = records[n]
+            if record[0] == "input":
+                append(True)
+                continue
+            for a in record[1]:
+                if deps[a]:
+                    append(True)
+                    break
+            else:
+                append(False)
+        return deps[node]
     graph = trace.graph
     seen, todo = set(), [t._node]
     while todo:
