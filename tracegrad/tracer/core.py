@@ -24,7 +24,7 @@ from ..ir import PROJ, REGISTRY, Aval, Graph
 from ..ir.evaluate import evaluate
 from ..ir.source import source_override, user_frame, user_src, where
 from . import pytree as _pytree
-from .elements import wrap_constructors
+from .elements import _holds_traced, wrap_constructors
 from .state import LOCAL
 from .views import sync
 
@@ -108,6 +108,10 @@ class Trace:
         self.captured: dict[tuple, tuple] = {}
         self._snapshots: dict[int, tuple] = {}    # id(user array) -> (it, the copy taken)
         self._deps: list[bool] = []     # node id -> whether an input reaches it
+        # const node id -> the one tracer holding it, for the arrays the function makes
+        # (np.zeros inside it): written with constants while nothing used the node yet,
+        # its value is written in place (see ``write_in_place``)
+        self._owned: dict[int, Tracer] = {}
 
     def __repr__(self):
         return f"<Trace level={self.level}>"
@@ -209,6 +213,7 @@ class Trace:
         # function runs is a new value, and needs its own input. The entry keeps an
         # alias of the node captured, so later writes to ``outer`` do not change it.
         key = (id(outer), outer._node)
+        disown(outer)           # the inner input holds its value
         hit = self.captured.get(key)
         if hit is None:
             inner = self.new_input(outer._value, Aval(outer.shape, outer.dtype))
@@ -614,6 +619,56 @@ def depends_on_input(t):
 def is_constant(t):
     """Whether tracer ``t`` is a concrete constant of its trace (no input reaches it)."""
     return t._value is not None and not depends_on_input(t)
+
+
+def own(t):
+    """Make constant tracer ``t`` (a new array the function made, its value nobody else's)
+    the owner of its node."""
+    if type(t._trace) is Trace:
+        t._trace._owned[t._node] = t
+    return t
+
+
+def disown(t):
+    """Another name (or node) now shares ``t``'s node: it is nobody's to write in place."""
+    owned = getattr(t._trace, "_owned", None)
+    if owned:
+        owned.pop(t._node, None)
+
+
+def write_in_place(x, key, value):
+    """``x[key] = value`` (``key is None``: ``value`` is the whole new array, computed by
+    NumPy in ``x``'s memory) done by NumPy on ``x``'s value, where that changes no
+    recorded node: ``x`` owns its constant node, nothing used it since it was recorded, and
+    neither ``value`` nor ``key`` holds a traced value. Building a constant element by
+    element then costs what it costs in NumPy. True when done."""
+    trace = x._trace
+    owned = getattr(trace, "_owned", None)
+    if not owned or owned.get(x._node) is not x or x._view is not None or \
+            x._node != len(trace.records) - 1 or not trace.active:
+        return False
+    if not (type(value) in _NUMBERS or not (isinstance(value, Tracer) or
+                                            _holds_traced(value))) or not _plain_key(key):
+        return False
+    x._value[key] = value       # NumPy's write, and NumPy's errors
+    x._version += 1
+    return True
+
+
+_NUMBERS = frozenset({int, float, complex, bool, np.float64, np.int64, np.float32})
+
+
+def _plain_key(key):
+    for k in key if type(key) is tuple else (key,):
+        if type(k) is int:
+            continue
+        if isinstance(k, slice):
+            if isinstance(k.start, Tracer) or isinstance(k.stop, Tracer) or \
+                    isinstance(k.step, Tracer):
+                return False
+        elif isinstance(k, Tracer) or _holds_traced(k):
+            return False
+    return True
 
 
 def _hand_out(t, dtype, copy):

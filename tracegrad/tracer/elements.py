@@ -300,12 +300,16 @@ def _called_by_traced_code(frame):
 
 
 def _fresh(trace, value):
-    """``value``, a new NumPy array, as a fresh traced array of ``trace``."""
-    return trace.const(value, snapshot=False)
+    """``value``, a new NumPy array, as a fresh traced array of ``trace``, which owns it."""
+    from .core import own
+    return own(trace.const(value, snapshot=False))
 
 
 def _wrapped_creator(name):
     original = _CREATORS[name]
+    # NumPy leaves np.empty's values unset; a fresh one holds zeros, so that a compiled
+    # function and a cached derivative see the same constant on every call
+    filled = _CREATORS.get(name.replace("empty", "zeros"), original)
 
     def creator(*args, **kwargs):
         stack = LOCAL.stack
@@ -315,7 +319,7 @@ def _wrapped_creator(name):
             result = _traced_fill(name, args, kwargs)
             if result is not None:
                 return result
-        result = original(*args, **kwargs)
+        result = filled(*args, **kwargs)
         if type(result) is np.ndarray and result.dtype.kind in "biufc":
             return _fresh(stack[-1], result)
         return result

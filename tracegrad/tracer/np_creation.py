@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import TraceError
 from ..ir.source import where as where_text
-from .core import Tracer, depends_on_input
+from .core import Trace, Tracer, depends_on_input, disown, is_constant, own
 from .indexing import getitem, setitem
 from .np_base import (
     astype,
@@ -59,6 +59,11 @@ def copy(a, order="K", subok=False):
     if not isinstance(a, Tracer):
         return a
     sync(a)
+    if a._value is not None and type(a._trace) is Trace and a._trace.active and \
+            is_constant(a):
+        # a constant's copy is a new array of its own (written in place like np.zeros's)
+        return own(a._trace.const(np.array(a._value, copy=True), snapshot=False))
+    disown(a)
     return Tracer(a._trace, a._node, a.shape, a.dtype, a._value)
 
 
@@ -116,6 +121,7 @@ def write_into(dst, result, what, casting="same_kind", where=True):
         result = where_(where, result, dst)
     if not isinstance(result, Tracer):
         result = dst._trace.const(np.asarray(result))
+    disown(result)              # dst may name its node
     if result._trace is not dst._trace or tuple(result.shape) != tuple(dst.shape):
         # broadcast and cast by an assignment (a broadcast's value would share memory
         # with its operand); it lifts an outer value, or says why it cannot
