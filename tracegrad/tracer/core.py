@@ -112,6 +112,7 @@ class Trace:
         # (np.zeros inside it): written with constants while nothing used the node yet,
         # its value is written in place (see ``write_in_place``)
         self._owned: dict[int, Tracer] = {}
+        self._has_fresh = False         # the function made such an array
 
     def __repr__(self):
         return f"<Trace level={self.level}>"
@@ -266,6 +267,8 @@ class Trace:
             concrete = not prim.extra["lazy"]
         if prim.multi:
             return self._add_multi(prim, tuple(ids), vals, params, concrete, src)
+        if self._has_fresh and concrete and not any(self._dependent(n) for n in ids):
+            return self._folded(prim, ids, vals, params, src)
         try:
             if concrete:
                 value = prim.impl(*vals, **params)
@@ -285,6 +288,45 @@ class Trace:
         ids = tuple(ids)
         node = self._record(prim.name, ids, params, shape, dtype, src, value)
         return Tracer(self, node, shape, dtype, value)
+
+    def _dependent(self, node):
+        """Whether an input of the graph reaches ``node`` (node ids are in order: one
+        forward pass over the records not yet looked at)."""
+        deps = self._deps
+        if node < len(deps):
+            return deps[node]
+        records, append = self.records, deps.append
+        for n in range(len(deps), node + 1):
+            record = records[n]
+            if record[0] == "input":
+                append(True)
+                continue
+            for a in record[1]:
+                if deps[a]:
+                    append(True)
+                    break
+            else:
+                append(False)
+        return deps[node]
+
+    def _folded(self, prim, ids, vals, params, src):
+        """A primitive on constants only, in a trace where the function made arrays
+        (np.arange(4.0) there is a constant of the trace): its value, computed by NumPy,
+        as a constant node, as it was before the arrays were traced. A new array of its
+        own is the result's to write in place (see ``write_in_place``)."""
+        try:
+            value = np.asarray(prim.impl(*vals, **params))
+        except TraceError:
+            raise
+        except (ValueError, TypeError, IndexError, ArithmeticError) as e:
+            raise self._failed(prim, ids, e, src) from None
+        node = self._record("const", (), {"value": value}, value.shape, value.dtype, src,
+                            value)
+        t = Tracer(self, node, value.shape, value.dtype, value)
+        if value.ndim and value.base is None and value.flags.writeable and \
+                not any(value is v for v in vals):
+            self._owned[node] = t
+        return t
 
     def _failed(self, prim, ids, error, src):
         """The TraceError for NumPy's own error applying ``prim`` to these operands."""
@@ -587,22 +629,7 @@ def depends_on_input(t):
     trace = t._trace
     if type(trace) is Trace:
         # node ids are in order: one forward pass over the records not yet looked at
-        deps, records, node = trace._deps, trace.records, t._node
-        if node < len(deps):
-            return deps[node]
-        append = deps.append
-        for n in range(len(deps), node + 1):
-            record = records[n]
-            if record[0] == "input":
-                append(True)
-                continue
-            for a in record[1]:
-                if deps[a]:
-                    append(True)
-                    break
-            else:
-                append(False)
-        return deps[node]
+        return trace._dependent(t._node)
     graph = trace.graph
     seen, todo = set(), [t._node]
     while todo:
@@ -626,6 +653,7 @@ def own(t):
     the owner of its node."""
     if type(t._trace) is Trace:
         t._trace._owned[t._node] = t
+        t._trace._has_fresh = True
     return t
 
 
