@@ -267,7 +267,8 @@ class Trace:
             concrete = not prim.extra["lazy"]
         if prim.multi:
             return self._add_multi(prim, tuple(ids), vals, params, concrete, src)
-        if self._has_fresh and concrete and not any(self._dependent(n) for n in ids):
+        if self._has_fresh and concrete and prim.foldable and \
+                not any(self._dependent(n) for n in ids):
             return self._folded(prim, ids, vals, params, src)
         try:
             if concrete:
