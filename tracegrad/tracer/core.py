@@ -645,8 +645,9 @@ def depends_on_input(t):
 
 
 def is_constant(t):
-    """Whether tracer ``t`` is a concrete constant of its trace (no input reaches it)."""
-    return t._value is not None and not depends_on_input(t)
+    """Whether tracer ``t`` is a concrete constant of a functional trace (no input reaches
+    it); the eager API's tape never says so."""
+    return t._value is not None and type(t._trace) is Trace and not depends_on_input(t)
 
 
 def own(t):
