@@ -294,3 +294,21 @@ def test_building_a_constant_element_by_element_records_no_node_per_write():
     assert_close(tg.value_and_grad(f)(x)[0], f(x), 1e-12)
     assert_close(tg.grad(f)(x), central_diff(f, x), 1e-6, floor=1e-6)
     assert_close(tg.jit(f)(x), f(x), 1e-12)
+
+
+def test_library_code_writing_into_its_own_and_traced_arrays():
+    base = pytest.importorskip("sklearn.neural_network._base")
+
+    def activations(x):
+        a = np.outer(x, x[::-1]) * 0.5
+        base.inplace_tanh(a)        # np.tanh(X, out=X) on a traced array
+        base.inplace_logistic(a)
+        base.inplace_softmax(a)
+        return np.sum(a * np.arange(16.0).reshape(4, 4))
+
+    def rosenbrock(x):
+        return np.sum(scipy.optimize.rosen_hess_prod(x, x)) + np.sum(
+            scipy.optimize.rosen_der(x) * x)
+    for f in (activations, rosenbrock):
+        assert_close(tg.grad(f)(X), central_diff(f, X), 1e-6, floor=1e-6)
+        assert_close(tg.jit(f, backend="jax")(X), f(X), 1e-12)
