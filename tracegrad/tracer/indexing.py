@@ -67,7 +67,7 @@ def _mask_positions(mask: Tracer):
 
 
 def getitem(x, key):
-    owned = getattr(x._trace, "_owned", None)
+    owned = getattr(x._trace, "_owned", None) if type(x) is Tracer else None
     if owned and owned.get(x._node) is x and x._view is None and (
             type(key) is int and len(x.shape) == 1 or type(key) is tuple and
             len(key) == len(x.shape) and all(type(k) is int for k in key)):
