@@ -262,6 +262,9 @@ def test_unique_values_carry_every_occurrences_gradient():
         assert got.dtype == want.dtype
 
 
+PLAIN_3x4 = np.zeros((3, 4))    # a caller's array: writing traced values into it is refused
+
+
 def test_put_along_axis_rebinds_like_setitem():
     def f(x):
         z = np.zeros_like(x)
@@ -273,7 +276,7 @@ def test_put_along_axis_rebinds_like_setitem():
         inplace=False) * Y))(X)
     assert_close(g, gj, GRAD_RTOL)
     with pytest.raises(tg.TraceError, match="plain NumPy array"):
-        tg.grad(lambda x: np.put_along_axis(np.zeros((3, 4)), np.zeros((3, 1), int), x[:, :1],
+        tg.grad(lambda x: np.put_along_axis(PLAIN_3x4, np.zeros((3, 1), int), x[:, :1],
                                             axis=1) or np.sum(x))(X)
 
 

@@ -1554,11 +1554,6 @@ REFUSED: dict = {
         "the extra columns of Q of mode='complete' "
         "are an arbitrary basis with no derivative",
     ),
-    "np.copyto": dict.fromkeys(
-        ["f64", "bcast", "cast"],
-        "tracegrad records functional operations: an in-place copy into a traced array is "
-        "written x[...] = src",
-    ),
 }
 
 

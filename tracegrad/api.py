@@ -36,7 +36,7 @@ from .tracer import (
     user_src,
     where,
 )
-from .tracer.core import _stack
+from .tracer.core import current_trace
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "trace",
            "stop_gradient", "custom_vjp"]
@@ -257,7 +257,7 @@ def _as_scalar(v):
 
 def _evaluate(graph: Graph, args):
     if any(isinstance(a, Tracer) for a in args):
-        if not _stack:
+        if current_trace() is None:
             raise TraceError("a traced value was used after the transform that made it "
                              "finished (was it stored in a global?)")
         env = replay(graph, args)

@@ -27,26 +27,25 @@ from ..ir.source import source_override, user_frame, user_src, where
 from . import pytree as _pytree
 from . import sparse as _sparse
 from .calls import called_function, math_function, random_sampler
-from .elements import wrap_constructors
+from .elements import _holds_traced, wrap_constructors
 from .equality import check_branch, reaches_differentiated
 from .scipy_calls import refuse_in_scipy
+from .state import LOCAL
 from .views import sync
 
 # True while tg.vmap traces its function on one example: a decision NumPy takes from the
 # values of the whole batch (eig's real or complex results) cannot be taken per example
 BATCHING = contextvars.ContextVar("tracegrad_batching", default=False)
 
-_stack: list[Trace] = []
-
 _LOST = ("{what} would lose its gradient: tracegrad can only follow a traced value while it "
          "stays an array. {instead}{at}")
 _KEEP_TRACED = ("Keep computing with the array itself (x * 2.0, np.where(x > 0, ...)); wrap it "
                 "in tg.stop_gradient(...) first if no gradient should flow through it")
-_STORE = ("Writing a traced value into a plain NumPy array (z[...] = t, where z came from "
-          "np.zeros or another non-traced array)")
-_BUILD_TRACED = ("Start from a traced array instead (z = np.zeros_like(x) follows x, so "
-                 "z[...] = t is recorded), or build the result with np.stack([...]) or "
-                 "np.array([...])")
+_STORE = ("Writing a traced value into a plain NumPy array the function did not make "
+          "(z[...] = t, where z is an argument, a global or another caller's array)")
+_BUILD_TRACED = ("Write into an array the function makes instead (z = np.zeros(n) or "
+                 "z = np.zeros_like(x) inside it, or z = np.copy(z) first: then z[...] = t "
+                 "is recorded), or build the result with np.stack([...]) or np.array([...])")
 # z[i] = v compiles to STORE_SUBSCR; from Python 3.12, z[a:b] = v to STORE_SLICE
 _STORE_OPS = {dis.opmap[name] for name in ("STORE_SUBSCR", "STORE_SLICE") if name in dis.opmap}
 
@@ -143,6 +142,12 @@ class Trace:
         # the outer tracer itself is held so that its id stays unique meanwhile
         self.captured: dict[tuple, tuple] = {}
         self._snapshots: dict[int, tuple] = {}    # id(user array) -> (it, the copy taken)
+        self._deps: list[bool] = []     # node id -> whether an input reaches it
+        # const node id -> the one tracer holding it, for the arrays the function makes
+        # (np.zeros inside it): written with constants while nothing used the node yet,
+        # its value is written in place (see ``write_in_place``)
+        self._owned: dict[int, Tracer] = {}
+        self._has_fresh = False         # the function made such an array
 
     # The input nodes a differentiating transform (grad, jvp, jacobian, ...) differentiates
     # with respect to, None for a trace that differentiates nothing (tg.jit, tg.vmap);
@@ -257,6 +262,7 @@ class Trace:
         # function runs is a new value, and needs its own input. The entry keeps an
         # alias of the node captured, so later writes to ``outer`` do not change it.
         key = (id(outer), outer._node)
+        disown(outer)           # the inner input holds its value
         hit = self.captured.get(key)
         if hit is None:
             inner = self.new_input(outer._value, Aval(outer.shape, outer.dtype))
@@ -309,6 +315,9 @@ class Trace:
             concrete = not prim.extra["lazy"]
         if prim.multi:
             return self._add_multi(prim, tuple(ids), vals, params, concrete, src)
+        if self._has_fresh and concrete and prim.foldable and \
+                not any(self._dependent(n) for n in ids):
+            return self._folded(prim, ids, vals, params, src)
         try:
             if concrete:
                 value = prim.impl(*vals, **params)
@@ -328,6 +337,45 @@ class Trace:
         ids = tuple(ids)
         node = self._record(prim.name, ids, params, shape, dtype, src, value)
         return Tracer(self, node, shape, dtype, value)
+
+    def _dependent(self, node):
+        """Whether an input of the graph reaches ``node`` (node ids are in order: one
+        forward pass over the records not yet looked at)."""
+        deps = self._deps
+        if node < len(deps):
+            return deps[node]
+        records, append = self.records, deps.append
+        for n in range(len(deps), node + 1):
+            record = records[n]
+            if record[0] == "input":
+                append(True)
+                continue
+            for a in record[1]:
+                if deps[a]:
+                    append(True)
+                    break
+            else:
+                append(False)
+        return deps[node]
+
+    def _folded(self, prim, ids, vals, params, src):
+        """A primitive on constants only, in a trace where the function made arrays
+        (np.arange(4.0) there is a constant of the trace): its value, computed by NumPy,
+        as a constant node, as it was before the arrays were traced. A new array of its
+        own is the result's to write in place (see ``write_in_place``)."""
+        try:
+            value = np.asarray(prim.impl(*vals, **params))
+        except TraceError:
+            raise
+        except (ValueError, TypeError, IndexError, ArithmeticError) as e:
+            raise self._failed(prim, ids, e, src) from None
+        node = self._record("const", (), {"value": value}, value.shape, value.dtype, src,
+                            value)
+        t = Tracer(self, node, value.shape, value.dtype, value)
+        if value.ndim and value.base is None and value.flags.writeable and \
+                not any(value is v for v in vals):
+            self._owned[node] = t
+        return t
 
     def _failed(self, prim, ids, error, src):
         """The TraceError for NumPy's own error applying ``prim`` to these operands."""
@@ -515,16 +563,20 @@ def _as_const(a, tracer_dtypes):
 
 
 def current_trace():
-    """The innermost active trace, or None outside every transform."""
-    return _stack[-1] if _stack else None
+    """The innermost active trace of this thread, or None outside every transform."""
+    stack = LOCAL.stack
+    return stack[-1] if stack else None
 
 
 @contextmanager
 def new_trace():
-    trace = Trace(len(_stack))
-    if not _stack:
-        wrap_constructors(True)     # np.array([t0, t1]) gives a traced array (elements.py)
-    _stack.append(trace)
+    stack = LOCAL.stack
+    trace = Trace(len(stack))
+    if not stack:
+        # np.array([t0, t1]) gives a traced array, np.zeros a fresh traced one
+        # (elements.py): installed while any thread traces, acting in the tracing ones
+        wrap_constructors(True)
+    stack.append(trace)
     try:
         yield trace
     except (ValueError, TypeError) as e:
@@ -535,9 +587,9 @@ def new_trace():
             raise e.__cause__.with_traceback(e.__traceback__) from None
         raise
     finally:
-        _stack.pop()
+        stack.pop()
         trace.active = False
-        if not _stack:
+        if not stack:
             wrap_constructors(False)
 
 
@@ -625,6 +677,104 @@ def _carries_gradient(t):
         if op != "stop_gradient":
             todo.extend(args)
     return False
+
+
+def depends_on_input(t):
+    """Whether some input of ``t``'s graph (an argument or a captured outer value) reaches
+    ``t`` at all; a tracer that reaches none is a constant (a fresh ``np.zeros`` not yet
+    written with traced values)."""
+    sync(t)
+    trace = t._trace
+    if type(trace) is Trace:
+        # node ids are in order: one forward pass over the records not yet looked at
+        return trace._dependent(t._node)
+    graph = trace.graph
+    seen, todo = set(), [t._node]
+    while todo:
+        n = todo.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        if graph.op(n) == "input":
+            return True
+        todo.extend(graph.args(n))
+    return False
+
+
+def is_constant(t):
+    """Whether tracer ``t`` is a concrete constant of a functional trace (no input reaches
+    it); the eager API's tape never says so."""
+    return t._value is not None and type(t._trace) is Trace and not depends_on_input(t)
+
+
+def own(t):
+    """Make constant tracer ``t`` (a new array the function made, its value nobody else's)
+    the owner of its node."""
+    if type(t._trace) is Trace:
+        t._trace._owned[t._node] = t
+        t._trace._has_fresh = True
+    return t
+
+
+def disown(t):
+    """Another name (or node) now shares ``t``'s node: it is nobody's to write in place."""
+    owned = getattr(t._trace, "_owned", None)
+    if owned:
+        owned.pop(t._node, None)
+
+
+def write_in_place(x, key, value):
+    """``x[key] = value`` (``key is None``: ``value`` is the whole new array, computed by
+    NumPy in ``x``'s memory) done by NumPy on ``x``'s value, where that changes no
+    recorded node: ``x`` owns its constant node, nothing used it since it was recorded, and
+    neither ``value`` nor ``key`` holds a traced value. Building a constant element by
+    element then costs what it costs in NumPy. True when done."""
+    trace = x._trace
+    owned = getattr(trace, "_owned", None)
+    if not owned or owned.get(x._node) is not x or x._view is not None or \
+            x._node != len(trace.records) - 1 or not trace.active:
+        return False
+    if not (type(value) in _NUMBERS or not (isinstance(value, Tracer) or
+                                            _holds_traced(value))) or not _plain_key(key):
+        return False
+    x._value[key] = value       # NumPy's write, and NumPy's errors
+    x._version += 1
+    return True
+
+
+_NUMBERS = frozenset({int, float, complex, bool, np.float64, np.int64, np.float32})
+
+
+def _plain_key(key):
+    for k in key if type(key) is tuple else (key,):
+        if type(k) is int:
+            continue
+        if isinstance(k, slice):
+            if isinstance(k.start, Tracer) or isinstance(k.stop, Tracer) or \
+                    isinstance(k.step, Tracer):
+                return False
+        elif isinstance(k, Tracer) or _holds_traced(k):
+            return False
+    return True
+
+
+def _hand_out(t, dtype, copy):
+    """``__array__`` of constant tracer ``t``: its value, as NumPy's own array. Unless a
+    copy or another dtype is asked for, it is ``t``'s memory from now on: ``t`` names a new
+    constant node holding it, so what C code writes into it is what ``t`` holds next (the
+    nodes ``t`` named before, and other names for them, keep their values)."""
+    if dtype is not None and np.dtype(dtype) == t.dtype:
+        dtype = None
+    value = np.array(t._value, dtype=dtype, copy=True)
+    trace = t._trace
+    if copy or dtype is not None or t._view is not None or type(trace) is not Trace \
+            or not trace.active:
+        return value                # (a view's writes could not reach its base)
+    t._node = trace._record("const", (), {"value": value}, value.shape, value.dtype,
+                            trace.records[t._node][5], value)
+    t._value = value
+    t._version += 1                 # its views read the new node from now on
+    return value
 
 
 class Tracer:
@@ -757,6 +907,10 @@ class Tracer:
         # ndarray, losing the gradient.
         # ``z[0] = t`` into a plain ndarray asks for it too (with no dtype): NumPy would
         # fail with "setting an array element with a sequence"; say what happened.
+        if is_constant(self):
+            # a constant (a fresh array no traced value was written into): NumPy's own
+            # array, so NumPy and C code handed it compute with its numbers
+            return _hand_out(self, dtype, copy)
         # scipy.sparse converting an operand of A @ x: "not an array" makes it hand the
         # product to __rmatmul__; elsewhere inside scipy.sparse, a TraceError (sparse.py)
         frame = sys._getframe(1)

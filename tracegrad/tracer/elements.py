@@ -11,11 +11,15 @@ such an object array still computes the right thing: each element it touches
 becomes a 0-d traced value (correct, if one node per element).
 """
 import operator
+import os
 import sys
+import sysconfig
+import threading
 
 import numpy as np
 
 from . import sparse as _sparse
+from .state import LOCAL
 
 
 class Element:
@@ -98,14 +102,19 @@ def element_array(tracer):
 _CONSTRUCTORS = {name: getattr(np, name) for name in ("array", "asarray", "asanyarray")}
 
 
-def _holds_traced(obj, depth=0):
-    from .core import Tracer
-    if isinstance(obj, (Tracer, Element)):
+def _holds_traced(obj, depth=0, dependent=False):
+    """Whether ``obj`` holds traced values (with ``dependent``, ones that depend on the
+    traced inputs, not only constants)."""
+    from .core import Tracer, is_constant
+    if isinstance(obj, Tracer):
+        return not (dependent and is_constant(obj))
+    if isinstance(obj, Element):
         return True
     if isinstance(obj, np.ndarray):
-        return obj.dtype == object and any(_holds_traced(e, depth + 1) for e in obj.flat)
+        return obj.dtype == object and any(_holds_traced(e, depth + 1, dependent)
+                                           for e in obj.flat)
     if isinstance(obj, (list, tuple)) and depth < 64:
-        return any(_holds_traced(e, depth + 1) for e in obj)
+        return any(_holds_traced(e, depth + 1, dependent) for e in obj)
     return False
 
 
@@ -142,6 +151,8 @@ def _wrapped(name):
     original = _CONSTRUCTORS[name]
 
     def constructor(obj, dtype=None, *args, **kwargs):
+        if not LOCAL.stack:                 # no trace in this thread: NumPy's own
+            return original(obj, dtype, *args, **kwargs)
         t = type(obj)
         if t in _PLAIN or (t is np.ndarray and obj.dtype != object):
             return original(obj, dtype, *args, **kwargs)    # the common case, at once
@@ -153,7 +164,10 @@ def _wrapped(name):
             if not _sparse.probes(sys._getframe(1)):
                 _sparse.refuse_in_scipy()
         if isinstance(obj, (list, tuple, np.ndarray, Element)) or hasattr(obj, "_trace"):
-            if _holds_traced(obj):
+            if _holds_traced(obj) and not (_kind(sys._getframe(1).f_code) == 4 and
+                                           not _holds_traced(obj, dependent=True)):
+                # (a library's np.asarray of constants only is NumPy's own array, which its
+                # compiled code needs; the user's own np.asarray(z) stays z)
                 copy = kwargs.get("copy", True if name == "array" else None)
                 if isinstance(copy, np._CopyMode):  # the array API wrappers pass these
                     copy = copy is np._CopyMode.ALWAYS
@@ -182,7 +196,7 @@ def _wrapped_reduction(name):
     original = _REDUCTIONS[name]
 
     def reduction(a, *args, **kwargs):
-        if type(a) in (list, tuple) and _holds_traced(a):
+        if LOCAL.stack and type(a) in (list, tuple) and _holds_traced(a):
             a = _traced_array("asarray", a)
         return original(a, *args, **kwargs)
     reduction.__name__ = reduction.__qualname__ = name
@@ -192,10 +206,149 @@ def _wrapped_reduction(name):
 
 
 _WRAPPERS.update({name: _wrapped_reduction(name) for name in _REDUCTIONS})
-_ORIGINALS = {**_CONSTRUCTORS, **_REDUCTIONS}
+
+
+# -- arrays the traced function makes -------------------------------------------------------
+# While a thread traces, NumPy's creation functions called from outside tracegrad and
+# NumPy (the user's code, SciPy's, scikit-learn's) give a *fresh* traced array: a constant
+# node of the innermost trace. It is the function's own array, so ``z[i] = t``, ``z += t``,
+# ``np.add(a, b, out=z)`` and writes through its views are recorded like writes into any
+# traced array. Until a traced value reaches it, it stands for its constant value wherever
+# NumPy converts it (``Tracer.__array__``), so C code handed it gets the numbers.
+_CREATORS = {name: getattr(np, name) for name in (
+    "zeros", "empty", "ones", "full", "zeros_like", "empty_like", "ones_like", "full_like",
+    "eye", "identity", "arange", "linspace", "copy")}
+
+
+def _traced_fill(name, args, kwargs):
+    """``np.full(shape, t)`` / ``np.full_like(a, t)`` with a traced fill value: the fill
+    broadcast to the shape, as a new array; None when the fill is not traced."""
+    from . import numpy_api as api
+    from .core import Tracer
+    params = ("shape" if name == "full" else "a", "fill_value", "dtype", "order")
+    bound = dict(zip(params, args), **kwargs)
+    fill = bound.get("fill_value")
+    if not (isinstance(fill, (Tracer, Element)) or _holds_traced(fill)):
+        return None
+    fill = api.coerce(_traced_array("asarray", fill) if not isinstance(fill, Tracer) else fill)
+    if name == "full":
+        shape, dtype = bound["shape"], bound.get("dtype")
+    else:
+        template = bound["a"]
+        shape = bound.get("shape") or np.shape(template)
+        dtype = bound.get("dtype") or api.dtype_of(template)
+    if dtype is not None:
+        fill = api.astype(fill, dtype)
+    return api.copy(api.broadcast_to(fill, shape))
+
+
+_TRACEGRAD = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_NUMPY = os.path.dirname(np.__file__) + os.sep
+# tracegrad's code that runs NumPy and SciPy on concrete values (a primitive's
+# implementation, a graph run by the interpreter or as generated code, a callback): what it
+# calls makes NumPy's own arrays, even while a trace is active
+_RUNNERS = tuple(_TRACEGRAD + p for p in (
+    "ir" + os.sep, "runtime" + os.sep, "callback.py", os.path.join("tracer", "core.py")))
+# installed packages and the standard library: code the user did not write
+_LIBRARIES = tuple({os.path.abspath(sysconfig.get_paths()[k]) + os.sep
+                    for k in ("purelib", "platlib", "stdlib", "platstdlib")})
+_KINDS: dict = {}   # code object -> 0 user, 1 NumPy, 2 a runner, 3 tracegrad, 4 a library
+
+
+def _kind(code):
+    kind = _KINDS.get(code)
+    if kind is None:
+        name = code.co_filename
+        kind = _KINDS[code] = (
+            2 if name.startswith(_RUNNERS) or name.startswith("<tracegrad-generated") else
+            3 if name.startswith(_TRACEGRAD) else
+            1 if name.startswith(_NUMPY) or name.startswith("<__array_function__") else
+            4 if os.path.abspath(name).startswith(_LIBRARIES) else 0)
+    return kind
+
+
+def _handles_traced_values(frame):
+    """Whether a library function's frame holds a value that depends on the traced inputs
+    (directly, or in a list, tuple or dict it holds)."""
+    from .core import Tracer, depends_on_input
+    for v in frame.f_locals.values():
+        items = v.values() if type(v) is dict else v if type(v) in (list, tuple) else (v,)
+        for item in items:
+            if isinstance(item, Tracer) and (item._value is None or depends_on_input(item)):
+                return True
+    return False
+
+
+def _called_by_traced_code(frame):
+    """Whether a creation call from ``frame`` makes an array of the traced function: a
+    call from the user's code, or from a library's code that is handling traced values
+    (``scipy.optimize.rosen_hess(x)`` filling its ``np.zeros`` with them). Not from NumPy's
+    or tracegrad's own code, nor from a library working on constants only (SciPy's
+    ``expm`` making the work arrays its compiled code needs), nor below tracegrad running a
+    primitive on concrete values."""
+    kind = _kind(frame.f_code)
+    if kind not in (0, 4):
+        return False
+    # a library's call (kind 4) counts when a library frame between it and the user's code
+    # holds traced values (rosen_hess's x, above the array API's zeros that makes the array)
+    traced = True if kind == 0 else None
+    while frame is not None:
+        kind = _kind(frame.f_code)
+        if kind == 2:
+            return False
+        if kind == 3:
+            return bool(traced)
+        if traced is None:
+            if kind == 0:
+                traced = False      # the user's code called the library on constants only
+            elif kind == 4 and _handles_traced_values(frame):
+                traced = True
+        frame = frame.f_back
+    return bool(traced)
+
+
+def _fresh(trace, value):
+    """``value``, a new NumPy array, as a fresh traced array of ``trace``, which owns it."""
+    from .core import own
+    return own(trace.const(value, snapshot=False))
+
+
+def _wrapped_creator(name):
+    original = _CREATORS[name]
+    # NumPy leaves np.empty's values unset; a fresh one holds zeros, so that a compiled
+    # function and a cached derivative see the same constant on every call
+    filled = _CREATORS.get(name.replace("empty", "zeros"), original)
+
+    def creator(*args, **kwargs):
+        stack = LOCAL.stack
+        if not stack or not _called_by_traced_code(sys._getframe(1)):
+            return original(*args, **kwargs)    # not tracing, or tracegrad's / NumPy's own
+        if name in ("full", "full_like"):
+            result = _traced_fill(name, args, kwargs)
+            if result is not None:
+                return result
+        result = filled(*args, **kwargs)
+        if type(result) is np.ndarray and result.dtype.kind in "biufc":
+            return _fresh(stack[-1], result)
+        return result
+    creator.__name__ = creator.__qualname__ = name
+    creator.__doc__ = original.__doc__
+    creator.__wrapped__ = original
+    return creator
+
+
+_WRAPPERS.update({name: _wrapped_creator(name) for name in _CREATORS})
+_ORIGINALS = {**_CONSTRUCTORS, **_REDUCTIONS, **_CREATORS}
+_LOCK = threading.Lock()
+_TRACING = [0]      # threads tracing now
 
 
 def wrap_constructors(on):
-    """Install (``on``) or remove the wrappers above; the outermost trace does both."""
-    for name, fn in (_WRAPPERS if on else _ORIGINALS).items():
-        setattr(np, name, fn)
+    """A thread's outermost trace starts (``on``) or ends. The wrappers above are in the
+    ``numpy`` module while any thread traces; each does NumPy's own work at once in a
+    thread that is not tracing."""
+    with _LOCK:
+        _TRACING[0] += 1 if on else -1
+        if _TRACING[0] == (1 if on else 0):
+            for name, fn in (_WRAPPERS if on else _ORIGINALS).items():
+                setattr(np, name, fn)

@@ -6,7 +6,7 @@ import numpy as np
 from ..errors import TraceError
 from ..ir import Arg, Index, Slice, apply
 from ..ir.source import where
-from .core import Tracer
+from .core import Tracer, is_constant, write_in_place
 from .views import assigned, ensure_writable, mark_view, sync
 
 
@@ -28,6 +28,11 @@ def normalize(key):
             raise TraceError(f"indexing with a scalar boolean is not supported{where()}")
         elif isinstance(k, (int, np.integer)):
             items.append(int(k))
+        elif isinstance(k, Tracer) and k.dtype.kind in "iu" and is_constant(k):
+            # an index the function made (np.arange(n), an element of one): a constant,
+            # as NumPy's own array would be
+            value = np.asarray(k._value)
+            items.append(int(value) if value.ndim == 0 else value)
         elif isinstance(k, Tracer):
             if k.dtype == bool:
                 items.extend(_mask_positions(k))
@@ -66,6 +71,11 @@ def _mask_positions(mask: Tracer):
 
 
 def getitem(x, key):
+    owned = getattr(x._trace, "_owned", None) if type(x) is Tracer else None
+    if owned and owned.get(x._node) is x and x._view is None and (
+            type(key) is int and len(x.shape) == 1 or type(key) is tuple and
+            len(key) == len(x.shape) and all(type(k) is int for k in key)):
+        return x._value[key]    # one element of an array the function made: NumPy's scalar
     index, operands = normalize(key)
     result = apply("getitem", x, *operands, index=index)
     # NumPy gives a view (keep it in step with x), except for a single element picked by
@@ -80,6 +90,8 @@ def getitem(x, key):
 
 def setitem(x: Tracer, key, value):
     """``x[key] = value`` recorded as a functional update; ``x`` now names the result."""
+    if write_in_place(x, key, value):
+        return
     from .numpy_api import coerce
 
     sync(x)

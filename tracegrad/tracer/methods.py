@@ -11,7 +11,7 @@ from ..errors import TraceError
 from ..ir.source import where
 from . import numpy_api as api
 from . import sparse as _sparse
-from .core import Tracer, add_to_top, weak_result
+from .core import Tracer, add_to_top, is_constant, weak_result
 from .indexing import getitem, setitem
 from .scipy_calls import ScipyAttributeError, refuse_in_scipy
 from .views import alias, assigned, ensure_writable, new_array, reshape_is_view, set_shape
@@ -234,6 +234,11 @@ Tracer.view = _view
 
 
 def _missing_attribute(self, name):
+    # A constant (a fresh array nothing traced was written into) is NumPy's array for
+    # what tracegrad does not trace (a.flags, a.fill(0), a.ctypes): its memory, which it
+    # keeps holding, so writes through the attribute are what it holds next.
+    if not name.startswith("__") and hasattr(np.ndarray, name) and is_constant(self):
+        return getattr(self.__array__(), name)
     # An AttributeError still (hasattr() must keep working), but one that tells the
     # user this is an ndarray feature tracegrad does not trace, and where they used it.
     if not name.startswith("__") and hasattr(np.ndarray, name):

@@ -16,6 +16,7 @@ surface registers itself the same way from ``np_more``, ``np_complex``, ``np_fft
 from __future__ import annotations
 
 import builtins
+import inspect
 import math
 import sys
 
@@ -34,7 +35,8 @@ from . import (  # noqa: F401  (more handlers: they register themselves)
     np_setops,
     np_statistics,
 )
-from .core import Tracer, add_to_top, resolve_weak
+from .core import Tracer, add_to_top, is_constant, resolve_weak
+from .elements import Element
 from .np_base import (
     FUNCTIONS,
     UFUNCS,
@@ -57,7 +59,7 @@ from .np_base import (
     stack,
     transpose,
 )
-from .np_creation import copy, copyto, full_like, ones_like, zeros_like
+from .np_creation import copy, copyto, full_like, ones_like, write_into, zeros_like
 from .np_elementwise import abs_, clip, nonzero, round_, where_
 from .np_linalg import cholesky, det, inv, norm, slogdet, solve
 from .np_products import dot, einsum, inner, matmul, outer, tensordot
@@ -253,15 +255,7 @@ def handle_ufunc(ufunc, method, inputs, kwargs):
         inputs = tuple(resolve_weak(inputs))
     out = kwargs.pop("out", None)
     if out is not None and builtins.any(o is not None for o in out):
-        if builtins.any(o is not None and not isinstance(o, Tracer) for o in out):
-            # z += t with z a plain ndarray arrives here as np.add(z, t, out=(z,))
-            raise TraceError(f"{_ufunc_name(ufunc)}(..., out=z) would write a traced value into "
-                             f"the plain NumPy array z and lose its gradient (z += t on a plain "
-                             f"ndarray does this): write z = z + t, or start from a traced "
-                             f"array (z = np.zeros_like(x)){where()}")
-        raise TraceError(f"{_ufunc_name(ufunc)}(..., out=...) is not supported on traced values: "
-                         f"tracegrad records functional operations; assign the result "
-                         f"instead (y = {_ufunc_name(ufunc)}(...)){where()}")
+        return _ufunc_out(ufunc, method, inputs, kwargs, out)
     where_ = kwargs.pop("where", True)
     if where_ is not True:
         raise TraceError(f"{_ufunc_name(ufunc)}(..., where=...) is not supported on traced "
@@ -275,6 +269,9 @@ def handle_ufunc(ufunc, method, inputs, kwargs):
             _route_scipy_ufuncs()
             handler = UFUNCS.get(ufunc)
         if handler is None or kwargs:
+            folded = on_constants(ufunc, inputs, kwargs)
+            if folded is not NOT_CONSTANT:
+                return folded
             raise unsupported(ufunc, f" (with {sorted(kwargs)})" if kwargs and handler else "")
         result = handler(*inputs)
     elif method == "reduce":
@@ -292,6 +289,23 @@ def handle_ufunc(ufunc, method, inputs, kwargs):
     return new_array(result if dtype is None else astype(result, dtype), inputs)
 
 
+def _ufunc_out(ufunc, method, inputs, kwargs, out):
+    """``ufunc(..., out=z)``: the result computed as without ``out``, then written into
+    ``z`` (only where ``where=`` holds), which is returned, as NumPy does."""
+    mask = kwargs.pop("where", True)
+    casting = kwargs.pop("casting", "same_kind")
+    result = handle_ufunc(ufunc, method, inputs, kwargs)
+    results = result if isinstance(result, tuple) else (result,)
+    if len(results) != len(out):
+        raise TraceError(f"np.{ufunc.__name__}: {len(out)} out= arrays for "
+                         f"{len(results)} results{where()}")
+    what = f"np.{ufunc.__name__}(..., out=z)" if method == "__call__" else \
+        f"np.{ufunc.__name__}.{method}(..., out=z)"
+    written = tuple(r if o is None else write_into(o, r, what, casting, mask)
+                    for o, r in zip(out, results))
+    return written if isinstance(result, tuple) else written[0]
+
+
 # ``np.add.reduce`` is ``sum``: the reductions whose entry names their ufunc (``reducer``)
 _REDUCERS = {p.reducer: name for name, p in REGISTRY.items() if p.reducer is not None}
 
@@ -303,10 +317,51 @@ def _ufunc_reduce(ufunc, x, axis=0, keepdims=False, initial=np._NoValue):
     return apply(_REDUCERS[ufunc], x, axis=_axis_tuple(axis, x), keepdims=bool(keepdims))
 
 
+# -- what tracegrad does not trace, on constants ------------------------------------------
+NOT_CONSTANT = object()
+
+
+class _Traced(Exception):
+    pass
+
+
+def on_constants(fn, args, kwargs):
+    """NumPy's own ``fn(*args, **kwargs)`` where every traced value among the arguments is
+    a constant (a fresh array nothing traced was written into): run on their values, which
+    they hold from then on (what ``fn`` writes into them, they hold next); an argument
+    handed back (``out=``) is given back as the tracer. ``NOT_CONSTANT`` otherwise."""
+    given = {}
+
+    def concrete(a, depth=0):
+        if isinstance(a, Tracer):
+            if not is_constant(a):
+                raise _Traced
+            value = a.__array__()
+            given[id(value)] = a
+            return value
+        if isinstance(a, Element):
+            raise _Traced
+        if type(a) in (list, tuple) and depth < 2:
+            return type(a)(concrete(e, depth + 1) for e in a)
+        return a
+    try:
+        args = [concrete(a) for a in args]
+        kwargs = {k: concrete(v) for k, v in kwargs.items()}
+    except _Traced:
+        return NOT_CONSTANT
+    result = fn(*args, **kwargs)
+    if type(result) is tuple:
+        return tuple(given.get(id(r), r) for r in result)
+    return given.get(id(result), result)
+
+
 # -- dispatch entry point -------------------------------------------------------------------
 def handle_function(func, args, kwargs):
     handler = FUNCTIONS.get(func)
     if handler is None:
+        folded = on_constants(func, args, kwargs)
+        if folded is not NOT_CONSTANT:
+            return folded
         raise unsupported(func)
     # a SciPy function not known to be NumPy code on its arguments is refused at its first
     # NumPy call on a traced value: what follows is compiled code (scipy_calls).
@@ -318,6 +373,20 @@ def handle_function(func, args, kwargs):
             and not inside.startswith(("scipy.optimize.", "scipy.sparse.")):
         raise refusal(inside, f"applies {np_name(func)} to its traced arguments on the way "
                               "to compiled code, which tracegrad cannot follow")
+    out_at = _OUT_AT.get(handler, -2)
+    if out_at == -2:
+        out_at = _OUT_AT[handler] = _out_position(handler)
+    if out_at >= 0 and (kwargs.get("out") is not None or
+                        (len(args) > out_at and args[out_at] is not None)):
+        # NumPy's out=: the result as without it, written into out, which is returned
+        if "out" in kwargs:
+            out = kwargs.pop("out")
+        else:
+            out, args = args[out_at], args[:out_at] + (None,) + args[out_at + 1:]
+        result = handler(*args, **kwargs)
+        if isinstance(out, tuple) and len(out) == 1:
+            out = out[0]
+        return write_into(out, result, f"{np_name(func)}(..., out=z)")
     result = handler(*args, **kwargs)
     if func in _RETURN_THEIR_INPUT:
         return result
@@ -327,3 +396,17 @@ def handle_function(func, args, kwargs):
 # NumPy functions that give back their argument itself when it already fits (np.real of a
 # real array, np.atleast_2d of a matrix); every other result is a new array object
 _RETURN_THEIR_INPUT = {np.real, np.real_if_close, np.atleast_1d, np.atleast_2d, np.atleast_3d}
+
+
+_OUT_AT: dict = {}    # handler -> position of its ``out`` parameter, -1 for none
+
+
+def _out_position(handler):
+    try:
+        params = list(inspect.signature(handler).parameters.values())
+    except (TypeError, ValueError):
+        return -1
+    for i, p in enumerate(params):
+        if p.name == "out":
+            return i if p.kind is p.POSITIONAL_OR_KEYWORD else 10_000
+    return -1

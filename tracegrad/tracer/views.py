@@ -179,7 +179,9 @@ def new_array(result, operands=()):
     if type(result) in (list, tuple):
         return type(result)(new_array(r, operands) for r in result)
     if any(result is a for a in operands) and _functional(result):
+        from .core import disown
         sync(result)
+        disown(result)
         return type(result)(result._trace, result._node, result.shape, result.dtype,
                             result._value)
     return result

@@ -1,0 +1,15 @@
+"""Per-thread tracing state.
+
+Each thread has its own stack of active traces: a trace started in one thread never
+changes what NumPy calls do in another (``elements.py`` installs its wrappers into the
+``numpy`` module while any thread traces, and they look here first).
+"""
+import threading
+
+
+class _Local(threading.local):
+    def __init__(self):
+        self.stack = []     # this thread's active traces, innermost last
+
+
+LOCAL = _Local()
