@@ -297,10 +297,10 @@ def _ufunc_out(ufunc, method, inputs, kwargs, out):
     result = handle_ufunc(ufunc, method, inputs, kwargs)
     results = result if isinstance(result, tuple) else (result,)
     if len(results) != len(out):
-        raise TraceError(f"np.{ufunc.__name__}: {len(out)} out= arrays for "
+        raise TraceError(f"{_ufunc_name(ufunc)}: {len(out)} out= arrays for "
                          f"{len(results)} results{where()}")
-    what = f"np.{ufunc.__name__}(..., out=z)" if method == "__call__" else \
-        f"np.{ufunc.__name__}.{method}(..., out=z)"
+    what = f"{_ufunc_name(ufunc)}(..., out=z)" if method == "__call__" else \
+        f"{_ufunc_name(ufunc)}.{method}(..., out=z)"
     written = tuple(r if o is None else write_into(o, r, what, casting, mask)
                     for o, r in zip(out, results))
     return written if isinstance(result, tuple) else written[0]
@@ -370,7 +370,7 @@ def handle_function(func, args, kwargs):
     # what cannot (its operators hand A @ x to the tracer's __rmatmul__).
     inside = scipy_function()
     if inside is not None and inside not in RUNS_AS_NUMPY \
-            and not inside.startswith(("scipy.optimize.", "scipy.sparse.")):
+            and not inside.startswith(("scipy.optimize.", "scipy.sparse.", "scipy.stats.")):
         raise refusal(inside, f"applies {np_name(func)} to its traced arguments on the way "
                               "to compiled code, which tracegrad cannot follow")
     out_at = _OUT_AT.get(handler, -2)
