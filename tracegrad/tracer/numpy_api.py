@@ -26,7 +26,6 @@ from .core import Tracer, add_to_top, resolve_weak
 from .np_base import (
     FUNCTIONS,
     UFUNCS,
-    _axis_tuple,
     astype,
     broadcast_to,
     coerce,
@@ -88,6 +87,7 @@ from .np_shapes import (
     triu,
     vstack,
 )
+from .np_ufuncs import TAKES_KEYWORDS, ufunc_method
 from .views import new_array
 
 __all__ = [
@@ -203,6 +203,8 @@ def handle_ufunc(ufunc, method, inputs, kwargs):
                     break
             else:   # what the general path below does for these, in one step
                 return add_to_top(prim, inputs, {})
+    if method != "__call__":        # reduce, accumulate, outer, at, reduceat
+        return ufunc_method(ufunc, method, inputs, kwargs)
     inputs = tuple(coerce(x) for x in inputs)
     if builtins.any(isinstance(x, Tracer) and x._weak is not None for x in inputs):
         # NEP 50 before the handler looks at dtypes: a Python number's input takes the
@@ -226,36 +228,16 @@ def handle_ufunc(ufunc, method, inputs, kwargs):
     dtype = kwargs.pop("dtype", None)
     for k in ("casting", "order", "subok", "signature"):
         kwargs.pop(k, None)
-    if method == "__call__":
+    handler = UFUNCS.get(ufunc)
+    if handler is None and not _SCIPY_ROUTED:
+        _route_scipy_ufuncs()
         handler = UFUNCS.get(ufunc)
-        if handler is None and not _SCIPY_ROUTED:
-            _route_scipy_ufuncs()
-            handler = UFUNCS.get(ufunc)
-        if handler is None or kwargs:
-            raise unsupported(ufunc, f" (with {sorted(kwargs)})" if kwargs and handler else "")
-        result = handler(*inputs)
-    elif method == "reduce":
-        result = _ufunc_reduce(ufunc, inputs[0], **kwargs)
-    elif method == "accumulate" and ufunc is np.add:
-        result = cumsum(inputs[0], axis=kwargs.get("axis", 0))
-    elif method == "outer" and ufunc in UFUNCS:
-        a, b = inputs
-        a = reshape(a, tuple(shape_of(a)) + (1,) * ndim_of(b))
-        result = UFUNCS[ufunc](a, b)
-    else:
-        raise TraceError(f"np.{ufunc.__name__}.{method} is not supported by tracegrad{where()}")
+    if handler is None or (kwargs and ufunc not in TAKES_KEYWORDS):
+        raise unsupported(ufunc, f" (with {sorted(kwargs)})" if kwargs and handler else "")
+    result = handler(*inputs, **kwargs)
     # a ufunc's result is always a new array (np.positive(a), np.conj of a real a)
     return new_array(result if dtype is None else astype(result, dtype), inputs)
 
-
-# ``np.add.reduce`` is ``sum``: the reductions whose entry names their ufunc (``reducer``)
-_REDUCERS = {p.reducer: name for name, p in REGISTRY.items() if p.reducer is not None}
-
-
-def _ufunc_reduce(ufunc, x, axis=0, keepdims=False, initial=np._NoValue):
-    if ufunc not in _REDUCERS or initial is not np._NoValue:
-        raise TraceError(f"np.{ufunc.__name__}.reduce is not supported by tracegrad{where()}")
-    return apply(_REDUCERS[ufunc], x, axis=_axis_tuple(axis, x), keepdims=bool(keepdims))
 
 
 # -- dispatch entry point -------------------------------------------------------------------
