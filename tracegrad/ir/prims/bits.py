@@ -47,9 +47,23 @@ elementwise("nextafter", np.nextafter, complex=False,
             vjp=lambda g, out, x, y: (g, None), jvp=lambda t, out, x, y: t[0])
 elementwise("spacing", np.spacing, complex=False)
 elementwise("signbit", np.signbit, complex=False)
+
+
+def _on_int8_for_bool(name):
+    """``jnp.<name>`` with boolean operands as int8: NumPy's loop for two booleans is the
+    int8 one (``np.left_shift(True, True)`` is int8; JAX's promotion gives int32)."""
+    def lower(*args):
+        import jax.numpy as jnp
+        if all(a.dtype == jnp.bool_ for a in args):
+            args = [a.astype(jnp.int8) for a in args]
+        return getattr(jnp, name)(*args)
+    lower.__name__ = f"jnp.{name}"
+    return lower
+
+
 for _name, _uf in [("gcd", np.gcd), ("lcm", np.lcm), ("left_shift", np.left_shift),
                    ("right_shift", np.right_shift), ("bitwise_count", np.bitwise_count)]:
-    elementwise(_name, _uf, complex=False)
+    elementwise(_name, _uf, complex=False, jax=_on_int8_for_bool(_name))
 
 
 # -- two outputs: frexp and modf ---------------------------------------------------------
@@ -101,12 +115,28 @@ def _batch(name):
     return rule
 
 
+def _float_operand(x, ufunc):
+    """``x`` cast to the float dtype of NumPy's loop for it (integers: float64, int8:
+    float16), as the backend's casts would: the lowering then holds on its own too."""
+    return x.astype(ufunc.resolve_dtypes((np.dtype(x.dtype), None, None))[0])
+
+
 def _jax(name):
     def lower(x):
         import jax.numpy as jnp
-        return tuple(getattr(jnp, name)(x))
+        return tuple(getattr(jnp, name)(_float_operand(x, getattr(np, name))))
     lower.__name__ = f"jnp.{name}"
     return lower
+
+
+def _modf_jax(x):
+    """NumPy's modf: the fraction of an infinity is a zero of its sign (jnp.modf: NaN), and
+    every fraction has x's sign (-3.0 gives -0.0)."""
+    import jax.numpy as jnp
+    x = _float_operand(x, np.modf)
+    whole = jnp.trunc(x)
+    frac = jnp.where(jnp.isinf(x), jnp.zeros((), x.dtype), x - whole)
+    return jnp.copysign(frac, x), whole
 
 
 for _name, _impl, _vjp, _jvp, _doc in [
@@ -116,7 +146,8 @@ for _name, _impl, _vjp, _jvp, _doc in [
          "np.modf: fractional and integral parts, both with x's sign")]:
     register(
         _name, _impl, abstract=_abstract(_impl), outputs=2, vjp=_vjp, jvp=_jvp,
-        jax=_jax(_name), family="elementwise", doc=_doc, batch=_batch(_name),
+        jax=_modf_jax if _name == "modf" else _jax(_name), family="elementwise", doc=_doc,
+        batch=_batch(_name),
         # ufunc=None: the code generator calls the impl (a two-output ufunc has no
         # single out= buffer); the tracer routes np.frexp / np.modf here itself
         complex=False, aliasing="fresh", ufunc=None, spelling=None, reducer=None,
