@@ -34,6 +34,7 @@ axes, a ``where=`` without ``initial=``) as a ``TraceError`` naming the user's l
 from __future__ import annotations
 
 import builtins
+import functools
 import math
 
 import numpy as np
@@ -44,6 +45,8 @@ from ..ir.source import where
 from .core import Tracer
 from .indexing import getitem, normalize, setitem
 from .np_base import (
+    TAKES_KEYWORDS,
+    UFUNC_METHODS,
     UFUNCS,
     astype,
     broadcast_to,
@@ -149,16 +152,13 @@ UFUNCS[np.frexp] = _two_outputs(np.frexp, "frexp")
 UFUNCS[np.modf] = _two_outputs(np.modf, "modf")
 for _uf in (np.vecdot, np.matvec, np.vecmat):
     UFUNCS[_uf] = _gufunc(_uf, _uf.__name__)
-# ufuncs whose handler takes NumPy's keywords (``handle_ufunc`` passes them on)
-TAKES_KEYWORDS = frozenset({np.vecdot, np.matvec, np.vecmat})
+TAKES_KEYWORDS.update({np.vecdot, np.matvec, np.vecmat})   # handle_ufunc passes axis= on
 
 
 # -- methods -----------------------------------------------------------------------------
-def ufunc_method(ufunc, method, inputs, kwargs):
+def ufunc_method(ufunc, inputs, kwargs, method):
     """``np.<ufunc>.<method>(*inputs, **kwargs)`` with a traced operand."""
-    handler = _METHODS.get(method)
-    if handler is None:
-        raise TraceError(f"np.{ufunc.__name__}.{method} is not supported by tracegrad{where()}")
+    handler = _METHODS[method]
     out = kwargs.pop("out", None)
     if out is not None and builtins.any(o is not None for o in out):
         raise TraceError(f"np.{ufunc.__name__}.{method}(..., out=...) is not supported on "
@@ -451,3 +451,4 @@ def _set(flat, positions, value):
 
 _METHODS = {"reduce": reduce, "accumulate": accumulate, "reduceat": reduceat,
             "outer": outer, "at": at}
+UFUNC_METHODS.update({m: functools.partial(ufunc_method, method=m) for m in _METHODS})

@@ -25,6 +25,8 @@ from . import np_complex, np_fft, np_more  # noqa: F401  (more handlers: they re
 from .core import Tracer, add_to_top, resolve_weak
 from .np_base import (
     FUNCTIONS,
+    TAKES_KEYWORDS,
+    UFUNC_METHODS,
     UFUNCS,
     astype,
     broadcast_to,
@@ -87,7 +89,6 @@ from .np_shapes import (
     triu,
     vstack,
 )
-from .np_ufuncs import TAKES_KEYWORDS, ufunc_method
 from .views import new_array
 
 __all__ = [
@@ -203,8 +204,12 @@ def handle_ufunc(ufunc, method, inputs, kwargs):
                     break
             else:   # what the general path below does for these, in one step
                 return add_to_top(prim, inputs, {})
-    if method != "__call__":        # reduce, accumulate, outer, at, reduceat
-        return ufunc_method(ufunc, method, inputs, kwargs)
+    if method != "__call__":        # reduce, accumulate, outer, at, reduceat (np_ufuncs)
+        handler = UFUNC_METHODS.get(method)
+        if handler is None:
+            raise TraceError(f"np.{ufunc.__name__}.{method} is not supported by tracegrad"
+                             f"{where()}")
+        return handler(ufunc, inputs, kwargs)
     inputs = tuple(coerce(x) for x in inputs)
     if builtins.any(isinstance(x, Tracer) and x._weak is not None for x in inputs):
         # NEP 50 before the handler looks at dtypes: a Python number's input takes the
