@@ -131,10 +131,9 @@ def _gufunc(ufunc, kind):
         kw = {} if axis is None else {"axis": axis}
         ref = _numpy(ufunc, "", ufunc, a, b, **kw)
         if kind == "vecdot":
-            a = _conj(a)
-            nd = builtins.max(ndim_of(a), ndim_of(b))
-            ax = (-1 if axis is None else axis) % nd
-            result = sum_of(np.multiply(a, b), axis=ax)
+            if axis is not None:        # each operand's own axis is its core dimension
+                a, b = np.moveaxis(a, axis, -1), np.moveaxis(b, axis, -1)
+            result = sum_of(np.multiply(_conj(a), b), axis=-1)
         elif kind == "matvec":
             result = np.matmul(a, np.expand_dims(b, -1))[..., 0]
         else:   # vecmat: conj(v) @ A
@@ -220,8 +219,8 @@ def reduce(ufunc, array, axis=0, dtype=None, keepdims=False, initial=_NO, where=
         kw["where"] = _standin(coerce(where))
     ref = _numpy(ufunc, ".reduce", ufunc.reduce, x, **kw)
     nd = ndim_of(x)
-    if nd == 0:
-        return astype(x, ref.dtype)     # NumPy gives the 0-d operand back (cast)
+    if nd == 0:                         # a 0-d operand: its value, as a new array
+        return _copy(x) if dtype_of(x) == ref.dtype else astype(x, ref.dtype)
     axes = _axes(axis, nd, ufunc)
     w = None if not masked else astype(coerce(where), bool)
     named = {np.add: "sum", np.multiply: "prod", np.maximum: "max", np.minimum: "min"}
@@ -361,7 +360,7 @@ def _concrete_indices(indices, what):
     under a guard (the compiled graph is reused only for the same indices)."""
     if isinstance(indices, Tracer):
         value = np.array(indices._concrete(what), copy=True)
-        indices._trace.guard(apply("equal", indices, value), np.ones(value.shape, bool))
+        indices._trace.guard(indices, value)
         return value
     return np.asarray(indices)
 
@@ -415,15 +414,20 @@ def _at_rounds(ufunc, a, indices, b, name):
     key = tuple(_concrete_indices(k, name) if isinstance(k, Tracer) else k for k in key)
     shape = tuple(shape_of(a))
     try:
-        positions = np.arange(math.prod(shape)).reshape(shape)[key]
+        positions = np.asarray(np.arange(math.prod(shape)).reshape(shape)[key])
     except IndexError as e:
         raise TraceError(f"{name}: {e}{where()}") from None
-    positions = np.asarray(positions).ravel()
+    indexed_shape = positions.shape
+    positions = positions.ravel()
     dtype = dtype_of(a)
     flat = reshape(a, (math.prod(shape),))
     values = None
     if b is not None:
-        values = reshape(broadcast_to(b, np.shape(np.empty(shape)[key])), (positions.size,))
+        try:
+            values = reshape(broadcast_to(b, indexed_shape), (positions.size,))
+        except (ValueError, TraceError):
+            raise TraceError(f"{name}: a value of shape {shape_of(b)} does not broadcast to "
+                             f"the indexed shape {indexed_shape}{where()}") from None
     seen: dict = {}
     rounds = np.empty(positions.size, np.int64)
     for k, p in enumerate(positions.tolist()):
