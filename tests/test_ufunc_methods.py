@@ -294,3 +294,15 @@ def test_tile_is_a_new_array(shape, reps):
     for out in (tg.vjp(f, x)[0], tg.jvp(f, (x,), (x,))[0], tg.jit(f)(x)):
         _same(out, np.tile(x, reps))
         assert not np.shares_memory(out, x) and out.flags.writeable
+
+
+def test_shift_operators():
+    def f(k):
+        j = k * 1
+        j <<= 1
+        j >>= np.int64(1) + k % 2
+        return k << 2, k >> 1, 3 << k, 100 >> k, j
+
+    k = np.arange(-3, 6)
+    for a, b in zip(tg.jit(f)(k), f(k.copy())):
+        _same(a, b)

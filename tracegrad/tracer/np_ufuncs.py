@@ -44,6 +44,7 @@ from ..ir import apply
 from ..ir.source import where
 from .core import Tracer
 from .indexing import getitem, normalize, setitem
+from .methods import _binary, _in_place
 from .np_base import (
     TAKES_KEYWORDS,
     UFUNC_METHODS,
@@ -152,6 +153,14 @@ UFUNCS[np.modf] = _two_outputs(np.modf, "modf")
 for _uf in (np.vecdot, np.matvec, np.vecmat):
     UFUNCS[_uf] = _gufunc(_uf, _uf.__name__)
 TAKES_KEYWORDS.update({np.vecdot, np.matvec, np.vecmat})   # handle_ufunc passes axis= on
+
+# the shift operators, as methods.py installs the others: x << k is np.left_shift(x, k)
+for _name, _uf in [("lshift", np.left_shift), ("rshift", np.right_shift)]:
+    _fwd, _rev = _binary(_uf)
+    setattr(Tracer, f"__{_name}__", _fwd)
+    setattr(Tracer, f"__r{_name}__", _rev)
+    setattr(Tracer, f"__i{_name}__", (lambda uf: lambda self, other: _in_place(self, uf, other))(
+        _uf))
 
 
 # -- methods -----------------------------------------------------------------------------
