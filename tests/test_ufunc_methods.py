@@ -306,3 +306,16 @@ def test_shift_operators():
     k = np.arange(-3, 6)
     for a, b in zip(tg.jit(f)(k), f(k.copy())):
         _same(a, b)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: np.frexp(x)[0] * np.frexp(x)[1], lambda x: np.logaddexp.reduce(x),
+    lambda x: np.maximum.accumulate(x), lambda x: np.subtract.outer(x, x),
+    lambda x: np.add.reduceat(x, [0, 2]), lambda x: np.vecdot(x, x),
+    lambda x: (lambda z: (np.multiply.at(z, [0, 0, 2], x[1]), z)[1])(x * 1.0),
+    lambda x: (lambda z: (np.add.at(z, [0, 0, 2], x[1]), z)[1])(x * 1.0),
+], ids=["frexp", "logaddexp.reduce", "maximum.accumulate", "subtract.outer", "add.reduceat",
+        "vecdot", "multiply.at", "add.at"])
+def test_under_vmap(fn):
+    got = tg.vmap(fn)(X)
+    _same(got, np.stack([fn(row) for row in X]))

@@ -26,7 +26,7 @@ def _array(x):
     x = coerce(x)
     if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
         return np.asarray(x)
-    if isinstance(x, Tracer) and x._weak is not None:
+    if type(x) is Tracer and x._weak is not None:
         return Tracer(x._trace, x._node, x.shape, x.dtype, x._value)    # now typed
     return x
 
