@@ -182,7 +182,7 @@ def _call(ufunc, *args):
     return ufunc(*args)
 
 
-def _axes(axis, nd, ufunc):
+def _axes(axis, nd):
     if axis is None:
         return tuple(range(nd))
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
@@ -230,7 +230,7 @@ def reduce(ufunc, array, axis=0, dtype=None, keepdims=False, initial=_NO, where=
     nd = ndim_of(x)
     if nd == 0:                         # a 0-d operand: its value, as a new array
         return _copy(x) if dtype_of(x) == ref.dtype else astype(x, ref.dtype)
-    axes = _axes(axis, nd, ufunc)
+    axes = _axes(axis, nd)
     w = None if not masked else astype(coerce(where), bool)
     named = {np.add: "sum", np.multiply: "prod", np.maximum: "max", np.minimum: "min"}
     if ufunc in named:
