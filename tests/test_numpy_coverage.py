@@ -20,15 +20,6 @@ jnp = pytest.importorskip("jax.numpy")
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "numpy-coverage.md"
 
-# pending: ufunc helper. These ufuncs are being added on another branch at the same time
-# (issue 22); the lead removes this allowance when the branches merge (the stale check
-# below fails once they are handled, as a reminder).
-PENDING_UFUNC_HELPER = {
-    "np.copysign", "np.ldexp", "np.frexp", "np.signbit", "np.nextafter", "np.spacing",
-    "np.modf", "np.gcd", "np.lcm", "np.left_shift", "np.right_shift",
-    "np.bitwise_left_shift", "np.bitwise_right_shift", "np.bitwise_count", "np.matvec",
-    "np.vecmat", "np.vecdot",
-}
 
 
 def shared_names():
@@ -76,7 +67,7 @@ LISTED = listed_on_page()
 
 def test_every_jax_numpy_name_is_handled_or_listed_with_a_reason():
     missing = sorted(n for n, obj in SHARED.items()
-                     if not handled(obj) and n not in LISTED and n not in PENDING_UFUNC_HELPER)
+                     if not handled(obj) and n not in LISTED)
     assert not missing, (f"{len(missing)} jax.numpy names neither handled nor listed in "
                          f"docs/numpy-coverage.md: {missing}")
 
@@ -87,13 +78,10 @@ def test_listed_reasons_are_given():
 
 
 def test_no_stale_entries():
-    """A name the page lists as refused (or taking no traced array) is not handled; a
-    pending ufunc that is handled now must leave the allowance."""
+    """A name the page lists as refused (or taking no traced array) is not handled."""
     stale = sorted(n for n in LISTED if n in SHARED and handled(SHARED[n])
                    and n not in ("np.array", "np.asarray", "np.full"))
     assert not stale, f"handled, yet listed as refused on the page: {stale}"
-    done = sorted(n for n in PENDING_UFUNC_HELPER if n in SHARED and handled(SHARED[n]))
-    assert not done, f"handled now: remove from PENDING_UFUNC_HELPER: {done}"
 
 
 def test_coverage_numbers():

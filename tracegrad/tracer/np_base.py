@@ -25,6 +25,11 @@ from .views import alias, mark_view, reshape_is_view
 
 UFUNCS: dict = {}
 FUNCTIONS: dict = {}
+# ufunc methods other than __call__ (``np.add.reduce``): method name -> handler(ufunc,
+# inputs, kwargs), and the ufuncs whose UFUNCS handler takes NumPy's keywords (``axis=``
+# of ``np.vecdot``); both filled by ``np_ufuncs``
+UFUNC_METHODS: dict = {}
+TAKES_KEYWORDS: set = set()
 
 
 def implements(*fns, table=FUNCTIONS):

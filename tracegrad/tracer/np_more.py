@@ -770,7 +770,10 @@ def cumprod(a, axis=None, dtype=None, out=None):
     rows = reshape(a, tuple(shape_of(a)[:-1]) + (1, n))
     tri = np.tril(np.ones((n, n), dtype=bool))
     masked = apply("select", tri, rows, np.ones((), dtype_of(a)))
-    return moveaxis(apply("prod", masked, axis=(ndim_of(masked) - 1,), keepdims=False), -1, axis)
+    result = apply("prod", masked, axis=(ndim_of(masked) - 1,), keepdims=False)
+    if dtype is not None:
+        result = astype(result, dtype)      # the product accumulates small integers in int64
+    return moveaxis(result, -1, axis)
 
 
 def _no_nan(a, fill):
@@ -883,7 +886,10 @@ def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
            mean=None, correction=None):
     _reject("np.nanstd", out=out, where=where, mean=mean, correction=correction)
     v = nanvar(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
-    return std_of_var(v) if isinstance(v, Tracer) else np.sqrt(v)
+    if not isinstance(v, Tracer):
+        return np.sqrt(v)
+    # an integer dtype= keeps the square root in it (NumPy's nanstd truncates)
+    return astype(std_of_var(v), dtype_of(v)) if dtype is not None else std_of_var(v)
 
 
 @implements(np.interp)

@@ -14,11 +14,25 @@ import numpy as np
 from ..errors import TraceError
 from ..ir import apply
 from ..ir.source import where
+from .core import Tracer
 from .np_base import _reject, _single_axis, coerce, implements, ndim_of, ravel, reshape, shape_of
 
 
+def _array(x):
+    """An operand of a product as NumPy's ``asarray`` sees it: ``np.dot``, ``np.inner``,
+    ``np.tensordot`` and ``np.einsum`` make arrays of Python numbers first, so a Python
+    float is float64 there, not a weak scalar (``np.dot(float32_array, 2.0)`` is float64),
+    and so is a traced Python number passed to the function."""
+    x = coerce(x)
+    if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
+        return np.asarray(x)
+    if type(x) is Tracer and x._weak is not None:
+        return Tracer(x._trace, x._node, x.shape, x.dtype, x._value)    # now typed
+    return x
+
+
 def matmul(a, b):
-    a, b = coerce(a), coerce(b)
+    a, b = _array(a), _array(b)
     if ndim_of(a) == 0 or ndim_of(b) == 0:
         raise TraceError(f"matmul: input operand does not have enough dimensions (a 0-d array "
                          f"is not allowed; use * for scalars){where()}")
@@ -31,7 +45,7 @@ _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 @implements(np.dot)
 def dot(a, b, out=None):
     _reject("np.dot", out=out)
-    a, b = coerce(a), coerce(b)
+    a, b = _array(a), _array(b)
     na, nb = ndim_of(a), ndim_of(b)
     if na == 0 or nb == 0:
         return apply("mul", a, b)
@@ -48,7 +62,7 @@ def dot(a, b, out=None):
 
 @implements(np.inner)
 def inner(a, b):
-    a, b = coerce(a), coerce(b)
+    a, b = _array(a), _array(b)
     na, nb = ndim_of(a), ndim_of(b)
     if na == 0 or nb == 0:
         return apply("mul", a, b)
@@ -66,7 +80,7 @@ def outer(a, b, out=None):
 
 @implements(np.tensordot)
 def tensordot(a, b, axes=2):
-    a, b = coerce(a), coerce(b)
+    a, b = _array(a), _array(b)
     na, nb = ndim_of(a), ndim_of(b)
     if isinstance(axes, (int, np.integer)):
         ax_a, ax_b = list(range(na - axes, na)), list(range(axes))
@@ -153,7 +167,7 @@ def einsum(subscripts, *operands, out=None, optimize=False, **kwargs):
         raise TraceError(f"np.einsum(..., {sorted(kwargs)}) is not supported{where()}")
     if not isinstance(subscripts, str):
         subscripts, operands = _from_interleaved((subscripts,) + operands)
-    operands = [coerce(o) for o in operands]
+    operands = [_array(o) for o in operands]
     subs = _normalize_subscripts(subscripts, [shape_of(o) for o in operands])
     ins, out = subs.split("->")
     ins = ins.split(",")

@@ -47,6 +47,11 @@ def _reduction(prim, x, axis, keepdims, dtype=None, initial=None):
             shape = tuple(n for i, n in enumerate(shape_of(x)) if i not in axes)
         return full_like_tracer(x, _cast(initial, dtype_of(x)), shape=shape)
     result = apply(prim, x, axis=axes, keepdims=bool(keepdims))
+    if dtype is not None:
+        # the primitives accumulate small integers in int64, as np.add.reduce does with
+        # no dtype; NumPy's result with dtype= has that dtype (the same bits: wrapping
+        # arithmetic, then a cast)
+        result = astype(result, dtype)
     if initial is None:
         return result
     join = {"sum": "add", "prod": "mul", "max": "maximum", "min": "minimum"}[prim]
@@ -163,7 +168,9 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
         correction=None):
     _reject("np.std", out=out, where=where, mean=mean, correction=correction)
-    return std_of_var(var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims))
+    v = var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
+    # an integer dtype= keeps the square root in it (NumPy's std truncates)
+    return astype(std_of_var(v), dtype_of(v)) if dtype is not None else std_of_var(v)
 
 
 def std_of_var(v):
@@ -208,7 +215,8 @@ def cumsum(a, axis=None, dtype=None, out=None):
         a = astype(a, dtype)
     if axis is None:
         a, axis = ravel(a), 0
-    return apply("cumsum", a, axis=_single_axis(operator_index(axis), ndim_of(a)))
+    result = apply("cumsum", a, axis=_single_axis(operator_index(axis), ndim_of(a)))
+    return result if dtype is None else astype(result, dtype)   # as in _reduction
 
 
 @implements(np.average)

@@ -207,8 +207,26 @@ def tile(A, reps):
     reps = (1,) * (nd - len(reps)) + reps
     interleaved = tuple(x for n in shape for x in (1, n))
     target = tuple(x for r, n in zip(reps, shape) for x in (r, n))
+    final = tuple(r * n for r, n in zip(reps, shape))
     tiled = broadcast_to(reshape(A, interleaved), target)
-    return reshape(tiled, tuple(r * n for r, n in zip(reps, shape)))
+    if _tile_is_view(interleaved, target, final):
+        # NumPy's tile is a new array; reshapes and a broadcast that copy nothing would
+        # be A's memory (A itself for reps of ones; read-only for a repeated axis of
+        # length 1), here and in the compiled code: a one-array concatenate is the copy
+        flat = reshape(tiled, (math.prod(final),))
+        return reshape(apply("concatenate", flat, axis=0), final)
+    return reshape(tiled, final)
+
+
+def _tile_is_view(interleaved, target, final):
+    """Whether reshaping a contiguous array to ``interleaved``, broadcasting it to
+    ``target`` and reshaping that to ``final`` can all be done without a copy."""
+    probe = np.broadcast_to(np.empty(interleaved, np.uint8), target).view()
+    try:
+        probe.shape = final         # NumPy's own no-copy check; it never copies
+    except AttributeError:
+        return False
+    return True
 
 
 @implements(np.repeat)

@@ -39,8 +39,9 @@ from .core import Tracer, add_to_top, is_constant, resolve_weak
 from .elements import Element
 from .np_base import (
     FUNCTIONS,
+    TAKES_KEYWORDS,
+    UFUNC_METHODS,
     UFUNCS,
-    _axis_tuple,
     astype,
     broadcast_to,
     coerce,
@@ -248,6 +249,12 @@ def handle_ufunc(ufunc, method, inputs, kwargs):
                     break
             else:   # what the general path below does for these, in one step
                 return add_to_top(prim, inputs, {})
+    if method != "__call__":        # reduce, accumulate, outer, at, reduceat (np_ufuncs)
+        handler = UFUNC_METHODS.get(method)
+        if handler is None:
+            raise TraceError(f"{_ufunc_name(ufunc)}.{method} is not supported by tracegrad"
+                             f"{ALTERNATIVES}{where()}")
+        return handler(ufunc, inputs, kwargs)
     inputs = tuple(coerce(x) for x in inputs)
     if builtins.any(isinstance(x, Tracer) and x._weak is not None for x in inputs):
         # NEP 50 before the handler looks at dtypes: a Python number's input takes the
@@ -263,28 +270,16 @@ def handle_ufunc(ufunc, method, inputs, kwargs):
     dtype = kwargs.pop("dtype", None)
     for k in ("casting", "order", "subok", "signature"):
         kwargs.pop(k, None)
-    if method == "__call__":
+    handler = UFUNCS.get(ufunc)
+    if handler is None and not _SCIPY_ROUTED:
+        _route_scipy_ufuncs()
         handler = UFUNCS.get(ufunc)
-        if handler is None and not _SCIPY_ROUTED:
-            _route_scipy_ufuncs()
-            handler = UFUNCS.get(ufunc)
-        if handler is None or kwargs:
-            folded = on_constants(ufunc, inputs, kwargs)
-            if folded is not NOT_CONSTANT:
-                return folded
-            raise unsupported(ufunc, f" (with {sorted(kwargs)})" if kwargs and handler else "")
-        result = handler(*inputs)
-    elif method == "reduce":
-        result = _ufunc_reduce(ufunc, inputs[0], **kwargs)
-    elif method == "accumulate" and ufunc is np.add:
-        result = cumsum(inputs[0], axis=kwargs.get("axis", 0))
-    elif method == "outer" and ufunc in UFUNCS:
-        a, b = inputs
-        a = reshape(a, tuple(shape_of(a)) + (1,) * ndim_of(b))
-        result = UFUNCS[ufunc](a, b)
-    else:
-        raise TraceError(f"{_ufunc_name(ufunc)}.{method} is not supported by tracegrad"
-                         f"{ALTERNATIVES}{where()}")
+    if handler is None or (kwargs and ufunc not in TAKES_KEYWORDS):
+        folded = on_constants(ufunc, inputs, kwargs)
+        if folded is not NOT_CONSTANT:
+            return folded
+        raise unsupported(ufunc, f" (with {sorted(kwargs)})" if kwargs and handler else "")
+    result = handler(*inputs, **kwargs)
     # a ufunc's result is always a new array (np.positive(a), np.conj of a real a)
     return new_array(result if dtype is None else astype(result, dtype), inputs)
 
@@ -304,17 +299,6 @@ def _ufunc_out(ufunc, method, inputs, kwargs, out):
     written = tuple(r if o is None else write_into(o, r, what, casting, mask)
                     for o, r in zip(out, results))
     return written if isinstance(result, tuple) else written[0]
-
-
-# ``np.add.reduce`` is ``sum``: the reductions whose entry names their ufunc (``reducer``)
-_REDUCERS = {p.reducer: name for name, p in REGISTRY.items() if p.reducer is not None}
-
-
-def _ufunc_reduce(ufunc, x, axis=0, keepdims=False, initial=np._NoValue):
-    if ufunc not in _REDUCERS or initial is not np._NoValue:
-        raise TraceError(f"{_ufunc_name(ufunc)}.reduce is not supported by tracegrad"
-                         f"{ALTERNATIVES}{where()}")
-    return apply(_REDUCERS[ufunc], x, axis=_axis_tuple(axis, x), keepdims=bool(keepdims))
 
 
 # -- what tracegrad does not trace, on constants ------------------------------------------

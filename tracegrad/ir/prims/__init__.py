@@ -1,6 +1,7 @@
 """Importing this package fills the registry, one module per family. The higher-order
 primitives (loops, branches, checkpoints) register from ``tracegrad.higher``."""
 from . import (  # noqa: F401
+    bits,
     callback,
     complex_parts,
     eig,
