@@ -215,10 +215,12 @@ def test_unary_at_and_int_target():
     (lambda x: np.maximum.reduce(x[:0], axis=0), "identity"),
     (lambda x: np.subtract.reduce(x, where=x > 1), "initial"),
     (lambda x: np.add.accumulate(x, out=np.empty((3, 4))), "out="),
-    (lambda x: np.add.at(np.zeros(3), [0], x[0, 0]), "plain NumPy array"),
+    (lambda x: np.add.at(_CALLERS, [0], x[0, 0]), "plain NumPy array"),
 ], ids=["not-reorderable", "no-identity", "where-without-initial", "out",
         "plain-target"])
 def test_numpy_errors_name_the_line(call, phrase):
+    """(``_CALLERS`` is the caller's plain array: an ``at`` into it is refused and it stays
+    unchanged; into an array the function makes, ``at`` is recorded: see below.)"""
     with pytest.raises(tg.TraceError, match="test_ufunc_methods.py") as info:
         tg.jit(call)(X)
     assert phrase in str(info.value)
@@ -319,3 +321,17 @@ def test_shift_operators():
 def test_under_vmap(fn):
     got = tg.vmap(fn)(X)
     _same(got, np.stack([fn(row) for row in X]))
+
+
+_CALLERS = np.zeros(3)
+
+
+def test_at_into_an_array_the_function_makes():
+    def f(x):
+        z = np.zeros(3)
+        np.add.at(z, [0, 2, 0], x)
+        return z
+    x = np.array([1.5, -2.0, 4.0])
+    np.testing.assert_array_equal(tg.jit(f)(x), f(x))
+    np.testing.assert_array_equal(tg.jacobian(f)(x), [[1, 0, 1], [0, 0, 0], [0, 1, 0]])
+    assert not _CALLERS.any()
