@@ -467,19 +467,51 @@ def _check_matmul(a, b):
                            f"(inner dimensions {k_a} and {k_b})")
 
 
+_C_NAMES = {"float64": "double", "float32": "float", "float16": "c10::Half", "int64": "long int",
+            "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+            "bool": "bool", "complex64": "c10::complex<float>",
+            "complex128": "c10::complex<double>"}
+
+
+def _check_product_dtypes(a, b, form=None):
+    """PyTorch multiplies matrices of one dtype only (no promotion): its error, in the
+    wording of the kernel ``a @ b`` comes to (``form``: that kernel, else from the ranks)."""
+    da, db = (np.dtype(x.dtype) if hasattr(x, "dtype") else np.asarray(x).dtype for x in (a, b))
+    if da == db:
+        return
+    if form is None:
+        ra, rb = len(_shape(a)), len(_shape(b))
+        form = "dot" if ra == rb == 1 else "mv" if rb == 1 else \
+            "mm" if rb == 2 and ra in (1, 2) else "bmm"
+        if ra >= 3 and rb == 2:
+            form = "mm"
+    if form == "dot":
+        raise _err(f"dot : expected both vectors to have same dtype, but found "
+                   f"{_scalar_name(da)} and {_scalar_name(db)}")
+    if form == "mv":
+        raise _err(f"addmv input tensors must have the same dtype, but got {_scalar_name(db)}, "
+                   f"{_scalar_name(da)}, and {_scalar_name(db)}")
+    if form == "mm":
+        raise _err(f"expected m1 and m2 to have the same dtype, but got: "
+                   f"{_C_NAMES.get(da.name, da.name)} != {_C_NAMES.get(db.name, db.name)}")
+    raise _err(f"expected scalar type {_scalar_name(da)} but found {_scalar_name(db)}")
+
+
 def matmul(self, other):
     _check_matmul(self, other)
+    _check_product_dtypes(self, other)
     from .products import matmul as decomposed
     return decomposed(self, _as_tensor(other))
 
 
 def __rmatmul__(self, other):
     _check_matmul(other, self)
+    _check_product_dtypes(other, self)
     from .products import matmul as decomposed
     return decomposed(_as_tensor(other), self)
 
 
-def _fixed_rank(name, ranks, message):
+def _fixed_rank(name, ranks, message, form):
     """``mm`` / ``bmm`` / ``mv``: one node, operands of the given ranks only."""
     def op(self, other):
         other = _as_tensor(other)
@@ -490,14 +522,15 @@ def _fixed_rank(name, ranks, message):
                        f"[{self.shape[0]}, {self.shape[2]}] but got: "
                        f"[{other.shape[0]}, {other.shape[1]}].")
         _check_matmul(self, other)
+        _check_product_dtypes(self, other, form)
         return call(np.matmul, self, other, name=name)
     return op
 
 
 Tensor.__matmul__ = Tensor.matmul = matmul
-Tensor.mm = _fixed_rank("MmBackward0", (2, 2), "self must be a matrix")
-Tensor.bmm = _fixed_rank("BmmBackward0", (3, 3), "batch1 must be a 3D tensor")
-Tensor.mv = _fixed_rank("MvBackward0", (2, 1), "vector + matrix @ vector expected")
+Tensor.mm = _fixed_rank("MmBackward0", (2, 2), "self must be a matrix", "mm")
+Tensor.bmm = _fixed_rank("BmmBackward0", (3, 3), "batch1 must be a 3D tensor", "bmm")
+Tensor.mv = _fixed_rank("MvBackward0", (2, 1), "vector + matrix @ vector expected", "mv")
 Tensor.__rmatmul__ = __rmatmul__
 
 
@@ -613,16 +646,26 @@ Tensor.square_ = lambda self: self.pow_(2)
 def clamp(self, min=None, max=None):
     if min is None and max is None:
         raise _err("torch.clamp: At least one of 'min' or 'max' must not be None")
-    return call(_clamp_fn(min, max), self, name="ClampBackward1")
+    return call(_clamp_fn(min, max, self, "clamp"), self, name="ClampBackward1")
 
 
-def _clamp_fn(lo, hi):
-    lo = lo._data if isinstance(lo, Tensor) else lo
-    hi = hi._data if isinstance(hi, Tensor) else hi
+def _clamp_fn(lo, hi, x, what):
+    """``clamp``'s NumPy code, in the dtype PyTorch gives ``x`` with the bounds (their
+    ``result_type``: ``int_tensor.clamp(max=2.5)`` is float32)."""
+    dtype = result_type(x, lo, hi, default_float=default_dtype())
+    if dtype == np.bool_:
+        if what == "clamp" and (lo is None or hi is None):
+            what = "clamp_min" if hi is None else "clamp_max"
+        kernel = what + ("_scalar_cpu" if not isinstance(lo if lo is not None else hi, Tensor)
+                         else "_cpu")
+        raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
+    lo = cast(lo._data if isinstance(lo, Tensor) else lo, dtype)
+    hi = cast(hi._data if isinstance(hi, Tensor) else hi, dtype)
 
     def fn(x):
         # PyTorch: min(max(x, lo), hi), the gradient where lo <= x <= hi (both ends
         # included, never at NaN)
+        x = cast(x, dtype)
         y = x
         if lo is not None:
             y = np.where(y < lo, lo, y)
@@ -636,9 +679,11 @@ def _clamp_fn(lo, hi):
 
 Tensor.clamp = Tensor.clip = clamp
 Tensor.clamp_ = Tensor.clip_ = lambda self, min=None, max=None: self._inplace(
-    _clamp_fn(min, max), name="ClampBackward1")
-Tensor.clamp_min = lambda self, min: call(_clamp_fn(min, None), self, name="ClampMinBackward0")
-Tensor.clamp_max = lambda self, max: call(_clamp_fn(None, max), self, name="ClampMaxBackward0")
+    _clamp_fn(min, max, self, "clamp"), name="ClampBackward1")
+Tensor.clamp_min = lambda self, min: call(_clamp_fn(min, None, self, "clamp_min"), self,
+                                          name="ClampMinBackward0")
+Tensor.clamp_max = lambda self, max: call(_clamp_fn(None, max, self, "clamp_max"), self,
+                                          name="ClampMaxBackward0")
 
 
 def pow(self, exponent):
@@ -1502,10 +1547,34 @@ Tensor.narrow, Tensor.split, Tensor.chunk, Tensor.unbind = narrow, split, chunk,
 
 def gather(self, dim, index):
     idx = index._concrete("gather") if isinstance(index, Tensor) else np.asarray(index)
+    _check_dim(self, dim)
+    if idx.dtype not in (np.int32, np.int64):
+        raise _err("gather(): Expected dtype int32/int64 for index")
+    if self.dim() == 0 or idx.ndim == 0:        # one element: gather(0) of it, or nothing
+        if idx.ndim > 1 or self.dim() > 1:
+            raise _err("Index tensor must have the same number of dimensions as input tensor")
+        _check_gather_bounds(idx, 0, 1)
+        return call(lambda x: np.reshape(x, (1,))[np.zeros(idx.shape, np.int64)], self,
+                    name="GatherBackward0")
+    if idx.ndim != self.dim():
+        raise _err("Index tensor must have the same number of dimensions as input tensor")
     dim = dim % self.dim()
+    for d in range(self.dim()):
+        if d != dim and idx.shape[d] > self.shape[d]:
+            raise _err(f"Size does not match at dimension {d} expected index {list(idx.shape)} "
+                       f"to be no larger than self {list(self.shape)} apart from dimension "
+                       f"{dim}")
+    _check_gather_bounds(idx, dim, self.shape[dim])
     grids = np.indices(idx.shape, sparse=True)
     key = tuple(idx if d == dim else grids[d] for d in range(self.dim()))
     return call(lambda x: x[_operand_key(x, key)], self, name="GatherBackward0")
+
+
+def _check_gather_bounds(idx, dim, size):
+    """PyTorch's gather reads no index from the end: each must be in ``[0, size)``."""
+    bad = (idx < 0) | (idx >= size)
+    if bad.any():
+        raise _err(f"index {idx[bad][0]} is out of bounds for dimension {dim} with size {size}")
 
 
 def _operand_key(x, key):
@@ -1666,7 +1735,7 @@ def _tensor_list(tensors):
 def cat(tensors, dim=0):
     tensors = _tensor_list(tensors)
     if not tensors:
-        raise _err("torch.cat(): expected a non-empty list of Tensors")
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     ref = tuple(tensors[0].shape)
     for k, t in enumerate(tensors):
         if t.dim() == 0:
@@ -1689,6 +1758,8 @@ def cat(tensors, dim=0):
 
 def stack(tensors, dim=0):
     tensors = _tensor_list(tensors)
+    if not tensors:
+        raise _err("stack expects a non-empty TensorList")
     shapes = {tuple(t.shape) for t in tensors}
     if len(shapes) > 1:
         raise _err(f"stack expects each tensor to be equal size, but got "
