@@ -51,7 +51,7 @@ REDUCTIONS = {
 }
 DIMS = [None, 0, 1, -1, -2, 2, -3, (0,), (1,), (0, 1), (-1, 0), [1], [0, -1], (), [],
         (0, 0), (1, -1), (0, 2)]
-DTYPES = ["float32", "float64", "int64", "int32", "uint8", "bool"]
+DTYPES = ["float32", "float64", "int64", "int32", "int16", "int8", "uint8", "bool"]
 SHAPES = [(), (3,), (2, 3), (0,), (2, 0), (2, 1, 3)]
 CASES = [(name, dim, keepdim, dtype, shape)
          for name, (_, takes_keepdim) in REDUCTIONS.items()

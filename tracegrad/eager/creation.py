@@ -255,7 +255,7 @@ def arange(start: float, end: float | None = None, step: float = 1, dtype: DType
     if step == 0:
         raise RuntimeError("step must be nonzero")
     if not all(np.isfinite(float(v)) for v in (start, end)):
-        raise RuntimeError(f"unsupported range: {start} -> {end}")
+        raise RuntimeError(f"unsupported range: {float(start):g} -> {float(end):g}")
     if step > 0 and end < start or step < 0 and end > start:
         raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     arr = np.arange(start, end, step)

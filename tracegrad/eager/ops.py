@@ -649,18 +649,32 @@ def clamp(self, min=None, max=None):
     return call(_clamp_fn(min, max, self, "clamp"), self, name="ClampBackward1")
 
 
+def _clamp_bound(b, dtype):
+    """A bound in ``dtype``; a Python number wraps into an integer dtype as PyTorch casts it
+    (``-1`` is 255 for uint8), and stays a weak number for a floating one."""
+    if isinstance(b, Tensor):
+        return cast(b._data, dtype)
+    if b is not None and np.dtype(dtype).kind in "iub":
+        return np.asarray(b).astype(dtype)
+    return b
+
+
 def _clamp_fn(lo, hi, x, what):
     """``clamp``'s NumPy code, in the dtype PyTorch gives ``x`` with the bounds (their
     ``result_type``: ``int_tensor.clamp(max=2.5)`` is float32)."""
+    if lo is None and hi is None:
+        if what != "clamp":
+            raise TypeError(f"{what}() received an invalid combination of arguments - got "
+                            f"(NoneType), but expected (Tensor {what[6:]}) or (Number {what[6:]})")
+        raise _err("torch.clamp: At least one of 'min' or 'max' must not be None")
     dtype = result_type(x, lo, hi, default_float=default_dtype())
-    if dtype == np.bool_:
+    if dtype == np.bool_ and not isinstance(lo, Tensor) and not isinstance(hi, Tensor):
         if what == "clamp" and (lo is None or hi is None):
             what = "clamp_min" if hi is None else "clamp_max"
         kernel = what + ("_scalar_cpu" if not isinstance(lo if lo is not None else hi, Tensor)
                          else "_cpu")
         raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
-    lo = cast(lo._data if isinstance(lo, Tensor) else lo, dtype)
-    hi = cast(hi._data if isinstance(hi, Tensor) else hi, dtype)
+    lo, hi = (_clamp_bound(b, dtype) for b in (lo, hi))
 
     def fn(x):
         # PyTorch: min(max(x, lo), hi), the gradient where lo <= x <= hi (both ends
@@ -1134,8 +1148,9 @@ def _extremum(fn, argfn, name_all, name_dim):
         _int_dim(fn.__name__, dim)
         if dim is None:
             if self.numel() == 0:
-                raise _err("max(): Expected reduction dim to be specified for "
-                                   "input.numel() == 0.")
+                raise _err(f"{fn.__name__}(): Expected reduction dim to be specified for "
+                           "input.numel() == 0. Specify the reduction dim with the 'dim' "
+                           "argument.")
             return call(fn, self, name=name_all)
         _check_dim(self, dim)
         if self.dim() == 0:
