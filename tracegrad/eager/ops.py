@@ -1775,10 +1775,10 @@ def stack(tensors, dim=0):
     tensors = _tensor_list(tensors)
     if not tensors:
         raise _err("stack expects a non-empty TensorList")
-    shapes = {tuple(t.shape) for t in tensors}
-    if len(shapes) > 1:
-        raise _err(f"stack expects each tensor to be equal size, but got "
-                           f"{[list(t.shape) for t in tensors]}")
+    for k, t in enumerate(tensors[1:], 1):
+        if tuple(t.shape) != tuple(tensors[0].shape):
+            raise _err(f"stack expects each tensor to be equal size, but got "
+                       f"{list(tensors[0].shape)} at entry 0 and {list(t.shape)} at entry {k}")
     dtype = result_type(*tensors, default_float=default_dtype())
     return call(lambda ts: np.stack([cast(t, dtype) for t in ts], axis=dim), tensors,
                 name="StackBackward0")
