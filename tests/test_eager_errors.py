@@ -35,7 +35,7 @@ def _leaf():
     (lambda: tg.cat([tg.ones(2, 3), tg.ones(2, 4)]), "Sizes of tensors must match except in "
      "dimension 0. Expected size 3 but got size 4 for tensor number 1 in the list"),
     (lambda: tg.stack([tg.ones(2), tg.ones(3)]), "stack expects each tensor to be equal size, but "
-     "got [[2], [3]]"),
+     "got [2] at entry 0 and [3] at entry 1"),
     (lambda: tg.ones(2, 3, 4).t(), "t() expects a tensor with <= 2 dimensions, but self is 3D"),
     (lambda: tg.ones(2, 3).dot(tg.ones(3)), "1D tensors expected, but got 2D and 1D tensors"),
     (lambda: tg.ones(2).clamp(), "At least one of 'min' or 'max' must not be None"),

@@ -252,6 +252,12 @@ def arange(start: float, end: float | None = None, step: float = 1, dtype: DType
     _device(device)
     if end is None:
         start, end = 0, start
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if not all(np.isfinite(float(v)) for v in (start, end)):
+        raise RuntimeError(f"unsupported range: {float(start):g} -> {float(end):g}")
+    if step > 0 and end < start or step < 0 and end > start:
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     arr = np.arange(start, end, step)
     if dtype is not None:
         arr = arr.astype(dtype)

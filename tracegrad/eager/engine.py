@@ -712,6 +712,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
             raise RuntimeError(_NO_GRAD.format(i=i))
     scan = _Scan([r._traced()._handle for r in tensors])
     handles = scan.handles
+    dead = []
     if inputs is None:
         receivers = {}
         for n, h in scan.receiving:
@@ -719,6 +720,10 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
                 t = h._tensor()
                 if t is not None and t._requires_grad:
                     receivers.setdefault(id(t), (t, []))[1].append(n)
+                elif t is None:
+                    # a leaf nothing refers to any more: no .grad to fill, but PyTorch's
+                    # backward still runs the graph to it (and finds freed values there)
+                    dead.append(n)
             else:
                 t = h._retain()
                 if t is not None and t._tracer is not None and t._tracer._node == n:
@@ -729,7 +734,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
             if not t.requires_grad:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
             receivers[id(t)] = (t, _tensor_nodes(handles, t))
-    targets = [n for _, nodes in receivers.values() for n in nodes]
+    targets = [n for _, nodes in receivers.values() for n in nodes] + dead
     reached = _lazy_reached(handles, [r._traced()._node for r in tensors])
     result, inputs, sent = _run(tensors, grads, targets, retain_graph, create_graph, scan)
     reached.sent = sent

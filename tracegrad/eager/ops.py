@@ -467,19 +467,51 @@ def _check_matmul(a, b):
                            f"(inner dimensions {k_a} and {k_b})")
 
 
+_C_NAMES = {"float64": "double", "float32": "float", "float16": "c10::Half", "int64": "long int",
+            "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+            "bool": "bool", "complex64": "c10::complex<float>",
+            "complex128": "c10::complex<double>"}
+
+
+def _check_product_dtypes(a, b, form=None):
+    """PyTorch multiplies matrices of one dtype only (no promotion): its error, in the
+    wording of the kernel ``a @ b`` comes to (``form``: that kernel, else from the ranks)."""
+    da, db = (np.dtype(x.dtype) if hasattr(x, "dtype") else np.asarray(x).dtype for x in (a, b))
+    if da == db:
+        return
+    if form is None:
+        ra, rb = len(_shape(a)), len(_shape(b))
+        form = "dot" if ra == rb == 1 else "mv" if rb == 1 else \
+            "mm" if rb == 2 and ra in (1, 2) else "bmm"
+        if ra >= 3 and rb == 2:
+            form = "mm"
+    if form == "dot":
+        raise _err(f"dot : expected both vectors to have same dtype, but found "
+                   f"{_scalar_name(da)} and {_scalar_name(db)}")
+    if form == "mv":
+        raise _err(f"addmv input tensors must have the same dtype, but got {_scalar_name(db)}, "
+                   f"{_scalar_name(da)}, and {_scalar_name(db)}")
+    if form == "mm":
+        raise _err(f"expected m1 and m2 to have the same dtype, but got: "
+                   f"{_C_NAMES.get(da.name, da.name)} != {_C_NAMES.get(db.name, db.name)}")
+    raise _err(f"expected scalar type {_scalar_name(da)} but found {_scalar_name(db)}")
+
+
 def matmul(self, other):
     _check_matmul(self, other)
+    _check_product_dtypes(self, other)
     from .products import matmul as decomposed
     return decomposed(self, _as_tensor(other))
 
 
 def __rmatmul__(self, other):
     _check_matmul(other, self)
+    _check_product_dtypes(other, self)
     from .products import matmul as decomposed
     return decomposed(_as_tensor(other), self)
 
 
-def _fixed_rank(name, ranks, message):
+def _fixed_rank(name, ranks, message, form):
     """``mm`` / ``bmm`` / ``mv``: one node, operands of the given ranks only."""
     def op(self, other):
         other = _as_tensor(other)
@@ -490,14 +522,15 @@ def _fixed_rank(name, ranks, message):
                        f"[{self.shape[0]}, {self.shape[2]}] but got: "
                        f"[{other.shape[0]}, {other.shape[1]}].")
         _check_matmul(self, other)
+        _check_product_dtypes(self, other, form)
         return call(np.matmul, self, other, name=name)
     return op
 
 
 Tensor.__matmul__ = Tensor.matmul = matmul
-Tensor.mm = _fixed_rank("MmBackward0", (2, 2), "self must be a matrix")
-Tensor.bmm = _fixed_rank("BmmBackward0", (3, 3), "batch1 must be a 3D tensor")
-Tensor.mv = _fixed_rank("MvBackward0", (2, 1), "vector + matrix @ vector expected")
+Tensor.mm = _fixed_rank("MmBackward0", (2, 2), "self must be a matrix", "mm")
+Tensor.bmm = _fixed_rank("BmmBackward0", (3, 3), "batch1 must be a 3D tensor", "bmm")
+Tensor.mv = _fixed_rank("MvBackward0", (2, 1), "vector + matrix @ vector expected", "mv")
 Tensor.__rmatmul__ = __rmatmul__
 
 
@@ -613,16 +646,40 @@ Tensor.square_ = lambda self: self.pow_(2)
 def clamp(self, min=None, max=None):
     if min is None and max is None:
         raise _err("torch.clamp: At least one of 'min' or 'max' must not be None")
-    return call(_clamp_fn(min, max), self, name="ClampBackward1")
+    return call(_clamp_fn(min, max, self, "clamp"), self, name="ClampBackward1")
 
 
-def _clamp_fn(lo, hi):
-    lo = lo._data if isinstance(lo, Tensor) else lo
-    hi = hi._data if isinstance(hi, Tensor) else hi
+def _clamp_bound(b, dtype):
+    """A bound in ``dtype``; a Python number wraps into an integer dtype as PyTorch casts it
+    (``-1`` is 255 for uint8), and stays a weak number for a floating one."""
+    if isinstance(b, Tensor):
+        return cast(b._data, dtype)
+    if b is not None and np.dtype(dtype).kind in "iub":
+        return np.asarray(b).astype(dtype)
+    return b
+
+
+def _clamp_fn(lo, hi, x, what):
+    """``clamp``'s NumPy code, in the dtype PyTorch gives ``x`` with the bounds (their
+    ``result_type``: ``int_tensor.clamp(max=2.5)`` is float32)."""
+    if lo is None and hi is None:
+        if what != "clamp":
+            raise TypeError(f"{what}() received an invalid combination of arguments - got "
+                            f"(NoneType), but expected (Tensor {what[6:]}) or (Number {what[6:]})")
+        raise _err("torch.clamp: At least one of 'min' or 'max' must not be None")
+    dtype = result_type(x, lo, hi, default_float=default_dtype())
+    if dtype == np.bool_ and not isinstance(lo, Tensor) and not isinstance(hi, Tensor):
+        if what == "clamp" and (lo is None or hi is None):
+            what = "clamp_min" if hi is None else "clamp_max"
+        kernel = what + ("_scalar_cpu" if not isinstance(lo if lo is not None else hi, Tensor)
+                         else "_cpu")
+        raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
+    lo, hi = (_clamp_bound(b, dtype) for b in (lo, hi))
 
     def fn(x):
         # PyTorch: min(max(x, lo), hi), the gradient where lo <= x <= hi (both ends
         # included, never at NaN)
+        x = cast(x, dtype)
         y = x
         if lo is not None:
             y = np.where(y < lo, lo, y)
@@ -636,9 +693,11 @@ def _clamp_fn(lo, hi):
 
 Tensor.clamp = Tensor.clip = clamp
 Tensor.clamp_ = Tensor.clip_ = lambda self, min=None, max=None: self._inplace(
-    _clamp_fn(min, max), name="ClampBackward1")
-Tensor.clamp_min = lambda self, min: call(_clamp_fn(min, None), self, name="ClampMinBackward0")
-Tensor.clamp_max = lambda self, max: call(_clamp_fn(None, max), self, name="ClampMaxBackward0")
+    _clamp_fn(min, max, self, "clamp"), name="ClampBackward1")
+Tensor.clamp_min = lambda self, min: call(_clamp_fn(min, None, self, "clamp_min"), self,
+                                          name="ClampMinBackward0")
+Tensor.clamp_max = lambda self, max: call(_clamp_fn(None, max, self, "clamp_max"), self,
+                                          name="ClampMaxBackward0")
 
 
 def pow(self, exponent):
@@ -875,24 +934,73 @@ def _axis(dim):
 
 
 def _scalar_dim(t, dim):
-    """``dim`` for NumPy: PyTorch takes dim 0 or -1 of a 0-d tensor as its one element."""
+    """``dim`` for NumPy, as PyTorch reads a reduction's dims: None, or an empty tuple or
+    list, is every dim (None is returned); each given dim must be in range (PyTorch takes
+    dim 0 or -1 of a 0-d tensor as its one element) and given once. A tuple comes back as
+    a tuple of the dims counted from 0, an int as itself."""
     dim = _axis(dim)
     _check_dim(t, dim)
-    return None if t.dim() == 0 else dim
+    if dim is None or t.dim() == 0 or dim == ():
+        return None
+    return dim
+
+
+def _int_dim(name, dim, required=False):
+    """The ``dim`` of a reduction PyTorch takes along one dim only (``prod``, ``argmax``,
+    ``cumsum``): an int, with PyTorch's TypeError for a tuple or a list (and for None where
+    ``required``)."""
+    if isinstance(dim, (tuple, list)) or required and dim is None:
+        raise TypeError(f"{name}(): argument 'dim' must be int, not {type(dim).__name__}")
+    return dim
+
+
+def _check_nonempty(t, name, dim):
+    """PyTorch's errors for a reduction without an identity (``amax``, ``argmax``) over no
+    elements: every dim of an empty tensor, or a given dim of size 0."""
+    if t.numel() != 0:
+        return
+    if dim is None or dim == () or dim == []:
+        raise _err(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
+                   "Specify the reduction dim with the 'dim' argument.")
+    d = _first_empty_dim(t, dim)
+    if d is not None:
+        raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+
+
+def _first_empty_dim(t, dim):
+    """The first given dim (as given) of size 0, the dims before it checked for range
+    (PyTorch looks at them in order, and stops there)."""
+    for d in (dim if isinstance(dim, (tuple, list)) else (dim,)):
+        _check_dim(t, d)
+        if t.dim() and t.shape[d] == 0:
+            return d
+    return None
+
+
+_OMITTED = object()     # prod's and max's dim not given (an explicit None is an error there)
 
 
 def _reduction(fn, name0, name1):
-    def op(self, dim=None, keepdim=False, *, dtype=None, axis=None):
+    def op(self, dim=_OMITTED, keepdim=False, *, dtype=None, axis=None):
+        if dim is _OMITTED:
+            dim = None
+        elif dim is None and fn is np.prod:
+            raise TypeError("prod() received an invalid combination of arguments - got "
+                            "(NoneType), but expected (int dim, bool keepdim = False)")
         if fn is np.sum and dim is None and axis is None and dtype is None and FAST[0]:
             out = _fast_sum(self)
             if out is not None:
                 return out
         given = axis if dim is None else dim
-        dim = _scalar_dim(self, given)
+        if fn is np.prod:
+            _int_dim("prod", given)
         x = self if dtype is None else self.to(dtype)
         if fn is np.mean and x.dtype.kind not in "fc":
             raise _err("mean(): could not infer output dtype. Input dtype must be either a "
                        f"floating point or complex dtype. Got: {_scalar_name(x.dtype)}")
+        if fn is not np.mean and x.dtype.kind in "biu" and x.dtype != np.int64:
+            x = x.to(np.int64)              # PyTorch sums and multiplies integers in int64
+        dim = _scalar_dim(self, given)
         return call(lambda v: fn(v, axis=dim, keepdims=keepdim), x,
                     name=name0 if given is None else name1)
     return op
@@ -923,31 +1031,86 @@ def _check_dim(t, dim):
     if dim is None:
         return
     n = builtins.max(t.dim(), 1)
-    for d in (dim if isinstance(dim, tuple) else (dim,)):
+    dims = dim if isinstance(dim, (tuple, list)) else (dim,)
+    for d in dims:
         if not -n <= d < n:
             raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
                              f"but got {d})")
+    seen = set()
+    for d in dims:
+        if d % n in seen:
+            raise _err(f"dim {d % n} appears multiple times in the list of dims")
+        seen.add(d % n)
 
 
 Tensor.sum = _reduction(np.sum, "SumBackward0", "SumBackward1")
 Tensor.mean = _reduction(np.mean, "MeanBackward0", "MeanBackward1")
 Tensor.prod = _reduction(np.prod, "ProdBackward0", "ProdBackward1")
-Tensor.all = lambda self, dim=None, keepdim=False: call(
-    lambda v: np.all(v, axis=_scalar_dim(self, dim), keepdims=keepdim), self)
-Tensor.any = lambda self, dim=None, keepdim=False: call(
-    lambda v: np.any(v, axis=_scalar_dim(self, dim), keepdims=keepdim), self)
+def _logical_reduction(fn):
+    """``any`` / ``all``: bool, or uint8 for a uint8 tensor (PyTorch); an empty ``dim``
+    list reduces nothing there (each element is tested alone)."""
+    def op(self, dim=None, keepdim=False):
+        empty = isinstance(dim, (tuple, list)) and len(dim) == 0
+        dim = _scalar_dim(self, dim)
+        out_dtype = np.uint8 if self.dtype == np.uint8 else np.bool_
+
+        def run(v):
+            out = v != 0 if empty else fn(v, axis=dim, keepdims=keepdim)
+            return out.astype(out_dtype) if out_dtype != np.bool_ else out
+        return call(run, self)
+    return op
 
 
-def _var_like(fn, name):
+Tensor.all = _logical_reduction(np.all)
+Tensor.any = _logical_reduction(np.any)
+
+
+def _var_like(fn, name, what="std and var"):
     def op(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
         if isinstance(dim, bool):           # std(False): the old positional `unbiased`
             dim, unbiased = None, dim
         ddof = correction if correction is not None else (0 if unbiased is False else 1)
         if self.dtype.kind not in "fc":
-            raise _err("std and var only support floating point and complex dtypes")
+            raise _err(f"{what} only support floating point and complex dtypes")
         dim = _scalar_dim(self, dim)
         return call(lambda v: fn(v, axis=dim, ddof=ddof, keepdims=keepdim), self, name=name)
     return op
+
+
+def _with_mean(spread, what):
+    """``std_mean`` / ``var_mean``: the spread and the mean over the same dims."""
+    def op(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        if isinstance(dim, bool):
+            dim, unbiased = None, dim
+        node = "StdMeanBackward0" if spread is not np.var else "VarMeanBackward0"
+        first = _var_like(spread, node, what)(self, dim, unbiased, keepdim,
+                                              correction=correction)
+        mean = self.mean(dim, keepdim)
+        if mean.grad_fn is not None:
+            mean.grad_fn._name = node           # PyTorch: one node for both results
+        return first, mean
+    op.__name__ = what
+    return op
+
+
+def nansum(self, dim=None, keepdim=False, *, dtype=None):
+    """The sum with NaN counted as 0."""
+    x = self if dtype is None else self.to(dtype)
+    if x.dtype.kind in "biu":
+        return x.sum(dim, keepdim)
+    dim = _scalar_dim(x, dim)
+    return call(lambda v: np.sum(np.where(np.isnan(v), np.zeros((), v.dtype), v), axis=dim,
+                                 keepdims=keepdim), x, name="NansumBackward0")
+
+
+def nanmean(self, dim=None, keepdim=False, *, dtype=None):
+    """The mean of the elements that are not NaN."""
+    x = self if dtype is None else self.to(dtype)
+    if x.dtype.kind not in "fc":
+        raise _err("nanmean(): expected input to have floating point or complex dtype but "
+                   f"got {_scalar_name(x.dtype)}")
+    count = (~x.isnan()).sum(dim, keepdim)
+    return x.nansum(dim, keepdim) / count
 
 
 def _safe_root(s, p=2):
@@ -968,16 +1131,26 @@ def _std(v, axis=None, ddof=0, keepdims=False):
 
 Tensor.std = _var_like(_std, "StdBackward0")
 Tensor.var = _var_like(np.var, "VarBackward0")
+Tensor.std_mean = _with_mean(_std, "std_mean")
+Tensor.var_mean = _with_mean(np.var, "var_mean")
+Tensor.nansum, Tensor.nanmean = nansum, nanmean
 
 
 def _extremum(fn, argfn, name_all, name_dim):
-    def op(self, dim=None, keepdim=False):
+    def op(self, dim=_OMITTED, keepdim=False):
+        if dim is _OMITTED:
+            dim = None
+        elif dim is None:
+            raise TypeError(f"{fn.__name__}() received an invalid combination of arguments - "
+                            "got (NoneType), but expected (int dim, bool keepdim = False)")
         if isinstance(dim, Tensor):                   # torch.max(a, b): elementwise
             return (Tensor.maximum if fn is np.max else Tensor.minimum)(self, dim)
+        _int_dim(fn.__name__, dim)
         if dim is None:
             if self.numel() == 0:
-                raise _err("max(): Expected reduction dim to be specified for "
-                                   "input.numel() == 0.")
+                raise _err(f"{fn.__name__}(): Expected reduction dim to be specified for "
+                           "input.numel() == 0. Specify the reduction dim with the 'dim' "
+                           "argument.")
             return call(fn, self, name=name_all)
         _check_dim(self, dim)
         if self.dim() == 0:
@@ -1006,20 +1179,30 @@ def _extremum(fn, argfn, name_all, name_dim):
 
 Tensor.max = _extremum(np.max, np.argmax, "MaxBackward1", "MaxBackward0")
 Tensor.min = _extremum(np.min, np.argmin, "MinBackward1", "MinBackward0")
-Tensor.amax = lambda self, dim=None, keepdim=False: call(
-    lambda v: np.max(v, axis=_scalar_dim(self, dim), keepdims=keepdim), self,
-    name="AmaxBackward0")
-Tensor.amin = lambda self, dim=None, keepdim=False: call(
-    lambda v: np.min(v, axis=_scalar_dim(self, dim), keepdims=keepdim), self,
-    name="AminBackward0")
+def _amax_like(fn, name, node):
+    def op(self, dim=None, keepdim=False):
+        _check_nonempty(self, name, dim)
+        axis = _scalar_dim(self, dim)
+        return call(lambda v: fn(v, axis=axis, keepdims=keepdim), self, name=node)
+    op.__name__ = name
+    return op
+
+
+Tensor.amax = _amax_like(np.max, "amax", "AmaxBackward0")
+Tensor.amin = _amax_like(np.min, "amin", "AminBackward0")
 
 
 def _arg(fn):
     def op(self, dim=None, keepdim=False):
+        _int_dim(fn.__name__, dim)
         data = self._concrete("argmax")
         if data.dtype == np.bool_:
             raise _err(f"{fn.__name__}(): does not support bool input")
         dim = _scalar_dim(self, dim)
+        try:
+            _check_nonempty(self, fn.__name__, dim)
+        except RuntimeError as e:           # PyTorch's arg-reductions say it as an IndexError
+            raise IndexError(str(e).split(" Specify")[0]) from None
         idx = fn(data, axis=dim, keepdims=keepdim) if dim is not None else fn(data)
         if dim is None and keepdim:
             idx = np.reshape(idx, (1,) * data.ndim)
@@ -1031,9 +1214,9 @@ Tensor.argmax, Tensor.argmin = _arg(np.argmax), _arg(np.argmin)
 
 
 def _shift(x, dim):
-    """The maximum along ``dim``, outside the gradient, and 0 where it is infinite
-    (PyTorch's logsumexp): subtracted for stability, it changes no derivative."""
-    if x.shape[dim] == 0:
+    """The maximum along ``dim`` (an int or a tuple), outside the gradient, and 0 where it is
+    infinite (PyTorch's logsumexp): subtracted for stability, it changes no derivative."""
+    if any(x.shape[d] == 0 for d in (dim if isinstance(dim, tuple) else (dim,))):
         return np.zeros((), x.dtype)
     m = np.max(x, axis=dim, keepdims=True)
     m = apply("stop_gradient", m) if isinstance(m, Tracer) else m
@@ -1055,12 +1238,21 @@ def _along(fn, dim):
 def logsumexp(self, dim, keepdim=False):
     if self.dtype.kind not in "fc":
         self = self.to(default_dtype())     # PyTorch computes in the default float dtype
+    if dim is None:
+        raise TypeError("logsumexp(): argument 'dim' must be tuple of ints, not NoneType")
+    empty = isinstance(dim, (tuple, list)) and len(dim) == 0
+    axes = _scalar_dim(self, dim)
+    if self.dim() == 0:
+        return call(lambda x: x + np.zeros((), x.dtype), self, name="LogsumexpBackward0")
+    if empty and not keepdim and self.numel():       # PyTorch 2's own error there (keepdim=True reduces all)
+        raise _err(f"output with shape [] doesn't match the broadcast shape {[1] * self.dim()}")
+    axes = tuple(range(self.dim())) if axes is None else axes
 
-    def fn(x, dim):
-        m = _shift(x, dim)
-        out = np.log(np.sum(np.exp(x - m), axis=dim, keepdims=True)) + m
-        return out if keepdim else np.squeeze(out, axis=dim)
-    return call(_along(fn, dim), self, name="LogsumexpBackward0")
+    def fn(x):
+        m = _shift(x, axes)
+        out = np.log(np.sum(np.exp(x - m), axis=axes, keepdims=True)) + m
+        return out if keepdim else np.squeeze(out, axis=axes)
+    return call(fn, self, name="LogsumexpBackward0")
 
 
 def _float_kernel(t, kernel):
@@ -1097,7 +1289,17 @@ def norm(self, p="fro", dim=None, keepdim=False):
     if self.dtype.kind not in "fc":
         raise _err("linalg.vector_norm: Expected a floating point or complex tensor as input. "
                    f"Got {_scalar_name(self.dtype)}")
-    t = _norm(self, p, _scalar_dim(self, dim), keepdim)
+    if p in (np.inf, -np.inf) and self.numel() == 0:
+        if dim is None or not isinstance(dim, int) and len(dim) == 0:
+            raise _err("linalg.vector_norm cannot compute the inf norm on an empty tensor "
+                       "because the operation does not have an identity")
+        d = _first_empty_dim(self, dim)
+        if d is not None:
+            raise _err(f"linalg.vector_norm cannot compute the inf norm on the dimension "
+                       f"{d}because this dimension is empty and the operation does not "
+                       "have an identity")
+    axes = _scalar_dim(self, dim)
+    t = _norm(self, p, axes, keepdim)
     if t.grad_fn is not None:
         t.grad_fn._name = "LinalgVectorNormBackward0"     # every p and dim in PyTorch 2
     return t
@@ -1118,8 +1320,18 @@ def _norm(self, p, dim, keepdim):
 
 
 Tensor.norm = norm
-Tensor.cumsum = lambda self, dim: call(_along(lambda x, d: np.cumsum(x, axis=d), dim), self,
-                                       name="CumsumBackward0")
+
+
+def cumsum(self, dim, *, dtype=None):
+    _int_dim("cumsum", dim, required=True)
+    _check_dim(self, dim)
+    x = self if dtype is None else self.to(dtype)
+    if x.dtype.kind in "biu" and x.dtype != np.int64 and dtype is None:
+        x = x.to(np.int64)                  # PyTorch accumulates integers in int64
+    return call(_along(lambda v, d: np.cumsum(v, axis=d), dim), x, name="CumsumBackward0")
+
+
+Tensor.cumsum = cumsum
 
 
 # -- shapes ------------------------------------------------------------------------------
@@ -1350,10 +1562,34 @@ Tensor.narrow, Tensor.split, Tensor.chunk, Tensor.unbind = narrow, split, chunk,
 
 def gather(self, dim, index):
     idx = index._concrete("gather") if isinstance(index, Tensor) else np.asarray(index)
+    _check_dim(self, dim)
+    if idx.dtype not in (np.int32, np.int64):
+        raise _err("gather(): Expected dtype int32/int64 for index")
+    if self.dim() == 0 or idx.ndim == 0:        # one element: gather(0) of it, or nothing
+        if idx.ndim > 1 or self.dim() > 1:
+            raise _err("Index tensor must have the same number of dimensions as input tensor")
+        _check_gather_bounds(idx, 0, 1)
+        return call(lambda x: np.reshape(x, (1,))[np.zeros(idx.shape, np.int64)], self,
+                    name="GatherBackward0")
+    if idx.ndim != self.dim():
+        raise _err("Index tensor must have the same number of dimensions as input tensor")
     dim = dim % self.dim()
+    for d in range(self.dim()):
+        if d != dim and idx.shape[d] > self.shape[d]:
+            raise _err(f"Size does not match at dimension {d} expected index {list(idx.shape)} "
+                       f"to be no larger than self {list(self.shape)} apart from dimension "
+                       f"{dim}")
+    _check_gather_bounds(idx, dim, self.shape[dim])
     grids = np.indices(idx.shape, sparse=True)
     key = tuple(idx if d == dim else grids[d] for d in range(self.dim()))
     return call(lambda x: x[_operand_key(x, key)], self, name="GatherBackward0")
+
+
+def _check_gather_bounds(idx, dim, size):
+    """PyTorch's gather reads no index from the end: each must be in ``[0, size)``."""
+    bad = (idx < 0) | (idx >= size)
+    if bad.any():
+        raise _err(f"index {idx[bad][0]} is out of bounds for dimension {dim} with size {size}")
 
 
 def _operand_key(x, key):
@@ -1491,7 +1727,8 @@ def _method_function(name):
 FUNCTIONS = {}
 for _name in ["add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "pow",
               "matmul", "mm", "bmm", "mv", "dot", "clamp", "clip", "sum", "mean", "prod", "std",
-              "var", "max", "min", "amax", "amin", "argmax", "argmin", "logsumexp", "softmax",
+              "var", "max", "min", "amax", "amin", "nansum", "nanmean", "std_mean",
+              "var_mean", "argmax", "argmin", "logsumexp", "softmax",
               "log_softmax", "norm", "cumsum", "reshape", "flatten", "unflatten", "squeeze",
               "unsqueeze", "permute", "transpose", "t", "swapaxes", "narrow", "split", "chunk",
               "unbind", "gather", "flip", "roll", "masked_fill", "maximum", "minimum", "all",
@@ -1513,7 +1750,7 @@ def _tensor_list(tensors):
 def cat(tensors, dim=0):
     tensors = _tensor_list(tensors)
     if not tensors:
-        raise _err("torch.cat(): expected a non-empty list of Tensors")
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     ref = tuple(tensors[0].shape)
     for k, t in enumerate(tensors):
         if t.dim() == 0:
@@ -1536,10 +1773,12 @@ def cat(tensors, dim=0):
 
 def stack(tensors, dim=0):
     tensors = _tensor_list(tensors)
-    shapes = {tuple(t.shape) for t in tensors}
-    if len(shapes) > 1:
-        raise _err(f"stack expects each tensor to be equal size, but got "
-                           f"{[list(t.shape) for t in tensors]}")
+    if not tensors:
+        raise _err("stack expects a non-empty TensorList")
+    for k, t in enumerate(tensors[1:], 1):
+        if tuple(t.shape) != tuple(tensors[0].shape):
+            raise _err(f"stack expects each tensor to be equal size, but got "
+                       f"{list(tensors[0].shape)} at entry 0 and {list(t.shape)} at entry {k}")
     dtype = result_type(*tensors, default_float=default_dtype())
     return call(lambda ts: np.stack([cast(t, dtype) for t in ts], axis=dim), tensors,
                 name="StackBackward0")

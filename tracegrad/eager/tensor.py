@@ -433,11 +433,18 @@ class Tensor:
     def tolist(self) -> Any:
         return self._concrete("tolist()").tolist()
 
+    def _one_element(self):
+        """The one element ``float()`` / ``int()`` read (PyTorch's ValueError for more)."""
+        data = self._concrete("float()")
+        if data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return self.item()
+
     def __float__(self):
-        return float(self.item())
+        return float(self._one_element())
 
     def __int__(self):
-        return int(self.item())
+        return int(self._one_element())
 
     def __bool__(self):
         data = self._concrete("bool()")

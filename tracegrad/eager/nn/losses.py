@@ -15,7 +15,7 @@ import numpy as np
 from ..dispatch import call
 from ..ops import _operand_key
 from ..promotion import promote_types
-from ..tensor import Tensor
+from ..tensor import Tensor, _scalar_name
 
 __all__ = ["mse_loss", "l1_loss", "nll_loss", "cross_entropy", "binary_cross_entropy_with_logits",
            "one_hot", "smooth_l1_loss", "huber_loss", "binary_cross_entropy", "kl_div",
@@ -120,8 +120,6 @@ def _class_targets(input, target, weight, ignore_index):
     backward plan of the next batch is the same plan.
     """
     t = _array(target)
-    if t.dtype.kind not in "iu":
-        raise RuntimeError(f"expected scalar type Long but found {_dtype_name(t.dtype)}")
     shape = tuple(input.shape)
     if len(shape) == 1:
         if t.ndim != 0:
@@ -134,6 +132,9 @@ def _class_targets(input, target, weight, ignore_index):
                              f"batch_size ({t.shape[0] if t.ndim else 0}).")
         raise RuntimeError(f"Expected target size {[shape[0]] + list(shape[2:])}, got "
                            f"{list(t.shape)}")
+    if t.dtype not in (np.int64, np.uint8):
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got "
+                           f"{_scalar_name(t.dtype)}")
     class_dim = 0 if len(shape) == 1 else 1
     n_classes = shape[class_dim]
     valid = t != ignore_index
@@ -204,7 +205,10 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     class_dim = 0 if input.dim() == 1 else 1
     logp = input.log_softmax(class_dim)
-    is_probs = isinstance(target, Tensor) and target.is_floating_point()
+    # probabilities: a floating target of the input's shape (PyTorch's test); any other
+    # target holds class indices
+    is_probs = isinstance(target, Tensor) and target.is_floating_point() and \
+        tuple(target.shape) == tuple(input.shape)
     if is_probs:
         return _cross_entropy_probs(logp, target, weight, reduction, label_smoothing, class_dim)
     if label_smoothing == 0.0:

@@ -1,15 +1,21 @@
 """``default_collate`` and ``default_convert``: how ``DataLoader`` turns a list of samples
-into a batch, with PyTorch's rules (tensors and NumPy arrays stacked on a new first
-dimension keeping their dtype; Python floats → float64, ints → int64, bools → bool;
-dicts, named tuples and sequences collated field by field; strings left as a list)."""
+into a batch, with PyTorch's rules: tensors and NumPy arrays stacked on a new first
+dimension (``stack``: PyTorch's type promotion, its error for unequal sizes); NumPy scalars
+and Python ints made one tensor whose dtype comes from every element (``tensor(batch)``:
+``[1, 2.5]`` is float32, ``[True, False]`` bool); a batch whose first element is a Python
+float float64; dicts (their class kept), named tuples and sequences collated field by
+field (tuples become lists); strings and bytes left as a list."""
 from __future__ import annotations
 
 import collections.abc
+import copy
 
 import numpy as np
 
+from ...creation import tensor
 from ...ops import stack
-from ...tensor import Tensor
+from ...promotion import promote_types
+from ...tensor import Tensor, default_dtype
 
 __all__ = ["default_collate", "default_convert"]
 
@@ -17,42 +23,61 @@ _BAD = ("default_collate: batch must contain tensors, numpy arrays, numbers, dic
         "found {}")
 
 
-def _numeric_array(arr):
-    if arr.dtype.kind in "SaUOV":
-        raise TypeError(_BAD.format(arr.dtype))
-    return arr
+def _stringlike(dtype):
+    """NumPy's string and object dtypes, which PyTorch does not make tensors of."""
+    return dtype.kind in "SUO"
+
+
+def _numbers(batch):
+    """``torch.tensor(batch)`` of numbers: the dtype promoted over every element, a NumPy
+    scalar counting with its own dtype, a Python float with the default one."""
+    dtype = None
+    for v in batch:
+        if isinstance(v, (np.bool_, np.number)):
+            d = v.dtype
+        elif isinstance(v, bool):
+            d = np.dtype(np.bool_)
+        elif isinstance(v, int):
+            d = np.dtype(np.int64)
+        elif isinstance(v, float):
+            d = default_dtype()
+        else:
+            return tensor(batch)                # its error
+        dtype = promote_types(dtype, d)
+    if dtype.kind in "iu" and any(isinstance(v, np.bool_) for v in batch):
+        # PyTorch reads each element as the result's type: a NumPy bool is no integer
+        raise TypeError("'numpy.bool' object cannot be interpreted as an integer")
+    return tensor([v.item() if isinstance(v, np.generic) else v for v in batch], dtype=dtype)
 
 
 def default_collate(batch):
     """One batch from a list of samples (see the module docstring)."""
     elem = batch[0]
     if isinstance(elem, Tensor):
-        if any(t.requires_grad for t in batch):
-            return stack(batch, 0)
-        shapes = {tuple(t.shape) for t in batch}
-        if len(shapes) > 1:
-            raise RuntimeError("stack expects each tensor to be equal size, but got "
-                               f"{[list(t.shape) for t in batch]}")
-        return Tensor._plain(np.stack([t._data for t in batch]))
+        return stack(batch, 0)
     if isinstance(elem, np.ndarray):
-        return Tensor._plain(_numeric_array(np.stack(batch)))
-    if isinstance(elem, np.generic):                  # NumPy scalars keep their dtype
-        return Tensor._plain(_numeric_array(np.array(batch)))
-    if isinstance(elem, bool):
-        return Tensor._plain(np.array(batch, dtype=np.bool_))
+        if _stringlike(elem.dtype):
+            raise TypeError(_BAD.format(elem.dtype))
+        return default_collate([Tensor._plain(np.array(b)) for b in batch])
+    if isinstance(elem, (np.bool_, np.number, np.object_)):     # NumPy scalars
+        return _numbers(batch)
     if isinstance(elem, float):
-        return Tensor._plain(np.array(batch, dtype=np.float64))
-    if isinstance(elem, int):
-        return Tensor._plain(np.array(batch, dtype=np.int64))
+        return tensor(batch, dtype=np.float64)
+    if isinstance(elem, int):                                  # bools too
+        return _numbers(batch)
     if isinstance(elem, (str, bytes)):
         return batch
     if isinstance(elem, collections.abc.Mapping):
-        collated = {key: default_collate([d[key] for d in batch]) for key in elem}
+        fields = {key: default_collate([d[key] for d in batch]) for key in elem}
         try:
-            return type(elem)(collated) if type(elem) is not dict else collated
+            if isinstance(elem, collections.abc.MutableMapping):
+                out = copy.copy(elem)                           # its class and attributes
+                out.update(fields)
+                return out
+            return type(elem)(fields)
         except TypeError:
-            return collated
-    if isinstance(elem, tuple) and hasattr(elem, "_fields"):      # namedtuple
+            return fields
+    if isinstance(elem, tuple) and hasattr(elem, "_fields"):   # namedtuple
         return type(elem)(*(default_collate(s) for s in zip(*batch)))
     if isinstance(elem, collections.abc.Sequence):
         if any(len(e) != len(elem) for e in batch):
@@ -61,6 +86,11 @@ def default_collate(batch):
         if isinstance(elem, tuple):
             return transposed                         # PyTorch gives a list for tuples
         try:
+            if isinstance(elem, collections.abc.MutableSequence):
+                out = copy.copy(elem)
+                for i, v in enumerate(transposed):
+                    out[i] = v
+                return out
             return type(elem)(transposed)
         except TypeError:
             return transposed
