@@ -24,7 +24,8 @@ import numpy as np
 
 from .ir import Graph
 from .ir.aliasing import fresh_bases
-from .passes.adjoint import backward_graph
+from .passes.adjoint import adjoint, backward_graph
+from .passes.prune import live_nodes, prune
 from .runtime.codegen import generate
 from .runtime.interpreter import run
 
@@ -162,6 +163,61 @@ class Plan:
                 v = np.array(v)         # a broadcast: hand out a real array
             grads.append(v)
         return grads
+
+
+class Replay:
+    """A derivative inlined into an enclosing trace (``grad`` inside ``grad`` or ``jit``):
+    the pruned adjoint graph of one structure, forward and backward, with every constant
+    an input, for the caller to replay on the enclosing transform's tracers. Nothing
+    runs concretely here: what is cached is the adjoint pass and pruning.
+
+    Its outputs are, in order: the forward outputs asked for (``graph(fwd)``), the
+    values of the forward nodes ``guards`` (the branch decisions of this call, which the
+    caller records in the enclosing trace with this call's expected values), then the
+    cotangents of ``wrt``."""
+
+    __slots__ = ("adjoint", "n_out", "graphs")
+
+    def __init__(self, records, outputs, wrt, seeds, guards):
+        fwd = forward_graph(records, list(outputs) + list(guards))
+        self.adjoint = adjoint(fwd, seeds=seeds, wrt=wrt)
+        self.n_out = len(outputs)
+        self.graphs = {}
+
+    def graph(self, fwd):
+        """``(graph, used)``: the adjoint pruned to the forward outputs ``fwd`` (a tuple
+        of positions), without the inputs nothing uses (a constant or a seed would be a
+        dead node of the enclosing trace), and the positions, among the adjoint's
+        inputs, of the inputs it keeps."""
+        hit = self.graphs.get(fwd)
+        if hit is None:
+            outs = self.adjoint.outputs
+            g = prune(self.adjoint, [outs[i] for i in fwd] + outs[self.n_out:])
+            live = live_nodes(g, g.outputs)
+            used = [i for i, n in enumerate(g.inputs) if n in live]
+            inputs = [g.inputs[i] for i in used]
+            g = g.subgraph(g.outputs, keep=live)
+            g.inputs = inputs
+            for i, n in enumerate(inputs):
+                g.node(n).params = {"index": i}
+            hit = self.graphs[fwd] = (g, used)
+        return hit
+
+    @staticmethod
+    def args(records, inputs, seeds, used):
+        """The arguments at positions ``used`` of the adjoint's: ``inputs`` (the trace's,
+        in order) and the constants' values in node order, then the cotangent ``seeds``."""
+        it = iter(inputs)
+        out = []
+        for op, _, params, _, _, _ in records:
+            if op == "input":
+                out.append(next(it))
+            elif op == "const":
+                out.append(params["value"])
+        if next(it, it) is not it:
+            raise AssertionError("internal error: a trace has more inputs than input records")
+        out.extend(seeds)
+        return [out[i] for i in used]
 
 
 def lookup(key):
