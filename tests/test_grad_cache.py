@@ -439,3 +439,26 @@ def test_inlined_value_and_grad_with_aux_repeats():
         assert_same(got, uncached(g, w, x))
         np.testing.assert_allclose(got, numeric_grad(lambda v: outer(v, x), w), rtol=1e-5,
                                    atol=1e-8)
+
+
+def test_inlined_vjps_repeat_with_other_constants():
+    def egrad(fun):
+        def g(x):
+            out, pull = tg.vjp(fun, x)
+            return pull(np.ones_like(out))[0]
+        return g
+
+    def f(x, c):
+        return np.tanh(x * c) * c
+
+    x = np.linspace(-1.5, 1.5, 5)
+    plans.clear()
+    for c in (0.5, 2.0, 0.5, 1.5):
+        f2 = egrad(egrad(lambda v, c=c: f(v, c)))
+        t = np.tanh(x * c)
+        want = -2 * t * (1 - t ** 2) * c ** 3
+        got = f2(x)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+        assert_same(got, uncached(f2, x))
+        np.testing.assert_allclose(tg.jit(f2)(x), want, rtol=1e-12, atol=1e-14)
+    assert replays()

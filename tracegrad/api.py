@@ -570,7 +570,7 @@ def vjp(fun: Callable[..., Any], *primals: PyTree, has_aux: bool = False) -> tup
             if isinstance(v, np.ndarray) and any(np.may_share_memory(v, h) for h in handed):
                 v = v.copy()
             saved[n] = v
-    else:
+    elif t.replay_key is None:  # (else made when first needed, or cached: vjp_fn)
         n_fwd = len(t.graph.outputs)
         adj = passes.adjoint(t.graph, seeds=range(t.n_out))
         adj = passes.prune(adj, adj.outputs[n_fwd:n_fwd + t.n_in])
@@ -584,9 +584,13 @@ def vjp(fun: Callable[..., Any], *primals: PyTree, has_aux: bool = False) -> tup
                              f"structure {t.out_tree!r}{_at(call_src)}")
         cts = [_check_cotangent(c, *t.out_aval(k), call_src, "the cotangent")
                for k, c in enumerate(leaves)]
-        if adj is None and not any(isinstance(c, Tracer) for c in cts):
+        if plan is not None and not any(isinstance(c, Tracer) for c in cts):
             grads = plan(saved, cts)
         else:
+            # inside another transform, from the adjoint graph cached for this structure
+            grads = None if adj is not None else _replayed(t, list(range(t.n_out)), (), cts)
+            if grads is not None:
+                return t.unflatten_inputs(grads, single=False, numbers_as_scalars=True)
             if adj is None:     # traced cotangents: the adjoint graph is inlined
                 n_fwd = len(t.graph.outputs)
                 adj = passes.adjoint(t.graph, seeds=range(t.n_out))
