@@ -462,3 +462,26 @@ def test_inlined_vjps_repeat_with_other_constants():
         assert_same(got, uncached(f2, x))
         np.testing.assert_allclose(tg.jit(f2)(x), want, rtol=1e-12, atol=1e-14)
     assert replays()
+
+
+def test_a_large_plan_is_interpreted_until_compiling_pays():
+    def f(x):
+        for _ in range(300):
+            x = np.sin(x) * 0.9
+        return np.sum(x)
+
+    def exact(x):
+        g = np.ones_like(x)
+        for _ in range(300):
+            g = g * np.cos(x) * 0.9
+            x = np.sin(x) * 0.9
+        return g
+
+    plans.clear()
+    x = np.array([0.3, -0.8, 1.2])
+    want = exact(x)
+    for use in range(1, plans.COMPILE_LARGE_AFTER + 2):
+        np.testing.assert_allclose(tg.grad(f)(x), want, rtol=1e-12)
+        (plan,) = plans._CACHE.values()
+        assert len(plan.graph) >= plans.LARGE_PLAN
+        assert (plan.compiled is not None) == (use >= plans.COMPILE_LARGE_AFTER)
