@@ -1,7 +1,7 @@
 """Un-jitted ``tg.grad`` against HIPS autograd's ``grad``, per call, side by side.
 
-    PYTHONPATH=. python benchmarks/vs_autograd.py                 # about 90 s
-    PYTHONPATH=. python benchmarks/vs_autograd.py --quick         # about 20 s
+    PYTHONPATH=. python benchmarks/vs_autograd.py                 # about 2 minutes
+    PYTHONPATH=. python benchmarks/vs_autograd.py --quick         # about 30 s
     PYTHONPATH=. python benchmarks/vs_autograd.py --only rosen,fluidsim
     PYTHONPATH=. python benchmarks/vs_autograd.py --clock cpu     # process CPU time (a busy machine)
 
