@@ -314,3 +314,174 @@ def test_vjp_with_traced_cotangents_inlines():
         _, pull = tg.vjp(f, x)
         np.testing.assert_allclose(tg.grad(lambda c: np.sum(pull(c)[0]))(ct),
                                    np.sin(x) + x * np.cos(x), rtol=1e-12)
+
+
+# -- a grad inside another transform: the adjoint graph it inlines is cached ------------------
+def uncached(transform, *args):
+    """``transform(*args)`` with no inlined adjoint cached and none made: the uncached
+    path (every structure fails to make a ``plans.Replay``)."""
+    saved = dict(plans._CACHE)
+    plans.clear()
+    real = plans.Replay.__init__
+
+    def refuse(self, *a, **k):
+        raise RuntimeError("not cached in this test")
+    plans.Replay.__init__ = refuse
+    try:
+        return transform(*args)
+    finally:
+        plans.Replay.__init__ = real
+        plans.clear()
+        plans._CACHE.update(saved)
+
+
+def replays():
+    return [p for p in plans._CACHE.values() if isinstance(p, plans.Replay)]
+
+
+def two_constants(x):
+    """Both branches trace the same structure; only a constant's value differs."""
+    c = 2.0 if np.sum(x) > 0 else 3.0
+    return np.sum(np.sin(x) * x ** 2) * c
+
+
+def second(x):
+    return np.sum(tg.grad(two_constants)(x) * np.cos(x))
+
+
+def second_numeric(x):
+    return numeric_grad(lambda v: np.sum(_grad_exact(v) * np.cos(v)), x)
+
+
+def _grad_exact(x):
+    c = 2.0 if np.sum(x) > 0 else 3.0
+    return (np.cos(x) * x ** 2 + 2 * x * np.sin(x)) * c
+
+
+def test_inlined_grads_with_the_same_structure_and_other_constants():
+    g = tg.grad(second)
+    plans.clear()
+    for sign in (1.0, -1.0, 1.0, -1.0, -1.0, 1.0):
+        x = sign * np.array([0.4, 1.1, 0.3])
+        got = g(x)
+        np.testing.assert_allclose(got, second_numeric(x), rtol=1e-6, atol=1e-8)
+        np.testing.assert_array_equal(got, uncached(g, x))
+    assert len(replays()) == 1      # one structure: both branches used the same entry
+
+
+def test_jit_of_grad_retraces_on_a_branch_decided_inside_the_inlined_grad():
+    # the guard of the inner trace (np.sum(x) > 0) must reach the compiled function even
+    # when its adjoint graph came from the cache
+    plans.clear()
+    for _ in range(2):
+        f = tg.jit(tg.grad(two_constants))
+        for sign in (1.0, -1.0, 1.0, -1.0):
+            x = sign * np.array([0.4, 1.1, 0.3])
+            np.testing.assert_allclose(f(x), _grad_exact(x), rtol=1e-12)
+    h = tg.jit(tg.grad(second))
+    for sign in (-1.0, 1.0, -1.0):
+        x = sign * np.array([0.4, 1.1, 0.3])
+        np.testing.assert_allclose(h(x), second_numeric(x), rtol=1e-6, atol=1e-8)
+
+
+def test_inlined_grads_with_other_shapes_dtypes_and_captured_values():
+    def outer(y, x):
+        # the inner function closes over the outer tracer y (a captured input)
+        return np.sum(tg.grad(lambda v: np.sum(np.tanh(v * y) * y))(x) ** 2)
+
+    def outer_numeric(y, x):
+        def inner_grad(yy):
+            t = np.tanh(x * yy)
+            return (1 - t ** 2) * yy * yy
+        return numeric_grad(lambda yy: np.sum(inner_grad(yy) ** 2), y)
+
+    g = tg.grad(outer)
+    rng = np.random.default_rng(4)
+    for n, dtype in [(3, np.float64), (4, np.float64), (3, np.float32), (3, np.float64)]:
+        y = rng.uniform(0.5, 1.0, n).astype(dtype)
+        x = rng.uniform(-1.0, 1.0, n).astype(dtype)
+        got = g(y, x)
+        assert got.dtype == dtype and got.shape == (n,)
+        assert_same(got, uncached(g, y, x))
+        if dtype == np.float64:
+            np.testing.assert_allclose(got, outer_numeric(y, x), rtol=1e-6, atol=1e-8)
+
+
+def test_an_inlined_argument_and_a_captured_value_are_told_apart():
+    # the inner traces record the same nodes (input, input, mul, sum) on the same line;
+    # their second input is an argument of the inner grad in one, a captured value in
+    # the other
+    def outer(a, b, by_arg):
+        gv = tg.grad(lambda v, *u: np.sum((u[0] if u else a) * v), argnums=(0, 1) if by_arg else 0)(b, *((a,) if by_arg else ()))  # noqa: E501
+        return np.sum((gv[0] if by_arg else gv) * b)
+
+    a, b = np.array([0.5, 2.0]), np.array([1.5, -1.0])
+    plans.clear()
+    for by_arg in (False, True, False, True):
+        got = tg.grad(outer, argnums=(0, 1))(a, b, by_arg)
+        np.testing.assert_allclose(got, [b, a], rtol=1e-12)
+
+
+def test_inlined_value_and_grad_with_aux_repeats():
+    def inner(w, x):
+        y = np.tanh(x @ w)
+        return np.mean(y ** 2), y
+
+    def outer(w, x):
+        (value, y), gw = tg.value_and_grad(inner, has_aux=True)(w, x)
+        return value + np.sum(gw ** 2) + 0.1 * np.sum(y)
+
+    rng = np.random.default_rng(5)
+    g = tg.grad(outer)
+    for _ in range(3):
+        w, x = rng.standard_normal(3), rng.standard_normal((4, 3))
+        got = g(w, x)
+        assert_same(got, uncached(g, w, x))
+        np.testing.assert_allclose(got, numeric_grad(lambda v: outer(v, x), w), rtol=1e-5,
+                                   atol=1e-8)
+
+
+def test_inlined_vjps_repeat_with_other_constants():
+    def egrad(fun):
+        def g(x):
+            out, pull = tg.vjp(fun, x)
+            return pull(np.ones_like(out))[0]
+        return g
+
+    def f(x, c):
+        return np.tanh(x * c) * c
+
+    x = np.linspace(-1.5, 1.5, 5)
+    plans.clear()
+    for c in (0.5, 2.0, 0.5, 1.5):
+        f2 = egrad(egrad(lambda v, c=c: f(v, c)))
+        t = np.tanh(x * c)
+        want = -2 * t * (1 - t ** 2) * c ** 3
+        got = f2(x)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+        assert_same(got, uncached(f2, x))
+        np.testing.assert_allclose(tg.jit(f2)(x), want, rtol=1e-12, atol=1e-14)
+    assert replays()
+
+
+def test_a_large_plan_is_interpreted_until_compiling_pays():
+    def f(x):
+        for _ in range(300):
+            x = np.sin(x) * 0.9
+        return np.sum(x)
+
+    def exact(x):
+        g = np.ones_like(x)
+        for _ in range(300):
+            g = g * np.cos(x) * 0.9
+            x = np.sin(x) * 0.9
+        return g
+
+    plans.clear()
+    x = np.array([0.3, -0.8, 1.2])
+    want = exact(x)
+    for use in range(1, plans.COMPILE_LARGE_AFTER + 2):
+        np.testing.assert_allclose(tg.grad(f)(x), want, rtol=1e-12)
+        (plan,) = plans._CACHE.values()
+        assert len(plan.graph) >= plans.LARGE_PLAN
+        assert (plan.compiled is not None) == (use >= plans.COMPILE_LARGE_AFTER)

@@ -22,6 +22,7 @@ from .errors import TraceError
 from .ir import REGISTRY, Aval, Graph, apply
 from .ir.aliasing import fresh_bases
 from .ir.dtypes import is_float
+from .ir.evaluate import check_guard
 from .passes.prune import live_nodes
 from .runtime import run
 from .tracer import (
@@ -210,7 +211,19 @@ class _Traced:
                 self.plan = plans.lookup(self.plan_key)
         if self.plan_key is None:
             trace.values = None     # the uncached path recomputes what it needs
-        if isinstance(self.plan, plans.Plan):
+        # inside an enclosing transform: the derivative is inlined into its trace, and
+        # the adjoint graph to inline is cached by structure (``plans.Replay``)
+        self.replay = self.replay_key = None
+        if plan_extra is not None and self.plan_key is None and \
+                any(isinstance(a, Tracer) for a in self.eval_args):
+            self.guards = list(trace._guards)
+            self.replay_key = plans.structure_key(
+                trace.records, self.outputs,
+                ("replay", plan_extra, self.n_out, tuple(self.input_nodes),
+                 tuple([n for n, _ in self.guards])))
+            if self.replay_key is not None:
+                self.replay = plans.lookup(self.replay_key)
+        if isinstance(self.plan, plans.Plan) or isinstance(self.replay, plans.Replay):
             return                  # this structure passed every check below before
         if differentiable if check_complex is None else check_complex:
             _check_complex_rules(self.graph, src)
@@ -351,6 +364,35 @@ def _planned(t, seeds, seed_values):
     return None if plan is None else plan(t.trace.values, seed_values)
 
 
+def _replayed(t, seeds, fwd, seed_values):
+    """``_evaluate`` of ``t``'s adjoint graph (its forward outputs ``fwd``, then the
+    cotangents of its inputs) when ``t`` is traced inside another transform, from the
+    graph cached for its structure (made now on a miss); None when it has none. This
+    call's branch decisions are recorded in the enclosing trace, as the uncached path's
+    replay of the guards does."""
+    if t.replay_key is None:
+        return None
+    rp = t.replay
+    if rp is None:
+        guard_nodes = list(dict.fromkeys(n for n, _ in t.guards))
+        try:
+            rp = plans.Replay(t.trace.records, t.outputs, t.input_nodes, seeds, guard_nodes)
+        except Exception:   # e.g. a rule that reads a constant's value: not cached
+            rp = False
+        plans.store(t.replay_key, rp)
+    if not rp:
+        return None
+    graph, used = rp.graph(tuple(fwd))
+    outs = _evaluate(graph, rp.args(t.trace.records, t.eval_args, seed_values, used))
+    k = len(fwd)
+    if t.guards:
+        at = {n: k + i for i, n in enumerate(dict.fromkeys(n for n, _ in t.guards))}
+        for n, expected in t.guards:
+            check_guard(graph, graph.outputs[at[n]], outs[at[n]], expected)
+        del outs[k:k + len(at)]
+    return outs
+
+
 def _grad_core(fun, argnums, has_aux, with_value, holomorphic=False):
     """The shared body of grad and value_and_grad: returns (value or None, aux, grads)."""
 
@@ -387,15 +429,17 @@ def _grad_core(fun, argnums, has_aux, with_value, holomorphic=False):
             grads = t.unflatten_inputs(grads, single, numbers_as_scalars=True)
             fwd = [v._value for v in t.out_values + t.aux_values]
             return fwd[0], unflatten(t.aux_tree, fwd[1:]) if has_aux else None, grads
-        adj = passes.adjoint(t.graph, seeds=[0])
-        n_fwd = len(t.graph.outputs)
+        n_fwd = len(t.outputs)
         # forward outputs: read off the trace when it ran on concrete values, else
         # evaluated only when asked for
         fwd_idx = []
         if not t.concrete:
             fwd_idx = ([0] if with_value else []) + (list(range(1, n_fwd)) if has_aux else [])
-        keep = [adj.outputs[i] for i in fwd_idx] + adj.outputs[n_fwd:n_fwd + t.n_in]
-        outs = _evaluate(passes.prune(adj, keep), t.eval_args + [np.ones(shape, dtype)])
+        outs = _replayed(t, [0], fwd_idx, [np.ones(shape, dtype)])
+        if outs is None:
+            adj = passes.adjoint(t.graph, seeds=[0])
+            keep = [adj.outputs[i] for i in fwd_idx] + adj.outputs[n_fwd:n_fwd + t.n_in]
+            outs = _evaluate(passes.prune(adj, keep), t.eval_args + [np.ones(shape, dtype)])
         grads = t.unflatten_inputs(outs[len(fwd_idx):], single, numbers_as_scalars=True)
         if t.concrete:
             fwd = [v._value for v in t.out_values + t.aux_values]
@@ -537,7 +581,7 @@ def vjp(fun: Callable[..., Any], *primals: PyTree, has_aux: bool = False) -> tup
             if isinstance(v, np.ndarray) and any(np.may_share_memory(v, h) for h in handed):
                 v = v.copy()
             saved[n] = v
-    else:
+    elif t.replay_key is None:  # (else made when first needed, or cached: vjp_fn)
         n_fwd = len(t.graph.outputs)
         adj = passes.adjoint(t.graph, seeds=range(t.n_out))
         adj = passes.prune(adj, adj.outputs[n_fwd:n_fwd + t.n_in])
@@ -551,9 +595,13 @@ def vjp(fun: Callable[..., Any], *primals: PyTree, has_aux: bool = False) -> tup
                              f"structure {t.out_tree!r}{_at(call_src)}")
         cts = [_check_cotangent(c, *t.out_aval(k), call_src, "the cotangent")
                for k, c in enumerate(leaves)]
-        if adj is None and not any(isinstance(c, Tracer) for c in cts):
+        if plan is not None and not any(isinstance(c, Tracer) for c in cts):
             grads = plan(saved, cts)
         else:
+            # inside another transform, from the adjoint graph cached for this structure
+            grads = None if adj is not None else _replayed(t, list(range(t.n_out)), (), cts)
+            if grads is not None:
+                return t.unflatten_inputs(grads, single=False, numbers_as_scalars=True)
             if adj is None:     # traced cotangents: the adjoint graph is inlined
                 n_fwd = len(t.graph.outputs)
                 adj = passes.adjoint(t.graph, seeds=range(t.n_out))

@@ -86,20 +86,21 @@ def _sweep(trace, graph: Graph, seeds, wrt=None, taps=()) -> _Sweep:
     return _Sweep(env, seed_cts, final, origin, returned)
 
 
-def adjoint(graph: Graph, seeds=None) -> Graph:
+def adjoint(graph: Graph, seeds=None, wrt=None) -> Graph:
     """The adjoint graph of ``graph``.
 
     Its inputs are ``graph``'s inputs followed by one cotangent per output
     (per output listed in ``seeds``, when given); its outputs are ``graph``'s
-    outputs followed by one cotangent per input. Integer and boolean values
-    get no cotangent (their slots hold zeros), and nothing flows through
-    ``stop_gradient``. The argument is left unchanged.
+    outputs followed by one cotangent per input (per input listed in ``wrt``,
+    when given: then only what depends on those is differentiated). Integer and
+    boolean values get no cotangent (their slots hold zeros), and nothing flows
+    through ``stop_gradient``. The argument is left unchanged.
     """
     seeds = range(len(graph.outputs)) if seeds is None else seeds
     with new_trace() as trace:
-        sweep = _sweep(trace, graph, seeds)
+        sweep = _sweep(trace, graph, seeds, wrt=wrt)
         input_cts = []
-        for n in graph.inputs:
+        for n in (graph.inputs if wrt is None else wrt):
             d = graph.node(n)
             ct = sweep.final.get(n)
             input_cts.append(ct if ct is not None else zeros(trace, d["shape"], d["dtype"]))

@@ -9,6 +9,7 @@ against a constant mask (``triu``, ``tril``). ``reshape``, ``ravel``, ``concaten
 from __future__ import annotations
 
 import builtins
+import functools
 import math
 
 import numpy as np
@@ -184,11 +185,23 @@ def _take_positions(a, positions, axis):
     return getitem(a, (slice(None),) * axis + (np.asarray(positions, dtype=np.intp),))
 
 
+@functools.lru_cache(maxsize=4096)
+def _roll_positions(n, shift):
+    """``np.roll(np.arange(n), shift)``, read-only and shared: stencil code rolls the
+    same axes by the same shifts thousands of times."""
+    positions = np.roll(np.arange(n, dtype=np.intp), shift)
+    positions.flags.writeable = False
+    return positions
+
+
 @implements(np.roll)
 def roll(a, shift, axis=None):
     a = coerce(a)
     if axis is None:
         return reshape(roll(ravel(a), shift, 0), shape_of(a))
+    if type(axis) is int and type(shift) is int:     # the common case, without NumPy's
+        ax = _single_axis(axis, ndim_of(a))             # broadcasting of shifts and axes
+        return _take_positions(a, _roll_positions(shape_of(a)[ax], shift), ax)
     shifts = np.broadcast_to(shift, np.shape(axis)).tolist() if np.ndim(axis) else [shift]
     axes = list(axis) if np.ndim(axis) else [axis]
     for s, ax in zip(shifts, axes):

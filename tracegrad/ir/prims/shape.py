@@ -166,7 +166,39 @@ def _getitem_impl(x, *idx, index):
     return x[index.to_numpy(idx)]
 
 
+def _permuting(index, shape):
+    """``(axis, inverse)`` when ``index`` takes every element once, in another order,
+    along one axis (full slices and one constant 1-d integer array that is a permutation
+    of that axis: ``np.roll``, ``np.flip`` by positions); else None."""
+    if len(index) > len(shape):
+        return None
+    axis = None
+    for i, item in enumerate(index):
+        if isinstance(item, Slice) and item == (None, None, None):
+            continue
+        if axis is None and isinstance(item, np.ndarray) and item.ndim == 1 \
+                and item.dtype.kind in "iu" and item.size == shape[i]:
+            axis = i
+            continue
+        return None
+    if axis is None:
+        return None
+    n = shape[axis]
+    positions = index[axis].astype(np.intp) % n if n else index[axis].astype(np.intp)
+    inverse = np.full(n, -1, dtype=np.intp)
+    inverse[positions] = np.arange(n, dtype=np.intp)
+    if (inverse < 0).any():
+        return None                 # some position repeats: not a permutation
+    return axis, inverse
+
+
 def _getitem_vjp(g, out, x, *idx, index):
+    permuted = None if idx else _permuting(index, tuple(x.shape))
+    if permuted is not None:
+        # each element of x went to exactly one place: its cotangent is gathered back
+        axis, inverse = permuted
+        back = Index(tuple(inverse if i == axis else item for i, item in enumerate(index)))
+        return (apply("getitem", g, index=back),)
     zeros = np.zeros_like(x)
     return (apply("index_update", zeros, g, *idx, index=index, mode="add"),) + (None,) * len(idx)
 
