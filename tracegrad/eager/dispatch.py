@@ -16,6 +16,7 @@ import numpy as np
 from ..ir import apply
 from ..tracer import Tracer, user_src
 from . import grad_mode, profiler
+from .aliasing import writable
 from .tape import TAPE, EagerTracer
 
 _PLAIN, _RECORD, _SYMBOLIC = 0, 1, 2
@@ -116,6 +117,12 @@ def _call(Tensor, fn, args, name, view_of, kwargs):
             TAPE.src = outer
         if view_of is None:
             out = _owned(out, [i._value for i in _flat(ins) if isinstance(i, EagerTracer)])
+        elif isinstance(out, EagerTracer) and not _aliases(out._value, view_of._data):
+            # the primitives recorded copy (``diagonal`` is a selection): the tensor's value
+            # is the operation applied to the value, a view sharing the base's memory
+            plain = fn(*_map(args, _value, Tensor), **kwargs)
+            if isinstance(plain, np.ndarray) and _aliases(plain, view_of._data):
+                out._value = out._handle._value = plain
         return _wrap(out, Tensor, name, ins, view_of)
     out = fn(*_map(args, _symbolic, Tensor), **kwargs)
     return _wrap(out, Tensor, None, None, None)
@@ -150,9 +157,18 @@ def _wrap(out, Tensor, name, ins, view_of):
         return Tensor._symbolic(out)
     t = Tensor._plain(np.asarray(out))
     if view_of is not None and out is not None and _aliases(t._data, view_of._data):
-        t._vc = view_of._vc
-        t._base = view_of if view_of._base is None else view_of._base
+        _viewing(t, view_of)
     return t
+
+
+def _viewing(t, view_of):
+    """Make ``t`` a view of ``view_of``: the same version counter and base, writable where
+    the base is (NumPy's ``diagonal`` and ``broadcast_to`` are read-only), and marked
+    when made under no_grad (PyTorch forbids recording an in-place change of it)."""
+    t._vc = view_of._vc
+    t._base = view_of if view_of._base is None else view_of._base
+    t._nograd = view_of._nograd or not grad_mode.is_grad_enabled()
+    writable(t._data, view_of._data)
 
 
 def _from_tracer(tracer, Tensor, name, ins, view_of):
@@ -170,9 +186,9 @@ def _from_tracer(tracer, Tensor, name, ins, view_of):
             handle._inputs = inputs
     t = Tensor._recorded(tracer)
     if view_of is not None and _aliases(t._data, view_of._data):
-        t._vc = handle._counter = view_of._vc
+        _viewing(t, view_of)
+        handle._counter = view_of._vc
         handle._saved_version = view_of._vc.v
-        t._base = view_of if view_of._base is None else view_of._base
     return t
 
 

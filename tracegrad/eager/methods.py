@@ -322,7 +322,8 @@ def _triangle(lower):
 
 
 def diagonal(self, offset=0, dim1=0, dim2=1):
-    return call(lambda x: np.diagonal(x, offset, dim1, dim2), self, name="DiagonalBackward0")
+    return call(lambda x: np.diagonal(x, offset, dim1, dim2), self, name="DiagonalBackward0",
+                view_of=self)
 
 
 def diag(self, diagonal=0):
