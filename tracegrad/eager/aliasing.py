@@ -95,3 +95,52 @@ def copy_slices(base, idx, values):
     index, operands = normalize((_operand(idx),))
     new = apply("index_update", flat, coerce(values), *operands, index=index, mode="set")
     return apply("reshape", new, shape=shape)
+
+
+# -- how a view was made (PyTorch's CreationMeta) ----------------------------------------------
+# ``Tensor._creation`` is None for a view made the ordinary way, else (kind, output, name,
+# derived): ``kind`` "no_grad" (made under no_grad), "multi" (one of several views one
+# function returned: split, chunk, unbind) or "multi_plain" (the same, of a base that did
+# not require grad); ``output`` its position among them; ``name`` the forward name of the
+# operation that made it; ``derived`` whether it is a view of such a view. PyTorch forbids
+# recording an in-place change of these views.
+_MULTI = ("This view is the output of a function that returns multiple views. Such functions "
+          "do not allow the output views to be modified inplace. You should replace the "
+          "inplace operation by an out-of-place one.")
+_AMBIGUOUS = ("Given that this use case is ambiguous and error-prone, it is forbidden. You can "
+              "clarify your code by moving both the view and the inplace either both inside "
+              "the no_grad block (if you don't want the inplace to be tracked) or both outside "
+              "(if you want the inplace to be tracked).")
+
+
+def view_name(backward_name):
+    """``SelectBackward0`` -> ``Select``, as PyTorch's view messages name the operation."""
+    name = backward_name or "View"
+    return name[:name.index("Backward")] if "Backward" in name else name
+
+
+def derived(creation, name):
+    """The creation record of a view made from a view made as ``creation``."""
+    return (creation[0], 0, view_name(name), True)
+
+
+def inplace_error(creation):
+    """PyTorch's message for an in-place change, recorded, of a view made as ``creation``."""
+    kind, k, name, via = creation
+    if kind == "no_grad":
+        if via:
+            return (f"Output {k} of {name} is a view of a view which was created in no_grad "
+                    "mode and is being modified inplace with grad mode enabled. " + _AMBIGUOUS)
+        return NO_GRAD_VIEW
+    if kind == "multi_plain" and not via:
+        return ("A view was created in no_grad mode and is being modified inplace with grad "
+                "mode enabled. " + _MULTI)
+    return f"Output {k} of {name} is a view and is being modified inplace. " + _MULTI
+
+
+def rebase_error(creation):
+    """PyTorch's message when a view made as ``creation`` is used after its base (or
+    another view of it) changed in place."""
+    kind, k, name, via = creation
+    return (f"Output {k} of {name} is a view and its base or another view of its base has been "
+            "modified inplace. " + _MULTI)

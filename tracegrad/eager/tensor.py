@@ -82,7 +82,7 @@ class Tensor:
     """
 
     __slots__ = ("_data", "_tracer", "_requires_grad", "_grad", "_vc", "_input",
-                 "_hooks", "_base", "_retains", "_nograd", "__weakref__")
+                 "_hooks", "_base", "_retains", "_creation", "__weakref__")
     __array_priority__ = 1000
 
     if TYPE_CHECKING:
@@ -137,7 +137,7 @@ class Tensor:
         t._hooks = None
         t._base = None
         t._retains = False
-        t._nograd = False
+        t._creation = None
         return t
 
     def _set_fields(self, data, requires_grad=False):
@@ -150,7 +150,7 @@ class Tensor:
         self._hooks = None
         self._base = None
         self._retains = False
-        self._nograd = False
+        self._creation = None
 
     @classmethod
     def _recorded(cls, tracer):
@@ -165,7 +165,7 @@ class Tensor:
         t._hooks = None
         t._base = None
         t._retains = False
-        t._nograd = False
+        t._creation = None
         return t
 
     @classmethod
@@ -208,6 +208,8 @@ class Tensor:
                 # old one would skip the in-place operation's derivative): the view again,
                 # from the base's history now. (A view of a leaf changed under no_grad keeps
                 # a valid history: views read no values.)
+                if self._creation is not None and self._creation[0] != "no_grad":
+                    raise RuntimeError(aliasing.rebase_error(self._creation))
                 return self._rebased()
             if t._handle._value is None:        # freed by a backward: this tensor still has it
                 t._handle._value = self._data
@@ -332,9 +334,10 @@ class Tensor:
         base = self._base
         if self._data.dtype != base._data.dtype:
             raise RuntimeError(_VIEW_DTYPE)
-        t = aliasing.gathered(base._traced(), aliasing.index_map(self._data, base._data))
+        of = base._traced()
+        t = aliasing.gathered(of, aliasing.index_map(self._data, base._data))
         h = t._handle
-        h._name = "AsStridedBackward0"
+        h._name, h._inputs = "AsStridedBackward0", (of._handle,)
         h._value, h._counter, h._saved_version = self._data, self._vc, self._vc.v
         self._tracer = t = _relabelled(t, self._data)
         return t
@@ -491,28 +494,37 @@ class Tensor:
     __hash__ = object.__hash__
 
     # -- in place ----------------------------------------------------------------------
-    def _check_inplace(self, others=()):
+    def _check_inplace(self, others=(), fills=False):
+        """PyTorch's checks before an in-place change: of a leaf, of a view of one, of a
+        view made under no_grad or by split; then, unless the operation only ``fills``
+        (fill_, masked_fill_: they may write one place twice), that no two elements share
+        memory (an expanded view)."""
         base = self._base
         if base is None:
             if self._tracer is None and self._requires_grad and grad_mode.is_grad_enabled():
                 raise RuntimeError(_LEAF_INPLACE)
             return
-        if aliasing.overlapping(self._data):
+        if grad_mode.is_grad_enabled():
+            self._check_creation(self._creation, others)
+            if self._tracer is not None and base._tracer is None and base._requires_grad:
+                raise RuntimeError(_VIEW_INPLACE)
+        if not fills and aliasing.overlapping(self._data):
             raise RuntimeError(aliasing.OVERLAP)
-        if not grad_mode.is_grad_enabled():
-            return
-        if self._nograd and (base.requires_grad or self.requires_grad or any(
-                isinstance(o, Tensor) and o.requires_grad for o in others)):
-            raise RuntimeError(aliasing.NO_GRAD_VIEW)
-        if self._tracer is not None and base._tracer is None and base._requires_grad:
-            raise RuntimeError(_VIEW_INPLACE)
 
-    def _inplace(self, fn, *others, name=None, reads_self=True, cast=False):
+    def _check_creation(self, creation, others):
+        """PyTorch's refusal to record an in-place change of a view made under no_grad or
+        returned with others by one function (``split``), when gradients are involved."""
+        if creation is not None and grad_mode.is_grad_enabled() and (
+                self._base.requires_grad or self.requires_grad or any(
+                    isinstance(o, Tensor) and o.requires_grad for o in others)):
+            raise RuntimeError(aliasing.inplace_error(creation))
+
+    def _inplace(self, fn, *others, name=None, reads_self=True, cast=False, fills=False):
         """Replace this tensor's value by ``fn(self, *others)`` in place, recording it when
         gradients are involved: the tensor then names the new node (its history is
         rebased, as in PyTorch), and its version goes up. Unless ``cast`` (copy_, fill_,
         indexed assignment), a result of a higher dtype category is an error."""
-        self._check_inplace(others)
+        self._check_inplace(others, fills)
         if self._data is not None and not self._data.flags.writeable:
             raise RuntimeError(aliasing.OVERLAP)
         mode = None
@@ -540,7 +552,12 @@ class Tensor:
                     _kind_rank(new.dtype) > _kind_rank(self._data.dtype):
                 raise RuntimeError(f"result type {_scalar_name(new.dtype)} can't be cast to the "
                                    f"desired output type {_scalar_name(self._data.dtype)}")
-            np.copyto(self._data, new, casting="unsafe")
+            if fills and self._base is not None and aliasing.overlapping(self._data):
+                # one place seen as several elements: written where the fill changes it
+                # (as PyTorch writes only the filled ones)
+                np.copyto(self._data, new, casting="unsafe", where=new != self._data)
+            else:
+                np.copyto(self._data, new, casting="unsafe")
             self._vc.v += 1
             return self
         if self._base is not None:
@@ -588,14 +605,17 @@ class Tensor:
                                f"desired output type {_scalar_name(self._data.dtype)}")
         if res.dtype != self._data.dtype:
             res = res.astype(self._data.dtype)
+        edges = dispatch.edges(name or "", [first, *ins])
         if name is not None:
             res._handle._name = name
-            res._handle._inputs = dispatch.edges(name, [first, *ins])
-        new = aliasing.copy_slices(base._traced(), idx, res)
+            res._handle._inputs = edges
+        was = base._traced()
+        new = aliasing.copy_slices(was, idx, res)
         np.copyto(self._data, res._value, casting="unsafe")
         self._vc.v += 1
         h = new._handle
-        h._name = "CopySlices"
+        # PyTorch's CopySlices: the old base, then the operation's other operands
+        h._name, h._inputs = "CopySlices", (was._handle,) + edges[1:]
         h._value, h._counter, h._saved_version = base._data, base._vc, base._vc.v
         base._tracer = _relabelled(new, base._data)
         base._requires_grad = False
@@ -605,12 +625,20 @@ class Tensor:
 
     def __setitem__(self, key, value):
         key = _index_key(key)
+        if self._creation is not None:
+            from .indexing import getitem_name, is_basic
+            items = key if isinstance(key, tuple) else (key,)
+            whole = all(k is Ellipsis for k in items)
+            # PyTorch writes through a view of the view (a select, a slice), named so
+            self._check_creation(self._creation if whole or not is_basic(key) else
+                                 aliasing.derived(self._creation, getitem_name(key)), (value,))
+        number = not isinstance(value, (Tensor, np.ndarray))
         if not isinstance(value, Tensor):
             value = np.asarray(value, dtype=self.dtype) if not isinstance(value, np.ndarray) \
                 else value
             if not (grad_mode.is_grad_enabled() and (self.requires_grad or self._base is not None
                                                       and self._base.requires_grad)):
-                self._check_inplace()
+                self._check_inplace(fills=number)
                 self._data[key] = value
                 self._vc.v += 1
                 return
@@ -618,7 +646,7 @@ class Tensor:
         from .indexing import index_update, is_basic
         self._inplace(lambda x, v: index_update(x, key, v), value,
                       name="CopySlices" if is_basic(key) else "IndexPutBackward0",
-                      reads_self=False, cast=True)
+                      reads_self=False, cast=True, fills=number)
 
 
 dispatch.Tensor = Tensor

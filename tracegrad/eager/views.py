@@ -197,3 +197,37 @@ FUNCTIONS.update(
     real=lambda input: real(_as_tensor(input)), imag=lambda input: imag(_as_tensor(input)),
     conj=lambda input: conj(_as_tensor(input)),
     view_as_real=view_as_real, view_as_complex=view_as_complex)
+
+
+def _index_fill_mask(self, dim, index):
+    d = _dim(self, dim)
+    idx = index._concrete("index_fill") if isinstance(index, Tensor) else np.asarray(index)
+    if idx.dtype.kind not in "iu":
+        raise _err("index_fill_(): Expected dtype int64 for index.")
+    if idx.ndim > 1:
+        raise _err("Index has to be a vector/scalar")
+    mask = np.zeros(tuple(self.shape), bool)
+    mask[(slice(None),) * d + (idx.reshape(-1).astype(np.int64),)] = True
+    return mask
+
+
+def index_fill_(self, dim, index, value):
+    """``value`` at positions ``index`` along ``dim``, in place."""
+    mask = _index_fill_mask(self, dim, index)
+    if isinstance(value, Tensor):
+        value = value.item()
+    return self._inplace(lambda x: np.where(mask, np.asarray(value, x.dtype), x),
+                         name="IndexFillBackward0", reads_self=False, cast=True, fills=True)
+
+
+def index_fill(self, dim, index, value):
+    mask = _index_fill_mask(self, dim, index)
+    if isinstance(value, Tensor):
+        value = value.item()
+    return call(lambda x: np.where(mask, np.asarray(value, x.dtype), x), self,
+                name="IndexFillBackward0")
+
+
+Tensor.index_fill_, Tensor.index_fill = index_fill_, index_fill
+FUNCTIONS.update(index_fill=lambda input, dim, index, value: index_fill(
+    _as_tensor(input), dim, index, value))
