@@ -16,10 +16,9 @@ under no_grad, changed with grad mode on: PyTorch's error).
 """
 import numpy as np
 import pytest
+from conftest import bounded
 
 import tracegrad as tg
-
-from conftest import bounded
 
 torch = pytest.importorskip("torch")
 

@@ -17,6 +17,7 @@ from ..tracer import user_src as _user_src
 from ..tracer import where as _at_user_line
 from ..tracer.numpy_api import DIRECT as _DIRECT
 from . import dispatch as _dispatch
+from .aliasing import overlapping as _overlapping
 from .device import CPU as _CPU
 from .device import is_device as _is_device
 from .device import resolve as _resolve
@@ -28,7 +29,6 @@ from .profiler import current as _profiling
 from .promotion import cast, category, promoted, result_type
 from .random import draw_dtype
 from .tape import TAPE, EagerTracer, Version
-from .aliasing import overlapping as _overlapping
 from .tensor import Tensor, _default_float, _index_key, _kind_rank, _private_copy, _scalar_name, default_dtype
 
 MinMax = namedtuple("MinMax", ["values", "indices"])
