@@ -118,7 +118,7 @@ def _call(Tensor, fn, args, name, view_of, kwargs):
         if view_of is None:
             out = _owned(out, [i._value for i in _flat(ins) if isinstance(i, EagerTracer)])
         elif isinstance(out, EagerTracer) and type(out._value) is np.ndarray and \
-                out._value.base is None and out._value.size:
+                out._value.size and not np.may_share_memory(out._value, view_of._data):
             # the primitives recorded copy (``diagonal`` is a selection): the tensor's value
             # is the operation applied to the value, a view sharing the base's memory
             plain = fn(*_map(args, _value, Tensor), **kwargs)
