@@ -4,6 +4,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import methods as _methods  # noqa: F401  (sort, topk, isnan, scatter, ...)
 from . import ops as _ops  # noqa: F401  (installs the tensor operations)
+from . import views as _views  # noqa: F401  (select, unfold, as_strided, view_as_real, ...)
 from .creation import (
     BoolTensor,
     ByteTensor,

@@ -108,7 +108,14 @@ def from_numpy(array: np.ndarray) -> Tensor:
     return Tensor._plain(np.asarray(array))
 
 
-def _shape(size):
+def _shape(size, size_kw=None):
+    """The shape from ``zeros(2, 3)``, ``zeros((2, 3))`` or ``zeros(size=(2, 3))``."""
+    if size_kw:
+        if "size" not in size_kw or len(size_kw) > 1 or size:
+            bad = next((k for k in size_kw if k != "size"), "size")
+            raise TypeError(f"got an unexpected keyword argument '{bad}'" if bad != "size" else
+                            "got multiple values for argument 'size'")
+        size = (size_kw["size"],)
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
     return tuple(int(s) for s in size)
@@ -126,24 +133,24 @@ def _dtype(dtype):
 
 
 def zeros(*size: int | Sequence[int], dtype: DTypeLike = None, requires_grad: bool = False,
-          device: Any = None) -> Tensor:
+          device: Any = None, **size_kw: Any) -> Tensor:
     """A tensor of zeros of shape ``size`` (``zeros(2, 3)`` or ``zeros((2, 3))``)."""
     _device(device)
-    return _finish(np.zeros(_shape(size), _dtype(dtype)), requires_grad)
+    return _finish(np.zeros(_shape(size, size_kw), _dtype(dtype)), requires_grad)
 
 
 def ones(*size: int | Sequence[int], dtype: DTypeLike = None, requires_grad: bool = False,
-         device: Any = None) -> Tensor:
+         device: Any = None, **size_kw: Any) -> Tensor:
     """A tensor of ones of shape ``size`` (``ones(2, 3)`` or ``ones((2, 3))``)."""
     _device(device)
-    return _finish(np.ones(_shape(size), _dtype(dtype)), requires_grad)
+    return _finish(np.ones(_shape(size, size_kw), _dtype(dtype)), requires_grad)
 
 
 def empty(*size: int | Sequence[int], dtype: DTypeLike = None, requires_grad: bool = False,
-          device: Any = None) -> Tensor:
+          device: Any = None, **size_kw: Any) -> Tensor:
     """A tensor of shape ``size`` (zero-filled here)."""
     _device(device)
-    return _finish(np.zeros(_shape(size), _dtype(dtype)), requires_grad)
+    return _finish(np.zeros(_shape(size, size_kw), _dtype(dtype)), requires_grad)
 
 
 def full(size: int | Sequence[int], fill_value: float | bool, dtype: DTypeLike = None,
@@ -165,18 +172,18 @@ def eye(n: int, m: int | None = None, dtype: DTypeLike = None, requires_grad: bo
 
 
 def rand(*size: int | Sequence[int], dtype: DTypeLike = None, requires_grad: bool = False,
-         device: Any = None, generator: Any = None) -> Tensor:
+         device: Any = None, generator: Any = None, **size_kw: Any) -> Tensor:
     """Uniform samples in [0, 1) of shape ``size``: PyTorch's numbers for the same seed."""
     _device(device)
-    arr = _generator_of(generator).uniform(_shape(size), _float_dtype(dtype, "rand"))
+    arr = _generator_of(generator).uniform(_shape(size, size_kw), _float_dtype(dtype, "rand"))
     return _finish(arr, requires_grad)
 
 
 def randn(*size: int | Sequence[int], dtype: DTypeLike = None, requires_grad: bool = False,
-          device: Any = None, generator: Any = None) -> Tensor:
+          device: Any = None, generator: Any = None, **size_kw: Any) -> Tensor:
     """Standard normal samples of shape ``size``: PyTorch's numbers for the same seed."""
     _device(device)
-    arr = _generator_of(generator).normal(_shape(size), _float_dtype(dtype, "randn"))
+    arr = _generator_of(generator).normal(_shape(size, size_kw), _float_dtype(dtype, "randn"))
     return _finish(arr, requires_grad)
 
 

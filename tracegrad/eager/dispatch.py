@@ -16,7 +16,8 @@ import numpy as np
 from ..ir import apply
 from ..tracer import Tracer, user_src
 from . import grad_mode, profiler
-from .tape import TAPE, EagerTracer
+from .aliasing import derived, view_name, writable
+from .tape import TAPE, EagerTracer, Version
 
 _PLAIN, _RECORD, _SYMBOLIC = 0, 1, 2
 
@@ -104,7 +105,7 @@ def _call(Tensor, fn, args, name, view_of, kwargs):
         out = fn(*values, **kwargs)
         if view_of is None:
             out = _owned(out, values)
-        return _wrap(out, Tensor, None, None, view_of)
+        return _wrap(out, Tensor, name if view_of is not None else None, None, view_of)
     if mode == _RECORD:
         outer = TAPE.src
         if outer is None:
@@ -116,6 +117,13 @@ def _call(Tensor, fn, args, name, view_of, kwargs):
             TAPE.src = outer
         if view_of is None:
             out = _owned(out, [i._value for i in _flat(ins) if isinstance(i, EagerTracer)])
+        elif isinstance(out, EagerTracer) and type(out._value) is np.ndarray and \
+                out._value.size and not np.may_share_memory(out._value, view_of._data):
+            # the primitives recorded copy (``diagonal`` is a selection): the tensor's value
+            # is the operation applied to the value, a view sharing the base's memory
+            plain = fn(*_map(args, _value, Tensor), **kwargs)
+            if isinstance(plain, np.ndarray) and _aliases(plain, view_of._data):
+                out._value = out._handle._value = plain
         return _wrap(out, Tensor, name, ins, view_of)
     out = fn(*_map(args, _symbolic, Tensor), **kwargs)
     return _wrap(out, Tensor, None, None, None)
@@ -150,14 +158,40 @@ def _wrap(out, Tensor, name, ins, view_of):
         return Tensor._symbolic(out)
     t = Tensor._plain(np.asarray(out))
     if view_of is not None and out is not None and _aliases(t._data, view_of._data):
-        t._vc = view_of._vc
-        t._base = view_of if view_of._base is None else view_of._base
+        _viewing(t, view_of, name)
     return t
+
+
+def unviewed(t):
+    """``t``, a view of a value nobody else holds, as a tensor of its own (no ``_base``, a
+    version counter of its own), as PyTorch's ``_unsafe_view`` of a fresh result."""
+    if t._base is not None:
+        t._base, t._creation, t._vc = None, None, Version()
+        h = t._tracer._handle if isinstance(t._tracer, EagerTracer) else None
+        if h is not None:
+            h._counter, h._saved_version = t._vc, 0
+    return t
+
+
+def _viewing(t, view_of, name):
+    """Make ``t`` a view of ``view_of``: the same version counter and base, writable where
+    the base is (NumPy's ``diagonal`` and ``broadcast_to`` are read-only), and marked
+    when made under no_grad (PyTorch forbids recording an in-place change of it)."""
+    t._vc = view_of._vc
+    t._base = view_of if view_of._base is None else view_of._base
+    made = view_of._creation
+    if made is not None:
+        # a view of such a view made with grad mode on is named in PyTorch's message
+        t._creation = derived(made, name) if grad_mode.is_grad_enabled() else made
+    elif not grad_mode.is_grad_enabled():
+        t._creation = ("no_grad", 0, view_name(name), False)
+    writable(t._data, view_of._data)
 
 
 def _from_tracer(tracer, Tensor, name, ins, view_of):
     if tracer._dtype.kind not in "fc":
-        return Tensor._plain(tracer._value)     # integers and booleans carry no gradient
+        # integers and booleans carry no gradient
+        return _wrap(tracer._value, Tensor, name, None, view_of)
     if name is not None and _holds(ins, tracer):
         # NumPy handed an operand back (a reshape to its own shape): PyTorch still makes
         # a node, and retain_grad/hooks on the result must not land on the operand's
@@ -170,9 +204,9 @@ def _from_tracer(tracer, Tensor, name, ins, view_of):
             handle._inputs = inputs
     t = Tensor._recorded(tracer)
     if view_of is not None and _aliases(t._data, view_of._data):
-        t._vc = handle._counter = view_of._vc
+        _viewing(t, view_of, name)
+        handle._counter = view_of._vc
         handle._saved_version = view_of._vc.v
-        t._base = view_of if view_of._base is None else view_of._base
     return t
 
 

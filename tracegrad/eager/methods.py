@@ -322,7 +322,8 @@ def _triangle(lower):
 
 
 def diagonal(self, offset=0, dim1=0, dim2=1):
-    return call(lambda x: np.diagonal(x, offset, dim1, dim2), self, name="DiagonalBackward0")
+    return call(lambda x: np.diagonal(x, offset, dim1, dim2), self, name="DiagonalBackward0",
+                view_of=self)
 
 
 def diag(self, diagonal=0):
@@ -398,8 +399,17 @@ def logaddexp(self, other):
 
 def stride(self, dim=None):
     data = self._concrete("stride")
-    strides = tuple(s // data.itemsize for s in data.strides) if data.size else \
-        tuple(int(np.prod(data.shape[i + 1:], dtype=np.int64)) for i in range(data.ndim))
+    if not data.size:
+        strides = tuple(int(np.prod(data.shape[i + 1:], dtype=np.int64))
+                        for i in range(data.ndim))
+        return strides if dim is None else strides[dim]
+    out = [s // data.itemsize for s in data.strides]
+    for i in range(data.ndim - 1, -1, -1):
+        if out[i] == 0 and data.shape[i] == 1:
+            # NumPy's new axis (x[None]): PyTorch's unsqueeze gives the next dimension's
+            # extent (1 for the last); a stride of 0 is an expanded dimension's only
+            out[i] = out[i + 1] * data.shape[i + 1] if i + 1 < data.ndim else 1
+    strides = tuple(out)
     return strides if dim is None else strides[dim]
 
 

@@ -17,6 +17,7 @@ from ..tracer import user_src as _user_src
 from ..tracer import where as _at_user_line
 from ..tracer.numpy_api import DIRECT as _DIRECT
 from . import dispatch as _dispatch
+from .aliasing import overlapping as _overlapping
 from .device import CPU as _CPU
 from .device import is_device as _is_device
 from .device import resolve as _resolve
@@ -813,7 +814,7 @@ def _fast_inplace(self, other, fn):
         value = other
     else:
         return None
-    if not data.flags.writeable:
+    if not data.flags.writeable or self._base is not None and _overlapping(data):
         return None                     # _inplace's error
     if data.dtype.kind == "f" and (to is float or to is Tensor and value.dtype == data.dtype) and (
             fn is np.add or fn is np.subtract or fn is np.multiply):
@@ -858,19 +859,19 @@ def _overwrite(x, v):
 
 def zero_(self):
     return self._inplace(lambda x: _overwrite(x, np.zeros((), x.dtype)), name="ZeroBackward0",
-                         reads_self=False, cast=True) \
+                         reads_self=False, cast=True, fills=True) \
         if self.requires_grad else _fill_plain(self, 0)
 
 
 def fill_(self, value):
     if self.requires_grad or isinstance(value, Tensor) and value.requires_grad:
-        return self._inplace(_overwrite, value, reads_self=False, cast=True,
+        return self._inplace(_overwrite, value, reads_self=False, cast=True, fills=True,
                              name="FillBackward3" if isinstance(value, Tensor) else "FillBackward2")
     return _fill_plain(self, value)
 
 
 def _fill_plain(self, value):
-    self._check_inplace()
+    self._check_inplace(fills=True)
     self._data[...] = value._data if isinstance(value, Tensor) else value
     self._vc.v += 1
     return self
@@ -923,7 +924,7 @@ def masked_fill(self, mask, value):
 Tensor.masked_fill = masked_fill
 Tensor.masked_fill_ = lambda self, mask, value: self._inplace(
     _fill_where, mask, value, name="MaskedFillBackward0", reads_self=False,
-    cast=True)
+    cast=True, fills=True)
 
 
 # -- reductions -------------------------------------------------------------------------
@@ -1356,7 +1357,7 @@ def reshape(self, *shape):
     try:
         np.reshape(data, shape, copy=False)
     except ValueError:
-        t = _view(self.clone(), shape)
+        t = _dispatch.unviewed(_view(self.clone(), shape))
         name = "UnsafeViewBackward0"
     else:
         t = _view(self, shape)
@@ -1508,7 +1509,16 @@ def repeat(self, *sizes):
 
 Tensor.repeat = repeat
 Tensor.contiguous = lambda self, *a, **k: self if self._data is None or is_contiguous(self) \
-    else call(_clone, self, name="CloneBackward0")     # PyTorch copies a strided tensor
+    else call(_c_order, self, name="CloneBackward0")    # PyTorch copies a strided tensor
+
+
+def _c_order(x):
+    # a copy in C order (``clone`` keeps the strides, as PyTorch's preserve_format)
+    if isinstance(x, EagerTracer):
+        snap = _private_copy(x)
+        snap._value = snap._handle._value = np.ascontiguousarray(snap._value)
+        return snap
+    return np.array(x, order="C", copy=True)
 def _clone(x):
     # a node of its own holding a private copy: the tape must not share the operand's
     # node (its grad_fn, hooks and in-place history are the clone's own, as in PyTorch)
@@ -1541,9 +1551,13 @@ def split(self, split_size, dim=0):
 
 
 def _renamed(pieces, name):
-    for p in pieces:
+    for k, p in enumerate(pieces):
         if p.grad_fn is not None:
             p.grad_fn._name = name
+        if p._base is not None and p._creation is None and _grad_enabled():
+            # one of several views one function returned (PyTorch's MULTI_OUTPUT_NODE)
+            p._creation = ("multi" if p._base.requires_grad else "multi_plain", k,
+                           name[:name.index("Backward")], False)
     return pieces
 
 

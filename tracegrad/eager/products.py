@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .dispatch import call
+from .dispatch import call, unviewed
 
 
 def is_contiguous(t):
@@ -32,7 +32,8 @@ def _renamed(t, name):
 
 
 def _unsafe_view(t, shape):
-    return _renamed(t.reshape(shape), "UnsafeViewBackward0")
+    # PyTorch's _unsafe_view shares the product's memory but is no view of it
+    return _renamed(unviewed(t.reshape(shape)), "UnsafeViewBackward0")
 
 
 def _as_matrices(t, batch):

@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import DTypeLike
 
 from ..ir import apply
-from . import dispatch, grad_mode
+from . import aliasing, dispatch, grad_mode
 from .dispatch import call
 from .printing import tensor_repr
 from .tape import TAPE, EagerTracer, Version
@@ -28,9 +28,8 @@ _COMPLEX_GRAD = ("complex tensors cannot require grad in tracegrad's eager autog
                  "(PyTorch's conjugate-Wirtinger gradients are not implemented); the "
                  "functional transforms differentiate complex code with JAX's convention: "
                  "tg.grad(f)(z), tg.grad(f, holomorphic=True)(z)")
-_STALE_VIEW = ("this view's base (or another view of it) was modified in place after the view "
-               "was made, and tracegrad does not rebase a view's history as PyTorch does: "
-               "make the view after the in-place change, or clone() it before")
+_VIEW_DTYPE = ("tracegrad records in-place changes of a view only when the view has its "
+               "base's dtype (not through view_as_real, view_as_complex, real or imag)")
 _default_float = [np.dtype(np.float32)]
 
 
@@ -83,7 +82,7 @@ class Tensor:
     """
 
     __slots__ = ("_data", "_tracer", "_requires_grad", "_grad", "_vc", "_input",
-                 "_hooks", "_base", "_retains", "__weakref__")
+                 "_hooks", "_base", "_retains", "_creation", "__weakref__")
     __array_priority__ = 1000
 
     if TYPE_CHECKING:
@@ -138,6 +137,7 @@ class Tensor:
         t._hooks = None
         t._base = None
         t._retains = False
+        t._creation = None
         return t
 
     def _set_fields(self, data, requires_grad=False):
@@ -150,6 +150,7 @@ class Tensor:
         self._hooks = None
         self._base = None
         self._retains = False
+        self._creation = None
 
     @classmethod
     def _recorded(cls, tracer):
@@ -164,6 +165,7 @@ class Tensor:
         t._hooks = None
         t._base = None
         t._retains = False
+        t._creation = None
         return t
 
     @classmethod
@@ -202,10 +204,13 @@ class Tensor:
         if t is not None:
             if self._base is not None and self._base._tracer is not None and \
                     isinstance(t, EagerTracer) and t._handle._saved_version != self._vc.v:
-                # PyTorch rebases the history of a view whose base changed in place; the
-                # old one would skip the in-place operation's derivative. (A view of a
-                # leaf changed under no_grad keeps a valid history: views read no values.)
-                raise RuntimeError(_STALE_VIEW)
+                # PyTorch rebases the history of a view whose base changed in place (the
+                # old one would skip the in-place operation's derivative): the view again,
+                # from the base's history now. (A view of a leaf changed under no_grad keeps
+                # a valid history: views read no values.)
+                if self._creation is not None and self._creation[0] != "no_grad":
+                    raise RuntimeError(aliasing.rebase_error(self._creation))
+                return self._rebased()
             if t._handle._value is None:        # freed by a backward: this tensor still has it
                 t._handle._value = self._data
             return t
@@ -317,9 +322,24 @@ class Tensor:
                  inputs=inputs)
 
     def detach(self) -> Tensor:
+        # the same memory and version counter, but no view in PyTorch (``_base`` is None):
+        # an in-place change of it or of its views is no change of this tensor's history
         t = Tensor._plain(self._data)
         t._vc = self._vc
-        t._base = self if self._base is None else self._base
+        return t
+
+    def _rebased(self):
+        """This view's history made again from its base's current one (PyTorch's
+        ``AsStridedBackward0``), after the base changed in place."""
+        base = self._base
+        if self._data.dtype != base._data.dtype:
+            raise RuntimeError(_VIEW_DTYPE)
+        of = base._traced()
+        t = aliasing.gathered(of, aliasing.index_map(self._data, base._data))
+        h = t._handle
+        h._name, h._inputs = "AsStridedBackward0", (of._handle,)
+        h._value, h._counter, h._saved_version = self._data, self._vc, self._vc.v
+        self._tracer = t = _relabelled(t, self._data)
         return t
 
     def detach_(self) -> Tensor:
@@ -481,24 +501,39 @@ class Tensor:
     __hash__ = object.__hash__
 
     # -- in place ----------------------------------------------------------------------
-    def _check_inplace(self):
-        if self._tracer is None and self._requires_grad and grad_mode.is_grad_enabled():
-            raise RuntimeError(_LEAF_INPLACE)
+    def _check_inplace(self, others=(), fills=False):
+        """PyTorch's checks before an in-place change: of a leaf, of a view of one, of a
+        view made under no_grad or by split; then, unless the operation only ``fills``
+        (fill_, masked_fill_: they may write one place twice), that no two elements share
+        memory (an expanded view)."""
         base = self._base
-        if base is not None and self._tracer is not None and base._tracer is None and \
-                base._requires_grad and grad_mode.is_grad_enabled():
-            raise RuntimeError(_VIEW_INPLACE)
+        if base is None:
+            if self._tracer is None and self._requires_grad and grad_mode.is_grad_enabled():
+                raise RuntimeError(_LEAF_INPLACE)
+            return
+        if grad_mode.is_grad_enabled():
+            self._check_creation(self._creation, others)
+            if self._tracer is not None and base._tracer is None and base._requires_grad:
+                raise RuntimeError(_VIEW_INPLACE)
+        if not fills and aliasing.overlapping(self._data):
+            raise RuntimeError(aliasing.OVERLAP)
 
-    def _inplace(self, fn, *others, name=None, reads_self=True, cast=False):
+    def _check_creation(self, creation, others):
+        """PyTorch's refusal to record an in-place change of a view made under no_grad or
+        returned with others by one function (``split``), when gradients are involved."""
+        if creation is not None and grad_mode.is_grad_enabled() and (
+                self._base.requires_grad or self.requires_grad or any(
+                    isinstance(o, Tensor) and o.requires_grad for o in others)):
+            raise RuntimeError(aliasing.inplace_error(creation))
+
+    def _inplace(self, fn, *others, name=None, reads_self=True, cast=False, fills=False):
         """Replace this tensor's value by ``fn(self, *others)`` in place, recording it when
         gradients are involved: the tensor then names the new node (its history is
         rebased, as in PyTorch), and its version goes up. Unless ``cast`` (copy_, fill_,
         indexed assignment), a result of a higher dtype category is an error."""
-        self._check_inplace()
+        self._check_inplace(others, fills)
         if self._data is not None and not self._data.flags.writeable:
-            raise RuntimeError("unsupported operation: more than one element of the written-to "
-                               "tensor refers to a single memory location. Please clone() the "
-                               "tensor before performing the operation.")
+            raise RuntimeError(aliasing.OVERLAP)
         mode = None
         if len(others) == 1 and not grad_mode.is_grad_enabled():
             # the common case (an update under no_grad): what mode_of finds, in one go
@@ -524,12 +559,16 @@ class Tensor:
                     _kind_rank(new.dtype) > _kind_rank(self._data.dtype):
                 raise RuntimeError(f"result type {_scalar_name(new.dtype)} can't be cast to the "
                                    f"desired output type {_scalar_name(self._data.dtype)}")
-            np.copyto(self._data, new, casting="unsafe")
+            if fills and self._base is not None and aliasing.overlapping(self._data):
+                # one place seen as several elements: written where the fill changes it
+                # (as PyTorch writes only the filled ones)
+                np.copyto(self._data, new, casting="unsafe", where=new != self._data)
+            else:
+                np.copyto(self._data, new, casting="unsafe")
             self._vc.v += 1
             return self
-        if self._base is not None and self._tracer is not None:
-            raise RuntimeError("tracegrad does not record in-place changes of a view of a tensor "
-                               "that requires grad; compute the new value out of place instead")
+        if self._base is not None:
+            return self._inplace_view(fn, others, name, reads_self, cast)
         first = old = self._traced()
         if reads_self:
             old = _private_copy(old)
@@ -554,13 +593,59 @@ class Tensor:
         self._requires_grad = False
         return self
 
+    def _inplace_view(self, fn, others, name, reads_self, cast):
+        """``_inplace``'s recorded case for a view: the new values are the operation's
+        node, the base's history becomes the old base with the view's elements replaced
+        by them (``CopySlices``) and the view's is the view of that (PyTorch's rebase)."""
+        base = self._base
+        if self._data.dtype != base._data.dtype:
+            raise RuntimeError(_VIEW_DTYPE)
+        idx = aliasing.index_map(self._data, base._data)
+        first = old = self._traced() if self._tracer is not None else \
+            aliasing.gathered(base._traced(), idx)
+        if reads_self:
+            old = _private_copy(old)
+        ins = [o._traced() if isinstance(o, Tensor) else o for o in others]
+        res = fn(old, *ins)
+        if not cast and _kind_rank(res.dtype) > _kind_rank(self._data.dtype):
+            raise RuntimeError(f"result type {_scalar_name(res.dtype)} can't be cast to the "
+                               f"desired output type {_scalar_name(self._data.dtype)}")
+        if res.dtype != self._data.dtype:
+            res = res.astype(self._data.dtype)
+        edges = dispatch.edges(name or "", [first, *ins])
+        if name is not None:
+            res._handle._name = name
+            res._handle._inputs = edges
+        was = base._traced()
+        new = aliasing.copy_slices(was, idx, res)
+        np.copyto(self._data, res._value, casting="unsafe")
+        self._vc.v += 1
+        h = new._handle
+        # PyTorch's CopySlices: the old base, then the operation's other operands
+        h._name, h._inputs = "CopySlices", (was._handle,) + edges[1:]
+        h._value, h._counter, h._saved_version = base._data, base._vc, base._vc.v
+        base._tracer = _relabelled(new, base._data)
+        base._requires_grad = False
+        self._tracer = None
+        self._rebased()
+        return self
+
     def __setitem__(self, key, value):
         key = _index_key(key)
+        if self._creation is not None:
+            from .indexing import getitem_name, is_basic
+            items = key if isinstance(key, tuple) else (key,)
+            whole = all(k is Ellipsis for k in items)
+            # PyTorch writes through a view of the view (a select, a slice), named so
+            self._check_creation(self._creation if whole or not is_basic(key) else
+                                 aliasing.derived(self._creation, getitem_name(key)), (value,))
+        number = not isinstance(value, (Tensor, np.ndarray))
         if not isinstance(value, Tensor):
             value = np.asarray(value, dtype=self.dtype) if not isinstance(value, np.ndarray) \
                 else value
-            if not (grad_mode.is_grad_enabled() and self.requires_grad):
-                self._check_inplace()
+            if not (grad_mode.is_grad_enabled() and (self.requires_grad or self._base is not None
+                                                      and self._base.requires_grad)):
+                self._check_inplace(fills=number)
                 self._data[key] = value
                 self._vc.v += 1
                 return
@@ -568,7 +653,7 @@ class Tensor:
         from .indexing import index_update, is_basic
         self._inplace(lambda x, v: index_update(x, key, v), value,
                       name="CopySlices" if is_basic(key) else "IndexPutBackward0",
-                      reads_self=False, cast=True)
+                      reads_self=False, cast=True, fills=number)
 
 
 dispatch.Tensor = Tensor

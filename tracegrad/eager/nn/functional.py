@@ -17,7 +17,8 @@ from ...ir import apply
 from ..creation import generator
 from ..dispatch import call
 from ..ops import _operand_key
-from ..tensor import Tensor
+from ..tape import EagerTracer
+from ..tensor import Tensor, _private_copy
 from .losses import (  # noqa: F401  (part of tg.nn.functional)
     _check_reduction,
     _dtype_name,
@@ -335,12 +336,19 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
                              padding=(0, 0), **params)
     else:
         fn = lambda v: apply("max_pool2d", v, padding=padding, **params)
-    out = call(fn, x, name="MaxPool2DWithIndicesBackward0")
+    out = call(lambda v: _unsaved(fn(v)), x, name="MaxPool2DWithIndicesBackward0")
     if return_indices:
         idx = _max_indices(x._data, kernel, stride, padding, dilation, extra)
         idx = Tensor._plain(idx[0] if squeeze else idx)
         return (out.squeeze(0) if squeeze else out), idx
     return out.squeeze(0) if squeeze else out
+
+
+def _unsaved(out):
+    """The pooled values as a node of their own, with a copy of the value: the primitive's
+    backward reads its output, which PyTorch does not save (it saves the indices), so an
+    in-place change of the result (``relu(..., inplace=True)``) must not reach it."""
+    return _private_copy(out) if isinstance(out, EagerTracer) else out
 
 
 def _max_indices(x, kernel, stride, padding, dilation, extra):
