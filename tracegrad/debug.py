@@ -17,14 +17,17 @@ the body is traced once, abstractly: its printed values become extra outputs of 
 step's values, as JAX prints from a loop (after the loop has run; under ``tg.jit`` on
 every call). A derivative's recomputation of the loop does not print again. Under
 ``tg.vmap`` the function is traced once on one example: the printed values are batched
-with it and printed once, the whole batch (a value that does not depend on the mapped
-arguments is printed once, unbatched), as JAX does.
+with it and, as ``jax.debug.print`` under ``jax.vmap``, each print is made once per
+example, in order (print 1 for every example, then print 2 ...; under nested vmaps the
+inner axis varies slowest, as in JAX); a print whose values do not depend on the mapped
+arguments is made once.
 
 In a branch of ``tg.cond`` both branches are traced; the prints of the branch taken are
-made (under ``tg.vmap`` with a batched predicate both branches print the batch, with
-zeros in the rows the branch does not take). In the body of ``tg.while_loop`` (whose
-number of steps is known only when it runs) a callback runs the loop again on the same
-values to print its steps, in program order (under ``tg.vmap``: example by example).
+made (under ``tg.vmap`` with a batched predicate: each branch prints the examples that
+take it; JAX, which runs both branches there, prints every example in both). In the
+body of ``tg.while_loop`` (whose number of steps is known only when it runs) a callback
+runs the loop again on the same values to print its steps, in program order (under
+``tg.vmap``: example by example).
 """
 from __future__ import annotations
 
@@ -73,8 +76,8 @@ EFFECTS: contextvars.ContextVar[_Sink | None] = contextvars.ContextVar(
 
 def print(fmt: str, *args: Any, ordered: bool = False, **kwargs: Any) -> None:  # noqa: A001
     """Print ``fmt.format(*args, **kwargs)`` with the values the function computes when it
-    runs (on every call of a jitted function, once per step of a loop body, the whole
-    batch under ``tg.vmap``). ``args``/``kwargs`` may be arrays, numbers, traced values or
+    runs (on every call of a jitted function, once per step of a loop body, once per
+    example under ``tg.vmap``). ``args``/``kwargs`` may be arrays, numbers, traced values or
     pytrees of them. ``ordered`` is accepted for JAX's signature (the prints of one
     function always come in program order here)."""
     if not isinstance(fmt, str):
