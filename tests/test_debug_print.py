@@ -254,3 +254,15 @@ def test_jit_of_grad_prints_on_every_call(backend, capsys):
         assert capsys.readouterr().out.splitlines() == expected(x, y)
         assert np.allclose(jh(x, y), np.diag(-np.sin(x) * y), rtol=1e-14)
         assert capsys.readouterr().out.splitlines() == expected(x, y)
+
+
+def test_cond_with_a_batched_predicate_prints_the_examples_taking_each_branch(capsys):
+    """docs/guarantees.md: JAX prints every example in both branches there."""
+    def g(x, p=tg.debug.print, cond=tg.cond):
+        cond(x > 1, lambda: p("big {}", x), lambda: p("small {}", x))
+
+    want = _jax_lines(jax.vmap(lambda x: g(x, jax.debug.print, lambda c, a, b: jax.lax.cond(
+        c, a, b))), np.arange(3.0))
+    assert want == ["small 0.0", "small 1.0", "small 2.0", "big 0.0", "big 1.0", "big 2.0"]
+    tg.vmap(g)(np.arange(3.0))
+    assert _lines(capsys) == ["big 2.0", "small 0.0", "small 1.0"]

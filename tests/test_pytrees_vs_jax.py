@@ -256,3 +256,16 @@ def test_examples_of_the_issue():
     assert type(back) is OrderedDict and list(back) == ["z", "a"]
     with pytest.raises(tg.TraceError, match="differ"):
         tu.tree_map(lambda x, y: x, OrderedDict(z=1, a=2), {"z": 1, "a": 2})
+
+
+def test_documented_differences_from_jax():
+    """docs/guarantees.md: the pytree cases that differ from JAX, on purpose."""
+    class D(dict):
+        pass
+
+    assert jtu.tree_leaves(D(a=1)) == [D(a=1)]             # JAX: an unregistered leaf
+    assert tu.tree_leaves(D(a=1)) == [1]                    # here: a dict
+    with pytest.raises(ValueError):
+        jtu.tree_leaves({1: "a", "b": 2})
+    assert tu.tree_leaves({1: "a", "b": 2}) == ["a", 2]     # insertion order
+    assert jax_ravel(())[0].dtype == np.float32 and ravel_pytree(())[0].dtype == np.float64
