@@ -50,7 +50,7 @@ class _Sink:
     """The prints recorded while a graph is traced: by ``tg.jit`` (a specialisation), by
     ``tg.vmap`` (the function, on one example) or by ``tg.scan``/``tg.fori_loop`` (the
     body). The printed values become extra outputs of the graph; whoever runs it prints
-    them (``forward``) when it has them: every call, every step, the whole batch."""
+    them (``forward``) when it has them: every call, every step, every example."""
 
     def __init__(self, trace, lift_outer=False):
         self.trace = trace
@@ -139,7 +139,7 @@ def forward(fmt, tree, items):
 def forward_all(records, values, index=(), leads=None, when=None):
     """Hand on the prints a sink recorded, given its values (the extra outputs of the
     graph it recorded, run), each taken at ``index`` (a loop step), or at ``leads[k]``
-    for value ``k`` (under vmap: the whole batch, or row 0 of one that is not batched);
+    for value ``k`` (under vmap: one example, or row 0 of one that is not batched);
     with ``when``, only where it is true (the branch of tg.cond taken)."""
     for fmt, tree, slots in records:
         items = [("val" if v[0] == "out" else "when", values[v[1]],
