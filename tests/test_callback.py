@@ -122,3 +122,47 @@ def test_vmap(vectorized):
     xs = np.stack([X, X[::-1] * 2.0, -X])
     assert_close(f(xs), np.sort(xs, axis=-1), 0.0, "rows")
     assert ((3, 4) in calls) == vectorized
+
+
+# (what the callback returns, the declared shape and dtype): JAX refuses every one whose
+# dtype or shape is not exactly the declared one, never casting
+MISMATCHES = [
+    (np.ones(2, np.float64), (2,), np.float32),
+    (np.ones(2, np.float32), (2,), np.float64),
+    (np.ones(2, np.int64), (2,), np.float64),
+    (np.ones(2, np.int32), (2,), np.int64),
+    (np.ones(2, np.complex128), (2,), np.float64),
+    (np.ones(2, bool), (2,), np.int64),
+    (np.ones(3), (2,), np.float64),
+    (np.ones((2, 1)), (2,), np.float64),
+    (1.0, (), np.float32),
+    (1, (), np.float64),
+    (1.0, (), np.float64),              # accepted by both: a Python float is float64
+    (np.ones(2, np.float32), (2,), np.float32),
+]
+
+
+@pytest.mark.parametrize("case", MISMATCHES, ids=lambda c: f"{np.asarray(c[0]).dtype}"
+                         f"{np.shape(c[0])}-as-{np.dtype(c[2]).name}{c[1]}")
+@pytest.mark.parametrize("how", ["eager", "jit", "jit-jax"])
+def test_result_dtype_and_shape_mismatches_are_refused_as_jax_does(case, how):
+    import jax
+    import jax.numpy as jnp
+    value, shape, dtype = case
+    x = np.ones(2)
+    jf = lambda v: jax.pure_callback(lambda _: value, jax.ShapeDtypeStruct(shape, dtype), v)  # noqa: E731
+    try:
+        jax.block_until_ready(jf(jnp.asarray(x)))
+        jax_error = None
+    except Exception as e:  # noqa: BLE001 - JAX raises JaxRuntimeError
+        jax_error = str(e)
+    f = lambda v: tg.pure_callback(lambda _: value, tg.ShapeDtypeStruct(shape, dtype), v)  # noqa: E731
+    run = {"eager": lambda v: f(v), "jit": tg.jit(f), "jit-jax": tg.jit(f, backend="jax")}[how]
+    if jax_error is None:
+        out = np.asarray(run(x))
+        assert out.dtype == np.dtype(dtype) and out.shape == shape
+        return
+    kind = "dtype" if "Incorrect output dtype" in jax_error else "shape"
+    assert f"Incorrect output {kind}" in jax_error
+    with pytest.raises(tg.TraceError, match=f"returned {kind}"):
+        np.asarray(run(x))

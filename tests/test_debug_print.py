@@ -1,6 +1,8 @@
 """tg.debug.print: printed on every call (jit on both backends, grad), with NumPy's
 formatting of the values the call computes; tracers format like arrays where their value
 is known, and an abstract one raises a TraceError that says what to do."""
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -164,31 +166,60 @@ def test_cond_prints_the_branch_taken(capsys):
     assert _lines(capsys) == ["yes v=1.0", "no v=2.0 w=4.0", "yes v=6.0"]
 
 
-def test_vmap_prints_the_whole_batch_once(capsys):
+def _jax_lines(run, *args):
+    """What jax.debug.print prints when ``run(*args)`` runs."""
+    import io
+    from contextlib import redirect_stdout
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        jax.block_until_ready(run(*args))
+        jax.effects_barrier()
+    return buf.getvalue().splitlines()
+
+
+def test_vmap_prints_each_example_as_jax(capsys):
     xs = np.arange(6.0).reshape(3, 2)
 
-    def f(x, y):
-        tg.debug.print("x={} s={s} y={y}", x, s=np.sum(x) * y, y=y)
-        return np.sum(x) * y
+    def f(x, y, p=tg.debug.print, s=np.sum):
+        p("x={} s={s} y={y}", x, s=s(x) * y, y=y)
+        p("unbatched y={}", y)
+        p("second x={}", x)
+        return s(x) * y
 
-    want = f"x={xs} s={np.sum(xs, axis=1) * 2.0} y={np.asarray(2.0)}".splitlines()
+    want = _jax_lines(jax.vmap(lambda x, y: f(x, y, jax.debug.print, jnp.sum),
+                               in_axes=(0, None)), xs, 2.0)
+    assert len(want) == 7 and want[0] == "x=[0. 1.] s=2.0 y=2.0"
     for run in (tg.vmap(f, in_axes=(0, None)), tg.jit(tg.vmap(f, in_axes=(0, None))),
                 tg.jit(tg.vmap(f, in_axes=(0, None)), backend="jax")):
         np.testing.assert_array_equal(run(xs, 2.0), np.sum(xs, axis=1) * 2.0)
-        assert _lines(capsys) == want               # y is not batched: printed once
+        assert _lines(capsys) == want
 
-    # a loop inside vmap: once per step, the batch's values
-    def body(c, x):
-        tg.debug.print("c={} x={}", c, x)
+    # nested vmaps: the inner axis varies slowest, as in JAX
+    def g(x, p=tg.debug.print):
+        p("{}", x)
+        return x
+
+    want = _jax_lines(jax.vmap(jax.vmap(lambda x: g(x, jax.debug.print))), xs)
+    tg.vmap(tg.vmap(g))(xs)
+    assert _lines(capsys) == want and len(want) == 6
+
+    # a loop inside vmap: every example at each step (JAX's prints, unordered effects,
+    # come in no fixed order within a step; ours in the examples' order)
+    def body(c, x, p=tg.debug.print):
+        p("c={} x={}", c, x)
         return c * x + 1.0, None
 
+    want = _jax_lines(jax.vmap(lambda x: jax.lax.scan(
+        lambda c, v: body(c, v, jax.debug.print), 1.0, x)[0]), xs)
     out = tg.vmap(lambda x: tg.scan(body, 1.0, x)[0])(xs)
-    c, want = np.ones(3), []
+    np.testing.assert_array_equal(out, (xs[:, 0] + 1.0) * xs[:, 1] + 1.0)
+    got = _lines(capsys)
+    assert len(want) == len(got) == 6
+    assert sorted(got[:3]) == sorted(want[:3]) and sorted(got[3:]) == sorted(want[3:])
+    c = np.ones(3)
     for t in range(2):
-        want += f"c={c} x={xs[:, t]}".splitlines()
+        assert got[3 * t:3 * t + 3] == [f"c={c[b]} x={xs[b, t]}" for b in range(3)]
         c = c * xs[:, t] + 1.0
-    np.testing.assert_array_equal(out, c)
-    assert _lines(capsys) == want
 
 
 def test_tracers_format_like_arrays(capsys):
@@ -223,3 +254,15 @@ def test_jit_of_grad_prints_on_every_call(backend, capsys):
         assert capsys.readouterr().out.splitlines() == expected(x, y)
         assert np.allclose(jh(x, y), np.diag(-np.sin(x) * y), rtol=1e-14)
         assert capsys.readouterr().out.splitlines() == expected(x, y)
+
+
+def test_cond_with_a_batched_predicate_prints_the_examples_taking_each_branch(capsys):
+    """docs/guarantees.md: JAX prints every example in both branches there."""
+    def g(x, p=tg.debug.print, cond=tg.cond):
+        cond(x > 1, lambda: p("big {}", x), lambda: p("small {}", x))
+
+    want = _jax_lines(jax.vmap(lambda x: g(x, jax.debug.print, lambda c, a, b: jax.lax.cond(
+        c, a, b))), np.arange(3.0))
+    assert want == ["small 0.0", "small 1.0", "small 2.0", "big 0.0", "big 1.0", "big 2.0"]
+    tg.vmap(g)(np.arange(3.0))
+    assert _lines(capsys) == ["big 2.0", "small 0.0", "small 1.0"]

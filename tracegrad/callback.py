@@ -94,11 +94,14 @@ class PureCallback:
             if arr.shape != shape:
                 raise TraceError(f"tg.pure_callback({self.name}) returned shape {arr.shape} for "
                                  f"result {k}, but result_shape_dtypes declares {shape}{at}")
-            if not np.can_cast(arr.dtype, dtype, casting="same_kind"):
+            if arr.dtype != dtype:
+                # as JAX ("Incorrect output dtype"): never cast, even to a related dtype
+                # (a float64 result declared float32 would lose precision unseen)
                 raise TraceError(f"tg.pure_callback({self.name}) returned dtype "
                                  f"{arr.dtype.name} for result {k}, but result_shape_dtypes "
-                                 f"declares {dtype.name}{at}")
-            outs.append(np.array(arr, dtype=dtype, copy=True))
+                                 f"declares {dtype.name}: return that dtype (for example "
+                                 f"np.asarray(result, np.{dtype.name})){at}")
+            outs.append(np.array(arr, copy=True))
         return tuple(outs)
 
     @classmethod
@@ -150,8 +153,10 @@ def pure_callback(fn: Callable[..., Any], result_shape_dtypes: Any, *args: Any,
         ``fn``'s results, in the declared structure, shapes and dtypes.
 
     Raises:
-        TraceError: ``fn`` returned another structure or shape than declared (when it
-            runs), or a derivative was asked for (wrap the caller in ``tg.custom_vjp``).
+        TraceError: ``fn`` returned another structure, shape or dtype than declared
+            (when it runs; as in JAX, a result is never cast to the declared dtype: a
+            Python float is float64, an int int64), or a derivative was asked for (wrap
+            the caller in ``tg.custom_vjp``).
     """
     callback, operands = PureCallback.make(fn, result_shape_dtypes, args, vectorized)
     if not any(isinstance(o, Tracer) for o in operands):

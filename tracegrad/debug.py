@@ -17,14 +17,17 @@ the body is traced once, abstractly: its printed values become extra outputs of 
 step's values, as JAX prints from a loop (after the loop has run; under ``tg.jit`` on
 every call). A derivative's recomputation of the loop does not print again. Under
 ``tg.vmap`` the function is traced once on one example: the printed values are batched
-with it and printed once, the whole batch (a value that does not depend on the mapped
-arguments is printed once, unbatched), as JAX does.
+with it and, as ``jax.debug.print`` under ``jax.vmap``, each print is made once per
+example, in order (print 1 for every example, then print 2 ...; under nested vmaps the
+inner axis varies slowest, as in JAX); a print whose values do not depend on the mapped
+arguments is made once.
 
 In a branch of ``tg.cond`` both branches are traced; the prints of the branch taken are
-made (under ``tg.vmap`` with a batched predicate both branches print the batch, with
-zeros in the rows the branch does not take). In the body of ``tg.while_loop`` (whose
-number of steps is known only when it runs) a callback runs the loop again on the same
-values to print its steps, in program order (under ``tg.vmap``: example by example).
+made (under ``tg.vmap`` with a batched predicate: each branch prints the examples that
+take it; JAX, which runs both branches there, prints every example in both). In the
+body of ``tg.while_loop`` (whose number of steps is known only when it runs) a callback
+runs the loop again on the same values to print its steps, in program order (under
+``tg.vmap``: example by example).
 """
 from __future__ import annotations
 
@@ -47,7 +50,7 @@ class _Sink:
     """The prints recorded while a graph is traced: by ``tg.jit`` (a specialisation), by
     ``tg.vmap`` (the function, on one example) or by ``tg.scan``/``tg.fori_loop`` (the
     body). The printed values become extra outputs of the graph; whoever runs it prints
-    them (``forward``) when it has them: every call, every step, the whole batch."""
+    them (``forward``) when it has them: every call, every step, every example."""
 
     def __init__(self, trace, lift_outer=False):
         self.trace = trace
@@ -73,8 +76,8 @@ EFFECTS: contextvars.ContextVar[_Sink | None] = contextvars.ContextVar(
 
 def print(fmt: str, *args: Any, ordered: bool = False, **kwargs: Any) -> None:  # noqa: A001
     """Print ``fmt.format(*args, **kwargs)`` with the values the function computes when it
-    runs (on every call of a jitted function, once per step of a loop body, the whole
-    batch under ``tg.vmap``). ``args``/``kwargs`` may be arrays, numbers, traced values or
+    runs (on every call of a jitted function, once per step of a loop body, once per
+    example under ``tg.vmap``). ``args``/``kwargs`` may be arrays, numbers, traced values or
     pytrees of them. ``ordered`` is accepted for JAX's signature (the prints of one
     function always come in program order here)."""
     if not isinstance(fmt, str):
@@ -136,7 +139,7 @@ def forward(fmt, tree, items):
 def forward_all(records, values, index=(), leads=None, when=None):
     """Hand on the prints a sink recorded, given its values (the extra outputs of the
     graph it recorded, run), each taken at ``index`` (a loop step), or at ``leads[k]``
-    for value ``k`` (under vmap: the whole batch, or row 0 of one that is not batched);
+    for value ``k`` (under vmap: one example, or row 0 of one that is not batched);
     with ``when``, only where it is true (the branch of tg.cond taken)."""
     for fmt, tree, slots in records:
         items = [("val" if v[0] == "out" else "when", values[v[1]],

@@ -29,7 +29,8 @@ __all__ = ["PyTreeDef", "tree_map", "tree_flatten", "tree_unflatten", "tree_leav
 
 def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None
                  ) -> tuple[list, TreeDef]:
-    """``(leaves, treedef)``: the leaves in order (dict keys sorted) and the structure."""
+    """``(leaves, treedef)``: the leaves in order (dict and defaultdict keys sorted, an
+    OrderedDict's in insertion order) and the structure."""
     return flatten(tree, is_leaf)
 
 
@@ -70,13 +71,18 @@ def tree_all(tree: Any) -> bool:
     return all(flatten(tree)[0])
 
 
-def all_leaves(iterable: Iterable[Any]) -> bool:
-    """Whether every element is a leaf."""
-    return all(flatten(x)[1].kind == "leaf" for x in iterable)
+def all_leaves(iterable: Iterable[Any], is_leaf: Callable[[Any], bool] | None = None
+               ) -> bool:
+    """Whether every element is a leaf (``None`` is not: it is an empty subtree)."""
+    items = list(iterable)
+    leaves = flatten(items, is_leaf)[0]
+    return len(leaves) == len(items) and all(a is b for a, b in zip(items, leaves))
 
 
 def treedef_is_leaf(treedef: TreeDef) -> bool:
-    return treedef.kind == "leaf"
+    """Whether the structure has a single node: a leaf, ``None`` or an empty container,
+    as in JAX."""
+    return treedef.num_nodes == 1
 
 
 def tree_transpose(outer_treedef: TreeDef, inner_treedef: TreeDef, pytree_to_transpose: Any

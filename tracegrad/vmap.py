@@ -186,8 +186,18 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callab
         outs = call_graph(batched, list(moved) + list(captured))
         if sinks[-1].records:
             deps = _depends_on(graph, positions)[n_out:]
-            debug.forward_all(sinks[-1].records, outs[n_out:],
-                              leads=[(slice(None),) if d else (0,) for d in deps])
+            unbatched = [(0,)] * len(deps)
+            for record in sinks[-1].records:
+                # as jax.debug.print under vmap: a print of values that depend on the
+                # mapped arguments is made once per example, in order; one that does not,
+                # once
+                if any(deps[v[1]] for v in record[2]
+                       if v[0] in ("out", "when") and isinstance(v[1], int)):
+                    for b in range(size):
+                        debug.forward_all([record], outs[n_out:],
+                                          leads=[(b,) if d else (0,) for d in deps])
+                else:
+                    debug.forward_all([record], outs[n_out:], leads=unbatched)
             outs = outs[:n_out]
             graph.outputs = graph.outputs[:n_out]
         out_value = unflatten(out_tree["tree"], list(range(len(outs))))

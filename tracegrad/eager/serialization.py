@@ -9,7 +9,13 @@ is a zip archive of plain members,
     tracegrad/data/N.npy       the array of tensor N (NumPy's .npy format)
 
 where ``VALUE`` is JSON with one tag per node (``{"t": "dict", "items": [[KEY, VALUE],
-...]}``, ``{"t": "tensor", "id": N, "requires_grad": false}``, ...). ``load`` reads the
+...]}``, ``{"t": "tensor", "ref": R, "id": N, "view": [OFFSET, SHAPE, STRIDES, DTYPE],
+"requires_grad": false}``, ...). As in PyTorch, tensors keep their sharing of memory: array
+N is a whole storage (the memory that tensors viewing one another share, as its bytes in
+order) and each tensor is a view of one (a byte offset, a shape, byte strides and a
+dtype), so a row saved with its matrix loads as a view of the loaded matrix. ``R``
+numbers the tensor objects: one saved twice loads as one. (Version 1 files, whose tensor
+entries name a whole array, still load.) ``load`` reads the
 manifest with ``json`` and each array with ``np.load(..., allow_pickle=False)``; it
 accepts only the member names above and only the tags it knows, and refuses anything else
 (a pickle, a PyTorch archive, a truncated or altered file) with a ``RuntimeError`` that
@@ -36,7 +42,8 @@ from .tensor import Tensor
 
 __all__ = ["save", "load", "UnsafeLoadError"]
 
-_FORMAT, _VERSION = "tracegrad.save", 1
+_FORMAT, _VERSION = "tracegrad.save", 2
+_READS = (1, 2)
 _MANIFEST = "tracegrad/manifest.json"
 _DATA = re.compile(r"tracegrad/data/(0|[1-9][0-9]{0,8})\.npy")
 _MAX_DEPTH = 500
@@ -51,7 +58,8 @@ class UnsafeLoadError(RuntimeError):
 class _Writer:
     def __init__(self):
         self.arrays = []          # index -> array
-        self.seen = {}            # id(tensor) -> index (a tensor saved twice is stored once)
+        self.seen = {}            # id(tensor) -> ref (a tensor saved twice is stored once)
+        self.storages = {}        # id(root array) -> (index, root)
 
     def array(self, arr):
         self.arrays.append(np.asarray(arr))
@@ -112,10 +120,33 @@ class _Writer:
                             "transform); save concrete tensors")
         key = id(t)
         if key not in self.seen:
-            self.seen[key] = self.array(t._data)
+            self.seen[key] = (len(self.seen), t)       # t kept alive: ids stay unique
+        index, view = self._storage(t._data)
         from .nn.modules import Parameter
         return {"t": "parameter" if isinstance(t, Parameter) else "tensor",
-                "id": self.seen[key], "requires_grad": bool(t.requires_grad)}
+                "ref": self.seen[key][0], "id": index, "view": view,
+                "requires_grad": bool(t.requires_grad)}
+
+    def _storage(self, arr):
+        """(index of the storage array, [byte offset, shape, byte strides, dtype, read-only])
+        of a tensor's array: its storage is the contiguous array that owns its memory, so
+        that tensors viewing one another are stored as views of one array."""
+        arr = np.asarray(arr)
+        root = arr
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        start = root.__array_interface__["data"][0]
+        if root.flags.c_contiguous or root.flags.f_contiguous:
+            entry = self.storages.get(id(root))
+            if entry is None:
+                entry = self.storages[id(root)] = (self.array(root.ravel(order="K")), root)
+            offset = arr.__array_interface__["data"][0] - start
+        else:                       # memory owned elsewhere, not one block: a copy
+            entry, arr = (self.array(np.ascontiguousarray(arr).ravel()), None), \
+                np.ascontiguousarray(arr)
+            offset = 0
+        return entry[0], [int(offset), list(arr.shape), list(arr.strides), arr.dtype.str,
+                          not arr.flags.writeable]
 
 
 def save(obj, f, pickle_module=None, pickle_protocol=2, _use_new_zipfile_serialization=True,
@@ -175,9 +206,10 @@ def _read_bytes(f):
 
 
 class _Reader:
-    def __init__(self, zf, names):
-        self.zf, self.names = zf, names
+    def __init__(self, zf, names, version=_VERSION):
+        self.zf, self.names, self.version = zf, names, version
         self.tensors = {}
+        self.storages = {}
 
     def array(self, index):
         if not isinstance(index, int) or isinstance(index, bool):
@@ -255,10 +287,16 @@ class _Reader:
                 "tg.save (or by a newer version of it)")
 
     def _tensor(self, node, tag):
-        index = node["id"]
-        if index in self.tensors:
-            return self.tensors[index]
-        arr = self.array(index)
+        if self.version == 1:
+            index = node["id"]
+            if index in self.tensors:
+                return self.tensors[index]
+            arr = self.array(index)
+        else:
+            index = _checked(node["ref"], int)
+            if index in self.tensors:
+                return self.tensors[index]
+            arr = self._view(node["id"], node["view"])
         if arr.dtype.kind not in "biufc":
             _refuse(f"a tensor of dtype {arr.dtype} (tensors are boolean or numeric)")
         requires_grad = _checked(node.get("requires_grad", False), bool)
@@ -273,6 +311,48 @@ class _Reader:
                 t.requires_grad = True
         self.tensors[index] = t
         return t
+
+
+    def _view(self, index, view):
+        """The array ``view`` ([byte offset, shape, byte strides, dtype, read-only]) of the
+        storage array ``index``, sharing its memory, after checking that every element
+        lies inside the storage."""
+        storage = self.storages.get(index) if isinstance(index, int) else None
+        if storage is None:
+            storage = self.array(index)
+            if storage.ndim != 1:
+                _refuse("a tensor storage member is not 1-dimensional")
+            self.storages[index] = storage
+        offset, shape, strides, dtype, readonly = _checked(view, list)
+        offset = _checked(offset, int)
+        shape = [_checked(n, int) for n in _checked(shape, list)]
+        strides = [_checked(n, int) for n in _checked(strides, list)]
+        readonly = _checked(readonly, bool)
+        dtype = np.dtype(_checked(dtype, str))
+        if dtype.kind not in "biufc" or dtype.hasobject or dtype.fields is not None or \
+                dtype.subdtype is not None:
+            _refuse(f"a tensor view of dtype {dtype} (tensors are boolean or numeric)")
+        if len(shape) != len(strides) or len(shape) > 64:
+            _refuse("a tensor view's shape and strides do not match")
+        if any(n < 0 or n > 2 ** 62 for n in shape) or any(abs(s) > 2 ** 62 for s in strides):
+            _refuse("a tensor view has a malformed shape or strides")
+        nbytes = storage.nbytes
+        if math.prod(shape) == 0:
+            if not 0 <= offset <= nbytes:
+                _refuse("a tensor view starts outside its storage")
+        else:
+            low = offset + sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
+            high = offset + sum((n - 1) * s for n, s in zip(shape, strides) if s > 0)
+            if low < 0 or high + dtype.itemsize > nbytes:
+                _refuse("a tensor view reaches outside its storage")
+        try:
+            arr = np.ndarray(tuple(shape), dtype, buffer=storage, offset=offset,
+                             strides=tuple(strides))
+        except (ValueError, TypeError) as e:
+            _refuse(f"a tensor view does not fit its storage ({e})")
+        if readonly:
+            arr.flags.writeable = False
+        return arr
 
 
 def _read_npy(raw, name):
@@ -380,13 +460,14 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
         _refuse(f"the manifest is truncated or corrupt ({type(e).__name__}: {e})")
     if not isinstance(manifest, dict) or manifest.get("format") != _FORMAT:
         _refuse("the manifest does not name the tracegrad.save format")
-    if manifest.get("version") != _VERSION:
-        _refuse(f"unsupported format version {manifest.get('version')!r} (this tracegrad "
-                f"reads version {_VERSION})")
+    version = manifest.get("version")
+    if type(version) is not int or version not in _READS:
+        _refuse(f"unsupported format version {version!r} (this tracegrad reads versions "
+                f"{', '.join(map(str, _READS))})")
     if "root" not in manifest:
         _refuse("the manifest has no root value")
     try:
-        return _Reader(zf, names).decode(manifest["root"])
+        return _Reader(zf, names, version).decode(manifest["root"])
     except UnsafeLoadError:
         raise
     except RecursionError:

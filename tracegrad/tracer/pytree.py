@@ -3,7 +3,9 @@ container types registered with ``register_node`` (``tg.tree_util``).
 
 ``flatten`` gives the leaves and a ``TreeDef`` that ``unflatten`` uses to
 rebuild the same structure around new leaves. Dict keys are visited in sorted
-order, as in JAX, so ``{"b": .., "a": ..}`` and ``{"a": .., "b": ..}`` agree.
+order, as in JAX, so ``{"b": .., "a": ..}`` and ``{"a": .., "b": ..}`` agree; an
+``OrderedDict`` keeps its insertion order (its structure holds the order) and a
+``defaultdict`` its ``default_factory``, and both are rebuilt as their own type.
 ``None`` is a subtree with no leaves. A registered type is flattened by its own
 function into ``(children, aux_data)`` and rebuilt by ``unflatten(aux_data, children)``;
 ``aux_data`` is part of the structure (compared, and hashed by ``tg.jit``'s cache).
@@ -11,6 +13,7 @@ Any other object is a leaf: as in JAX, a dataclass is a pytree only once registe
 """
 from __future__ import annotations
 
+from collections import OrderedDict, defaultdict
 from typing import NamedTuple
 
 import numpy as np
@@ -19,8 +22,12 @@ from ..errors import TraceError
 
 
 class TreeDef(NamedTuple):
-    kind: str          # "leaf", "none", "tuple", "list", "dict", "namedtuple", "custom"
-    meta: object       # dict keys, the namedtuple class, or (registered type, aux_data)
+    # "leaf", "none", "tuple", "list", "dict", "odict" (OrderedDict), "ddict"
+    # (defaultdict), "namedtuple", "custom"
+    kind: str
+    # dict keys (sorted; an OrderedDict's in insertion order), (default_factory, sorted
+    # keys) for a defaultdict, the namedtuple class, or (registered type, aux_data)
+    meta: object
     children: tuple
 
     @property
@@ -50,9 +57,14 @@ class TreeDef(NamedTuple):
         if self.kind == "none":
             return "None"
         inner = ", ".join(map(repr, self.children))
-        if self.kind == "dict":
-            inner = ", ".join(f"{k!r}: {c!r}" for k, c in zip(self.meta, self.children))
-            return "{" + inner + "}"
+        if self.kind in ("dict", "odict", "ddict"):
+            keys = self.meta[1] if self.kind == "ddict" else self.meta
+            inner = "{" + ", ".join(f"{k!r}: {c!r}" for k, c in zip(keys, self.children)) + "}"
+            if self.kind == "odict":
+                return f"OrderedDict({inner})"
+            if self.kind == "ddict":
+                return f"defaultdict({getattr(self.meta[0], '__name__', self.meta[0])}, {inner})"
+            return inner
         if self.kind == "namedtuple":
             return f"{self.meta.__name__}({inner})"
         if self.kind == "custom":
@@ -104,8 +116,14 @@ def _node_of(x):
     if isinstance(x, (tuple, list)):
         return ("tuple" if isinstance(x, tuple) else "list"), None, tuple(x)
     if isinstance(x, dict):
+        if type(x) is OrderedDict:          # insertion order, as JAX keeps it
+            keys = tuple(x)
+            return "odict", keys, tuple(x[k] for k in keys)
         keys = tuple(_sorted_keys(x))
-        return "dict", keys, tuple(x[k] for k in keys)
+        children = tuple(x[k] for k in keys)
+        if type(x) is defaultdict:
+            return "ddict", (x.default_factory, keys), children
+        return "dict", keys, children
     return None
 
 
@@ -140,6 +158,10 @@ def _build(td, children):
         return td.meta(*children)
     if td.kind == "dict":
         return dict(zip(td.meta, children))
+    if td.kind == "odict":
+        return OrderedDict(zip(td.meta, children))
+    if td.kind == "ddict":
+        return defaultdict(td.meta[0], zip(td.meta[1], children))
     cls, aux = td.meta
     return _NODES[cls][1](aux, children)
 
@@ -161,7 +183,8 @@ def unflatten(treedef: TreeDef, leaves):
 
 def _describe(td):
     return {"custom": lambda: td.meta[0].__name__,
-            "namedtuple": lambda: td.meta.__name__}.get(td.kind, lambda: td.kind)()
+            "namedtuple": lambda: td.meta.__name__, "odict": lambda: "OrderedDict",
+            "ddict": lambda: "defaultdict"}.get(td.kind, lambda: td.kind)()
 
 
 def flatten_up_to(treedef: TreeDef, tree):
@@ -178,6 +201,8 @@ def flatten_up_to(treedef: TreeDef, tree):
             raise TraceError(f"pytree structures differ: expected a {_describe(td)}, got a "
                              f"leaf {type(x).__name__}")
         kind, meta, children = node
+        # a dict's keys are compared as a set (a dict whose keys cannot be sorted keeps its
+        # insertion order); an OrderedDict's in order, as JAX compares them
         same = kind == td.kind and (meta == td.meta if kind != "dict"
                                     else sorted(map(repr, meta)) == sorted(map(repr, td.meta)))
         if kind == "dict" and same:
