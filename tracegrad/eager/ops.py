@@ -814,7 +814,7 @@ def _fast_inplace(self, other, fn):
         value = other
     else:
         return None
-    if not data.flags.writeable or self._base is not None and _overlapping(data):
+    if not data.flags.writeable or _overlapping(data):
         return None                     # _inplace's error
     if data.dtype.kind == "f" and (to is float or to is Tensor and value.dtype == data.dtype) and (
             fn is np.add or fn is np.subtract or fn is np.multiply):

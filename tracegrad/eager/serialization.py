@@ -133,8 +133,15 @@ class _Writer:
         that tensors viewing one another are stored as views of one array."""
         arr = np.asarray(arr)
         root = arr
-        while isinstance(root.base, np.ndarray):
-            root = root.base
+        while True:
+            base = root.base
+            if not isinstance(base, np.ndarray):
+                # np.lib.stride_tricks.as_strided (unfold, as_strided) keeps its array
+                # behind a holder object's .base
+                base = getattr(base, "base", None)
+            if not isinstance(base, np.ndarray):
+                break
+            root = base
         start = root.__array_interface__["data"][0]
         if root.flags.c_contiguous or root.flags.f_contiguous:
             entry = self.storages.get(id(root))

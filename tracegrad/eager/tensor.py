@@ -510,6 +510,9 @@ class Tensor:
         if base is None:
             if self._tracer is None and self._requires_grad and grad_mode.is_grad_enabled():
                 raise RuntimeError(_LEAF_INPLACE)
+            # (a tensor that is no view can still be expanded: one loaded by tg.load)
+            if not fills and self._data is not None and aliasing.overlapping(self._data):
+                raise RuntimeError(aliasing.OVERLAP)
             return
         if grad_mode.is_grad_enabled():
             self._check_creation(self._creation, others)
