@@ -312,8 +312,27 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
                 continue
             blocks.append(tuple(_stack(r, tuple(out.shape) + tuple(x.shape))
                                 for r, x in zip(rows, inputs)))
+        if vectorize and create_graph:
+            blocks = _one_tensor_per_input(blocks)
         blocks = _finish(tuple(blocks), create_graph)
     return _unpack(blocks, (out_tuple, in_tuple))
+
+
+def _one_tensor_per_input(blocks):
+    """PyTorch's vectorized Jacobian is one tensor per input, split into the blocks of the
+    outputs: the blocks of an input are connected to the inputs if any of them is."""
+    from ..ops import FUNCTIONS
+    cols = []
+    for col in zip(*blocks):
+        if any(b.requires_grad for b in col):
+            flat = FUNCTIONS["cat"]([b.reshape(-1) for b in col])
+            parts, start = [], 0
+            for b in col:
+                parts.append(flat[start:start + b.numel()].view(tuple(b.shape)))
+                start += b.numel()
+            col = tuple(parts)
+        cols.append(col)
+    return [tuple(row) for row in zip(*cols)]
 
 
 def _jacobian_forward(func, inputs, create_graph, strict, vectorize):
@@ -340,8 +359,7 @@ def _jacobian_forward(func, inputs, create_graph, strict, vectorize):
 
     res = jacobian(recording, inputs, vectorize=True)
     out_tuple, outputs = _as_tuple(seen[-1], "outputs", "jacobian")
-    blocks = res if out_tuple and in_tuple else (res,) if in_tuple else \
-        tuple((r,) for r in res) if out_tuple else ((res,),)
+    blocks = res if out_tuple else (res,)       # rows of blocks: ``inputs`` is a tuple
     # forward mode's Jacobian has the outputs' dtypes, and PyTorch's lists for tuples
     blocks = [[b if b.dtype == o.dtype else b.to(o.dtype) for b in row]
               for row, o in zip(blocks, outputs)]
