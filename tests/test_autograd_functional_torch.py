@@ -22,6 +22,7 @@ from conftest import bounded
 import tracegrad as tg
 
 torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch.jit inside torch
 
 W = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]])
 
