@@ -213,3 +213,36 @@ def test_functional_against_torch(case):
 def test_case_count():
     """The table's size, as the issue's closing note reports it."""
     assert len(CASES) == len(FUNCTIONS) * (2 * 16 + 4 * 8)
+
+
+# -- the double backward of the average poolings (linear: zeros for x, as torch) -----------
+POOLS = [
+    ("avg_pool2d", (1, 1, 4, 4), dict(kernel_size=2)),
+    ("avg_pool2d", (1, 1, 5, 5), dict(kernel_size=3, stride=2, padding=1)),
+    ("avg_pool2d", (1, 5, 5), dict(kernel_size=3, stride=2, padding=1, ceil_mode=True,
+                                   count_include_pad=False)),
+    ("avg_pool1d", (1, 2, 6), dict(kernel_size=2)),
+    ("avg_pool1d", (1, 1, 7), dict(kernel_size=3, stride=2, padding=1)),
+    pytest.param("adaptive_avg_pool2d", (1, 1, 5, 5), dict(output_size=3), marks=pytest.mark.xfail(
+        strict=True, reason="adaptive_avg_pool2d is a product with constant matrices: its "
+                            "gradient never sees x, so x is unused where torch gives zeros")),
+]
+
+
+@pytest.mark.parametrize("name,shape,kw", POOLS)
+def test_pool_double_backward(name, shape, kw):
+    a = np.random.default_rng(0).uniform(size=shape)
+    res = []
+    for L in (tg, torch):
+        x = L.tensor(a, requires_grad=True)
+        y = getattr(L.nn.functional, name)(x, **kw)
+        g, = L.autograd.grad((y ** 2).sum(), x, create_graph=True)
+        gg, = L.autograd.grad(g.sum(), x)                      # the pooling's part is zero
+        y = getattr(L.nn.functional, name)(x, **kw)
+        g1, = L.autograd.grad(y.sum() * 1.0, x, create_graph=True)
+        zero, = L.autograd.grad(g1.sum(), x)                   # linear: zeros, no error
+        h = L.autograd.functional.hessian(
+            lambda x: (getattr(L.nn.functional, name)(x, **kw) ** 2).sum(), x)
+        res.append([t.detach().numpy() for t in (g, gg, zero, h)])
+    for got, want in zip(*res):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
