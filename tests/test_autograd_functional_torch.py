@@ -246,3 +246,41 @@ def test_pool_double_backward(name, shape, kw):
         res.append([t.detach().numpy() for t in (g, gg, zero, h)])
     for got, want in zip(*res):
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+
+
+# -- argument errors: type and wording as torch's ----------------------------------------------
+def _err_cases(L):
+    x, y = L.tensor([1.0, 2.0, 3.0]), L.tensor([0.5, 1.5])
+    F = L.autograd.functional
+    sq = lambda x: (x * x).sum()  # noqa: E731
+    return {
+        "vjp_v_shape": lambda: F.vjp(lambda x: x * 2, x, L.ones(2)),
+        "vjp_v_tuple_len": lambda: F.vjp(lambda x: (x, x), x, (L.ones(3),)),
+        "jvp_v_entry_shape": lambda: F.jvp(lambda x, y: x, (x, y), (L.ones(3), L.ones(3))),
+        "jvp_v_not_tensor": lambda: F.jvp(lambda x: x, x, [1.0, 2.0, 3.0]),
+        "hvp_v_len": lambda: F.hvp(lambda x, y: sq(x), (x, y), (L.ones(3),)),
+        "vhp_v_single": lambda: F.vhp(sq, x, (L.ones(3), L.ones(3))),
+        "inputs_list": lambda: F.jacobian(lambda x: x, [x]),
+        "inputs_number": lambda: F.vjp(lambda x: x, 2.0),
+        "inputs_tuple_item": lambda: F.jacobian(lambda x, y: x, (x, 1.0)),
+        "output_not_tensor": lambda: F.jacobian(lambda x: 1.0, x),
+        "hessian_vector": lambda: F.hessian(lambda x: x * x, x),
+        "hessian_tuple_out": lambda: F.hessian(lambda x: (sq(x),), x),
+        "hvp_vector": lambda: F.hvp(lambda x: x * x, x, L.ones(3)),
+        "vhp_tuple_out": lambda: F.vhp(lambda x: (sq(x),), x, L.ones(3)),
+        "strategy": lambda: F.jacobian(sq, x, strategy="fwd"),
+        "outer_strategy": lambda: F.hessian(sq, x, outer_jacobian_strategy="fwd"),
+        "forward_create_graph": lambda: F.jacobian(sq, x, create_graph=True,
+                                                   strategy="forward-mode"),
+        "integer_input": lambda: F.jacobian(lambda x: x * 2, L.tensor([1, 2])),
+    }
+
+
+@pytest.mark.parametrize("name", list(_err_cases(torch)))
+def test_argument_errors(name):
+    with pytest.raises(Exception) as want:
+        _err_cases(torch)[name]()
+    with pytest.raises(Exception) as got:
+        _err_cases(tg)[name]()
+    assert type(got.value) is type(want.value), (got.value, want.value)
+    assert _words(got.value) == _words(want.value)
