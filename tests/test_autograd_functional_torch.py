@@ -226,9 +226,9 @@ POOLS = [
                                    count_include_pad=False)),
     ("avg_pool1d", (1, 2, 6), dict(kernel_size=2)),
     ("avg_pool1d", (1, 1, 7), dict(kernel_size=3, stride=2, padding=1)),
-    pytest.param("adaptive_avg_pool2d", (1, 1, 5, 5), dict(output_size=3), marks=pytest.mark.xfail(
-        strict=True, reason="adaptive_avg_pool2d is a product with constant matrices: its "
-                            "gradient never sees x, so x is unused where torch gives zeros")),
+    ("adaptive_avg_pool2d", (1, 1, 5, 5), dict(output_size=3)),
+    ("adaptive_avg_pool2d", (2, 4, 6), dict(output_size=(1, 4))),
+    ("adaptive_avg_pool1d", (1, 2, 7), dict(output_size=3)),
 ]
 
 
