@@ -247,6 +247,9 @@ class Tensor:
         self._input = None
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        if requires_grad and self._tracer is None and not is_floating(self._data.dtype):
+            # PyTorch's method words it so (its setter and factories as requires_grad does)
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self.requires_grad = requires_grad
         return self
 

@@ -29,7 +29,7 @@ from .. import anomaly, grad_mode, profiler
 from ..dispatch import _SYMBOLIC, mode_of
 from ..promotion import type_name
 from ..tape import TAPE, EagerTracer, RuleRef, Version
-from ..tensor import Tensor, is_floating
+from ..tensor import Tensor, _relabelled, is_floating
 
 
 class FunctionCtx:
@@ -386,9 +386,17 @@ class Function:
             outputs = cls._forward(ctx, args, kwargs)
         finally:
             grad_mode._set(enabled)
+        dirty = ctx._dirty
+        for t in dirty:         # PyTorch counts mark_dirty as one more change
+            if isinstance(t, Tensor):
+                t._vc.v += 1
         record = enabled and any(needs)
         if not record:
             return outputs
+        for t in dirty:
+            if isinstance(t, Tensor) and t._tracer is None and t._requires_grad:
+                raise RuntimeError("a leaf Variable that requires grad has been used in an "
+                                   "in-place operation.")
         for i, t in enumerate(ctx._saved):
             if t is not None and not isinstance(t, Tensor):
                 raise TypeError(f"save_for_backward can only save variables, but argument {i} "
@@ -420,7 +428,17 @@ class Function:
             handle._name = rule.name
             handle._inputs = inputs
             handle._rule = rule
-            t = Tensor._recorded(node)
+            if dirty and any(o is d for d in dirty) and any(o is a for a in args):
+                # an input modified in place and returned (mark_dirty): the input itself,
+                # its history rebased onto this node, as an in-place operation does
+                handle._value = o._data
+                handle._counter = o._vc
+                handle._saved_version = o._vc.v
+                o._tracer = _relabelled(node, o._data)
+                o._requires_grad = False
+                t = o
+            else:
+                t = Tensor._recorded(node)
             results.append(t)
             nodes.append(node._node)
         rule.nodes = tuple(nodes)

@@ -891,15 +891,30 @@ def adaptive_avg_pool2d(input, output_size):
     oh, ow = _adaptive_size(output_size, h, w)
     mh = _adaptive_matrix(h, oh, input.dtype)
     mw = _adaptive_matrix(w, ow, input.dtype)
-    return call(lambda x: np.matmul(np.matmul(mh, x), mw.T), input,
+    return call(lambda x: np.matmul(np.matmul(mh, _keeps_edge(x)), mw.T), input,
                 name="AdaptiveAvgPool2DBackward0")
+
+
+def _keeps_edge(x):
+    """``x`` itself (an average over windows of one element), through avg_pool2d, whose
+    gradient keeps PyTorch's edge to ``x``: torch's adaptive average pooling's double
+    backward gives zeros for ``x``, where a product with constant matrices alone would
+    leave ``x`` unused."""
+    from ..tape import EagerTracer
+    if not isinstance(x, EagerTracer) or not np.issubdtype(x.dtype, np.floating):
+        return x        # not recorded by the eager autograd, or no gradient
+    shape = x.shape
+    x4 = np.reshape(x, (-1, 1) + tuple(shape[-2:]))
+    one = apply("avg_pool2d", x4, kernel=(1, 1), stride=(1, 1), padding=(0, 0))
+    return np.reshape(one, shape)
 
 
 def adaptive_avg_pool1d(input, output_size):
     n = input.shape[-1]
     o = int(output_size[0] if isinstance(output_size, (tuple, list)) else output_size)
     m = _adaptive_matrix(n, o, input.dtype)
-    return call(lambda x: np.matmul(x, m.T), input, name="AdaptiveAvgPool2DBackward0")
+    return call(lambda x: np.matmul(_keeps_edge(x[..., None]).squeeze(-1), m.T), input,
+                name="AdaptiveAvgPool2DBackward0")
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,

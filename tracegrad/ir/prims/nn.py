@@ -662,7 +662,10 @@ def _avg_pool2d_vjp(g, out, x, kernel, stride, padding):
     op = _output_padding((h, w), kernel, stride, padding, (1, 1))
     gx = apply("conv_transpose2d", np.reshape(g, (n * c, 1) + tuple(out.shape[2:])), ones,
                stride=stride, padding=padding, output_padding=op, dilation=(1, 1))
-    return (np.reshape(gx, x.shape),)
+    # PyTorch's AvgPool2DBackward0 keeps x (its double backward gives zeros for x, where a
+    # gradient that never saw x would be "unused"): a select that always takes gx keeps
+    # the eager autograd's edge to x; simplify folds it away in compiled graphs
+    return (apply("select", np.ones((), bool), np.reshape(gx, x.shape), x),)
 
 
 def _avg_pool2d_jax(x, kernel, stride, padding):
