@@ -15,6 +15,7 @@ reference (``reference.md``) from the docstrings, which must cover the public AP
 from __future__ import annotations
 
 import importlib.util
+import linecache
 import re
 import subprocess
 import sys
@@ -80,7 +81,11 @@ def test_page_code_runs(page, clean_state):
     for k, (line, source) in enumerate(blocks, 1):
         if source.startswith("# not run"):
             continue
-        code = compile("\n" * (line - 1) + source, page, "exec")
+        text = "\n" * (line - 1) + source
+        code = compile(text, page, "exec")
+        # the block's lines, where tracebacks and tracegrad read a running line (as IPython
+        # registers a cell's)
+        linecache.cache[page] = (len(text), None, text.splitlines(True), page)
         try:
             exec(code, namespace)
         except ModuleNotFoundError as e:

@@ -312,3 +312,23 @@ def test_library_code_writing_into_its_own_and_traced_arrays():
     for f in (activations, rosenbrock):
         assert_close(tg.grad(f)(X), central_diff(f, X), 1e-6, floor=1e-6)
         assert_close(tg.jit(f, backend="jax")(X), f(X), 1e-12)
+
+
+def test_compiled_code_calling_numpys_creation_functions_gets_ndarrays():
+    """Cython code (np.random's samplers, a bit generator's state setter) calls np.arange /
+    np.empty through the numpy module with no Python frame of its own: it must get NumPy's
+    arrays, not fresh traced ones (it would crash on them), while the user's own np.zeros
+    on the same line's neighbours stays fresh."""
+    rng = np.random.default_rng(7)
+    start = rng.bit_generator.state
+
+    def f(x):
+        rng.bit_generator.state = start                 # a Cython property setter
+        picks = np.random.default_rng(3).choice(4, size=3, replace=False)
+        z = np.zeros(4)
+        z[picks] = x[picks] * rng.standard_normal(3)
+        return np.sum(z ** 2)
+
+    g = tg.grad(f)(X)
+    np.testing.assert_allclose(g, central_diff(f, X), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(tg.jit(f)(X), f(X), rtol=1e-13)

@@ -189,14 +189,39 @@ Tensor.adjoint = _matrix_transpose("mH", True)
 Tensor.real = property(real)
 Tensor.imag = property(imag)
 Tensor.conj = conj
-FUNCTIONS.update(
-    select=lambda input, dim, index: select(_as_tensor(input), dim, index),
-    as_strided=lambda input, size, stride, storage_offset=None: as_strided(
-        _as_tensor(input), size, stride, storage_offset),
-    adjoint=lambda input: _as_tensor(input).adjoint(),
-    real=lambda input: real(_as_tensor(input)), imag=lambda input: imag(_as_tensor(input)),
-    conj=lambda input: conj(_as_tensor(input)),
-    view_as_real=view_as_real, view_as_complex=view_as_complex)
+def _select(input, dim, index):
+    """``input.select(dim, index)``: the slice at ``index`` along ``dim``, a view."""
+    return select(_as_tensor(input), dim, index)
+
+
+def _as_strided(input, size, stride, storage_offset=None):
+    """``input.as_strided(size, stride, storage_offset)``: a view of its memory."""
+    return as_strided(_as_tensor(input), size, stride, storage_offset)
+
+
+def _adjoint(input):
+    """``input.adjoint()``: the conjugate transpose of the last two dimensions, a view."""
+    return _as_tensor(input).adjoint()
+
+
+def _real(input):
+    """``input.real``: the real part, a view of a complex tensor."""
+    return real(_as_tensor(input))
+
+
+def _imag(input):
+    """``input.imag``: the imaginary part of a complex tensor, a view."""
+    return imag(_as_tensor(input))
+
+
+def _conj(input):
+    """``input.conj()``: the complex conjugate."""
+    return conj(_as_tensor(input))
+
+
+FUNCTIONS.update(select=_select, as_strided=_as_strided, adjoint=_adjoint, real=_real,
+                 imag=_imag, conj=_conj, view_as_real=view_as_real,
+                 view_as_complex=view_as_complex)
 
 
 def _index_fill_mask(self, dim, index):

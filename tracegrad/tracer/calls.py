@@ -8,11 +8,14 @@ nothing is called)."""
 from __future__ import annotations
 
 import ast
+import dis
 import linecache
 
 from ..ir.source import user_frame
 
 _MISSING = object()
+_PRECALL = dis.opmap.get("PRECALL", -1)
+_CACHE = dis.opmap.get("CACHE", -1)
 
 
 def _call_node(frame):
@@ -23,6 +26,13 @@ def _call_node(frame):
     except AttributeError:          # Python < 3.11
         return None
     k = frame.f_lasti // 2
+    raw = code.co_code
+    if 0 <= 2 * k < len(raw) and raw[2 * k] == _PRECALL:
+        # Python 3.11 stops at PRECALL while a builtin runs; its span is the callee's:
+        # the CALL after it (past its inline caches) spans the call
+        k += 1
+        while 2 * k < len(raw) and raw[2 * k] == _CACHE:
+            k += 1
     if not 0 <= k < len(positions):
         return None
     line, end_line, col, end_col = positions[k]
@@ -113,3 +123,40 @@ def math_function(callee):
     if name in _MATH_TO_NUMPY:
         return f"{callee.__module__}.{name}", _MATH_TO_NUMPY[name]
     return f"{callee.__module__}.{name}", f"np.{name}" if hasattr(np, name) else None
+
+
+_CALLEES: dict = {}     # (code, instruction offset) -> the callee expression, or None
+# the instructions that call: CALL, CALL_FUNCTION_EX, CALL_KW, PRECALL, by Python version
+_CALL_OPS = frozenset(op for name, op in dis.opmap.items()
+                      if name.startswith("CALL") or name == "PRECALL")
+
+
+def calling(frame, fn) -> bool:
+    """Whether ``frame``'s current instruction is a call of ``fn`` itself (its callee
+    expression looked up in the frame). False when the frame is calling something else, so
+    that ``fn`` runs below compiled code that no Python frame shows (``np.random.choice``
+    calling ``np.arange`` from Cython, or a property setter of compiled code assigned on
+    the line). Where the frame's source cannot be read (code compiled from a string that
+    ``linecache`` does not hold), it is taken not to be: a plain array is safe (a traced
+    write into it is refused), a traced one handed to compiled code is not. A callee that
+    is no chain of names (``make().zeros(3)``) is taken to be when its name is ``fn``'s."""
+    key = (frame.f_code, frame.f_lasti)
+    func = _CALLEES.get(key, _MISSING)
+    if func is _MISSING:
+        code = frame.f_code.co_code
+        at = frame.f_lasti
+        while 0 < at < len(code) and code[at] == _CACHE:
+            at -= 2                 # (a Python callee's caller stops in CALL's caches)
+        if not 0 <= at < len(code) or code[at] not in _CALL_OPS:
+            func = False            # an assignment, an operator: no call of fn itself
+        else:
+            call = _call_node(frame)
+            func = False if call is None else call.func
+        _CALLEES[key] = func
+    if func is False:
+        return False
+    callee = _lookup(func, frame)
+    if callee is _MISSING:      # not a chain of names (make()(3), fns[0](3)): by its name
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        return name == fn.__name__
+    return callee is fn

@@ -19,6 +19,7 @@ import threading
 import numpy as np
 
 from . import sparse as _sparse
+from .calls import calling
 from .state import LOCAL
 
 
@@ -321,8 +322,11 @@ def _wrapped_creator(name):
 
     def creator(*args, **kwargs):
         stack = LOCAL.stack
-        if not stack or not _called_by_traced_code(sys._getframe(1)):
-            return original(*args, **kwargs)    # not tracing, or tracegrad's / NumPy's own
+        if not stack or not _called_by_traced_code(sys._getframe(1)) \
+                or not calling(sys._getframe(1), creator):
+            # not tracing, or tracegrad's / NumPy's own call; or one from compiled code
+            # (Cython's np.random.choice making its np.arange), which needs an ndarray
+            return original(*args, **kwargs)
         if name in ("full", "full_like"):
             result = _traced_fill(name, args, kwargs)
             if result is not None:
