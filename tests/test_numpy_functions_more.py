@@ -198,9 +198,15 @@ def test_nan_positions_are_guards():
     np.testing.assert_allclose(f(b), want, rtol=1e-12)
 
 
+_CALLERS_3X3, _CALLERS_4 = np.zeros((3, 3)), np.zeros(4)
+
+
 def test_writes_into_plain_arrays_are_refused():
-    for call in (lambda x: np.fill_diagonal(np.zeros((3, 3)), x[0]),
-                 lambda x: np.put(np.zeros(4), [0], x[0]),
-                 lambda x: np.place(np.zeros(4), np.ones(4, bool), x)):
+    """Into the caller's plain arrays (an array the function makes is written: see
+    test_fresh_arrays.py), and the caller's arrays stay unchanged."""
+    for call in (lambda x: np.fill_diagonal(_CALLERS_3X3, x[0]),
+                 lambda x: np.put(_CALLERS_4, [0], x[0]),
+                 lambda x: np.place(_CALLERS_4, np.ones(4, bool), x)):
         with pytest.raises(tg.TraceError, match="plain NumPy array|lose its gradient"):
             tg.grad(lambda x: call(x) or np.sum(x))(V[:4])
+    assert not _CALLERS_3X3.any() and not _CALLERS_4.any()

@@ -52,6 +52,7 @@ OUTPUT_COLOR = "#c0392b"
 MAX_CONST = 16             # constants with more elements are drawn collapsed
 _PREVIEW = 4               # values shown for a collapsed constant
 _SPREAD = ("reshape", "broadcast_to")
+_FORWARD_USERS = ("select",)
 
 
 def escape(text) -> str:
@@ -108,7 +109,10 @@ def find_seeds(graph) -> list:
             continue
         first_user = min(users, key=order.index)
         next_op = next((m for m in order[i + 1:] if graph.op(m) != "const"), None)
-        if first_user != next_op or graph.op(first_user) in _SPREAD:
+        # (a gradient replayed from a cached plan has its constants in front: a select's
+        # 1.0 there is the forward's np.where(c, 1.0, 0.0), not a seed)
+        if graph.op(first_user) in _SPREAD or (
+                first_user != next_op and graph.op(first_user) not in _FORWARD_USERS):
             seeds.append(n)
     return seeds
 

@@ -21,6 +21,9 @@ does not say which operand decided it (``select``, ``and`` that came out True).
 """
 from __future__ import annotations
 
+import os
+import sys
+
 import numpy as np
 
 from ..errors import TraceError
@@ -150,11 +153,43 @@ def reaches_differentiated(trace, n) -> bool:
     return False
 
 
+_HERE = os.path.dirname(__file__)
+_BOOL_PATH = {os.path.join(_HERE, name)
+              for name in ("core.py", "methods.py", "equality.py", "elements.py",
+                           "numpy_api.py")}
+# tracegrad's handlers of NumPy functions that give a Python bool: their decision is the
+# caller's (``if np.allclose(x, last):``)
+_ANSWERING = {"allclose", "array_equal", "array_equiv"}
+_TRACEGRAD = os.path.dirname(_HERE) + os.sep
+_NUMPY = os.path.dirname(np.__file__) + os.sep
+
+
+def _decided_by_user_code():
+    """Whether the code that turned a traced boolean into a Python bool (``if``, ``while``,
+    ``and``) is the user's or a library's: not NumPy's own Python code, whose decisions on
+    equalities are its algorithm's (``np.polydiv`` stripping exact leading zeros), nor
+    tracegrad's rules (which kind of result ``eig`` gives)."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        code = frame.f_code
+        name = code.co_filename
+        if not (name in _BOOL_PATH or name.startswith("<__array_function__")
+                or (code.co_name in _ANSWERING and name.startswith(_HERE))):
+            break
+        frame = frame.f_back
+    if frame is None:
+        return True
+    name = frame.f_code.co_filename
+    return not (name.startswith(_TRACEGRAD) or name.startswith(_NUMPY))
+
+
 def check_branch(trace, node, decision: bool):
     """Raise if the branch decision ``decision`` on boolean node ``node`` holds only
     because of an exact equality of values being differentiated."""
     if _node(trace, node)[2] != np.dtype(bool):
         return
+    if not _decided_by_user_code():
+        return      # NumPy's own code (polydiv's leading zeros) or tracegrad's (eig's kind)
     for eq in implied_equalities(trace, node, decision):
         op, args, _ = _node(trace, eq)
         if any(reaches_differentiated(trace, a) for a in args):
