@@ -26,6 +26,7 @@ from ..ir.source import where
 from .core import Tracer
 from .np_base import (
     _single_axis,
+    as_array,
     astype,
     broadcast_to,
     coerce,
@@ -40,10 +41,7 @@ from .np_base import (
     shape_of,
 )
 
-
-def _arr(x):
-    x = coerce(x)
-    return x if isinstance(x, Tracer) else np.asarray(x)
+_arr = as_array
 
 
 def _fresh(x):

@@ -55,6 +55,12 @@ def coerce(x):
     return x
 
 
+def as_array(x):
+    """``x`` as a traced array, or as a plain one (a list or number becomes an ndarray)."""
+    x = coerce(x)
+    return x if isinstance(x, Tracer) else np.asarray(x)
+
+
 def _from_object_array(x, flat):
     if builtins.any(isinstance(e, Tracer) and e.shape for e in flat):
         # whole traced arrays put into an object array by hand: stack them

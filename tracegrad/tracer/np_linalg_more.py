@@ -15,13 +15,9 @@ from numpy.linalg import _linalg as _np_linalg
 
 from ..errors import TraceError
 from ..ir.source import where
-from .core import Tracer
-from .np_base import _axis_tuple, astype, coerce, dtype_of, implements, ndim_of, reshape, shape_of
+from .np_base import _axis_tuple, as_array, astype, dtype_of, implements, ndim_of, reshape, shape_of
 
-
-def _arr(x):
-    x = coerce(x)
-    return x if isinstance(x, Tracer) else np.asarray(x)
+_arr = as_array
 
 
 @implements(np.linalg.multi_dot)

@@ -36,6 +36,7 @@ from .np_base import (
     UFUNCS,
     _reject,
     _single_axis,
+    as_array,
     astype,
     broadcast_to,
     coerce,
@@ -91,10 +92,7 @@ def sinc(x):
 
 
 # -- sorting ---------------------------------------------------------------------------
-def _arr(x):
-    """A traced array, or a plain one (not a list)."""
-    x = coerce(x)
-    return x if isinstance(x, Tracer) else np.asarray(x)
+_arr = as_array
 
 
 def _axis_or_flat(a, axis):

@@ -16,10 +16,9 @@ import numpy as np
 
 from ..errors import TraceError
 from ..ir.source import where
-from .core import Tracer
 from .np_base import (
+    as_array,
     astype,
-    coerce,
     concatenate,
     dtype_of,
     implements,
@@ -28,10 +27,7 @@ from .np_base import (
     shape_of,
 )
 
-
-def _arr(x):
-    x = coerce(x)
-    return x if isinstance(x, Tracer) else np.asarray(x)
+_arr = as_array
 
 
 def _1d(x):

@@ -13,13 +13,9 @@ from numpy.lib import _arraysetops_impl as _sets
 
 from ..errors import TraceError
 from ..ir.source import where
-from .core import Tracer
-from .np_base import coerce, concatenate, dtype_of, implements, known, reshape, shape_of
+from .np_base import as_array, concatenate, dtype_of, implements, known, reshape, shape_of
 
-
-def _arr(x):
-    x = coerce(x)
-    return x if isinstance(x, Tracer) else np.asarray(x)
+_arr = as_array
 
 
 @implements(np.isin)

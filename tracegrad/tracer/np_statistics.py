@@ -26,8 +26,8 @@ from .np_base import (
     _axis_tuple,
     _reject,
     _single_axis,
+    as_array,
     astype,
-    coerce,
     concatenate,
     dtype_of,
     implements,
@@ -37,10 +37,7 @@ from .np_base import (
 )
 from .np_more import _segment_sum
 
-
-def _arr(x):
-    x = coerce(x)
-    return x if isinstance(x, Tracer) else np.asarray(x)
+_arr = as_array
 
 
 @implements(np.ptp)
