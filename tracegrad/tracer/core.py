@@ -103,8 +103,8 @@ def _float_refused(what):
 def lost_gradient(what, hint=""):
     """The error for a conversion that would drop a traced value's gradient; ``hint``, a
     sentence added to the advice. Inside a SciPy function, the refusal names it."""
-    refused = refuse_in_scipy(f"reads {what} of its traced argument, which would lose its "
-                              "gradient")
+    refused = refuse_in_scipy(f"converts its traced argument ({what[:1].lower()}{what[1:]}), "
+                              "which would lose its gradient")
     if refused is not None:
         return refused
     if _user_is_storing_item():
