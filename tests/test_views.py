@@ -368,3 +368,16 @@ def test_other_attribute_assignments_raise_as_in_numpy(attribute):
         setattr(np.ones((2, 2)), attribute, 1)
     with pytest.raises(AttributeError):
         tg.jit(lambda x: setattr(x * 1, attribute, 1))(np.ones((2, 2)))
+
+
+def test_vjp_values_are_new_arrays_where_numpys_are():
+    """tg.vjp's primal output: np.copy(x), +x and x.flatten() are new arrays (as NumPy's);
+    x.reshape is a view and x itself is x, as NumPy gives them."""
+    x = np.arange(6.0)
+    for fn in (np.copy, lambda a: +a, lambda a: a.flatten(), lambda a: a.astype(a.dtype)):
+        out, _ = tg.vjp(fn, x)
+        assert not np.shares_memory(out, x) and not np.shares_memory(fn(x), x)
+    out, _ = tg.vjp(lambda a: a.reshape(2, 3), x)
+    assert np.shares_memory(out, x)
+    out, _ = tg.vjp(lambda a: a, x)
+    assert out is x

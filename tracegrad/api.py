@@ -169,6 +169,7 @@ class _Traced:
                       for x, aval in zip(leaves, avals)]
             # (the function may assign into an input tracer, which then names a new node)
             self.input_nodes = [x._node for x in inputs]
+            self.input_tracers = inputs
             # what a branch on an exact equality must not depend on (tracer/equality.py)
             trace.differentiated = set(self.input_nodes) if differentiates else None
             trace.input_of = dict(zip(self.input_nodes, leaves))
@@ -279,6 +280,16 @@ def _evaluate(graph: Graph, args):
     # handed back (the cotangent of lambda x: x) or a view of one
     return [_writeable(v) for v in run(graph, [np.asarray(a) for a in args],
                                        bases=fresh_bases(graph))]
+
+
+def _own_result(value, tracer, inputs):
+    """``value``, copied where it shares memory with an input although the traced value
+    is no NumPy view (``getattr(tracer, "_view")`` is None; an input handed back as it
+    is, ``lambda x: x``, is not passed here)."""
+    if (isinstance(value, np.ndarray) and getattr(tracer, "_view", None) is None
+            and any(np.may_share_memory(value, a) for a in inputs)):
+        return value.copy()
+    return value
 
 
 def _writeable(v):
@@ -568,6 +579,13 @@ def vjp(fun: Callable[..., Any], *primals: PyTree, has_aux: bool = False) -> tup
             else _evaluate(passes.prune(t.graph), t.eval_args))
     out_leaves = [_writeable(np.asarray(v)) if not isinstance(v, Tracer) else v
                   for v in outs[:t.n_out]]
+    if t.concrete:
+        # NumPy's result is the caller's own array unless NumPy gives a view (x.reshape):
+        # np.copy(x), +x and x.flatten() of a primal are new arrays, as outside tg.vjp
+        inputs = [a for a in flatten(list(primals))[0] if isinstance(a, np.ndarray)]
+        given = getattr(t, "input_tracers", ())
+        out_leaves = [v if any(tracer is g for g in given) else _own_result(v, tracer, inputs)
+                      for v, tracer in zip(out_leaves, t.out_values[:t.n_out])]
     out = unflatten(t.out_tree, out_leaves)
     plan = _plan_of(t, list(range(t.n_out)))
     adj = None
