@@ -55,6 +55,9 @@ def as_array(data, dtype=None):
             raise TypeError(f"Could not infer dtype of {type(data).__name__}")
         if dtype is not None:      # straight from Python's numbers: no rounding on the way
             return arr.astype(dtype)
+        mixed = _sequence_dtype(data) if isinstance(data, (list, tuple)) else None
+        if mixed is not None:      # NumPy scalars or arrays among the elements
+            return arr.astype(mixed)
         if arr.dtype == np.float64:
             arr = arr.astype(default_dtype())
         elif arr.dtype == np.complex128:    # the complex type of the default float dtype
@@ -64,6 +67,35 @@ def as_array(data, dtype=None):
     if dtype is not None:
         arr = arr.astype(dtype)
     return arr
+
+
+def _sequence_dtype(data):
+    """PyTorch's dtype for a nested sequence holding NumPy scalars or arrays (each counts
+    with its own dtype, a Python float with the default one, an int as int64; promoted
+    with PyTorch's rules: ``[np.float64(1.0)]`` is float64, ``[np.int32(1)]`` int32), or
+    None when it holds Python numbers only (the rule above applies)."""
+    from .promotion import promote_types
+    found, dtype = False, None
+    stack = [data]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, (list, tuple)):
+            stack.extend(v)
+            continue
+        if isinstance(v, (np.ndarray, np.generic)):
+            found, d = True, v.dtype
+        elif isinstance(v, bool):
+            d = np.dtype(np.bool_)
+        elif isinstance(v, int):
+            d = np.dtype(np.int64)
+        elif isinstance(v, float):
+            d = np.dtype(default_dtype())
+        elif isinstance(v, complex):
+            d = np.result_type(default_dtype(), np.complex64)
+        else:
+            return None
+        dtype = promote_types(dtype, d)
+    return dtype if found else None
 
 
 def _untensor(data):
