@@ -78,3 +78,39 @@ def test_device_is_numpys():
     seen = []
     tg.jit(lambda x: seen.append(x.device) or x)(np.ones(2))
     assert seen == [np.ones(2).device]
+
+
+# -- tracegrad.scipy.linalg.cholesky / cho_factor read the triangle SciPy reads -------------
+_M = RNG.standard_normal((3, 3))
+# not symmetric: the upper and lower triangles give different factors
+NONSYM = _M @ _M.T + 3 * np.eye(3) + 0.7 * np.triu(RNG.standard_normal((3, 3)), 1) \
+    - 0.3 * np.tril(np.ones((3, 3)), -1)
+W = RNG.standard_normal((3, 3))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("lower", [False, True])
+def test_cholesky_reads_scipys_triangle(lower, backend):
+    import scipy.linalg as sl
+
+    import tracegrad.scipy.linalg as tl
+    expected = sl.cholesky(NONSYM, lower=lower)
+    assert not np.allclose(expected, sl.cholesky(NONSYM.T, lower=lower))    # a real test
+    np.testing.assert_allclose(_jit(lambda a: tl.cholesky(a, lower=lower), backend)(NONSYM),
+                               expected, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(tl.cholesky(NONSYM, lower=lower), expected, rtol=1e-12)
+    grad = _jit(tg.grad(lambda a: (tl.cholesky(a, lower=lower) * W).sum()), backend)(NONSYM)
+    fd = central_diff(lambda a: (sl.cholesky(a, lower=lower) * W).sum(), NONSYM)
+    np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-8)
+
+    c, low = _jit(lambda a: tl.cho_factor(a, lower=lower), backend)(NONSYM)
+    c_sp, low_sp = sl.cho_factor(NONSYM, lower=lower)
+    tri = np.tril if lower else np.triu         # SciPy leaves the other triangle arbitrary
+    assert low == low_sp
+    np.testing.assert_allclose(tri(c), tri(c_sp), rtol=1e-12, atol=1e-14)
+    b = RNG.standard_normal(3)
+    x = _jit(lambda a, b: tl.cho_solve(tl.cho_factor(a, lower=lower), b), backend)(NONSYM, b)
+    np.testing.assert_allclose(x, sl.cho_solve((c_sp, low_sp), b), rtol=1e-10)
+    grad = tg.grad(lambda a: tl.cho_solve(tl.cho_factor(a, lower=lower), b) @ b)(NONSYM)
+    fd = central_diff(lambda a: sl.cho_solve(sl.cho_factor(a, lower=lower), b) @ b, NONSYM)
+    np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-8)
