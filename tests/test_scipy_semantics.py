@@ -114,3 +114,83 @@ def test_cholesky_reads_scipys_triangle(lower, backend):
     grad = tg.grad(lambda a: tl.cho_solve(tl.cho_factor(a, lower=lower), b) @ b)(NONSYM)
     fd = central_diff(lambda a: sl.cho_solve(sl.cho_factor(a, lower=lower), b) @ b, NONSYM)
     np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-8)
+
+
+# -- multivariate_normal: SciPy's dimension, points and result shape -----------------------
+_C2 = np.array([[2.0, 0.3], [0.3, 1.0]])
+_C3 = np.array([[2.0, 0.3, 0.1], [0.3, 1.0, 0.2], [0.1, 0.2, 1.5]])
+# (x, mean, cov): SciPy's rules decide whether x is one point or many, and the shape
+MVN_CASES = [
+    (np.array([0.3, -0.2, 0.5]), None, 1),                  # three 1-d points
+    (np.array([0.3, -0.2, 0.5]), None, 2.0),
+    (np.array([0.3, -0.2, 0.5]), 0.1, 2.0),                 # scalar mean: 1-d
+    (np.array([0.3, -0.2, 0.5]), np.array([0.1]), 2.0),
+    (np.array([0.3, -0.2, 0.5]), np.array([0.1]), np.array([2.0])),
+    (np.array([0.3, -0.2, 0.5]), np.array([0.1, 0.0, -0.1]), 2.0),   # one 3-d point
+    (np.array([0.3, -0.2, 0.5]), None, _C3),
+    (np.array([0.3, -0.2, 0.5]), np.zeros(3), np.array([1.0, 2.0, 0.5])),
+    (np.array([0.4]), None, 1.5),                           # one 1-d point: a number
+    (0.4, None, 1.5),
+    (0.4, 0.1, np.array([[1.5]])),
+    (np.array([[0.3, -0.2]]), np.zeros(2), _C2),            # (1, d): a number
+    (np.array([[0.3, -0.2], [0.1, 0.4]]), np.zeros(2), _C2),
+    (np.array([[[0.3, -0.2]], [[0.1, 0.4]]]), np.zeros(2), _C2),   # (2, 1, d): (2,)
+    (np.array([[0.3], [-0.2]]), None, 1.0),                 # (n, 1) in 1-d: (n,)
+    (np.array([[0.3]]), None, 1.0),                         # (1, 1) in 1-d: a number
+]
+
+
+def _mvn_id(case):
+    x, mean, cov = case
+    return f"x{np.shape(x)}-mean{None if mean is None else np.shape(mean)}-cov{np.shape(cov)}"
+
+
+@pytest.mark.parametrize("method", ["logpdf", "pdf"])
+@pytest.mark.parametrize("case", MVN_CASES, ids=[_mvn_id(c) for c in MVN_CASES])
+def test_multivariate_normal_shapes(case, method):
+    import scipy.stats as sst
+
+    import tracegrad.scipy.stats as ts
+    x, mean, cov = case
+    expected = getattr(sst.multivariate_normal, method)(x, mean, cov)
+    got = getattr(ts.multivariate_normal, method)(x, mean, cov)
+    assert np.shape(got) == np.shape(expected)
+    assert type(got) is type(expected)
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+    kw = {} if mean is None else {"mean": mean}
+    expected_kw = getattr(sst.multivariate_normal, method)(x, cov=cov, **kw)
+    np.testing.assert_allclose(getattr(ts.multivariate_normal, method)(x, cov=cov, **kw),
+                               expected_kw, rtol=1e-12)
+    x = np.asarray(x, dtype=float)
+
+    def f(x):
+        return getattr(ts.multivariate_normal, method)(x, mean, cov)
+
+    for backend in BACKENDS:
+        traced = _jit(f, backend)(x)
+        assert np.shape(traced) == np.shape(expected)
+        np.testing.assert_allclose(traced, expected, rtol=1e-12)
+    w = RNG.standard_normal(np.shape(expected))
+
+    def total(x):
+        return np.sum(f(x) * w)
+
+    fd = central_diff(lambda x: np.sum(getattr(sst.multivariate_normal, method)(x, mean, cov)
+                                       * w), x)
+    for grad in (tg.grad(total), _jit(tg.grad(total), "jax")):
+        np.testing.assert_allclose(grad(x), fd, rtol=1e-6, atol=1e-8)
+
+
+def test_multivariate_normal_default_dimension_mean_gradient():
+    import scipy.stats as sst
+
+    import tracegrad.scipy.stats as ts
+    x = np.array([0.3, -0.2, 0.5])          # three 1-d points around a scalar mean
+
+    def f(m, c):
+        return np.sum(ts.multivariate_normal.logpdf(x, m, c))
+
+    g = tg.grad(f, argnums=(0, 1))(0.1, 2.0)
+    fm = central_diff(lambda m: np.sum(sst.multivariate_normal.logpdf(x, m, 2.0)), np.array(0.1))
+    fc = central_diff(lambda c: np.sum(sst.multivariate_normal.logpdf(x, 0.1, c)), np.array(2.0))
+    np.testing.assert_allclose(g, (fm, fc), rtol=1e-6)
