@@ -194,3 +194,27 @@ def test_multivariate_normal_default_dimension_mean_gradient():
     fm = central_diff(lambda m: np.sum(sst.multivariate_normal.logpdf(x, m, 2.0)), np.array(0.1))
     fc = central_diff(lambda c: np.sum(sst.multivariate_normal.logpdf(x, 0.1, c)), np.array(2.0))
     np.testing.assert_allclose(g, (fm, fc), rtol=1e-6)
+
+
+# -- scipy.special.polygamma: a Python function (asarray, then _zeta and psi) --------------
+def test_scipy_polygamma_is_refused_for_its_equivalent():
+    """SciPy's polygamma converts x with the ``asarray`` it imported (no protocol reaches a
+    tracer there), so it is refused, naming the equivalent, never a TypeError from the
+    ufuncs inside; docs/scipy.md lists it with the refused functions, not as a ufunc."""
+    with pytest.raises(tg.TraceError, match=r"tracegrad\.scipy\.special\.polygamma"):
+        tg.grad(lambda x: sp.polygamma(1, x))(2.5)
+    text = (__import__("pathlib").Path(__file__).resolve().parent.parent
+            / "docs" / "scipy.md").read_text()
+    assert "| `scipy.special.polygamma` | `tracegrad.scipy.special.polygamma` |" in text
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("n", [0, 1, 2, 3])
+def test_tracegrad_polygamma(n, backend):
+    import tracegrad.scipy.special as tsp
+    x = np.array([0.7, 1.5, 2.5, 7.0])
+    np.testing.assert_allclose(_jit(lambda x: tsp.polygamma(n, x), backend)(x),
+                               sp.polygamma(n, x), rtol=1e-12)
+    grad = _jit(tg.grad(lambda x: np.sum(tsp.polygamma(n, x))), backend)(x)
+    np.testing.assert_allclose(grad, central_diff(lambda x: np.sum(sp.polygamma(n, x)), x,
+                                                  eps=1e-5), rtol=1e-6)
