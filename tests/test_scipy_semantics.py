@@ -218,3 +218,15 @@ def test_tracegrad_polygamma(n, backend):
     grad = _jit(tg.grad(lambda x: np.sum(tsp.polygamma(n, x))), backend)(x)
     np.testing.assert_allclose(grad, central_diff(lambda x: np.sum(sp.polygamma(n, x)), x,
                                                   eps=1e-5), rtol=1e-6)
+
+
+# -- t[()] of a 0-d traced value (SciPy's _squeeze_output writes out[()]) -----------------
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_empty_index_of_0d_gradient(backend):
+    x = np.array([0.3, -0.2, 0.5])
+
+    def f(x):
+        return np.exp(np.sum(x)[()]) + np.sin(np.sum(x * x)[...])
+
+    grad = _jit(tg.grad(f), backend)(x)
+    np.testing.assert_allclose(grad, central_diff(f, x), rtol=1e-7)
