@@ -230,3 +230,20 @@ def test_empty_index_of_0d_gradient(backend):
 
     grad = _jit(tg.grad(f), backend)(x)
     np.testing.assert_allclose(grad, central_diff(f, x), rtol=1e-7)
+
+
+def test_multivariate_normal_of_lists():
+    import scipy.stats as sst
+
+    import tracegrad.scipy.stats as ts
+    args = ([0.3, -0.2], [0.0, 0.1], [[1.0, 0.2], [0.2, 2.0]])
+    np.testing.assert_allclose(ts.multivariate_normal.logpdf(*args),
+                               sst.multivariate_normal.logpdf(*args), rtol=1e-12)
+
+    def f(x):
+        return ts.multivariate_normal.logpdf([x[0], x[1]], args[1], args[2])
+
+    x = np.array(args[0])
+    fd = central_diff(lambda x: sst.multivariate_normal.logpdf(x, *args[1:]), x)
+    for grad in (tg.grad(f), _jit(tg.grad(f), "jax")):
+        np.testing.assert_allclose(grad(x), fd, rtol=1e-6)

@@ -288,6 +288,9 @@ def _mvn_logpdf(x, mean=None, cov=1, allow_singular=False):
     ``_process_quantiles`` and ``_squeeze_output`` make them: a number is one point, a
     vector is one point, or many points in one dimension; every axis of length 1 is
     dropped from the result (a number for one point)."""
+    # lists (of numbers or traced values) as SciPy's asarray reads them
+    x, mean, cov = (np.asarray(v) if isinstance(v, (list, tuple)) else v
+                    for v in (x, mean, cov))
     dim, mean = _mvn_dim_mean(mean, cov)
     if np.ndim(x) == 0:
         x = np.reshape(x, (1,))
