@@ -523,14 +523,22 @@ _DOC = __import__("pathlib").Path(__file__).resolve().parent.parent / "docs" / "
 _START, _END = "<!-- scipy-as-scipy tables: start -->", "<!-- scipy-as-scipy tables: end -->"
 
 
+def _is_special_ufunc(name):
+    """Whether ``name`` is a ufunc of ``scipy.special`` (public, or private in _ufuncs)."""
+    from scipy.special import _ufuncs
+    return bool(name) and isinstance(getattr(scipy.special, name, None)
+                                     or getattr(_ufuncs, name, None), np.ufunc)
+
+
 def render_tables():
     """The tables of docs/scipy.md's section on SciPy called directly, from the lists of
     ``tracegrad/tracer/scipy_calls.py`` and the primitives' ``extra["scipy"]``."""
     from tracegrad.ir import REGISTRY
     from tracegrad.tracer.scipy_calls import ALTERNATIVES, RUNS_AS_NUMPY
-    # (scipy.special.zeta(x, q) applies the ufunc _zeta)
+    # (scipy.special.zeta(x, q) applies the ufunc _zeta); a name that is a Python function
+    # in SciPy (polygamma) is not traced there: it is in the refused table
     routed = sorted({p.extra["scipy"].lstrip("_") for p in REGISTRY.values()
-                     if p.extra.get("scipy")})
+                     if _is_special_ufunc(p.extra.get("scipy"))})
     lines = [_START, "", "| `scipy.special` ufuncs with derivative rules |", "|---|",
              "| " + ", ".join(f"`{n}`" for n in routed) + " |", "",
              "| SciPy functions traced as the NumPy code they are |", "|---|",

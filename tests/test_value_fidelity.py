@@ -1163,6 +1163,7 @@ _METHOD_CALLS = {
     "ndim": [lambda a: a.ndim],
     "size": [lambda a: a.size],
     "shape": [lambda a: a.shape],
+    "device": [lambda a: np.full(a.shape, 2.0, device=a.device) * a],
     "dtype": [lambda a: np.zeros(2, a.dtype)],
     "item": [lambda a: a[0, 0].item() * a],
     "tolist": [lambda a: np.array(a.tolist())],

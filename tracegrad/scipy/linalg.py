@@ -54,9 +54,10 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
 
 
 def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
-    """``scipy.linalg.cholesky``: the upper factor ``u`` (``a = uᵀ u``), or the lower one."""
-    low = np.linalg.cholesky(a)
-    return low if lower else _mT(low)
+    """``scipy.linalg.cholesky``: the upper factor ``u`` (``a = uᴴ u``), or the lower one.
+    As SciPy (LAPACK's ``potrf``), only the triangle asked for is read: the upper one by
+    default (values and derivatives of a non-symmetric ``a`` follow that triangle)."""
+    return np.linalg.cholesky(a, upper=not lower)
 
 
 def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):

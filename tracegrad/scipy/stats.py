@@ -221,13 +221,17 @@ dirichlet = SimpleNamespace(logpdf=_dirichlet_logpdf, pdf=_exp(_dirichlet_logpdf
 
 
 # -- multivariate normal ------------------------------------------------------------------------------
-def _mvn_dim_mean(x, mean, cov):
+def _mvn_dim_mean(mean, cov):
+    """The dimension as SciPy's ``_process_parameters`` infers it: the length of ``mean``,
+    else the size of a matrix ``cov``, else 1 (a number or no ``mean`` with a number
+    ``cov``; the points' shape does not count). Where SciPy raises (a number ``mean``
+    with a matrix ``cov``, no ``mean`` with a vector of variances), ``cov`` gives it."""
     if mean is not None and np.ndim(mean):
         dim = np.shape(mean)[-1]
     elif np.ndim(cov) >= 1:
         dim = np.shape(cov)[-1]
     else:
-        dim = np.shape(x)[-1] if x is not None and np.ndim(x) else 1
+        dim = 1
     return dim, (np.zeros(dim) if mean is None else mean)
 
 
@@ -280,9 +284,26 @@ def _mvn_logpdf(x, mean=None, cov=1, allow_singular=False):
     or a number (a diagonal covariance), as SciPy reads it. The result drops the last
     axis (a number for one point). ``allow_singular=True`` follows SciPy: the
     pseudo-determinant and pseudo-inverse on the support (its rank counts the
-    dimensions), and ``-inf`` at points off the support."""
-    dim, mean = _mvn_dim_mean(x, mean, cov)
-    dev = x - mean
+    dimensions), and ``-inf`` at points off the support. Points and result as SciPy's
+    ``_process_quantiles`` and ``_squeeze_output`` make them: a number is one point, a
+    vector is one point, or many points in one dimension; every axis of length 1 is
+    dropped from the result (a number for one point)."""
+    # lists (of numbers or traced values) as SciPy's asarray reads them
+    x, mean, cov = (np.asarray(v) if isinstance(v, (list, tuple)) else v
+                    for v in (x, mean, cov))
+    dim, mean = _mvn_dim_mean(mean, cov)
+    if np.ndim(x) == 0:
+        x = np.reshape(x, (1,))
+    elif np.ndim(x) == 1 and dim == 1:
+        x = np.reshape(x, (-1, 1))
+    out = _mvn_logpdf_points(x - mean, dim, cov, allow_singular)
+    out = np.squeeze(out)
+    # a plain 0-d result is NumPy's number, as SciPy's (a traced one stays 0-d)
+    return out[()] if isinstance(out, np.ndarray) and out.ndim == 0 else out
+
+
+def _mvn_logpdf_points(dev, dim, cov, allow_singular):
+    """The log-density of the deviations ``dev`` (components along the last axis)."""
     if np.ndim(dev) == 0:
         dev = np.reshape(dev, (1,))
     if allow_singular:
@@ -305,7 +326,7 @@ def _mvn_logpdf(x, mean=None, cov=1, allow_singular=False):
 def _mvn_entropy(mean=None, cov=1):
     """SciPy's differential entropy ``(rank (log 2π + 1) + log pdet(cov)) / 2`` (a singular
     ``cov`` is allowed, as in SciPy); it does not depend on ``mean``."""
-    dim, _ = _mvn_dim_mean(None, mean, cov)
+    dim, _ = _mvn_dim_mean(mean, cov)
     logdet, rank, _, _ = _mvn_psd(cov, dim)
     return 0.5 * (rank * (math.log(2.0 * math.pi) + 1.0) + logdet)
 

@@ -132,6 +132,9 @@ def _array_function(self, func, types, args, kwargs):
 # the tracer through the protocols above). Array-API-aware code such as SciPy's
 # ``logsumexp``/``softmax`` then takes a tracer for an array it may update (x[i] = v).
 Tracer.__array_namespace__ = lambda self, api_version=None: np
+# NumPy 2's ``ndarray.device`` (always "cpu"): SciPy's array API code reads it to make
+# arrays alongside (logsumexp of an empty array: ``xp.full(..., device=xp_device(a))``)
+Tracer.device = property(lambda self: "cpu")
 
 
 Tracer.__array_ufunc__ = _array_ufunc

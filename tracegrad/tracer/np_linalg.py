@@ -56,7 +56,7 @@ def det(a):
 @implements(np.linalg.slogdet)
 def slogdet(a):
     a = coerce(a)
-    return apply("slogdet", a)
+    return _result("SlogdetResult", *apply("slogdet", a))
 
 
 @implements(np.linalg.cholesky)
@@ -70,7 +70,8 @@ def cholesky(a, /, *, upper=False):
 
 
 def _result(name, *parts):
-    """NumPy 2's named result tuple (EighResult, SVDResult, QRResult), or a plain tuple."""
+    """NumPy 2's named result tuple (SlogdetResult, EighResult, SVDResult, QRResult, EigResult),
+    or a plain tuple."""
     cls = getattr(getattr(np.linalg, "_linalg", None), name, None)
     return cls(*parts) if cls is not None else tuple(parts)
 

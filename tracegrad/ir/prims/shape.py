@@ -334,7 +334,8 @@ def _index_update_jax(x, v, *idx, index, mode):
         # a zero-padded add fuses with its neighbours; XLA's scatter does not
         widths = [(lo, n - hi) for (lo, hi), n in zip(block, x.shape)]
         v = jnp.broadcast_to(v, tuple(hi - lo for lo, hi in block)).astype(x.dtype)
-        return x + jnp.pad(v, widths)
+        # (jnp.pad refuses the empty widths of a 0-d x, t[()] += v)
+        return x + (jnp.pad(v, widths) if widths else v)
     if mode == "set" and _may_repeat(index, x.shape) and np.size(v) > 1:
         v = _last_writes_jax(x, v, where)
     ref = x.at[where]
