@@ -140,8 +140,10 @@ def _gammainc_edges(upper):
         import jax.numpy as jnp
         zero_a = (a == 0) & (x > 0)
         inf_a = (a == jnp.inf) & (x >= 0) & jnp.isfinite(x)
+        both_inf = (a == jnp.inf) & (x == jnp.inf)
         return jnp.where(zero_a, 0.0 if upper else 1.0,
-                         jnp.where(inf_a, 1.0 if upper else 0.0, out))
+                         jnp.where(inf_a, 1.0 if upper else 0.0,
+                                   jnp.where(both_inf, jnp.nan, out)))
     return edges
 
 
@@ -261,8 +263,8 @@ def _x_over(x, num, at_zero):
 _register("gammaln", 1, lambda out, x: (apply("digamma", x),), "log|Γ(x)|")
 _register("digamma", 1, lambda out, x: (apply("polygamma", np.int64(1), x),), "ψ(x) = Γ'(x)/Γ(x)")
 def _polygamma_jax(n, x):
-    import jax.scipy.special as jsp
     import jax.numpy as jnp
+    import jax.scipy.special as jsp
     x = x.astype(_result_dtype((n, x)))
     out = jsp.polygamma(n.astype("int64"), x)
     return jnp.where(n == 0, _digamma_edges(out, x), out)
