@@ -185,3 +185,40 @@ def test_interior_derivatives_match_finite_differences(backend, name, args, i):
     down[i] -= h
     fd = (getattr(ss, name)(*up) - getattr(ss, name)(*down)) / (2 * h)
     assert float(g(*(np.float64(a) for a in args))) == pytest.approx(fd, rel=1e-6)
+
+
+STATS_EDGES = [
+    ("gamma", "cdf", (NAN, 2.0)), ("gamma", "sf", (NAN, 2.0)), ("gamma", "logpdf", (NAN, 2.0)),
+    ("gamma", "logpdf", (1.0, -1.0)), ("gamma", "cdf", (1.0, -1.0)), ("gamma", "sf", (1.0, 0.0)),
+    ("gamma", "cdf", (-1.0, 2.0)), ("gamma", "sf", (-1.0, 2.0)), ("gamma", "logpdf", (-1.0, 2.0)),
+    ("gamma", "logpdf", (1.5, 2.0)), ("gamma", "cdf", (1.5, 2.0)), ("gamma", "sf", (INF, 2.0)),
+    ("norm", "logpdf", (1.0, 0.0, 0.0)), ("norm", "logpdf", (1.0, 0.0, -1.0)),
+    ("norm", "logpdf", (1.0, 0.0, 2.0)), ("norm", "pdf", (1.0, 0.0, 0.0)),
+]
+
+
+@pytest.mark.parametrize("backend", ["numpy", "jax"])
+@pytest.mark.parametrize("dist,method,args", STATS_EDGES)
+def test_stats_edges_match_scipy(backend, dist, method, args):
+    import scipy.stats as st
+    with np.errstate(all="ignore"):
+        want = getattr(getattr(st, dist), method)(*args)
+        f = tg.jit(lambda *xs: getattr(getattr(tst, dist), method)(*xs), backend=backend)
+        got = f(*(np.float64(a) for a in args))
+    _check(got, want, RTOL[backend])
+
+
+def test_norm_logpdf_zero_scale_python_numbers_is_nan():
+    with np.errstate(all="ignore"):
+        assert np.isnan(tst.norm.logpdf(1, 0, 0))
+
+
+@pytest.mark.parametrize("x,a", [(1.5, 2.0), (0.3, 0.7)])
+def test_gamma_logpdf_and_cdf_derivatives_interior(x, a):
+    import scipy.stats as st
+    h = 1e-6
+    g = tg.grad(lambda y: tst.gamma.cdf(y, a))(np.float64(x))
+    assert float(g) == pytest.approx(st.gamma.pdf(x, a), rel=1e-9)
+    g = tg.grad(lambda y: tst.gamma.logpdf(y, a))(np.float64(x))
+    fd = (st.gamma.logpdf(x + h, a) - st.gamma.logpdf(x - h, a)) / (2 * h)
+    assert float(g) == pytest.approx(fd, rel=1e-6)
