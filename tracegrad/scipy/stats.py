@@ -52,8 +52,9 @@ def _float(x):
 
 # -- norm -----------------------------------------------------------------------------------------
 def _norm_logpdf(x, loc=0, scale=1):
+    scale = _float(scale)   # scale 0: NaN as SciPy, not Python's ZeroDivisionError
     z = (x - loc) / scale
-    return -0.5 * z * z - np.log(scale) - LOG_SQRT_2PI
+    return np.where(scale > 0, -0.5 * z * z - np.log(scale) - LOG_SQRT_2PI, np.nan)
 
 
 def _norm_cdf(x, loc=0, scale=1):
@@ -113,21 +114,29 @@ t = SimpleNamespace(logpdf=_t_logpdf, pdf=_exp(_t_logpdf), cdf=_t_cdf, logcdf=_l
 def _gamma_logpdf(x, a, loc=0, scale=1):
     y = (x - loc) / scale
     inside = y >= 0
-    y = np.where(inside, y, 1.0)
-    value = special.xlogy(a - 1.0, y) - y - special.gammaln(a) - np.log(scale)
-    return np.where(inside, value, -np.inf)
+    ys = np.where(inside, y, 1.0)
+    value = special.xlogy(a - 1.0, ys) - ys - special.gammaln(a) - np.log(scale)
+    return _gamma_invalid(y, a, scale, np.where(inside, value, -np.inf))
+
+
+def _gamma_invalid(y, a, scale, value):
+    """NaN, as SciPy, for a NaN argument or a parameter outside a > 0, scale > 0."""
+    valid = np.logical_and(a > 0, scale > 0)
+    return np.where(np.isnan(y) | np.logical_not(valid), np.nan, value)
 
 
 def _gamma_cdf(x, a, loc=0, scale=1):
     y = (x - loc) / scale
     inside = y > 0
-    return np.where(inside, special.gammainc(a, np.where(inside, y, 1.0)), 0.0)
+    return _gamma_invalid(
+        y, a, scale, np.where(inside, special.gammainc(a, np.where(inside, y, 1.0)), 0.0))
 
 
 def _gamma_sf(x, a, loc=0, scale=1):
     y = (x - loc) / scale
     inside = y > 0
-    return np.where(inside, special.gammaincc(a, np.where(inside, y, 1.0)), 1.0)
+    return _gamma_invalid(
+        y, a, scale, np.where(inside, special.gammaincc(a, np.where(inside, y, 1.0)), 1.0))
 
 
 _gamma_logpdf.__name__ = "logpdf"

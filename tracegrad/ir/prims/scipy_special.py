@@ -94,9 +94,77 @@ def _jax(name):
     def lower(*args):
         import jax.scipy.special as jsp
         dtype = _result_dtype(args)
-        return getattr(jsp, name)(*(a.astype(dtype) for a in args))
+        args = tuple(a.astype(dtype) for a in args)
+        out = getattr(jsp, name)(*args)
+        edges = _JAX_EDGES.get(name)
+        return out if edges is None else edges(out, *args)
     lower.__name__ = f"jax.scipy.special.{name}"
     return lower
+
+
+def _pole(x):
+    import jax.numpy as jnp
+    return (x <= 0) & (x == jnp.floor(x))
+
+
+def _digamma_edges(out, x):
+    # SciPy: ψ(±0) = ∓inf (jax.scipy: NaN)
+    import jax.numpy as jnp
+    return jnp.where(x == 0, -jnp.copysign(jnp.inf, x), out)
+
+
+def _beta_edges(out, a, b):
+    # SciPy: B = inf at a pole of Γ(a) or Γ(b) off the poles of Γ(a + b); 0 for an infinite
+    # argument with the other finite and positive (jax.scipy: NaN at both)
+    import jax.numpy as jnp
+    pole = (_pole(a) | _pole(b)) & ~_pole(a + b) & jnp.isfinite(a) & jnp.isfinite(b)
+    return jnp.where(pole, jnp.inf, jnp.where(_infinite_arg(a, b), 0.0, out))
+
+
+def _infinite_arg(a, b):
+    import jax.numpy as jnp
+    return (((a == jnp.inf) & (b > 0) & jnp.isfinite(b))
+            | ((b == jnp.inf) & (a > 0) & jnp.isfinite(a)))
+
+
+def _betaln_edges(out, a, b):
+    # log B: -inf where B is 0, inf at B's poles
+    import jax.numpy as jnp
+    pole = (_pole(a) | _pole(b)) & ~_pole(a + b) & jnp.isfinite(a) & jnp.isfinite(b)
+    return jnp.where(_infinite_arg(a, b), -jnp.inf, jnp.where(pole, jnp.inf, out))
+
+
+def _gammainc_edges(upper):
+    # SciPy: P(0, x > 0) = 1, P(inf, finite x >= 0) = 0; Q the complement
+    def edges(out, a, x):
+        import jax.numpy as jnp
+        zero_a = (a == 0) & (x > 0)
+        inf_a = (a == jnp.inf) & (x >= 0) & jnp.isfinite(x)
+        both_inf = (a == jnp.inf) & (x == jnp.inf)
+        return jnp.where(zero_a, 0.0 if upper else 1.0,
+                         jnp.where(inf_a, 1.0 if upper else 0.0,
+                                   jnp.where(both_inf, jnp.nan, out)))
+    return edges
+
+
+def _log_ndtr_edges(out, x):
+    # jax.scipy's log_ndtr is log(ndtr(x)) for x > 6 (ε-relative off): log1p(-ndtr(-x))
+    import jax.numpy as jnp
+    import jax.scipy.special as jsp
+    return jnp.where(x > 3, jnp.log1p(-jsp.ndtr(-jnp.where(x > 3, x, 3.0))), out)
+
+
+def _gammaln_edges(out, x):
+    import jax.numpy as jnp
+    return jnp.where(x == -jnp.inf, -jnp.inf, out)
+
+
+# the SciPy values at the edges where jax.scipy.special gives NaN (or another value)
+_JAX_EDGES = {
+    "gammaln": _gammaln_edges, "digamma": _digamma_edges, "beta": _beta_edges,
+    "betaln": _betaln_edges, "gammainc": _gammainc_edges(False),
+    "gammaincc": _gammainc_edges(True), "log_ndtr": _log_ndtr_edges,
+}
 
 
 def _jax_host(name):
@@ -195,8 +263,11 @@ def _x_over(x, num, at_zero):
 _register("gammaln", 1, lambda out, x: (apply("digamma", x),), "log|Γ(x)|")
 _register("digamma", 1, lambda out, x: (apply("polygamma", np.int64(1), x),), "ψ(x) = Γ'(x)/Γ(x)")
 def _polygamma_jax(n, x):
+    import jax.numpy as jnp
     import jax.scipy.special as jsp
-    return jsp.polygamma(n.astype("int64"), x.astype(_result_dtype((n, x))))
+    x = x.astype(_result_dtype((n, x)))
+    out = jsp.polygamma(n.astype("int64"), x)
+    return jnp.where(n == 0, _digamma_edges(out, x), out)
 
 
 # JAX wants an integer order: the lowering casts the operands itself (jax_casts=None)
