@@ -607,16 +607,8 @@ class Tensor:
             return self
         if self._base is not None:
             return self._inplace_view(fn, others, name, reads_self, cast)
-        first = old = self._traced()
-        if reads_self:
-            old = _private_copy(old)
-        ins = [o._traced() if isinstance(o, Tensor) else o for o in others]
-        res = fn(old, *ins)
-        if not cast and _kind_rank(res.dtype) > _kind_rank(self._data.dtype):
-            raise RuntimeError(f"result type {_scalar_name(res.dtype)} can't be cast to the "
-                               f"desired output type {_scalar_name(self._data.dtype)}")
-        if res.dtype != self._data.dtype:
-            res = res.astype(self._data.dtype)
+        first = self._traced()
+        res, ins = self._inplace_result(fn, first, others, reads_self, cast)
         np.copyto(self._data, res._value, casting="unsafe")
         self._vc.v += 1
         handle = res._handle
@@ -631,6 +623,20 @@ class Tensor:
         self._requires_grad = False
         return self
 
+    def _inplace_result(self, fn, first, others, reads_self, cast):
+        """The recorded new value ``fn(first, *others)`` in this tensor's dtype (PyTorch's
+        refusal of a result of a higher dtype category unless ``cast``), and the traced
+        operands."""
+        old = _private_copy(first) if reads_self else first
+        ins = [o._traced() if isinstance(o, Tensor) else o for o in others]
+        res = fn(old, *ins)
+        if not cast and _kind_rank(res.dtype) > _kind_rank(self._data.dtype):
+            raise RuntimeError(f"result type {_scalar_name(res.dtype)} can't be cast to the "
+                               f"desired output type {_scalar_name(self._data.dtype)}")
+        if res.dtype != self._data.dtype:
+            res = res.astype(self._data.dtype)
+        return res, ins
+
     def _inplace_view(self, fn, others, name, reads_self, cast):
         """``_inplace``'s recorded case for a view: the new values are the operation's
         node, the base's history becomes the old base with the view's elements replaced
@@ -639,17 +645,9 @@ class Tensor:
         if self._data.dtype != base._data.dtype:
             raise RuntimeError(_VIEW_DTYPE)
         idx = aliasing.index_map(self._data, base._data)
-        first = old = self._traced() if self._tracer is not None else \
+        first = self._traced() if self._tracer is not None else \
             aliasing.gathered(base._traced(), idx)
-        if reads_self:
-            old = _private_copy(old)
-        ins = [o._traced() if isinstance(o, Tensor) else o for o in others]
-        res = fn(old, *ins)
-        if not cast and _kind_rank(res.dtype) > _kind_rank(self._data.dtype):
-            raise RuntimeError(f"result type {_scalar_name(res.dtype)} can't be cast to the "
-                               f"desired output type {_scalar_name(self._data.dtype)}")
-        if res.dtype != self._data.dtype:
-            res = res.astype(self._data.dtype)
+        res, ins = self._inplace_result(fn, first, others, reads_self, cast)
         edges = dispatch.edges(name or "", [first, *ins])
         if name is not None:
             res._handle._name = name
