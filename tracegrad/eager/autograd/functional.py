@@ -224,6 +224,13 @@ def _stack(rows, shape):
     return FUNCTIONS["stack"](rows).view(shape)
 
 
+def _stand_ins(tensors):
+    """Zeros shaped as ``tensors``, requiring grad: the cotangents of PyTorch's
+    double-backward trick (the backward is linear in them: their value does not matter)."""
+    return tuple(Tensor._plain(np.zeros(tuple(t.shape), t.dtype), requires_grad=True)
+                 for t in tensors)
+
+
 # -- the public functions --------------------------------------------------------------------
 def vjp(func, inputs, v=None, create_graph=False, strict=False):
     """``(func(inputs), v^T J)``: the vector-Jacobian product, shaped as the inputs."""
@@ -251,9 +258,7 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
         out_tuple, outputs = _as_tuple(func(*inputs), "outputs of the user-provided function",
                                        "jvp")
         _check_requires_grad(outputs, "outputs", strict)
-        # the backward is linear in these: their value does not matter
-        dummies = tuple(Tensor._plain(np.zeros(tuple(o.shape), o.dtype), requires_grad=True)
-                        for o in outputs)
+        dummies = _stand_ins(outputs)
         grad_inputs = _grad(outputs, inputs, dummies, create_graph=True)
         _check_requires_grad(grad_inputs, "grad_inputs", strict)
     with grad_mode.set_grad_enabled(True if create_graph else grad_mode.is_grad_enabled()):
@@ -434,8 +439,7 @@ def hvp(func, inputs, v=None, create_graph=False, strict=False):
     with grad_mode.enable_grad():
         in_tuple, inputs, v, out_tuple, outputs, jac = _second_order_setup(
             func, inputs, v, create_graph, strict, "hvp")
-        dummies = tuple(Tensor._plain(np.zeros(tuple(x.shape), x.dtype), requires_grad=True)
-                        for x in inputs)
+        dummies = _stand_ins(inputs)
         double_back = _grad(jac, inputs, dummies, create_graph=True)
         _check_requires_grad(jac, "hessian", strict)
     with grad_mode.set_grad_enabled(True if create_graph else grad_mode.is_grad_enabled()):
