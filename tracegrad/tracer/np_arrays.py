@@ -302,9 +302,6 @@ def insert(arr, obj, values, axis=None):
 
 @implements(np.compress)
 def compress(condition, a, axis=None, out=None):
-    if out is not None:
-        raise TraceError(f"np.compress(..., out=...) is not supported on traced values: "
-                         f"assign the result{where()}")
     cond = known(_arr(condition), "np.compress's condition")
     if cond.ndim != 1:
         raise TraceError(f"condition must be a 1-d array{where()}")
@@ -351,9 +348,6 @@ def trim_zeros(filt, trim="fb", axis=None):
 
 @implements(np.choose)
 def choose(a, choices, out=None, mode="raise"):
-    if out is not None:
-        raise TraceError(f"np.choose(..., out=...) is not supported on traced values: "
-                         f"assign the result{where()}")
     a = _arr(a)
     choices = [_arr(c) for c in choices] if isinstance(choices, (list, tuple)) else \
         list(np.moveaxis(_arr(choices), 0, 0)[i] for i in range(shape_of(_arr(choices))[0]))
@@ -464,17 +458,11 @@ def _signed_inf(name, x, negative):
 
 @implements(np.isneginf)
 def isneginf(x, out=None):
-    if out is not None:
-        raise TraceError(f"np.isneginf(..., out=...) is not supported on traced values"
-                         f"{where()}")
     return _signed_inf("np.isneginf", x, True)
 
 
 @implements(np.isposinf)
 def isposinf(x, out=None):
-    if out is not None:
-        raise TraceError(f"np.isposinf(..., out=...) is not supported on traced values"
-                         f"{where()}")
     return _signed_inf("np.isposinf", x, False)
 
 

@@ -22,9 +22,6 @@ _arr = as_array
 
 @implements(np.linalg.multi_dot)
 def multi_dot(arrays, *, out=None):
-    if out is not None:
-        raise TraceError(f"np.linalg.multi_dot(..., out=...) is not supported on traced "
-                         f"values: assign the result{where()}")
     arrays = [_arr(a) for a in arrays]
     n = len(arrays)
     if n < 2:

@@ -42,7 +42,6 @@ _arr = as_array
 
 @implements(np.ptp)
 def ptp(a, axis=None, out=None, keepdims=False):
-    _reject("np.ptp", out=out)
     a = _arr(a)
     return np.subtract(np.max(a, axis=axis, keepdims=keepdims),
                        np.min(a, axis=axis, keepdims=keepdims))
@@ -274,7 +273,7 @@ def _nan_quantile(name, a, q, axis, out, overwrite_input, method, keepdims, weig
     """Each slice's NaNs dropped (which entries are NaN is read at trace time, a guard),
     then NumPy's quantile of what is left: sort (NaN last) and interpolate at positions
     that depend on each slice's count."""
-    _reject(name, out=out, weights=weights)
+    _reject(name, weights=weights)
     if isinstance(q, Tracer):
         raise TraceError(f"{name} on traced values needs a constant q{where()}")
     q_dtype = None if isinstance(q, (int, float)) else np.asarray(q).dtype
@@ -365,7 +364,6 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
 
 
 def _nan_arg(name, fn, fill, a, axis, out, keepdims):
-    _reject(name, out=out)
     a = _arr(a)
     if dtype_of(a).kind not in "fc":
         return fn(a, axis=axis, keepdims=keepdims)
@@ -390,7 +388,6 @@ def nanargmax(a, axis=None, out=None, *, keepdims=np._NoValue):
 
 @implements(np.nancumprod)
 def nancumprod(a, axis=None, dtype=None, out=None):
-    _reject("np.nancumprod", out=out)
     a = _arr(a)
     if dtype_of(a).kind in "fc":
         a = np.where(np.isnan(a), np.ones((), dtype_of(a)), a)
@@ -398,7 +395,6 @@ def nancumprod(a, axis=None, dtype=None, out=None):
 
 
 def _cumulative(name, fn, start, x, axis, dtype, out, include_initial):
-    _reject(name, out=out)
     x = _arr(x)
     if axis is None:
         if ndim_of(x) > 1:
