@@ -332,3 +332,18 @@ def test_compiled_code_calling_numpys_creation_functions_gets_ndarrays():
     g = tg.grad(f)(X)
     np.testing.assert_allclose(g, central_diff(f, X), rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(tg.jit(f)(X), f(X), rtol=1e-13)
+
+
+def test_out_of_the_new_numpy_functions_is_written_as_numpys():
+    def f(x):
+        z = np.zeros(4, bool)
+        np.isneginf(x - 3.0, out=z)
+        c = np.zeros(2)
+        np.compress([True, False, False, True], x, out=c)
+        m = np.zeros((2, 2))
+        np.linalg.multi_dot([np.eye(2), np.eye(2) * x[1], np.eye(2)], out=m)
+        return z, c, m
+    for got, want in zip(tg.jit(f)(X), f(X)):
+        np.testing.assert_array_equal(got, want)
+    g = tg.grad(lambda x: np.sum(f(x)[1]) + np.sum(f(x)[2]))(X)
+    np.testing.assert_allclose(g, [1.0, 2.0, 0.0, 1.0])
