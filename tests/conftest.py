@@ -21,6 +21,26 @@ def _xla_flags():
 if "XLA_FLAGS" not in os.environ:
     os.environ["XLA_FLAGS"] = _xla_flags()
 
+import pytest  # noqa: E402
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """Run on every core by default when pytest-xdist is installed (``-n auto``), as the
+    project's addopts cannot say without breaking ``python -m pytest -p no:xdist`` or a
+    machine without xdist. An explicit ``-n N`` (``-n 0`` for one process) wins; an xdist
+    worker (which runs this hook again) stays one process."""
+    if (not config.pluginmanager.hasplugin("xdist") or hasattr(config, "workerinput")
+            or config.getoption("numprocesses", None) is not None
+            or config.getoption("usepdb", False)):
+        return                      # no xdist, an xdist worker, an explicit -n, or --pdb
+    n = config.hook.pytest_xdist_auto_num_workers(config=config)
+    config.option.numprocesses = n  # as xdist's own hook turns "-n auto" into workers
+    if n and config.option.dist == "no":
+        config.option.dist = "load"
+    config.option.tx = ["popen"] * n if n else []
+
+
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 

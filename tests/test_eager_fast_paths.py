@@ -2,7 +2,7 @@
 
 ``ops._fast_binary`` runs a binary elementwise operation on concrete tensors and Python
 numbers without ``dispatch.call``'s generic walks, and looks the result dtype up by
-operand kind; ``ops.FAST[0] = False`` turns it off. Each case runs the same operation both
+operand kind; ``ops.FAST.set(False)`` turns it off. Each case runs the same operation both
 ways, on operands of every kind the promotion table has (tensors with dimensions, 0-d
 tensors, Python numbers), with and without gradients: values (bit for bit), dtypes,
 ``grad_fn`` names, the gradients of the operands, and the errors raised must be the same.
@@ -61,7 +61,7 @@ def _operand(kind, dtype, grad):
 
 
 def _run(op, a_spec, b_spec, grad, fast):
-    ops.FAST[0] = fast
+    token = ops.FAST.set(fast)
     try:
         a, b = _operand(*a_spec, grad), _operand(*b_spec, grad)
         try:
@@ -79,7 +79,7 @@ def _run(op, a_spec, b_spec, grad, fast):
                     got.append(None if x.grad is None else x.grad.numpy().tobytes())
         return got
     finally:
-        ops.FAST[0] = True
+        ops.FAST.reset(token)
 
 
 CASES = [(op, a, b, grad) for op in OPS for a, b in itertools.product(OPERANDS, OPERANDS)

@@ -2,7 +2,7 @@
 gives what the staged engine gives (``engine._staged``: one backward graph per stretch
 between Functions), and what PyTorch gives.
 
-``engine.FUSED[0] = False`` sends every backward through the staged engine. Each program
+``engine.FUSED.set(False)`` sends every backward through the staged engine. Each program
 runs both ways from the same data and records everything a user could see: gradients
 (bit for bit), which gradients are None, the order in which backwards and hooks run, and
 the errors raised.
@@ -161,14 +161,14 @@ PROGRAMS = {name[len("program_"):]: fn for name, fn in globals().items()
 
 
 def _record(program, lib, fused=True):
-    engine.FUSED[0] = fused
+    token = engine.FUSED.set(fused)
     log = []
     try:
         tensors = program(lib, log)
     except RuntimeError as e:
         return [("raised", str(e))]
     finally:
-        engine.FUSED[0] = True
+        engine.FUSED.reset(token)
     seen = [_plain(v) for v in log]
     for t in tensors:
         seen.append(None if t.grad is None else _plain(t.grad))

@@ -144,3 +144,29 @@ def test_a_trace_ending_in_one_thread_leaves_another_threads_trace_alone():
     np.testing.assert_allclose(seen["b"], [2 * X[0], 2 * X[1], 0.0, 0.0])
     assert seen["plain"] == (np.ndarray, np.ndarray)    # B, between its traces, is plain
     assert seen["b_trace"] is None and seen["inner"] is not None
+
+
+def test_the_eager_default_dtype_and_test_switches_are_per_thread():
+    # one thread sets torch's default dtype (and turns the eager fast paths off) while
+    # another computes: the other thread's dtypes and values stay what they were
+    from tracegrad.eager import engine, ops
+    set_done, other_done = threading.Event(), threading.Event()
+    seen = {}
+
+    def setter():
+        tg.set_default_dtype(np.float64)
+        ops.FAST.set(False)
+        engine.FUSED.set(False)
+        set_done.set()
+        assert other_done.wait(60)
+        seen["setter"] = (tg.tensor([1.5]).dtype, tg.rand(2).dtype, ops.FAST.get())
+
+    def other():
+        assert set_done.wait(60)
+        seen["other"] = (tg.tensor([1.5]).dtype, tg.rand(2).dtype, tg.get_default_dtype(),
+                         ops.FAST.get(), engine.FUSED.get())
+        other_done.set()
+    _run_threads([setter, other])
+    assert seen["setter"] == (np.float64, np.float64, False)
+    assert seen["other"] == (np.float32, np.float32, np.float32, True, True)
+    assert tg.get_default_dtype() == np.float32      # nor does the test's own thread

@@ -59,16 +59,20 @@ generator = _generator_of     # the name nn and ops use
 
 
 def set_default_dtype(dtype: DTypeLike) -> None:
-    """Make ``dtype`` (a floating-point dtype) the one Python floats and ``rand`` & co. get."""
+    """Make ``dtype`` (a floating-point dtype) the one Python floats and ``rand`` & co. get,
+    in the calling thread (torch's switch is process-wide; tracegrad's is per thread, so that
+    a library setting it cannot change another thread's results: a new thread starts at
+    float32)."""
     dtype = np.dtype(dtype)
     if dtype.kind != "f":
         raise TypeError(f"only floating-point types are supported as the default type, got "
                         f"{dtype.name}")
-    _default_float[0] = dtype
+    _default_float.set(dtype)
 
 
 def get_default_dtype() -> np.dtype:
-    """The floating-point dtype Python floats and ``rand`` & co. get (float64 unless changed)."""
+    """The floating-point dtype Python floats and ``rand`` & co. get (float32 unless
+    changed in this thread)."""
     return default_dtype()
 
 

@@ -8,6 +8,7 @@ as generated NumPy code: one call per backward.
 """
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
 from collections import OrderedDict
@@ -236,7 +237,7 @@ def _run(roots, grads, targets, retain_graph, create_graph, scan):
         result, given = _stage(root_nodes, seeds, targets, create_graph, handles, handles,
                                functions, Tensor, hooked=hooked)
         sent, ran, rules = (), handles, ()
-    elif FUSED[0] and not create_graph and _fusable(functions):
+    elif FUSED.get() and not create_graph and _fusable(functions):
         result, given, sent, rules = _fused(root_nodes, seeds, targets, handles, functions,
                                             Tensor, hooked)
         ran = handles
@@ -339,9 +340,9 @@ def _stage(root_nodes, seeds, targets, create_graph, handles, nodes, cut, Tensor
 # gives it a ``pure_callback`` node that calls the Function's backward on the concrete
 # cotangent while the (cached, compiled) backward graph runs, after every part of that
 # cotangent was summed, as PyTorch's engine calls it. The other cases go through
-# ``_staged``. ``FUSED[0] = False`` sends every case there (the differential test
-# compares both).
-FUSED = [True]
+# ``_staged``. ``FUSED.set(False)`` sends every case there, in the calling thread (the
+# differential test compares both).
+FUSED: contextvars.ContextVar = contextvars.ContextVar("tracegrad_eager_fused", default=True)
 
 
 class _Running(threading.local):

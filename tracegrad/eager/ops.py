@@ -7,6 +7,7 @@ on the tape under one ``grad_fn`` name, as PyTorch shows them.
 from __future__ import annotations
 
 import builtins
+import contextvars
 from collections import namedtuple
 
 import numpy as np
@@ -29,7 +30,7 @@ from .profiler import current as _profiling
 from .promotion import cast, category, promoted, result_type
 from .random import draw_dtype
 from .tape import TAPE, EagerTracer, Version
-from .tensor import Tensor, _default_float, _index_key, _kind_rank, _private_copy, _scalar_name, default_dtype
+from .tensor import Tensor, _index_key, _kind_rank, _private_copy, _scalar_name, default_dtype
 
 MinMax = namedtuple("MinMax", ["values", "indices"])
 
@@ -68,7 +69,7 @@ def _check_broadcast(a, b):
 
 def _elementwise(fn, *operands, name=None):
     """``fn`` on the operands converted to PyTorch's result dtype (see promotion.py)."""
-    if len(operands) == 2 and FAST[0]:
+    if len(operands) == 2 and FAST.get():
         out = _fast_binary(fn, operands[0], operands[1], name)
         if out is not None:
             return out
@@ -83,9 +84,9 @@ def _elementwise(fn, *operands, name=None):
 # tape recorded) and a tensor or a Python number. ``_fast_binary`` takes the same steps as
 # ``_elementwise`` + ``dispatch.call`` for them, without the generic walks over operands:
 # the result dtype is looked up by what promotion reads of each operand (its dtype and
-# whether it is 0-d, or the Python number's type). ``FAST[0] = False`` turns it off (the
-# differential test compares both paths).
-FAST = [True]
+# whether it is 0-d, or the Python number's type). ``FAST.set(False)`` turns it off in the
+# calling thread (the differential test compares both paths).
+FAST: contextvars.ContextVar = contextvars.ContextVar("tracegrad_eager_fast_paths", default=True)
 _RESULT_TYPES: dict = {}
 _NUMBERS = frozenset({int, float, bool})
 
@@ -115,7 +116,7 @@ def _fast_binary(fn, a, b, name, check=False):
         return None
     if check and ta is Tensor and tb is Tensor and va.shape != vb.shape:
         _check_broadcast(a, b)
-    default = _default_float[0]
+    default = default_dtype()
     key = (ka, kb, default, fn is _true_divide)
     dtype = _RESULT_TYPES.get(key)
     if dtype is None:
@@ -212,7 +213,7 @@ def _record_binary(fn, a, b, a_tensor, b_tensor, dtype, name):
 
 def _binary(fn, name):
     def op(self, other):
-        if FAST[0]:
+        if FAST.get():
             out = _fast_binary(fn, self, other, name, check=True)
             if out is not None:
                 return out
@@ -250,7 +251,7 @@ def _subtract(a, b):
 
 
 def _sub_op(self, other):
-    if FAST[0] and not _is_bool(self) and not _is_bool(other):
+    if FAST.get() and not _is_bool(self) and not _is_bool(other):
         out = _fast_binary(np.subtract, self, other, "SubBackward0", check=True)
         if out is not None:
             return out
@@ -408,7 +409,7 @@ def _check_pow(base, exponent):
 
 
 def __pow__(self, exponent):
-    if FAST[0] and (type(exponent) is int or type(exponent) is float) and \
+    if FAST.get() and (type(exponent) is int or type(exponent) is float) and \
             type(self) is Tensor and type(self._data) is np.ndarray and \
             self._data.dtype.kind == "f":
         # a floating tensor to a Python number's power: one ufunc (what _power comes to);
@@ -766,7 +767,7 @@ Tensor.lt, Tensor.le, Tensor.gt, Tensor.ge = (Tensor.__lt__, Tensor.__le__, Tens
 # -- in place --------------------------------------------------------------------------
 def _inplace_binary(fn, name):
     def op_(self, other, alpha=1):
-        fast = alpha == 1 and FAST[0] and not _grad_enabled()
+        fast = alpha == 1 and FAST.get() and not _grad_enabled()
         if fast and type(self) is Tensor and type(self._data) is np.ndarray and \
                 self._data.dtype.kind in "fc" and (
                     type(other) is float or type(other) is int or type(other) is Tensor and
@@ -988,7 +989,7 @@ def _reduction(fn, name0, name1):
         elif dim is None and fn is np.prod:
             raise TypeError("prod() received an invalid combination of arguments - got "
                             "(NoneType), but expected (int dim, bool keepdim = False)")
-        if fn is np.sum and dim is None and axis is None and dtype is None and FAST[0]:
+        if fn is np.sum and dim is None and axis is None and dtype is None and FAST.get():
             out = _fast_sum(self)
             if out is not None:
                 return out

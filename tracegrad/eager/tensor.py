@@ -8,6 +8,7 @@ new version.
 """
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -30,11 +31,16 @@ _COMPLEX_GRAD = ("complex tensors cannot require grad in tracegrad's eager autog
                  "tg.grad(f)(z), tg.grad(f, holomorphic=True)(z)")
 _VIEW_DTYPE = ("tracegrad records in-place changes of a view only when the view has its "
                "base's dtype (not through view_as_real, view_as_complex, real or imag)")
-_default_float = [np.dtype(np.float32)]
+# torch.set_default_dtype's dtype: per thread (and per asyncio task), not a process-wide
+# switch another thread's code would see change under it; a new thread starts at float32
+_default_float: contextvars.ContextVar = contextvars.ContextVar("tracegrad_default_float",
+                                                                default=None)
+_FLOAT32 = np.dtype(np.float32)
 
 
 def default_dtype():
-    return _default_float[0]
+    dtype = _default_float.get()
+    return _FLOAT32 if dtype is None else dtype
 
 
 def is_floating(dtype):
