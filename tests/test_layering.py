@@ -13,14 +13,16 @@ nothing else:
     passes                      graph transformations (adjoint, jvp, prune, cse, batching, ...)
     higher                      higher-order primitives (scan, while_loop, cond, remat_call):
                                 their rules run, trace and differentiate sub-graphs
+    autodiff                    the engine both front ends reach: structural keys, the one
+                                plan cache, the interpret-then-compile policy
     front end                   api, plans (cached backward plans), compiled (jit), control,
                                 checkpoint, vmap, datasets
     eager                       the PyTorch-style front end (Tensor, tape, nn, optim)
     package                     ``tracegrad/__init__``: imports every layer
     cli                         the ``tracegrad`` command (cli, cli_demo, cli_errors, __main__)
 
-As an order: errors < ir < runtime < tracer < passes < higher < front end < eager <
-package < cli, except that the runtime never imports the tracer or the passes (it runs
+As an order: errors < ir < runtime < tracer < passes < higher < autodiff < front end <
+eager < package < cli, except that the runtime never imports the tracer or the passes (it runs
 graphs, whoever made them), and neither the eager front end nor the higher layer
 imports the functional front end. No two modules import each other, directly or
 through others.
@@ -33,7 +35,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "tracegrad"
 
-_BELOW_FRONT = {"errors", "ir", "runtime", "tracer", "passes", "higher"}
+_BELOW_FRONT = {"errors", "ir", "runtime", "tracer", "passes", "higher", "autodiff"}
 ALLOWED = {
     "errors": set(),
     "ir": {"errors"},
@@ -41,6 +43,7 @@ ALLOWED = {
     "tracer": {"errors", "ir"},
     "passes": {"errors", "ir", "tracer"},
     "higher": {"errors", "ir", "runtime", "tracer", "passes"},
+    "autodiff": {"errors", "ir", "runtime", "tracer", "passes"},
     "front end": _BELOW_FRONT,
     "eager": _BELOW_FRONT,
     "package": _BELOW_FRONT | {"front end", "eager"},
@@ -61,7 +64,7 @@ KNOWN_CYCLES = [
         # the handler families of issue 22, registered the way np_more's are
         "np_arrays", "np_linalg_more", "np_polynomial", "np_setops", "np_statistics")},
 ]
-_PACKAGES = {"ir", "runtime", "tracer", "passes", "higher", "eager"}
+_PACKAGES = {"ir", "runtime", "tracer", "passes", "higher", "autodiff", "eager"}
 _FRONT_END = {"api", "plans", "compiled", "control", "checkpoint", "vmap", "datasets",
               "callback", "scipy", "tree_util", "flatten_util", "debug", "optimizers",
               "implicit", "randomness"}

@@ -11,15 +11,13 @@ from __future__ import annotations
 import contextvars
 import threading
 import time
-from collections import OrderedDict
 
 import numpy as np
 
+from ..autodiff import PLANS, Runner, Uncacheable, backward_graph, freeze_params
 from ..ir import Graph, apply
 from ..ir.evaluate import evaluate
-from ..passes.adjoint import backward_graph
 from ..passes.cse import cse
-from ..runtime.codegen import generate
 from ..runtime.interpreter import run as interpret
 from ..tracer import source_override
 from . import anomaly, grad_mode, profiler
@@ -33,9 +31,6 @@ _FREED = ("Trying to backward through the graph a second time (or directly acces
           "you need to backward through the graph a second time or if you need to access saved "
           "tensors after calling backward.")
 _NO_GRAD = "element {i} of tensors does not require grad and does not have a grad_fn"
-_CACHE: OrderedDict = OrderedDict()
-_CACHE_SIZE = 64
-_COMPILE_AFTER = 2          # uses of a backward graph before it is compiled to Python
 _NONE: dict = {}
 _ONES: dict = {}            # dtype -> the seed of a 0-d root
 
@@ -65,40 +60,9 @@ class _Plan:
                 self.returned.setdefault(b._node, (local[f], k))
                 if b._node in position:     # a rule that hands a saved value straight back
                     self.readers[position[b._node]].add(local[f])
-        self.uses = 0
-        self.compiled = None
-
-    def run(self, args):
-        self.uses += 1
-        if self.compiled is None and self.uses >= _COMPILE_AFTER:
-            # one node per distinct computation (the rules of x * x compute g * x twice);
-            # the observed runs (hooks, anomaly checks) interpret the graph as made
-            self.compiled = generate(cse(self.graph), "tracegrad_backward")
-        if self.compiled is not None:
-            return self.compiled(*args)
-        return interpret(self.graph, args)
-
-
-def _freeze(v):
-    # a custom Function's rule is hashed by identity: the cached plan holds it, so the
-    # identity cannot be reused by another rule while the entry exists
-    if type(v) is dict:
-        items = tuple(v.items())
-        try:
-            hash(items)                 # the common case: ints, tuples, dtypes
-            return items
-        except TypeError:
-            pass
-    if isinstance(v, dict):
-        return tuple((k, _freeze(x)) for k, x in v.items())
-    if isinstance(v, (tuple, list)):
-        return (type(v).__name__,) + tuple(_freeze(x) for x in v)
-    if isinstance(v, np.ndarray):
-        return ("nd", v.shape, v.dtype.str, v.tobytes())
-    if isinstance(v, np.dtype):
-        return v.str
-    hash(v)
-    return v
+        # compiled, one node per distinct computation (the rules of x * x compute g * x
+        # twice); the observed runs (hooks, anomaly checks) interpret the graph as made
+        self.run = Runner(self.graph, prepare=cse)
 
 
 def _key(order, local, roots, wrt, taps, cut, functions):
@@ -113,10 +77,14 @@ def _key(order, local, roots, wrt, taps, cut, functions):
         elif n in functions:    # its rule is looked up when the plan runs (_FunctionSlot)
             parts.append((op, tuple(map(at, d.args)), d.shape, d.dtype, d.params["index"]))
         else:
+            # a parameter object (a custom rule) is keyed by identity: the cached plan
+            # holds it, so the identity cannot be reused while the entry exists
             params = d.params
             parts.append((op, tuple(map(at, d.args)), d.shape, d.dtype,
-                          _freeze(params) if params else ()))
-    return (tuple(parts), tuple(map(at, roots)), tuple(map(at, wrt)), tuple(map(at, taps)))
+                          freeze_params(params, objects=True, max_array=None)
+                          if params else ()))
+    return ("eager", tuple(parts), tuple(map(at, roots)), tuple(map(at, wrt)),
+            tuple(map(at, taps)))
 
 
 def _forward_graph(order, roots, cut, functions):
@@ -140,19 +108,15 @@ def _plan(order, roots, wrt, taps, cut, functions=_NONE):
     local = {n: i for i, n in enumerate(order)}
     try:
         key = _key(order, local, roots, wrt, taps, cut, functions)
-    except TypeError:
+    except (Uncacheable, TypeError):
         key = None
-    plan = _CACHE.get(key) if key is not None else None
+    plan = PLANS.get(key) if key is not None else None
     if plan is not None:
-        if plan.uses & 15 == 0:     # now and then: hashing the key again costs
-            _CACHE.move_to_end(key)
         return plan
     bw = backward_graph(_forward_graph(order, roots, cut, functions), wrt, taps=taps)
     plan = _Plan(bw, local)
     if key is not None:
-        _CACHE[key] = plan
-        if len(_CACHE) > _CACHE_SIZE:
-            _CACHE.popitem(last=False)
+        PLANS.put(key, plan)
     return plan
 
 

@@ -31,8 +31,6 @@ from ``ẏ(t₀) = ẏ₀ - F(y₀, t₀)·ṫ₀``, and adds ``F(yᵢ, tᵢ)·�
 """
 from __future__ import annotations
 
-from collections import OrderedDict
-
 import numpy as np
 
 from ..api import jvp as tg_jvp
@@ -40,6 +38,7 @@ from ..api import vjp as tg_vjp
 from ..compiled import jit
 from ..errors import TraceError
 from ..ir import apply
+from ..ir.lru import LRU
 from ..ir.prims.scipy_special import special
 from ..tracer import Tracer, flatten, unflatten, user_src
 
@@ -259,8 +258,7 @@ class _System:
 
 # the systems of recent calls, so that a function differentiated again and again (an
 # optimiser's loop) compiles its derived systems once
-_CACHE: OrderedDict = OrderedDict()
-_CACHE_SIZE = 32
+_CACHE = LRU(32)
 
 
 def _base_system(func, y_tree, y_shapes, arg_tree, static, arg_avals):
@@ -269,9 +267,9 @@ def _base_system(func, y_tree, y_shapes, arg_tree, static, arg_avals):
         hash(key)
     except TypeError:
         key = None
-    if key is not None and key in _CACHE:
-        _CACHE.move_to_end(key)
-        return _CACHE[key]
+    system = _CACHE.get(key) if key is not None else None
+    if system is not None:
+        return system
     sizes = [int(np.prod(s, dtype=np.int64)) for s in y_shapes]
     n = sum(sizes)
     name = getattr(func, "__name__", type(func).__name__)
@@ -312,9 +310,7 @@ def _base_system(func, y_tree, y_shapes, arg_tree, static, arg_avals):
 
     system = _System(name, fn, n, arg_avals, concrete)
     if key is not None:
-        _CACHE[key] = system
-        if len(_CACHE) > _CACHE_SIZE:
-            _CACHE.popitem(last=False)
+        _CACHE.put(key, system)
     return system
 
 

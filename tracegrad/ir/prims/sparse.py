@@ -22,11 +22,10 @@ brought to this form by the tracer (``tracer/sparse.py``).
 On the JAX backend the product is a ``segment_sum`` over the stored entries, and the solve a
 dense solve of the matrix scattered from them.
 """
-import threading
-from collections import OrderedDict
 
 import numpy as np
 
+from ..lru import LRU
 from ..registry import apply, register
 from .scipy_special import special
 
@@ -174,27 +173,20 @@ def _iterate(solver, a, b, tol, name):
 # SuperLU factorisations of the matrices solved last: the adjoint solve of a gradient (and
 # every call of a compiled function with a constant matrix) reuses the forward one's, as
 # ``splu(A).solve(b, trans="T")``. Keyed by the matrix's exact bytes; a few entries.
-_FACTORS: OrderedDict = OrderedDict()
-_FACTORS_LOCK = threading.Lock()
-_FACTORS_KEPT = 8
+_FACTORS = LRU(8)
 
 
 def _factor(a, data, indptr, indices, shape):
     key = (np.asarray(data).tobytes(), np.asarray(indptr).tobytes(),
            np.asarray(indices).tobytes(), tuple(shape), np.asarray(data).dtype.str)
-    with _FACTORS_LOCK:
-        lu = _FACTORS.get(key)
-        if lu is not None:
-            _FACTORS.move_to_end(key)
-            return lu
+    lu = _FACTORS.get(key)
+    if lu is not None:
+        return lu
     try:
         lu = _sp().linalg.splu(a.tocsc())
     except RuntimeError as e:       # SuperLU: "Factor is exactly singular"
         raise np.linalg.LinAlgError(f"sparse solve: {e}") from None
-    with _FACTORS_LOCK:
-        _FACTORS[key] = lu
-        while len(_FACTORS) > _FACTORS_KEPT:
-            _FACTORS.popitem(last=False)
+    _FACTORS.put(key, lu)
     return lu
 
 
