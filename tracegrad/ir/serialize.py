@@ -161,12 +161,19 @@ def _short(v) -> str:
 
 
 class _Loader:
-    def __init__(self):
+    """Validates a parsed document (``document``) into a ``Graph``. ``what`` names the
+    source in its errors; ``from_nx`` (``ir/nxview.py``) converts a networkx graph to a
+    document and validates it here, with ``short_outputs``: the view has no ``proj`` node
+    for an output no node uses, so a multi-output node's list of outputs may end early."""
+
+    def __init__(self, what="tracegrad-ir document", short_outputs=False):
         self.constant_bytes = 0
         self.depth = 0
+        self.what = what
+        self.short_outputs = short_outputs
 
     def fail(self, message):
-        raise TraceError(f"invalid tracegrad-ir document: {message}")
+        raise TraceError(f"invalid {self.what}: {message}")
 
     def expect(self, condition, message):
         if not condition:
@@ -461,7 +468,10 @@ class _Loader:
         # the number of outputs is read off the params only once they have passed their
         # primitive's declaration (a loop's: its body's outputs)
         count = self.count(n, prim, params, got)
-        self.expect(len(outs) == count, f"node {n} ({op}) lists {count} outputs")
+        if self.short_outputs and len(declared) < count:
+            declared += [None] * (count - len(declared))
+        self.expect(len(declared) == count, f"node {n} ({op}) lists {len(declared)} outputs, "
+                                            f"its operands and params give {count}")
         for out, (shape, dtype) in zip(declared, got):
             if out is not None:
                 self.expect(tuple(shape) == out[1] and np.dtype(dtype) == out[2],
@@ -571,3 +581,9 @@ class _Loader:
 
 def from_json(text):
     return _Loader().load(text)
+
+
+def from_document(doc, what, short_outputs=False):
+    """Validate ``doc``, a parsed document of plain values (dicts, lists, str, int, bool,
+    None), into a ``Graph``: the checks ``from_json`` makes after parsing."""
+    return _Loader(what, short_outputs).document(doc)
