@@ -499,8 +499,8 @@ class Graph:
         converted to the plain document ``to_json`` writes and validated by the JSON
         loader: op names, params, shapes and dtypes are checked as ``from_json`` checks
         them, and nothing in ``g`` is evaluated, imported or called. Raises ``TraceError``.
-        See ``docs/ir.md`` and ``ir/nxview.py``."""
-        from .nxview import from_nx
+        See ``docs/ir.md`` and ``ir/serialize.py``."""
+        from .serialize import from_nx
 
         return from_nx(g)
 
