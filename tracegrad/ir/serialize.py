@@ -750,6 +750,8 @@ class _NxReader:
                                     for p in groups[n]]
             else:
                 entry.update(shape=self.shape(n, shape), dtype=self.dtype(n, dtype))
+            if src is not None:
+                self.str_(src, f"node {n}'s src")
             entry.update(params=self.params(n, params, depth), src=src)
             entries.append(entry)
         inputs = [e["id"] for e in entries if e["op"] == "input"]
