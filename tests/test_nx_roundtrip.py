@@ -611,3 +611,21 @@ def test_fuzzed_graphs_load_and_run_or_raise_trace_error(seed, changes):
         except (tg.TraceError, np.linalg.LinAlgError):
             pass
     assert CALLED == [] and not CANARY.exists(), CALLED
+
+
+def test_views_and_replaced_internals():
+    """A networkx view is refused with what to do (its filters are code); an instance whose
+    methods or dicts were replaced is read from its own dicts, never through its methods."""
+    g = _base()
+    _refused(g.nx.subgraph(list(g)), "view .*copy")
+    _refused(g.nx.reverse(copy=False), "operand positions")    # edges reversed: inputs use
+    h = g.nx.copy()
+    h.__dict__.update(nodes=Evil(), edges=Evil(), in_edges=Evil(), pred=Evil())
+    CALLED.clear()
+    np.testing.assert_array_equal(tg.Graph.from_nx(h)(X, np.eye(2)), g(X, np.eye(2)))
+    assert CALLED == []
+    h._node = EvilDict(h._node)
+    _refused(h, "not a plain one|view")
+    h = g.nx.copy()
+    h._succ = {**h._succ, 99: {}}
+    _refused(h, "not in the graph")

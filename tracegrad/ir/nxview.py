@@ -66,9 +66,33 @@ def is_graph(t) -> bool:
     return any(t is x for x in GRAPH_TYPES)
 
 
-def contents(g):
-    """``(nodes, edges, attrs)`` of ``g`` (a graph ``is_graph`` accepts): ``(id, attribute
-    dict)`` pairs in node order, ``(u, v, edge attribute dict)`` triples (one per edge of a
-    multigraph), and the graph's attribute dict, read by networkx's own iteration (a plain
-    graph's node keys are not hashed meanwhile)."""
-    return g.nodes(data=True), g.edges(data=True), g.graph
+def contents(g, fail):
+    """``(nodes, edges, attrs)`` of ``g`` (a graph ``is_graph`` accepts), read from its
+    own dicts, not through methods or views an instance could replace: ``nodes`` the
+    ``{id: attribute dict}`` dict, ``edges`` ``(u, v, edge attribute dict)`` triples (one
+    per edge of a multigraph), ``attrs`` the graph's attribute dict. ``fail(message)``
+    raises for a graph that is not a plain one (a networkx view: ``subgraph`` and
+    ``reverse`` give those) or whose dicts are not dicts. Node ids are not hashed."""
+    state = g.__dict__
+    if type(state) is not dict or any(type(k) is not str for k in state):
+        fail("the graph's own attributes are not a plain dict")
+    node, succ, attrs = state.get("_node"), state.get("_succ"), state.get("graph")
+    if type(node) is not dict or type(succ) is not dict:
+        fail("the graph is a networkx view (g.subgraph(...), g.reverse(copy=False)): pass a "
+             "copy of it (.copy())")
+    multi = type(g) is nx.MultiDiGraph
+    return node, _edges(succ, multi, fail), attrs
+
+
+def _edges(succ, multi, fail):
+    for u, nbrs in succ.items():
+        if type(nbrs) is not dict:
+            fail(f"the adjacency of node {u if type(u) is int else '?'} is not a dict")
+        for v, datas in nbrs.items():
+            if not multi:
+                yield u, v, datas
+                continue
+            if type(datas) is not dict:
+                fail("an edge's key dict is not a dict")
+            for data in datas.values():
+                yield u, v, data

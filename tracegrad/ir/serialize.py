@@ -671,12 +671,15 @@ class _NxReader:
         if not is_graph(type(g)):
             self.fail(f"expected a networkx MultiDiGraph (graph.nx) or DiGraph, got {_kind(g)}")
         nodes, operands = [], {}
-        node_items, edges, attrs = contents(g)
-        for n, node_attrs in node_items:
+        node_dict, edges, attrs = contents(g, self.fail)
+        for n, node_attrs in node_dict.items():
             n = self.node_id(n)
             nodes.append((n, node_attrs))
             operands[n] = {}
         for u, v, data in edges:
+            if type(u) is not int or u not in operands or type(v) is not int \
+                    or v not in operands:
+                self.fail("an edge joins nodes that are not in the graph")
             if type(data) is not dict or len(data) != 1 or type(next(iter(data))) is not str \
                     or "pos" not in data:
                 self.fail(f"the edge {u} -> {v} must have exactly the attribute 'pos' "
@@ -695,7 +698,8 @@ class _NxReader:
         from .graph import Node
 
         state = graph.__dict__
-        if type(state) is not dict or type(state.get("_nodes")) is not dict:
+        if type(state) is not dict or any(type(k) is not str for k in state) \
+                or type(state.get("_nodes")) is not dict:
             self.fail("a sub-graph param is a Graph without its nodes")
         nodes, operands = [], {}
         for n, node in state["_nodes"].items():
@@ -794,7 +798,8 @@ class _NxReader:
             self.str_(op, f"node {n}'s op")
             if op != PROJ:
                 continue
-            if type(params) is not dict or len(params) != 1 or "index" not in params:
+            names = list(params) if type(params) is dict else []
+            if len(names) != 1 or type(names[0]) is not str or names[0] != "index":
                 self.fail(f"proj node {n} must have exactly the param 'index'")
             index = self.int_(params["index"], f"proj node {n}'s index")
             ops = operands[n]
