@@ -627,5 +627,5 @@ def test_views_and_replaced_internals():
     h._node = EvilDict(h._node)
     _refused(h, "not a plain one|view")
     h = g.nx.copy()
-    h._succ = {**h._succ, 99: {}}
+    h._succ = {**h._succ, 99: {g.outputs[0]: {0: {"pos": 0}}}}
     _refused(h, "not in the graph")
