@@ -24,7 +24,7 @@ import tempfile
 import networkx as nx
 import numpy as np
 import pytest
-from conftest import EXHAUSTIVE
+from conftest import EXHAUSTIVE, bounded
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -64,7 +64,7 @@ def _round_trip(graph, *args):
 # -- round trips ------------------------------------------------------------------------
 @pytest.mark.parametrize("name", sorted(n for n in CASES if n not in UNSAVABLE))
 def test_round_trip_of_every_primitive(name):
-    for case in CASES[name]:
+    for case in bounded(CASES[name], 3):
         _round_trip(tg.trace(case.fn, *case.args), *case.args)
 
 
@@ -412,20 +412,26 @@ def _refused(h, match=None):
     return str(info.value)
 
 
+_BASE = _base()
+
+
 @pytest.mark.parametrize("place", sorted(_places()))
-@pytest.mark.parametrize("kind", sorted(HOSTILE))
-def test_hostile_values_are_refused_without_running(place, kind):
-    value = HOSTILE[kind]()
+def test_hostile_values_are_refused_without_running(place):
     edit = _places()[place]
-    if edit is None:
-        h = value
-    else:
-        h = _base().nx.copy()
-        try:
-            edit(h, value)
-        except TypeError:
-            pytest.skip("networkx cannot hold an unhashable value there")
-    _refused(h)
+    held = 0
+    for kind in sorted(HOSTILE):
+        value = HOSTILE[kind]()
+        if edit is None:
+            h = value
+        else:
+            h = _BASE.nx.copy()
+            try:
+                edit(h, value)
+            except TypeError:
+                continue        # networkx cannot hold an unhashable value there
+        held += 1
+        _refused(h)
+    assert held >= 8
 
 
 @pytest.mark.parametrize("kind", ["module name", "code", "dunder"])
@@ -591,7 +597,7 @@ def test_fuzzed_graphs_load_and_run_or_raise_trace_error(seed, changes):
     for change in changes:
         try:
             _apply(h, *change)
-        except (nx.NetworkXError, KeyError, TypeError):
+        except (nx.NetworkXError, KeyError, TypeError, ValueError):
             pass        # networkx refused the edit itself
     CALLED.clear()
     CANARY.unlink(missing_ok=True)
