@@ -635,3 +635,11 @@ def test_views_and_replaced_internals():
     h = g.nx.copy()
     h._succ = {**h._succ, 99: {g.outputs[0]: {0: {"pos": 0}}}}
     _refused(h, "not in the graph")
+
+
+def test_a_node_whose_extra_attributes_were_replaced():
+    h = _BASE.nx.copy()
+    g = tg.Graph.from_nx(h)
+    node = g.nx.nodes[g.outputs[0]]
+    node._extra = Evil()
+    _refused(g.nx, "extra attributes")

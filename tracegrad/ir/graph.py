@@ -12,8 +12,9 @@ A ``Graph`` keeps its nodes in a dict in topological order: tracing appends
 operations as they run and every pass builds its output graph front to back, so
 insertion order is an evaluation order. Adding a node costs a dict insertion.
 ``graph.nx`` is a networkx ``MultiDiGraph`` view of the same nodes (edges keyed and
-labelled by operand position ``pos``), built on first use; networkx is imported
-by ``ir/nxview.py`` alone.
+labelled by operand position ``pos``, graph attributes ``outputs`` and ``guards``),
+built on first use; ``Graph.from_nx`` reads such a graph back (``ir/serialize.py``).
+networkx is imported by ``ir/nxview.py`` alone.
 """
 from __future__ import annotations
 

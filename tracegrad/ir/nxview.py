@@ -3,7 +3,8 @@
 ``build`` writes the MultiDiGraph's adjacency dicts the way ``add_node`` and
 ``add_edge`` would, without their per-call overhead (which dominated building large
 views). ``tests/test_graph_api.py`` checks the result is the graph the public
-networkx calls build.
+networkx calls build. ``contents`` reads a networkx graph's own dicts for
+``Graph.from_nx`` (``ir/serialize.py``), which checks what they hold.
 """
 from __future__ import annotations
 

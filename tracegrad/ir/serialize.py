@@ -42,6 +42,10 @@ integers and strings, deep nesting, and a ``src`` that is not a short printable
 structure), and the registry's shape rule re-derives its shape and dtype, which must
 be the declared ones: a loaded node gives its implementation, the code generator and
 the JAX lowering nothing the tracer would not have given them.
+
+``from_nx`` (``Graph.from_nx``, at the bottom) reads a networkx graph in ``graph.nx``'s
+form into this document, checking every value's exact type first, and validates it with
+the same loader.
 """
 from __future__ import annotations
 
@@ -609,7 +613,8 @@ def from_document(doc, what, short_outputs=False):
 # - inputs are the nodes of op ``input``, ``params={"index": i}``, numbered 0, 1, ... in
 #   node order; constants the nodes of op ``const``, ``params={"value": ndarray}``;
 # - a multi-output node (``svd``, ``scan``, ...) is its head node and one ``proj`` node per
-#   used output (``params={"index": i}``, one edge from the head), as in the Graph;
+#   used output (``params={"index": i}``, one edge from the head), as in the Graph; the
+#   head's shape and dtype and the proj nodes' src are not read (the loader derives them);
 # - a sub-graph param (scan and cond bodies, ``tg.checkpoint``) is a ``Graph``, or a
 #   networkx graph of this same form.
 # The graph objects themselves (the networkx graph, a ``Graph`` param) must be of those
@@ -776,6 +781,8 @@ class _NxReader:
 
         if type(attrs) is Node:
             extra = attrs._extra
+            if extra is not None and type(extra) is not dict:
+                self.fail(f"node {n}'s extra attributes are {_kind(extra)}")
             if extra:
                 self.fail(f"node {n} has an attribute {self.key(next(iter(extra)))} the IR "
                           "does not hold (delete it)")
