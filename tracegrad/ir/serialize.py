@@ -598,8 +598,9 @@ def from_document(doc, what, short_outputs=False):
 # one set of checks for both. Reading never calls anything a value of the networkx graph
 # defines: every value's type is compared with ``type(v) is ...`` against a fixed list
 # (plain ints, floats, strings, tuples, NumPy arrays and scalars of the loader's dtypes,
-# ``Index``, ``Graph``, networkx's own graph classes) before the value is used; dicts are read with
-# their own items(), and keys are checked to be plain ``str``/``int`` before being hashed.
+# ``Index``, ``Graph``, networkx's own graph classes) before the value is used; dicts are
+# read with their own items(), and keys are checked to be plain ``str``/``int`` before
+# being hashed.
 #
 # The form (what ``graph.nx`` gives):
 # - a node per IR node, keyed by its id (an int >= 0), its attributes ``op``, ``shape``
@@ -618,8 +619,9 @@ def from_document(doc, what, short_outputs=False):
 # - a sub-graph param (scan and cond bodies, ``tg.checkpoint``) is a ``Graph``, or a
 #   networkx graph of this same form.
 # The graph objects themselves (the networkx graph, a ``Graph`` param) must be of those
-# exact classes: networkx's iteration reads the former (``nxview.contents``), the
-# ``Graph``'s dict of ``Node``s is read directly.
+# exact classes, and are read from their own dicts, never through their methods: a
+# networkx graph's ``_node`` and ``_succ`` (``nxview.contents``; a view, whose filters are
+# code, is refused), a ``Graph``'s dict of ``Node``s.
 
 _INTEGERS = tuple(np.dtype(n).type for n in sorted(_DTYPES) if np.dtype(n).kind in "iu")
 # NumPy scalars ``_encode`` writes as 0-d arrays (np.float64 is a float, written as one)
@@ -652,7 +654,10 @@ def from_nx(g):
 
 class _NxReader:
     def __init__(self):
+        from .graph import Graph, Node  # graph imports this module
+
         self.constant_bytes = 0
+        self.Graph, self.Node = Graph, Node
 
     def fail(self, message):
         raise TraceError(f"invalid networkx graph: {message}")
@@ -700,8 +705,7 @@ class _NxReader:
 
     def graph_document(self, graph, depth):
         """A ``Graph`` held in a param (a loop's body), read as strictly as a networkx graph."""
-        from .graph import Node
-
+        Node = self.Node
         state = graph.__dict__
         if type(state) is not dict or any(type(k) is not str for k in state) \
                 or type(state.get("_nodes")) is not dict:
@@ -777,9 +781,7 @@ class _NxReader:
 
     def fields(self, n, attrs):
         """``(op, shape, dtype, params, src)`` of node ``n``, each still to be checked."""
-        from .graph import Node
-
-        if type(attrs) is Node:
+        if type(attrs) is self.Node:
             extra = attrs._extra
             if extra is not None and type(extra) is not dict:
                 self.fail(f"node {n}'s extra attributes are {_kind(extra)}")
@@ -898,10 +900,9 @@ class _NxReader:
             return {"tuple": [self.value(x, what, depth, nesting + 1) for x in v]}
         if t is Index:
             return {"index": [self.index_item(x, what) for x in v]}
-        from .graph import Graph
         from .nxview import is_graph
 
-        if t is Graph:
+        if t is self.Graph:
             return {"graph": self.graph_document(v, depth + 1)}
         if is_graph(t):
             return {"graph": self.nx_document(v, depth + 1)}
