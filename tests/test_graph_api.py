@@ -45,6 +45,7 @@ def _reference(graph):
         ref.add_node(n, **dict(d))
         for pos, a in enumerate(d.args):
             ref.add_edge(a, n, key=pos, pos=pos)
+    ref.graph.update(outputs=graph.outputs, guards=graph.guards)
     return ref
 
 

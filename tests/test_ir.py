@@ -40,6 +40,7 @@ def test_nx_view_is_what_the_networkx_api_builds():
         reference.add_node(n, **d)
         for pos, a in enumerate(d["args"]):
             reference.add_edge(a, n, key=pos, pos=pos)
+    reference.graph.update(outputs=g.outputs, guards=g.guards)     # for Graph.from_nx
     assert list(reference.nodes(data=True)) == list(g.nx.nodes(data=True))
     assert sorted(reference.edges(keys=True, data=True)) == sorted(g.nx.edges(keys=True, data=True))
     assert nx.is_directed_acyclic_graph(g.nx)

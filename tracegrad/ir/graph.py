@@ -12,8 +12,9 @@ A ``Graph`` keeps its nodes in a dict in topological order: tracing appends
 operations as they run and every pass builds its output graph front to back, so
 insertion order is an evaluation order. Adding a node costs a dict insertion.
 ``graph.nx`` is a networkx ``MultiDiGraph`` view of the same nodes (edges keyed and
-labelled by operand position ``pos``), built on first use; networkx is imported
-by ``ir/nxview.py`` alone.
+labelled by operand position ``pos``, graph attributes ``outputs`` and ``guards``),
+built on first use; ``Graph.from_nx`` reads such a graph back (``ir/serialize.py``).
+networkx is imported by ``ir/nxview.py`` alone.
 """
 from __future__ import annotations
 
@@ -345,8 +346,10 @@ class Graph:
     def nx(self) -> networkx.MultiDiGraph:
         """The graph as a networkx ``MultiDiGraph``: each node's attribute dict is its
         ``Node`` (so edits through it reach this graph), each operand an edge keyed and
-        labelled by its position ``pos``. Built on first use, extended or rebuilt when
-        the graph has changed since."""
+        labelled by its position ``pos``, and the graph attributes ``outputs`` and
+        ``guards`` copies of this graph's (set again at each read). Built on first use,
+        extended or rebuilt when the graph has changed since. ``Graph.from_nx`` reads it,
+        or a pass's edited copy of it, back."""
         from .nxview import build, extend
 
         count = len(self._nodes)
@@ -356,6 +359,7 @@ class Graph:
         elif state[0] < count:
             extend(self._nx, islice(self._nodes.values(), state[0], None))
         self._nx_state = (count, self._removed)
+        self._nx.graph.update(outputs=list(self.outputs), guards=list(self.guards))
         return self._nx
 
     def __getstate__(self) -> dict:
@@ -487,6 +491,19 @@ class Graph:
         from .serialize import from_json
 
         return from_json(text)
+
+    @classmethod
+    def from_nx(cls, g: networkx.MultiDiGraph) -> Graph:
+        """A new graph from ``g``, a networkx graph in the form ``graph.nx`` gives (a
+        node per IR node keyed by its id, an edge per operand with its position ``pos``,
+        ``g.graph["outputs"]``), possibly edited by a pass written with networkx. It is
+        converted to the plain document ``to_json`` writes and validated by the JSON
+        loader: op names, params, shapes and dtypes are checked as ``from_json`` checks
+        them, and nothing in ``g`` is evaluated, imported or called. Raises ``TraceError``.
+        See ``docs/ir.md`` and ``ir/serialize.py``."""
+        from .serialize import from_nx
+
+        return from_nx(g)
 
     # -- copying ------------------------------------------------------------
     def subgraph(self, outputs: Iterable[int], keep: Container[int] | None = None) -> Graph:

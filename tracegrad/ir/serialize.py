@@ -42,6 +42,10 @@ integers and strings, deep nesting, and a ``src`` that is not a short printable
 structure), and the registry's shape rule re-derives its shape and dtype, which must
 be the declared ones: a loaded node gives its implementation, the code generator and
 the JAX lowering nothing the tracer would not have given them.
+
+``from_nx`` (``Graph.from_nx``, at the bottom) reads a networkx graph in ``graph.nx``'s
+form into this document, checking every value's exact type first, and validates it with
+the same loader.
 """
 from __future__ import annotations
 
@@ -161,12 +165,19 @@ def _short(v) -> str:
 
 
 class _Loader:
-    def __init__(self):
+    """Validates a parsed document (``document``) into a ``Graph``. ``what`` names the
+    source in its errors; ``from_nx`` (``ir/nxview.py``) converts a networkx graph to a
+    document and validates it here, with ``short_outputs``: the view has no ``proj`` node
+    for an output no node uses, so a multi-output node's list of outputs may end early."""
+
+    def __init__(self, what="tracegrad-ir document", short_outputs=False):
         self.constant_bytes = 0
         self.depth = 0
+        self.what = what
+        self.short_outputs = short_outputs
 
     def fail(self, message):
-        raise TraceError(f"invalid tracegrad-ir document: {message}")
+        raise TraceError(f"invalid {self.what}: {message}")
 
     def expect(self, condition, message):
         if not condition:
@@ -461,7 +472,9 @@ class _Loader:
         # the number of outputs is read off the params only once they have passed their
         # primitive's declaration (a loop's: its body's outputs)
         count = self.count(n, prim, params, got)
-        self.expect(len(outs) == count, f"node {n} ({op}) lists {count} outputs")
+        if self.short_outputs and len(declared) < count:
+            declared += [None] * (count - len(declared))
+        self.expect(len(declared) == count, f"node {n} ({op}) lists {count} outputs")
         for out, (shape, dtype) in zip(declared, got):
             if out is not None:
                 self.expect(tuple(shape) == out[1] and np.dtype(dtype) == out[2],
@@ -571,3 +584,359 @@ class _Loader:
 
 def from_json(text):
     return _Loader().load(text)
+
+
+def from_document(doc, what, short_outputs=False):
+    """Validate ``doc``, a parsed document of plain values (dicts, lists, str, int, bool,
+    None), into a ``Graph``: the checks ``from_json`` makes after parsing."""
+    return _Loader(what, short_outputs).document(doc)
+
+
+# -- from networkx -------------------------------------------------------------------------
+# ``from_nx`` reads a networkx graph in the view's form (below) into the plain document
+# ``to_json`` writes, and validates that with the loader above (``from_document``):
+# one set of checks for both. Reading never calls anything a value of the networkx graph
+# defines: every value's type is compared with ``type(v) is ...`` against a fixed list
+# (plain ints, floats, strings, tuples, NumPy arrays and scalars of the loader's dtypes,
+# ``Index``, ``Graph``, networkx's own graph classes) before the value is used; dicts are
+# read with their own items(), and keys are checked to be plain ``str``/``int`` before
+# being hashed.
+#
+# The form (what ``graph.nx`` gives):
+# - a node per IR node, keyed by its id (an int >= 0), its attributes ``op``, ``shape``
+#   (tuple or list of ints), ``dtype`` (a name), ``params`` (a dict) and ``src``
+#   (``"file:line"`` or None; may be left out); ``args`` may be there, it is not read:
+#   operands are the edges;
+# - an edge per operand, from the operand to its user, with the attribute ``pos`` (the
+#   operand position; its key is not read): positions 0..k-1, each once;
+# - ``graph["outputs"]``: the output ids in order; ``graph["guards"]``: ``(node, value)``
+#   pairs (may be left out: none);
+# - inputs are the nodes of op ``input``, ``params={"index": i}``, numbered 0, 1, ... in
+#   node order; constants the nodes of op ``const``, ``params={"value": ndarray}``;
+# - a multi-output node (``svd``, ``scan``, ...) is its head node and one ``proj`` node per
+#   used output (``params={"index": i}``, one edge from the head), as in the Graph; the
+#   head's shape and dtype and the proj nodes' src are not read (the loader derives them);
+# - a sub-graph param (scan and cond bodies, ``tg.checkpoint``) is a ``Graph``, or a
+#   networkx graph of this same form.
+# The graph objects themselves (the networkx graph, a ``Graph`` param) must be of those
+# exact classes, and are read from their own dicts, never through their methods: a
+# networkx graph's ``_node`` and ``_succ`` (``nxview.contents``; a view, whose filters are
+# code, is refused), a ``Graph``'s dict of ``Node``s.
+
+_INTEGERS = tuple(np.dtype(n).type for n in sorted(_DTYPES) if np.dtype(n).kind in "iu")
+# NumPy scalars ``_encode`` writes as 0-d arrays (np.float64 is a float, written as one)
+_SCALARS = tuple(np.dtype(n).type for n in sorted(_DTYPES)
+                 if np.dtype(n).kind not in "iu" and n != "float64")
+_DTYPE_TYPES = tuple(type(np.dtype(n)) for n in sorted(_DTYPES))
+_REQUIRED = frozenset({"op", "shape", "dtype", "params"})
+_ALLOWED = frozenset({"op", "args", "shape", "dtype", "params", "src"})   # graph.FIELDS
+_GRAPH_ATTRS = frozenset({"outputs", "guards"})
+_type_name = type.__dict__["__name__"].__get__    # a class's own name, no metaclass code
+
+
+def _among(t, types) -> bool:
+    """``t in types`` by identity (a set would hash ``t``: its metaclass's code)."""
+    return any(t is x for x in types)
+
+
+def _kind(v) -> str:
+    """What ``v`` is, for an error message, without calling anything ``v`` defines."""
+    return f"a value of type {_type_name(type(v))!r}"
+
+
+def from_nx(g):
+    """``Graph.from_nx``: read ``g`` (the comment above) and validate it as the JSON
+    loader does a document."""
+    reader = _NxReader()
+    doc = reader.nx_document(g, 0)
+    return from_document(doc, "networkx graph", short_outputs=True)
+
+
+class _NxReader:
+    def __init__(self):
+        from .graph import Graph, Node  # graph imports this module
+
+        self.constant_bytes = 0
+        self.Graph, self.Node = Graph, Node
+
+    def fail(self, message):
+        raise TraceError(f"invalid networkx graph: {message}")
+
+    def int_(self, v, what):
+        if type(v) is int:
+            return v
+        if _among(type(v), _INTEGERS):
+            return int(v)
+        self.fail(f"{what} must be an integer, got {_kind(v)}")
+
+    def str_(self, v, what):
+        if type(v) is not str:
+            self.fail(f"{what} must be a str, got {_kind(v)}")
+        return v
+
+    # -- the graphs ----------------------------------------------------------------------
+    def nx_document(self, g, depth):
+        from .nxview import contents, is_graph
+
+        if not is_graph(type(g)):
+            self.fail(f"expected a networkx MultiDiGraph (graph.nx) or DiGraph, got {_kind(g)}")
+        nodes, operands = [], {}
+        node_dict, edges, attrs = contents(g, self.fail)
+        for n, node_attrs in node_dict.items():
+            n = self.node_id(n)
+            nodes.append((n, node_attrs))
+            operands[n] = {}
+        for u, v, data in edges:
+            if type(u) is not int or u not in operands or type(v) is not int \
+                    or v not in operands:
+                self.fail("an edge joins nodes that are not in the graph")
+            if type(data) is not dict or len(data) != 1 or type(next(iter(data))) is not str \
+                    or "pos" not in data:
+                self.fail(f"the edge {u} -> {v} must have exactly the attribute 'pos' "
+                          "(the operand position)")
+            pos = self.int_(data["pos"], f"the edge {u} -> {v}'s pos")
+            if pos in operands[v]:
+                self.fail(f"node {v} has two operands at position {pos} ({operands[v][pos]} "
+                          f"and {u})")
+            operands[v][pos] = u
+        if type(attrs) is not dict:
+            self.fail(f"the graph's attribute dict is {_kind(attrs)}")
+        return self.document(nodes, operands, attrs, depth, "its edges")
+
+    def graph_document(self, graph, depth):
+        """A ``Graph`` held in a param (a loop's body), read as strictly as a networkx graph."""
+        Node = self.Node
+        state = graph.__dict__
+        if type(state) is not dict or any(type(k) is not str for k in state) \
+                or type(state.get("_nodes")) is not dict:
+            self.fail("a sub-graph param is a Graph without its nodes")
+        nodes, operands = [], {}
+        for n, node in state["_nodes"].items():
+            n = self.node_id(n)
+            if type(node) is not Node:
+                self.fail(f"sub-graph node {n} is {_kind(node)}, not a Node")
+            args = node.args
+            if type(args) is not tuple:
+                self.fail(f"sub-graph node {n}'s args must be a tuple, got {_kind(args)}")
+            nodes.append((n, node))
+            operands[n] = dict(enumerate(self.int_(a, f"an operand of node {n}") for a in args))
+        attrs = {"outputs": state.get("outputs"), "guards": state.get("guards", [])}
+        return self.document(nodes, operands, attrs, depth, "its args")
+
+    def node_id(self, n):
+        if type(n) is not int or n < 0:
+            self.fail(f"node ids must be integers >= 0 (nx.convert_node_labels_to_integers "
+                      f"renumbers a graph), got {_kind(n) if type(n) is not int else n}")
+        return n
+
+    def document(self, nodes, operands, attrs, depth, where):
+        if depth > MAX_NESTING:
+            self.fail(f"sub-graphs nested more than {MAX_NESTING} deep")
+        for k in attrs:
+            if type(k) is not str or k not in _GRAPH_ATTRS:
+                self.fail(f"the graph has an attribute {self.key(k)}; it may only have "
+                          f"{sorted(_GRAPH_ATTRS)}")
+        if "outputs" not in attrs:
+            self.fail("the graph has no 'outputs' attribute (graph.nx sets it; set "
+                      "g.graph['outputs'] to the output node ids)")
+        outputs = [self.int_(o, "an output") for o in self.sequence(attrs["outputs"],
+                                                                    "outputs")]
+        guards = []
+        for pair in self.sequence(attrs.get("guards", []), "guards"):
+            pair = self.sequence(pair, "a guard")
+            if len(pair) != 2:
+                self.fail("a guard is a (node, value) pair")
+            guards.append({"node": self.int_(pair[0], "a guard's node"),
+                           "value": self.guard_value(pair[1])})
+        fields = {n: self.fields(n, a) for n, a in nodes}
+        groups = self.groups(fields, operands, where)
+        entries = []
+        for n in self.order(fields, operands, where):
+            op, shape, dtype, params, src = fields[n]
+            if op == PROJ:
+                continue        # written with its head
+            entry = {"id": n, "op": op, "args": [operands[n][i] for i in range(len(operands[n]))]}
+            if n in groups:
+                entry["outputs"] = [None if p is None else
+                                    {"id": p, "shape": self.shape(p, fields[p][1]),
+                                     "dtype": self.dtype(p, fields[p][2])}
+                                    for p in groups[n]]
+            else:
+                entry.update(shape=self.shape(n, shape), dtype=self.dtype(n, dtype))
+            if src is not None:
+                self.str_(src, f"node {n}'s src")
+            entry.update(params=self.params(n, params, depth), src=src)
+            entries.append(entry)
+        inputs = [e["id"] for e in entries if e["op"] == "input"]
+        return {"format": FORMAT, "version": VERSION, "inputs": inputs, "outputs": outputs,
+                "guards": guards, "nodes": entries}
+
+    def sequence(self, v, what):
+        if type(v) is not list and type(v) is not tuple:
+            self.fail(f"{what} must be a list, got {_kind(v)}")
+        return v
+
+    def key(self, k):
+        return repr(k[:40]) if type(k) is str else _kind(k)
+
+    def fields(self, n, attrs):
+        """``(op, shape, dtype, params, src)`` of node ``n``, each still to be checked."""
+        if type(attrs) is self.Node:
+            extra = attrs._extra
+            if extra is not None and type(extra) is not dict:
+                self.fail(f"node {n}'s extra attributes are {_kind(extra)}")
+            if extra:
+                self.fail(f"node {n} has an attribute {self.key(next(iter(extra)))} the IR "
+                          "does not hold (delete it)")
+            return attrs.op, attrs.shape, attrs.dtype, attrs.params, attrs.src
+        if type(attrs) is not dict:
+            self.fail(f"node {n}'s attributes are {_kind(attrs)}")
+        for k in attrs:
+            if type(k) is not str or k not in _ALLOWED:
+                self.fail(f"node {n} has an attribute {self.key(k)} the IR does not hold "
+                          f"(it has {sorted(_ALLOWED)})")
+        missing = _REQUIRED - attrs.keys()
+        if missing:
+            self.fail(f"node {n} has no {sorted(missing)}")
+        return attrs["op"], attrs["shape"], attrs["dtype"], attrs["params"], attrs.get("src")
+
+    def groups(self, fields, operands, where):
+        """head -> its ``proj`` node ids by output index (None where there is none)."""
+        groups: dict = {}
+        for n, (op, _, _, params, _) in fields.items():
+            self.str_(op, f"node {n}'s op")
+            if op != PROJ:
+                continue
+            names = list(params) if type(params) is dict else []
+            if len(names) != 1 or type(names[0]) is not str or names[0] != "index":
+                self.fail(f"proj node {n} must have exactly the param 'index'")
+            index = self.int_(params["index"], f"proj node {n}'s index")
+            ops = operands[n]
+            head = ops.get(0)
+            if len(ops) != 1 or head is None:
+                self.fail(f"proj node {n} must have exactly one operand (its head), by {where}")
+            head_op = fields[head][0]
+            if type(head_op) is not str or head_op not in REGISTRY or not REGISTRY[head_op].multi:
+                self.fail(f"proj node {n}'s operand {head} is not a node with several outputs")
+            if not 0 <= index <= V1_MAX_INDEX:
+                self.fail(f"proj node {n}'s index {index} is out of range")
+            outs = groups.setdefault(head, [])
+            outs.extend([None] * (index + 1 - len(outs)))
+            if outs[index] is not None:
+                self.fail(f"nodes {outs[index]} and {n} are both output {index} of node {head}")
+            outs[index] = n
+        for head, (op, *_rest) in fields.items():
+            if op in REGISTRY and REGISTRY[op].multi:
+                groups.setdefault(head, [])
+        return groups
+
+    def order(self, fields, operands, where):
+        """The node ids, operands first: the given order where it already is one."""
+        done, active, out = set(), set(), []
+        for root in fields:
+            if root in done:
+                continue
+            stack = [(root, False)]
+            while stack:
+                n, expanded = stack.pop()
+                if expanded:
+                    active.discard(n)
+                    done.add(n)
+                    out.append(n)
+                    continue
+                if n in done:
+                    continue
+                if n in active:
+                    self.fail(f"the graph has a cycle through node {n}")
+                ops = operands[n]
+                if sorted(ops) != list(range(len(ops))):
+                    self.fail(f"node {n}'s operand positions are {sorted(ops)} (by {where}); "
+                              f"they must be 0..{len(ops) - 1}, each once")
+                active.add(n)
+                stack.append((n, True))
+                for i in range(len(ops) - 1, -1, -1):
+                    a = ops[i]
+                    if a not in fields:
+                        self.fail(f"operand {i} of node {n} is node {a}, which is not in the "
+                                  "graph")
+                    if a in active:
+                        self.fail(f"the graph has a cycle through node {a}")
+                    if a not in done:
+                        stack.append((a, False))
+        return out
+
+    # -- the values ----------------------------------------------------------------------
+    def shape(self, n, shape):
+        seq = self.sequence(shape, f"node {n}'s shape")
+        if len(seq) > MAX_DIMS:
+            self.fail(f"node {n}'s shape has {len(seq)} dimensions (at most {MAX_DIMS})")
+        return [self.int_(d, f"a dimension of node {n}'s shape") for d in seq]
+
+    def dtype(self, n, dtype):
+        if _among(type(dtype), _DTYPE_TYPES):
+            return dtype.name
+        return self.str_(dtype, f"node {n}'s dtype")
+
+    def params(self, n, params, depth):
+        if type(params) is not dict:
+            self.fail(f"node {n}'s params must be a dict, got {_kind(params)}")
+        out = {}
+        for k, v in params.items():
+            self.str_(k, f"a parameter name of node {n}")
+            out[k] = self.value(v, f"node {n}'s param {self.key(k)}", depth, 0)
+        return out
+
+    def value(self, v, what, depth, nesting):
+        """The document's form of a param value (``_encode``'s, once its type is known)."""
+        if nesting > MAX_VALUE_DEPTH:
+            self.fail(f"{what} is nested more than {MAX_VALUE_DEPTH} deep")
+        t = type(v)
+        if v is None or t is bool or t is str or t is int or t is float or _among(t, _INTEGERS) \
+                or t is np.float64 or _among(t, _DTYPE_TYPES):
+            return _encode(v)
+        if t is np.ndarray or _among(t, _SCALARS):
+            return self.array(v, what)
+        if t is tuple:
+            return {"tuple": [self.value(x, what, depth, nesting + 1) for x in v]}
+        if t is Index:
+            return {"index": [self.index_item(x, what) for x in v]}
+        from .nxview import is_graph
+
+        if t is self.Graph:
+            return {"graph": self.graph_document(v, depth + 1)}
+        if is_graph(t):
+            return {"graph": self.nx_document(v, depth + 1)}
+        self.fail(f"{what} is {_kind(v)}; a param holds None, bool, int, float, str, tuple, "
+                  "a NumPy array or scalar, a dtype, an index, or a sub-graph")
+
+    def array(self, v, what):
+        if not _among(type(v.dtype), _DTYPE_TYPES) or v.dtype.name not in _DTYPES:
+            self.fail(f"{what} is an array of dtype {str(v.dtype)[:40]!r}, not one of "
+                      f"{sorted(_DTYPES)}")
+        self.constant_bytes += v.nbytes
+        if self.constant_bytes > MAX_CONSTANT_BYTES:
+            self.fail(f"the graph's arrays exceed {MAX_CONSTANT_BYTES} bytes")
+        return _encode(v)
+
+    def index_item(self, item, what):
+        t = type(item)
+        if t is Slice:
+            return {"slice": [None if b is None else self.int_(b, f"a slice bound of {what}")
+                              for b in item]}
+        if t is Arg:
+            return {"arg": self.int_(item.k, f"an index operand of {what}")}
+        if item is Ellipsis:
+            return {"ellipsis": True}
+        if item is None or t is int or _among(t, _INTEGERS):
+            return _encode(item)
+        if t is np.ndarray:
+            return self.array(item, what)
+        self.fail(f"an index item of {what} is {_kind(item)}")
+
+    def guard_value(self, v):
+        t = type(v)
+        if t is bool or t is int:
+            return v
+        if t is float or t is np.float64 or _among(t, _INTEGERS) or _among(t, _SCALARS) or t is np.ndarray:
+            return self.array(np.asarray(v), "a guard value")
+        self.fail(f"a guard value is {_kind(v)}")
