@@ -151,6 +151,14 @@ def _traced(value, depth=0):
     return False
 
 
+def _attribute(module, name):
+    """A module's attribute, without its ``__getattr__`` (deprecated names warn)."""
+    try:
+        return vars(module).get(name)
+    except TypeError:       # an object in sys.modules that is no module
+        return None
+
+
 def _exporter(obj, module, name):
     """The shortest public module path (a prefix of ``module``, else any loaded module)
     whose attribute ``name`` is ``obj``: ``scipy.sparse.linalg`` for SuperLU."""
@@ -158,7 +166,7 @@ def _exporter(obj, module, name):
         parts = module.split(".")
         for k in range(1, len(parts) + 1):
             mod = sys.modules.get(".".join(parts[:k]))
-            if mod is not None and getattr(mod, name, None) is obj:
+            if mod is not None and _attribute(mod, name) is obj:
                 return ".".join(parts[:k])
         return module
     if getattr(builtins, name, None) is obj:
@@ -166,7 +174,7 @@ def _exporter(obj, module, name):
     # a C type whose tp_name has no module (SciPy's SuperLU): where it is exported
     found = [m for m, mod in list(sys.modules.items())
              if mod is not None and not any(p.startswith("_") for p in m.split("."))
-             and getattr(mod, name, None) is obj]
+             and _attribute(mod, name) is obj]
     return min(found, key=lambda m: (m.count("."), len(m))) if found else None
 
 
@@ -281,7 +289,8 @@ def refusal(exc):
             call.func, ast.Call) else _MISSING
         maker = public_name(made_by) if made_by is not _MISSING else None
         name = f"the function {maker} returns" if maker else text or "a library function"
-    called = f" (called as {text})" if text and not name.endswith(text) else ""
+    called = "" if not text or name == text or "." in text and name.endswith("." + text) \
+        else f" (called as {text})"
     inner_name = public_name(callee) if callee is not _MISSING else None
     if c == u or inner_name in (None, name):
         what = "is compiled code, which cannot compute with a traced value"
