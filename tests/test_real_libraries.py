@@ -258,6 +258,23 @@ def test_sklearn_cython_loss_on_plain_values_inside_a_trace_keeps_its_errors():
     assert not isinstance(e.value, tg.TraceError)
 
 
+def test_an_error_inside_a_library_names_the_library_function_and_the_users_line():
+    """tracegrad's own refusal raised inside a library's Python code (scikit-learn's
+    mean_squared_error takes float() of a traced value) names the library's line where it
+    happened, and also the library function the user's line called and that line."""
+    metrics = pytest.importorskip("sklearn.metrics")
+    y = np.array([0.5, 1.0, 2.0])
+    f = lambda t: metrics.mean_squared_error(y, t)  # noqa: E731
+    for transform in (tg.grad, lambda f: tg.jit(f, backend="jax")):
+        with pytest.raises(tg.TraceError) as e:
+            transform(f)(y * 0.5)
+        msg = str(e.value)
+        assert "float()" in msg, msg
+        assert msg.endswith(f", in sklearn.metrics.mean_squared_error called at "
+                            f"{_line_calling(f)[4:]}"), msg
+        assert "(at _regression.py:" in msg, msg
+
+
 def test_sklearn_mlp_backprop_identity():
     pytest.importorskip("sklearn")
     from itertools import pairwise

@@ -308,3 +308,37 @@ def refusal(exc):
             "traced value too: make a constant one outside the function" if fresh else "")
     return TraceError(f"{name}{called} {what} ({type(exc).__name__}: {first}){hint}{note} "
                       f"(at {at})")
+
+
+def locate(exc):
+    """A ``TraceError`` tracegrad raised below a library function the user's line called
+    (scikit-learn's ``mean_squared_error`` converting a traced value with ``float()``)
+    names the library's line, the first one outside tracegrad, NumPy and SciPy: add the
+    library function, by its public name, and the user's line. In place; a message that
+    names the user's line already is left as it is."""
+    if not isinstance(exc, TraceError) or not exc.args or not isinstance(exc.args[0], str):
+        return
+    frames = []
+    tb = exc.__traceback__
+    while tb is not None:
+        frames.append(tb)
+        tb = tb.tb_next
+    kinds = [_kind(tb.tb_frame.f_code) for tb in frames]
+    users = [k for k, kind in enumerate(kinds) if kind == _USER]
+    if not users or users[-1] + 1 >= len(frames) or kinds[users[-1] + 1] == _OURS:
+        return                      # raised in tracegrad's code the user's line called
+    u = users[-1]
+    user = _At(frames[u])
+    at = f"{printable(os.path.basename(user.f_code.co_filename))}:{user.f_lineno}"
+    message = exc.args[0]
+    if f"{at})" in message or f"{at}," in message or message.endswith(at):
+        return
+    _calling(user)
+    _, outer, _ = _callee(user)
+    name = public_name(outer) if outer is not _MISSING and callable(outer) else None
+    name = name or _frame_name(frames[u + 1].tb_frame)
+    if message.endswith(")") and " (at " in message:
+        message = f"{message[:-1]}, in {name} called at {at})"
+    else:
+        message = f"{message} (in {name} called at {at})"
+    exc.args = (message, *exc.args[1:])

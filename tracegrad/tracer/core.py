@@ -27,6 +27,7 @@ from ..ir.source import source_override, user_frame, user_src, where
 from . import pytree as _pytree
 from . import sparse as _sparse
 from .calls import called_function, math_function, random_sampler
+from .compiled_calls import locate
 from .compiled_calls import refusal as compiled_refusal
 from .elements import _holds_traced, wrap_constructors
 from .equality import check_branch, reaches_differentiated
@@ -591,6 +592,7 @@ def new_trace():
         refused = compiled_refusal(e)
         if refused is not None:
             raise refused.with_traceback(e.__traceback__) from None
+        locate(e)       # an error inside a library's code names the user's line too
         raise
     finally:
         stack.pop()
