@@ -32,6 +32,7 @@ from __future__ import annotations
 import ast
 import builtins
 import dis
+import itertools
 import os
 import re
 import sys
@@ -83,11 +84,9 @@ def _kind(code):
 
 class _At:
     """A frame of the traceback, at the instruction that raised (or called below)."""
-    __slots__ = ("frame", "f_code", "f_lasti", "f_lineno", "f_locals", "f_globals",
-                 "f_builtins")
+    __slots__ = ("f_code", "f_lasti", "f_lineno", "f_locals", "f_globals", "f_builtins")
 
     def __init__(self, tb):
-        self.frame = tb.tb_frame
         self.f_code, self.f_lasti, self.f_lineno = tb.tb_frame.f_code, tb.tb_lasti, tb.tb_lineno
         self.f_locals = tb.tb_frame.f_locals
         self.f_globals, self.f_builtins = tb.tb_frame.f_globals, tb.tb_frame.f_builtins
@@ -147,7 +146,7 @@ def _traced(value, depth=0):
     if kind in (list, tuple):
         return any(_traced(v, depth + 1) for v in value)
     if isinstance(value, np.ndarray) and value.dtype == object:
-        return any(_traced(v, depth + 1) for v in value.flat)
+        return any(_traced(v, depth + 1) for v in itertools.islice(value.flat, 10_000))
     return False
 
 
@@ -218,11 +217,12 @@ def _frame_name(frame):
 
 
 def _callee(at):
-    """``(callee or _MISSING, its source text)`` of the call the frame is making."""
+    """``(the ast.Call, its callee or _MISSING, the callee's source text)`` of the call
+    the frame is making; ``(None, _MISSING, None)`` where it cannot be read."""
     call = _call_node(at)
     if call is None:
         return None, _MISSING, None
-    return call, _lookup(call.func, at), ast.unparse(call.func)
+    return call, _value(call.func, at), ast.unparse(call.func)
 
 
 def refusal(exc):
@@ -269,7 +269,7 @@ def refusal(exc):
             return None
     elif _is_python_function(callee) or not callable(callee):
         return None
-    user = _At(frames[u])
+    user = inner if c == u else _At(frames[u])
     maker = None
     if c == u:
         outer, text = callee, _callee(user)[2]
