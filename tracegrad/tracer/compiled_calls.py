@@ -292,11 +292,12 @@ def refusal(exc):
     called = "" if not text or name == text or "." in text and name.endswith("." + text) \
         else f" (called as {text})"
     inner_name = public_name(callee) if callee is not _MISSING else None
-    if c == u or inner_name in (None, name):
+    if c == u:
         what = "is compiled code, which cannot compute with a traced value"
     else:
-        what = (f"hands a traced value to compiled code ({inner_name}), which cannot "
-                f"compute with it")
+        what = (f"hands a traced value to compiled code"
+                f"{f' ({inner_name})' if inner_name not in (None, name) else ''}, which "
+                f"cannot compute with it")
     alternative = ALTERNATIVES.get(name) or ALTERNATIVES.get(maker)
     hint = (f"; use {alternative}, which tracegrad differentiates" if alternative else
             "; compute it with NumPy functions on the traced values, which tracegrad "
