@@ -495,6 +495,15 @@ def test_cython_scipy_classes_are_refused_by_their_scipy_name():
     pts = np.array([[0.1, 0.2], [0.7, -0.3], [1.4, 0.9]])
     _compiled_refusal(lambda t: np.sum(scipy.spatial.cKDTree(t).query(pts)[0]), pts,
                       "scipy.spatial.cKDTree is compiled code", "Cannot convert Tracer")
+    # a compiled method converting its traced argument with np.asarray(t, float) (which
+    # asks the tracer itself): refused by its name, not as a conversion the user wrote
+    tree = scipy.spatial.cKDTree(pts)
+    f = lambda t: np.sum(tree.query(t)[0])  # noqa: E731
+    with pytest.raises(tg.TraceError, match=r"^scipy\.spatial\.cKDTree\.query \(called as "
+                       r"tree\.query\) is compiled code, which converts its traced argument "
+                       r"\(converting to a NumPy array of dtype float64\), losing its "
+                       rf"gradient.*\(at test_scipy_as_scipy\.py:{f.__code__.co_firstlineno}"):
+        tg.grad(f)(pts)
     # KDTree: SciPy's Python class over cKDTree
     _compiled_refusal(lambda t: np.sum(scipy.spatial.KDTree(t).query(pts)[0]), pts,
                       "scipy.spatial.KDTree hands a traced value to compiled code")

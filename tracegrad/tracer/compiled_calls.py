@@ -343,3 +343,38 @@ def locate(exc):
     else:
         message = f"{message} (in {name} called at {at})"
     exc.args = (message, *exc.args[1:])
+
+
+_NOT_A_LIBRARY = ("numpy", "builtins", "math", "cmath", "tracegrad")
+
+
+def converting_callee(what):
+    """The refusal of a conversion of a traced value (``what``: ``float()``, "Converting to
+    a NumPy array of dtype float64") asked for by compiled code that the innermost frame
+    outside tracegrad, NumPy and SciPy calls directly (``cKDTree(pts).query(t)``), naming
+    that function; None where that frame calls no such function (the user's own
+    ``float(t)``, ``np.asarray(t, float)``, a Python function)."""
+    from .calls import called_function
+    callee, text = called_function()
+    if callee is None or _is_python_function(callee) or not callable(callee):
+        return None
+    owner = getattr(callee, "__self__", None)
+    modules = (getattr(callee, "__module__", None) or "",
+               getattr(type(owner), "__module__", "") if owner is not None else "",
+               getattr(owner, "__name__", "") if isinstance(owner, types.ModuleType) else "")
+    if any(m.split(".")[0] in _NOT_A_LIBRARY for m in modules if m) or \
+            isinstance(callee, type) and callee.__module__.split(".")[0] in _NOT_A_LIBRARY:
+        return None
+    name = public_name(callee) or text
+    if name is None or name.split(".")[0] in _NOT_A_LIBRARY:
+        return None
+    called = "" if not text or name == text or "." in text and name.endswith("." + text) \
+        else f" (called as {text})"
+    alternative = ALTERNATIVES.get(name)
+    hint = (f"; use {alternative}, which tracegrad differentiates" if alternative else
+            "; compute it with NumPy functions on the traced values, which tracegrad "
+            "follows, or call it through tg.pure_callback inside a tg.custom_vjp function "
+            "that gives its derivative")
+    from ..ir.source import where
+    return TraceError(f"{name}{called} is compiled code, which converts its traced argument "
+                      f"({what[:1].lower()}{what[1:]}), losing its gradient{hint}{where()}")

@@ -27,7 +27,7 @@ from ..ir.source import source_override, user_frame, user_src, where
 from . import pytree as _pytree
 from . import sparse as _sparse
 from .calls import called_function, math_function, random_sampler
-from .compiled_calls import locate
+from .compiled_calls import converting_callee, locate
 from .compiled_calls import refusal as compiled_refusal
 from .elements import _holds_traced, wrap_constructors
 from .equality import check_branch, reaches_differentiated
@@ -111,6 +111,9 @@ def lost_gradient(what, hint=""):
         return refused
     if _user_is_storing_item():
         return TraceError(_LOST.format(what=_STORE, instead=_BUILD_TRACED, at=where()))
+    refused = converting_callee(what)       # a library's compiled function converting it
+    if refused is not None:
+        return refused
     return TraceError(_LOST.format(what=f"{what} on a traced value",
                                    instead=_KEEP_TRACED + hint, at=where()))
 
