@@ -144,3 +144,35 @@ def test_a_trace_ending_in_one_thread_leaves_another_threads_trace_alone():
     np.testing.assert_allclose(seen["b"], [2 * X[0], 2 * X[1], 0.0, 0.0])
     assert seen["plain"] == (np.ndarray, np.ndarray)    # B, between its traces, is plain
     assert seen["b_trace"] is None and seen["inner"] is not None
+
+
+def test_compiled_refusals_in_one_thread_leave_others_alone():
+    """A thread whose traced function hands a traced value to SciPy's compiled SuperLU.solve
+    gets the TraceError naming it, every time, while other threads trace and differentiate
+    their own functions and call the same SuperLU.solve on plain values."""
+    import scipy.sparse
+    import scipy.sparse.linalg
+    a = scipy.sparse.csc_matrix(np.diag([2.0, 3.0, 4.0, 5.0]) + 0.5 * np.eye(4, k=1))
+    lu = scipy.sparse.linalg.splu(a)
+    want = central_diff(fresh_writes, X)
+    solved = lu.solve(X)
+    bad = []
+
+    def refused():
+        for _ in range(40):
+            try:
+                tg.grad(lambda t: np.sum(lu.solve(t)))(X)
+                bad.append("no error")
+            except tg.TraceError as e:
+                if "scipy.sparse.linalg.SuperLU.solve (called as lu.solve)" not in str(e):
+                    bad.append(str(e))
+
+    def differentiates():
+        for _ in range(40):
+            g = tg.grad(fresh_writes)(X)
+            if not np.allclose(g, want, rtol=1e-6, atol=1e-8):
+                bad.append(g)
+            if not np.array_equal(lu.solve(X), solved):
+                bad.append("plain solve")
+    _run_threads([refused, differentiates, refused, differentiates])
+    assert not bad, bad[:3]
