@@ -10,6 +10,7 @@ is shown not to be a tolerance question.
 
 ``benchmarks/real_code_survey.py`` runs the wider list, including what does not run yet.
 """
+import re
 import warnings
 
 import numpy as np
@@ -269,10 +270,12 @@ def test_an_error_inside_a_library_names_the_library_function_and_the_users_line
         with pytest.raises(tg.TraceError) as e:
             transform(f)(y * 0.5)
         msg = str(e.value)
-        assert "float()" in msg, msg
-        assert msg.endswith(f", in sklearn.metrics.mean_squared_error called at "
-                            f"{_line_calling(f)[4:]}"), msg
-        assert "(at _regression.py:" in msg, msg
+        # (where it fails inside scikit-learn depends on its array API dispatch: float()
+        # in _regression.py, or np.reshape in its array_api_compat)
+        line = f.__code__.co_firstlineno
+        assert re.search(r" \(at (?!test_real_libraries)\w+\.py:\d+, in sklearn\.metrics\."
+                         rf"mean_squared_error called at test_real_libraries\.py:{line}\)$",
+                         msg), msg
 
 
 def test_sklearn_mlp_backprop_identity():
