@@ -26,6 +26,12 @@ line called, by its public name (``scipy.sparse.linalg.SuperLU.solve``,
 An error the library raises on plain values, or on traced values for another reason,
 stays as it is. The callee is read off the frame as ``calls.py`` does (attribute lookups
 on a chain of names; nothing is called).
+
+Two more cases name the library function: compiled code that converts a traced argument
+itself (``cKDTree(pts).query(t)`` asks ``np.asarray(t, float)``: ``converting_callee``,
+from ``Tracer.__array__``), and a ``TraceError`` of tracegrad's raised below a library's
+Python code, which names the library's line (``locate`` adds the function the user's line
+called and that line).
 """
 from __future__ import annotations
 
