@@ -347,3 +347,50 @@ def test_out_of_the_new_numpy_functions_is_written_as_numpys():
         np.testing.assert_array_equal(got, want)
     g = tg.grad(lambda x: np.sum(f(x)[1]) + np.sum(f(x)[2]))(X)
     np.testing.assert_allclose(g, [1.0, 2.0, 0.0, 1.0])
+
+
+def _add_into_0d(x):
+    o = np.zeros(())
+    np.add(x.sum(), 1.0, out=o)
+    return o
+
+
+def _multiply_into_0d(x):
+    o = np.zeros(())
+    return np.multiply(x[0], x[1], out=o)       # out= gives back its out array
+
+
+def _sum_into_0d(x):
+    o = np.empty(())
+    return np.sum(x * x, out=o)
+
+
+def _sin_into_0d_twice(x):
+    o = np.zeros(())
+    r = np.sin(x[2], out=o)
+    return r, o
+
+
+@pytest.mark.parametrize("f", [_add_into_0d, _multiply_into_0d, _sum_into_0d,
+                               _sin_into_0d_twice], ids=lambda f: f.__name__)
+def test_out_into_a_0d_array_gives_back_the_array(f):
+    """NumPy's out= into a 0-d array returns that array (a 0-d ndarray, not a NumPy scalar,
+    as the same ufunc without out= gives): under tg.jit on both backends too."""
+    want = f(X)
+    wants = want if isinstance(want, tuple) else (want,)
+    assert all(type(w) is np.ndarray and w.ndim == 0 for w in wants)
+    for backend in ("numpy", "jax"):
+        got = tg.jit(f, backend=backend)(X)
+        gots = got if isinstance(got, tuple) else (got,)
+        for g, w in zip(gots, wants, strict=True):
+            assert np.shape(g) == () and not isinstance(g, (np.generic, float)), (backend, g)
+            if backend == "numpy":
+                assert type(g) is np.ndarray, g
+            np.testing.assert_allclose(np.asarray(g), w, rtol=1e-15)
+        if backend == "numpy" and len(gots) == 2:
+            assert np.shares_memory(gots[0], gots[1])       # one array, as in NumPy
+
+    def loss(x):
+        return np.sum(np.stack(f(x)) ** 2) if isinstance(want, tuple) else f(x) ** 2
+    for d in (tg.grad(loss), tg.jit(tg.grad(loss)), tg.jit(tg.grad(loss), backend="jax")):
+        assert_close(np.asarray(d(X)), central_diff(loss, X), 1e-7)

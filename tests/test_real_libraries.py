@@ -10,6 +10,7 @@ is shown not to be a tolerance question.
 
 ``benchmarks/real_code_survey.py`` runs the wider list, including what does not run yet.
 """
+import re
 import warnings
 
 import numpy as np
@@ -196,6 +197,85 @@ def test_sklearn_array_api_losses():
                         rng.integers(0, 3, size=6).astype(float), rng.normal(size=(6, 3)))]:
         check(lambda r, lo=loss, y=y: np.sum(lo.loss(y, r)), z, "grad",
               lambda r, lo=loss, y=y: lo.gradient(y, r))
+
+
+# scikit-learn's Cython losses (sklearn._loss.loss) and the same losses written in NumPy
+_CYTHON_LOSSES = {
+    "HalfBinomialLoss": lambda y, r: np.logaddexp(0.0, r) - y * r,
+    "HalfPoissonLoss": lambda y, r: np.exp(r) - y * r,
+    "HalfSquaredError": lambda y, r: 0.5 * (r - y) ** 2,
+}
+
+
+def _line_calling(f):
+    return f"(at test_real_libraries.py:{f.__code__.co_firstlineno})"
+
+
+@pytest.mark.parametrize("name", sorted(_CYTHON_LOSSES))
+def test_sklearn_cython_losses_are_refused_naming_the_loss_and_the_line(name):
+    """The Cython losses reject a traced value in their fused-type dispatch, before any
+    code of tracegrad's runs: the TypeError is replaced by a TraceError naming the loss's
+    method as scikit-learn spells it and the user's line, and saying what to do. What it
+    says to do (the loss written in NumPy) gives the authors' own gradient."""
+    L = pytest.importorskip("sklearn._loss.loss")
+    loss = getattr(L, name)()
+    rng = np.random.default_rng(4)
+    raw = rng.normal(size=6) * 0.7
+    y = (rng.random(6) < 0.5).astype(float) if name == "HalfBinomialLoss" else \
+        rng.poisson(2.0, size=6).astype(float)
+    for method, f in [("loss", lambda r: np.sum(loss.loss(y, r))),
+                      ("gradient", lambda r: np.sum(loss.gradient(y, r))),
+                      ("__call__", lambda r: loss(y, r)),
+                      ("loss_gradient", lambda r: np.sum(loss.loss_gradient(y, r)[0]))]:
+        for transform in (tg.grad, lambda f: tg.jit(f, backend="jax"), tg.vmap):
+            with pytest.raises(tg.TraceError) as e:
+                transform(f)(raw)
+            msg = str(e.value)
+            assert msg.startswith(f"sklearn._loss.{name}.{method} (called as loss"), msg
+            assert f"sklearn._loss._loss.Cy{name}." in msg, msg
+            assert "Function call with ambiguous argument types" in msg, msg
+            assert "tg.pure_callback" in msg and "NumPy functions" in msg, msg
+            assert msg.endswith(_line_calling(f)), msg
+    ours = _CYTHON_LOSSES[name]
+    np.testing.assert_allclose(ours(y, raw), loss.loss(y, raw), rtol=1e-12)
+    check(lambda r: np.sum(ours(y, r)), raw, "grad", lambda r: loss.gradient(y, r),
+          modes=("traced", "jit", "jax"))
+
+
+def test_sklearn_cython_loss_on_plain_values_inside_a_trace_keeps_its_errors():
+    """A Cython loss called on plain values inside a traced function runs as it is, and its
+    own errors on them stay scikit-learn's, even where they read like a traced value's (the
+    same dispatch failure for an object array, a buffer's dtype mismatch)."""
+    L = pytest.importorskip("sklearn._loss.loss")
+    loss = L.HalfSquaredError()
+    y, raw = np.array([0.5, 1.0, 2.0]), np.array([0.1, 0.2, 0.3])
+    g = tg.grad(lambda t: np.sum(t * loss.loss(y, raw)))(raw)
+    np.testing.assert_allclose(g, loss.loss(y, raw), rtol=1e-15)
+    objects, f32, i64 = y.astype(object), y.astype(np.float32), raw.astype(np.int64)
+    with pytest.raises(TypeError, match="^Function call with ambiguous argument types$"):
+        tg.grad(lambda t: np.sum(t) + np.sum(loss.loss(objects, raw)))(raw)
+    with pytest.raises(ValueError, match="^Buffer dtype mismatch") as e:
+        tg.grad(lambda t: np.sum(t) + np.sum(loss.loss(f32, i64)))(raw)
+    assert not isinstance(e.value, tg.TraceError)
+
+
+def test_an_error_inside_a_library_names_the_library_function_and_the_users_line():
+    """tracegrad's own refusal raised inside a library's Python code (scikit-learn's
+    mean_squared_error takes float() of a traced value) names the library's line where it
+    happened, and also the library function the user's line called and that line."""
+    metrics = pytest.importorskip("sklearn.metrics")
+    y = np.array([0.5, 1.0, 2.0])
+    f = lambda t: metrics.mean_squared_error(y, t)  # noqa: E731
+    for transform in (tg.grad, lambda f: tg.jit(f, backend="jax")):
+        with pytest.raises(tg.TraceError) as e:
+            transform(f)(y * 0.5)
+        msg = str(e.value)
+        # (where it fails inside scikit-learn depends on its array API dispatch: float()
+        # in _regression.py, or np.reshape in its array_api_compat)
+        line = f.__code__.co_firstlineno
+        assert re.search(r" \(at (?!test_real_libraries)\w+\.py:\d+, in sklearn\.metrics\."
+                         rf"mean_squared_error called at test_real_libraries\.py:{line}\)$",
+                         msg), msg
 
 
 def test_sklearn_mlp_backprop_identity():

@@ -397,6 +397,118 @@ def test_scipy_logsumexp_of_large_inputs(x):
     np.testing.assert_allclose(tg.grad(lambda t: sp.logsumexp(t, b=np.array([1.0, 2.0])))(x),
                                sp.softmax(x + np.log([1.0, 2.0])), rtol=1e-12)
 
+# -- SciPy's compiled objects: refused as they fail, by their SciPy name ------------------------
+def _sparse_system():
+    import scipy.sparse
+    a = scipy.sparse.diags([[-1.0] * 4, [4.0, 5.0, 6.0, 7.0, 8.0], [-1.5] * 4], [-1, 0, 1],
+                           format="csc")
+    return a, np.array([0.4, -1.2, 0.9, 2.0, -0.3])
+
+
+def _compiled_refusal(f, x, *words, transform=tg.grad):
+    """``f`` on a traced ``x`` raises a TraceError naming each of ``words`` and the line of
+    the call in ``f`` (the line ``f`` was written on)."""
+    line = f.__code__.co_firstlineno
+    with pytest.raises(tg.TraceError) as e:
+        transform(f)(x)
+    msg = str(e.value)
+    assert f"(at test_scipy_as_scipy.py:{line})" in msg, msg
+    for w in words:
+        assert w in msg, msg
+    assert "Tracer" in msg, msg        # what compiled code said
+
+
+def test_superlu_solve_of_a_traced_rhs_is_refused_by_its_scipy_name():
+    """SciPy's ``splu(A).solve`` and ``factorized(A)`` are C functions that reject a
+    traced right-hand side before any code of tracegrad's runs: the TypeError they raise is
+    replaced, as it leaves the trace, by a TraceError naming ``SuperLU.solve`` (or the
+    function ``factorized`` returns), the line, and tracegrad's equivalent, which gives
+    SciPy's solution and its derivative (one more solve, with Aᵀ)."""
+    import scipy.sparse.linalg as spl
+
+    import tracegrad.scipy.sparse.linalg as tsl
+    a, b = _sparse_system()
+    lu = spl.splu(a)
+    solve = spl.factorized(a)
+    for transform in (tg.grad, lambda f: tg.jit(tg.grad(f)), lambda f: tg.jit(f, backend="jax")):
+        _compiled_refusal(lambda t: np.sum(lu.solve(t) ** 2), b,
+                          "scipy.sparse.linalg.SuperLU.solve (called as lu.solve)",
+                          "tracegrad.scipy.sparse.linalg.splu(A).solve(b)", transform=transform)
+    _compiled_refusal(lambda t: np.sum(solve(2.0 * t)), b,
+                      "scipy.sparse.linalg.SuperLU.solve (called as solve)")
+    _compiled_refusal(lambda t: np.sum(spl.factorized(a)(t)), b,
+                      "the function scipy.sparse.linalg.factorized returns",
+                      "tracegrad.scipy.sparse.linalg.factorized(A)(b)")
+    _compiled_refusal(lambda t: np.sum(lu.solve(t, trans="T")), b, "SuperLU.solve")
+    # an array the traced function makes is traced too: said so
+    _compiled_refusal(lambda t: np.sum(t) * np.sum(lu.solve(np.ones(5))), b,
+                      "SuperLU.solve", "an array the traced function makes")
+    # what the refusal points to: SciPy's solutions, and derivatives by the adjoint solve
+    dense = a.toarray()
+    for ours, theirs, m in [(lambda t: tsl.splu(a).solve(t), lu.solve, dense),
+                            (lambda t: tsl.splu(a).solve(t, trans="T"),
+                             lambda t: lu.solve(t, trans="T"), dense.T),
+                            (lambda t: tsl.factorized(a)(t), solve, dense)]:
+        np.testing.assert_allclose(tg.jit(ours)(b), theirs(b), rtol=1e-13)
+        g = tg.grad(lambda t, f=ours: np.sum(np.sin(f(t))))(b)
+        np.testing.assert_allclose(g, np.linalg.solve(m.T, np.cos(theirs(b))), rtol=1e-12)
+        fd = [(np.sum(np.sin(theirs(b + e))) - np.sum(np.sin(theirs(b - e)))) / 2e-6
+              for e in np.eye(5) * 1e-6]
+        np.testing.assert_allclose(g, fd, rtol=1e-7)
+
+
+def test_compiled_scipy_code_on_plain_values_keeps_its_own_errors():
+    """Errors compiled code raises on plain values (or for a reason of the user's own)
+    inside a traced function stay SciPy's and Python's."""
+    import math
+
+    import scipy.sparse.linalg as spl
+    a, b = _sparse_system()
+    lu = spl.splu(a)
+    short = np.ones(4)
+    with pytest.raises(ValueError) as e:
+        tg.grad(lambda t: np.sum(t) + np.sum(lu.solve(short)))(b)
+    assert not isinstance(e.value, tg.TraceError)
+    with pytest.raises(TypeError, match="must be numpy.ndarray, not list"):
+        tg.grad(lambda t: np.sum(t) + np.sum(lu.solve([1.0] * 5)))(b)
+    with pytest.raises(TypeError, match="must be real number, not str"):
+        tg.grad(lambda t: np.sum(t) + math.sqrt("2"))(b)
+    with pytest.raises(TypeError, match="isinstance"):
+        tg.grad(lambda t: np.sum(t) + isinstance(t, 5))(b)
+    # and the solve of plain values inside the traced function is SciPy's
+    g = tg.grad(lambda t: np.sum(t * lu.solve(b)))(b)
+    np.testing.assert_allclose(g, lu.solve(b), rtol=1e-15)
+
+
+def test_scipy_functions_building_sparse_matrices_are_refused_by_their_own_name():
+    """scipy.optimize.linprog turns its traced cost into a scipy.sparse matrix: refused as
+    linprog (not as a function of scipy.sparse's), naming the line."""
+    import scipy.optimize
+    f = lambda t: scipy.optimize.linprog(t, bounds=(0, 1)).fun  # noqa: E731
+    with pytest.raises(tg.TraceError, match=r"^scipy\.optimize\.linprog is not supported .*"
+                       rf"\(at test_scipy_as_scipy\.py:{f.__code__.co_firstlineno}\)$"):
+        tg.grad(f)(_VEC)
+
+
+def test_cython_scipy_classes_are_refused_by_their_scipy_name():
+    import scipy.spatial
+    pts = np.array([[0.1, 0.2], [0.7, -0.3], [1.4, 0.9]])
+    _compiled_refusal(lambda t: np.sum(scipy.spatial.cKDTree(t).query(pts)[0]), pts,
+                      "scipy.spatial.cKDTree is compiled code", "Cannot convert Tracer")
+    # a compiled method converting its traced argument with np.asarray(t, float) (which
+    # asks the tracer itself): refused by its name, not as a conversion the user wrote
+    tree = scipy.spatial.cKDTree(pts)
+    f = lambda t: np.sum(tree.query(t)[0])  # noqa: E731
+    with pytest.raises(tg.TraceError, match=r"^scipy\.spatial\.cKDTree\.query \(called as "
+                       r"tree\.query\) is compiled code, which converts its traced argument "
+                       r"\(converting to a NumPy array of dtype float64\), losing its "
+                       rf"gradient.*\(at test_scipy_as_scipy\.py:{f.__code__.co_firstlineno}"):
+        tg.grad(f)(pts)
+    # KDTree: SciPy's Python class over cKDTree
+    _compiled_refusal(lambda t: np.sum(scipy.spatial.KDTree(t).query(pts)[0]), pts,
+                      "scipy.spatial.KDTree hands a traced value to compiled code")
+
+
 # -- tracegrad.scipy.spatial.distance: what the refusals of pdist/cdist point to ----------------
 @pytest.mark.parametrize("metric", _METRICS + ["seuclidean", "mahalanobis", "minkowski-p3"])
 def test_tracegrad_distances_match_scipy(metric):

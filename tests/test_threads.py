@@ -170,3 +170,35 @@ def test_the_eager_default_dtype_and_test_switches_are_per_thread():
     assert seen["setter"] == (np.float64, np.float64, False)
     assert seen["other"] == (np.float32, np.float32, np.float32, True, True)
     assert tg.get_default_dtype() == np.float32      # nor does the test's own thread
+
+
+def test_compiled_refusals_in_one_thread_leave_others_alone():
+    """A thread whose traced function hands a traced value to SciPy's compiled SuperLU.solve
+    gets the TraceError naming it, every time, while other threads trace and differentiate
+    their own functions and call the same SuperLU.solve on plain values."""
+    import scipy.sparse
+    import scipy.sparse.linalg
+    a = scipy.sparse.csc_matrix(np.diag([2.0, 3.0, 4.0, 5.0]) + 0.5 * np.eye(4, k=1))
+    lu = scipy.sparse.linalg.splu(a)
+    want = central_diff(fresh_writes, X)
+    solved = lu.solve(X)
+    bad = []
+
+    def refused():
+        for _ in range(15):
+            try:
+                tg.grad(lambda t: np.sum(lu.solve(t)))(X)
+                bad.append("no error")
+            except tg.TraceError as e:
+                if "scipy.sparse.linalg.SuperLU.solve (called as lu.solve)" not in str(e):
+                    bad.append(str(e))
+
+    def differentiates():
+        for _ in range(15):
+            g = tg.grad(fresh_writes)(X)
+            if not np.allclose(g, want, rtol=1e-6, atol=1e-8):
+                bad.append(g)
+            if not np.array_equal(lu.solve(X), solved):
+                bad.append("plain solve")
+    _run_threads([refused, differentiates, refused, differentiates])
+    assert not bad, bad[:3]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import dis
 import linecache
+import threading
 
 from ..ir.source import user_frame
 
@@ -18,8 +19,28 @@ _PRECALL = dis.opmap.get("PRECALL", -1)
 _CACHE = dis.opmap.get("CACHE", -1)
 
 
+# CPython 3.11's AST constructor keeps its recursion depth in interpreter-wide state:
+# ast.parse in two threads at once can fail with "AST constructor recursion depth
+# mismatch" (gh-106905). tracegrad's parses take turns, and each call is parsed once.
+_PARSING = threading.Lock()
+_CALLS: dict = {}       # (code, instruction offset) -> its ast.Call, or None
+_MAX_CALLS = 100_000
+
+
 def _call_node(frame):
     """The ``ast.Call`` the frame's current instruction belongs to, or None."""
+    key = (frame.f_code, frame.f_lasti)
+    call = _CALLS.get(key, _MISSING)
+    if call is _MISSING:
+        with _PARSING:
+            call = _parse_call(frame)
+        if len(_CALLS) > _MAX_CALLS:
+            _CALLS.clear()
+        _CALLS[key] = call
+    return call
+
+
+def _parse_call(frame):
     code = frame.f_code
     try:
         positions = list(code.co_positions())

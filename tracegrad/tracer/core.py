@@ -27,6 +27,8 @@ from ..ir.source import source_override, user_frame, user_src, where
 from . import pytree as _pytree
 from . import sparse as _sparse
 from .calls import called_function, math_function, random_sampler
+from .compiled_calls import converting_callee, locate
+from .compiled_calls import refusal as compiled_refusal
 from .elements import _holds_traced, wrap_constructors
 from .equality import check_branch, reaches_differentiated
 from .scipy_calls import refuse_in_scipy
@@ -109,6 +111,9 @@ def lost_gradient(what, hint=""):
         return refused
     if _user_is_storing_item():
         return TraceError(_LOST.format(what=_STORE, instead=_BUILD_TRACED, at=where()))
+    refused = converting_callee(what)       # a library's compiled function converting it
+    if refused is not None:
+        return refused
     return TraceError(_LOST.format(what=f"{what} on a traced value",
                                    instead=_KEEP_TRACED + hint, at=where()))
 
@@ -585,6 +590,12 @@ def new_trace():
         # keeping ours as the cause. Give the user ours, which names their line.
         if isinstance(e.__cause__, TraceError) and not isinstance(e, TraceError):
             raise e.__cause__.with_traceback(e.__traceback__) from None
+        # a library's compiled code handed a traced value (SciPy's SuperLU.solve, a
+        # scikit-learn loss in Cython): name the function the user's line called
+        refused = compiled_refusal(e)
+        if refused is not None:
+            raise refused.with_traceback(e.__traceback__) from None
+        locate(e)       # an error inside a library's code names the user's line too
         raise
     finally:
         stack.pop()

@@ -122,9 +122,12 @@ def write_into(dst, result, what, casting="same_kind", where=True):
     if not isinstance(result, Tracer):
         result = dst._trace.const(np.asarray(result))
     disown(result)              # dst may name its node
-    if result._trace is not dst._trace or tuple(result.shape) != tuple(dst.shape):
+    if result._trace is not dst._trace or tuple(result.shape) != tuple(dst.shape) or \
+            not dst.shape:
         # broadcast and cast by an assignment (a broadcast's value would share memory
-        # with its operand); it lifts an outer value, or says why it cannot
+        # with its operand); it lifts an outer value, or says why it cannot. A 0-d dst
+        # too: the result of a ufunc on 0-d operands is a NumPy scalar when it runs, and
+        # out= gives back the array (an assignment's value is one)
         setitem(dst, Ellipsis, astype(result, dst.dtype))
         return dst
     new = astype(result, dst.dtype)

@@ -74,6 +74,9 @@ ALTERNATIVES: dict[str, str] = {
     "scipy.special.polygamma": f"{_TG}.special.polygamma",
     "scipy.special.multigammaln": f"{_TG}.special.multigammaln",
     "scipy.integrate.odeint": f"{_TG}.integrate.odeint",
+    # compiled code: refused as it fails (compiled_calls.py)
+    "scipy.sparse.linalg.SuperLU.solve": f"{_TG}.sparse.linalg.splu(A).solve(b)",
+    "scipy.sparse.linalg.factorized": f"{_TG}.sparse.linalg.factorized(A)(b)",
 }
 
 

@@ -208,6 +208,13 @@ def refuse_in_scipy(depth=1):
         raise TraceError(f"scipy.sparse.{name} cannot hold traced values: build it with "
                          f"tracegrad.scipy.sparse.{name} (the same arguments), whose @, .dot "
                          f"and .T follow the values, or keep the matrix constant{at}")
+    if not module.startswith("scipy.sparse"):
+        # another SciPy function (scipy.optimize.linprog) building sparse matrices of
+        # its traced arguments: named as the user called it
+        from .scipy_calls import refusal, scipy_function
+        raise refusal(scipy_function() or f"{module}.{name}",
+                      "computes with its traced arguments in scipy.sparse, which cannot "
+                      "hold traced values")
     name = _SPELLED.get(name, name)
     raise TraceError(f"scipy.sparse's {name} cannot compute with a traced array. With a "
                      f"traced x, write A @ x, A.dot(x), A.T @ x or x @ A (A a scipy.sparse "
