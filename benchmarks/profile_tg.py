@@ -106,8 +106,8 @@ def phases(reps_list, repeats=2):
     """Seconds in tracing (with the adjoint pass), optimise and codegen (tracegrad internals)."""
     import gc
 
-    from tracegrad.compiled import optimize
     from tracegrad.runtime.codegen import generate
+    from tracegrad.transforms.jit import optimize
 
     def once(reps):
         wl = W.Chain(reps)

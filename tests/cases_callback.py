@@ -4,8 +4,8 @@ callback has none of its own), checked against JAX's and finite differences."""
 import numpy as np
 
 import tracegrad as tg
-from tracegrad.callback import PureCallback
 from tracegrad.ir import apply
+from tracegrad.transforms.pure_callback import PureCallback
 
 from primitive_cases import Case, add, uniform
 

@@ -5,9 +5,9 @@ import jax.numpy as jnp
 import numpy as np
 from conftest import assert_close
 from jax.flatten_util import ravel_pytree as jax_ravel
+from tracegrad.flatten_util import ravel_pytree
 
 import tracegrad as tg
-from tracegrad.flatten_util import ravel_pytree
 
 TREE = {"w": np.arange(6.0).reshape(2, 3) / 7, "b": (np.array([0.5, -1.0]), 2.0), "n": None}
 

@@ -1,5 +1,5 @@
 """Un-jitted grad / value_and_grad reuse backward plans cached by the traced structure
-(``tracegrad.plans``): repeated calls must give exactly what a fresh, uncached call
+(``tracegrad.autodiff.plans``): repeated calls must give exactly what a fresh, uncached call
 gives, whatever changes between calls (branches, shapes, dtypes, constants' values,
 parameters), and agree with finite differences."""
 import numpy as np

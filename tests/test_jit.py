@@ -102,7 +102,7 @@ def test_static_argnums_specialise_on_value():
 
 
 def test_retracing_is_bounded_with_a_warning(monkeypatch):
-    monkeypatch.setattr("tracegrad.compiled.MAX_SPECIALIZATIONS", 3)
+    monkeypatch.setattr("tracegrad.transforms.jit.MAX_SPECIALIZATIONS", 3)
 
     @tg.jit
     def f(x, n):

@@ -14,9 +14,10 @@ nothing else:
     higher                      higher-order primitives (scan, while_loop, cond, remat_call):
                                 their rules run, trace and differentiate sub-graphs
     autodiff                    the engine both front ends reach: structural keys, the one
-                                plan cache, the interpret-then-compile policy
-    front end                   api, plans (cached backward plans), compiled (jit), control,
-                                checkpoint, vmap, datasets
+                                plan cache, the interpret-then-compile policy, the
+                                functional front end's backward plans (plans.py)
+    front end                   transforms/ (grad & co., jit, vmap, control flow, checkpoint,
+                                callbacks, tree utilities), scipy/, datasets
     eager                       the PyTorch-style front end (Tensor, tape, nn, optim)
     package                     ``tracegrad/__init__``: imports every layer
     cli                         the ``tracegrad`` command (cli, cli_demo, cli_errors, __main__)
@@ -65,9 +66,7 @@ KNOWN_CYCLES = [
         "np_arrays", "np_linalg_more", "np_polynomial", "np_setops", "np_statistics")},
 ]
 _PACKAGES = {"ir", "runtime", "tracer", "passes", "higher", "autodiff", "eager"}
-_FRONT_END = {"api", "plans", "compiled", "control", "checkpoint", "vmap", "datasets",
-              "callback", "scipy", "tree_util", "flatten_util", "debug", "optimizers",
-              "implicit", "randomness"}
+_FRONT_END = {"transforms", "scipy", "datasets"}
 _CLI = {"cli", "cli_demo", "cli_errors", "__main__"}
 
 

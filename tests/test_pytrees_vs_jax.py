@@ -20,10 +20,10 @@ import pytest
 from conftest import assert_close, bounded
 from jax import tree_util as jtu
 from jax.flatten_util import ravel_pytree as jax_ravel
+from tracegrad.flatten_util import ravel_pytree
 
 import tracegrad as tg
 from tracegrad import tree_util as tu
-from tracegrad.flatten_util import ravel_pytree
 
 NT = namedtuple("NT", "first second")
 NT1 = namedtuple("NT1", "only")

@@ -21,8 +21,8 @@ import pytest
 
 import tracegrad as tg
 from tracegrad._typing import P, T
-from tracegrad.compiled import Jitted, Lowered
 from tracegrad.ir import Graph
+from tracegrad.transforms.jit import Jitted, Lowered
 
 ROOT = Path(__file__).resolve().parent.parent
 

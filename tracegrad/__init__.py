@@ -11,11 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 from . import eager as _eager
 from . import higher, passes, scipy  # noqa: F401  (higher: registers the higher-order primitives)
-from .api import custom_vjp, grad, hessian, jacobian, jvp, stop_gradient, trace, value_and_grad, vjp
-from .callback import ShapeDtypeStruct, pure_callback
-from .checkpoint import checkpoint
-from .compiled import jit
-from .control import cond, fori_loop, scan, while_loop
 from .eager import *  # noqa: F403  (the PyTorch-style API: tg.tensor, tg.ones, tg.cat, ...)
 from .eager import autograd
 from .eager.creation import bool_ as bool  # noqa: A001  (PyTorch's name for the dtype)
@@ -25,7 +20,22 @@ from .eager.creation import int32 as int  # noqa: A001
 from .eager.creation import int64 as long
 from .errors import RetraceWarning, TraceError
 from .ir import Graph
-from .vmap import vmap
+from .transforms.checkpoint import checkpoint
+from .transforms.control_flow import cond, fori_loop, scan, while_loop
+from .transforms.derivatives import (
+    custom_vjp,
+    grad,
+    hessian,
+    jacobian,
+    jvp,
+    stop_gradient,
+    trace,
+    value_and_grad,
+    vjp,
+)
+from .transforms.jit import jit
+from .transforms.pure_callback import ShapeDtypeStruct, pure_callback
+from .transforms.vmap import vmap
 
 __version__ = "0.1.0"
 
@@ -52,7 +62,20 @@ from .eager import nn, optim, utils  # noqa: E402
 _alias_eager_modules()
 
 # the JAX surface (issue 15): pytrees, ravel_pytree, debug printing, optimizers
-from . import debug, flatten_util, optimizers, tree_util  # noqa: E402
+from .transforms import debug, flatten_util, optimizers, tree_util  # noqa: E402
+
+
+def _alias_public_modules():
+    """``import tracegrad.tree_util`` (and ``debug``, ``flatten_util``, ``optimizers``), as
+    with ``jax.tree_util``: these live in ``tracegrad/transforms`` but answer to the
+    short names."""
+    import sys
+
+    for module in (debug, flatten_util, optimizers, tree_util):
+        sys.modules.setdefault(__name__ + "." + module.__name__.rsplit(".", 1)[1], module)
+
+
+_alias_public_modules()
 
 __all__ = ["TraceError", "RetraceWarning", "Graph", "jit", "passes", "grad", "value_and_grad", "vjp",
            "jvp", "jacobian", "hessian", "trace", "stop_gradient", "custom_vjp", "checkpoint",
@@ -61,6 +84,6 @@ __all__ = ["TraceError", "RetraceWarning", "Graph", "jit", "passes", "grad", "va
            "tree_util", "flatten_util", "debug", "optimizers", *_eager.__all__]
 
 # implicit differentiation (issue 15): roots and linear solves
-from .implicit import custom_linear_solve, custom_root  # noqa: E402
+from .transforms.implicit_diff import custom_linear_solve, custom_root  # noqa: E402
 
 __all__ += ["custom_root", "custom_linear_solve"]

@@ -9,4 +9,4 @@ runtime; importing it registers the primitives into the IR's open registry
 whenever ``tracegrad`` is imported (``Graph.from_json`` of a graph holding a scan
 included).
 """
-from . import control, implicit, subgraph, while_reverse  # noqa: F401  (registers the primitives)
+from . import control_primitives, custom_root, subgraph, while_reverse  # noqa: F401  (registers the primitives)

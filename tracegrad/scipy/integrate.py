@@ -33,14 +33,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..api import jvp as tg_jvp
-from ..api import vjp as tg_vjp
-from ..compiled import jit
 from ..errors import TraceError
 from ..ir import apply
 from ..ir.lru import LRU
 from ..ir.prims.scipy_special import special
 from ..tracer import Tracer, flatten, unflatten, user_src
+from ..transforms.derivatives import jvp as tg_jvp
+from ..transforms.derivatives import vjp as tg_vjp
+from ..transforms.jit import jit
 
 __all__ = ["odeint"]
 

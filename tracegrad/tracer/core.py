@@ -128,7 +128,7 @@ class Trace:
 
     Nodes are recorded as plain tuples (``records``) and copied into the ``Graph`` only
     when someone reads ``graph``: a transform whose derivative is already cached by the
-    structure of the records (``tracegrad.plans``) never builds the graph at all.
+    structure of the records (``tracegrad.autodiff.plans``) never builds the graph at all.
     ``keep_values`` (set before recording) keeps each node's concrete value in
     ``values``, indexed by node id, for such a cached derivative to read.
     """

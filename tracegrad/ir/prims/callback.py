@@ -1,6 +1,6 @@
 """``pure_callback``: a Python function run on concrete NumPy values inside a graph.
 
-The node's ``callback`` parameter is an object (made by ``tracegrad.callback``) with
+The node's ``callback`` parameter is an object (made by ``tracegrad.transforms.pure_callback``) with
 ``run(arrays) -> tuple of arrays`` (it calls the user's function and checks what it
 returns against the declared shapes and dtypes), ``out_avals`` (the declared
 ``(shape, dtype)`` of each output), ``name`` and ``vectorized``, and ``batched(size)``, the
@@ -9,7 +9,7 @@ same callback for operands with a batch axis in front. A callback object may als
 primitive's rule signatures): tracegrad's own callbacks do (``scipy.integrate.odeint``);
 ``tg.pure_callback``'s do not. It is Python code: a graph holding
 one cannot be saved as JSON, and the primitive has no derivative (wrap the call in
-``tg.custom_vjp``). ``tracegrad.callback`` applies it; here are its rules.
+``tg.custom_vjp``). ``tracegrad.transforms.pure_callback`` applies it; here are its rules.
 """
 import numpy as np
 

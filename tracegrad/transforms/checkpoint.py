@@ -14,11 +14,11 @@ from typing import Any, overload
 
 import numpy as np
 
-from ._typing import R
-from .errors import TraceError
-from .ir import Aval, apply
-from .passes.common import finish
-from .tracer import Tracer, flatten, new_trace, unflatten, where
+from .._typing import R
+from ..errors import TraceError
+from ..ir import Aval, apply
+from ..passes.common import finish
+from ..tracer import Tracer, flatten, new_trace, unflatten, where
 
 
 @overload

@@ -14,13 +14,13 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import TraceError
+from ..passes.batch import batch
+from ..runtime.interpreter import call_graph
+from ..tracer import Tracer, flatten, sync, unflatten, user_src, where
+from ..tracer.core import BATCHING, current_trace
+from ..tracer.pytree import flatten_up_to
 from . import debug
-from .errors import TraceError
-from .passes.batch import batch
-from .runtime.interpreter import call_graph
-from .tracer import Tracer, flatten, sync, unflatten, user_src, where
-from .tracer.core import BATCHING, current_trace
-from .tracer.pytree import flatten_up_to
 
 
 def _is_axis(x):
@@ -166,7 +166,7 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callab
             out_tree["tree"] = flatten(out)[1]
             return out
 
-        from .api import _Traced
+        from .derivatives import _Traced
         token = BATCHING.set(True)
         try:
             traced = _Traced(flat_fun, examples, {}, tuple(range(len(examples))), user_src(),

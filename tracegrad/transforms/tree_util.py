@@ -15,9 +15,9 @@ import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from .errors import TraceError
-from .tracer.pytree import TreeDef, flatten, flatten_up_to, register_node, unflatten
-from .tracer.pytree import tree_map as _tree_map
+from ..errors import TraceError
+from ..tracer.pytree import TreeDef, flatten, flatten_up_to, register_node, unflatten
+from ..tracer.pytree import tree_map as _tree_map
 
 PyTreeDef = TreeDef
 

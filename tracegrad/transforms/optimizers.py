@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .tracer import flatten, tree_map, unflatten
+from ..tracer import flatten, tree_map, unflatten
 
 __all__ = ["sgd", "momentum", "rmsprop", "adam", "adagrad"]
 

@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from .errors import TraceError
-from .ir import apply
-from .tracer import Tracer, flatten, unflatten, user_src
+from ..errors import TraceError
+from ..ir import apply
+from ..tracer import Tracer, flatten, unflatten, user_src
 
 __all__ = ["ShapeDtypeStruct", "pure_callback"]
 

@@ -16,13 +16,14 @@ from typing import Any, Generic, Literal, overload
 
 import numpy as np
 
-from . import debug, passes, randomness
-from ._typing import P
-from .errors import RetraceWarning, TraceError
-from .ir import Graph
-from .runtime.codegen import GUARD_FAILED, generate
-from .tracer import Tracer, flatten, unflatten, user_src
-from .tracer.core import current_trace
+from .. import passes
+from .._typing import P
+from ..errors import RetraceWarning, TraceError
+from ..ir import Graph
+from ..runtime.codegen import GUARD_FAILED, generate
+from ..tracer import Tracer, flatten, unflatten, user_src
+from ..tracer.core import current_trace
+from . import debug, randomness
 
 MAX_SPECIALIZATIONS = 16
 
@@ -263,7 +264,7 @@ class Jitted(Generic[P]):
             if self.backend == "numpy":
                 compiled = generate(graph, name=_safe_name(self.__name__), bases=bases)
             else:
-                from .runtime.jax_backend import JaxCompiled
+                from ..runtime.jax_backend import JaxCompiled
                 compiled = JaxCompiled(graph, **self.jax_options)
         finally:
             if gc_was_enabled:
@@ -322,7 +323,7 @@ class Jitted(Generic[P]):
         them in the same state, as the plain NumPy function: bit for bit). This call's
         numbers were drawn by the trace: the recorded graph, uncompiled, gives its result
         (the function is not run twice)."""
-        from .runtime.interpreter import run
+        from ..runtime.interpreter import run
         graph, out_tree, _, effects = traced
         if not self._drawing:
             warnings.warn(
@@ -336,7 +337,7 @@ class Jitted(Generic[P]):
                       effects=effects)
 
     def _trace(self, args, kwargs, bound=False):
-        from .api import _Traced
+        from .derivatives import _Traced
 
         pos, names = self._statics(args, kwargs, bound)
         self._check_traceable(args, kwargs, pos, names)
@@ -452,7 +453,7 @@ def _unwrap(args):
 
 
 def _is_pytree_node(obj):
-    from .tracer.pytree import _NODES
+    from ..tracer.pytree import _NODES
     return type(obj) in _NODES
 
 

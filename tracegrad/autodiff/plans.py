@@ -25,12 +25,12 @@ from collections import OrderedDict
 
 import numpy as np
 
-from .ir import Graph
-from .ir.aliasing import fresh_bases
-from .passes.adjoint import adjoint, backward_graph
-from .passes.prune import live_nodes, prune
-from .runtime.codegen import generate
-from .runtime.interpreter import run
+from ..ir import Graph
+from ..ir.aliasing import fresh_bases
+from ..passes.adjoint import adjoint, backward_graph
+from ..passes.prune import live_nodes, prune
+from ..runtime.codegen import generate
+from ..runtime.interpreter import run
 
 CACHE_SIZE = 256
 COMPILE_AFTER = 2           # uses of a small plan before it is compiled to Python

@@ -16,12 +16,12 @@ from typing import Any
 
 import numpy as np
 
+from .._typing import PyTree
+from ..errors import TraceError
+from ..ir import Aval, apply
+from ..passes.prune import prune
+from ..tracer import Tracer, flatten, new_trace, unflatten, where
 from . import randomness
-from ._typing import PyTree
-from .errors import TraceError
-from .ir import Aval, apply
-from .passes.prune import prune
-from .tracer import Tracer, flatten, new_trace, unflatten, where
 
 
 def _aval(x):
@@ -279,9 +279,9 @@ def _print_while(cond_graph, printing, records, leaves, cond_consts, body_consts
     giving the printed values too) and keeps the lines of every step; its result, a token
     for them, is printed as a print of its own, so they come in program order, where the
     function runs (every call under tg.jit)."""
+    from ..runtime.interpreter import call_graph
     from . import debug
-    from .callback import ShapeDtypeStruct, pure_callback
-    from .runtime.interpreter import call_graph
+    from .pure_callback import ShapeDtypeStruct, pure_callback
     n, n_cond = len(leaves), len(cond_consts)
 
     def run(*arrays):
@@ -363,7 +363,7 @@ def cond(pred: Any, true_fun: Callable[..., PyTree], false_fun: Callable[..., Py
     n = len(leaves)
     # both branches take (*operands, *true's captured values, *false's captured values)
     all_avals = avals + [_aval(c) for c in ct] + [_aval(c) for c in cf]
-    from .runtime.interpreter import call_graph
+    from ..runtime.interpreter import call_graph
 
     def run_true(ins):
         return list(call_graph(gt, ins[:n + len(ct)])) + [np.zeros(s, d) for s, d in ef]

@@ -38,10 +38,10 @@ from typing import Any
 
 import numpy as np
 
-from .errors import TraceError
-from .ir import Graph
-from .tracer import Trace, Tracer, flatten, replay, sync, unflatten, where
-from .tracer.core import current_trace
+from ..errors import TraceError
+from ..ir import Graph
+from ..tracer import Trace, Tracer, flatten, replay, sync, unflatten, where
+from ..tracer.core import current_trace
 
 __all__ = ["print"]
 

@@ -16,16 +16,17 @@ from typing import Any, Literal, overload
 
 import numpy as np
 
-from . import passes, plans
-from ._typing import ArgNums, P, PyTree, T
-from .errors import TraceError
-from .ir import REGISTRY, Aval, Graph, apply
-from .ir.aliasing import fresh_bases
-from .ir.dtypes import is_float
-from .ir.evaluate import check_guard
-from .passes.prune import live_nodes
-from .runtime import run
-from .tracer import (
+from .. import passes
+from .._typing import ArgNums, P, PyTree, T
+from ..autodiff import plans
+from ..errors import TraceError
+from ..ir import REGISTRY, Aval, Graph, apply
+from ..ir.aliasing import fresh_bases
+from ..ir.dtypes import is_float
+from ..ir.evaluate import check_guard
+from ..passes.prune import live_nodes
+from ..runtime import run
+from ..tracer import (
     Tracer,
     coerce,
     flatten,
@@ -37,7 +38,7 @@ from .tracer import (
     user_src,
     where,
 )
-from .tracer.core import current_trace
+from ..tracer.core import current_trace
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacobian", "hessian", "trace",
            "stop_gradient", "custom_vjp"]
@@ -135,7 +136,7 @@ class _Traced:
     """A function traced at some arguments, ready for a pass.
 
     With ``plan_extra`` (what else a cached derivative depends on: argnums, seeds), the
-    trace keeps its values and is looked up in ``tracegrad.plans`` by its structure;
+    trace keeps its values and is looked up in ``tracegrad.autodiff.plans`` by its structure;
     ``plan`` is then the cached plan (a hit), None (a miss: ``plan_key`` says where to
     store one), or ``plan_key`` is None when this trace cannot be cached (traced
     arguments of an enclosing transform, a captured outer value, a parameter that cannot

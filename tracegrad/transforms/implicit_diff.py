@@ -28,14 +28,14 @@ from typing import Any
 
 import numpy as np
 
-from ._typing import PyTree
-from .api import stop_gradient
-from .control import _arrays, _aval, _trace
-from .errors import TraceError
-from .higher.subgraph import adjoint_of, tangent_graph
-from .ir import apply
-from .runtime.interpreter import call_graph
-from .tracer import Tracer, flatten, unflatten, where
+from .._typing import PyTree
+from ..errors import TraceError
+from ..higher.subgraph import adjoint_of, tangent_graph
+from ..ir import apply
+from ..runtime.interpreter import call_graph
+from ..tracer import Tracer, flatten, unflatten, where
+from .control_flow import _arrays, _aval, _trace
+from .derivatives import stop_gradient
 
 __all__ = ["custom_root", "custom_linear_solve"]
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import TraceError
-from .tracer import Tracer, flatten, unflatten
+from ..errors import TraceError
+from ..tracer import Tracer, flatten, unflatten
 
 
 def ravel_pytree(pytree: Any) -> tuple[Any, Callable[[Any], Any]]:
