@@ -281,3 +281,28 @@ def test_evaluator_checks_guards_as_soon_as_known():
     np.testing.assert_array_equal(graph(np.array([1.0, 2.0])), [2.0, 4.0])
     with pytest.raises(TraceError, match="different branch than the traced ones"):
         graph(np.array([-1.0, -2.0]))
+
+
+# File names two modules may share: the same concept at two layers, or a public module
+# name that mirrors the library it stands in for (``tracegrad.scipy.linalg`` is
+# ``scipy.linalg``, ``tracegrad.nn.functional`` is ``torch.nn.functional``).
+SHARED_NAMES = {
+    "aliasing.py": "who owns an output's memory: graphs (ir) and tensors (eager)",
+    "views.py": "NumPy views of tracers (tracer) and torch views of tensors (eager)",
+    "indexing.py": "NumPy indexing of tracers (tracer) and torch indexing of tensors (eager)",
+    "linalg.py": "scipy.linalg and scipy.sparse.linalg, by SciPy's module names",
+    "functional.py": "torch.nn.functional and torch.autograd.functional, by torch's names",
+    "rnn.py": "torch.nn's RNN modules and torch.nn.utils.rnn, by torch's names",
+    "sparse.py": "torch.nn's sparse modules (Embedding), by torch's module name",
+}
+
+
+def test_no_two_modules_share_a_file_name_but_the_listed_ones():
+    seen: dict = {}
+    for path in ROOT.rglob("*.py"):
+        if path.name != "__init__.py":
+            seen.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    shared = {name: sorted(paths) for name, paths in seen.items() if len(paths) > 1}
+    unlisted = {name: paths for name, paths in shared.items() if name not in SHARED_NAMES}
+    assert not unlisted, f"modules sharing a file name (rename one, or list why): {unlisted}"
+    assert set(SHARED_NAMES) <= set(shared), "a listed name is no longer shared: remove it"

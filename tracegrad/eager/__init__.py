@@ -2,8 +2,8 @@
 ``tg.nn``, ``tg.optim``, recorded on the same IR the transforms use."""
 from typing import TYPE_CHECKING, Any
 
-from . import methods as _methods  # noqa: F401  (sort, topk, isnan, scatter, ...)
 from . import ops as _ops  # noqa: F401  (installs the tensor operations)
+from . import tensor_methods as _methods  # noqa: F401  (sort, topk, isnan, scatter, ...)
 from . import views as _views  # noqa: F401  (select, unfold, as_strided, view_as_real, ...)
 from .creation import (
     BoolTensor,
@@ -86,6 +86,6 @@ __all__ = ["Tensor", "Size", "tensor", "as_tensor", "from_numpy", "ones", "zeros
            "ByteTensor", "BoolTensor", "set_default_tensor_type", "finfo", "iinfo"]
 __all__ += ["Generator", "save", "load"]
 __all__ += list(FUNCTIONS)   # (a separate line: the doc generator reads the names above statically)
-from .printing import set_printoptions  # noqa: E402  (torch.set_printoptions; repr(t) as torch's)
+from .tensor_repr import set_printoptions  # noqa: E402  (torch.set_printoptions; repr(t) as torch's)
 
 __all__ += ["set_printoptions"]

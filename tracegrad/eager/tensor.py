@@ -18,8 +18,8 @@ from numpy.typing import DTypeLike
 from ..ir import apply
 from . import aliasing, dispatch, grad_mode
 from .dispatch import call
-from .printing import tensor_repr
 from .tape import TAPE, EagerTracer, Version
+from .tensor_repr import tensor_repr
 
 _LEAF_INPLACE = "a leaf Variable that requires grad is being used in an in-place operation."
 _VIEW_INPLACE = ("a view of a leaf Variable that requires grad is being used in an in-place "

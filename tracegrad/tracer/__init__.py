@@ -1,7 +1,7 @@
 """Tracing: tracer values that record NumPy calls into a Graph."""
 from ..ir.source import source_override, user_src, where
 from . import (
-           methods,  # noqa: F401  (installs operators and NumPy protocols on Tracer)
+           ndarray_methods,  # noqa: F401  (installs operators and NumPy protocols on Tracer)
            np_ufuncs,  # noqa: F401  (ufunc methods and more ufuncs: they register themselves)
 )
 from .core import Trace, Tracer, bind, new_trace, replay

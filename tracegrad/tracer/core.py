@@ -25,7 +25,7 @@ from ..ir import PROJ, REGISTRY, Aval, Graph
 from ..ir.evaluate import evaluate
 from ..ir.source import source_override, user_frame, user_src, where
 from . import pytree as _pytree
-from . import sparse as _sparse
+from . import scipy_sparse as _sparse
 from .calls import called_function, math_function, random_sampler
 from .compiled_calls import converting_callee, locate
 from .compiled_calls import refusal as compiled_refusal

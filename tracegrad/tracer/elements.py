@@ -18,7 +18,7 @@ import threading
 
 import numpy as np
 
-from . import sparse as _sparse
+from . import scipy_sparse as _sparse
 from .calls import calling
 from .state import LOCAL
 

@@ -44,7 +44,7 @@ from ..ir import apply
 from ..ir.source import where
 from .core import Tracer
 from .indexing import getitem, normalize, setitem
-from .methods import _binary, _in_place
+from .ndarray_methods import _binary, _in_place
 from .np_base import (
     TAKES_KEYWORDS,
     UFUNC_METHODS,

@@ -7,7 +7,8 @@ from . import (  # noqa: F401
     eig,
     elementwise,
     fft,
-    linalg,
+    linear_algebra,
+    markers,
     more,
     multi,
     nn,
@@ -16,7 +17,6 @@ from . import (  # noqa: F401
     scipy_special,
     shape,
     softmax,
-    sparse,
-    special,
+    sparse_ops,
     spectral,
 )

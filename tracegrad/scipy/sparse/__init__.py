@@ -17,9 +17,9 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import TraceError
-from ...ir.prims.sparse import rows_of
+from ...ir.prims.sparse_ops import rows_of
 from ...tracer import where
-from ...tracer.sparse import TracedSparse, is_traced
+from ...tracer.scipy_sparse import TracedSparse, is_traced
 from . import linalg  # noqa: F401
 
 __all__ = ["csc_array", "csc_matrix", "coo_array", "coo_matrix", "csr_array", "csr_matrix",

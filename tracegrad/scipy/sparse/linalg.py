@@ -15,7 +15,7 @@ import numpy as np
 from ...errors import TraceError
 from ...ir import apply
 from ...tracer import where
-from ...tracer.sparse import TracedSparse, is_sparse, is_traced, parts
+from ...tracer.scipy_sparse import TracedSparse, is_sparse, is_traced, parts
 
 __all__ = ["cg", "factorized", "gmres", "splu", "spsolve"]
 

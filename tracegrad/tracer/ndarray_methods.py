@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import TraceError
 from ..ir.source import where
 from . import numpy_api as api
-from . import sparse as _sparse
+from . import scipy_sparse as _sparse
 from .core import Tracer, add_to_top, is_constant, weak_result
 from .indexing import getitem, setitem
 from .scipy_calls import ScipyAttributeError, refuse_in_scipy
