@@ -293,7 +293,6 @@ SHARED_NAMES = {
     "linalg.py": "scipy.linalg and scipy.sparse.linalg, by SciPy's module names",
     "functional.py": "torch.nn.functional and torch.autograd.functional, by torch's names",
     "rnn.py": "torch.nn's RNN modules and torch.nn.utils.rnn, by torch's names",
-    "sparse.py": "torch.nn's sparse modules (Embedding), by torch's module name",
 }
 
 
