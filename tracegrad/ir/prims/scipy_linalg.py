@@ -93,6 +93,8 @@ def _sylvester(x, rhs):
 def _sqrtm_jax(a):
     import jax.numpy as jnp
     import jax.scipy.linalg as jsl
+    if a.shape[-1] == 0:    # JAX's Schur form fails on a 0 x 0 matrix; SciPy's is empty
+        return a
     out = jnp.vectorize(jsl.sqrtm, signature="(n,n)->(n,n)")(a)
     return out if jnp.iscomplexobj(a) else jnp.real(out).astype(a.dtype)
 
