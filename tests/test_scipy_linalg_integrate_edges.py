@@ -117,12 +117,15 @@ for _tag, _xs, _kw in [
         ("c64", _cast(np.complex64, C3, B3), {}),
         ("stack", (STACK_A, np.stack([B3, -B3])), {}),
         ("stack-lower", (STACK_A, np.stack([B3, -B3])), dict(lower=True, trans=1)),
+        ("stack-vec", (STACK_A, B3[:, 0]), {}), ("stack-mat", (STACK_A, B3), dict(lower=True)),
+        ("stack-bad", (STACK_A, np.ones((2, 3))), {}),
+        ("near-singular", (np.triu(A3) + np.diag([0.0, 1e-13 - A3[1, 1], 0.0]), B3), {}),
         ("overwrite", (A3, B3.copy()), dict(overwrite_b=True)),
         ("badshape", (A3, np.ones(4)), {}), ("nonsquare", (B3, np.ones(3)), {})]:
     _add("solve_triangular", _tag, _xs, kw=_kw,
          grad=_tag in ("vec", "1x1", "1x1-mat", "stack", "nan-unread-nocheck"),
          jax_call=_direct if _tag in ("vec", "1x1", "stack") else None,
-         good=(A3, B3) if _tag.startswith("singular") else None)
+         good=(A3, B3) if _tag in ("singular", "singular-lower") else None)
 
 # -- cholesky, cho_factor, cho_solve --------------------------------------------------------
 
@@ -155,7 +158,7 @@ for _tag, _xs, _grad in _CHOL:
     for _lower in (False, True):
         _jax = _tag in ("spd", "1x1", "stack")
         _good = (np.broadcast_to(np.eye(_xs[0].shape[-1]), _xs[0].shape).copy(),) \
-            if _tag in ("not-pd", "near-singular") else None
+            if _tag == "not-pd" else None
         _add("cholesky", f"{_tag}-l{_lower}", _xs, kw=dict(lower=_lower), grad=_grad,
              jax_call=_chol_jax if _jax else None, good=_good)
         _add("cho_factor", f"{_tag}-l{_lower}", _xs, kw=dict(lower=_lower), grad=_grad,
@@ -184,10 +187,13 @@ for _tag, _xs, _lower in [
                                 B3), False),
         ("garbage-lower", (np.linalg.cholesky(SPD3) + np.triu(np.ones((3, 3)), 1), B3), True),
         ("nan-b", (np.linalg.cholesky(SPD3), _nan_at(B3, (0, 0))), True),
-        ("badshape", (np.linalg.cholesky(SPD3), np.ones(4)), True)]:
+        ("badshape", (np.linalg.cholesky(SPD3), np.ones(4)), True),
+        ("stack", (np.linalg.cholesky(STACK_SPD), np.stack([B3, -B3])), True),
+        ("stack-vec", (np.linalg.cholesky(STACK_SPD), B3[:, 0]), True),
+        ("stack-mat", (np.swapaxes(np.linalg.cholesky(STACK_SPD), -1, -2), B3), False)]:
     _add("cho_solve", _tag, _xs, call=(lambda lo: lambda fn, xs, kw: fn((xs[0], lo), xs[1],
                                                                            **kw))(_lower),
-         grad=_tag.startswith("garbage") or _tag == "vec")
+         grad=_tag.startswith("garbage") or _tag in ("vec", "stack", "stack-vec"))
 _add("cho_solve", "nan-b-nocheck", (np.linalg.cholesky(SPD3), _nan_at(B3, (0, 0))),
      call=lambda fn, xs, kw: fn((xs[0], True), xs[1], **kw), kw=dict(check_finite=False))
 
@@ -429,7 +435,19 @@ MODES = ["eager", "numpy", "jax"]
 _FINITE_ERR = "must not contain infs or NaNs"
 
 # cases where tracegrad still differs from SciPy: (case id, mode) -> reason
-KNOWN: dict = {}
+_SPREAD = ("traced solve_triangular is a dense LU solve of the triangle: a NaN or inf in the "
+           "read triangle or in b spreads to every entry of x (0 * NaN in the elimination), "
+           "where SciPy's substitution keeps the entries that do not depend on it finite")
+_NEG_SQRT = ("traced sqrtm of a real matrix without a real square root raises LinAlgError: "
+             "the result's dtype (SciPy: complex) cannot depend on the values")
+_ANY_SHAPE = ("odeint takes a state of any shape (and pytrees), as JAX's odeint: a 2-d y0 "
+              "gives (len(t),) + y0.shape where SciPy raises ValueError")
+KNOWN: dict = {
+    **{(f"solve_triangular-{t}", m): _SPREAD for t in ("nan-read", "nan-nocheck", "inf-b")
+       for m in ("numpy", "jax")},
+    **{("sqrtm-negative-eig", m): _NEG_SQRT for m in ("numpy", "jax")},
+    ("odeint-2d-y0", "*"): _ANY_SHAPE,
+}
 
 
 def _value_params():

@@ -85,8 +85,8 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
         tri = _mT(tri)
         if mode == 2:
             tri = np.conj(tri)
-    if np.ndim(b) == 1:
-        return np.linalg.solve(tri, b[:, None])[:, 0]
+    if np.ndim(b) == 1:     # one right-hand side (for every matrix of a stack)
+        return np.linalg.solve(tri, b[:, None])[..., 0]
     return np.linalg.solve(tri, b)
 
 
@@ -123,9 +123,13 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
     if np.ndim(lower):      # SciPy's stacks flag each matrix
         lower = bool(np.ravel(lower)[0])
     # a = L Lᴴ = Uᴴ U: the conjugate transpose (trans=2) for complex factors
+    vec = np.ndim(b) == 1   # one right-hand side (for every matrix of a stack)
+    rhs = b[:, None] if vec else b
     if lower:
-        return solve_triangular(c, solve_triangular(c, b, lower=True), trans=2, lower=True)
-    return solve_triangular(c, solve_triangular(c, b, trans=2, lower=False), lower=False)
+        x = solve_triangular(c, solve_triangular(c, rhs, lower=True), trans=2, lower=True)
+    else:
+        x = solve_triangular(c, solve_triangular(c, rhs, trans=2, lower=False), lower=False)
+    return x[..., 0] if vec else x
 
 
 def expm(A):
