@@ -204,9 +204,12 @@ _MATFN = [("gen", (0.5 * A3,), True), ("1x1", (np.full((1, 1), -0.7),), True),
                                                          False),
           ("f32", ((0.5 * A3).astype(np.float32),), False), ("c128", (0.5 * C3,), False),
           ("stack", (np.stack([0.4 * A3, -0.3 * A3.T]),), True), ("nonsquare", (B3,), False),
-          ("1d", (np.ones(3),), False), ("big", (8.0 * A3,), False)]
+          ("1d", (np.ones(3),), False), ("big", (8.0 * A3,), False),
+          ("number", (np.float64(0.3),), True), ("one-element", (np.array([-0.4]),), True),
+          ("int-number", (np.int64(2),), False), ("stack-0x0", (np.zeros((2, 0, 0)),), False)]
 for _tag, _xs, _grad in _MATFN:
-    _add("expm", _tag, _xs, grad=_grad, jax_call=_direct if _grad else None)
+    _add("expm", _tag, _xs, grad=_grad,
+         jax_call=_direct if _tag in ("gen", "1x1", "stack") else None)
 for _tag, _xs, _grad in [("spd", (SPD3,), True), ("gen", (SPD3 / 3 + 0.3 * A3,), True),
                          ("1x1", (np.full((1, 1), 4.0),), True), ("0x0", (np.zeros((0, 0)),),
                                                                      False),
@@ -215,7 +218,9 @@ for _tag, _xs, _grad in [("spd", (SPD3,), True), ("gen", (SPD3 / 3 + 0.3 * A3,),
                                                                      False),
                          ("int", (np.array([[4, 1], [1, 3]]),), False),
                          ("f32", (SPD3.astype(np.float32),), False), ("c128", (HPD3,), False),
-                         ("stack", (STACK_SPD,), True), ("nonsquare", (B3,), False)]:
+                         ("stack", (STACK_SPD,), True), ("nonsquare", (B3,), False),
+                         ("number", (np.float64(2.5),), False), ("1d", (np.ones(2),), False),
+                         ("stack-0x0", (np.zeros((2, 0, 0)),), False)]:
     _add("sqrtm", _tag, _xs, grad=_grad)
 _E3 = RNG.standard_normal((3, 3))
 for _tag, _xs, _kw, _grad in [
@@ -447,6 +452,9 @@ KNOWN: dict = {
        for m in ("numpy", "jax")},
     **{("sqrtm-negative-eig", m): _NEG_SQRT for m in ("numpy", "jax")},
     ("odeint-2d-y0", "*"): _ANY_SHAPE,
+    ("sqrtm-number", "*"): "SciPy 1.17's sqrtm of a number or one-element vector returns "
+    "[[exp(x)]] (the special case of expm, in scipy/linalg/_matfuncs.py); tracegrad gives the "
+    "square root, as for a 1 x 1 matrix",
 }
 
 
@@ -560,6 +568,15 @@ def test_derivatives_match_finite_differences_of_scipy(case, mode):
     for k, (gk, wk) in enumerate(zip(got, want)):
         assert_close(gk, wk, case.grad_rtol, f"{case.id} ({mode}) d/d operand {idx[k]} vs SciPy's "
                      "finite differences", floor=1.0)
+    if mode == "eager":     # forward mode along one direction, of the paired value
+        rng = np.random.default_rng(11)
+        dirs = [rng.standard_normal(np.shape(d)) for d in diff]
+        _, tangent = tg.jvp(loss(tfn, _pair), tuple(diff), tuple(dirs))
+        h = case.fd_h
+        moved = [loss(sfn, _pair)(*[d + s * t for d, t in zip(diff, dirs)]) for s in (h, -h)]
+        want_t = (moved[0] - moved[1]) / (2 * h)
+        assert abs(float(tangent) - want_t) <= case.grad_rtol * max(abs(want_t), 1.0), \
+            f"{case.id}: forward mode {float(tangent)} vs finite differences {want_t}"
     if case.jax_call is not None and mode == "eager":
         _check_against_jax(case, tfn, idx, diff)
 
@@ -599,3 +616,6 @@ def test_documented_differences():
     assert_close(c, sc, 1e-12, "stacked factor")
     assert lower is False or not np.ndim(lower)
     assert np.shape(slower) == (2,)
+    # SciPy 1.17's sqrtm of a number is [[exp(x)]]; here the square root, plain and traced
+    assert_close(tl.sqrtm(np.float64(2.5)), np.array([[np.sqrt(2.5)]]), 1e-15, "plain")
+    assert_close(tg.jit(tl.sqrtm)(np.float64(2.5)), np.array([[np.sqrt(2.5)]]), 1e-15, "traced")

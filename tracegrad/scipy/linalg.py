@@ -154,6 +154,8 @@ def sqrtm(A, disp=True, blocksize=64):
     ``(..., n, n)``. On plain arrays SciPy's own result (complex where a real matrix has
     no real square root); traced, such a matrix raises a ``LinAlgError``."""
     if _plain(A):
+        if np.ndim(A) < 2 and np.size(A) == 1:
+            A = np.reshape(A, (1, 1))   # SciPy 1.17 gives [[exp(A)]] here (expm's case)
         return _scipy().sqrtm(A)
     return apply("sqrtm", _one_element(A))
 

@@ -63,6 +63,8 @@ register(
 
 def _sqrtm_impl(a):
     a = square(np.asarray(a))
+    if a.shape[-1] == 0:    # matrices of size 0 (a stack of them too): empty
+        return np.zeros(a.shape, a.dtype if a.dtype.kind in "fc" else np.float64)
     if a.ndim > 2:      # SciPy's stacks (older SciPy takes one matrix): matrix by matrix
         flat = np.reshape(a, (-1,) + a.shape[-2:])
         out = np.reshape(np.stack([_linalg().sqrtm(m) for m in flat]), a.shape)
