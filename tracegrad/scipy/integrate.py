@@ -72,7 +72,9 @@ def odeint(func, y0, t, *args, rtol=None, atol=None, mxstep=0, hmax=0.0, **kwarg
             are compiled once per ``func`` and structure of the arguments (as
             ``tg.jit`` does): ``func`` must be pure.
         y0: the initial state: an array of any shape, or a pytree of arrays (tuples,
-            lists, dicts, registered classes), as JAX's ``odeint`` takes.
+            lists, dicts, registered classes), as JAX's ``odeint`` takes (SciPy takes
+            vectors only). A number is SciPy's state of one number (a result of shape
+            ``(len(t), 1)``). Complex states raise SciPy's ``TypeError``.
         t: the times, increasing or decreasing (a gradient flows to them too).
         *args: extra arguments of ``func``: arrays, numbers or pytrees of them (a list of
             ``(W, b)`` layers); derivatives flow to their float leaves. One tuple here is
@@ -122,6 +124,8 @@ def odeint(func, y0, t, *args, rtol=None, atol=None, mxstep=0, hmax=0.0, **kwarg
 
     if isinstance(y0, (list, tuple)) and all(isinstance(v, (int, float)) for v in y0):
         y0 = np.asarray(y0, dtype=np.float64)   # SciPy's y0=[1.0, 0.0]: an array
+    if isinstance(y0, (Tracer, np.ndarray, np.generic, int, float)) and np.ndim(y0) == 0:
+        y0 = np.reshape(y0, (1,))   # SciPy's: a number is a state of one number, (len(t), 1)
     y_leaves, y_tree = flatten(y0)
     if not y_leaves:
         raise TraceError(f"odeint: y0 has no arrays{_at()}")
@@ -163,6 +167,10 @@ def _as_operand(leaf):
 
 
 def _as_float(leaf):
+    if np.dtype(getattr(leaf, "dtype", None) or np.result_type(leaf)).kind == "c":
+        # SciPy's error: LSODA integrates real states only
+        raise TypeError(f"Cannot cast array data from dtype({np.dtype(leaf.dtype).name!r}) "
+                        f"to dtype('float64') according to the rule 'safe'")
     if isinstance(leaf, Tracer):
         return leaf.astype(np.float64) if np.dtype(leaf.dtype) != np.float64 else leaf
     return np.asarray(leaf, dtype=np.float64)

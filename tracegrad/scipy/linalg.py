@@ -9,8 +9,15 @@ solves are written on NumPy's traced ``solve`` and ``cholesky`` of the entries S
 ``solve_sylvester`` is SciPy's own solve (Bartels-Stewart) run on concrete values, one
 ``pure_callback`` node whose derivative rules solve Sylvester equations again
 (``_SylvesterCall``), so it differentiates to any order in both modes.
+
+On plain (untraced) arrays every function is SciPy's own call: its values, dtypes,
+``check_finite`` and ``LinAlgError`` checks, warnings and stacks exactly. On traced values a
+check of the values (``check_finite``) cannot be made, and the shape and option checks are
+SciPy's.
 """
 from __future__ import annotations
+
+import numbers
 
 import numpy as np
 
@@ -24,6 +31,32 @@ __all__ = ["cho_factor", "cho_solve", "cholesky", "expm", "expm_frechet", "solve
 _TRANS = {0: 0, "N": 0, 1: 1, "T": 1, 2: 2, "C": 2}
 
 
+def _plain(*xs):
+    """None of ``xs`` is traced (arrays, NumPy scalars, numbers, lists of them): SciPy's own
+    function gives the result."""
+    for x in xs:
+        if isinstance(x, (list, tuple)):
+            if not _plain(*x):
+                return False
+        elif not isinstance(x, (np.ndarray, np.generic, numbers.Number)):
+            return False
+    return True
+
+
+def _scipy():
+    special()   # a clear error when SciPy is missing
+    import scipy.linalg
+    return scipy.linalg
+
+
+def _square(a):
+    """SciPy's ``LinAlgError`` for what is not a square matrix or a stack of them."""
+    if np.ndim(a) < 2:
+        raise np.linalg.LinAlgError("The input array must be at least two-dimensional")
+    if np.shape(a)[-1] != np.shape(a)[-2]:
+        raise np.linalg.LinAlgError("Last 2 dimensions of the array must be square")
+
+
 def _mT(a):
     return np.swapaxes(a, -1, -2)
 
@@ -34,6 +67,10 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
     transpose) reading only the lower (``lower=True``) or upper triangle of ``a``, and
     taking its diagonal as ones with ``unit_diagonal=True``. ``b`` is a vector or a matrix
     of right-hand sides."""
+    if _plain(a, b):
+        return _scipy().solve_triangular(a, b, trans=trans, lower=lower,
+                                         unit_diagonal=unit_diagonal, overwrite_b=overwrite_b,
+                                         check_finite=check_finite)
     if trans not in _TRANS:
         raise ValueError(f"trans must be 0, 1, 2, 'N', 'T' or 'C', got {trans!r}")
     n = np.shape(a)[-1]
@@ -48,8 +85,8 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
         tri = _mT(tri)
         if mode == 2:
             tri = np.conj(tri)
-    if np.ndim(b) == 1:
-        return np.linalg.solve(tri, b[:, None])[:, 0]
+    if np.ndim(b) == 1:     # one right-hand side (for every matrix of a stack)
+        return np.linalg.solve(tri, b[:, None])[..., 0]
     return np.linalg.solve(tri, b)
 
 
@@ -57,33 +94,70 @@ def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
     """``scipy.linalg.cholesky``: the upper factor ``u`` (``a = uᴴ u``), or the lower one.
     As SciPy (LAPACK's ``potrf``), only the triangle asked for is read: the upper one by
     default (values and derivatives of a non-symmetric ``a`` follow that triangle)."""
+    if _plain(a):
+        return _scipy().cholesky(a, lower=lower, overwrite_a=overwrite_a,
+                                 check_finite=check_finite)
     return np.linalg.cholesky(a, upper=not lower)
 
 
 def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
-    """``(c, lower)`` for ``cho_solve``: the Cholesky factor (zeros in the other triangle,
-    where SciPy leaves arbitrary values) and which triangle it is."""
-    return cholesky(a, lower=lower), lower
+    """``(c, lower)`` for ``cho_solve``: the Cholesky factor in the triangle ``lower`` names
+    and, as SciPy leaves them, ``a``'s own entries in the other one (their derivative is
+    one); and which triangle it is. (SciPy's stacks give ``[c, array of lower]``; a traced
+    stack gives ``(c, lower)``.)"""
+    if _plain(a):
+        return _scipy().cho_factor(a, lower=lower, overwrite_a=overwrite_a,
+                                   check_finite=check_finite)
+    factor = np.linalg.cholesky(a, upper=not lower)
+    n = np.shape(a)[-1]
+    other = np.triu(np.ones((n, n), bool), 1) if lower else np.tril(np.ones((n, n), bool), -1)
+    return np.where(other, a, factor).astype(factor.dtype), lower
 
 
 def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
     """``x`` with ``a x = b`` from ``cho_factor(a)``'s result."""
     c, lower = c_and_lower
+    if _plain(c, b):
+        return _scipy().cho_solve((c, lower), b, overwrite_b=overwrite_b,
+                                  check_finite=check_finite)
+    if np.ndim(lower):      # SciPy's stacks flag each matrix
+        lower = bool(np.ravel(lower)[0])
+    # a = L Lᴴ = Uᴴ U: the conjugate transpose (trans=2) for complex factors
+    vec = np.ndim(b) == 1   # one right-hand side (for every matrix of a stack)
+    rhs = b[:, None] if vec else b
     if lower:
-        return solve_triangular(c, solve_triangular(c, b, lower=True), trans=1, lower=True)
-    return solve_triangular(c, solve_triangular(c, b, trans=1, lower=False), lower=False)
+        x = solve_triangular(c, solve_triangular(c, rhs, lower=True), trans=2, lower=True)
+    else:
+        x = solve_triangular(c, solve_triangular(c, rhs, trans=2, lower=False), lower=False)
+    return x[..., 0] if vec else x
 
 
 def expm(A):
     """``scipy.linalg.expm``: the matrix exponential (of a stack of matrices too)."""
-    return apply("expm", A)
+    if _plain(A):
+        return _scipy().expm(A)
+    return apply("expm", _one_element(A))
+
+
+def _one_element(a):
+    """SciPy's ``(1, 1)`` matrix for a number or a one-element vector; its
+    ``LinAlgError`` for other shapes that are not square matrices."""
+    if np.ndim(a) < 2 and np.size(a) == 1:
+        return np.reshape(_inexact(a), (1, 1))
+    _square(a)
+    return a
 
 
 def sqrtm(A, disp=True, blocksize=64):
     """``scipy.linalg.sqrtm``: the principal square root of a real matrix that has a real
     one (no eigenvalue on the negative real axis), or of each matrix of a stack
-    ``(..., n, n)``."""
-    return apply("sqrtm", A)
+    ``(..., n, n)``. On plain arrays SciPy's own result (complex where a real matrix has
+    no real square root); traced, such a matrix raises a ``LinAlgError``."""
+    if _plain(A):
+        if np.ndim(A) < 2 and np.size(A) == 1:
+            A = np.reshape(A, (1, 1))   # SciPy 1.17 gives [[exp(A)]] here (expm's case)
+        return _scipy().sqrtm(A)
+    return apply("sqrtm", _one_element(A))
 
 
 def expm_frechet(A, E, method=None, compute_expm=True, check_finite=True):
@@ -92,6 +166,9 @@ def expm_frechet(A, E, method=None, compute_expm=True, check_finite=True):
     stacks of matrices too. ``L`` is the upper right block of ``expm([[A, E], [0, A]])``
     (SciPy's ``method="blockEnlarge"``; its default is another algorithm, equal to
     rounding)."""
+    if _plain(A, E):
+        return _scipy().expm_frechet(A, E, method=method, compute_expm=compute_expm,
+                                     check_finite=check_finite)
     if method not in (None, "SPS", "blockEnlarge"):
         raise ValueError(f"Unknown implementation {method}")
     if np.ndim(A) < 2 or np.shape(A)[-1] != np.shape(A)[-2]:
@@ -101,7 +178,7 @@ def expm_frechet(A, E, method=None, compute_expm=True, check_finite=True):
     if np.shape(A)[-1] != np.shape(E)[-1]:
         raise ValueError("expected A and E to be the same shape")
     n = np.shape(A)[-1]
-    A, E = _inexact(A), _inexact(E)
+    A, E = _double(A), _double(E)     # SciPy computes in (complex) double precision
     shape = np.broadcast_shapes(np.shape(A), np.shape(E))
     A, E = np.broadcast_to(A, shape), np.broadcast_to(E, shape)
     top = np.concatenate([A, E], axis=-1)
@@ -111,6 +188,14 @@ def expm_frechet(A, E, method=None, compute_expm=True, check_finite=True):
     if compute_expm:
         return big[..., :n, :n], frechet
     return frechet
+
+
+def _double(x):
+    kind = np.dtype(getattr(x, "dtype", np.result_type(x))).kind
+    dtype = np.complex128 if kind == "c" else np.float64
+    if isinstance(x, Tracer):
+        return x if np.dtype(x.dtype) == dtype else x.astype(dtype)
+    return np.asarray(x, dtype=dtype)
 
 
 def _inexact(x):
@@ -131,6 +216,9 @@ def solve_banded(l_and_u, ab, b, overwrite_ab=False, overwrite_b=False, check_fi
     The solve is dense LU (NumPy's ``solve`` of ``a``): SciPy's values to rounding, and
     every derivative NumPy's solve has; ``O(M³)`` where SciPy's banded LU is
     ``O(M (l + u)²)``."""
+    if _plain(ab, b):
+        return _scipy().solve_banded(l_and_u, ab, b, overwrite_ab=overwrite_ab,
+                                     overwrite_b=overwrite_b, check_finite=check_finite)
     lower, upper = (int(v) for v in l_and_u)
     if np.ndim(ab) < 2:
         raise ValueError(f"expected ab of shape (l + u + 1, M), got shape {np.shape(ab)}")

@@ -63,6 +63,8 @@ register(
 
 def _sqrtm_impl(a):
     a = square(np.asarray(a))
+    if a.shape[-1] == 0:    # matrices of size 0 (a stack of them too): empty
+        return np.zeros(a.shape, a.dtype if a.dtype.kind in "fc" else np.float64)
     if a.ndim > 2:      # SciPy's stacks (older SciPy takes one matrix): matrix by matrix
         flat = np.reshape(a, (-1,) + a.shape[-2:])
         out = np.reshape(np.stack([_linalg().sqrtm(m) for m in flat]), a.shape)
@@ -93,6 +95,8 @@ def _sylvester(x, rhs):
 def _sqrtm_jax(a):
     import jax.numpy as jnp
     import jax.scipy.linalg as jsl
+    if a.shape[-1] == 0:    # JAX's Schur form fails on a 0 x 0 matrix; SciPy's is empty
+        return a
     out = jnp.vectorize(jsl.sqrtm, signature="(n,n)->(n,n)")(a)
     return out if jnp.iscomplexobj(a) else jnp.real(out).astype(a.dtype)
 
