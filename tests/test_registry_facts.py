@@ -1,7 +1,9 @@
 """Every primitive is fully described by its registry entry, and the description is true.
 
-- every registered primitive states every fact of ``registry.FACTS`` (a value, or the
-  explicit "not applicable": ``batch=None`` is "evaluated row by row");
+- every registered primitive belongs to a family of ``registry.FACTS``' ``FAMILIES``, which
+  decides every fact but ``batch``; the entry states ``batch`` (a rule, or the explicit
+  "not applicable": ``batch=None`` is "evaluated row by row") and the facts where it
+  differs from its family, and nothing its family already says;
 - the facts agree with the primitive's behaviour where that can be checked on its sample
   operands (``primitive_cases``): a declared view shares its operand's memory, a fresh
   result never does, a ufunc is the ufunc, a spelling computes ``impl``'s value, a reducer
@@ -72,6 +74,38 @@ def test_every_fact_is_declared(name):
         assert prim.aliasing == "fresh" and prim.family == "elementwise"
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_every_entry_has_a_family_that_decides_its_facts(name):
+    from tracegrad.ir.registry import FAMILIES
+    prim = REGISTRY[name]
+    assert prim.family in FAMILIES, f"{name}: family {prim.family!r} is not in FAMILIES"
+    assert set(FAMILIES[prim.family]) == set(FACTS) - {"batch"}
+
+
+def test_a_family_default_stated_again_is_not_in_the_sources():
+    # "every built-in entry restates 11 facts' defaults": an entry states what differs
+    from tracegrad.ir.registry import FAMILIES
+    restated = []
+    for path in sorted((ROOT / "ir" / "prims").glob("*.py")) + sorted((ROOT / "higher").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id == "register" and node.args
+                    and isinstance(node.args[0], ast.Constant)):
+                continue
+            prim = REGISTRY.get(node.args[0].value)
+            if prim is None or prim.family not in FAMILIES:
+                continue
+            for kw in node.keywords:
+                default = FAMILIES[prim.family].get(kw.arg, FAMILIES)
+                try:
+                    value = ast.literal_eval(kw.value)
+                except ValueError:
+                    continue
+                if type(value) is type(default) and value == default:
+                    restated.append(f"{path.name}: {prim.name} {kw.arg}={value!r}")
+    assert not restated, restated
+
+
 def test_facts_are_the_dataclass_fields():
     fields = set(Primitive.__dataclass_fields__)
     assert set(FACTS) <= fields
@@ -90,10 +124,13 @@ def test_an_unstated_fact_takes_the_cautious_default():
 
 def test_register_records_what_it_was_told(monkeypatch):
     monkeypatch.setattr("tracegrad.ir.registry.REGISTRY", dict(REGISTRY))
-    prim = register("facts_probe", np.negative, family="elementwise", aliasing="fresh",
+    prim = register("facts_probe", np.negative, family="elementwise", complex=True,
                     torch_name="ProbeBackward0")
-    assert prim.declared == {"aliasing", "torch_name"}
-    assert prim.jax_casts == "ufunc"         # the family's, when not stated
+    assert prim.declared == set(FACTS) - {"batch"}      # stated, or decided by its family
+    assert prim.jax_casts == "ufunc" and prim.aliasing == "fresh"   # the family's
+    assert prim.complex is True and prim.torch_name == "ProbeBackward0"     # its own
+    loose = register("facts_loose", np.negative, aliasing="fresh")      # no family
+    assert loose.declared == {"aliasing"} and loose.complex is False and loose.jax_casts is None
     with pytest.raises(ValueError, match="aliasing"):
         Primitive("facts_bad", np.negative, aliasing="sometimes")
 

@@ -28,7 +28,7 @@ import functools
 
 import numpy as np
 
-from ..ir.registry import apply, per_output_element
+from ..ir.registry import apply
 from ..ir.registry import register as _register
 from ..runtime.interpreter import call_graph
 from ..runtime.jax_backend import graph_function, import_jax
@@ -195,9 +195,7 @@ register(
     doc="the final carries, then the stacked ys, of a scan of `body` over the leading axis "
         "of the xs (tg.scan, tg.fori_loop)",
     # facts (registry): row by row under vmap, outputs may share the operands' memory
-    batch=None, aliasing="unknown", ufunc=None, spelling=None, reducer=None,
-    zeros=None, foldable=False, cost=per_output_element, torch_name="ScanBackward0",
-    jax_casts=None,
+    batch=None,
 )
 
 
@@ -273,9 +271,7 @@ register(
     outputs=outputs_of("body"),
     doc="the carries once `cond` is false (tg.while_loop)",
     # facts (registry): row by row under vmap, outputs may share the operands' memory
-    batch=None, aliasing="unknown", ufunc=None, spelling=None, reducer=None,
-    zeros=None, foldable=False, cost=per_output_element, torch_name="WhileLoopBackward0",
-    jax_casts=None,
+    batch=None,
 )
 
 
@@ -314,7 +310,5 @@ register(
     nondiff_args=(0,), family="control", outputs=outputs_of("true"),
     doc="the outputs of the `true` or the `false` graph, as `pred` says (tg.cond)",
     # facts (registry): row by row under vmap, outputs may share the operands' memory
-    batch=None, aliasing="unknown", ufunc=None, spelling=None, reducer=None,
-    zeros=None, foldable=False, cost=per_output_element, torch_name="CondBackward0",
-    jax_casts=None,
+    batch=None,
 )

@@ -89,9 +89,8 @@ register(
     doc="the root `x*` of `f` given as its first operands, differentiated by the implicit "
         "function theorem with respect to the rest (tg.custom_root)",
     # facts (registry): row by row under vmap, outputs may be the operands themselves
-    batch=None, aliasing="unknown", ufunc=None, spelling=None, reducer=None,
-    zeros=None, foldable=False, cost=lambda out_shape, arg_shapes, params: 0,
-    torch_name="CustomRootBackward0", jax_casts=None,
+    batch=None,
+    cost=lambda out_shape, arg_shapes, params: 0,
 )
 
 

@@ -21,7 +21,7 @@ import weakref
 import numpy as np
 
 from ..errors import TraceError
-from ..ir.registry import Aval, per_output_element
+from ..ir.registry import Aval
 from ..ir.registry import register as _register
 from ..passes.adjoint import adjoint
 from ..passes.jvp import jvp
@@ -134,7 +134,5 @@ register(
     doc="the outputs of `graph` run on the operands; its backward recomputes the graph "
         "(tg.checkpoint)",
     # facts (registry): row by row under vmap, outputs may share the operands' memory
-    batch=None, aliasing="unknown", ufunc=None, spelling=None, reducer=None,
-    zeros=None, foldable=False, cost=per_output_element, torch_name="RematCallBackward0",
-    jax_casts=None,
+    batch=None,
 )

@@ -181,13 +181,13 @@ def while_vjp(gs, operands, cond, body, n_carry, n_cond):
 
 register(
     "while_derived", _impl, abstract=_abstract, vjp=_vjp, jvp=_jvp, jax=_jax,
-    family="control", extra={"lazy": True}, complex=True, outputs=lambda **params: len(params["select"]),
+    family="control", extra={"lazy": True}, outputs=lambda **params: len(params["select"]),
     doc="outputs `select` of the loop's function transformed by `chain` (derivatives of "
         "tg.while_loop), for the trip count its operands take",
     # facts (registry): row by row under vmap, outputs may share the operands' memory
-    batch=None, aliasing="unknown", ufunc=None, spelling=None, reducer=None,
-    zeros=None, foldable=False, cost=lambda out_shape, arg_shapes, params: 0,
-    torch_name="WhileLoopBackward0", jax_casts=None,
+    batch=None,
+    cost=lambda out_shape, arg_shapes, params: 0,
+    torch_name="WhileLoopBackward0",
 )
 
 

@@ -21,7 +21,9 @@ A primitive entry holds its rules
 
 and its facts, which the passes, runtimes and front ends read instead of keeping
 tables of their own (the fields listed in ``FACTS``; ``register`` records which of
-them an entry states in ``declared``, and every built-in primitive states all):
+them an entry or its family states in ``declared``; every built-in primitive belongs to a
+family of ``FAMILIES``, which decides every fact but ``batch``, and states where it
+differs):
   - ``complex``: True when the VJP and JVP rules also hold for complex operands,
     with JAX's convention (a VJP is the transpose of the JVP, no conjugation:
     ``g * f'(z)`` for a holomorphic ``f``). Differentiating a primitive that is
@@ -67,7 +69,7 @@ them an entry states in ``declared``, and every built-in primitive states all):
       ``"float"``: integer operands to a floating result dtype (matrix functions);
       None: operands as they are.
     An entry that does not state it gets its family's (``"elementwise"``: ``"ufunc"``,
-    ``"reduce"``: ``"accumulate"``, ``"linalg"``: ``"float"``).
+    ``"reduce"``: ``"accumulate"``, ``"linalg"``: ``"float"``, the rest None).
 
 Rules are NumPy code: applied to traced values they record graph nodes, which
 is what lets the adjoint pass differentiate its own output again.
@@ -205,16 +207,46 @@ def _standin(aval: Aval):
 REGISTRY: dict[str, Primitive] = {}
 # the op of a multi-output node's outputs (``ir/prims/multi.py``; module docstring)
 PROJ = "proj"
-_FAMILY_JAX_CASTS = {"elementwise": "ufunc", "reduce": "accumulate", "linalg": "float"}
+
+
+def _family(complex=True, aliasing="unknown", ufunc=None, spelling=None,  # noqa: A002
+            reducer=None, zeros=None, foldable=True, cost=per_output_element, torch_name="",
+            jax_casts=None):
+    return dict(complex=complex, aliasing=aliasing, ufunc=ufunc, spelling=spelling,
+                reducer=reducer, zeros=zeros, foldable=foldable, cost=cost,
+                torch_name=torch_name, jax_casts=jax_casts)
+
+
+# Every fact but ``batch`` (a rule each entry states, or None for row by row), decided
+# once per family: an entry of a family states only the facts where it differs. An entry
+# of no family (a user's primitive) gets the cautious defaults of ``Primitive``, and its
+# ``declared`` lists only what it stated.
+FAMILIES = {
+    "elementwise": _family(complex=False, aliasing="fresh", jax_casts="ufunc"),
+    "reduce": _family(aliasing="fresh", jax_casts="accumulate"),
+    "linalg": _family(jax_casts="float"),
+    "shape": _family(aliasing="view", zeros="first"),
+    "eig": _family(),
+    "fft": _family(),
+    "nn": _family(),
+    "sparse": _family(complex=False, aliasing="fresh", zeros="any"),
+    "special": _family(aliasing="fresh", foldable=False),     # markers, structural zeros
+    "multi": _family(foldable=False),
+    "control": _family(foldable=False),                     # loops and branches
+    "subgraph": _family(foldable=False),
+}
 
 
 def register(name, impl, **rules) -> Primitive:
-    """Add primitive ``name``: its rules and facts as keywords (see the module docstring)."""
+    """Add primitive ``name``: its rules and facts as keywords (see the module docstring),
+    over its family's facts (``FAMILIES``)."""
     if name in REGISTRY:
         raise ValueError(f"primitive {name!r} is registered twice")
     declared = frozenset(k for k in rules if k in FACTS)
-    if "jax_casts" not in rules:
-        rules["jax_casts"] = _FAMILY_JAX_CASTS.get(rules.get("family", ""))
+    defaults = FAMILIES.get(rules.get("family", ""))
+    if defaults is not None:
+        declared |= frozenset(defaults)
+        rules = {**defaults, **rules}
     prim = Primitive(name, impl, **rules, declared=declared)
     REGISTRY[name] = prim
     return prim

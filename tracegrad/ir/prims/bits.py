@@ -20,7 +20,7 @@ one (the operand positions that are integers or flags have none):
 """
 import numpy as np
 
-from ..registry import default_torch_name, per_output_element, register
+from ..registry import default_torch_name, register
 from .elementwise import _broadcast_rule, elementwise, elementwise_facts
 from .util import jnp_fn
 
@@ -150,7 +150,7 @@ for _name, _impl, _vjp, _jvp, _doc in [
         batch=_batch(_name),
         # ufunc=None: the code generator calls the impl (a two-output ufunc has no
         # single out= buffer); the tracer routes np.frexp / np.modf here itself
-        complex=False, aliasing="fresh", ufunc=None, spelling=None, reducer=None,
-        zeros=None, foldable=True, cost=per_output_element,
-        torch_name=default_torch_name(_name), jax_casts="ufunc",
+
+
+        torch_name=default_torch_name(_name),
     )

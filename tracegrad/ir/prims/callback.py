@@ -78,7 +78,7 @@ register(
     doc="tg.pure_callback: the user's function on concrete values, declared outputs",
     # a copy of what the function returned; never folded (it is the user's code, maybe
     # with effects the user wants at run time); vectorized ones batch by calling it once
-    batch=_batch, aliasing="fresh", ufunc=None, spelling=None, reducer=None, zeros=None,
-    foldable=False, cost=free,
-    torch_name="PureCallbackBackward0", jax_casts=None, complex=False,
+    batch=_batch,
+    cost=free,
+    complex=False,
 )

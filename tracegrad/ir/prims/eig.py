@@ -54,16 +54,14 @@ import functools
 
 import numpy as np
 
-from ..registry import apply, per_output_element
+from ..registry import apply
 from ..registry import register as _register
 from .spectral import cluster_average, host_lowering, host_lowering_multi, inverse_gaps, stacked_multi
 from .util import complex_dtype, mT, square
 
 # Both come from one factorisation shared between the two nodes (``aliasing="unknown"``);
 # row by row under vmap; the JAX lowering runs on the host, on the operands as they are.
-register = functools.partial(
-    _register, batch=None, aliasing="unknown", ufunc=None, spelling=None, reducer=None,
-    zeros=None, foldable=True, cost=per_output_element, jax_casts=None)
+register = functools.partial(_register, batch=None)
 
 # -- values (impl: xp = numpy; lowering: xp = jax) -------------------------------------------------
 
@@ -123,7 +121,7 @@ register(
     "eigvals", lambda a: _eig(a)[0],
     abstract=lambda a: (square(a).shape[:-1], complex_dtype(a.dtype)),
     vjp=_eigvals_vjp, jvp=_eigvals_jvp, jax=host_lowering("eigvals"),
-    family=FAMILY, complex=True, torch_name="EigvalsBackward0",
+    family=FAMILY, torch_name="EigvalsBackward0",
     doc="the eigenvalues of np.linalg.eig (always complex; LAPACK's order, shared with "
         "eig_vectors; tied eigenvalues share their cotangent; no derivative at a "
         "defective matrix)",
@@ -156,7 +154,7 @@ register(
     "eig_vectors", lambda a: _eig(a)[1],
     abstract=lambda a: (square(a).shape, complex_dtype(a.dtype)),
     vjp=_eig_vectors_vjp, jvp=_eig_vectors_jvp, jax=host_lowering("eig_vectors"),
-    family=FAMILY, complex=True, torch_name="EigVectorsBackward0",
+    family=FAMILY, torch_name="EigVectorsBackward0",
     doc="the eigenvectors of np.linalg.eig (columns, always complex; NumPy's: unit norm, "
         "largest entry real; tied pairs masked in the rules; no derivative at a "
         "defective matrix)",
@@ -194,7 +192,7 @@ register(
     abstract=lambda a: [(square(a).shape[:-1], complex_dtype(a.dtype)),
                         (square(a).shape, complex_dtype(a.dtype))],
     vjp=_eig_vjp, jvp=_eig_jvp, jax=host_lowering_multi("eig"), batch=stacked_multi("eig"),
-    family=FAMILY, complex=True, torch_name="LinalgEigBackward0", foldable=False,
+    family=FAMILY, torch_name="LinalgEigBackward0", foldable=False,
     doc="np.linalg.eig: eigenvalues and eigenvectors from one factorisation (always "
         "complex; NumPy's order and normalisation; tied pairs masked in the rules; no "
         "derivative at a defective matrix)",

@@ -20,20 +20,15 @@
 Multi-axis real transforms, ``n``/``s`` padding and cropping, ``hfft``/``ihfft`` and the
 shifts are composed from these (``tracegrad/tracer/np_fft.py``).
 """
-import functools
 
 import numpy as np
 
-from ..registry import apply, per_output_element
-from ..registry import register as _register
+from ..registry import apply, register
 from .batching import shift_axes
 from .util import complex_dtype, real_dtype
 
 # New arrays from NumPy's pocketfft, but not declared fresh (no generated code reuses
 # their buffers yet); the JAX lowering takes the operands as they are.
-register = functools.partial(
-    _register, aliasing="unknown", ufunc=None, spelling=None, reducer=None, zeros=None,
-    foldable=True, cost=per_output_element, jax_casts=None)
 
 NORMS = ("backward", "ortho", "forward")
 # the scaling of the opposite direction: rfft(., forward) undoes irfft(., backward)'s 1/n
@@ -79,7 +74,7 @@ register(
     "fft", _fft_impl,
     abstract=lambda x, axes, inverse, norm: (x.shape, complex_dtype(x.dtype)),
     vjp=_fft_vjp, jvp=_fft_jvp, jax=_lazy(_fft_jax),
-    family="fft", complex=True, torch_name="FftBackward0",
+    family="fft",
     # one operand and named axes: the batch axis in front is one more axis left alone
     batch=lambda size, args, batched, out_shape, axes, inverse, norm: apply(
         "fft", args[0], axes=shift_axes(axes), inverse=inverse, norm=norm),
@@ -112,7 +107,7 @@ register(
     vjp=_rfft_vjp,
     jvp=lambda t, out, x, axis, norm: apply("rfft", t[0], axis=axis, norm=norm),
     jax=_lazy(lambda jnp, x, axis, norm: jnp.fft.rfft(x, axis=axis, norm=norm)),
-    family="fft", complex=True, torch_name="RfftBackward0",
+    family="fft",
     batch=lambda size, args, batched, out_shape, axis, norm: apply(
         "rfft", args[0], axis=axis + 1, norm=norm),
     doc="np.fft.rfft(x, axis=axis, norm=norm): the n//2+1 non-negative frequencies of real x",
@@ -153,7 +148,7 @@ register(
     vjp=_irfft_vjp,
     jvp=lambda t, out, x, n, axis, norm: apply("irfft", t[0], n=n, axis=axis, norm=norm),
     jax=_lazy(lambda jnp, x, n, axis, norm: jnp.fft.irfft(x, n=n, axis=axis, norm=norm)),
-    family="fft", complex=True, torch_name="IrfftBackward0",
+    family="fft",
     batch=lambda size, args, batched, out_shape, n, axis, norm: apply(
         "irfft", args[0], n=n, axis=axis + 1, norm=norm),
     doc="np.fft.irfft(x, n=n, axis=axis, norm=norm) with exactly n//2+1 input frequencies",

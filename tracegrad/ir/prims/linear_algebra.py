@@ -1,12 +1,10 @@
 """Linear algebra: matmul, einsum and the np.linalg primitives (batched over leading axes)."""
-import functools
 import math
 import string
 
 import numpy as np
 
-from ..registry import apply
-from ..registry import register as _register
+from ..registry import apply, register
 from . import batching
 from .batching import lift_rank, reshape
 from .batching import shape as shape_of
@@ -15,8 +13,6 @@ from .util import cubic, mT, square, unbroadcast
 
 # None of these is an elementwise ufunc, a reduction or a structural-zero source of its
 # own; the JAX lowering converts integer operands to the floating result dtype.
-register = functools.partial(_register, ufunc=None, reducer=None, foldable=True,
-                             jax_casts="float")
 
 
 def _float(dtype):
@@ -100,7 +96,7 @@ def _matmul_cost(out_shape, arg_shapes, params):
 register(
     "matmul", np.matmul, abstract=_matmul_abstract, vjp=_matmul_vjp,
     jvp=_bilinear_jvp(np.matmul), jax=_jax(lambda jnp, a, b: jnp.matmul(a, b)), family="linalg",
-    complex=True, batch=_matmul_batch, aliasing="fresh", spelling="{0} @ {1}", zeros="any",
+    batch=_matmul_batch, aliasing="fresh", spelling="{0} @ {1}", zeros="any",
     cost=_matmul_cost, torch_name="MmBackward0",
 )
 
@@ -186,8 +182,8 @@ register(
     "einsum", _einsum_impl, abstract=_einsum_abstract, vjp=_einsum_vjp, jvp=_einsum_jvp,
     jax=_jax(lambda jnp, *ops, subscripts: jnp.einsum(subscripts, *ops)), family="linalg",
     # np.einsum("ij->ji", a) is a view of a; other subscripts give new arrays
-    complex=True, batch=_einsum_batch, aliasing="unknown", spelling=None, zeros="any",
-    cost=_einsum_cost, torch_name="EinsumBackward0",
+    batch=_einsum_batch, zeros="any",
+    cost=_einsum_cost,
 )
 
 
@@ -235,9 +231,9 @@ register(
     "inv", np.linalg.inv,
     abstract=lambda a: (square(a).shape, _float(a.dtype)),
     vjp=_inv_vjp, jvp=lambda t, out, a: -(out @ t[0] @ out),
-    jax=_jax_inv, family="linalg", complex=True, extra=_LAPACK_CHECKS,
-    batch=batching.stacked("inv"), aliasing="fresh", spelling=None, zeros=None,
-    cost=cubic(1.0), torch_name="InvBackward0",
+    jax=_jax_inv, family="linalg", extra=_LAPACK_CHECKS,
+    batch=batching.stacked("inv"), aliasing="fresh",
+    cost=cubic(1.0),
 )
 
 
@@ -290,8 +286,8 @@ def _solve_batch(size, args, batched, out_shape):
 register(
     "solve", np.linalg.solve, abstract=_solve_abstract, vjp=_solve_vjp, jvp=_solve_jvp,
     jax=_jax_solve, family="linalg", extra=_LAPACK_CHECKS,
-    complex=True, batch=_solve_batch, aliasing="fresh", spelling=None, zeros=None,
-    cost=cubic(2 / 3), torch_name="SolveBackward0",
+    batch=_solve_batch, aliasing="fresh",
+    cost=cubic(2 / 3),
 )
 
 
@@ -362,9 +358,9 @@ register(
     "det", np.linalg.det, abstract=_batch_scalar_abstract,
     vjp=lambda g, out, a: (np.expand_dims(g, (-2, -1)) * _adjugate_t(a, out),),
     jvp=lambda t, out, a: np.sum(_adjugate_t(a, out) * t[0], axis=(-2, -1)),
-    jax=_jax(lambda jnp, a: jnp.linalg.det(a)), family="linalg", complex=True,
-    batch=batching.stacked("det"), aliasing="fresh", spelling=None, zeros=None,
-    cost=cubic(2 / 3), torch_name="DetBackward0",
+    jax=_jax(lambda jnp, a: jnp.linalg.det(a)), family="linalg",
+    batch=batching.stacked("det"), aliasing="fresh",
+    cost=cubic(2 / 3),
 )
 register(
     "logabsdet", lambda a: np.linalg.slogdet(a)[1],
@@ -372,10 +368,10 @@ register(
     vjp=lambda g, out, a: (g[..., None, None] * mT(np.linalg.inv(a)),),
     jvp=lambda t, out, a: _trace_of_product(np.linalg.inv(a), t[0]),
     jax=_jax(lambda jnp, a: jnp.linalg.slogdet(a)[1]), family="linalg",
-    complex=True,  # log|det A| = Re(log det A): the real rule's g * A^-T holds
+    # log|det A| = Re(log det A): the real rule's g * A^-T holds
     doc="the second result of np.linalg.slogdet",
-    batch=batching.stacked("logabsdet"), aliasing="fresh", spelling=None, zeros=None,
-    cost=cubic(2 / 3), torch_name="LogabsdetBackward0",
+    batch=batching.stacked("logabsdet"), aliasing="fresh",
+    cost=cubic(2 / 3),
 )
 
 
@@ -396,10 +392,10 @@ def _sign_jvp(t, out, a):
 register(
     "slogdet_sign", lambda a: np.linalg.slogdet(a)[0], abstract=_batch_scalar_abstract,
     vjp=_sign_vjp, jvp=_sign_jvp,
-    jax=_jax(lambda jnp, a: jnp.linalg.slogdet(a)[0]), family="linalg", complex=True,
+    jax=_jax(lambda jnp, a: jnp.linalg.slogdet(a)[0]), family="linalg",
     doc="the first result of np.linalg.slogdet (no gradient for real matrices)",
-    batch=batching.stacked("slogdet_sign"), aliasing="fresh", spelling=None, zeros=None,
-    cost=cubic(2 / 3), torch_name="SlogdetSignBackward0",
+    batch=batching.stacked("slogdet_sign"), aliasing="fresh",
+    cost=cubic(2 / 3),
 )
 
 
@@ -440,10 +436,10 @@ def _slogdet_impl(a):
 register(
     "slogdet", _slogdet_impl, abstract=_slogdet_abstract, outputs=2,
     vjp=_slogdet_vjp, jvp=_slogdet_jvp,
-    jax=_jax(lambda jnp, a: tuple(jnp.linalg.slogdet(a))), family="linalg", complex=True,
+    jax=_jax(lambda jnp, a: tuple(jnp.linalg.slogdet(a))), family="linalg",
     doc="np.linalg.slogdet: sign and log|det| from one factorisation (the sign has no "
         "gradient for real matrices)",
-    batch=stacked_multi("slogdet"), aliasing="unknown", spelling=None, zeros=None,
+    batch=stacked_multi("slogdet"),
     foldable=False, cost=cubic(2 / 3), torch_name="LinalgSlogdetBackward0",
 )
 
@@ -491,6 +487,6 @@ register(
     vjp=_cholesky_vjp, jvp=_cholesky_jvp, jax=_jax_cholesky, family="linalg",
     extra=_LAPACK_CHECKS,
     doc="np.linalg.cholesky (lower triangle read, and differentiated)",
-    complex=True, batch=batching.stacked("cholesky"), aliasing="fresh", spelling=None,
-    zeros=None, cost=cubic(1 / 3), torch_name="CholeskyBackward0",
+    batch=batching.stacked("cholesky"), aliasing="fresh",
+    cost=cubic(1 / 3),
 )

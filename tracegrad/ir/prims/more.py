@@ -8,7 +8,6 @@ import functools
 
 import numpy as np
 
-from ..registry import per_output_element
 from ..registry import register as _register
 
 # argsort returns integers: no derivative whatever the dtype.
@@ -26,7 +25,7 @@ register(
     "argsort", lambda x, axis: np.argsort(x, axis=axis, kind="stable").astype(np.int64),
     abstract=lambda x, axis: (x.shape, np.int64),
     jax=_argsort_jax, family="shape",
-    batch=None, aliasing="fresh", ufunc=None, spelling=None, reducer=None, zeros=None,
-    foldable=True, cost=per_output_element, torch_name="ArgsortBackward0", jax_casts=None,
+    batch=None, aliasing="fresh", zeros=None,
+
     doc="np.argsort(x, axis, kind='stable'): ties keep their order, as in JAX's stable sort",
 )

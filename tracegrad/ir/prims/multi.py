@@ -25,8 +25,8 @@ register(
     PROJ, lambda head, index: head[index], abstract=_abstract,
     vjp=_no_rule, jvp=_no_rule, jax=lambda head, index: head[index],
     batch=None,     # passes.batch picks the output of its batched multi-output node
-    complex=True, aliasing="unknown", ufunc=None, spelling=None, reducer=None,
-    zeros=None, foldable=False, cost=lambda out_shape, arg_shapes, params: 0,
-    torch_name="ProjBackward0", jax_casts=None, family="multi",
+
+    cost=lambda out_shape, arg_shapes, params: 0,
+    torch_name="ProjBackward0", family="multi",
     doc="output `index` of a multi-output node (its head's tuple value)",
 )

@@ -23,9 +23,7 @@ from .batching import fold_into_n
 # The convolutions are bilinear and average pooling linear: their rules (each other,
 # without conjugation) are JAX's for complex operands too (``complex=True`` below);
 # max pooling takes real images only.
-register = functools.partial(
-    _register, complex=False, aliasing="unknown", ufunc=None, spelling=None, reducer=None,
-    zeros=None, foldable=True, jax_casts=None)
+register = functools.partial(_register, complex=False)
 
 
 def _conv_cost(out_shape, arg_shapes, params):

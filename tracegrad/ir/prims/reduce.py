@@ -13,9 +13,7 @@ from .util import per_input_element
 # lexicographic order for complex) are holomorphic or selections: their rules hold for
 # complex values unchanged. Every reduction returns a new array, costs a FLOP per operand
 # element, and has its integer operands accumulated in NumPy's dtype by the JAX lowering.
-register = functools.partial(_register, complex=True, aliasing="fresh", ufunc=None,
-                             spelling=None, foldable=True, cost=per_input_element,
-                             jax_casts="accumulate")
+register = functools.partial(_register, cost=per_input_element)
 
 
 def _reduced_shape(shape, axis, keepdims):
@@ -53,7 +51,7 @@ register(
     vjp=lambda g, out, x, axis, keepdims: (np.broadcast_to(_keep(g, axis, keepdims), x.shape),),
     jvp=lambda t, out, x, axis, keepdims: np.sum(t[0], axis=axis, keepdims=keepdims),
     jax=jax_numpy.sum_, family="reduce",
-    batch=batching.reduction("sum"), reducer=np.add, zeros="first", torch_name="SumBackward0",
+    batch=batching.reduction("sum"), reducer=np.add, zeros="first",
 )
 
 
@@ -74,7 +72,7 @@ def _register_chooser(name, np_fn, reducer):
         jvp=lambda t, out, x, axis, keepdims: np.sum(
             t[0] * _chooser_weights(out, x, axis, keepdims), axis=axis, keepdims=keepdims),
         jax=_jax_reduce(name), family="reduce",
-        batch=batching.reduction(name), reducer=reducer, zeros=None,
+        batch=batching.reduction(name), reducer=reducer,
         torch_name=name.capitalize() + "Backward1",   # PyTorch's max() of a whole tensor
     )
 
@@ -123,8 +121,7 @@ register(
     jvp=lambda t, out, x, axis, keepdims: np.sum(
         t[0] * _prod_others(out, x, axis, keepdims), axis=axis, keepdims=keepdims),
     jax=_jax_reduce("prod"), family="reduce",
-    batch=batching.reduction("prod"), reducer=np.multiply, zeros=None,
-    torch_name="ProdBackward0",
+    batch=batching.reduction("prod"), reducer=np.multiply,
 )
 
 
@@ -140,7 +137,7 @@ def _register_arg(name, np_fn):
         return _reduced_shape(x.shape, axes, keepdims), np.int64
 
     register(name, impl, abstract=abstract, jax=jax_numpy.arg_extreme(name), family="reduce",
-             batch=batching.arg_reduction(name), reducer=None, zeros=None,
+             batch=batching.arg_reduction(name),
              torch_name=name.capitalize() + "Backward0")
 
 
@@ -168,5 +165,5 @@ register(
     vjp=lambda g, out, x, axis: (_reverse_cumsum(g, axis),),
     jvp=lambda t, out, x, axis: np.cumsum(t[0], axis=axis),
     jax=jax_numpy.cumsum, family="reduce",
-    batch=_cumsum_batch, reducer=None, zeros="first", torch_name="CumsumBackward0",
+    batch=_cumsum_batch, zeros="first",
 )

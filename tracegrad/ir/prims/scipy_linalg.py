@@ -55,9 +55,8 @@ register(
     vjp=lambda g, out, a: (_block_frechet(mT(a), g),),
     jvp=lambda t, out, a: _block_frechet(a, t[0]),
     jax=_expm_jax, family="linalg", doc="scipy.linalg.expm: the matrix exponential",
-    batch=_batch_matrix("expm"), complex=False, aliasing="fresh", ufunc=None, spelling=None,
-    reducer=None, zeros=None, foldable=True, cost=cubic(12), torch_name="LinalgMatrixExpBackward0",
-    jax_casts="float",
+    batch=_batch_matrix("expm"), complex=False, aliasing="fresh",
+    cost=cubic(12), torch_name="LinalgMatrixExpBackward0",
 )
 
 
@@ -107,7 +106,6 @@ register(
     jvp=lambda t, out, a: _sylvester(out, t[0]),
     jax=_sqrtm_jax, family="linalg",
     doc="scipy.linalg.sqrtm: the principal square root (real matrices with a real one)",
-    batch=_batch_matrix("sqrtm"), complex=False, aliasing="fresh", ufunc=None, spelling=None,
-    reducer=None, zeros=None, foldable=True, cost=cubic(10), torch_name="SqrtmBackward0",
-    jax_casts="float",
+    batch=_batch_matrix("sqrtm"), complex=False, aliasing="fresh",
+    cost=cubic(10),
 )

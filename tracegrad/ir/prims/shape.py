@@ -17,8 +17,7 @@ from .util import free, unbroadcast
 # Every shape primitive moves or copies elements (coefficients 0 and 1), so its rules
 # hold for complex values unchanged; none computes anything (no FLOPs), none is a ufunc
 # or a reduction, and the JAX lowering takes the operands' dtypes as they are.
-register = functools.partial(_register, complex=True, ufunc=None, reducer=None, cost=free,
-                             jax_casts=None)
+register = functools.partial(_register, cost=free)
 
 
 # -- batching rules: the batch axis stays in front -------------------------------------
@@ -79,8 +78,8 @@ register(
     vjp=lambda g, out, x, shape: (np.reshape(g, x.shape),),
     jvp=lambda t, out, x, shape: np.reshape(t[0], shape),
     jax=_jax(lambda jnp, x, shape: jnp.reshape(x, shape)), family="shape",
-    batch=_reshape_batch, aliasing="view", spelling="{0}.reshape({shape})", zeros="first",
-    foldable=True, torch_name="ViewBackward0",
+    batch=_reshape_batch, spelling="{0}.reshape({shape})",
+    torch_name="ViewBackward0",
 )
 register(
     "transpose", lambda x, axes: np.transpose(x, axes),
@@ -88,8 +87,8 @@ register(
     vjp=lambda g, out, x, axes: (np.transpose(g, tuple(np.argsort(axes).tolist())),),
     jvp=lambda t, out, x, axes: np.transpose(t[0], axes),
     jax=_jax(lambda jnp, x, axes: jnp.transpose(x, axes)), family="shape",
-    batch=_transpose_batch, aliasing="view", spelling="{0}.transpose({axes})", zeros="first",
-    foldable=True, torch_name="PermuteBackward0",
+    batch=_transpose_batch, spelling="{0}.transpose({axes})",
+    torch_name="PermuteBackward0",
 )
 
 
@@ -107,7 +106,7 @@ register(
     jvp=lambda t, out, x, shape: np.broadcast_to(t[0], shape),
     jax=_jax(lambda jnp, x, shape: jnp.broadcast_to(x, shape)), family="shape",
     # a free view: folding it would only make a big constant
-    batch=_broadcast_to_batch, aliasing="view", spelling=None, zeros="first", foldable=False,
+    batch=_broadcast_to_batch, foldable=False,
     torch_name="ExpandBackward0",
 )
 
@@ -141,7 +140,7 @@ register(
     jvp=lambda t, out, *xs, axis: np.concatenate(
         [np.zeros_like(x) if tx is None else tx for tx, x in zip(t, xs)], axis=axis),
     jax=_jax(lambda jnp, *xs, axis: jnp.concatenate(xs, axis=axis)), family="shape",
-    batch=_concatenate_batch, aliasing="fresh", spelling=None, zeros="all", foldable=True,
+    batch=_concatenate_batch, aliasing="fresh", zeros="all",
     torch_name="CatBackward0",
 )
 
@@ -156,8 +155,7 @@ register(
     jvp=lambda t, out, x, widths, value: np.pad(t[0], widths, mode="constant"),
     jax=_jax(lambda jnp, x, widths, value: jnp.pad(x, widths, constant_values=value)),
     family="shape",
-    batch=_pad_batch, aliasing="fresh", spelling=None, zeros=None, foldable=True,
-    torch_name="PadBackward0",
+    batch=_pad_batch, aliasing="fresh", zeros=None,
 )
 
 
@@ -261,8 +259,8 @@ register(
     jvp=lambda t, out, x, *idx, index: apply("getitem", t[0], *idx, index=index),
     jax=_getitem_jax,
     nondiff_args=(), family="shape", doc="x[index]",
-    batch=_getitem_batch, aliasing="view", spelling="{0}[{index}]", zeros="first",
-    foldable=True, torch_name="IndexBackward0",
+    batch=_getitem_batch, spelling="{0}[{index}]",
+    torch_name="IndexBackward0",
     extra={"jax_checks": _indexes_by_integers},
 )
 
@@ -370,7 +368,7 @@ register(
     abstract=lambda x, v, *idx, index, mode: (x.shape, x.dtype),
     vjp=_index_update_vjp, jvp=_index_update_jvp, jax=_index_update_jax,
     family="shape", doc="functional x[index] = v (mode='set') or x[index] += v (mode='add')",
-    batch=_index_update_batch, aliasing="fresh", spelling=None, zeros=None, foldable=True,
+    batch=_index_update_batch, aliasing="fresh", zeros=None,
     torch_name="CopySlices",
     extra={"jax_checks": _indexes_by_integers},
 )

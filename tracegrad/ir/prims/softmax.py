@@ -118,8 +118,8 @@ for _name, _impl, _vjp, _jvp, _torch, _doc in [
         _name, _impl, abstract=_abstract, vjp=_vjp, jvp=_jvp, jax=_jax(_name),
         family="nn", doc=_doc, batch=_batch(_name),
         # real rules only: the maximum of complex numbers is no shift that keeps exp finite
-        complex=False, aliasing="fresh", ufunc=None, spelling=None, reducer=None,
-        zeros=None, foldable=True, cost=_cost, torch_name=_torch,
+        complex=False, aliasing="fresh",
+        cost=_cost, torch_name=_torch,
         # integer operands compute in the float dtype NumPy's exp gives them
         jax_casts="float",
     )

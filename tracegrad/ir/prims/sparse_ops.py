@@ -137,9 +137,9 @@ register(
     jvp=_matmul_jvp, jax=_matmul_jax, family="sparse",
     doc="scipy.sparse: A @ x for a sparse A (CSR structure in the params, stored values "
         "the first operand)",
-    batch=_matmul_batch, complex=False, aliasing="fresh", ufunc=None, spelling=None,
-    reducer=None, zeros="any", foldable=True, cost=_matmul_cost,
-    torch_name="SparseMmBackward0", jax_casts=None,
+    batch=_matmul_batch,
+    cost=_matmul_cost,
+    torch_name="SparseMmBackward0",
 )
 
 
@@ -254,7 +254,6 @@ register(
     jax=_solve_jax, family="sparse",
     doc="scipy.sparse.linalg: x with A x = b for a sparse A (spsolve, splu, factorized, "
         "cg, gmres), differentiated by the adjoint solve",
-    batch=_solve_batch, complex=False, aliasing="fresh", ufunc=None, spelling=None,
-    reducer=None, zeros=None, foldable=True, cost=_solve_cost,
-    torch_name="SparseSolveBackward0", jax_casts=None,
+    batch=_solve_batch,
+    zeros=None, cost=_solve_cost,
 )

@@ -55,7 +55,7 @@ import functools
 import numpy as np
 
 from ...errors import TraceError
-from ..registry import REGISTRY, Aval, apply, per_output_element
+from ..registry import REGISTRY, Aval, apply
 from ..registry import register as _register
 from .util import mT, square
 
@@ -63,9 +63,7 @@ from .util import mT, square
 # one FLOP per output element as an estimate; a result may come from a factorisation
 # shared with a sibling node (``aliasing="unknown"``). The JAX lowering converts integer
 # operands to the floating result dtype.
-register = functools.partial(
-    _register, complex=False, batch=None, aliasing="unknown", ufunc=None, spelling=None,
-    reducer=None, zeros=None, foldable=True, cost=per_output_element, jax_casts="float")
+register = functools.partial(_register, complex=False, batch=None)
 
 # -- values -------------------------------------------------------------------------------------
 
@@ -294,7 +292,7 @@ def _eigvalsh_jvp(t, out, a, UPLO="L"):  # noqa: N803
 register(
     "eigvalsh", lambda a, UPLO="L": np.linalg.eigvalsh(a, UPLO=UPLO),
     abstract=_eigvalsh_abstract, complex=True,
-    vjp=_eigvalsh_vjp, jvp=_eigvalsh_jvp, jax=_jax_eigvalsh, family="linalg", torch_name="EigvalshBackward0",
+    vjp=_eigvalsh_vjp, jvp=_eigvalsh_jvp, jax=_jax_eigvalsh, family="linalg",
     doc="the eigenvalues of np.linalg.eigh (ascending; only the UPLO triangle is read, "
         "and differentiated; tied eigenvalues share their cotangent)",
 )
@@ -317,7 +315,7 @@ register(
     "eigh_vectors", lambda a, UPLO="L": np.linalg.eigh(a, UPLO=UPLO)[1],
     abstract=_eigh_vectors_abstract, complex=True,
     vjp=_eigh_vectors_vjp, jvp=_eigh_vectors_jvp, jax=host_lowering("eigh_vectors"),
-    family="linalg", torch_name="EighVectorsBackward0",
+    family="linalg",
     doc="the eigenvectors of np.linalg.eigh (columns, NumPy's signs; UPLO triangle read; "
         "tied pairs masked in the rules)",
 )
@@ -377,7 +375,7 @@ register(
     abstract=lambda a: (_svd_shapes(a)[0] + (_svd_shapes(a)[3],), _real(a.dtype)), complex=True,
     vjp=_svdvals_vjp, jvp=_svdvals_jvp,
     jax=_jax(lambda jnp, a: jnp.linalg.svd(a, compute_uv=False)), family="linalg",
-    torch_name="SvdvalsBackward0",
+
     doc="the singular values (descending); tied values share their cotangent",
 )
 
@@ -438,7 +436,7 @@ register(
     "svd_u", lambda a, full_matrices=False: np.linalg.svd(a, full_matrices=full_matrices)[0],
     abstract=_svd_vectors_abstract("U"), complex=True,
     vjp=_reduced_only(_svd_u_vjp), jvp=_reduced_only(_svd_u_jvp),
-    jax=host_lowering("svd_u"), family="linalg", torch_name="SvdUBackward0",
+    jax=host_lowering("svd_u"), family="linalg",
     doc="U of the SVD (NumPy's signs; full_matrices: values only; tied pairs masked in "
         "the rules)",
 )
@@ -474,7 +472,7 @@ register(
     "svd_vh", lambda a, full_matrices=False: np.linalg.svd(a, full_matrices=full_matrices)[2],
     abstract=_svd_vectors_abstract("Vh"), complex=True,
     vjp=_reduced_only(_svd_vh_vjp), jvp=_reduced_only(_svd_vh_jvp),
-    jax=host_lowering("svd_vh"), family="linalg", torch_name="SvdVhBackward0",
+    jax=host_lowering("svd_vh"), family="linalg",
     doc="Vh of the SVD (rows, NumPy's signs; full_matrices: values only; tied pairs "
         "masked in the rules)",
 )
@@ -809,14 +807,14 @@ register(
     "qr_q", lambda a: np.linalg.qr(a)[0], abstract=_qr_abstract(0), complex=True,
     vjp=lambda g, out, a: (_qr_cotangent(g, None, out, apply("qr_r", a), _qr_check(a)),),
     jvp=lambda t, out, a: _qr_tangents(t[0], out, apply("qr_r", a), _qr_check(a))[0],
-    jax=_jax(lambda jnp, a: jnp.linalg.qr(a)[0]), family="linalg", torch_name="QrQBackward0",
+    jax=_jax(lambda jnp, a: jnp.linalg.qr(a)[0]), family="linalg",
     doc="Q of np.linalg.qr's reduced mode (derivatives: m >= n, full column rank)",
 )
 register(
     "qr_r", lambda a: np.linalg.qr(a)[1], abstract=_qr_abstract(1), complex=True,
     vjp=lambda g, out, a: (_qr_cotangent(None, g, apply("qr_q", a), out, _qr_check(a)),),
     jvp=lambda t, out, a: _qr_tangents(t[0], apply("qr_q", a), out, _qr_check(a))[1],
-    jax=_jax(lambda jnp, a: jnp.linalg.qr(a)[1]), family="linalg", torch_name="QrRBackward0",
+    jax=_jax(lambda jnp, a: jnp.linalg.qr(a)[1]), family="linalg",
     doc="R of np.linalg.qr's reduced mode (derivatives: m >= n, full column rank)",
 )
 
