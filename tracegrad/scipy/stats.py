@@ -61,14 +61,6 @@ def _float(x):
     return np.asarray(x, dtype=np.float64) if not hasattr(x, "_trace") else x * 1.0
 
 
-def _nan(*xs):
-    """Where any of ``xs`` is NaN."""
-    out = np.isnan(xs[0])
-    for x in xs[1:]:
-        out = np.logical_or(out, np.isnan(x))
-    return out
-
-
 def _not_positive(*xs):
     """Where any of ``xs`` is not > 0 (NaN included)."""
     out = np.logical_not(xs[0] > 0)
@@ -77,10 +69,20 @@ def _not_positive(*xs):
     return out
 
 
+def _f64(x):
+    """An array operand as float64: SciPy's distributions compute and answer in float64
+    for integer and float32 operands alike (Python numbers are float64 already)."""
+    if hasattr(x, "dtype") and np.dtype(x.dtype) != np.float64:
+        return x.astype(np.float64)
+    return x
+
+
 def _checked(raw, invalid, name):
     """``raw`` with SciPy's NaN where ``invalid`` (a NaN argument, a parameter outside its
-    domain) holds, and no floating-point warnings (SciPy gives none)."""
+    domain) holds, and no floating-point warnings (SciPy gives none); in float64."""
     def f(*args, **kwargs):
+        args = [_f64(a) for a in args]
+        kwargs = {k: _f64(v) for k, v in kwargs.items()}
         with np.errstate(all="ignore"):
             return _plain(np.where(invalid(*args, **kwargs), np.nan, raw(*args, **kwargs)))
     f.__name__ = f.__qualname__ = name
@@ -100,8 +102,13 @@ def _namespace(raws, invalid, log_density):
 
 
 # -- norm -----------------------------------------------------------------------------------------
+def _standard_nan(x, loc, scale):
+    """Where ``(x - loc) / scale`` is NaN (a NaN operand, ``inf - inf``, ``inf / inf``)."""
+    return np.isnan((x - loc) / _float(scale))
+
+
 def _norm_invalid(x, loc=0, scale=1):
-    return np.logical_or(_nan(x, loc), _not_positive(scale))
+    return np.logical_or(_standard_nan(x, loc, scale), _not_positive(scale))
 
 
 def _norm_z(x, loc, scale):
@@ -165,7 +172,7 @@ def _t_log_norm(df):
 
 
 def _t_invalid(x, df, loc=0, scale=1):
-    return np.logical_or(_nan(x, loc), _not_positive(df, scale))
+    return np.logical_or(_standard_nan(x, loc, scale), _not_positive(df, scale))
 
 
 def _t_logpdf(x, df, loc=0, scale=1):
@@ -180,8 +187,10 @@ def _t_logpdf(x, df, loc=0, scale=1):
 def _t_cdf(x, df, loc=0, scale=1):
     """Three formulas, each where it keeps its digits and a finite derivative:
     ``1/2 + z pdf(0)`` at ``|z| < 1e-8`` (exact to rounding there); the centre
-    ``1/2 ± I_{z²/(df+z²)}(1/2, df/2)/2`` for ``z² < df``; the tails
-    ``I_{df/(df+z²)}(df/2, 1/2)/2`` beyond. (A tail formula at ``z = 0`` has the derivative
+    ``1/2 ± I_{z²/(df+z²)}(1/2, df/2)/2`` for ``z² < min(df, 16)`` (the cdf is above 3e-5
+    there); the tails ``I_{df/(df+z²)}(df/2, 1/2)/2`` beyond. (The tails round
+    ``1 - df/(df+z²)``: relative errors about ``df · 1e-16`` at ``df`` above 1e6, which
+    only a complemented incomplete beta function would avoid.) (A tail formula at ``z = 0`` has the derivative
     ``∞ · 0``.) ``df = ∞`` is the normal's."""
     df = _float(df)
     z = (x - loc) / _float(scale)
@@ -189,12 +198,13 @@ def _t_cdf(x, df, loc=0, scale=1):
     d = np.where(finite, np.where(df > 0, df, 1.0), 1.0)
     zz = z * z
     tiny = np.abs(z) < 1e-8 * np.minimum(1.0, np.sqrt(d))
-    centre = np.logical_and(zz < d, np.logical_not(tiny))
-    zc = np.where(centre, z, 0.5 * np.sqrt(d))
+    edge = np.minimum(d, 16.0)
+    centre = np.logical_and(zz < edge, np.logical_not(tiny))
+    zc = np.where(centre, z, 0.5 * np.sqrt(edge))
     half = 0.5 * special.betainc(0.5, 0.5 * d, zc * zc / (d + zc * zc))
     centre_value = 0.5 + np.where(zc < 0, -half, half)
-    outer = zz >= d
-    zt = np.where(outer, z, 2.0 * np.sqrt(d))
+    outer = zz >= edge
+    zt = np.where(outer, z, 2.0 * np.sqrt(edge))
     tail = 0.5 * special.betainc(0.5 * d, 0.5, d / (d + zt * zt))
     tail_value = np.where(zt < 0, tail, 1.0 - tail)
     tiny_value = 0.5 + np.where(tiny, z, 0.0) * np.exp(_t_log_norm(d))
@@ -212,7 +222,7 @@ t = _namespace({"logpdf": _t_logpdf, "cdf": _t_cdf, "sf": _t_sf}, _t_invalid, "l
 # -- gamma ----------------------------------------------------------------------------------------
 def _gamma_invalid(x, a, loc=0, scale=1):
     """NaN, as SciPy, for a NaN argument or a parameter outside a > 0, scale > 0."""
-    return np.logical_or(_nan(x, loc), _not_positive(a, scale))
+    return np.logical_or(_standard_nan(x, loc, scale), _not_positive(a, scale))
 
 
 def _gamma_logpdf(x, a, loc=0, scale=1):
@@ -227,14 +237,14 @@ def _gamma_logpdf(x, a, loc=0, scale=1):
 
 def _gamma_cdf(x, a, loc=0, scale=1):
     y = (x - loc) / _float(scale)
-    inside = y > 0
-    return np.where(inside, special.gammainc(a, np.where(inside, y, 1.0)), 0.0)
+    inside = (y > 0) & (y < np.inf)     # at y = ∞, 1 for every a (SciPy: x >= b)
+    return np.where(inside, special.gammainc(a, np.where(inside, y, 1.0)), y > 0)
 
 
 def _gamma_sf(x, a, loc=0, scale=1):
     y = (x - loc) / _float(scale)
-    inside = y > 0
-    return np.where(inside, special.gammaincc(a, np.where(inside, y, 1.0)), 1.0)
+    inside = (y > 0) & (y < np.inf)
+    return np.where(inside, special.gammaincc(a, np.where(inside, y, 1.0)), y <= 0)
 
 
 gamma = _namespace({"logpdf": _gamma_logpdf, "cdf": _gamma_cdf, "sf": _gamma_sf},
@@ -255,7 +265,7 @@ chi2 = SimpleNamespace(**{name: _chi2(fn, name) for name, fn in vars(gamma).item
 
 # -- beta -----------------------------------------------------------------------------------------
 def _beta_invalid(x, a, b, loc=0, scale=1):
-    return np.logical_or(_nan(x, loc), _not_positive(a, b, scale))
+    return np.logical_or(_standard_nan(x, loc, scale), _not_positive(a, b, scale))
 
 
 def _beta_logpdf(x, a, b, loc=0, scale=1):
@@ -289,7 +299,7 @@ beta = _namespace({"logpdf": _beta_logpdf, "cdf": _beta_cdf, "sf": _beta_sf},
 
 # -- poisson --------------------------------------------------------------------------------------
 def _poisson_invalid(k, mu, loc=0):
-    return np.logical_or(_nan(k, loc), np.logical_not(mu >= 0))
+    return np.logical_or(np.isnan(k - loc), np.logical_not(mu >= 0))
 
 
 def _poisson_logpmf(k, mu, loc=0):
@@ -303,18 +313,33 @@ def _poisson_logpmf(k, mu, loc=0):
 def _poisson_cdf(k, mu, loc=0):
     """Q(floor(k) + 1, mu): differentiable in mu (k is discrete)."""
     k = np.floor(_float(k - loc))
-    inside = k >= 0
-    return np.where(inside, special.gammaincc(np.where(inside, k, 0.0) + 1.0, mu), 0.0)
+    inside = (k >= 0) & (k < np.inf)    # at k = ∞, 1 for every mu (SciPy: k >= b)
+    return np.where(inside, special.gammaincc(np.where(inside, k, 0.0) + 1.0, mu), k >= 0)
 
 
 def _poisson_sf(k, mu, loc=0):
     k = np.floor(_float(k - loc))
-    inside = k >= 0
-    return np.where(inside, special.gammainc(np.where(inside, k, 0.0) + 1.0, mu), 1.0)
+    inside = (k >= 0) & (k < np.inf)
+    return np.where(inside, special.gammainc(np.where(inside, k, 0.0) + 1.0, mu), k < 0)
 
 
 poisson = _namespace({"logpmf": _poisson_logpmf, "cdf": _poisson_cdf, "sf": _poisson_sf},
                      _poisson_invalid, "logpmf")
+
+
+_poisson_log_of_cdf = poisson.logcdf
+
+
+def _poisson_logcdf(k, mu, loc=0):
+    # SciPy's discrete logcdf is 0 at k = ∞ even for an invalid mu (it sets that case
+    # after the NaN of invalid parameters)
+    with np.errstate(all="ignore"):
+        return _plain(np.where(k - loc == np.inf, 0.0, _poisson_log_of_cdf(k, mu, loc)))
+
+
+_poisson_logcdf.__name__ = _poisson_logcdf.__qualname__ = "logcdf"
+_poisson_logcdf.__doc__ = poisson.logcdf.__doc__
+poisson.logcdf = _poisson_logcdf
 
 
 # -- dirichlet ------------------------------------------------------------------------------------
