@@ -504,7 +504,10 @@ def _mvn_logpdf_points(dev, dim, cov, allow_singular):
         z = solve_triangular(chol, flat.T, lower=True)
         maha = np.reshape(np.sum(z * z, axis=0), np.shape(dev)[:-1])
         logdet = 2.0 * np.sum(np.log(np.diagonal(chol)))
-    return -0.5 * (dim * math.log(2.0 * math.pi) + logdet + maha)
+    value = -0.5 * (dim * math.log(2.0 * math.pi) + logdet + maha)
+    # an infinite component (and no NaN): density 0, as SciPy's (the solve gives NaN)
+    far = np.any(np.isinf(dev), axis=-1) & ~np.any(np.isnan(dev), axis=-1)
+    return np.where(far, -np.inf, value)
 
 
 def _mvn_entropy(mean=None, cov=1):
