@@ -239,7 +239,7 @@ DERIV_GROUPS = [(dist, method, i, mode) for dist in SIGNATURES for method in _me
 
 
 @pytest.mark.parametrize("dist,method,i,mode",
-                         bounded(DERIV_GROUPS, 14, key=lambda g: (g[1], g[3])))
+                         bounded(DERIV_GROUPS, 10, key=lambda g: g[1]))
 def test_derivatives_match_scipy_differences_and_jax(dist, method, i, mode):
     _, base = SIGNATURES[dist]
     first = np.array(Q_INTERIOR if METHODS[method] == "q" else INTERIOR[dist])
@@ -325,6 +325,8 @@ def test_log_cdf_and_sf_relative_in_both_tails(mode):
              ("beta", "logsf", (1e-6, 2.0, 3.0)), ("norm", "logcdf", (9.0,)),
              ("norm", "logsf", (-9.0,)), ("poisson", "logcdf", (40.0, 3.0)),
              ("poisson", "logsf", (0.0, 1e-9))]
+    if mode == "jax":
+        cases = bounded(cases, 4)      # XLA compiles each in about 0.2 s
     for dist, method, args in cases:
         want = float(_scipy(dist, method, *args))
         fn = getattr(getattr(ts, dist), method)
