@@ -422,3 +422,23 @@ def test_explicit_cases_match_scipy(dist, method, n, mode):
         return
     assert got.shape == want.shape
     assert not _compare(got, want, 1e-10).any(), (got, want)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "jax"])
+def test_dirichlet_off_the_simplex_raises_on_plain_values_and_is_nan_on_traced_ones(backend):
+    """docs/guarantees.md: SciPy raises ValueError; a compiled function gives NaN at each
+    point it would refuse."""
+    x = np.array([[0.2, 0.2, 0.0], [0.3, 0.3, 0.4], [0.5, 0.6, 0.6]])
+    alpha = np.array([0.5, 2.0, 3.0])
+    with pytest.raises(ValueError) as scipy_error:
+        sst.dirichlet.logpdf(x, alpha)
+    with pytest.raises(ValueError) as ours:
+        ts.dirichlet.logpdf(x, alpha)
+    assert str(ours.value) == str(scipy_error.value)
+    got = tg.jit(ts.dirichlet.logpdf, backend=backend)(x, alpha)
+    assert got[0] == pytest.approx(sst.dirichlet.logpdf(x[:, 0], alpha), rel=1e-10)
+    assert np.isnan(got[1]) and np.isnan(got[2])      # sum 1.1; x = 0 with alpha < 1
+    # eager tracing too (the values are known there, but SciPy's check is not recorded)
+    assert np.isnan(tg.value_and_grad(lambda a: np.sum(ts.dirichlet.logpdf(x, a)))(alpha)[0])
+    with pytest.raises(ValueError, match="one entry fewer"):
+        tg.jit(ts.dirichlet.logpdf, backend=backend)(x[:1], alpha)
