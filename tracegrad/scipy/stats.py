@@ -4,7 +4,9 @@ and plain values alike: ``norm``, ``t``, ``multivariate_normal``, ``gamma``, ``b
 
 Each distribution is a namespace of functions (``norm.logpdf(x, loc=0, scale=1)``), as in
 ``jax.scipy.stats``. Outside the support a log-density is ``-inf`` (as SciPy's); the
-derivatives are those of the formulas inside it. The distribution functions are the
+derivatives are those of the formulas inside it. As SciPy's: NaN for a NaN operand or a
+parameter outside its domain (``scale <= 0``, ``df <= 0``, ...), float64 results for
+integer and float32 operands, log-cdfs and log-sfs relative in both tails. The distribution functions are the
 incomplete gamma and beta functions of ``tracegrad.scipy.special``, so they differentiate
 as those do: ``gamma``'s, ``chi2``'s and ``poisson``'s in every continuous parameter; ``t``'s
 and ``beta``'s not in ``df`` nor ``a``, ``b`` (``betainc``'s shape parameters: a
