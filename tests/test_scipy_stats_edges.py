@@ -367,9 +367,17 @@ _MVN = [  # (args, whether SciPy's error comes from the values)
     ((np.array([NAN, 0.0, 0.0]), MEAN, _A), False), ((np.array([INF, 0.0, 0.0]), MEAN, _A), False),
     ((PTS, np.array([0.0, NAN, 0.0]), _A), False), ((PTS, MEAN, np.array([1.0, 2.0, 0.5])), False),
     ((np.array([0.3, -1.0]), None, 1.0), False), ((0.5, None, 2.0), False),
+    # SciPy refuses the covariance; traced, a matrix's Cholesky factor fails ("raises"),
+    # a negative or zero variance gives NaN
+    ((PTS, MEAN, np.diag([1.0, 2.0, 0.0])), "raises"), ((PTS, MEAN, -np.eye(3)), "raises"),
+    ((PTS, MEAN, np.array([[1.0, 2.0, 0.0], [2.0, 1.0, 0.0], [0.0, 0.0, 1.0]])), "raises"),
+    ((PTS, MEAN, np.array([1.0, -1.0, 2.0])), True), ((PTS, MEAN, 0.0), True),
+    ((PTS, MEAN, np.diag([1.0, NAN, 2.0])), True),
 ]
 _MVN_ENTROPY = [((MEAN, _A), False), ((MEAN, np.array([1.0, 2.0, 0.5])), False),
-                ((None, 2.0), False), ((MEAN, np.diag([1.0, 2.0, 0.0])), False)]
+                ((None, 2.0), False), ((MEAN, np.diag([1.0, 2.0, 0.0])), False),
+                ((MEAN, -np.eye(3)), "raises"), ((MEAN, np.array([1.0, -1.0, 2.0])), True),
+                ((MEAN, np.array([[1.0, 2.0, 0.0], [2.0, 1.0, 0.0], [0.0, 0.0, 1.0]])), True)]
 EXPLICIT = {
     "dirichlet": {"logpdf": _DIRICHLET, "pdf": _DIRICHLET},
     "multivariate_normal": {"logpdf": _MVN, "pdf": _MVN, "entropy": _MVN_ENTROPY},
@@ -406,8 +414,15 @@ def test_explicit_cases_match_scipy(dist, method, n, mode):
         with pytest.raises(error):
             call()
         return
+    if error is not None and from_values == "raises":
+        with pytest.raises((error, tg.TraceError)):
+            call()
+        return
     with np.errstate(all="ignore"):
         got = np.asarray(call())
+    if error is not None and dist == "multivariate_normal":
+        assert np.all(np.isnan(got)), got      # the covariance: every point
+        return
     if error is not None:
         # NaN at each point SciPy refuses (the points are the columns of a 2-d x)
         x, rest = args[0], args[1:]

@@ -421,6 +421,26 @@ def _mvn_dim_mean(mean, cov):
     return dim, (np.zeros(dim) if mean is None else mean)
 
 
+def _mvn_check(cov, dim, allow_singular):
+    """SciPy's checks (``_PSD``) of a plain covariance, with its exceptions: finite, positive
+    semidefinite, and definite unless ``allow_singular`` (eigenvalues up to
+    ``1e6 * eps * max|s|`` count as zero). A traced covariance is not checked: its
+    Cholesky factor fails (a matrix) or the result is NaN (a negative variance)."""
+    if hasattr(cov, "_trace") or np.ndim(cov) > 2:
+        return
+    c = np.asarray(cov, dtype=np.float64)
+    c = c * np.eye(dim) if c.ndim == 0 else (np.diag(c) if c.ndim == 1 else c)
+    if not np.all(np.isfinite(c)):
+        raise ValueError("array must not contain infs or NaNs")
+    s = np.linalg.eigvalsh(c)                                 # the lower triangle, as SciPy
+    eps = 1e6 * np.finfo(np.float64).eps * np.max(np.abs(s))
+    if np.min(s) < -eps:
+        raise ValueError("The input matrix must be symmetric positive semidefinite.")
+    if np.sum(s > eps) < len(s) and not allow_singular:
+        raise np.linalg.LinAlgError("When `allow_singular is False`, the input matrix must "
+                                    "be symmetric positive definite.")
+
+
 def _mvn_psd(cov, dim):
     """SciPy's ``_PSD`` of a covariance (a matrix, a vector of variances or a number):
     the pseudo-determinant's log, the rank, a function giving the squared Mahalanobis
@@ -434,7 +454,8 @@ def _mvn_psd(cov, dim):
     ``log pdet = log det C - (n - rank) log c`` and ``pinv = C⁻¹ - P / c``. So the
     derivatives in ``cov`` are those of the Cholesky formulas (exact where ``cov`` is
     nonsingular, even with repeated eigenvalues, where eigenvector derivatives are not
-    defined) and, at a singular ``cov``, those along perturbations that keep its support."""
+    defined) and, at a singular ``cov``, those along perturbations that keep its support.
+    An indefinite ``cov`` (an eigenvalue below ``-eps``) gives a NaN log-determinant."""
     from ..ir import apply
 
     cov = cov * np.eye(dim) if np.ndim(cov) == 0 else cov
@@ -462,7 +483,8 @@ def _mvn_psd(cov, dim):
     def off_support(dev):
         return np.sum(dev * (dev @ proj), axis=-1) >= (1e3 * eps) ** 2
 
-    return log_pdet, rank, maha, off_support
+    indefinite = np.min(s) < -eps       # SciPy refuses it; traced, the results are NaN
+    return np.where(indefinite, np.nan, log_pdet), rank, maha, off_support
 
 
 def _mvn_logpdf(x, mean=None, cov=1, allow_singular=False):
@@ -478,6 +500,7 @@ def _mvn_logpdf(x, mean=None, cov=1, allow_singular=False):
     x, mean, cov = (np.asarray(v) if isinstance(v, (list, tuple)) else v
                     for v in (x, mean, cov))
     dim, mean = _mvn_dim_mean(mean, cov)
+    _mvn_check(cov, dim, allow_singular)
     if np.ndim(x) == 0:
         x = np.reshape(x, (1,))
     elif np.ndim(x) == 1 and dim == 1:
@@ -516,6 +539,7 @@ def _mvn_entropy(mean=None, cov=1):
     """SciPy's differential entropy ``(rank (log 2π + 1) + log pdet(cov)) / 2`` (a singular
     ``cov`` is allowed, as in SciPy); it does not depend on ``mean``."""
     dim, _ = _mvn_dim_mean(mean, cov)
+    _mvn_check(cov, dim, True)
     logdet, rank, _, _ = _mvn_psd(cov, dim)
     return 0.5 * (rank * (math.log(2.0 * math.pi) + 1.0) + logdet)
 
