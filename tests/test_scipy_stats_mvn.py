@@ -83,3 +83,15 @@ def test_allow_singular_on_a_nonsingular_cov_is_the_ordinary_density():
     g_cov = grads[1][2]
     fd = central_diff(lambda c: np.sum(SP.logpdf(x, MU, c, allow_singular=True)), FULL)
     np.testing.assert_allclose(g_cov, fd, rtol=1e-6, atol=1e-7)
+
+
+def test_a_nan_point_of_plain_values_gives_nan_as_scipy():
+    # tracegrad.scipy.linalg checks finiteness as SciPy does; the density must not
+    import scipy.stats as st
+    from tracegrad.scipy import stats as ts
+    x = np.array([[0.1, np.nan], [0.2, 0.3]])
+    cov = np.array([[2.0, 0.3], [0.3, 1.0]])
+    for method in ("logpdf", "pdf"):
+        got = getattr(ts.multivariate_normal, method)(x, np.zeros(2), cov)
+        want = getattr(st.multivariate_normal, method)(x, np.zeros(2), cov)
+        np.testing.assert_allclose(got, want, rtol=1e-12)

@@ -476,7 +476,7 @@ def _mvn_psd(cov, dim):
 
     def maha(dev):
         flat = np.reshape(dev, (-1, dim))
-        z = solve_triangular(chol, flat.T, lower=True)
+        z = solve_triangular(chol, flat.T, lower=True, check_finite=False)
         off = np.sum(flat.T * (proj @ flat.T), axis=0)
         return np.reshape(np.sum(z * z, axis=0) - off / c, np.shape(dev)[:-1])
 
@@ -526,7 +526,7 @@ def _mvn_logpdf_points(dev, dim, cov, allow_singular):
     else:
         chol = np.linalg.cholesky(cov)
         flat = np.reshape(dev, (-1, dim))
-        z = solve_triangular(chol, flat.T, lower=True)
+        z = solve_triangular(chol, flat.T, lower=True, check_finite=False)
         maha = np.reshape(np.sum(z * z, axis=0), np.shape(dev)[:-1])
         logdet = 2.0 * np.sum(np.log(np.diagonal(chol)))
     value = -0.5 * (dim * math.log(2.0 * math.pi) + logdet + maha)
