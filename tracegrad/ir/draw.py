@@ -240,7 +240,7 @@ def draw(graph, path: Path, fmt: str, forward=None, seeds=None) -> Path:
     height = max(ys) - min(ys) + 1.0
     fig = plt.figure(figsize=(max(3.0, width), max(2.0, height)))
     ax = fig.add_axes((0, 0, 1, 1))
-    for a, b, path_ in layout.edges:
+    for _, b, path_ in layout.edges:
         points = [pos[v] for v in path_]
         colour = ADJOINT_EDGE if b in adjoint else "#555555"
         if len(points) > 2:
