@@ -78,9 +78,10 @@ def _ranks(nodes, preds, lifted) -> dict:
     return rank
 
 
-def layer(nodes, edges, lifted=()) -> Layout:
+def layer(nodes, edges, lifted=(), sweeps: int = SWEEPS) -> Layout:
     """The layered layout of a DAG: ``nodes`` in a topological order, ``edges`` pairs
-    ``(source, target)`` (repeats are drawn once). Coordinates are left to ``place``."""
+    ``(source, target)`` (repeats are drawn once), at most ``sweeps`` rounds of
+    barycenter sweeps (0: each layer in node order). Coordinates are left to ``place``."""
     nodes = list(nodes)
     edges = list(dict.fromkeys(edges))
     preds = {n: [] for n in nodes}
@@ -102,7 +103,7 @@ def layer(nodes, edges, lifted=()) -> Layout:
         path.append(b)
         paths.append((a, b, path))
     layout = Layout(layers, rank, paths, {})
-    _order(layout)
+    _order(layout, sweeps)
     return layout
 
 
@@ -128,7 +129,7 @@ def crossings(layout: Layout) -> int:
     return total
 
 
-def _order(layout: Layout) -> None:
+def _order(layout: Layout, sweeps: int) -> None:
     """Barycenter sweeps over ``layout.layers`` (in place), keeping the best order."""
     up: dict = {}
     down: dict = {}
@@ -149,7 +150,7 @@ def _order(layout: Layout) -> None:
                 return sum(ns) / len(ns) if ns else current[v]
             layers[r].sort(key=key)
 
-    for _ in range(SWEEPS):
+    for _ in range(sweeps):
         if fewest == 0:
             break
         sweep(range(1, len(layers)), up)
@@ -202,6 +203,14 @@ def _labels(graph, adjoint, folded) -> dict:
     return labels
 
 
+def fill_of(graph, n, adjoint) -> str:
+    """A box's colour, as ``to_dot`` fills it."""
+    if n in adjoint:
+        return ADJOINT_FILL
+    op = graph.op(n)
+    return INPUT_FILL if op == "input" else CONST_FILL if op == "const" else FORWARD_FILL
+
+
 def graph_layout(graph, forward=None, seeds=None):
     """``(layout, labels, adjoint)`` for ``graph``: what ``draw`` draws."""
     adjoint = adjoint_nodes(graph, forward, seeds)
@@ -250,11 +259,7 @@ def draw(graph, path: Path, fmt: str, forward=None, seeds=None) -> Path:
                                      mutation_scale=9, shrinkA=0 if len(points) > 2 else 12,
                                      shrinkB=12, color=colour, lw=0.8, zorder=1))
     for n, text in labels.items():
-        op = graph.op(n)
-        fill = (INPUT_FILL if op == "input" else CONST_FILL if op == "const" else
-                ADJOINT_FILL if n in adjoint else FORWARD_FILL)
-        if op in ("input", "const") and n in adjoint:
-            fill = ADJOINT_FILL
+        fill = fill_of(graph, n, adjoint)
         edge = OUTPUT_COLOR if n in outputs else "#333333"
         ax.text(*pos[n], text, ha="center", va="center", fontsize=7, family="monospace",
                 zorder=2, bbox=dict(boxstyle="round,pad=0.3", fc=fill, ec=edge,
