@@ -150,3 +150,22 @@ def test_optimize_readme_gradient():
     assert not {"equal", "select", "pow"} & set(o.ops())
     assert len(o) <= 12
     assert [float(v) for v in o(1.0, 0.0)] == [-28.0, -18.0]
+
+
+def test_lowered_text_reads_on_its_own():
+    """``lower(...).as_text()`` shows the constants the code reads, and runs as it is."""
+    def f(w, b):
+        return loss(w, b) + np.sum(np.sin(w * X)[::2]) + np.full(3, w)[0]
+
+    jitted = tg.jit(tg.grad(f, argnums=(0, 1)))
+    text = jitted.lower(1.0, 0.0).as_text()
+    assert text.startswith("def ")
+    assert "np.array([1.0, 2.0], dtype=np.float64)" in text
+    assert "np.array([5.0, 7.0], dtype=np.float64)" in text
+    namespace: dict = {}
+    exec(compile(text, "<lowered>", "exec"), namespace)   # noqa: S102 - our own text
+    fn = namespace[text[4:text.index("(")]]
+    got = fn(np.float64(1.0), np.float64(0.0))
+    want = jitted(1.0, 0.0)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
