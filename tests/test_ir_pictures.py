@@ -49,8 +49,10 @@ def test_dot_folds_a_scalar_constant_into_its_users_label():
     mul = next(n for n in g if g.op(n) == "mul")
     sub = next(n for n in g if g.op(n) == "sub")
     x = g.inputs[0]
-    assert f'"%{mul} mul(%{x}, 2.5)' in _node_line(dot, mul)
-    assert f'"%{sub} sub(%{x}, 2.5)' in _node_line(dot, sub)
+    # (the operand is named after the traced function's argument)
+    assert g.node(x)["name"] == "x"
+    assert f'"%{mul} mul(x, 2.5)' in _node_line(dot, mul)
+    assert f'"%{sub} sub(x, 2.5)' in _node_line(dot, sub)
     # one edge per drawn operand, none from a folded constant
     assert dot.count(" -> ") == sum(1 for n in g for a in g.args(n) if a not in consts)
     # fold=0 draws every constant as before
@@ -226,3 +228,28 @@ def test_render_with_matplotlib(tmp_path):
     for name in ("adjoint", "readme"):
         png = graphs[name].render(tmp_path / f"{name}.png", engine="matplotlib")
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# -- names ----------------------------------------------------------------------------------------
+def test_inputs_and_gradients_are_named_after_the_arguments():
+    g = tg.trace(tg.grad(loss, argnums=(0, 1)), 1.0, 0.0)
+    assert [g.node(n)["name"] for n in g.inputs] == ["w", "b"]
+    assert [g.node(n)["name"] for n in g.outputs] == ["dw", "db"]
+    o = tg.passes.optimize(g)       # the passes keep the names
+    assert [o.node(n)["name"] for n in o.inputs] == ["w", "b"]
+    assert [o.node(n)["name"] for n in o.outputs] == ["dw", "db"]
+    dot = o.to_dot()
+    assert '"%0 w (input 0)' in dot and '"%1 b (input 1)' in dot
+    assert "(output 0: dw)" in dot and "(output 1: db)" in dot
+    assert re.search(r"mul\(w, \[1.0, 2.0\]\)", dot)
+    _, labels, _ = drawmod.graph_layout(o)
+    assert "(output 0: dw)" in labels[o.outputs[0]] and "w (input 0)" in labels[o.inputs[0]]
+    # the adjoint pass names the cotangents of named inputs, and keeps the inputs' names
+    a = tg.passes.adjoint(tg.trace(loss, 1.0, 0.0))
+    assert [a.node(n).get("name") for n in a.inputs] == ["w", "b", None]
+    assert [a.node(n).get("name") for n in a.outputs] == [None, "dw", "db"]
+    # pytree arguments: one name per leaf; the dump and the JSON form are unchanged
+    t = tg.trace(lambda params, x: np.sum(params[0] * x + params[1]), (np.ones(2), 1.0), X)
+    assert [t.node(n)["name"] for n in t.inputs] == ["params[0]", "params[1]", "x"]
+    assert "params" not in str(t)
+    assert str(tg.Graph.from_json(t.to_json())) == str(t)

@@ -53,6 +53,7 @@ MAX_CONST = 16             # constants with more elements are drawn collapsed
 FOLD_SIZE = 4              # constants with at most this many elements are written into
                            # their users' labels instead of drawn as nodes of their own
 ADJOINT_MARK = "adjoint"   # the node attribute tg.passes.adjoint sets on its adjoint part
+NAME = "name"              # the node attribute naming a user's argument or gradient
 _PREVIEW = 4               # values shown for a collapsed constant
 _SPREAD = ("reshape", "broadcast_to")
 _FORWARD_USERS = ("select",)
@@ -206,10 +207,10 @@ def folded_constants(graph, adjoint=(), fold: int = FOLD_SIZE) -> set:
 
 def name_of(graph, n) -> str:
     """How a label refers to node ``n``: the user's name for it where one is recorded
-    (``graph.names``: an argument ``w``, a gradient ``dw``), else ``%n``."""
-    names = getattr(graph, "names", None)
-    name = names.get(n) if names else None
-    return printable(name) if name else f"%{n}"
+    (the node attribute ``name`` ``tg.trace`` sets: an argument ``w``, a gradient
+    ``dw``), else ``%n``."""
+    name = graph.node(n).get(NAME)
+    return printable(name) if isinstance(name, str) and name else f"%{n}"
 
 
 def head(graph, n, d, folded) -> str:
@@ -224,17 +225,16 @@ def head(graph, n, d, folded) -> str:
 
 
 def output_name(graph, i) -> str:
-    """Output ``i`` as a label says it: its index, and the user's name where recorded
-    (``graph.output_names``: ``0 dw``)."""
-    names = getattr(graph, "output_names", None)
-    name = names[i] if names and i < len(names) and names[i] else None
-    return f"{i} {printable(name)}" if name else str(i)
+    """Output ``i`` as a label says it: its index, and the name of its node where one is
+    recorded (``0: dw``)."""
+    name = name_of(graph, graph.outputs[i])
+    return f"{i}: {name}" if name != f"%{graph.outputs[i]}" else str(i)
 
 
 def input_head(graph, n, d) -> str:
     name = name_of(graph, n)
     index = d.params["index"]
-    return f"{name} (input {index})" if name != f"%{n}" else f"%{n} input {index}"
+    return f"%{n} {name} (input {index})" if name != f"%{n}" else f"%{n} input {index}"
 
 
 # -- the text ---------------------------------------------------------------------------------

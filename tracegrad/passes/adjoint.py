@@ -106,7 +106,21 @@ def adjoint(graph: Graph, seeds=None, wrt=None) -> Graph:
             input_cts.append(ct if ct is not None else zeros(trace, d["shape"], d["dtype"]))
         result = finish(trace, [sweep.env[o] for o in graph.outputs] + input_cts)
     mark_adjoint(result, sweep)
+    _carry_names(result, graph, sweep, graph.inputs if wrt is None else wrt)
     return result
+
+
+def _carry_names(result: Graph, graph: Graph, sweep: _Sweep, wrt) -> None:
+    """The user's names (the node attribute ``name``: ``w``) on the replayed nodes, and
+    ``dw`` on the cotangent output of a node named ``w``."""
+    for n, t in sweep.env.items():
+        name = graph.node(n).get("name")
+        if name and not isinstance(t, tuple) and t._node in result:
+            result.node(t._node)["name"] = name
+    for o, n in zip(result.outputs[len(graph.outputs):], wrt):
+        name = graph.node(n).get("name")
+        if isinstance(name, str) and name and "name" not in result.node(o):
+            result.node(o)["name"] = "d" + name
 
 
 ADJOINT = "adjoint"     # the node attribute marking the adjoint (reverse-mode) part
