@@ -48,6 +48,7 @@ LINE = 0.15         # inches per label line
 GAP = 0.35          # inches between boxes in a layer
 WAYPOINT = 0.25     # inches a waypoint takes in a layer
 ROW_GAP = 0.55      # inches between layers
+RELAX = 8           # rounds that pull boxes and waypoints toward their neighbours
 
 
 class Layout(NamedTuple):
@@ -161,19 +162,43 @@ def _order(layout: Layout, sweeps: int) -> None:
     layers[:] = best
 
 
-def place(layout: Layout, sizes: dict) -> None:
-    """Coordinates in inches: layers top to bottom, each centred, its boxes (``sizes``:
-    node -> (width, height)) and waypoints left to right in their order."""
+def place(layout: Layout, sizes: dict, rounds: int = RELAX) -> None:
+    """Coordinates in inches: layers top to bottom, its boxes (``sizes``: node ->
+    (width, height)) and waypoints left to right in their order. Each layer starts
+    centred; then ``rounds`` times every box and waypoint moves toward the mean x of
+    its neighbours in the layers above and below (so long edges run straight), pushed
+    apart where they would overlap."""
     y = 0.0
+    xs, ys, widths = {}, {}, {}
     for row in layout.layers:
-        widths = [sizes[v][0] if v in sizes else WAYPOINT for v in row]
+        widths.update((v, sizes[v][0] if v in sizes else WAYPOINT) for v in row)
         height = max((sizes[v][1] for v in row if v in sizes), default=LINE)
-        total = sum(widths) + GAP * (len(row) - 1)
+        total = sum(widths[v] for v in row) + GAP * (len(row) - 1)
         x = -total / 2
-        for v, w in zip(row, widths):
-            layout.pos[v] = (x + w / 2, y - height / 2)
-            x += w + GAP
+        for v in row:
+            xs[v], ys[v] = x + widths[v] / 2, y - height / 2
+            x += widths[v] + GAP
         y -= height + ROW_GAP
+    neighbours: dict = {}
+    for p, q in _links(layout):
+        neighbours.setdefault(p, []).append(q)
+        neighbours.setdefault(q, []).append(p)
+    for _ in range(rounds):
+        for row in layout.layers:
+            want = [sum(xs[u] for u in neighbours[v]) / len(neighbours[v])
+                    if neighbours.get(v) else xs[v] for v in row]
+            sep = [(widths[a] + widths[b]) / 2 + GAP for a, b in zip(row, row[1:])]
+            # pushed apart rightward, and leftward; their mean keeps both the order and
+            # the spacing (each does, and the constraints are linear)
+            right, left = list(want), list(want)
+            for i in range(1, len(row)):
+                right[i] = max(right[i], right[i - 1] + sep[i - 1])
+            for i in range(len(row) - 2, -1, -1):
+                left[i] = min(left[i], left[i + 1] - sep[i])
+            for v, a, b in zip(row, right, left):
+                xs[v] = (a + b) / 2
+    for v in xs:
+        layout.pos[v] = (xs[v], ys[v])
 
 
 # -- what is drawn ----------------------------------------------------------------------------
