@@ -168,9 +168,9 @@ def _pow_partials(out, x, y):
 
 def _known_exponent(y):
     """The value of a constant exponent with no zero in it (a plain number or array, or a
-    traced constant whose type says so through ``__tg_constant__``), as a Python number
-    when it has one element; else None (a traced exponent, or one holding a zero, takes
-    the guarded rule)."""
+    traced constant whose type says so through ``__tg_constant__``), in the floating
+    dtype the guarded rule computes its partial in (``np.where(y == 0, 1.0, y)``'s); else
+    None (a traced exponent, or one holding a zero, takes the guarded rule)."""
     if isinstance(y, (np.ndarray, np.generic, int, float, complex)):
         value = np.asarray(y)
     else:
@@ -181,21 +181,17 @@ def _known_exponent(y):
         value = np.asarray(value)
     if value.dtype.kind not in "iufc" or value.size == 0 or bool(np.any(value == 0)):
         return None
-    return value.item() if value.size == 1 else value
+    return value.astype(np.result_type(value.dtype, 1.0))
 
 
 def _pow_dx(x, c):
     """d(x**c)/dx for a known nonzero exponent ``c``: ``c * x ** (c - 1)``, the guarded
-    rule's value wherever ``c != 0`` (its guards only test ``c == 0``), written plainly:
-    1 for c = 1, ``2 * x`` for c = 2. Python numbers keep float32 values float32; the
-    exponent ``c - 1.0`` is floating point (an integer base to a negative integer power
-    raises in NumPy), as in the guarded rule."""
-    if isinstance(c, np.ndarray):
-        return c * x ** (c - 1.0)
-    if c == 1:
+    rule's value wherever ``c != 0`` (its guards only test ``c == 0``) in its dtype,
+    written plainly: 1 (None) for c = 1, ``c * x`` for c = 2."""
+    if c.size == 1 and c.reshape(-1)[0] == 1:
         return None
-    if c == 2:
-        return 2 * x if isinstance(c, int) else 2.0 * x
+    if c.size == 1 and c.reshape(-1)[0] == 2:
+        return c * x
     return c * x ** (c - 1.0)
 
 
