@@ -253,3 +253,27 @@ def test_inputs_and_gradients_are_named_after_the_arguments():
     assert [t.node(n)["name"] for n in t.inputs] == ["params[0]", "params[1]", "x"]
     assert "params" not in str(t)
     assert str(tg.Graph.from_json(t.to_json())) == str(t)
+
+
+def test_deep_graphs_route_within_a_budget():
+    """A node read by every later one of a 200-deep chain: routing every edge would take
+    ~20,000 waypoints; the longest edges run straight, and the layout stays a layering."""
+    n = 200
+    nodes = list(range(n))
+    edges = [(i, i + 1) for i in range(n - 1)] + [(0, i) for i in range(2, n)]
+    layout = drawmod.layer(nodes, edges)
+    waypoints = sum(len(row) for row in layout.layers) - n
+    assert 0 < waypoints <= max(drawmod.WAYPOINT_BUDGET, 8 * n)
+    straight = [(a, b) for a, b, path in layout.edges
+                if len(path) == 2 and layout.rank[b] - layout.rank[a] > 1]
+    routed = [(a, b) for a, b, path in layout.edges if len(path) > 2]
+    assert straight and routed
+    # the short ones were routed first
+    assert max(layout.rank[b] - layout.rank[a] for a, b in routed) <= \
+        min(layout.rank[b] - layout.rank[a] for a, b in straight)
+    for _, _, path in layout.edges:
+        ranks = [layout.rank[v] for v in path]
+        assert ranks == list(range(ranks[0], ranks[-1] + 1)) or len(path) == 2
+        assert ranks[0] < ranks[-1]
+    drawmod.place(layout, {v: (1.0, 0.3) for v in nodes})
+    assert all(layout.pos[a][1] > layout.pos[b][1] for a, b, _ in layout.edges)

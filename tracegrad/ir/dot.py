@@ -100,6 +100,13 @@ def _dependents(graph, roots) -> set:
 def find_seeds(graph) -> list:
     """The constant cotangent seeds of a traced gradient graph (see the module docstring)."""
     order = list(graph)
+    position = {n: i for i, n in enumerate(order)}
+    # the first node that is not a constant after each position
+    next_ops, following = [None] * len(order), None
+    for i in range(len(order) - 1, -1, -1):
+        next_ops[i] = following
+        if graph.op(order[i]) != "const":
+            following = order[i]
     seeds = []
     for i, n in enumerate(order):
         d = graph.node(n)
@@ -111,8 +118,8 @@ def find_seeds(graph) -> list:
         users = graph.users(n)
         if not users:
             continue
-        first_user = min(users, key=order.index)
-        next_op = next((m for m in order[i + 1:] if graph.op(m) != "const"), None)
+        first_user = min(users, key=position.__getitem__)
+        next_op = next_ops[i]
         # (a gradient replayed from a cached plan has its constants in front: a select's
         # 1.0 there is the forward's np.where(c, 1.0, 0.0), not a seed)
         if graph.op(first_user) in _SPREAD or (

@@ -12,7 +12,8 @@ The layout is layered, as Graphviz's ``dot`` does it, in three steps:
    a source), so every edge points downward. A constant, or an input of the adjoint
    part (a cotangent seed), sits just above its first user instead of in the top row.
 2. An edge that spans several layers is routed through a *waypoint* in each layer it
-   crosses, so it bends around the boxes in between instead of cutting across the sheet.
+   crosses, so it bends around the boxes in between instead of cutting across the sheet
+   (in a very deep graph, only as many as a budget allows, shortest edges first).
 3. *Crossings*: the order inside each layer is improved by barycenter sweeps: going
    down, each node moves to the mean position of its operands in the layer above;
    going up, to the mean position of its users below. The order with the fewest edge
@@ -49,6 +50,7 @@ GAP = 0.35          # inches between boxes in a layer
 WAYPOINT = 0.25     # inches a waypoint takes in a layer
 ROW_GAP = 0.55      # inches between layers
 RELAX = 8           # rounds that pull boxes and waypoints toward their neighbours
+WAYPOINT_BUDGET = 4000   # waypoints at least (8 a node for larger graphs); see ``layer``
 
 
 class Layout(NamedTuple):
@@ -93,10 +95,21 @@ def layer(nodes, edges, lifted=(), sweeps: int = SWEEPS) -> Layout:
     layers = [[] for _ in range(depth)]
     for n in nodes:
         layers[rank[n]].append(n)
+    # waypoints for the shortest spans first, within a budget: a deep gradient graph's
+    # forward values are read across hundreds of layers, and routing all of those would
+    # cost quadratically; the longest edges then run straight
+    budget = max(WAYPOINT_BUDGET, 8 * len(nodes))
+    routed = set()
+    for k in sorted(range(len(edges)), key=lambda k: rank[edges[k][1]] - rank[edges[k][0]]):
+        span = rank[edges[k][1]] - rank[edges[k][0]] - 1
+        if span > budget:
+            break
+        budget -= span
+        routed.add(k)
     paths = []
     for k, (a, b) in enumerate(edges):
         path = [a]
-        for r in range(rank[a] + 1, rank[b]):
+        for r in range(rank[a] + 1, rank[b]) if k in routed else ():
             via = ("via", k, r)
             rank[via] = r
             layers[r].append(via)
@@ -109,8 +122,11 @@ def layer(nodes, edges, lifted=(), sweeps: int = SWEEPS) -> Layout:
 
 
 def _links(layout):
-    """The segments between adjacent layers: ``(upper, lower)`` pairs."""
-    return [(p, q) for _, _, path in layout.edges for p, q in zip(path, path[1:])]
+    """The segments between adjacent layers: ``(upper, lower)`` pairs (an edge left
+    without waypoints has none)."""
+    rank = layout.rank
+    return [(p, q) for _, _, path in layout.edges for p, q in zip(path, path[1:])
+            if rank[q] == rank[p] + 1]
 
 
 def crossings(layout: Layout) -> int:
@@ -122,11 +138,22 @@ def crossings(layout: Layout) -> int:
         by_layer.setdefault(layout.rank[p], []).append((index[p], index[q]))
     total = 0
     for segs in by_layer.values():
+        # pairs a1 < a2 with b1 > b2: with the segments sorted by (a, b), the inversions
+        # of the b's, counted with a Fenwick tree over b (equal a's are sorted by b, so
+        # they never count)
         segs.sort()
-        for i, (a1, b1) in enumerate(segs):
-            for a2, b2 in segs[i + 1:]:
-                if a1 < a2 and b1 > b2:
-                    total += 1
+        size = max(b for _, b in segs) + 2
+        tree = [0] * (size + 1)
+        for seen, (_, b) in enumerate(segs):
+            i, at_most = b + 1, 0          # how many earlier b's are <= b
+            while i > 0:
+                at_most += tree[i]
+                i -= i & -i
+            total += seen - at_most
+            i = b + 1
+            while i <= size:
+                tree[i] += 1
+                i += i & -i
     return total
 
 
