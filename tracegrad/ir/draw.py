@@ -50,6 +50,7 @@ GAP = 0.35          # inches between boxes in a layer
 WAYPOINT = 0.25     # inches a waypoint takes in a layer
 ROW_GAP = 0.55      # inches between layers
 RELAX = 8           # rounds that pull boxes and waypoints toward their neighbours
+MAX_PIXELS = 40e6
 WAYPOINT_BUDGET = 4000   # waypoints at least (8 a node for larger graphs); see ``layer``
 
 
@@ -320,7 +321,9 @@ def draw(graph, path: Path, fmt: str, forward=None, seeds=None) -> Path:
     ax.set_ylim(min(ys) - 0.5, max(ys) + 0.5)
     ax.axis("off")
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, format=fmt, dpi=120)
+    # at most ~40 million pixels: a very large graph is drawn at a lower resolution
+    dpi = min(120.0, (MAX_PIXELS / (fig.get_figwidth() * fig.get_figheight())) ** 0.5)
+    fig.savefig(path, format=fmt, dpi=dpi)
     plt.close(fig)
     return path
 
