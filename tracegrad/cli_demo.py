@@ -223,9 +223,13 @@ def run_demo(out="tracegrad-demo", epochs=None, quick=False, data="auto") -> int
     print("== 1. the traced IR of loss(w, b): logistic regression on 8 points ==")
     print(tg.trace(loss, w, b))
 
-    print("\n== 2. the gradient IR of loss w.r.t. (w, b), after pruning dead nodes ==")
-    grad_graph = tg.passes.prune(tg.trace(tg.grad(loss, argnums=(0, 1)), w, b))
+    print("\n== 2. the gradient IR of loss w.r.t. (w, b), optimised ==")
+    traced = tg.trace(tg.grad(loss, argnums=(0, 1)), w, b)
+    grad_graph = tg.passes.optimize(traced)    # prune, cse and simplify to a fixed point
     print(grad_graph)
+    print(f"  ({len(traced)} nodes as traced, {len(grad_graph)} after tg.passes.optimize; "
+          f"inputs {', '.join(grad_graph.node(n).get('name', '?') for n in grad_graph.inputs)}, "
+          f"outputs {', '.join(grad_graph.node(n).get('name', '?') for n in grad_graph.outputs)})")
 
     print("\n== 3. derivatives against central finite differences ==")
     gw, gb = tg.grad(loss, argnums=(0, 1))(w, b)

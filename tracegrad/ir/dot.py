@@ -50,6 +50,10 @@ CONST_FILL = "#eeeeee"
 INPUT_FILL = "#ffffff"
 OUTPUT_COLOR = "#c0392b"
 MAX_CONST = 16             # constants with more elements are drawn collapsed
+FOLD_SIZE = 4              # constants with at most this many elements are written into
+                           # their users' labels instead of drawn as nodes of their own
+ADJOINT_MARK = "adjoint"   # the node attribute tg.passes.adjoint sets on its adjoint part
+NAME = "name"              # the node attribute naming a user's argument or gradient
 _PREVIEW = 4               # values shown for a collapsed constant
 _SPREAD = ("reshape", "broadcast_to")
 _FORWARD_USERS = ("select",)
@@ -96,6 +100,13 @@ def _dependents(graph, roots) -> set:
 def find_seeds(graph) -> list:
     """The constant cotangent seeds of a traced gradient graph (see the module docstring)."""
     order = list(graph)
+    position = {n: i for i, n in enumerate(order)}
+    # the first node that is not a constant after each position
+    next_ops, following = [None] * len(order), None
+    for i in range(len(order) - 1, -1, -1):
+        next_ops[i] = following
+        if graph.op(order[i]) != "const":
+            following = order[i]
     seeds = []
     for i, n in enumerate(order):
         d = graph.node(n)
@@ -107,8 +118,8 @@ def find_seeds(graph) -> list:
         users = graph.users(n)
         if not users:
             continue
-        first_user = min(users, key=order.index)
-        next_op = next((m for m in order[i + 1:] if graph.op(m) != "const"), None)
+        first_user = min(users, key=position.__getitem__)
+        next_op = next_ops[i]
         # (a gradient replayed from a cached plan has its constants in front: a select's
         # 1.0 there is the forward's np.where(c, 1.0, 0.0), not a seed)
         if graph.op(first_user) in _SPREAD or (
@@ -134,8 +145,19 @@ def _structural_keys(graph) -> dict:
     return keys
 
 
+def marked_adjoint(graph) -> set:
+    """The nodes ``tg.passes.adjoint`` marked as its adjoint part (the node attribute
+    ``adjoint``, kept by the passes that copy nodes), and every node depending on one."""
+    marked = {n for n, d in graph.items() if d.get(ADJOINT_MARK)}
+    return _dependents(graph, marked) if marked else marked
+
+
 def adjoint_nodes(graph, forward=None, seeds=None) -> set:
     """The node ids drawn as the adjoint part (the rules are in the module docstring)."""
+    if forward is None and seeds is None:
+        marked = marked_adjoint(graph)
+        if marked:
+            return marked
     structural = set()
     if forward is not None and hasattr(forward, "nx"):
         known = set(_structural_keys(forward).values())
@@ -166,17 +188,77 @@ def adjoint_nodes(graph, forward=None, seeds=None) -> set:
     return adjoint
 
 
+# -- folded constants and labels ----------------------------------------------------------------
+def short_value(value) -> str:
+    """A small constant as written in a user's label: ``2.0``, ``-1``, ``[1.0, 2.0]``."""
+    v = np.asarray(value)
+    if v.ndim == 0:
+        return printable(str(v[()]))
+    body = np.array2string(v, separator=", ", threshold=v.size + 1, max_line_width=10**9,
+                           formatter={"float_kind": lambda x: str(np.float64(x))
+                                      if v.dtype == np.float64 else str(x)})
+    return printable(" ".join(body.split()))
+
+
+def folded_constants(graph, adjoint=(), fold: int = FOLD_SIZE) -> set:
+    """The constants drawn inside their users' labels: at most ``fold`` elements, used by
+    some node, neither an output nor a cotangent seed (those keep a node of their own)."""
+    outputs = set(graph.outputs)
+    folded = set()
+    for n, d in graph.items():
+        if d.op == "const" and n not in outputs and n not in adjoint and \
+                np.asarray(d.params["value"]).size <= fold and graph.users(n):
+            folded.add(n)
+    return folded
+
+
+def name_of(graph, n) -> str:
+    """How a label refers to node ``n``: the user's name for it where one is recorded
+    (the node attribute ``name`` ``tg.trace`` sets: an argument ``w``, a gradient
+    ``dw``), else ``%n``."""
+    name = graph.node(n).get(NAME)
+    return printable(name) if isinstance(name, str) and name else f"%{n}"
+
+
+def head(graph, n, d, folded) -> str:
+    """The first line of an operation's label: ``%18 mul(%8, 2.0)`` when an operand is a
+    folded constant (its value written in), else ``%18 mul``; then its parameters."""
+    text = f"%{n} {d.op}"
+    if any(a in folded for a in d.args):
+        text += "(" + ", ".join(short_value(graph.node(a).params["value"]) if a in folded
+                                else name_of(graph, a) for a in d.args) + ")"
+    params = format_params({k: v for k, v in d.params.items() if not hasattr(v, "nx")})
+    return text + (f" {params}" if params else "")
+
+
+def output_name(graph, i) -> str:
+    """Output ``i`` as a label says it: its index, and the name of its node where one is
+    recorded (``0: dw``)."""
+    name = name_of(graph, graph.outputs[i])
+    return f"{i}: {name}" if name != f"%{graph.outputs[i]}" else str(i)
+
+
+def input_head(graph, n, d) -> str:
+    name = name_of(graph, n)
+    index = d.params["index"]
+    return f"%{n} {name} (input {index})" if name != f"%{n}" else f"%{n} input {index}"
+
+
 # -- the text ---------------------------------------------------------------------------------
 def to_dot(graph, forward=None, *, seeds=None, max_const: int = MAX_CONST,
-           legend: bool = True) -> str:
+           legend: bool = True, fold: int = FOLD_SIZE) -> str:
     """Graphviz DOT source for ``graph`` (see the module docstring for the styling and the
     rule that tells the adjoint part from the forward part).
 
     ``max_const``: constants with more elements than this show their type, size and
-    first few values instead of every value. ``legend=False`` leaves out the legend.
+    first few values instead of every value. ``fold``: constants with at most this many
+    elements (default 4) get no node: their value is written into each user's label
+    (``%7 mul(%6, 2.0)``); ``fold=0`` draws every constant. ``legend=False`` leaves out
+    the legend.
     """
     outputs = set(graph.outputs)
     adjoint = adjoint_nodes(graph, forward, seeds)
+    folded = folded_constants(graph, adjoint, min(fold, max_const))
     drawn = {}          # id(sub-graph) -> its cluster's name prefix
     lines = ["digraph tracegrad {", "  rankdir=TB;",
              '  node [shape=box, style="rounded,filled", fontname=monospace, fontsize=10];',
@@ -186,7 +268,7 @@ def to_dot(graph, forward=None, *, seeds=None, max_const: int = MAX_CONST,
     groups = graph.output_groups()
     head_of = {p: h for h, ps in groups.items() for p in ps if p is not None}
     for n, d in graph.items():
-        if n in head_of:
+        if n in head_of or n in folded:
             continue
         aval = aval_str(d["shape"], d["dtype"])
         if n in groups:
@@ -195,7 +277,7 @@ def to_dot(graph, forward=None, *, seeds=None, max_const: int = MAX_CONST,
                              for p in groups[n])
         op = d["op"]
         if op == "input":
-            text = [f"%{n} input {d['params']['index']}", aval]
+            text = [input_head(graph, n, d), aval]
             style = ["shape=ellipse", "style=filled", f'fillcolor="{INPUT_FILL}"']
         elif op == "const":
             body = _const_text(np.asarray(d["params"]["value"]), max_const)
@@ -204,8 +286,7 @@ def to_dot(graph, forward=None, *, seeds=None, max_const: int = MAX_CONST,
                 text.append(aval)
             style = ["shape=note", f'fillcolor="{CONST_FILL}"', "color=gray40"]
         else:
-            params = format_params(d["params"])
-            text = [f"%{n} {op}" + (f" {params}" if params else ""), aval]
+            text = [head(graph, n, d, folded), aval]
             fill = ADJOINT_FILL if n in adjoint else FORWARD_FILL
             style = [f'fillcolor="{fill}"']
         if n in adjoint and op in ("input", "const"):  # a cotangent seed
@@ -216,12 +297,15 @@ def to_dot(graph, forward=None, *, seeds=None, max_const: int = MAX_CONST,
             text.append(d["src"])
         mine = {n, *(p for p in groups.get(n, ()) if p is not None)}
         if mine & outputs:
-            where = ", ".join(str(i) for i, o in enumerate(graph.outputs) if o in mine)
+            where = ", ".join(output_name(graph, i) for i, o in enumerate(graph.outputs)
+                              if o in mine)
             text[0] += f" (output {where})"
             style += ["peripheries=2", f'color="{OUTPUT_COLOR}"', "penwidth=1.5"]
         lines.append(f"  n{n} [label={_label(text)}, {', '.join(style)}];")
         args = d["args"]
         for pos, a in enumerate(args):
+            if a in folded:         # written into the label
+                continue
             if a in head_of:        # an output of a multi-output node
                 label = f"%{a}" + (f" ({pos})" if len(args) > 1 else "")
                 lines.append(f"  n{head_of[a]} -> n{n} [label={_label([label])}];")

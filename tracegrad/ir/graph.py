@@ -445,19 +445,21 @@ class Graph:
 
     def to_dot(self, forward: Graph | Iterable[int] | None = None, *,
                seeds: Iterable[int] | None = None, max_const: int | None = None,
-               legend: bool = True) -> str:
+               legend: bool = True, fold: int | None = None) -> str:
         """Graphviz DOT source (no Graphviz install needed for the text).
 
         The adjoint part of a derived graph is filled apart from the forward part;
         ``forward`` (the differentiated graph, or a set of forward node ids) or ``seeds``
         (cotangent seed node ids) say which part is which, else a structural rule does
         (see ``tracegrad/ir/dot.py``). Constants with more than ``max_const`` elements
-        (default 16) are drawn collapsed.
+        (default 16) are drawn collapsed; those with at most ``fold`` (default 4) get no
+        node of their own: their value is written into their users' labels.
         """
-        from .dot import MAX_CONST, to_dot
+        from .dot import FOLD_SIZE, MAX_CONST, to_dot
 
         return to_dot(self, forward, seeds=seeds, legend=legend,
-                      max_const=MAX_CONST if max_const is None else max_const)
+                      max_const=MAX_CONST if max_const is None else max_const,
+                      fold=FOLD_SIZE if fold is None else fold)
 
     def render(self, path: str | Path, format: str | None = None,  # noqa: A002
                engine: str = "graphviz", **to_dot_args: Any) -> Path:

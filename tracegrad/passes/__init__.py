@@ -3,7 +3,8 @@ from .adjoint import adjoint
 from .batch import batch
 from .cse import cse
 from .jvp import jvp
+from .optimize import optimize
 from .prune import prune
 from .simplify import simplify
 
-__all__ = ["adjoint", "batch", "jvp", "prune", "cse", "simplify"]
+__all__ = ["adjoint", "batch", "jvp", "prune", "cse", "simplify", "optimize"]

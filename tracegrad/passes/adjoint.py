@@ -104,7 +104,43 @@ def adjoint(graph: Graph, seeds=None, wrt=None) -> Graph:
             d = graph.node(n)
             ct = sweep.final.get(n)
             input_cts.append(ct if ct is not None else zeros(trace, d["shape"], d["dtype"]))
-        return finish(trace, [sweep.env[o] for o in graph.outputs] + input_cts)
+        result = finish(trace, [sweep.env[o] for o in graph.outputs] + input_cts)
+    mark_adjoint(result, sweep)
+    _carry_names(result, graph, sweep, graph.inputs if wrt is None else wrt)
+    return result
+
+
+def _carry_names(result: Graph, graph: Graph, sweep: _Sweep, wrt) -> None:
+    """The user's names (the node attribute ``name``: ``w``) on the replayed nodes, and
+    ``dw`` on the cotangent output of a node named ``w``."""
+    for n, t in sweep.env.items():
+        name = graph.node(n).get("name")
+        if name and not isinstance(t, tuple) and t._node in result:
+            result.node(t._node)["name"] = name
+    for o, n in zip(result.outputs[len(graph.outputs):], wrt):
+        name = graph.node(n).get("name")
+        if isinstance(name, str) and name and "name" not in result.node(o):
+            result.node(o)["name"] = "d" + name
+
+
+ADJOINT = "adjoint"     # the node attribute marking the adjoint (reverse-mode) part
+
+
+def mark_adjoint(result: Graph, sweep: _Sweep) -> None:
+    """Set ``ADJOINT`` on the nodes of ``result`` that are not the forward replay: the
+    cotangent seeds and what the VJP rules (and the zeros of missing cotangents) made.
+    Drawings colour them apart (``ir/dot.py``); passes keep the attribute on the nodes
+    they copy, and nothing computes with it."""
+    forward = set()
+    for t in sweep.env.values():
+        for v in (t if isinstance(t, tuple) else (t,)):
+            node = getattr(v, "_node", None)
+            if node is not None:
+                forward.add(node)
+    seeds = {t._node for t in sweep.seeds}
+    for n, d in result.items():
+        if n in seeds or (d.op != "input" and n not in forward):
+            d[ADJOINT] = True
 
 
 class Backward(NamedTuple):

@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 import keyword
 import linecache
+import re
 
 import numpy as np
 
@@ -38,15 +39,71 @@ _counter = itertools.count()
 
 
 class Compiled:
-    """A graph compiled to a Python function: ``fn(*inputs) -> list of outputs``."""
+    """A graph compiled to a Python function: ``fn(*inputs) -> list of outputs``.
+    ``source`` is the function's source; ``text()`` adds the constants and helpers it
+    reads, so that it reads on its own."""
 
-    def __init__(self, fn, source, filename):
+    def __init__(self, fn, source, filename, namespace=None):
         self.fn = fn
         self.source = source
         self.filename = filename
+        self.namespace = {} if namespace is None else namespace
 
     def __call__(self, *args):
         return self.fn(*args)
+
+    def text(self) -> str:
+        """``source`` followed by a definition of each global name it reads (``_c2 =
+        np.array([1.0, 2.0])``); large constants and internal helpers are described in a
+        comment instead."""
+        lines = []
+        for name in dict.fromkeys(re.findall(r"\b_[A-Za-z]\w*", self.source)):
+            if name in self.namespace:
+                lines.append(_definition(name, self.namespace[name]))
+        if not lines:
+            return self.source
+        return (self.source.rstrip("\n") + "\n\n\n# what it reads\nimport numpy as np\n\n"
+                + "\n".join(lines) + "\n")
+
+
+_SHOWN = 16     # constants with more elements are described, not written out
+
+
+def _definition(name, value) -> str:
+    """Python source defining global ``name`` of generated code, or a comment saying what
+    it is where its value has no short source."""
+    if isinstance(value, np.generic):
+        return f"{name} = np.{value.dtype.name}({value.item()!r})"
+    if isinstance(value, np.ndarray):
+        if value.size <= _SHOWN and value.dtype.kind in "biufc":
+            return (f"{name} = np.array({value.tolist()!r}, dtype=np.{value.dtype.name})"
+                    if value.ndim else f"{name} = np.{value.dtype.name}({value.item()!r})")
+        return f"# {name}: a {value.dtype.name} constant of shape {value.shape}"
+    if isinstance(value, np.ufunc):
+        return f"{name} = np.{value.__name__}"
+    owner = getattr(value, "__self__", None)
+    if isinstance(owner, np.ufunc):
+        return f"{name} = np.{owner.__name__}.{value.__name__}"
+    if name.startswith("_impl_") and name[6:] in REGISTRY and REGISTRY[name[6:]].impl is value:
+        return f"from tracegrad.ir import REGISTRY\n{name} = REGISTRY[{name[6:]!r}].impl"
+    if callable(value):
+        where = getattr(value, "__module__", None) or "tracegrad"
+        what = getattr(value, "__qualname__", type(value).__name__)
+        if what.isidentifier() and where.startswith("tracegrad") and \
+                all(part.isidentifier() for part in where.split(".")):
+            return f"from {where} import {what} as {name}"
+        return f"# {name}: {printable(what)} from {printable(where)}"
+    text = printable(repr(value))
+    return f"{name} = {text}" if len(text) <= 200 and _is_source(text) else \
+        f"# {name}: {printable(type(value).__name__)}"
+
+
+def _is_source(text) -> bool:
+    try:
+        compile(text, "<value>", "eval")
+    except SyntaxError:
+        return False
+    return "<" not in text
 
 
 def _literal(value):
@@ -310,4 +367,4 @@ def generate(graph: Graph, name="tracegrad_fn", bases=None) -> Compiled:
     # linecache keeps the source so tracebacks through generated code are readable
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     exec(compile(source, filename, "exec"), gen.globals)  # noqa: S102 - our own generated code
-    return Compiled(gen.globals[name], source, filename)
+    return Compiled(gen.globals[name], source, filename, gen.globals)

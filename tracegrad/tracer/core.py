@@ -1035,4 +1035,9 @@ class Tracer:
     def __tg_guard__(self, expected):
         self._trace.guard(self, expected)
 
+    def __tg_constant__(self):
+        """The value when this is a constant of a functional trace (no input reaches it),
+        else None: a derivative rule writes a constant exponent's plain form with it."""
+        return self._value if is_constant(self) else None
+
 _pytree._LEAVES.add(Tracer)     # flatten's fast path: a tracer is always a leaf

@@ -548,6 +548,7 @@ def grad(fun: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
         _, aux, grads = core(args, kwargs, user_src())
         return (grads, aux) if has_aux else grads
 
+    grad_fun._tg_grad_argnums = argnums     # names its outputs in tg.trace (dw)
     return grad_fun
 
 
@@ -917,7 +918,42 @@ def trace(fun: Callable[..., Any], *example_args: PyTree, **kwargs: Any) -> Grap
     if len(t.eval_args) != t.n_in:
         raise TraceError(f"tg.trace was called inside another transform on a function that "
                          f"closes over its traced values{_at(src)}")
-    return t.graph
+    graph = t.graph
+    _name_nodes(graph, fun, t)
+    return graph
+
+
+def _name_nodes(graph: Graph, fun, t: _Traced) -> None:
+    """The node attribute ``name`` (shown by drawings) on a traced graph's inputs, after
+    ``fun``'s parameters (``w``; ``params[1]`` for the leaves of a pytree argument), and
+    on the outputs of a ``tg.grad`` function (``dw``)."""
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        return
+    names, per_arg = [], []
+    for i, tree in enumerate(t.trees):
+        base = None
+        if i < len(params) and params[i].kind in (params[i].POSITIONAL_ONLY,
+                                                  params[i].POSITIONAL_OR_KEYWORD):
+            base = params[i].name
+        elif params and params[-1].kind == params[-1].VAR_POSITIONAL and i >= len(params) - 1:
+            base = f"{params[-1].name}[{i - len(params) + 1}]"
+        k = tree.num_leaves
+        leaf_names = [base if k == 1 or base is None else f"{base}[{j}]" for j in range(k)]
+        per_arg.append(leaf_names)
+        names.extend(leaf_names)
+    for n, name in zip(graph.inputs, names):
+        if name:
+            graph.node(n)["name"] = name
+    argnums = getattr(fun, "_tg_grad_argnums", None)
+    if argnums is None:
+        return
+    wrt = [argnums] if isinstance(argnums, int) else list(argnums)
+    grads = [name for a in wrt if 0 <= a < len(per_arg) for name in per_arg[a]]
+    for o, name in zip(graph.outputs, grads):
+        if name and "name" not in graph.node(o):
+            graph.node(o)["name"] = "d" + name
 
 
 def stop_gradient(x: T) -> T:

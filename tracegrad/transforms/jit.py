@@ -407,7 +407,7 @@ class Jitted(Generic[P]):
             raise TraceError(f"{self.__name__} draws random numbers with NumPy, so it is not "
                              f"compiled (it runs as plain NumPy on every call){_where()}")
         if self.backend == "numpy":
-            text = entry.compiled.source
+            text = entry.compiled.text()      # the source, then the constants it reads
         else:
             text = entry.compiled.as_text(*arrays)
         return Lowered(entry.graph, text)

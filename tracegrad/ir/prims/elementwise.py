@@ -166,9 +166,63 @@ def _pow_partials(out, x, y):
     return (np.where(zero_exp, 0.0, y1 * x ** (y1 - 1.0)), np.log(np.where(x == 0, 1.0, x)) * out)
 
 
-# an integer to a negative integer power raises in NumPy: the JAX lowering checks it
+def _known_exponent(y):
+    """The value of a constant exponent with no zero in it (a plain number or array, or a
+    traced constant whose type says so through ``__tg_constant__``), in the floating
+    dtype the guarded rule computes its partial in (``np.where(y == 0, 1.0, y)``'s); else
+    None (a traced exponent, or one holding a zero, takes the guarded rule)."""
+    if isinstance(y, (np.ndarray, np.generic, int, float, complex)):
+        value = np.asarray(y)
+    else:
+        hook = getattr(type(y), "__tg_constant__", None)
+        value = None if hook is None else hook(y)
+        if value is None:
+            return None
+        value = np.asarray(value)
+    if value.dtype.kind not in "iufc" or value.size == 0 or bool(np.any(value == 0)):
+        return None
+    return value.astype(np.result_type(value.dtype, 1.0))
+
+
+def _pow_dx(x, c):
+    """d(x**c)/dx for a known nonzero exponent ``c``: ``c * x ** (c - 1)``, the guarded
+    rule's value wherever ``c != 0`` (its guards only test ``c == 0``) in its dtype,
+    written plainly: 1 (None) for c = 1, ``c * x`` for c = 2."""
+    if c.size == 1 and c.reshape(-1)[0] == 1:
+        return None
+    if c.size == 1 and c.reshape(-1)[0] == 2:
+        return c * x
+    return c * x ** (c - 1.0)
+
+
+def _pow_vjp(g, out, x, y):
+    c = _known_exponent(y)
+    if c is None:
+        return tuple(g * d for d in _pow_partials(out, x, y))
+    d = _pow_dx(x, c)
+    # (a constant exponent gets no cotangent: the pass would drop it unused)
+    return (g if d is None else g * d, None)
+
+
+def _pow_jvp(tangents, out, x, y):
+    c = _known_exponent(y)
+    tx, ty = tangents
+    if c is None or ty is not None:
+        dx, dy = _pow_partials(out, x, y)
+        total = None if tx is None else tx * dx
+        if ty is not None:
+            total = ty * dy if total is None else total + ty * dy
+        return total
+    if tx is None:
+        return None
+    d = _pow_dx(x, c)
+    return tx if d is None else tx * d
+
+
+# an integer to a negative integer power raises in NumPy: the JAX lowering checks it.
+# A constant exponent (x ** 2) gets the plain rule (2 * x), a traced one the guarded rule.
 elementwise("pow", np.power, _pow_partials, jax=jax_numpy.power, complex=True,
-            spelling="{0} ** {1}").extra["jax_checks"] = (
+            spelling="{0} ** {1}", vjp=_pow_vjp, jvp=_pow_jvp).extra["jax_checks"] = (
     lambda node: np.dtype(node["dtype"]).kind in "iu")
 
 
