@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import tracegrad as tg
-from tracegrad import plans
+from tracegrad.autodiff import plans
 
 
 def fresh(transform, *args):

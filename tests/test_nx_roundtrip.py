@@ -651,3 +651,26 @@ def test_a_node_whose_extra_attributes_were_replaced():
     node = g.nx.nodes[g.outputs[0]]
     node._extra = Evil()
     _refused(g.nx, "extra attributes")
+
+
+def test_the_drawings_names_and_adjoint_marks_come_back():
+    # the tracer names inputs after the user's arguments and the adjoint pass marks its
+    # nodes; a networkx pass keeps them, and so does the graph read back
+    def loss(w, b):
+        return np.sum((w * np.arange(3.0) + b) ** 2)
+    g = tg.passes.adjoint(tg.trace(loss, 1.0, 0.0))
+    back = tg.Graph.from_nx(g.nx)
+    names = {n: d.get("name") for n, d in g.items() if d.get("name")}
+    marks = {n for n, d in g.items() if d.get("adjoint")}
+    assert names and marks
+    assert {n: d.get("name") for n, d in back.items() if d.get("name")} == names
+    assert {n for n, d in back.items() if d.get("adjoint")} == marks
+    view = g.nx.copy()
+    first = next(iter(names))
+    view.nodes[first]["name"] = 7
+    with pytest.raises(tg.TraceError, match="name must be a str"):
+        tg.Graph.from_nx(view)
+    view.nodes[first]["name"] = "w"
+    view.nodes[first]["adjoint"] = 1
+    with pytest.raises(tg.TraceError, match="adjoint must be a bool"):
+        tg.Graph.from_nx(view)

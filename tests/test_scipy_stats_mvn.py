@@ -88,6 +88,7 @@ def test_allow_singular_on_a_nonsingular_cov_is_the_ordinary_density():
 def test_a_nan_point_of_plain_values_gives_nan_as_scipy():
     # tracegrad.scipy.linalg checks finiteness as SciPy does; the density must not
     import scipy.stats as st
+
     from tracegrad.scipy import stats as ts
     x = np.array([[0.1, np.nan], [0.2, 0.3]])
     cov = np.array([[2.0, 0.3], [0.3, 1.0]])

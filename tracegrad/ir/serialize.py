@@ -631,6 +631,11 @@ _DTYPE_TYPES = tuple(type(np.dtype(n)) for n in sorted(_DTYPES))
 _REQUIRED = frozenset({"op", "shape", "dtype", "params"})
 _ALLOWED = frozenset({"op", "args", "shape", "dtype", "params", "src"})   # graph.FIELDS
 _GRAPH_ATTRS = frozenset({"outputs", "guards"})
+# What a drawing reads beside the IR (set by the tracer and the adjoint pass): the user's
+# name of an input or output (``w``, ``dw``) and the adjoint mark. Carried over to the
+# graph read back, each checked by its exact type; JSON does not hold them.
+_ANNOTATIONS = {"name": str, "adjoint": bool}
+_MAX_NAME = 200
 _type_name = type.__dict__["__name__"].__get__    # a class's own name, no metaclass code
 
 
@@ -649,7 +654,11 @@ def from_nx(g):
     loader does a document."""
     reader = _NxReader()
     doc = reader.nx_document(g, 0)
-    return from_document(doc, "networkx graph", short_outputs=True)
+    graph = from_document(doc, "networkx graph", short_outputs=True)
+    for n, notes in reader.annotations.items():
+        if n in graph:
+            graph.node(n).update(notes)
+    return graph
 
 
 class _NxReader:
@@ -658,6 +667,8 @@ class _NxReader:
 
         self.constant_bytes = 0
         self.Graph, self.Node = Graph, Node
+        self.annotations: dict = {}     # node of the outer graph -> its _ANNOTATIONS
+        self.depth = 0
 
     def fail(self, message):
         raise TraceError(f"invalid networkx graph: {message}")
@@ -748,6 +759,7 @@ class _NxReader:
                 self.fail("a guard is a (node, value) pair")
             guards.append({"node": self.int_(pair[0], "a guard's node"),
                            "value": self.guard_value(pair[1])})
+        self.depth = depth
         fields = {n: self.fields(n, a) for n, a in nodes}
         groups = self.groups(fields, operands, where)
         entries = []
@@ -779,22 +791,36 @@ class _NxReader:
     def key(self, k):
         return repr(k[:40]) if type(k) is str else _kind(k)
 
+    def annotation(self, n, key, value):
+        """A drawing's ``name`` or ``adjoint`` of node ``n``, checked by exact type."""
+        if type(value) is not _ANNOTATIONS[key]:
+            self.fail(f"node {n}'s {key} must be a {_ANNOTATIONS[key].__name__}, got "
+                      f"{_kind(value)}")
+        if key == "name" and (len(value) > _MAX_NAME or not value.isprintable()):
+            self.fail(f"node {n}'s name must be a short printable str")
+        if self.depth == 0:
+            self.annotations.setdefault(n, {})[key] = value
+
     def fields(self, n, attrs):
         """``(op, shape, dtype, params, src)`` of node ``n``, each still to be checked."""
         if type(attrs) is self.Node:
             extra = attrs._extra
             if extra is not None and type(extra) is not dict:
                 self.fail(f"node {n}'s extra attributes are {_kind(extra)}")
-            if extra:
-                self.fail(f"node {n} has an attribute {self.key(next(iter(extra)))} the IR "
-                          "does not hold (delete it)")
+            for k in extra or ():
+                if type(k) is not str or k not in _ANNOTATIONS:
+                    self.fail(f"node {n} has an attribute {self.key(k)} the IR does not hold "
+                              "(delete it)")
+                self.annotation(n, k, extra[k])
             return attrs.op, attrs.shape, attrs.dtype, attrs.params, attrs.src
         if type(attrs) is not dict:
             self.fail(f"node {n}'s attributes are {_kind(attrs)}")
         for k in attrs:
-            if type(k) is not str or k not in _ALLOWED:
+            if type(k) is str and k in _ANNOTATIONS:
+                self.annotation(n, k, attrs[k])
+            elif type(k) is not str or k not in _ALLOWED:
                 self.fail(f"node {n} has an attribute {self.key(k)} the IR does not hold "
-                          f"(it has {sorted(_ALLOWED)})")
+                          f"(it has {sorted(_ALLOWED)}, and {sorted(_ANNOTATIONS)})")
         missing = _REQUIRED - attrs.keys()
         if missing:
             self.fail(f"node {n} has no {sorted(missing)}")

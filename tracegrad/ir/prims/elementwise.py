@@ -64,8 +64,8 @@ def elementwise(name, ufunc, partials=None, jax_name=None, **rules):
     rules.setdefault("torch_name", default_torch_name(name))
     return register(name, ufunc, abstract=_broadcast_rule(ufunc), family="elementwise",
                     ufunc=ufunc, batch=batching.elementwise(name),
-                    aliasing="fresh", reducer=None, zeros=rules.pop("zeros", None),
-                    foldable=True, cost=per_output_element, jax_casts="ufunc", **rules)
+                    zeros=rules.pop("zeros", None),
+                    **rules)
 
 
 def elementwise_facts(name, **facts):
