@@ -28,9 +28,9 @@ import functools
 
 import numpy as np
 
+from ..ir.evaluate import call
 from ..ir.registry import apply
 from ..ir.registry import register as _register
-from ..runtime.interpreter import call_graph
 from ..runtime.jax_backend import graph_function, import_jax
 from .subgraph import (
     adjoint_of,
@@ -56,7 +56,7 @@ def _zeros(graph, n, lead=()):
 
 
 def _call(graph, args):
-    return call_graph(graph, list(args))
+    return call(graph, list(args))
 
 
 # -- scan -------------------------------------------------------------------------------------

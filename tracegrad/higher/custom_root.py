@@ -23,8 +23,8 @@ when the node is made, so a graph holding one is saved and loaded like any other
 import numpy as np
 
 from ..ir import schema
+from ..ir.evaluate import call
 from ..ir.registry import register
-from ..runtime.interpreter import call_graph
 from .subgraph import adjoint_of, avals_of, tangent_graph, zero_tangents
 
 
@@ -56,9 +56,9 @@ def _vjp(gs, outs, *operands, f, solve, solve_t, n_x):
     x_avals = avals_of(f, f.inputs[:n_x])
     cts = [_zeros_like(a) if g is None else g for g, a in zip(gs, x_avals)]
     # Jᵀ w = ḡ, then the constants' cotangent -(∂f/∂θ)ᵀ w
-    w = call_graph(solve_t, [*outs, *consts, *cts, *cap_t])
+    w = call(solve_t, [*outs, *consts, *cts, *cap_t])
     adj = adjoint_of(f, tuple(range(len(f.outputs))))
-    res = call_graph(adj, [*outs, *consts, *w])
+    res = call(adj, [*outs, *consts, *w])
     n_f = len(f.outputs)
     ct_consts = tuple(-ct for ct in res[n_f + n_x:])
     return (None,) * n_x + ct_consts + (None,) * (len(operands) - n_x - len(consts))
@@ -72,10 +72,10 @@ def _jvp(tangents, outs, *operands, f, solve, solve_t, n_x):
         return tuple(_zeros_like(a) for a in x_avals)
     # ∂f/∂θ θ̇ at the root, then J ẋ = -(that)
     jf = tangent_graph(f)
-    res = call_graph(jf, [*outs, *consts, *[_zeros_like(a) for a in x_avals],
+    res = call(jf, [*outs, *consts, *[_zeros_like(a) for a in x_avals],
                           *zero_tangents(consts, t_consts)])
     rhs = res[len(f.outputs):]
-    v = call_graph(solve, [*outs, *consts, *rhs, *cap_s])
+    v = call(solve, [*outs, *consts, *rhs, *cap_s])
     return tuple(-t for t in v)
 
 

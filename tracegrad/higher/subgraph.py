@@ -21,13 +21,13 @@ import weakref
 import numpy as np
 
 from ..errors import TraceError
+from ..ir.evaluate import call
 from ..ir.registry import Aval
 from ..ir.registry import register as _register
 from ..passes.adjoint import adjoint
 from ..passes.jvp import jvp
 from ..passes.prune import prune
 from ..runtime.codegen import generate
-from ..runtime.interpreter import call_graph
 from ..runtime.jax_backend import graph_function, import_jax
 from ..tracer import Tracer, new_trace
 
@@ -114,12 +114,12 @@ def _remat_abstract(*avals, graph):
 
 def _remat_vjp(gs, outs, *operands, graph):
     seeds = seeded(gs)
-    cts = call_graph(adjoint_of(graph, seeds), list(operands) + [gs[i] for i in seeds])
+    cts = call(adjoint_of(graph, seeds), list(operands) + [gs[i] for i in seeds])
     return tuple(cts[len(graph.outputs):])
 
 
 def _remat_jvp(tangents, outs, *operands, graph):
-    res = call_graph(tangent_graph(graph), list(operands) + zero_tangents(operands, tangents))
+    res = call(tangent_graph(graph), list(operands) + zero_tangents(operands, tangents))
     return tuple(res[len(graph.outputs):])
 
 

@@ -37,11 +37,11 @@ import math
 import numpy as np
 
 from ..ir import schema
+from ..ir.evaluate import call
 from ..ir.registry import apply, register
 from ..passes.adjoint import adjoint
 from ..passes.jvp import jvp
 from ..passes.prune import prune
-from ..runtime.interpreter import call_graph
 from ..runtime.jax_backend import import_jax
 from .subgraph import avals_of, compiled, derived, seeded, trace_graph, zero_tangents
 
@@ -129,7 +129,7 @@ def _impl(*operands, cond, body, n_carry, n_cond, chain, select):
     # only what the outputs need (an adjoint graph also gives the function's own outputs)
     needed = derived(graph, ("select", select),
                      lambda g: prune(g, outputs=[g.outputs[i] for i in select]))
-    return tuple(call_graph(needed, [np.asarray(o) for o in operands]))
+    return tuple(call(needed, [np.asarray(o) for o in operands]))
 
 
 def _abstract(*avals, cond, body, n_carry, n_cond, chain, select):

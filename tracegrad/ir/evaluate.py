@@ -11,7 +11,7 @@ Its users: the NumPy interpreter (``runtime.interpreter.run``, which adds droppi
 values and the ownership of outputs), the tracer's ``replay`` (inlining a graph into a
 trace, which the passes build on), the eager front end's backward pass, the batching
 pass (``passes.batch``, on values whose ``__tg_bind__`` applies batching rules) and
-``call`` (``Graph.__call__``, ``runtime.call_graph``). The code generator and the JAX
+``call`` (``Graph.__call__``, and every rule that runs a sub-graph). The code generator and the JAX
 lowering emit the same walk as code.
 """
 from __future__ import annotations
@@ -143,7 +143,7 @@ def check_args(graph: Graph, args):
 def call(graph: Graph, args) -> list:
     """``graph``'s outputs on ``args``: inlined into the active trace when an argument's
     type replays graphs (``__tg_replay__``: a tracer), else run on NumPy, the outputs the
-    caller's own arrays (``aliasing``). ``Graph.__call__`` and ``runtime.call_graph``."""
+    caller's own arrays (``aliasing``). ``Graph.__call__`` and the higher-order rules."""
     check_args(graph, args)
     for a in args:
         replay = getattr(type(a), "__tg_replay__", None)

@@ -1,4 +1,4 @@
 """Runtimes that execute graphs: the NumPy interpreter (the reference)."""
-from .interpreter import call_graph, run, run_each
+from .interpreter import run, run_each
 
-__all__ = ["call_graph", "run", "run_each"]
+__all__ = ["run", "run_each"]

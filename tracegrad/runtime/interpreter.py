@@ -6,9 +6,9 @@ every intermediate; the outputs are the caller's own arrays (``ir.aliasing``).
 """
 from ..ir import Graph
 from ..ir.aliasing import owned_outputs
-from ..ir.evaluate import call, check_args, evaluate, last_uses
+from ..ir.evaluate import check_args, evaluate, last_uses
 
-__all__ = ["run", "run_each", "call_graph", "check_args", "owned_outputs"]
+__all__ = ["run", "run_each", "check_args", "owned_outputs"]
 
 
 def run(graph: Graph, args, env=None, observe=None, bases=None):
@@ -36,7 +36,3 @@ def run_each(graph: Graph, args, last_values):
                                  list(args) + [last_values[0]])))
     return [run(graph, [], env={**fixed, seed: value}) for value in last_values]
 
-
-def call_graph(graph: Graph, args):
-    """Run ``graph``: on NumPy, or inlined into the active trace if ``args`` are traced."""
-    return call(graph, args)

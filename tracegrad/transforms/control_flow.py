@@ -279,7 +279,7 @@ def _print_while(cond_graph, printing, records, leaves, cond_consts, body_consts
     giving the printed values too) and keeps the lines of every step; its result, a token
     for them, is printed as a print of its own, so they come in program order, where the
     function runs (every call under tg.jit)."""
-    from ..runtime.interpreter import call_graph
+    from ..ir.evaluate import call
     from . import debug
     from .pure_callback import ShapeDtypeStruct, pure_callback
     n, n_cond = len(leaves), len(cond_consts)
@@ -288,8 +288,8 @@ def _print_while(cond_graph, printing, records, leaves, cond_consts, body_consts
         if debug.EFFECTS.get() is not None:      # tg.jit tracing: it prints when it runs
             return np.zeros((), np.int64)
         carry, consts, lines = list(arrays[:n]), list(arrays[n + n_cond:]), []
-        while bool(call_graph(cond_graph, carry + list(arrays[n:n + n_cond]))[0]):
-            res = call_graph(printing, carry + consts)
+        while bool(call(cond_graph, carry + list(arrays[n:n + n_cond]))[0]):
+            res = call(printing, carry + consts)
             debug.emit_all(records, res[n:], lines)
             carry = [np.asarray(r) for r in res[:n]]
         return np.asarray(debug.hold(lines), np.int64)
@@ -363,13 +363,13 @@ def cond(pred: Any, true_fun: Callable[..., PyTree], false_fun: Callable[..., Py
     n = len(leaves)
     # both branches take (*operands, *true's captured values, *false's captured values)
     all_avals = avals + [_aval(c) for c in ct] + [_aval(c) for c in cf]
-    from ..runtime.interpreter import call_graph
+    from ..ir.evaluate import call
 
     def run_true(ins):
-        return list(call_graph(gt, ins[:n + len(ct)])) + [np.zeros(s, d) for s, d in ef]
+        return list(call(gt, ins[:n + len(ct)])) + [np.zeros(s, d) for s, d in ef]
 
     def run_false(ins):
-        res = list(call_graph(gf, ins[:n] + ins[n + len(ct):]))
+        res = list(call(gf, ins[:n] + ins[n + len(ct):]))
         return res[:mf] + [np.zeros(s, d) for s, d in et] + res[mf:]
 
     true_graph, _, _ = _trace(run_true, all_avals, "cond")

@@ -32,7 +32,7 @@ from .._typing import PyTree
 from ..errors import TraceError
 from ..higher.subgraph import adjoint_of, tangent_graph
 from ..ir import apply
-from ..runtime.interpreter import call_graph
+from ..ir.evaluate import call
 from ..tracer import Tracer, flatten, unflatten, where
 from .control_flow import _arrays, _aval, _trace
 from .derivatives import stop_gradient
@@ -79,9 +79,9 @@ def _solve_graph(f_graph, tree, avals, c_avals, tangent_solve, transpose, who):
             v_leaves = [t if isinstance(t, Tracer) else np.asarray(t, a.dtype)
                         for t, a in zip(v_leaves, avals)]
             if transpose:
-                out = call_graph(lin, [*x, *consts, *v_leaves])[n_f:n_f + n_x]
+                out = call(lin, [*x, *consts, *v_leaves])[n_f:n_f + n_x]
             else:
-                out = call_graph(lin, [*x, *consts, *v_leaves, *zeros_c])[n_f:]
+                out = call(lin, [*x, *consts, *v_leaves, *zeros_c])[n_f:]
             return unflatten(tree, out)
 
         out = tangent_solve(g, unflatten(tree, rhs))

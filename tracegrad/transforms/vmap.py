@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import TraceError
+from ..ir.evaluate import call
 from ..passes.batch import batch
-from ..runtime.interpreter import call_graph
 from ..tracer import Tracer, flatten, sync, unflatten, user_src, where
 from ..tracer.core import BATCHING, current_trace
 from ..tracer.pytree import flatten_up_to
@@ -183,7 +183,7 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callab
         captured = traced.eval_args[traced.n_in:]
         positions = [k for k, ax in enumerate(leaf_axes) if ax is not None]
         batched = batch(graph, positions, size)
-        outs = call_graph(batched, list(moved) + list(captured))
+        outs = call(batched, list(moved) + list(captured))
         if sinks[-1].records:
             deps = _depends_on(graph, positions)[n_out:]
             unbatched = [(0,)] * len(deps)
