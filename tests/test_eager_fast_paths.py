@@ -22,7 +22,7 @@ from conftest import bounded
 from test_eager_autograd import Cube
 
 import tracegrad as tg
-from tracegrad.eager import ops
+from tracegrad.eager import arithmetic as ops
 from tracegrad.eager.tape import TAPE
 
 DTYPES = ["bool", "uint8", "int8", "int32", "int64", "float16", "float32", "float64",

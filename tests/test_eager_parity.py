@@ -37,7 +37,7 @@ from test_eager_nn_torch import FUNCTIONAL_COVERED
 
 import tracegrad.eager as te
 import tracegrad.eager.nn.functional as TF
-from tracegrad.eager.ops import _UNARY
+from tracegrad.eager.arithmetic import _UNARY
 
 torch = pytest.importorskip("torch")
 import torch.nn.functional as F  # noqa: E402

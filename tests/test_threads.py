@@ -149,7 +149,8 @@ def test_a_trace_ending_in_one_thread_leaves_another_threads_trace_alone():
 def test_the_eager_default_dtype_and_test_switches_are_per_thread():
     # one thread sets torch's default dtype (and turns the eager fast paths off) while
     # another computes: the other thread's dtypes and values stay what they were
-    from tracegrad.eager import engine, ops
+    from tracegrad.eager import arithmetic as ops
+    from tracegrad.eager import engine
     set_done, other_done = threading.Event(), threading.Event()
     seen = {}
 

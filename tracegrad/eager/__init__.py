@@ -2,9 +2,15 @@
 ``tg.nn``, ``tg.optim``, recorded on the same IR the transforms use."""
 from typing import TYPE_CHECKING, Any
 
-from . import ops as _ops  # noqa: F401  (installs the tensor operations)
+from . import arithmetic as _arithmetic  # noqa: F401  (the tensor operations install
+from . import conversion as _conversion  # noqa: F401  themselves on Tensor, by concern)
+from . import functions as _functions  # noqa: F401
+from . import inplace as _inplace  # noqa: F401
+from . import reductions as _reductions  # noqa: F401
+from . import shapes as _shapes  # noqa: F401
 from . import tensor_methods as _methods  # noqa: F401  (sort, topk, isnan, scatter, ...)
 from . import views as _views  # noqa: F401  (select, unfold, as_strided, view_as_real, ...)
+from .conversion import public_result_type as result_type
 from .creation import (
     BoolTensor,
     ByteTensor,
@@ -56,10 +62,9 @@ from .creation import (
     zeros_like,
 )
 from .device import accelerator, backends, cuda, device, get_default_device, set_default_device
+from .functions import FUNCTIONS
 from .generator import Generator
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
-from .ops import FUNCTIONS
-from .ops import public_result_type as result_type
 from .promotion import can_cast
 from .promotion import public_promote_types as promote_types
 from .serialization import load, save

@@ -4,6 +4,7 @@ import numpy as np
 from ..ir import apply
 from ..tracer import Tracer, coerce
 from ..tracer.indexing import normalize
+from .tape import TAPE, EagerTracer, Version
 
 
 def is_basic(key):
@@ -31,3 +32,15 @@ def index_update(x, key, v):
     y = np.array(x, copy=True)
     y[key] = v
     return y
+
+
+def operand_key(x, key):
+    """On the tape, integer index arrays that come from data (targets, sampled indices)
+    are operands of the node rather than constants in its params, so the backward plan of
+    the next batch is the same plan."""
+    if not isinstance(x, EagerTracer):
+        return key
+    items = key if isinstance(key, tuple) else (key,)
+    out = tuple(TAPE.input(k, Version()) if isinstance(k, np.ndarray) and k.dtype.kind in "iu"
+                and k.size > 1 else k for k in items)
+    return out if isinstance(key, tuple) else out[0]

@@ -16,17 +16,12 @@ import numpy as np
 from ..ir import apply
 from ..tracer import Tracer, coerce
 from ..tracer.indexing import normalize
+from .arithmetic import _as_tensor, _check_broadcast, _elementwise, _err
 from .dispatch import call
-from .ops import (
-    FUNCTIONS,
-    _as_tensor,
-    _check_broadcast,
-    _elementwise,
-    _err,
-    _operand_key,
-    _scalar_dim,
-    _sizes,
-)
+from .functions import FUNCTIONS
+from .indexing import operand_key as _operand_key
+from .reductions import _scalar_dim
+from .shapes import _sizes
 from .tensor import Tensor, _scalar_name, default_dtype
 
 SortResult = namedtuple("sort", ["values", "indices"])

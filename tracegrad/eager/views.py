@@ -12,8 +12,9 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided as _np_as_strided
 
 from . import aliasing
+from .arithmetic import _as_tensor, _err
 from .dispatch import call
-from .ops import FUNCTIONS, _as_tensor, _err
+from .functions import FUNCTIONS
 from .tape import EagerTracer
 from .tensor import Tensor, _scalar_name
 

@@ -218,7 +218,7 @@ def _onehot(out, j):
 
 
 def _stack(rows, shape):
-    from ..ops import FUNCTIONS
+    from ..functions import FUNCTIONS
     if not rows:
         raise RuntimeError("stack expects a non-empty TensorList")
     return FUNCTIONS["stack"](rows).view(shape)
@@ -326,7 +326,7 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
 def _one_tensor_per_input(blocks):
     """PyTorch's vectorized Jacobian is one tensor per input, split into the blocks of the
     outputs: the blocks of an input are connected to the inputs if any of them is."""
-    from ..ops import FUNCTIONS
+    from ..functions import FUNCTIONS
     cols = []
     for col in zip(*blocks):
         if any(b.requires_grad for b in col):

@@ -16,7 +16,7 @@ import numpy as np
 from ...ir import apply
 from ..creation import generator
 from ..dispatch import call
-from ..ops import _operand_key
+from ..indexing import operand_key as _operand_key
 from ..tape import EagerTracer
 from ..tensor import Tensor, _private_copy
 from .losses import (  # noqa: F401  (part of tg.nn.functional)

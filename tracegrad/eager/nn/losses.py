@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 
 from ..dispatch import call
-from ..ops import _operand_key
+from ..indexing import operand_key as _operand_key
 from ..promotion import promote_types
 from ..tensor import Tensor, _scalar_name
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from ..creation import empty, zeros
-from ..ops import cat, stack
+from ..functions import cat, stack
 from . import functional as F
 from . import init
 from .modules import Module, Parameter

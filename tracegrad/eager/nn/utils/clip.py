@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from ...grad_mode import no_grad
-from ...ops import cat
+from ...functions import cat
 from ...tensor import Tensor
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "get_total_norm", "parameters_to_vector",

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ...creation import full
-from ...ops import cat, stack
+from ...functions import cat, stack
 
 __all__ = ["pad_sequence", "unpad_sequence"]
 

@@ -13,7 +13,7 @@ import copy
 import numpy as np
 
 from ...creation import tensor
-from ...ops import stack
+from ...functions import stack
 from ...promotion import promote_types
 from ...tensor import Tensor, default_dtype
 

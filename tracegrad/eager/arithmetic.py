@@ -1,0 +1,758 @@
+"""Tensor arithmetic: binary and unary operations, comparisons, powers, products,
+``clamp``, ``maximum``/``minimum``; the fast path of a binary operation.
+
+Each operation is NumPy code handed to ``dispatch.call`` with PyTorch's name for its
+backward node; composite ones (``sigmoid``, ``logsumexp``, ``std``) are several primitives
+on the tape under one ``grad_fn`` name, as PyTorch shows them.
+"""
+from __future__ import annotations
+
+import builtins
+import contextvars
+from collections import namedtuple
+
+import numpy as np
+
+from ..ir import apply
+from ..tracer import Tracer
+from ..tracer import user_src as _user_src
+from ..tracer import where as _at_user_line
+from ..tracer.numpy_api import DIRECT as _DIRECT
+from . import dispatch as _dispatch
+from .dispatch import call
+from .grad_mode import is_grad_enabled as _grad_enabled
+from .profiler import current as _profiling
+from .promotion import cast, category, promoted, result_type
+from .tape import TAPE, EagerTracer
+from .tensor import Tensor, _scalar_name, default_dtype
+
+MinMax = namedtuple("MinMax", ["values", "indices"])
+
+
+def _err(message):
+    """PyTorch's wording, and the user's line it happened at."""
+    return RuntimeError(message + _at_user_line())
+
+
+def _as_tensor(x):
+    return x if isinstance(x, Tensor) else Tensor._plain(np.asarray(x))
+
+
+def _shape(x):
+    return tuple(x.shape) if isinstance(x, Tensor) else np.shape(x)
+
+
+def _check_broadcast(a, b):
+    ta, tb = type(a), type(b)
+    if tb in _NUMBERS or ta in _NUMBERS:
+        return
+    if ta is Tensor and tb is Tensor and type(a._data) is np.ndarray and \
+            type(b._data) is np.ndarray:
+        sa, sb = a._data.shape, b._data.shape
+    else:
+        sa, sb = _shape(a), _shape(b)
+    if sa == sb:
+        return
+    n = builtins.max(len(sa), len(sb))
+    pa, pb = (1,) * (n - len(sa)) + tuple(sa), (1,) * (n - len(sb)) + tuple(sb)
+    for i in range(n - 1, -1, -1):
+        if pa[i] != pb[i] and pa[i] != 1 and pb[i] != 1:
+            raise _err(f"The size of tensor a ({pa[i]}) must match the size of tensor b "
+                               f"({pb[i]}) at non-singleton dimension {i}")
+
+
+def _elementwise(fn, *operands, name=None):
+    """``fn`` on the operands converted to PyTorch's result dtype (see promotion.py)."""
+    if len(operands) == 2 and FAST.get():
+        out = _fast_binary(fn, operands[0], operands[1], name)
+        if out is not None:
+            return out
+    dtype = result_type(*operands, default_float=default_dtype())
+    if fn is _true_divide and category(dtype) < category(np.float32):
+        dtype = default_dtype()             # integer division gives the default float
+    return call(promoted(fn, dtype), *operands, name=name)
+
+
+# -- the fast path of a binary elementwise operation --------------------------------------
+# Most operations of a training step are one of these on a concrete tensor (or one the
+# tape recorded) and a tensor or a Python number. ``_fast_binary`` takes the same steps as
+# ``_elementwise`` + ``dispatch.call`` for them, without the generic walks over operands:
+# the result dtype is looked up by what promotion reads of each operand (its dtype and
+# whether it is 0-d, or the Python number's type). ``FAST.set(False)`` turns it off in the
+# calling thread (the differential test compares both paths).
+FAST: contextvars.ContextVar = contextvars.ContextVar("tracegrad_eager_fast_paths", default=True)
+_RESULT_TYPES: dict = {}
+_NUMBERS = frozenset({int, float, bool})
+
+
+def _fast_binary(fn, a, b, name, check=False):
+    """``check``: the shapes are not checked yet (``_check_broadcast``)."""
+    ta, tb = type(a), type(b)
+    if ta is Tensor:
+        va, tr = a._data, a._tracer
+        if type(va) is not np.ndarray or (tr is not None and type(tr) is not EagerTracer):
+            return None
+        ka, ga = (va.dtype, va.ndim == 0), tr is not None or a._requires_grad
+    elif ta in _NUMBERS:
+        va, ka, ga = a, ta, False
+    else:
+        return None
+    if tb is Tensor:
+        vb, tr = b._data, b._tracer
+        if type(vb) is not np.ndarray or (tr is not None and type(tr) is not EagerTracer):
+            return None
+        kb, gb = (vb.dtype, vb.ndim == 0), tr is not None or b._requires_grad
+    elif tb in _NUMBERS:
+        vb, kb, gb = b, tb, False
+    else:
+        return None
+    if _profiling() is not None:
+        return None
+    if check and ta is Tensor and tb is Tensor and va.shape != vb.shape:
+        _check_broadcast(a, b)
+    default = default_dtype()
+    key = (ka, kb, default, fn is _true_divide)
+    dtype = _RESULT_TYPES.get(key)
+    if dtype is None:
+        dtype = result_type(a, b, default_float=default)
+        if fn is _true_divide and category(dtype) < category(np.float32):
+            dtype = default
+        _RESULT_TYPES[key] = dtype
+    if (ga or gb) and _grad_enabled():
+        return _record_binary(fn, a, b, ta is Tensor, tb is Tensor, dtype, name)
+    out = fn(va if ta is not Tensor or va.dtype == dtype else va.astype(dtype),
+             vb if tb is not Tensor or vb.dtype == dtype else vb.astype(dtype))
+    if type(out) is np.ndarray and out.base is None and out is not va and out is not vb:
+        return Tensor._plain(out)       # a new array of its own: what _owned + _wrap give
+    return _dispatch._wrap(_dispatch._owned(out, [va, vb]), Tensor, None, None, None)
+
+
+def _promotion_key(x):
+    t = type(x)
+    if t is Tensor:
+        v = x._data
+        return (v.dtype, v.ndim == 0) if type(v) is np.ndarray else None
+    return t if t in _NUMBERS else None
+
+
+def _cached_result_type(a, b):
+    """``result_type(a, b)``, looked up in ``_fast_binary``'s table when it can be."""
+    ka, kb = _promotion_key(a), _promotion_key(b)
+    default = default_dtype()
+    if ka is None or kb is None:
+        return result_type(a, b, default_float=default)
+    key = (ka, kb, default, False)
+    dtype = _RESULT_TYPES.get(key)
+    if dtype is None:
+        dtype = _RESULT_TYPES[key] = result_type(a, b, default_float=default)
+    return dtype
+
+
+def _record_binary(fn, a, b, a_tensor, b_tensor, dtype, name):
+    """``_fast_binary`` when an operand requires grad: ``dispatch._call``'s recording."""
+    if a_tensor and b_tensor:
+        prim = _ONE_PRIMITIVE.get(fn)
+        if prim is not None:
+            # (tape tracers: _fast_binary took only concrete or taped tensors)
+            ia, ib = a._traced(), b._traced()
+            if ia._dtype == dtype and ib._dtype == dtype and ia._view is None and \
+                    ib._view is None and ia._weak is None and ib._weak is None and \
+                    dtype.kind in "fc":
+                # two tensors of the result's floating dtype: one node, whose edges are its
+                # parents (what the steps below come to for them)
+                src = TAPE.src
+                out = TAPE.add2(prim, ia, ib, src if src is not None else _user_src(3))
+                out._handle._name = name
+                return Tensor._recorded(out)
+    outer = TAPE.src
+    if outer is None:
+        TAPE.src = _user_src(3)     # (above _fast_binary and the operation that called it)
+    try:
+        ia = a._traced() if a_tensor else a
+        ib = b._traced() if b_tensor else b
+        ca = ia if not a_tensor or ia._dtype == dtype else cast(ia, dtype)
+        cb = ib if not b_tensor or ib._dtype == dtype else cast(ib, dtype)
+        prim = _ONE_PRIMITIVE.get(fn)
+        if prim is not None and (type(ca) is EagerTracer and ca._weak is None or (
+                type(ca) is float or type(ca) is int)) and (
+                type(cb) is EagerTracer and cb._weak is None or (
+                type(cb) is float or type(cb) is int)):
+            out = TAPE.add(prim, (ca, cb), {})  # what fn(ca, cb) comes to on the tape
+            direct = ca is ia and cb is ib and a_tensor and b_tensor
+        else:
+            out = fn(ca, cb)
+            direct = False
+    finally:
+        TAPE.src = outer
+    ins = (ia, ib)
+    if type(out) is EagerTracer:
+        v = out._value
+        if not (type(v) is np.ndarray and v.base is None and (
+                not a_tensor or v is not ia._value) and (not b_tensor or v is not ib._value)):
+            out = _dispatch._owned(out, [i._value for i in ins if isinstance(i, EagerTracer)])
+        if name is None or out is ia or out is ib or out._dtype.kind not in "fc":
+            return _dispatch._from_tracer(out, Tensor, name, ins, None)
+        # _from_tracer's steps for a new node
+        handle = out._handle
+        handle._name = name
+        if not (direct and ia._dtype.kind in "fc" and ib._dtype.kind in "fc"):
+            # (else the node's parents are the operands: those are its edges)
+            inputs = _dispatch.edges(name, ins)
+            if inputs != handle._parents:
+                handle._inputs = inputs
+        return Tensor._recorded(out)
+    out = _dispatch._owned(out, [i._value for i in ins if isinstance(i, EagerTracer)])
+    return _dispatch._wrap(out, Tensor, name, ins, None)
+
+
+def _binary(fn, name):
+    def op(self, other):
+        if FAST.get():
+            out = _fast_binary(fn, self, other, name, check=True)
+            if out is not None:
+                return out
+        _check_broadcast(self, other)
+        return _elementwise(fn, self, other, name=name)
+
+    def rop(self, other):
+        _check_broadcast(other, self)
+        return _elementwise(fn, other, self, name=name)
+    return op, rop
+
+
+def _true_divide(a, b):
+    return np.true_divide(a, b)
+
+
+# the operations that are one primitive on tape tracers (EagerTracer.__array_ufunc__)
+_ONE_PRIMITIVE = {np.add: _DIRECT[np.add], np.subtract: _DIRECT[np.subtract],
+                  np.multiply: _DIRECT[np.multiply], _true_divide: _DIRECT[np.true_divide],
+                  np.power: _DIRECT[np.power]}
+
+
+def _is_bool(x):
+    if type(x) is Tensor and type(x._data) is np.ndarray:
+        return x._data.dtype.kind == "b"
+    return (x.dtype == np.bool_) if isinstance(x, Tensor) else isinstance(x, (bool, np.bool_))
+
+
+def _subtract(a, b):
+    if _is_bool(a) or _is_bool(b):
+        raise _err("Subtraction, the `-` operator, with a bool tensor is not supported. If you "
+                   "are trying to invert a mask, use the `~` or `logical_not()` operator "
+                   "instead.")
+    return _elementwise(np.subtract, a, b, name="SubBackward0")
+
+
+def _sub_op(self, other):
+    if FAST.get() and not _is_bool(self) and not _is_bool(other):
+        out = _fast_binary(np.subtract, self, other, "SubBackward0", check=True)
+        if out is not None:
+            return out
+    _check_broadcast(self, other)
+    return _subtract(self, other)
+
+
+def _rsub_op(self, other):
+    _check_broadcast(other, self)
+    if _is_bool(self) or _is_bool(other):
+        return _subtract(other, self)
+    return _elementwise(lambda x, o: o - x, self, other, name="RsubBackward1")
+
+
+def _commuted(fn, name):
+    """``other + self``: PyTorch records it as ``self + other`` (its edges in that order)."""
+    op, _ = _binary(fn, name)
+    return op, op
+
+
+def _rtruediv(self, other):
+    # PyTorch computes ``number / t`` as ``reciprocal(t) * number``: the same rounding
+    _check_broadcast(other, self)
+    return self.reciprocal() * other
+
+
+def _bitwise(logical, bitwise, what):
+    def fn(a, b):
+        _check_broadcast(a, b)
+        for x in (a, b):
+            if isinstance(x, Tensor) and x.dtype.kind in "fc" or isinstance(x, float):
+                kind = "Float" if isinstance(x, Tensor) and x.dtype == np.float32 else "Double"
+                raise NotImplementedError(f'"{what}_cpu" not implemented for \'{kind}\'')
+        return _elementwise(logical if _is_bool(a) and _is_bool(b) else bitwise, a, b)
+    return (lambda self, other: fn(self, other)), (lambda self, other: fn(other, self))
+
+
+def _remainder(self, other):
+    _check_broadcast(self, other)
+    return _elementwise(np.remainder, self, other, name="RemainderBackward1"
+                        if isinstance(other, Tensor) else "RemainderBackward0")
+
+
+Tensor.__add__, Tensor.__radd__ = _commuted(np.add, "AddBackward0")
+Tensor.__sub__, Tensor.__rsub__ = _sub_op, _rsub_op
+Tensor.__mul__, Tensor.__rmul__ = _commuted(np.multiply, "MulBackward0")
+Tensor.__truediv__, _ = _binary(_true_divide, "DivBackward0")
+Tensor.__rtruediv__ = _rtruediv
+def _no_kernel(kernel, dtype, kinds):
+    """PyTorch's error for an operation with no kernel for ``dtype`` (kinds ``b``/``c``)."""
+    if np.dtype(dtype).kind in kinds:
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_scalar_name(dtype)}\'')
+
+
+def _integer_division(op):
+    """An integer division by zero raises, as in PyTorch (NumPy gives 0 and a warning)."""
+    def checked(self, other):
+        a, b = (self, other) if op.__name__.startswith("__") else (other, self)
+        dtype = result_type(a, b, default_float=default_dtype())
+        _no_kernel("div_floor_cpu" if "floordiv" in op.__name__ or op.__name__ == "rf"
+                   else "remainder_cpu", dtype, "bc")
+        divisor = b._data if isinstance(b, Tensor) else np.asarray(b)
+        if category(dtype) == category(np.int64) and divisor is not None and \
+                np.any(divisor == 0):
+            raise _err("ZeroDivisionError")
+        return op(self, other)
+    return checked
+
+
+_fdiv, _rfdiv = _binary(np.floor_divide, "FloorDivideBackward0")
+_fdiv.__name__, _rfdiv.__name__ = "__floordiv__", "rf"
+_rmod = _binary(np.remainder, "RemainderBackward1")[1]
+_rmod.__name__ = "rm"
+_remainder.__name__ = "__mod__"
+Tensor.__floordiv__, Tensor.__rfloordiv__ = _integer_division(_fdiv), _integer_division(_rfdiv)
+Tensor.__mod__, Tensor.__rmod__ = _integer_division(_remainder), _integer_division(_rmod)
+Tensor.floor_divide = lambda self, other: self // other
+Tensor.remainder = lambda self, other: self % other
+
+
+def _fmod(a, b):
+    """``np.fmod``'s value with PyTorch's derivative: 1 for ``a``, ``-trunc(a / b)`` for
+    ``b`` (the value taken exactly from ``np.fmod``, the derivative from ``a - b * q``)."""
+    if not isinstance(a, Tracer) and not isinstance(b, Tracer):
+        return np.fmod(a, b)
+    if np.result_type(a, b).kind not in "fc":
+        return np.fmod(a, b)
+    q = apply("stop_gradient", np.trunc(a / b))
+    smooth = a - b * q
+    return smooth + apply("stop_gradient", np.fmod(a, b) - smooth)
+
+
+def fmod(self, other):
+    """C's remainder: the sign of the dividend (``remainder`` takes the divisor's)."""
+    _check_broadcast(self, other)
+    dtype = result_type(self, other, default_float=default_dtype())
+    _no_kernel("fmod_cpu", dtype, "bc")
+    if dtype.kind in "iu" and np.any(np.asarray(other._data if isinstance(other, Tensor)
+                                                else other) == 0):
+        raise _err("ZeroDivisionError")
+    return _elementwise(_fmod, self, other, name="FmodBackward1"
+                        if isinstance(other, Tensor) else "FmodBackward0")
+
+
+Tensor.fmod = fmod
+Tensor.__and__, Tensor.__rand__ = _bitwise(np.logical_and, np.bitwise_and, "bitwise_and")
+Tensor.__or__, Tensor.__ror__ = _bitwise(np.logical_or, np.bitwise_or, "bitwise_or")
+Tensor.__xor__, Tensor.__rxor__ = _bitwise(np.logical_xor, np.bitwise_xor, "bitwise_xor")
+
+
+_ORDER = {np.less: "lt_cpu", np.less_equal: "le_cpu", np.greater: "gt_cpu",
+          np.greater_equal: "ge_cpu"}
+
+
+def _cmp(fn):
+    def op(self, other):
+        if other is None:
+            return NotImplemented
+        _check_broadcast(self, other)
+        if fn in _ORDER:
+            _no_kernel(_ORDER[fn], result_type(self, other, default_float=default_dtype()), "c")
+        return _elementwise(fn, self, other)
+    return op
+
+
+Tensor.__lt__, Tensor.__le__ = _cmp(np.less), _cmp(np.less_equal)
+Tensor.__gt__, Tensor.__ge__ = _cmp(np.greater), _cmp(np.greater_equal)
+Tensor.__eq__, Tensor.__ne__ = _cmp(np.equal), _cmp(np.not_equal)
+Tensor.__hash__ = object.__hash__
+
+
+def _dtype_of(x):
+    t = type(x)
+    return x.dtype if t is np.ndarray or t is EagerTracer else np.result_type(x)
+
+
+def _power(a, b):
+    da = _dtype_of(a)
+    if da.kind == "b" and _dtype_of(b).kind == "b":
+        return np.logical_or(a, np.logical_not(b))      # bool ** bool stays bool in PyTorch
+    if type(b) in (int, float) and b in (3, -2) and da.kind == "f":
+        # PyTorch's kernel computes these powers by multiplying (its numbers, and faster
+        # than pow): x ** 3 is x * x * x, x ** -2 is 1 / (x * x)
+        return a * a * a if b == 3 else 1 / (a * a)
+    return np.power(a, b)
+
+
+def _check_pow(base, exponent):
+    dtype = _cached_result_type(base, exponent)
+    if isinstance(exponent, Tensor):
+        _no_kernel("pow", dtype, "b")
+    if dtype.kind in "iu" and not isinstance(exponent, Tensor):
+        if np.any(np.asarray(exponent) < 0):
+            raise _err("Integers to negative integer powers are not allowed.")
+
+
+def __pow__(self, exponent):
+    if FAST.get() and (type(exponent) is int or type(exponent) is float) and \
+            type(self) is Tensor and type(self._data) is np.ndarray and \
+            self._data.dtype.kind == "f":
+        # a floating tensor to a Python number's power: one ufunc (what _power comes to);
+        # the square as x * x, which NumPy's power computes for it too (the same values,
+        # and the gradient 2 * x * g is two products instead of pow's general rule)
+        if exponent == 2:
+            out = _fast_binary(np.multiply, self, self, "PowBackward0")
+            if out is not None and out._tracer is not None:
+                handle = out._tracer._handle
+                handle._inputs = handle._parents[:1]    # PowBackward0's one edge
+        elif exponent == 3 or exponent == -2:
+            out = _fast_binary(_power, self, exponent, "PowBackward0")
+        else:
+            out = _fast_binary(np.power, self, exponent, "PowBackward0")
+        if out is not None:
+            return out
+    _check_broadcast(self, exponent)
+    _check_pow(self, exponent)
+    name = "PowBackward1" if isinstance(exponent, Tensor) else "PowBackward0"
+    return _elementwise(_power, self, exponent, name=name)
+
+
+def __rpow__(self, base):
+    _check_pow(base, self)
+    return _elementwise(_power, base, self, name="PowBackward2" if not isinstance(
+        base, Tensor) else "PowBackward1")
+
+
+Tensor.__pow__, Tensor.__rpow__ = __pow__, __rpow__
+
+def _negate(self):
+    if self.dtype == np.bool_:
+        raise _err("Negation, the `-` operator, on a bool tensor is not supported. If you are "
+                   "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+    return call(np.negative, self, name="NegBackward0")
+
+
+Tensor.__neg__ = _negate
+Tensor.__pos__ = lambda self: self
+Tensor.__abs__ = lambda self: self.abs()
+Tensor.__invert__ = lambda self: call(np.logical_not, self) if self.dtype == bool else \
+    call(np.invert, self)
+
+
+def _check_matmul(a, b):
+    sa, sb = _shape(a), _shape(b)
+    if not sa or not sb:
+        raise _err("both arguments to matmul need to be at least 1D, but they are "
+                           f"{len(sa)}D and {len(sb)}D")
+    k_a = sa[-1]
+    k_b = sb[0] if len(sb) == 1 else sb[-2]
+    if k_a != k_b:
+        if len(sa) == 2 and len(sb) == 2:
+            raise _err(f"mat1 and mat2 shapes cannot be multiplied ({sa[0]}x{sa[1]} and "
+                               f"{sb[0]}x{sb[1]})")
+        raise _err(f"size mismatch in matmul: got shapes {list(sa)} and {list(sb)} "
+                           f"(inner dimensions {k_a} and {k_b})")
+
+
+_C_NAMES = {"float64": "double", "float32": "float", "float16": "c10::Half", "int64": "long int",
+            "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+            "bool": "bool", "complex64": "c10::complex<float>",
+            "complex128": "c10::complex<double>"}
+
+
+def _check_product_dtypes(a, b, form=None):
+    """PyTorch multiplies matrices of one dtype only (no promotion): its error, in the
+    wording of the kernel ``a @ b`` comes to (``form``: that kernel, else from the ranks)."""
+    da, db = (np.dtype(x.dtype) if hasattr(x, "dtype") else np.asarray(x).dtype for x in (a, b))
+    if da == db:
+        return
+    if form is None:
+        ra, rb = len(_shape(a)), len(_shape(b))
+        form = "dot" if ra == rb == 1 else "mv" if rb == 1 else \
+            "mm" if rb == 2 and ra in (1, 2) else "bmm"
+        if ra >= 3 and rb == 2:
+            form = "mm"
+    if form == "dot":
+        raise _err(f"dot : expected both vectors to have same dtype, but found "
+                   f"{_scalar_name(da)} and {_scalar_name(db)}")
+    if form == "mv":
+        raise _err(f"addmv input tensors must have the same dtype, but got {_scalar_name(db)}, "
+                   f"{_scalar_name(da)}, and {_scalar_name(db)}")
+    if form == "mm":
+        raise _err(f"expected m1 and m2 to have the same dtype, but got: "
+                   f"{_C_NAMES.get(da.name, da.name)} != {_C_NAMES.get(db.name, db.name)}")
+    raise _err(f"expected scalar type {_scalar_name(da)} but found {_scalar_name(db)}")
+
+
+def matmul(self, other):
+    _check_matmul(self, other)
+    _check_product_dtypes(self, other)
+    from .products import matmul as decomposed
+    return decomposed(self, _as_tensor(other))
+
+
+def __rmatmul__(self, other):
+    _check_matmul(other, self)
+    _check_product_dtypes(other, self)
+    from .products import matmul as decomposed
+    return decomposed(_as_tensor(other), self)
+
+
+def _fixed_rank(name, ranks, message, form):
+    """``mm`` / ``bmm`` / ``mv``: one node, operands of the given ranks only."""
+    def op(self, other):
+        other = _as_tensor(other)
+        if (self.dim(), other.dim()) != ranks:
+            raise _err(message)
+        if ranks == (3, 3) and self.shape[0] != other.shape[0]:
+            raise _err(f"Expected size for first two dimensions of batch2 tensor to be: "
+                       f"[{self.shape[0]}, {self.shape[2]}] but got: "
+                       f"[{other.shape[0]}, {other.shape[1]}].")
+        _check_matmul(self, other)
+        _check_product_dtypes(self, other, form)
+        return call(np.matmul, self, other, name=name)
+    return op
+
+
+Tensor.__matmul__ = Tensor.matmul = matmul
+Tensor.mm = _fixed_rank("MmBackward0", (2, 2), "self must be a matrix", "mm")
+Tensor.bmm = _fixed_rank("BmmBackward0", (3, 3), "batch1 must be a 3D tensor", "bmm")
+Tensor.mv = _fixed_rank("MvBackward0", (2, 1), "vector + matrix @ vector expected", "mv")
+Tensor.__rmatmul__ = __rmatmul__
+
+
+def dot(self, other):
+    if len(_shape(self)) != 1 or len(_shape(other)) != 1:
+        raise _err(f"1D tensors expected, but got {len(_shape(self))}D and "
+                           f"{len(_shape(other))}D tensors")
+    return matmul(self, other)
+
+
+Tensor.dot = dot
+
+
+# -- unary ---------------------------------------------------------------------------
+def _sigmoid(x):
+    # tanh form: no overflow for large |x|, unlike 1 / (1 + exp(-x))
+    return 0.5 * np.tanh(0.5 * x) + 0.5
+
+
+def _relu(x):
+    # PyTorch's threshold_backward passes the gradient wherever the value is not <= 0, NaN
+    # included
+    return np.where(x <= 0, np.zeros((), x.dtype), x)
+
+
+def _abs(x):
+    """``|x|`` as ``x * sgn(x)``, the derivative PyTorch uses: ``g * sgn(x)``, 0 at 0 and
+    at NaN (times an infinite ``g`` that is NaN, as in PyTorch)."""
+    if not isinstance(x, Tracer) or x.dtype.kind != "f":
+        return np.abs(x)
+    return x * apply("stop_gradient", _sign(x)) + 0.0     # + 0.0: |-0.0| is +0.0
+
+
+def _sign(x):
+    if x.dtype == np.bool_:
+        return np.copy(x) if not isinstance(x, Tracer) else x
+    s = np.sign(x)
+    if s.dtype.kind in "fc":
+        s = np.where(np.isnan(x), np.zeros((), s.dtype), s)     # PyTorch: sign(nan) is 0
+    return s
+
+
+def _rsqrt(x):
+    return 1 / np.sqrt(x)
+
+
+_UNARY = {
+    "exp": (np.exp, "ExpBackward0"), "log": (np.log, "LogBackward0"),
+    "log2": (np.log2, "Log2Backward0"), "log10": (np.log10, "Log10Backward0"),
+    "log1p": (np.log1p, "Log1PBackward0"), "expm1": (np.expm1, "Expm1Backward0"),
+    "sqrt": (np.sqrt, "SqrtBackward0"), "rsqrt": (_rsqrt, "RsqrtBackward0"),
+    "abs": (_abs, "AbsBackward0"), "neg": (np.negative, "NegBackward0"),
+    "sin": (np.sin, "SinBackward0"), "cos": (np.cos, "CosBackward0"),
+    "tan": (np.tan, "TanBackward0"), "sinh": (np.sinh, "SinhBackward0"),
+    "cosh": (np.cosh, "CoshBackward0"), "tanh": (np.tanh, "TanhBackward0"),
+    "asin": (np.arcsin, "AsinBackward0"), "acos": (np.arccos, "AcosBackward0"),
+    "atan": (np.arctan, "AtanBackward0"), "sigmoid": (_sigmoid, "SigmoidBackward0"),
+    "relu": (_relu, "ReluBackward0"), "floor": (np.floor, "FloorBackward0"),
+    "ceil": (np.ceil, "CeilBackward0"), "round": (np.round, "RoundBackward0"),
+    "trunc": (np.trunc, "TruncBackward0"), "sign": (_sign, "SignBackward0"),
+    "square": (np.square, "PowBackward0"), "reciprocal": (np.reciprocal, "ReciprocalBackward0"),
+}
+def _zero_derivative(fn):
+    """``fn`` (piecewise constant) with PyTorch's backward: an explicit zero gradient for
+    the operand, which then flows on (0 / 0 further back is NaN in PyTorch too), rather
+    than no gradient at all."""
+    def op(x):
+        return np.where(np.ones(np.shape(x), bool), fn(x), x)
+    op.__name__ = fn.__name__
+    return op
+
+
+for _n in ("floor", "ceil", "round", "trunc", "sign"):
+    _UNARY[_n] = (_zero_derivative(_UNARY[_n][0]), _UNARY[_n][1])
+_UNARY["absolute"] = _UNARY["abs"]
+_UNARY["negative"] = _UNARY["neg"]
+_UNARY["arcsin"], _UNARY["arccos"], _UNARY["arctan"] = _UNARY["asin"], _UNARY["acos"], \
+    _UNARY["atan"]
+
+
+# these keep an integer or boolean dtype; the rest compute in the default float dtype
+_EXACT = {_abs, np.negative, _relu, *(_UNARY[n][0] for n in
+                                                   ("floor", "ceil", "round", "trunc", "sign"))}
+
+
+def _unary(fn, name):
+    def op(self):
+        if fn is np.negative:
+            return _negate(self)
+        if fn not in _EXACT and self.dtype.kind in "biu":
+            self = self.to(default_dtype())
+        return call(fn, self, name=name)
+
+    def op_(self):
+        if fn is np.negative and self.dtype == np.bool_:
+            _negate(self)                   # PyTorch's error
+        return self._inplace(fn, name=name)
+    return op, op_
+
+
+for _n, (_fn, _name) in _UNARY.items():
+    _op, _op_ = _unary(_fn, _name)
+    _op.__name__, _op_.__name__ = _n, _n + "_"
+    setattr(Tensor, _n, _op)
+    setattr(Tensor, _n + "_", _op_)
+
+
+# PyTorch's square is pow(x, 2): bool and integer tensors square to int64 (NumPy: int8)
+Tensor.square = lambda self: self ** 2
+Tensor.square_ = lambda self: self.pow_(2)
+
+
+def clamp(self, min=None, max=None):
+    if min is None and max is None:
+        raise _err("torch.clamp: At least one of 'min' or 'max' must not be None")
+    return call(_clamp_fn(min, max, self, "clamp"), self, name="ClampBackward1")
+
+
+def _clamp_bound(b, dtype):
+    """A bound in ``dtype``; a Python number wraps into an integer dtype as PyTorch casts it
+    (``-1`` is 255 for uint8), and stays a weak number for a floating one."""
+    if isinstance(b, Tensor):
+        return cast(b._data, dtype)
+    if b is not None and np.dtype(dtype).kind in "iub":
+        return np.asarray(b).astype(dtype)
+    return b
+
+
+def _clamp_fn(lo, hi, x, what):
+    """``clamp``'s NumPy code, in the dtype PyTorch gives ``x`` with the bounds (their
+    ``result_type``: ``int_tensor.clamp(max=2.5)`` is float32)."""
+    if lo is None and hi is None:
+        if what != "clamp":
+            raise TypeError(f"{what}() received an invalid combination of arguments - got "
+                            f"(NoneType), but expected (Tensor {what[6:]}) or (Number {what[6:]})")
+        raise _err("torch.clamp: At least one of 'min' or 'max' must not be None")
+    dtype = result_type(x, lo, hi, default_float=default_dtype())
+    if dtype == np.bool_ and not isinstance(lo, Tensor) and not isinstance(hi, Tensor):
+        if what == "clamp" and (lo is None or hi is None):
+            what = "clamp_min" if hi is None else "clamp_max"
+        kernel = what + ("_scalar_cpu" if not isinstance(lo if lo is not None else hi, Tensor)
+                         else "_cpu")
+        raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
+    lo, hi = (_clamp_bound(b, dtype) for b in (lo, hi))
+
+    def fn(x):
+        # PyTorch: min(max(x, lo), hi), the gradient where lo <= x <= hi (both ends
+        # included, never at NaN)
+        x = cast(x, dtype)
+        y = x
+        if lo is not None:
+            y = np.where(y < lo, lo, y)
+        if hi is not None:
+            y = np.where(y > hi, hi, y)
+        if isinstance(x, Tracer) and x.dtype.kind == "f":
+            y = np.where(np.isnan(x), apply("stop_gradient", x), y)
+        return y
+    return fn
+
+
+Tensor.clamp = Tensor.clip = clamp
+Tensor.clamp_ = Tensor.clip_ = lambda self, min=None, max=None: self._inplace(
+    _clamp_fn(min, max, self, "clamp"), name="ClampBackward1")
+Tensor.clamp_min = lambda self, min: call(_clamp_fn(min, None, self, "clamp_min"), self,
+                                          name="ClampMinBackward0")
+Tensor.clamp_max = lambda self, max: call(_clamp_fn(None, max, self, "clamp_max"), self,
+                                          name="ClampMaxBackward0")
+
+
+def pow(self, exponent):
+    return self ** exponent
+
+
+Tensor.pow = pow
+
+
+def _with_alpha(fn, other, alpha):
+    if alpha == 1:
+        return fn, other
+    return (lambda a, b: fn(a, b * alpha)), other
+
+
+def add(self, other, alpha=1):
+    _check_broadcast(self, other)
+    fn, other = _with_alpha(np.add, other, alpha)
+    return _elementwise(fn, self, other, name="AddBackward0")
+
+
+def sub(self, other, alpha=1):
+    _check_broadcast(self, other)
+    if _is_bool(self) or _is_bool(other):
+        return _subtract(self, other)
+    fn, other = _with_alpha(np.subtract, other, alpha)
+    return _elementwise(fn, self, other, name="SubBackward0")
+
+
+Tensor.add, Tensor.sub = add, sub
+Tensor.subtract = sub
+Tensor.mul = Tensor.multiply = lambda self, other: self * other
+Tensor.div = Tensor.divide = Tensor.true_divide = lambda self, other: self / other
+def _maximum(a, b):
+    """``np.maximum`` with PyTorch's derivative: half to each of tied operands, and the
+    whole of it to both where one is NaN (the value is NaN there either way)."""
+    return np.where(a > b, a, np.where(a < b, b, np.where(a == b, a * 0.5 + b * 0.5, a + b)))
+
+
+def _minimum(a, b):
+    return np.where(a < b, a, np.where(a > b, b, np.where(a == b, a * 0.5 + b * 0.5, a + b)))
+
+
+def _extremes(fn, plain, name, what):
+    def op(self, other):
+        if not isinstance(other, Tensor):
+            raise TypeError(f"{what}(): argument 'other' (position 1) must be Tensor, not "
+                            f"{type(other).__name__}")
+        _check_broadcast(self, other)
+        dtype = result_type(self, other, default_float=default_dtype())
+        if dtype.kind == "c":
+            raise _err(f"{what} not implemented for complex tensors.")
+        floating = category(dtype) >= category(np.float32)
+        return _elementwise(fn if floating else plain, self, other, name=name)
+    return op
+
+
+Tensor.maximum = _extremes(_maximum, np.maximum, "MaximumBackward0", "maximum")
+Tensor.minimum = _extremes(_minimum, np.minimum, "MinimumBackward0", "minimum")
+Tensor.eq, Tensor.ne = Tensor.__eq__, Tensor.__ne__
+Tensor.lt, Tensor.le, Tensor.gt, Tensor.ge = (Tensor.__lt__, Tensor.__le__, Tensor.__gt__,
+                                              Tensor.__ge__)
