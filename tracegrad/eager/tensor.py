@@ -124,8 +124,8 @@ class Tensor:
     __array_priority__ = 1000
 
     if TYPE_CHECKING:
-        # For type checkers only: ops.py installs the operators and most methods (sum, exp,
-        # view, ...) from its tables when tracegrad is imported.
+        # For type checkers only: arithmetic.py, reductions.py, shapes.py & co. install the
+        # operators and most methods (sum, exp, view, ...) when tracegrad is imported.
         def __getattr__(self, name: str) -> Any: ...
         def __getitem__(self, key: Any) -> Tensor: ...
         def __add__(self, other: Any) -> Tensor: ...

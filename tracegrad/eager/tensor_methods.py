@@ -3,7 +3,7 @@ tests (``isnan``, ``isclose``, ``allclose``, ``equal``), logical operations, sca
 and selecting (``scatter``, ``scatter_add``, ``index_select``, ``masked_select``,
 ``nonzero``), triangles and diagonals, and a few shape and query methods.
 
-As in ops.py, each is NumPy code handed to ``dispatch.call``. Sorting computes its order on
+As in arithmetic.py, each is NumPy code handed to ``dispatch.call``. Sorting computes its order on
 the concrete values and reads the values at those indices, so the gradient goes back to
 the indices, as PyTorch's ``SortBackward0`` / ``TopkBackward0`` send it.
 """

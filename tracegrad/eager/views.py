@@ -1,4 +1,4 @@
-"""PyTorch's view operations that ops.py and methods.py do not make: ``select``, ``unfold``,
+"""PyTorch's view operations that shapes.py and tensor_methods.py do not make: ``select``, ``unfold``,
 ``as_strided``, ``H``/``mH``/``adjoint``, ``real``/``imag``, ``view_as_real`` and
 ``view_as_complex``.
 

@@ -5,8 +5,8 @@ import math
 
 import numpy as np
 
-from ...grad_mode import no_grad
 from ...functions import cat
+from ...grad_mode import no_grad
 from ...tensor import Tensor
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "get_total_norm", "parameters_to_vector",
