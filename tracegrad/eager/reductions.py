@@ -8,7 +8,7 @@ import builtins
 import numpy as np
 
 from ..ir import REGISTRY, apply
-from ..tracer import Tracer
+from ..ir.prims.softmax import logsumexp as _logsumexp
 from ..tracer import user_src as _user_src
 from .arithmetic import FAST, MinMax, _err
 from .dispatch import call
@@ -306,16 +306,6 @@ def _arg(fn):
 Tensor.argmax, Tensor.argmin = _arg(np.argmax), _arg(np.argmin)
 
 
-def _shift(x, dim):
-    """The maximum along ``dim`` (an int or a tuple), outside the gradient, and 0 where it is
-    infinite (PyTorch's logsumexp): subtracted for stability, it changes no derivative."""
-    if any(x.shape[d] == 0 for d in (dim if isinstance(dim, tuple) else (dim,))):
-        return np.zeros((), x.dtype)
-    m = np.max(x, axis=dim, keepdims=True)
-    m = apply("stop_gradient", m) if isinstance(m, Tracer) else m
-    return np.where(np.isfinite(m), m, np.zeros((), m.dtype))
-
-
 def _along(fn, dim):
     """``fn(x, dim)``, with a 0-d ``x`` taken as one element along dim 0 or -1 (PyTorch)."""
     def run(x):
@@ -341,11 +331,8 @@ def logsumexp(self, dim, keepdim=False):
         raise _err(f"output with shape [] doesn't match the broadcast shape {[1] * self.dim()}")
     axes = tuple(range(self.dim())) if axes is None else axes
 
-    def fn(x):
-        m = _shift(x, axes)
-        out = np.log(np.sum(np.exp(x - m), axis=axes, keepdims=True)) + m
-        return out if keepdim else np.squeeze(out, axis=axes)
-    return call(fn, self, name="LogsumexpBackward0")
+    axes = tuple(a % self.dim() for a in (axes if isinstance(axes, tuple) else (axes,)))
+    return call(lambda x: _logsumexp(x, axes, keepdim), self, name="LogsumexpBackward0")
 
 
 def _float_kernel(t, kernel):

@@ -249,7 +249,8 @@ _NUMPY = os.path.dirname(np.__file__) + os.sep
 # implementation, a graph run by the interpreter or as generated code, a callback): what it
 # calls makes NumPy's own arrays, even while a trace is active
 _RUNNERS = tuple(_TRACEGRAD + p for p in (
-    "ir" + os.sep, "runtime" + os.sep, "callback.py", os.path.join("tracer", "core.py")))
+    "ir" + os.sep, "runtime" + os.sep, os.path.join("transforms", "pure_callback.py"),
+    os.path.join("tracer", "core.py")))
 # installed packages and the standard library: code the user did not write
 _LIBRARIES = tuple({os.path.abspath(sysconfig.get_paths()[k]) + os.sep
                     for k in ("purelib", "platlib", "stdlib", "platstdlib")})

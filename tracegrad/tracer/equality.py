@@ -155,7 +155,7 @@ def reaches_differentiated(trace, n) -> bool:
 
 _HERE = os.path.dirname(__file__)
 _BOOL_PATH = {os.path.join(_HERE, name)
-              for name in ("core.py", "methods.py", "equality.py", "elements.py",
+              for name in ("core.py", "ndarray_methods.py", "equality.py", "elements.py",
                            "numpy_api.py")}
 # tracegrad's handlers of NumPy functions that give a Python bool: their decision is the
 # caller's (``if np.allclose(x, last):``)

@@ -41,6 +41,7 @@ import numpy as np
 
 from ..errors import TraceError
 from ..ir import apply
+from ..ir.prims.softmax import logsumexp
 from ..ir.source import where
 from .core import Tracer
 from .indexing import getitem, normalize, setitem
@@ -252,17 +253,11 @@ def reduce(ufunc, array, axis=0, dtype=None, keepdims=False, initial=_NO, where=
 
 
 def _logsumexp(ufunc, x, axes, w, initial):
-    """log(sum(exp(x))) along ``axes`` (base 2 for logaddexp2), the maximum taken out first
-    (with no derivative: the gradient is the softmax weights)."""
-    neg_inf = np.asarray(-np.inf, dtype_of(x))
+    """log(sum(exp(x))) along ``axes`` (base 2 for logaddexp2): ``prims.softmax.logsumexp``,
+    masked entries made ``-inf`` first."""
     if w is not None:
-        x = apply("select", broadcast_to(w, shape_of(x)), x, neg_inf)
-    m = max_(x, axis=axes, keepdims=True, initial=neg_inf)
-    m = apply("stop_gradient", apply("select", apply("isfinite", m), m, np.zeros((), dtype_of(x))))
-    exp, log = (np.exp, np.log) if ufunc is np.logaddexp else (np.exp2, np.log2)
-    total = sum_of(exp(x - m), axis=axes, keepdims=True)
-    result = log(total) + m
-    result = reshape(result, tuple(n for i, n in enumerate(shape_of(x)) if i not in axes))
+        x = apply("select", broadcast_to(w, shape_of(x)), x, np.asarray(-np.inf, dtype_of(x)))
+    result = logsumexp(x, tuple(axes), base2=ufunc is np.logaddexp2)
     if initial is not _NO:
         result = ufunc(result, np.asarray(initial, dtype_of(x)))
     return result

@@ -123,3 +123,27 @@ for _name, _impl, _vjp, _jvp, _torch, _doc in [
         # integer operands compute in the float dtype NumPy's exp gives them
         jax_casts="float",
     )
+
+
+def logsumexp(x, axes, keepdims=False, weights=None, shift_from=None, base2=False):
+    """``log(sum(weights * exp(x)))`` along ``axes`` (a tuple of non-negative ints): the one
+    stable log-sum-exp behind ``np.logaddexp.reduce``, the eager ``logsumexp`` and
+    ``scipy.special.logsumexp``. NumPy code, on arrays and traced values alike.
+
+    The maximum along ``axes`` (of ``shift_from``, by default ``x``; 0 where it is not
+    finite or an axis is empty) is taken out first and held constant for the derivative,
+    which then is the softmax weights; it changes no value but the rounding. ``base2``:
+    ``log2(sum(exp2(x)))`` (``np.logaddexp2.reduce``)."""
+    exp, log = (np.exp2, np.log2) if base2 else (np.exp, np.log)
+    dtype = np.dtype(x.dtype)
+    zero = np.zeros((), dtype)
+    if any(np.shape(x)[a] == 0 for a in axes):
+        m = zero
+    else:
+        m = np.max(x if shift_from is None else shift_from, axis=axes, keepdims=True)
+        m = apply("stop_gradient", np.where(np.isfinite(m), m, zero))
+    e = exp(x - m)
+    if weights is not None:
+        e = weights * e
+    out = log(np.sum(e, axis=axes, keepdims=True)) + m
+    return out if keepdims else np.squeeze(out, axis=axes)
