@@ -138,6 +138,13 @@ def test_generator_as_argument_on_an_object_and_under_jit_of_grad():
     assert not all(np.array_equal(got[0], w) for w in got[1:])
 
 
+def test_a_generator_given_as_a_default_value_draws_fresh_numbers():
+    def make(seed):
+        rng = np.random.default_rng(seed)
+        return (lambda x, r=rng: x + r.standard_normal(4)), rng
+    _compare(make)
+
+
 def test_jit_warns_once_that_it_does_not_compile_a_drawing_function():
     f = tg.jit(lambda x: x + np.random.rand(2))
     with pytest.warns(tg.RetraceWarning, match=rf"draws random numbers.*argument.*{HERE}:\d+"):

@@ -6,6 +6,7 @@ for every evaluation: common random numbers); tg.jit(tg.grad(f)) draws fresh num
 every call; the calls NumPy answers without an array, tg.vmap, and samplers that are no
 such transform are refused before anything is drawn."""
 import copy
+import threading
 import warnings
 
 import numpy as np
@@ -240,18 +241,46 @@ def test_second_derivatives_and_jit_of_grad_draw_fresh_numbers():
                    for k in range(p.size)]).reshape(p.shape + p.shape)
     assert_close(h, fd, 1e-5, "hessian", floor=1.0)
     # tg.jit(tg.grad(f)): each call draws fresh numbers, as the uncompiled calls do
-    compiled, plain = np.random.default_rng(8), np.random.default_rng(8)
-
     def loss(r, q):
         return np.sum(np.tanh(r.normal(q[0], q[1])))
-    jg = tg.jit(tg.grad(lambda q: loss(compiled, q)))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", tg.RetraceWarning)
-        got = [jg(p) for _ in range(3)]
-    want = [tg.grad(lambda q: loss(plain, q))(p) for _ in range(3)]
-    np.testing.assert_array_equal(got, want)
-    assert not np.array_equal(got[0], got[1])
-    assert _same_state(_state(compiled), _state(plain))
+    for backend in ("numpy", "jax"):
+        compiled, plain = np.random.default_rng(8), np.random.default_rng(8)
+        # (the generator a default value: tg.jit watches those too)
+        jg = tg.jit(tg.grad(lambda q, r=compiled: loss(r, q)), backend=backend)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", tg.RetraceWarning)
+            got = [jg(p) for _ in range(3)]
+        want = [tg.grad(lambda q: loss(plain, q))(p) for _ in range(3)]
+        np.testing.assert_array_equal(got, want)
+        assert not np.array_equal(got[0], got[1])
+        assert _same_state(_state(compiled), _state(plain))
+
+
+def test_threads_drawing_differentiated_samples_at_once():
+    mu, lo = np.linspace(-1.0, 1.0, 4), np.linspace(0.0, 0.5, 4)
+
+    def work(k, out):
+        rng = np.random.default_rng(k)
+        for _ in range(15):
+            if k % 2:
+                out.append(tg.grad(lambda m: np.sum(rng.normal(m, 0.5) ** 2))(mu))
+            else:
+                out.append(tg.grad(lambda a: np.sum(rng.uniform(a, 2.0) ** 3))(lo))
+    results = {k: [] for k in range(4)}
+    threads = [threading.Thread(target=work, args=(k, results[k])) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for k in range(4):
+        rng = np.random.default_rng(k)
+        for got in results[k]:
+            if k % 2:
+                want = 2 * rng.normal(mu, 0.5)
+            else:
+                x = rng.uniform(lo, 2.0)
+                want = 3 * x ** 2 * (1.0 - (x - lo) / (2.0 - lo))
+            assert_close(got, want, 1e-12, f"thread {k}")
 
 
 def test_calls_that_make_no_array_and_vmap_are_refused_before_drawing():
