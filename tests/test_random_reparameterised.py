@@ -295,6 +295,9 @@ def test_calls_that_make_no_array_and_vmap_are_refused_before_drawing():
         tg.grad(lambda s: np.random.rayleigh(s))(2.0)
     with pytest.raises(tg.TraceError, match=r"tg.vmap"):
         tg.vmap(tg.grad(lambda m: rng.normal(m, 1.0, size=())))(np.ones(3))
+    # a list of traced values: NumPy converts each element as it converts a parameter
+    with pytest.raises(tg.TraceError, match=r"its loc is a list.*np.stack"):
+        tg.grad(lambda m: np.sum(rng.normal([m[0], m[1]], np.ones(2))))(np.ones(2))
     # not a transform of a standard sample NumPy has: the refusal, with stop_gradient
     with pytest.raises(tg.TraceError, match=r"rng.gamma.*stop_gradient"):
         tg.grad(lambda m: np.sum(rng.gamma(m)))(np.ones(3))
@@ -309,3 +312,23 @@ def test_calls_that_make_no_array_and_vmap_are_refused_before_drawing():
     rng_b = np.random.default_rng(0)
     z = rng_b.standard_normal()
     assert tg.grad(lambda s: rng.normal(1.0, s, size=()))(2.0) == z
+
+
+@pytest.mark.parametrize("kind", ["Generator", "RandomState"])
+def test_shuffling_a_sample_in_place_shuffles_its_derivative(kind):
+    w = np.arange(1.0, 5.0)
+    rng, _ = _make(kind, 1)
+    start = _state(rng)
+
+    def f(m):
+        _set_state(rng, start)
+        s = rng.normal(m, 1.0, size=(4, 2))
+        rng.shuffle(s)                  # NumPy's in-place swaps, through the sample's rows
+        return np.sum(w @ s * m) + np.sum(s ** 3)
+    m = np.array([0.2, 0.5])
+    assert_close(tg.grad(f)(m), central_diff(f, m), 1e-6, "shuffled", floor=1.0)
+    value = f(m)
+    plain, _ = _make(kind, 1)
+    s = plain.normal(m, 1.0, size=(4, 2))
+    plain.shuffle(s)
+    assert value == np.sum(w @ s * m) + np.sum(s ** 3)

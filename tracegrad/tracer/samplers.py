@@ -77,12 +77,13 @@ class _Pending:
     """A reparameterisable sampler being called by the user's line, and the traced
     parameters it converted so far (``(tracer, differentiated)``, in its order)."""
 
-    __slots__ = ("frame", "lasti", "callee", "name", "text", "events")
+    __slots__ = ("frame", "lasti", "callee", "name", "text", "events", "classes")
 
     def __init__(self, frame, callee, name, text):
         self.frame, self.lasti = frame, frame.f_lasti
         self.callee, self.name, self.text = callee, name, text
         self.events = []
+        self.classes = None     # _classify's answer
 
     def here(self):
         frame = user_frame()
@@ -125,6 +126,7 @@ def parameter(tracer, callee, text, differentiated, batching):
     if tracer._value is None:
         _refuse(pending, "its value is only known abstractly here (inside a loop body or "
                          "a graph transformation)")
+    _classify(pending)
     if len(params) == 1 and _size_given(pending) is not True:
         # one parameter, no size: NumPy makes the sample (or a float) in C
         _refuse(pending, "without size=, NumPy's one-parameter sampler makes its sample "
@@ -190,34 +192,48 @@ def _is_tracer(x):
     return hasattr(x, "_trace") and hasattr(x, "_node")
 
 
-def _mapping(pending):
-    """Parameter name -> the traced parameter converted for it (None: a plain one)."""
-    params = SAMPLERS[pending.name][0]
-    events = [t for t, _ in pending.events]
-    if len(events) == len(params):
-        return dict(zip(params, events))
+_LISTS = (ast.List, ast.Tuple, ast.ListComp, ast.GeneratorExp, ast.Set)
+
+
+def _classify(pending):
+    """``(known, unknown)``: the parameters whose argument is a traced value the user's
+    frame names (parameter -> it), and those whose argument cannot be told without
+    running the user's code (an expression: ``mu * 2``). The rest are plain. A list of
+    values is refused: NumPy converts it element by element, as it converts parameters."""
+    if pending.classes is not None:
+        return pending.classes
     args = _arguments(pending)
     if args is None:
         _refuse(pending, "tracegrad could not read which argument is the traced one "
                          "(*args or **kwargs)")
     known, unknown = {}, []
-    for p in params:
+    for p in SAMPLERS[pending.name][0]:
         expr = args.get(p)
         if expr is None or isinstance(expr, ast.Constant):
             continue
-        value = _lookup(expr, pending.frame)
+        value = _MISSING if isinstance(expr, _LISTS) else _lookup(expr, pending.frame)
+        if isinstance(expr, _LISTS) or isinstance(value, (list, tuple)) or (
+                isinstance(value, np.ndarray) and value.dtype.kind == "O"):
+            _refuse(pending, f"its {p} is a list, which NumPy converts element by element. "
+                             f"Write np.stack([...]) or np.array([...]) for it")
         if value is _MISSING:
             unknown.append(p)
         elif _is_tracer(value):
             known[p] = value
-        elif isinstance(value, (np.ndarray, np.generic, int, float)) and \
-                type(value) is not SampleArray and np.asarray(value).dtype.kind != "O":
-            continue        # a plain number or array: converted without tracegrad
-        else:
+        elif not isinstance(value, (np.ndarray, np.generic, int, float)) or \
+                type(value) is SampleArray:
             unknown.append(p)
-    out = dict.fromkeys(params)
-    left = list(events)
-    for p, t in known.items():
+        # else a plain number or array: converted without tracegrad
+    pending.classes = known, unknown
+    return pending.classes
+
+
+def _mapping(pending):
+    """Parameter name -> the traced parameter converted for it (None: a plain one)."""
+    known, unknown = _classify(pending)
+    out = dict.fromkeys(SAMPLERS[pending.name][0])
+    left = [t for t, _ in pending.events]
+    for p, t in known.items():          # (a constant tracer is converted without an event)
         for k, e in enumerate(left):
             if e is t:
                 out[p] = left.pop(k)
