@@ -332,3 +332,22 @@ def test_shuffling_a_sample_in_place_shuffles_its_derivative(kind):
     s = plain.normal(m, 1.0, size=(4, 2))
     plain.shuffle(s)
     assert value == np.sum(w @ s * m) + np.sum(s ** 3)
+
+
+def test_a_sample_kept_after_the_transform_is_numpys_array():
+    rng, kept = np.random.default_rng(0), []
+
+    def f(m):
+        s = rng.normal(m, 1.0, size=3)
+        kept.append(s)
+        return np.sum(s ** 2), s
+    g, aux = tg.grad(f, has_aux=True)(np.ones(3))
+    want = np.random.default_rng(0).normal(np.ones(3), 1.0)
+    assert type(aux) is np.ndarray
+    np.testing.assert_array_equal(aux, want)
+    np.testing.assert_array_equal(g, 2 * want)
+    s = kept[0]
+    assert np.mean(s) == np.mean(want) and float(s[0]) == want[0]
+    np.testing.assert_array_equal(s[1:], want[1:])
+    np.testing.assert_array_equal(rng.normal(s, 0.0), want)        # NumPy's C code reads it
+    np.testing.assert_array_equal(tg.grad(lambda m: np.sum(m * s))(np.ones(3)), want)

@@ -323,14 +323,22 @@ class SampleArray(np.ndarray):
     _tg_traced = None
 
     def __array_finalize__(self, obj):
-        if type(obj) is SampleArray:
+        if type(obj) is SampleArray and obj._live():
             raise TraceError(f"a sample drawn with a differentiated parameter, handed to "
                              f"NumPy's compiled code as an array (another sampler's "
                              f"parameter, or a view of it): {_HOW}. For a sample whose "
                              f"parameter is a sample, write loc + scale * "
                              f"rng.standard_normal(size){where()}")
 
+    def _live(self):
+        """Whether the transform that drew it is still running (after it, the sample is
+        the plain array of NumPy's numbers)."""
+        delta = self._tg_delta
+        return delta is not None and delta._trace.active
+
     def traced(self):
+        if not self._live():
+            return np.array(self.view(np.ndarray))
         t = self._tg_traced
         if t is None:
             t = self._tg_traced = np.add(np.array(self.view(np.ndarray)), self._tg_delta)
@@ -401,6 +409,8 @@ class SampleArray(np.ndarray):
         return np.copy(self.traced())
 
     def __reduce_ex__(self, protocol):
+        if not self._live():
+            return self.traced().__reduce_ex__(protocol)
         raise TraceError(f"pickling a sample drawn with a differentiated parameter: "
                          f"{_HOW}{where()}")
 
