@@ -15,10 +15,12 @@ starts from: the same numbers NumPy's sampler transforms (checked bit for bit in
 ``tests/test_random_reparameterised.py``).
 
 Each sampler here is affine in its parameters, ``x = a(z) + sum_p b_p(z) * p``, so the
-traced sample is ``x + sum_p b_p(z) * (p - stop_gradient(p))``: NumPy's values, bit for
-bit, and the derivatives of every order of the transform. The ``SampleArray`` becomes that
-traced value wherever it meets NumPy (``__array_ufunc__``, ``__array_function__``), a
-traced operation, indexing, a method or a conversion, or is returned.
+traced sample is ``x - sum_p b_p(z) * (stop_gradient(p) - p)``: NumPy's values, bit for
+bit, and the derivatives of every order of the transform. (The sum is a zero, ``+0.0``
+unless every term is ``-0.0``, and ``x - (+0.0)`` is ``x``, ``-0.0`` included.) The
+``SampleArray`` becomes that traced value wherever it meets NumPy (``__array_ufunc__``,
+``__array_function__``), a traced operation, indexing, a method or a conversion, or is
+returned; after the transform, it is the plain array of NumPy's numbers.
 
 Where NumPy's sampler makes no array (scalar parameters without ``size``: a Python float;
 a one-parameter sampler's array parameter without ``size``: an array made in C), the call
@@ -266,8 +268,8 @@ def output(empty, args, kwargs):
         t = mapping.get(p)
         if t is None or id(t) not in differentiated:
             continue
-        # zero, with derivative one with respect to the parameter
-        term = np.multiply(coef, np.subtract(t, apply("stop_gradient", t)))
+        # zero, with derivative minus one with respect to the parameter
+        term = np.multiply(coef, np.subtract(apply("stop_gradient", t), t))
         delta = term if delta is None else np.add(delta, term)
     if delta is None:
         return out
@@ -341,7 +343,8 @@ class SampleArray(np.ndarray):
             return np.array(self.view(np.ndarray))
         t = self._tg_traced
         if t is None:
-            t = self._tg_traced = np.add(np.array(self.view(np.ndarray)), self._tg_delta)
+            x = np.array(self.view(np.ndarray))
+            t = self._tg_traced = np.subtract(x, self._tg_delta)
         return t
 
     def _set(self, t):
