@@ -30,6 +30,7 @@ from . import sparse as _sparse
 from .calls import called_function, math_function, random_sampler
 from .elements import _holds_traced, wrap_constructors
 from .equality import check_branch, reaches_differentiated
+from .samplers import SampleArray as _SampleArray
 from .scipy_calls import refuse_in_scipy
 from .state import LOCAL
 from .views import sync
@@ -283,7 +284,7 @@ class Trace:
             if isinstance(a, Tracer) and a._weak is not None:
                 args = resolve_weak(args)
                 break
-            if type(a) is _samplers.SampleArray:    # a sample standing for a traced value
+            if type(a) is _SampleArray:     # a sample standing for a traced value
                 return self.add(prim, _samplers.untangle(args), params)
         ids, vals = [], []
         tracer_dtypes = None
