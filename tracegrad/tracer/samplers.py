@@ -17,7 +17,10 @@ starts from: the same numbers NumPy's sampler transforms (checked bit for bit in
 Each sampler here is affine in its parameters, ``x = a(z) + sum_p b_p(z) * p``, so the
 traced sample is ``x - sum_p b_p(z) * (stop_gradient(p) - p)``: NumPy's values, bit for
 bit, and the derivatives of every order of the transform. (The sum is a zero, ``+0.0``
-unless every term is ``-0.0``, and ``x - (+0.0)`` is ``x``, ``-0.0`` included.) The
+unless every term is ``-0.0``, and ``x - (+0.0)`` is ``x``, ``-0.0`` included.)
+``lognormal`` is ``exp`` of such a transform (C's ``exp``, which ``np.exp`` need not
+match in the last bit), so its traced sample is ``x * exp(sum_p b_p(z) * (p -
+stop_gradient(p)))``: ``x * 1.0``, and again every derivative. The
 ``SampleArray`` becomes that traced value wherever it meets NumPy (``__array_ufunc__``,
 ``__array_function__``), a traced operation, indexing, a method or a conversion, or is
 returned; after the transform, it is the plain array of NumPy's numbers.
@@ -49,12 +52,15 @@ SAMPLERS = {
     "uniform": (("low", "high"), "uniform"),
     "exponential": (("scale",), "standard_exponential"),
     "rayleigh": (("scale",), "rayleigh"),
+    "lognormal": (("mean", "sigma"), "standard_normal"),     # exp of normal's
 }
+# the samplers that are exp of an affine transform: exp(mean + sigma * z)
+_EXP = {"lognormal"}
 
 
 def _standard(rng, name, shape):
     """The standard sample NumPy's ``name`` transforms, drawn from ``rng``."""
-    if name in ("normal",):
+    if name in ("normal", "lognormal"):
         return rng.standard_normal(shape)
     if name == "uniform":
         return rng.random(shape) if isinstance(rng, np.random.Generator) \
@@ -67,7 +73,10 @@ def _standard(rng, name, shape):
 
 
 def _coefficients(name, z):
-    """Parameter name -> d sample / d parameter (the sample is affine in them)."""
+    """Parameter name -> d sample / d parameter (the sample, or its log, is affine in
+    them)."""
+    if name == "lognormal":
+        return {"mean": 1.0, "sigma": z}
     if name == "uniform":
         return {"low": 1.0 - z, "high": z}
     if name in ("exponential", "rayleigh"):
@@ -275,6 +284,7 @@ def output(empty, args, kwargs):
         return out
     sample = out.view(SampleArray)
     sample._tg_delta = delta
+    sample._tg_exp = pending.name in _EXP
     # flagged unaligned (its memory is not): NumPy's C code that is handed it as an
     # operand (another sampler's parameter) copies it, which __array_finalize__ refuses,
     # where it would otherwise read its numbers silently
@@ -323,6 +333,7 @@ class SampleArray(np.ndarray):
 
     _tg_delta = None
     _tg_traced = None
+    _tg_exp = False
 
     def __array_finalize__(self, obj):
         if type(obj) is SampleArray and obj._live():
@@ -344,7 +355,11 @@ class SampleArray(np.ndarray):
         t = self._tg_traced
         if t is None:
             x = np.array(self.view(np.ndarray))
-            t = self._tg_traced = np.subtract(x, self._tg_delta)
+            if self._tg_exp:            # x * exp(+-0.0): x, bit for bit
+                t = np.multiply(x, np.exp(np.negative(self._tg_delta)))
+            else:
+                t = np.subtract(x, self._tg_delta)
+            self._tg_traced = t
         return t
 
     def _set(self, t):
