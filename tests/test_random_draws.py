@@ -1,9 +1,9 @@
 """NumPy random numbers drawn inside traced functions: tg.jit does not freeze them (each
 call draws fresh numbers, and the streams and the generators' states are, bit for bit,
 what the same uncompiled NumPy code gives), derivatives treat them as constants, a traced
-parameter of a sampler being differentiated is refused with the reparameterised rewrite
-(whose numbers are NumPy's sampler's, bit for bit), and a loop body that draws is
-refused."""
+parameter being differentiated of a sampler that is no transform of a standard one is
+refused (the reparameterised ones: test_random_reparameterised.py), and a loop body that
+draws is refused."""
 import warnings
 
 import numpy as np
@@ -138,6 +138,13 @@ def test_generator_as_argument_on_an_object_and_under_jit_of_grad():
     assert not all(np.array_equal(got[0], w) for w in got[1:])
 
 
+def test_a_generator_given_as_a_default_value_draws_fresh_numbers():
+    def make(seed):
+        rng = np.random.default_rng(seed)
+        return (lambda x, r=rng: x + r.standard_normal(4)), rng
+    _compare(make)
+
+
 def test_jit_warns_once_that_it_does_not_compile_a_drawing_function():
     f = tg.jit(lambda x: x + np.random.rand(2))
     with pytest.warns(tg.RetraceWarning, match=rf"draws random numbers.*argument.*{HERE}:\d+"):
@@ -192,20 +199,21 @@ def test_reparameterised_rewrites_are_numpys_samplers_bit_for_bit(kind):
     assert_close(tg.grad(f)(p), central_diff(f, p), 1e-7, "reparameterised", floor=1.0)
 
 
-def test_a_differentiated_sampler_parameter_is_refused_with_the_rewrite():
+def test_a_differentiated_parameter_of_a_sampler_that_is_no_transform_is_refused():
+    # (normal, uniform, exponential and the other transforms of a standard sample are
+    # differentiated: test_random_reparameterised.py)
     rng = np.random.default_rng(0)
     before = rng.bit_generator.state
-    with pytest.raises(tg.TraceError, match=rf"rng.normal\(...\).*loc \+ scale \* "
-                                            rf"rng.standard_normal\(size\).*{HERE}:\d+"):
-        tg.grad(lambda m: np.sum(rng.normal(m, 2.0)))(np.ones(3))
-    with pytest.raises(tg.TraceError, match=r"np.random.uniform.*low \+ \(high - low\) \* "
-                                            r"np.random.random\(size\)"):
-        tg.grad(lambda m: np.sum(np.random.uniform(m, 2.0)))(np.ones(3))
-    with pytest.raises(tg.TraceError, match=r"rng.gamma.*stop_gradient"):
+    with pytest.raises(tg.TraceError, match=rf"rng.gamma\(...\).*not a transform.*normal, "
+                                            rf".*stop_gradient.*{HERE}:\d+"):
         tg.grad(lambda m: np.sum(rng.gamma(m)))(np.ones(3))
+    with pytest.raises(tg.TraceError, match=r"np.random.beta.*stop_gradient"):
+        tg.grad(lambda m: np.sum(np.random.beta(m, 2.0)))(np.ones(3))
     assert _same_state(rng.bit_generator.state, before), "nothing was drawn"
     # behind stop_gradient, or compiled without differentiation, the parameter is a value
     rng_b = np.random.default_rng(0)
+    g = tg.grad(lambda m: np.sum(m * rng.gamma(tg.stop_gradient(m), 2.0)))(np.ones(3))
+    np.testing.assert_array_equal(g, rng_b.gamma(np.ones(3), 2.0))
     g = tg.grad(lambda m: np.sum(m * rng.normal(tg.stop_gradient(m), 2.0)))(np.ones(3))
     np.testing.assert_array_equal(g, rng_b.normal(np.ones(3), 2.0))
     with warnings.catch_warnings():

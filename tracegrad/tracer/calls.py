@@ -106,26 +106,14 @@ def called_function():
     return callee, ast.unparse(call.func)
 
 
-# NumPy's samplers that are a transform of a standard one (the same C expression, so the
-# same numbers from the same state): the rewrite that keeps the parameters traced
-_REPARAMETERISED = {
-    "normal": "loc + scale * {r}.standard_normal(size)",
-    "uniform": "low + (high - low) * {r}.random(size)",
-    "exponential": "scale * {r}.standard_exponential(size)",
-}
-
-
-def random_sampler(callee, text):
+def random_sampler(callee):
     """For a method of a NumPy random generator (``np.random.normal`` is one of the global
-    ``RandomState``): ``(name, the reparameterised rewrite or None)``; else None."""
+    ``RandomState``): its name; else None."""
     import numpy as np
     owner = getattr(callee, "__self__", None)
     if not isinstance(owner, (np.random.Generator, np.random.RandomState)):
         return None
-    name = getattr(callee, "__name__", "")
-    receiver = text.rsplit(".", 1)[0] if text and "." in text else "rng"
-    rewrite = _REPARAMETERISED.get(name)
-    return name, rewrite.format(r=receiver) if rewrite else None
+    return getattr(callee, "__name__", "")
 
 
 # math.* functions whose NumPy counterpart has another name (the rest are np.<same name>)

@@ -25,12 +25,14 @@ from ..ir import PROJ, REGISTRY, Aval, Graph
 from ..ir.evaluate import evaluate
 from ..ir.source import source_override, user_frame, user_src, where
 from . import pytree as _pytree
+from . import samplers as _samplers
 from . import scipy_sparse as _sparse
 from .calls import called_function, math_function, random_sampler
 from .compiled_calls import converting_callee, locate
 from .compiled_calls import refusal as compiled_refusal
 from .elements import _holds_traced, wrap_constructors
 from .equality import check_branch, reaches_differentiated
+from .samplers import SampleArray as _SampleArray
 from .scipy_calls import refuse_in_scipy
 from .state import LOCAL
 from .views import sync
@@ -77,13 +79,13 @@ def _user_is_subscripting():
 
 
 def _random_sampler_call():
-    """``(name, reparameterised rewrite or None, callee text)`` when the user's line is
-    calling a NumPy random sampler (a method of a Generator or RandomState), else None."""
+    """``(name, callee text, callee)`` when the user's line is calling a NumPy random
+    sampler (a method of a Generator or RandomState), else None."""
     callee, text = called_function()
     if callee is None:
         return None
-    found = random_sampler(callee, text)
-    return None if found is None else (*found, text)
+    name = random_sampler(callee)
+    return None if name is None else (name, text, callee)
 
 
 def _float_refused(what):
@@ -287,6 +289,8 @@ class Trace:
             if isinstance(a, Tracer) and a._weak is not None:
                 args = resolve_weak(args)
                 break
+            if type(a) is _SampleArray:     # a sample standing for a traced value
+                return self.add(prim, _samplers.untangle(args), params)
         ids, vals = [], []
         tracer_dtypes = None
         concrete = True
@@ -601,6 +605,8 @@ def new_trace():
         stack.pop()
         trace.active = False
         if not stack:
+            LOCAL.sampling = None
+            LOCAL.samples = False
             wrap_constructors(False)
 
 
@@ -616,6 +622,8 @@ def _innermost(args):
 def bind(name, *args, **params):
     """Apply primitive ``name``: record it if any operand is traced, else run NumPy."""
     prim = REGISTRY[name]
+    if LOCAL.samples:
+        args = _samplers.untangle(args)
     top = _innermost(args)
     if top is None:
         return prim.impl(*args, **params)
@@ -631,6 +639,8 @@ def _bind_at(name, args, params, src=None):
     if src is not None:
         with source_override(src):
             return _bind_at(name, args, params)
+    if LOCAL.samples:
+        args = _samplers.untangle(args)
     top = _innermost(args)
     if top is None:
         return REGISTRY[name].impl(*args, **params)
@@ -889,6 +899,8 @@ class Tracer:
 
     def __float__(self):
         if self.dtype.kind not in "iub" and _carries_gradient(self):
+            if LOCAL.sampling is not None and _samplers.scalar_parameter(self):
+                return float(self._concrete("float()"))     # a sampler's 0-d parameter
             raise _float_refused("float()")
         return float(self._integer_value("float()"))
 
@@ -964,18 +976,24 @@ class Tracer:
     def _sampler_parameter(self, sampler, dtype):
         """A parameter of NumPy's random sampler (``rng.normal(loc, ...)``), which converts
         it to a plain array: allowed, as the value (a guard), where no gradient is lost
-        (the value reaches no differentiated input, e.g. under tg.jit alone); refused
-        otherwise, with the reparameterised rewrite where NumPy's sampler is one."""
-        name, rewrite, text = sampler
+        (the value reaches no differentiated input, e.g. under tg.jit alone). Where the
+        sampler is a transform of a standard one (``samplers.py``), the sample follows the
+        differentiated parameters; for the others, refused."""
+        name, text, callee = sampler
         sync(self)
-        if reaches_differentiated(self._trace, self._node):
-            if rewrite is not None:
-                how = (f"Write {rewrite} instead: the same numbers from the same state, and "
-                       f"the reparameterised derivative with respect to the parameters")
-            else:
-                how = (f"{name} is not a transform of a standard sampler NumPy has, so the "
-                       f"sample has no derivative with respect to its parameters here: pass "
-                       f"tg.stop_gradient(parameter) if none should flow through it")
+        differentiated = reaches_differentiated(self._trace, self._node)
+        if _samplers.handles(callee):
+            # recorded for the np.empty NumPy's sampler makes its output with (samplers.py)
+            _samplers.parameter(self, callee, text, differentiated, BATCHING.get())
+            value = np.asarray(self._concrete(f"{text}(...) of a traced parameter"))
+            if not differentiated:
+                self._trace.guard(self, value.copy())
+            return value.astype(dtype, copy=False)
+        if differentiated:
+            how = (f"{name} is not a transform of a standard sampler NumPy has, so the "
+                   f"sample has no derivative with respect to its parameters here (those "
+                   f"differentiated: {', '.join(_samplers.SAMPLERS)}): pass "
+                   f"tg.stop_gradient(parameter) if none should flow through it")
             raise TraceError(f"{text}(...) with a parameter being differentiated: NumPy's "
                              f"sampler converts its parameters to plain numbers, so the sample "
                              f"would not follow them (a silently lost derivative). {how}"

@@ -18,6 +18,7 @@ import threading
 
 import numpy as np
 
+from . import samplers as _samplers
 from . import scipy_sparse as _sparse
 from .calls import calling
 from .state import LOCAL
@@ -109,7 +110,7 @@ def _holds_traced(obj, depth=0, dependent=False):
     from .core import Tracer, is_constant
     if isinstance(obj, Tracer):
         return not (dependent and is_constant(obj))
-    if isinstance(obj, Element):
+    if isinstance(obj, Element) or type(obj) is _samplers.SampleArray:
         return True
     if isinstance(obj, np.ndarray):
         return obj.dtype == object and any(_holds_traced(e, depth + 1, dependent)
@@ -122,6 +123,8 @@ def _holds_traced(obj, depth=0, dependent=False):
 def _traced_array(name, obj, dtype=None, *, copy=True, ndmin=0):
     from . import numpy_api as api
     from .core import Tracer
+    if LOCAL.samples:
+        obj = _samplers.untangle(obj)
     if isinstance(obj, Tracer):
         # np.array copies (a new array that later writes to obj do not reach); asarray is obj
         result = api.copy(obj) if name == "array" and copy else obj
@@ -320,9 +323,15 @@ def _wrapped_creator(name):
     # NumPy leaves np.empty's values unset; a fresh one holds zeros, so that a compiled
     # function and a cached derivative see the same constant on every call
     filled = _CREATORS.get(name.replace("empty", "zeros"), original)
+    sampler_output = name == "empty"
 
     def creator(*args, **kwargs):
         stack = LOCAL.stack
+        if sampler_output and LOCAL.sampling is not None:
+            # NumPy's sampler making its output, its parameters traced (samplers.py)
+            sample = _samplers.output(original, args, kwargs)
+            if sample is not None:
+                return sample
         if not stack or not _called_by_traced_code(sys._getframe(1)) \
                 or not calling(sys._getframe(1), creator):
             # not tracing, or tracegrad's / NumPy's own call; or one from compiled code

@@ -21,6 +21,7 @@ from ..ir.source import where
 from .core import Tracer
 from .elements import Element
 from .indexing import getitem
+from .samplers import SampleArray, holds_sample, untangle
 from .views import alias, mark_view, reshape_is_view
 
 UFUNCS: dict = {}
@@ -43,15 +44,17 @@ def implements(*fns, table=FUNCTIONS):
 # -- helpers --------------------------------------------------------------------------
 def coerce(x):
     """An object array or list holding tracers (``np.array([t1, t2])``, ``np.asarray(t)``)
-    as one traced array."""
+    as one traced array (a sample NumPy drew with traced parameters, its traced value)."""
     if isinstance(x, Element):
         return x.value()
+    if type(x) is SampleArray:
+        return x.traced()
     if isinstance(x, np.ndarray) and x.dtype == object:
         flat = list(x.flat)
         if builtins.any(isinstance(e, (Tracer, Element)) for e in flat):
             return _from_object_array(x, flat)
-    elif isinstance(x, (list, tuple)) and _holds_tracer(x):
-        return stack([coerce(e) for e in x])
+    elif isinstance(x, (list, tuple)) and (_holds_tracer(x) or holds_sample(x)):
+        return stack([coerce(e) for e in untangle(x)])
     return x
 
 

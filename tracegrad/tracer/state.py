@@ -10,6 +10,8 @@ import threading
 class _Local(threading.local):
     def __init__(self):
         self.stack = []     # this thread's active traces, innermost last
+        self.sampling = None    # a NumPy sampler called with traced parameters (samplers)
+        self.samples = False    # whether a samplers.SampleArray was made in this trace
 
 
 LOCAL = _Local()

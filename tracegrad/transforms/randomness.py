@@ -10,8 +10,8 @@ state of the random source moved while the function was traced. The sources watc
 - NumPy's global ``RandomState`` (``np.random.rand``, ``np.random.normal``, ...: bound
   methods of ``np.random.mtrand._rand``), whoever called it;
 - every ``np.random.Generator``, ``RandomState`` or bit generator the function can reach
-  directly: among its arguments (static ones included), in its closure, in the globals its
-  code names, on the object of a bound method or callable object, following
+  directly: among its arguments (static ones included), in its closure or its parameters'
+  default values, in the globals its code names, on the object of a bound method or callable object, following
   ``functools.partial``, ``functools.wraps`` (``__wrapped__``) and the functions those
   refer to, two levels deep.
 
@@ -67,6 +67,9 @@ def _collect(obj, out, seen, depth, receiver=False):
         _collect(obj.__self__, out, seen, depth, True)
         return
     if isinstance(obj, types.FunctionType):
+        # default values (lambda q, r=rng: ...) are the function's own, as its closure
+        _collect(obj.__defaults__ or (), out, seen, depth, True)
+        _collect(obj.__kwdefaults__ or {}, out, seen, depth, True)
         for cell in obj.__closure__ or ():
             try:
                 _collect(cell.cell_contents, out, seen, depth - 1, True)
