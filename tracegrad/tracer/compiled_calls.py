@@ -71,6 +71,18 @@ _CALL_OPS = frozenset(op for name, op in dis.opmap.items()
 _CACHE = dis.opmap.get("CACHE", -1)
 
 
+def _traceback(exc):
+    """The traceback entries of ``exc`` (outermost first), the kind of each one's code,
+    and the positions of the user's."""
+    frames = []
+    tb = exc.__traceback__
+    while tb is not None:
+        frames.append(tb)
+        tb = tb.tb_next
+    kinds = [_kind(tb.tb_frame.f_code) for tb in frames]
+    return frames, kinds, [k for k, kind in enumerate(kinds) if kind == _USER]
+
+
 def _kind(code):
     kind = _KINDS.get(code)
     if kind is None:
@@ -240,13 +252,7 @@ def refusal(exc):
     message = str(exc)
     if not _SYMPTOMS.search(message):
         return None
-    frames = []
-    tb = exc.__traceback__
-    while tb is not None:
-        frames.append(tb)
-        tb = tb.tb_next
-    kinds = [_kind(tb.tb_frame.f_code) for tb in frames]
-    users = [k for k, kind in enumerate(kinds) if kind == _USER]
+    frames, kinds, users = _traceback(exc)
     if not users:
         return None
     u = users[-1]
@@ -325,13 +331,7 @@ def locate(exc):
     names the user's line already is left as it is."""
     if not isinstance(exc, TraceError) or not exc.args or not isinstance(exc.args[0], str):
         return
-    frames = []
-    tb = exc.__traceback__
-    while tb is not None:
-        frames.append(tb)
-        tb = tb.tb_next
-    kinds = [_kind(tb.tb_frame.f_code) for tb in frames]
-    users = [k for k, kind in enumerate(kinds) if kind == _USER]
+    frames, kinds, users = _traceback(exc)
     if not users or users[-1] + 1 >= len(frames) or kinds[users[-1] + 1] == _OURS:
         return                      # raised in tracegrad's code the user's line called
     u = users[-1]
