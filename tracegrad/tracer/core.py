@@ -628,10 +628,11 @@ def _bind_at(name, args, params, src=None):
     return top.add(REGISTRY[name], args, params)
 
 
-def replay(graph: Graph, args) -> dict:
+def replay(graph: Graph, args, known=None) -> dict:
     """Evaluate ``graph`` (``ir.evaluate``) on ``args``: inlines it into the active trace
     when ``args`` hold tracers (nodes keep their original source lines). Returns the
-    environment, node id -> value."""
+    environment, node id -> value. ``known`` (node -> tracer), when inlining: nodes
+    whose value is already recorded, which are not recorded again."""
     top = _innermost(args)
     # a graph's inputs are typed: a weakly typed argument takes the input's own dtype
     args = [Tracer(a._trace, a._node, a.shape, a.dtype, a._value)
@@ -641,12 +642,16 @@ def replay(graph: Graph, args) -> dict:
     # Inlining: plain arrays and constants become constant nodes of the trace, so
     # operations on them are recorded (and left to simplify), not evaluated here into
     # large constants.
-    args = [a if isinstance(a, Tracer) else _const_at(top, a, graph.node(n)["src"])
-            for n, a in zip(graph.inputs, args)]
+    env = {}
+    for n, a in zip(graph.inputs, args):
+        if known is None or n not in known:
+            env[n] = a if isinstance(a, Tracer) else _const_at(top, a, graph.node(n)["src"])
+    if known is not None:
+        env.update(known)
 
     def const(value, src):
         return _const_at(top, value, src, snapshot=False)
-    return evaluate(graph, dict(zip(graph.inputs, args)), const=const)
+    return evaluate(graph, env, const=const)
 
 
 def _const_at(trace, value, src, snapshot=True):
