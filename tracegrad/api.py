@@ -131,6 +131,20 @@ def _check_complex_rules(graph: Graph, src, check_all=False):
                 _check_complex_rules(v, src, check_all=True)
 
 
+def _may_hold_complex(records):
+    """Whether ``_check_complex_rules`` could find anything in a trace of these records:
+    a complex value, or a sub-graph (looked into node by node). Checked on the records,
+    the trace's graph is not built for nothing."""
+    for _, _, params, _, dtype, _ in records:
+        if np.dtype(dtype).kind == "c":
+            return True
+        if params:
+            for v in params.values():
+                if isinstance(v, Graph):
+                    return True
+    return False
+
+
 class _Traced:
     """A function traced at some arguments, ready for a pass.
 
@@ -226,7 +240,8 @@ class _Traced:
                 self.replay = plans.lookup(self.replay_key)
         if isinstance(self.plan, plans.Plan) or isinstance(self.replay, plans.Replay):
             return                  # this structure passed every check below before
-        if differentiable if check_complex is None else check_complex:
+        if (differentiable if check_complex is None else check_complex) and \
+                _may_hold_complex(trace.records):
             _check_complex_rules(self.graph, src)
 
     @property

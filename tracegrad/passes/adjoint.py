@@ -18,6 +18,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..ir import PROJ, REGISTRY, Aval, Graph, apply
+from ..ir.graph import Node, dtype_name
 from ..tracer import new_trace, replay, source_override
 from .common import abstract_inputs, at_node, carries_gradient, finish, fit, zeros
 
@@ -216,9 +217,10 @@ def backward_graph(graph: Graph, wrt, seeds=None, taps=(), values=None,
                              **modes):
                 sweep = _sweep(trace, graph, seeds, wrt=wrt, taps=set(taps), values=values,
                                seed_values=seed_values, origins=origins)
-    if values is not None and (trace.graph.guards or trace.captured):
+    if values is not None and (trace._guards or trace.captured):
         raise ValueDependent
-    full = trace.graph
+    # the graph is built from the trace's records, of the nodes the cotangents need only
+    records = trace.records
     # (a multi-output node's value is a tuple; its projections stand for it)
     forward_of = {t._node: n for n, t in sweep.env.items() if not isinstance(t, tuple)}
     seed_of = {t._node: k for k, t in enumerate(sweep.seeds)}
@@ -234,28 +236,28 @@ def backward_graph(graph: Graph, wrt, seeds=None, taps=(), values=None,
     tap_nodes = {n: sweep.final[n]._node for n in taps if n in sweep.final}
 
     live = set(out_nodes)
-    for n in reversed(list(full)):
+    for n in range(len(records) - 1, -1, -1):
         if n in live and n not in boundary:
-            live.update(full.args(n))
+            live.update(records[n][1])
 
     if any(n in live for n in failed):
         # the error is the graph's: its run reports it as NumPy does
         raise ValueDependent
     bwd = Graph()
     saved, used_seeds = [], []
-    for n, d in full.items():
-        if n not in live:
-            continue
+    for n in sorted(live):
+        op, args, params, shape, dtype, src = records[n]
         if n in boundary:
-            attrs = dict(d, op="input", args=(), params={"index": len(bwd.inputs)})
-            bwd.put(n, attrs)
+            bwd.put(n, Node(n, "input", (), tuple(shape), dtype_name(dtype),
+                            {"index": len(bwd.inputs)}, src))
             bwd.inputs.append(n)
             if n in forward_of:
                 saved.append(forward_of[n])
             else:
                 used_seeds.append(seed_of[n])
         else:
-            bwd.put(n, d)
+            bwd.put(n, Node(n, op, args, tuple(shape), dtype_name(dtype),
+                            {} if params is None else params, src))
     # saved values first, then seeds: the order the caller passes them
     order = [n for n in bwd.inputs if n in forward_of] + [n for n in bwd.inputs if n in seed_of]
     bwd.inputs = order
