@@ -17,10 +17,11 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..errors import TraceError
 from ..ir import PROJ, REGISTRY, Aval, Graph, apply
 from ..ir.graph import Node, dtype_name
 from ..tracer import new_trace, replay, source_override
-from .common import abstract_inputs, at_node, carries_gradient, finish, fit, zeros
+from .common import abstract_inputs, at_node, at_node_error, carries_gradient, finish, fit, zeros
 
 
 class _Sweep(NamedTuple):
@@ -135,15 +136,22 @@ def _pull(graph: Graph, env, seeds, seed_cts, wrt=None, taps=(), trace=None) -> 
             ct = tuple(ct)
         if trace is not None:
             first = trace.graph.next_id
-        with at_node(d):
-            arg_cts = prim.vjp(ct, env[n], *(env[a] for a in args), **d["params"])
-            outs = []
-            for a, a_ct in zip(args, arg_cts):
-                if a_ct is not None and flows[a]:
-                    node = graph.node(a)
-                    a_ct = fit(a_ct, node["shape"], node["dtype"])
-                    outs.append(a_ct)
-                    accumulate(a, a_ct)
+        # (``at_node``, written out: this runs once per node of the graph)
+        with source_override(d["src"]):
+            try:
+                arg_cts = prim.vjp(ct, env[n], *(env[a] for a in args), **d["params"])
+                outs = []
+                for a, a_ct in zip(args, arg_cts):
+                    if a_ct is not None and flows[a]:
+                        node = graph.node(a)
+                        a_ct = fit(a_ct, node["shape"], node["dtype"])
+                        outs.append(a_ct)
+                        accumulate(a, a_ct)
+            except TraceError as e:
+                named = at_node_error(e, d)
+                if named is e:
+                    raise
+                raise named from None
         returned[n] = outs
         if trace is not None:
             for m in range(first, trace.graph.next_id):
