@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextvars
 import dis
 import sys
+from math import copysign
 from contextlib import contextmanager
 
 import numpy as np
@@ -148,6 +149,7 @@ class Trace:
         # its value is written in place (see ``write_in_place``)
         self._owned: dict[int, Tracer] = {}
         self._has_fresh = False         # the function made such an array
+        self._float_consts: dict = {}   # (number, sign, dtype, line) -> its const node
 
     # The input nodes a differentiating transform (grad, jvp, jacobian, ...) differentiates
     # with respect to, None for a trace that differentiates nothing (tg.jit, tg.vmap);
@@ -303,11 +305,23 @@ class Trace:
                 if tracer_dtypes is None:
                     tracer_dtypes = tuple(b.dtype for b in args if isinstance(b, Tracer))
                 if type(a) is float:    # a new array: no snapshot needed
-                    value = np.array(a, _float_const_dtype(tracer_dtypes))
+                    dtype = _float_const_dtype(tracer_dtypes)
+                    # one node per number, dtype and line (rules and loops write the same
+                    # 1.0 over and over); -0.0 apart from 0.0
+                    key = (a, copysign(1.0, a), dtype, src)
+                    node = self._float_consts.get(key)
+                    if node is not None:
+                        ids.append(node)
+                        vals.append(self.records[node][2]["value"])
+                        continue
+                    value = np.array(a, dtype)
                 else:
                     value = self._snapshot(_as_const(a, tracer_dtypes))
-                ids.append(self._record("const", (), {"value": value}, value.shape,
-                                        value.dtype, src, value))
+                node = self._record("const", (), {"value": value}, value.shape, value.dtype,
+                                    src, value)
+                if type(a) is float and type(self) is Trace:
+                    self._float_consts[key] = node
+                ids.append(node)
                 vals.append(value)
         # a loop's value is not computed while tracing: tracing (and so compiling) a loop
         # costs the same whatever its trip count
