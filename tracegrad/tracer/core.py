@@ -16,8 +16,8 @@ from __future__ import annotations
 import contextvars
 import dis
 import sys
-from math import copysign
 from contextlib import contextmanager
+from math import copysign
 
 import numpy as np
 
