@@ -14,11 +14,10 @@ entry; a structure whose parameters cannot be compared safely (sub-graphs of loo
 ``cond``, custom rules, large index arrays) is never cached, and the caller takes the
 uncached path. The cache holds at most ``CACHE_SIZE`` plans, least recently used first
 out. A plan is interpreted on its first uses and compiled to Python (``codegen``) once
-compiling pays (``compile_after``): generating and compiling Python source costs about
-0.6 ms and 11 us a node below ``LARGE_PLAN`` nodes (up to 80 us a node above), where
-running it compiled saves about 2 us a node per call; so a plan is compiled once it has
-been interpreted about as long as compiling takes (a structure that comes back a few
-times, as a loop whose trip count is data makes, is never compiled).
+compiling pays (``compile_after``): from its second use when it is small, later when it
+is large, since generating and compiling Python source costs more per node for a large
+graph (about 15 us a node below ``LARGE_PLAN`` nodes, up to 80 above, where running it
+compiled saves about 1.2 us a node per call).
 
 A plan's first use is its making: the backward sweep runs on the trace's values and the
 seeds' (``first_use``), computing each node as it records it, so a structure seen once
@@ -41,7 +40,7 @@ from .runtime.codegen import generate
 from .runtime.interpreter import run
 
 CACHE_SIZE = 256
-COMPILE_AFTER = 8           # uses of a small plan before it is compiled to Python
+COMPILE_AFTER = 2           # uses of a small plan before it is compiled to Python
 LARGE_PLAN = 1000           # nodes from which a plan counts as large
 COMPILE_LARGE_AFTER = 12    # uses of a large plan before it is compiled
 _MAX_PARAM_ARRAY = 4096     # elements of an array parameter (a constant index) keyed by value
