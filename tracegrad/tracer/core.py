@@ -631,15 +631,17 @@ def _bind_at(name, args, params, src=None):
     """``Tracer.__tg_bind__``: ``ir.apply`` and ``ir.evaluate`` hand a primitive whose
     operands include a tracer here; it is ``bind``, and the node recorded keeps ``src``
     (the line a replayed graph's node came from) when given."""
-    if src is not None:
-        with source_override(src):
-            return _bind_at(name, args, params)
     top = _innermost(args)
     if top is None:
         return REGISTRY[name].impl(*args, **params)
-    if not top.active:
-        raise TraceError(f"{_ESCAPED}{where()}")
-    return top.add(REGISTRY[name], args, params)
+    if src is None:
+        if not top.active:
+            raise TraceError(f"{_ESCAPED}{where()}")
+        return top.add(REGISTRY[name], args, params)
+    with source_override(src):
+        if not top.active:
+            raise TraceError(f"{_ESCAPED}{where()}")
+        return top.add(REGISTRY[name], args, params)
 
 
 def replay(graph: Graph, args, known=None) -> dict:
