@@ -18,6 +18,13 @@ compiling pays (``compile_after``): from its second use when it is small, later 
 is large, since generating and compiling Python source costs more per node for a large
 graph (about 15 us a node below ``LARGE_PLAN`` nodes, up to 80 above, where running it
 compiled saves about 1.2 us a node per call).
+
+A plan's first use is its making: the backward sweep runs on the trace's values and the
+seeds' (``first_use``), computing each node as it records it, so a structure seen once
+(a higher-order derivative, a loop whose trip count is data) costs one sweep, not a sweep
+and then a run of its graph. The numbers are those later runs of the plan give: the same
+implementations on the same values. Where a rule decides something on a value (a guard),
+the plan is made from an abstract sweep instead, as it would be without values.
 """
 from __future__ import annotations
 
@@ -26,7 +33,7 @@ from collections import OrderedDict
 import numpy as np
 
 from ..ir import Graph
-from ..ir.aliasing import fresh_bases
+from ..ir.aliasing import fresh_bases, owned_outputs
 from ..passes.adjoint import adjoint, backward_graph
 from ..passes.prune import live_nodes, prune
 from ..runtime.codegen import generate
@@ -143,10 +150,15 @@ class Plan:
     positions among the seeded outputs); ``outputs`` gives, per differentiated input,
     its position among the graph's outputs or None for a zero cotangent."""
 
-    __slots__ = ("graph", "saved", "seeds", "outputs", "avals", "uses", "compiled", "bases")
+    __slots__ = ("graph", "saved", "seeds", "outputs", "avals", "uses", "compiled", "bases",
+                 "first")
 
-    def __init__(self, records, outputs, wrt, seeds):
-        bw = backward_graph(forward_graph(records, outputs), wrt, seeds=seeds)
+    def __init__(self, records, outputs, wrt, seeds, values=None, seed_values=None):
+        """With ``values`` (the trace's, by node) and ``seed_values``, the sweep runs on
+        them, and ``first`` holds what this first use gives (see ``__call__``); raises
+        ``ValueDependent`` where that cannot make a plan."""
+        bw = backward_graph(forward_graph(records, outputs), wrt, seeds=seeds,
+                            values=values, seed_values=seed_values, origins=False)
         self.graph = bw.graph
         self.saved = bw.saved
         self.seeds = bw.seeds
@@ -155,6 +167,11 @@ class Plan:
         self.bases = fresh_bases(self.graph)
         self.uses = 0
         self.compiled = None
+        self.first = None
+        if values is not None:
+            self.uses = 1
+            args = [values[n] for n in self.saved] + [seed_values[k] for k in self.seeds]
+            self.first = self._grads(owned_outputs(self.graph, bw.values, args, self.bases))
 
     def __call__(self, values, seeds):
         """The cotangents of the differentiated inputs: fresh, writeable arrays."""
@@ -166,6 +183,9 @@ class Plan:
             outs = self.compiled(*args)
         else:
             outs = run(self.graph, args, bases=self.bases)
+        return self._grads(outs)
+
+    def _grads(self, outs):
         grads = []
         for k, (shape, dtype) in zip(self.outputs, self.avals):
             if k is None:
@@ -176,6 +196,25 @@ class Plan:
                 v = np.array(v)         # a broadcast: hand out a real array
             grads.append(v)
         return grads
+
+
+def first_use(records, outputs, wrt, seeds, values, seed_values):
+    """``(plan, grads)`` for a structure not cached yet: the plan made by sweeping on the
+    trace's ``values`` and the seeds' (``grads``, the cotangents of ``wrt``, computed on
+    the way), or from an abstract sweep and then run where a rule decides on a value;
+    ``(False, None)`` where no plan can be made (the caller takes the uncached path)."""
+    try:
+        plan = Plan(records, outputs, wrt, seeds, values, seed_values)
+    except Exception:   # ValueDependent, or a rule that cannot run on these values
+        pass
+    else:
+        grads, plan.first = plan.first, None
+        return plan, grads
+    try:
+        plan = Plan(records, outputs, wrt, seeds)
+    except Exception:   # e.g. a rule that reads a constant's value: not planned
+        return False, None
+    return plan, plan(values, seed_values)
 
 
 class Replay:
@@ -189,11 +228,14 @@ class Replay:
     caller records in the enclosing trace with this call's expected values), then the
     cotangents of ``wrt``."""
 
-    __slots__ = ("adjoint", "n_out", "graphs")
+    __slots__ = ("adjoint", "n_out", "graphs", "forward_of")
 
     def __init__(self, records, outputs, wrt, seeds, guards):
         fwd = forward_graph(records, list(outputs) + list(guards))
-        self.adjoint = adjoint(fwd, seeds=seeds, wrt=wrt)
+        # adjoint node -> the trace node it replays: where the caller already replayed
+        # the forward pass (tg.vjp's outputs), those nodes are not recorded again
+        self.forward_of = {}
+        self.adjoint = adjoint(fwd, seeds=seeds, wrt=wrt, forward_of=self.forward_of)
         self.n_out = len(outputs)
         self.graphs = {}
 
@@ -234,8 +276,8 @@ class Replay:
 
 
 def lookup(key):
-    """The plan cached under ``key``: a Plan, False for a structure known not to plan,
-    or None when there is none yet."""
+    """The plan cached under ``key``: a Plan or Replay, False for a structure known not
+    to plan, or None when there is none yet."""
     plan = _CACHE.get(key)
     if plan is not None:
         try:

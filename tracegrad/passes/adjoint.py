@@ -8,13 +8,20 @@ can differentiate again (``adjoint(adjoint(g))`` gives second derivatives).
 ``backward_graph`` is the same sweep cut at the forward values: a graph that
 takes the values the rules read (what PyTorch calls saved tensors) as inputs
 instead of recomputing them. The eager front end runs that graph, so a
-``Tensor.backward()`` and ``tg.grad`` use the one engine.
+``Tensor.backward()`` and ``tg.grad`` use the one engine. Given the forward values and
+the seeds' values (``values=``), it sweeps on them: each node a rule records is computed
+as it is recorded, by the implementation the graph runs, so a derivative used once needs
+no second pass over its graph (``tracegrad.plans``).
 """
 from typing import NamedTuple
 
-from ..ir import PROJ, REGISTRY, Graph, apply
-from ..tracer import new_trace, replay
-from .common import abstract_inputs, at_node, carries_gradient, finish, fit, zeros
+import numpy as np
+
+from ..errors import TraceError
+from ..ir import PROJ, REGISTRY, Aval, Graph, apply
+from ..ir.graph import Node, dtype_name
+from ..tracer import new_trace, replay, source_override
+from .common import abstract_inputs, at_node, at_node_error, carries_gradient, finish, fit, zeros
 
 
 class _Sweep(NamedTuple):
@@ -25,10 +32,67 @@ class _Sweep(NamedTuple):
     returned: dict      # forward node -> the nodes its rule returned (for anomaly checks)
 
 
-def _sweep(trace, graph: Graph, seeds, wrt=None, taps=()) -> _Sweep:
-    primals = abstract_inputs(trace, graph, graph.inputs)
-    seed_cts = abstract_inputs(trace, graph, [graph.outputs[i] for i in seeds])
-    env = replay(graph, primals)
+class ValueDependent(Exception):
+    """A sweep on concrete values recorded a decision taken on a value (a guard), met a
+    value it was not given (its graph does not hold for other values), or computed a
+    node of its graph with a floating-point error (left to a run of the graph to
+    report, as NumPy does)."""
+
+
+def _valued_input(trace, d, value):
+    """An input of ``trace`` with node ``d``'s aval and source line, holding ``value`` as it
+    is (a NumPy scalar stays one: the graph's later runs are handed the same object)."""
+    if value is None:
+        raise ValueDependent
+    with source_override(d["src"]):
+        t = trace.new_input(aval=Aval(d["shape"], np.dtype(d["dtype"])))
+    t._value = value
+    return t
+
+
+class _Saved(dict):
+    """forward node -> an input of the sweep's trace holding the node's value, made when a
+    rule first reads it (a multi-output node: the tuple of its projections' inputs)."""
+
+    def __init__(self, trace, graph, values):
+        super().__init__()
+        self.trace, self.graph, self.values = trace, graph, values
+        self.projections = None
+
+    def __missing__(self, n):
+        graph = self.graph
+        d = graph.node(n)
+        op = d["op"]
+        if op != "input" and op != PROJ and REGISTRY[op].multi:
+            if self.projections is None:
+                self.projections = {}
+                for m, e in graph.items():
+                    if e["op"] == PROJ:
+                        self.projections.setdefault(e["args"][0], {})[e["params"]["index"]] = m
+            outs = self.projections.get(n, {})
+            value = tuple(self[outs[i]] for i in range(len(outs)))
+        else:
+            value = _valued_input(self.trace, d, self.values[n])
+        self[n] = value
+        return value
+
+
+def _sweep(trace, graph: Graph, seeds, wrt=None, taps=(), values=None,
+           seed_values=None, origins=True) -> _Sweep:
+    if values is None:
+        primals = abstract_inputs(trace, graph, graph.inputs)
+        seed_cts = abstract_inputs(trace, graph, [graph.outputs[i] for i in seeds])
+        env = replay(graph, primals)
+    else:
+        seed_cts = [_valued_input(trace, graph.node(graph.outputs[i]), v)
+                    for i, v in zip(seeds, seed_values)]
+        env = _Saved(trace, graph, values)
+    return _pull(graph, env, seeds, seed_cts, wrt, taps, trace if origins else None)
+
+
+def _pull(graph: Graph, env, seeds, seed_cts, wrt=None, taps=(), trace=None) -> _Sweep:
+    """The backward walk: each node's rule on ``env`` (node -> its value) and its
+    cotangent. With ``trace``, ``origin`` says which rule recorded each node of it."""
     flows = carries_gradient(graph, None if wrt is None else set(wrt))
     wanted = set(graph.inputs) if wrt is None else set(wrt)
     cts, final, origin, returned = {}, {}, {}, {}
@@ -70,23 +134,32 @@ def _sweep(trace, graph: Graph, seeds, wrt=None, taps=()) -> _Sweep:
             continue
         if prim.multi:
             ct = tuple(ct)
-        first = trace.graph.next_id
-        with at_node(d):
-            arg_cts = prim.vjp(ct, env[n], *(env[a] for a in args), **d["params"])
-            outs = []
-            for a, a_ct in zip(args, arg_cts):
-                if a_ct is not None and flows[a]:
-                    node = graph.node(a)
-                    a_ct = fit(a_ct, node["shape"], node["dtype"])
-                    outs.append(a_ct)
-                    accumulate(a, a_ct)
+        if trace is not None:
+            first = trace.graph.next_id
+        # (``at_node``, written out: this runs once per node of the graph)
+        with source_override(d["src"]):
+            try:
+                arg_cts = prim.vjp(ct, env[n], *(env[a] for a in args), **d["params"])
+                outs = []
+                for a, a_ct in zip(args, arg_cts):
+                    if a_ct is not None and flows[a]:
+                        node = graph.node(a)
+                        a_ct = fit(a_ct, node["shape"], node["dtype"])
+                        outs.append(a_ct)
+                        accumulate(a, a_ct)
+            except TraceError as e:
+                named = at_node_error(e, d)
+                if named is e:
+                    raise
+                raise named from None
         returned[n] = outs
-        for m in range(first, trace.graph.next_id):
-            origin[m] = n
+        if trace is not None:
+            for m in range(first, trace.graph.next_id):
+                origin[m] = n
     return _Sweep(env, seed_cts, final, origin, returned)
 
 
-def adjoint(graph: Graph, seeds=None, wrt=None) -> Graph:
+def adjoint(graph: Graph, seeds=None, wrt=None, forward_of=None) -> Graph:
     """The adjoint graph of ``graph``.
 
     Its inputs are ``graph``'s inputs followed by one cotangent per output
@@ -94,11 +167,16 @@ def adjoint(graph: Graph, seeds=None, wrt=None) -> Graph:
     outputs followed by one cotangent per input (per input listed in ``wrt``,
     when given: then only what depends on those is differentiated). Integer and
     boolean values get no cotangent (their slots hold zeros), and nothing flows
-    through ``stop_gradient``. The argument is left unchanged.
+    through ``stop_gradient``. The argument is left unchanged. ``forward_of``, a
+    dict when given, receives adjoint node -> the node of ``graph`` it replays (its
+    inputs and the forward computation the rules read).
     """
     seeds = range(len(graph.outputs)) if seeds is None else seeds
     with new_trace() as trace:
-        sweep = _sweep(trace, graph, seeds, wrt=wrt)
+        sweep = _sweep(trace, graph, seeds, wrt=wrt, origins=False)
+        if forward_of is not None:
+            forward_of.update((t._node, n) for n, t in sweep.env.items()
+                              if not isinstance(t, tuple))
         input_cts = []
         for n in (graph.inputs if wrt is None else wrt):
             d = graph.node(n)
@@ -152,19 +230,41 @@ class Backward(NamedTuple):
     taps: dict          # forward node of `taps` -> node of its complete cotangent
     origin: dict        # backward node -> the forward node whose rule made it
     returned: dict      # forward node -> the backward nodes its rule returned
+    values: list | None = None  # with values=: the value of each of graph.outputs
 
 
-def backward_graph(graph: Graph, wrt, seeds=None, taps=()) -> Backward:
+def backward_graph(graph: Graph, wrt, seeds=None, taps=(), values=None,
+                   seed_values=None, origins=True) -> Backward:
     """The cotangents of the nodes ``wrt`` (inputs or intermediate nodes) of ``graph``,
     given cotangent seeds for the outputs ``seeds``, as a graph whose inputs are the
     forward values its rules need and the seeds. ``taps`` (a subset of ``wrt``) are nodes whose complete
     cotangent gets a node of its own (``Backward.taps``), for a runtime to observe or
-    replace while the graph runs."""
+    replace while the graph runs.
+
+    With ``values`` (forward node -> its value) and ``seed_values`` (one per seed), the
+    sweep runs on them: ``Backward.values`` holds the graph's outputs computed on the way,
+    by the implementations the graph runs. Raises ``ValueDependent`` where a rule decided
+    something on a value (the graph would hold for these values only).
+    ``origins=False``: ``Backward.origin`` is left empty (a caller with no use for it
+    saves the bookkeeping)."""
     seeds = list(range(len(graph.outputs)) if seeds is None else seeds)
     wrt = list(wrt)
+    failed = []     # the nodes whose computation met a floating-point error
     with new_trace() as trace:
-        sweep = _sweep(trace, graph, seeds, wrt=wrt, taps=set(taps))
-    full = trace.graph
+        if values is None:
+            sweep = _sweep(trace, graph, seeds, wrt=wrt, taps=set(taps), origins=origins)
+        else:
+            # NumPy's floating-point errors are noted by node, not reported now: a rule's
+            # result the graph does not keep would never be computed by its runs
+            modes = {k: "ignore" if v == "ignore" else "call" for k, v in np.geterr().items()}
+            with np.errstate(call=lambda kind, flag: failed.append(len(trace.records)),
+                             **modes):
+                sweep = _sweep(trace, graph, seeds, wrt=wrt, taps=set(taps), values=values,
+                               seed_values=seed_values, origins=origins)
+    if values is not None and (trace._guards or trace.captured):
+        raise ValueDependent
+    # the graph is built from the trace's records, of the nodes the cotangents need only
+    records = trace.records
     # (a multi-output node's value is a tuple; its projections stand for it)
     forward_of = {t._node: n for n, t in sweep.env.items() if not isinstance(t, tuple)}
     seed_of = {t._node: k for k, t in enumerate(sweep.seeds)}
@@ -180,29 +280,38 @@ def backward_graph(graph: Graph, wrt, seeds=None, taps=()) -> Backward:
     tap_nodes = {n: sweep.final[n]._node for n in taps if n in sweep.final}
 
     live = set(out_nodes)
-    for n in reversed(list(full)):
+    for n in range(len(records) - 1, -1, -1):
         if n in live and n not in boundary:
-            live.update(full.args(n))
+            live.update(records[n][1])
 
+    if any(n in live for n in failed):
+        # the error is the graph's: its run reports it as NumPy does
+        raise ValueDependent
     bwd = Graph()
     saved, used_seeds = [], []
-    for n, d in full.items():
-        if n not in live:
-            continue
+    for n in sorted(live):
+        op, args, params, shape, dtype, src = records[n]
         if n in boundary:
-            attrs = dict(d, op="input", args=(), params={"index": len(bwd.inputs)})
-            bwd.put(n, attrs)
+            bwd.put(n, Node(n, "input", (), tuple(shape), dtype_name(dtype),
+                            {"index": len(bwd.inputs)}, src))
             bwd.inputs.append(n)
             if n in forward_of:
                 saved.append(forward_of[n])
             else:
                 used_seeds.append(seed_of[n])
         else:
-            bwd.put(n, d)
+            bwd.put(n, Node(n, op, args, tuple(shape), dtype_name(dtype),
+                            {} if params is None else params, src))
     # saved values first, then seeds: the order the caller passes them
     order = [n for n in bwd.inputs if n in forward_of] + [n for n in bwd.inputs if n in seed_of]
     bwd.inputs = order
     for i, n in enumerate(order):
         bwd.node(n)["params"] = {"index": i}
     bwd.outputs = out_nodes
-    return Backward(bwd, saved, used_seeds, outputs, tap_nodes, sweep.origin, sweep.returned)
+    out_values = None
+    if values is not None:
+        out_values = [sweep.final[n]._value for n in wrt if n in sweep.final]
+        if any(v is None for v in out_values):
+            raise ValueDependent         # (a loop's value is left to the runtime)
+    return Backward(bwd, saved, used_seeds, outputs, tap_nodes, sweep.origin, sweep.returned,
+                    out_values)

@@ -42,7 +42,9 @@ def fit(value, shape, dtype, tangent=False):
     was broadcast along (or broadcast, when a rule returns one that is constant along
     them); a ``tangent`` broadcast up to its node's shape. Then cast back (complex to
     real by taking the real part)."""
-    have, shape = tuple(np.shape(value)), tuple(shape)
+    # (a tracer's own shape: np.shape would go through NumPy's function dispatch)
+    have = value.shape if type(value) is Tracer else tuple(np.shape(value))
+    shape = tuple(shape)
     if have != shape:
         if _broadcasts_to(have, shape):
             # the tangent of y (1, 4) in y + c, c a constant (3, 4): no tangent of c
@@ -103,6 +105,15 @@ def at_node(d):
         try:
             yield
         except TraceError as e:
-            if d["src"] and " (at " not in str(e):
-                raise TraceError(f"{e}{where(d['src'])}") from None
-            raise
+            named = at_node_error(e, d)
+            if named is e:
+                raise
+            raise named from None
+
+
+def at_node_error(e, d):
+    """The error ``e`` a rule of node ``d`` raised, naming ``d``'s line if it names
+    none."""
+    if d["src"] and " (at " not in str(e):
+        return TraceError(f"{e}{where(d['src'])}")
+    return e

@@ -17,6 +17,7 @@ import contextvars
 import dis
 import sys
 from contextlib import contextmanager
+from math import copysign
 
 import numpy as np
 
@@ -155,6 +156,7 @@ class Trace:
         # its value is written in place (see ``write_in_place``)
         self._owned: dict[int, Tracer] = {}
         self._has_fresh = False         # the function made such an array
+        self._float_consts: dict = {}   # (number, sign, dtype, line) -> its const node
 
     # The input nodes a differentiating transform (grad, jvp, jacobian, ...) differentiates
     # with respect to, None for a trace that differentiates nothing (tg.jit, tg.vmap);
@@ -312,11 +314,23 @@ class Trace:
                 if tracer_dtypes is None:
                     tracer_dtypes = tuple(b.dtype for b in args if isinstance(b, Tracer))
                 if type(a) is float:    # a new array: no snapshot needed
-                    value = np.array(a, _float_const_dtype(tracer_dtypes))
+                    dtype = _float_const_dtype(tracer_dtypes)
+                    # one node per number, dtype and line (rules and loops write the same
+                    # 1.0 over and over); -0.0 apart from 0.0
+                    key = (a, copysign(1.0, a), dtype, src)
+                    node = self._float_consts.get(key)
+                    if node is not None:
+                        ids.append(node)
+                        vals.append(self.records[node][2]["value"])
+                        continue
+                    value = np.array(a, dtype)
                 else:
                     value = self._snapshot(_as_const(a, tracer_dtypes))
-                ids.append(self._record("const", (), {"value": value}, value.shape,
-                                        value.dtype, src, value))
+                node = self._record("const", (), {"value": value}, value.shape, value.dtype,
+                                    src, value)
+                if type(a) is float and type(self) is Trace:
+                    self._float_consts[key] = node
+                ids.append(node)
                 vals.append(value)
         # a loop's value is not computed while tracing: tracing (and so compiling) a loop
         # costs the same whatever its trip count
@@ -636,23 +650,26 @@ def _bind_at(name, args, params, src=None):
     """``Tracer.__tg_bind__``: ``ir.apply`` and ``ir.evaluate`` hand a primitive whose
     operands include a tracer here; it is ``bind``, and the node recorded keeps ``src``
     (the line a replayed graph's node came from) when given."""
-    if src is not None:
-        with source_override(src):
-            return _bind_at(name, args, params)
     if LOCAL.samples:
         args = _samplers.untangle(args)
     top = _innermost(args)
     if top is None:
         return REGISTRY[name].impl(*args, **params)
-    if not top.active:
-        raise TraceError(f"{_ESCAPED}{where()}")
-    return top.add(REGISTRY[name], args, params)
+    if src is None:
+        if not top.active:
+            raise TraceError(f"{_ESCAPED}{where()}")
+        return top.add(REGISTRY[name], args, params)
+    with source_override(src):
+        if not top.active:
+            raise TraceError(f"{_ESCAPED}{where()}")
+        return top.add(REGISTRY[name], args, params)
 
 
-def replay(graph: Graph, args) -> dict:
+def replay(graph: Graph, args, known=None) -> dict:
     """Evaluate ``graph`` (``ir.evaluate``) on ``args``: inlines it into the active trace
     when ``args`` hold tracers (nodes keep their original source lines). Returns the
-    environment, node id -> value."""
+    environment, node id -> value. ``known`` (node -> tracer), when inlining: nodes
+    whose value is already recorded, which are not recorded again."""
     top = _innermost(args)
     # a graph's inputs are typed: a weakly typed argument takes the input's own dtype
     args = [Tracer(a._trace, a._node, a.shape, a.dtype, a._value)
@@ -662,12 +679,16 @@ def replay(graph: Graph, args) -> dict:
     # Inlining: plain arrays and constants become constant nodes of the trace, so
     # operations on them are recorded (and left to simplify), not evaluated here into
     # large constants.
-    args = [a if isinstance(a, Tracer) else _const_at(top, a, graph.node(n)["src"])
-            for n, a in zip(graph.inputs, args)]
+    env = {}
+    for n, a in zip(graph.inputs, args):
+        if known is None or n not in known:
+            env[n] = a if isinstance(a, Tracer) else _const_at(top, a, graph.node(n)["src"])
+    if known is not None:
+        env.update(known)
 
     def const(value, src):
         return _const_at(top, value, src, snapshot=False)
-    return evaluate(graph, dict(zip(graph.inputs, args)), const=const)
+    return evaluate(graph, env, const=const)
 
 
 def _const_at(trace, value, src, snapshot=True):

@@ -132,6 +132,20 @@ def _check_complex_rules(graph: Graph, src, check_all=False):
                 _check_complex_rules(v, src, check_all=True)
 
 
+def _may_hold_complex(records):
+    """Whether ``_check_complex_rules`` could find anything in a trace of these records:
+    a complex value, or a sub-graph (looked into node by node). Checked on the records,
+    the trace's graph is not built for nothing."""
+    for _, _, params, _, dtype, _ in records:
+        if np.dtype(dtype).kind == "c":
+            return True
+        if params:
+            for v in params.values():
+                if isinstance(v, Graph):
+                    return True
+    return False
+
+
 class _Traced:
     """A function traced at some arguments, ready for a pass.
 
@@ -227,7 +241,8 @@ class _Traced:
                 self.replay = plans.lookup(self.replay_key)
         if isinstance(self.plan, plans.Plan) or isinstance(self.replay, plans.Replay):
             return                  # this structure passed every check below before
-        if differentiable if check_complex is None else check_complex:
+        if (differentiable if check_complex is None else check_complex) and \
+                _may_hold_complex(trace.records):
             _check_complex_rules(self.graph, src)
 
     @property
@@ -270,12 +285,17 @@ def _as_scalar(v):
     return v
 
 
-def _evaluate(graph: Graph, args):
+def _evaluate(graph: Graph, args, known=None, keep=None):
+    """``graph``'s outputs on ``args``: inlined into the active trace when they hold
+    tracers (``known``, ``keep``: nodes already recorded there, and a dict that receives
+    the nodes this records), else run."""
     if any(isinstance(a, Tracer) for a in args):
         if current_trace() is None:
             raise TraceError("a traced value was used after the transform that made it "
                              "finished (was it stored in a global?)")
-        env = replay(graph, args)
+        env = replay(graph, args, known)
+        if keep is not None:
+            keep.update(env)
         return [env[o] for o in graph.outputs]
     # derived values (derivatives, tangents) are the caller's own arrays, never an input
     # handed back (the cotangent of lambda x: x) or a view of one
@@ -354,34 +374,31 @@ def _check_holomorphic(t, who, holomorphic, src, outputs=True, inputs=True):
 _GRAD_PLAN = ("rev", (0,))
 
 
-def _plan_of(t, seeds):
-    """``t``'s cached plan for cotangent seeds at its outputs ``seeds`` (made now on a
-    miss), or None when ``t`` cannot use one (the caller takes the uncached path)."""
+def _planned(t, seeds, seed_values, values=None):
+    """The cotangents of ``t``'s inputs from its cached plan, given the cotangents
+    ``seed_values`` of its outputs ``seeds`` and the forward ``values`` (by default the
+    trace's); None without a plan (the caller takes the uncached path). On a miss the
+    plan is made by its first use (``plans.first_use``)."""
     if t.plan_key is None:
         return None
+    values = t.trace.values if values is None else values
     plan = t.plan
     if plan is None:
-        try:
-            plan = plans.Plan(t.trace.records, t.outputs, t.input_nodes, seeds)
-        except Exception:   # e.g. a rule that reads a constant's value: not planned
-            plan = False
+        plan, grads = plans.first_use(t.trace.records, t.outputs, t.input_nodes, seeds,
+                                      values, seed_values)
         plans.store(t.plan_key, plan)
-    return plan or None
+        t.plan = plan
+        return grads if plan else None
+    return plan(values, seed_values) if plan else None
 
 
-def _planned(t, seeds, seed_values):
-    """The cotangents of ``t``'s inputs from its cached plan, given the cotangents
-    ``seed_values`` of its outputs ``seeds``; None without a plan."""
-    plan = _plan_of(t, seeds)
-    return None if plan is None else plan(t.trace.values, seed_values)
-
-
-def _replayed(t, seeds, fwd, seed_values):
+def _replayed(t, seeds, fwd, seed_values, recorded=None):
     """``_evaluate`` of ``t``'s adjoint graph (its forward outputs ``fwd``, then the
     cotangents of its inputs) when ``t`` is traced inside another transform, from the
     graph cached for its structure (made now on a miss); None when it has none. This
     call's branch decisions are recorded in the enclosing trace, as the uncached path's
-    replay of the guards does."""
+    replay of the guards does. ``recorded``: trace node -> its replay already recorded
+    in the enclosing trace (tg.vjp's forward pass), which the adjoint reuses."""
     if t.replay_key is None:
         return None
     rp = t.replay
@@ -395,7 +412,10 @@ def _replayed(t, seeds, fwd, seed_values):
     if not rp:
         return None
     graph, used = rp.graph(tuple(fwd))
-    outs = _evaluate(graph, rp.args(t.trace.records, t.eval_args, seed_values, used))
+    known = None
+    if recorded:
+        known = {m: recorded[n] for m, n in rp.forward_of.items() if n in recorded}
+    outs = _evaluate(graph, rp.args(t.trace.records, t.eval_args, seed_values, used), known)
     k = len(fwd)
     if t.guards:
         at = {n: k + i for i, n in enumerate(dict.fromkeys(n for n, _ in t.guards))}
@@ -577,8 +597,17 @@ def vjp(fun: Callable[..., Any], *primals: PyTree, has_aux: bool = False) -> tup
     nums = tuple(range(len(primals)))
     t = _Traced(fun, primals, {}, nums, src, has_aux=has_aux,
                 skip_hint="close over it: tg.vjp(lambda x: f(x, n), x)", plan_extra="vjp")
-    outs = ([v._value for v in t.out_values + t.aux_values] if t.concrete
-            else _evaluate(passes.prune(t.graph), t.eval_args))
+    # inside another transform, the forward pass is inlined into the enclosing trace here
+    # (its outputs are tracers of it), and vjp_fn's adjoint reuses what it recorded
+    recorded = {}
+    if t.concrete:
+        outs = [v._value for v in t.out_values + t.aux_values]
+    else:
+        fwd_graph = passes.prune(t.graph)
+        outs = _evaluate(fwd_graph, t.eval_args, keep=recorded)
+        for o in fwd_graph.outputs:     # (handed out: the caller may write into them)
+            recorded.pop(o, None)
+        recorded = {n: v for n, v in recorded.items() if isinstance(v, Tracer)}
     out_leaves = [_writeable(np.asarray(v)) if not isinstance(v, Tracer) else v
                   for v in outs[:t.n_out]]
     if t.concrete:
@@ -589,15 +618,16 @@ def vjp(fun: Callable[..., Any], *primals: PyTree, has_aux: bool = False) -> tup
         out_leaves = [v if any(tracer is g for g in given) else _own_result(v, tracer, inputs)
                       for v, tracer in zip(out_leaves, t.out_values[:t.n_out])]
     out = unflatten(t.out_tree, out_leaves)
-    plan = _plan_of(t, list(range(t.n_out)))
-    adj = None
-    if plan is not None:
-        # the forward values the plan reads, kept apart from the arrays handed out (the
-        # caller may change those in place before calling vjp_fn)
+    adj = saved = None
+    if t.plan_key is not None and t.plan is not False:
+        # the forward values the plan reads (every value, while the plan is still to be
+        # made by the first vjp_fn call), kept apart from the arrays handed out: the
+        # caller may change those in place before calling vjp_fn
         handed = [v for v in out_leaves + list(outs[t.n_out:]) if isinstance(v, np.ndarray)]
+        values = t.trace.values
         saved = {}
-        for n in plan.saved:
-            v = t.trace.values[n]
+        for n in (range(len(values)) if t.plan is None else t.plan.saved):
+            v = values[n]
             if isinstance(v, np.ndarray) and any(np.may_share_memory(v, h) for h in handed):
                 v = v.copy()
             saved[n] = v
@@ -615,11 +645,13 @@ def vjp(fun: Callable[..., Any], *primals: PyTree, has_aux: bool = False) -> tup
                              f"structure {t.out_tree!r}{_at(call_src)}")
         cts = [_check_cotangent(c, *t.out_aval(k), call_src, "the cotangent")
                for k, c in enumerate(leaves)]
-        if plan is not None and not any(isinstance(c, Tracer) for c in cts):
-            grads = plan(saved, cts)
-        else:
+        grads = None
+        if saved is not None and not any(isinstance(c, Tracer) for c in cts):
+            grads = _planned(t, list(range(t.n_out)), cts, saved)
+        if grads is None:
             # inside another transform, from the adjoint graph cached for this structure
-            grads = None if adj is not None else _replayed(t, list(range(t.n_out)), (), cts)
+            grads = None if adj is not None else _replayed(t, list(range(t.n_out)), (), cts,
+                                                           recorded)
             if grads is not None:
                 return t.unflatten_inputs(grads, single=False, numbers_as_scalars=True)
             if adj is None:     # traced cotangents: the adjoint graph is inlined
