@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 
 import tracegrad as tg
-from tracegrad import plans
+from tracegrad.autodiff import plans
 
 
 def egrad(fun):

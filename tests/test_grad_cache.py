@@ -6,17 +6,18 @@ import numpy as np
 import pytest
 
 import tracegrad as tg
-from tracegrad.autodiff import plans
+from tracegrad.autodiff import plans, runner
 
 
 def fresh(transform, *args):
     """``transform(*args)`` with no plan cached (the uncached path's first use)."""
-    saved = dict(plans._CACHE)
+    saved = plans.PLANS.items()
     plans.clear()
     try:
         return transform(*args)
     finally:
-        plans._CACHE.update(saved)
+        for key, plan in saved:
+            plans.PLANS.put(key, plan)
 
 
 def numeric_grad(f, x, eps=1e-6):
@@ -263,11 +264,11 @@ def test_errors_are_raised_on_every_call():
 
 
 def test_the_cache_is_bounded(monkeypatch):
-    monkeypatch.setattr(plans, "CACHE_SIZE", 4)
+    monkeypatch.setattr(plans.PLANS, "size", 4)
     for n in range(1, 10):
         g = tg.grad(lambda x: np.sum(x ** 2))(np.ones(n))
         np.testing.assert_array_equal(g, 2 * np.ones(n))
-    assert len(plans._CACHE) <= 4
+    assert len(plans.PLANS) <= 4
 
 
 def test_a_repeated_structure_runs_compiled_code():
@@ -278,8 +279,8 @@ def test_a_repeated_structure_runs_compiled_code():
     x = np.array([0.1, 0.2])
     for _ in range(plans.COMPILE_AFTER + 1):
         np.testing.assert_allclose(tg.grad(f)(x), np.cos(x) - x * np.sin(x), rtol=1e-12)
-    (plan,) = plans._CACHE.values()
-    assert plan.compiled is not None and "tracegrad_backward" in plan.compiled.source
+    (plan,) = [p for p in plans.PLANS.values() if isinstance(p, plans.Plan)]
+    assert plan.run.compiled is not None and "tracegrad_backward" in plan.run.compiled.source
 
 
 def test_vjp_repeats_and_keeps_its_values_from_the_caller():
@@ -320,7 +321,7 @@ def test_vjp_with_traced_cotangents_inlines():
 def uncached(transform, *args):
     """``transform(*args)`` with no inlined adjoint cached and none made: the uncached
     path (every structure fails to make a ``plans.Replay``)."""
-    saved = dict(plans._CACHE)
+    saved = plans.PLANS.items()
     plans.clear()
     real = plans.Replay.__init__
 
@@ -332,11 +333,12 @@ def uncached(transform, *args):
     finally:
         plans.Replay.__init__ = real
         plans.clear()
-        plans._CACHE.update(saved)
+        for key, plan in saved:
+            plans.PLANS.put(key, plan)
 
 
 def replays():
-    return [p for p in plans._CACHE.values() if isinstance(p, plans.Replay)]
+    return [p for p in plans.PLANS.values() if isinstance(p, plans.Replay)]
 
 
 def two_constants(x):
@@ -480,8 +482,8 @@ def test_a_large_plan_is_interpreted_until_compiling_pays():
     plans.clear()
     x = np.array([0.3, -0.8, 1.2])
     want = exact(x)
-    for use in range(1, plans.COMPILE_LARGE_AFTER + 2):
+    for use in range(1, runner.COMPILE_LARGE_AFTER + 2):
         np.testing.assert_allclose(tg.grad(f)(x), want, rtol=1e-12)
-        (plan,) = plans._CACHE.values()
-        assert len(plan.graph) >= plans.LARGE_PLAN
-        assert (plan.compiled is not None) == (use >= plans.COMPILE_LARGE_AFTER)
+        (plan,) = [p for p in plans.PLANS.values() if isinstance(p, plans.Plan)]
+        assert len(plan.graph) >= runner.LARGE_PLAN
+        assert (plan.run.compiled is not None) == (use >= runner.COMPILE_LARGE_AFTER)

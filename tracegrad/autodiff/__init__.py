@@ -9,13 +9,8 @@ that turns a recorded graph into its backward plan.
 from ..ir.lru import LRU
 from ..passes.adjoint import adjoint, backward_graph
 from .keys import Uncacheable, freeze, freeze_params
+from .plans import PLANS
 from .runner import Runner, compile_after
 
-CACHE_SIZE = 256
-
-# Every backward plan of both front ends, keyed by ("functional", ...) or ("eager", ...)
-# and the structure: a training loop and an un-jitted tg.grad alike find theirs here.
-PLANS = LRU(CACHE_SIZE)
-
-__all__ = ["CACHE_SIZE", "LRU", "PLANS", "Runner", "Uncacheable", "adjoint", "backward_graph",
+__all__ = ["LRU", "PLANS", "Runner", "Uncacheable", "adjoint", "backward_graph",
            "compile_after", "freeze", "freeze_params"]

@@ -12,12 +12,9 @@ saved tensors) instead of recomputing the forward pass.
 A different branch, shape, dtype or parameter gives another structure and so another
 entry; a structure whose parameters cannot be compared safely (sub-graphs of loops and
 ``cond``, custom rules, large index arrays) is never cached, and the caller takes the
-uncached path. The cache holds at most ``CACHE_SIZE`` plans, least recently used first
-out. A plan is interpreted on its first uses and compiled to Python (``codegen``) once
-compiling pays (``compile_after``): from its second use when it is small, later when it
-is large, since generating and compiling Python source costs more per node for a large
-graph (about 15 us a node below ``LARGE_PLAN`` nodes, up to 80 above, where running it
-compiled saves about 1.2 us a node per call).
+uncached path. The keys are ``autodiff.keys``'s, the cache is ``PLANS`` (shared with the
+eager engine; least recently used out), and a plan runs by ``autodiff.runner``'s policy:
+interpreted on its first uses, compiled to Python once compiling pays.
 
 A plan's first use is its making: the backward sweep runs on the trace's values and the
 seeds' (``first_use``), computing each node as it records it, so a structure seen once
@@ -28,77 +25,25 @@ the plan is made from an abstract sweep instead, as it would be without values.
 """
 from __future__ import annotations
 
-from collections import OrderedDict
-
 import numpy as np
 
 from ..ir import Graph
-from ..ir.aliasing import fresh_bases, owned_outputs
+from ..ir.aliasing import owned_outputs
+from ..ir.lru import LRU
 from ..passes.adjoint import adjoint, backward_graph
 from ..passes.prune import live_nodes, prune
-from ..runtime.codegen import generate
-from ..runtime.interpreter import run
+from .keys import Uncacheable, freeze_params
+from .runner import COMPILE_AFTER, Runner  # noqa: F401  (COMPILE_AFTER: the policy, for tests)
 
-CACHE_SIZE = 256
-COMPILE_AFTER = 2           # uses of a small plan before it is compiled to Python
-LARGE_PLAN = 1000           # nodes from which a plan counts as large
-COMPILE_LARGE_AFTER = 12    # uses of a large plan before it is compiled
-_MAX_PARAM_ARRAY = 4096     # elements of an array parameter (a constant index) keyed by value
+# every backward plan of both front ends (the eager engine's too), keyed by
+# ("functional", ...) or ("eager", ...) and the structure
+PLANS = LRU(256)
 
-_CACHE: OrderedDict = OrderedDict()
-
-
-class Uncacheable(Exception):
-    """A parameter whose equality cannot be trusted as a cache key."""
 
 
 def clear():
-    """Forget every cached plan."""
-    _CACHE.clear()
-
-
-def _freeze(v):
-    """A hashable stand-in for parameter ``v`` that is equal for two parameters exactly
-    when they are interchangeable in the generated code."""
-    t = type(v)
-    if t is int or t is str or v is None or v is Ellipsis:
-        return v
-    if t is tuple:
-        for x in v:
-            if type(x) is not int:
-                break
-        else:
-            return v        # ints only (axes, shapes): its own key, apart from every tagged one
-        return ("tuple",) + tuple([_freeze(x) for x in v])
-    if t is list:
-        return ("list",) + tuple([_freeze(x) for x in v])
-    if t is bool:
-        return ("bool", v)
-    if t is float:
-        return ("float", v.hex())               # -0.0 and 0.0 apart, nan equal to nan
-    if t is complex:
-        return ("complex", v.real.hex(), v.imag.hex())
-    if isinstance(v, np.dtype):
-        return ("dtype", v.str)
-    if isinstance(v, np.generic):
-        return ("np", v.dtype.str, v.tobytes())
-    if isinstance(v, np.ndarray):
-        if v.dtype == object or v.size > _MAX_PARAM_ARRAY:
-            raise Uncacheable
-        return ("nd", v.shape, v.dtype.str, v.tobytes())
-    if isinstance(v, tuple):                    # NamedTuples and tuple subclasses (Index)
-        return (t.__module__, t.__qualname__) + tuple(_freeze(x) for x in v)
-    if isinstance(v, slice):
-        return ("slice", _freeze(v.start), _freeze(v.stop), _freeze(v.step))
-    if isinstance(v, type) and v.__module__ in ("builtins", "numpy"):
-        return ("type", v.__module__, v.__qualname__)
-    raise Uncacheable                           # graphs, custom rules, anything else
-
-
-def _freeze_params(params):
-    if not params:
-        return ()
-    return tuple([(k, _freeze(v)) for k, v in params.items()])
+    """Forget every cached plan (of both front ends: they share ``autodiff.PLANS``)."""
+    PLANS.clear()
 
 
 def structure_key(records, outputs, extra=()):
@@ -114,10 +59,10 @@ def structure_key(records, outputs, extra=()):
             elif op == "const":
                 append((op, shape, dtype, src))
             else:
-                append((op, args, shape, dtype, _freeze_params(params) if params else (), src))
+                append((op, args, shape, dtype, freeze_params(params) if params else (), src))
     except Uncacheable:
         return None
-    return tuple(parts), tuple(outputs), extra
+    return "functional", tuple(parts), tuple(outputs), extra
 
 
 def forward_graph(records, outputs) -> Graph:
@@ -136,22 +81,13 @@ def forward_graph(records, outputs) -> Graph:
     return g
 
 
-def compile_after(nodes):
-    """The use of a plan of ``nodes`` nodes from which it runs compiled: a large graph
-    run only a few times costs less interpreted than generated, compiled and run (a
-    fluid simulation's 80,000-node backward graph: 2 s to compile, 0.4 s a call
-    interpreted, 0.2 s compiled)."""
-    return COMPILE_AFTER if nodes < LARGE_PLAN else COMPILE_LARGE_AFTER
-
-
 class Plan:
     """The backward graph of one structure: its inputs are the forward values its rules
     read (``saved``: trace node ids) and the cotangent seeds it reads (``seeds``:
     positions among the seeded outputs); ``outputs`` gives, per differentiated input,
     its position among the graph's outputs or None for a zero cotangent."""
 
-    __slots__ = ("graph", "saved", "seeds", "outputs", "avals", "uses", "compiled", "bases",
-                 "first")
+    __slots__ = ("graph", "saved", "seeds", "outputs", "avals", "run", "first")
 
     def __init__(self, records, outputs, wrt, seeds, values=None, seed_values=None):
         """With ``values`` (the trace's, by node) and ``seed_values``, the sweep runs on
@@ -164,26 +100,18 @@ class Plan:
         self.seeds = bw.seeds
         self.outputs = bw.outputs
         self.avals = [(records[n][3], records[n][4]) for n in wrt]
-        self.bases = fresh_bases(self.graph)
-        self.uses = 0
-        self.compiled = None
+        self.run = Runner(self.graph, owned=True)
         self.first = None
         if values is not None:
-            self.uses = 1
+            self.run.uses = 1
             args = [values[n] for n in self.saved] + [seed_values[k] for k in self.seeds]
-            self.first = self._grads(owned_outputs(self.graph, bw.values, args, self.bases))
+            self.first = self._grads(owned_outputs(self.graph, bw.values, args,
+                                                   self.run.bases))
 
     def __call__(self, values, seeds):
         """The cotangents of the differentiated inputs: fresh, writeable arrays."""
         args = [values[n] for n in self.saved] + [seeds[k] for k in self.seeds]
-        self.uses += 1
-        if self.compiled is None and self.uses >= compile_after(len(self.graph)):
-            self.compiled = generate(self.graph, "tracegrad_backward", bases=self.bases)
-        if self.compiled is not None:
-            outs = self.compiled(*args)
-        else:
-            outs = run(self.graph, args, bases=self.bases)
-        return self._grads(outs)
+        return self._grads(self.run(args))
 
     def _grads(self, outs):
         grads = []
@@ -278,19 +206,8 @@ class Replay:
 def lookup(key):
     """The plan cached under ``key``: a Plan or Replay, False for a structure known not
     to plan, or None when there is none yet."""
-    plan = _CACHE.get(key)
-    if plan is not None:
-        try:
-            _CACHE.move_to_end(key)
-        except KeyError:        # dropped meanwhile by another thread
-            pass
-    return plan
+    return PLANS.get(key)
 
 
 def store(key, plan):
-    _CACHE[key] = plan
-    while len(_CACHE) > CACHE_SIZE:
-        try:
-            _CACHE.popitem(last=False)
-        except KeyError:
-            break
+    PLANS.put(key, plan)

@@ -40,13 +40,18 @@ class LRU:
         cache is full."""
         with self._lock:
             self._entries[key] = [value, next(self._clock)]
-            if len(self._entries) > self.size:
+            while len(self._entries) > self.size:
                 oldest = min(self._entries.items(), key=lambda kv: kv[1][1])[0]
                 del self._entries[oldest]
 
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+
+    def items(self) -> list:
+        """``(key, value)`` of the entries stored now (a snapshot, least recent first)."""
+        entries = sorted(list(self._entries.items()), key=lambda kv: kv[1][1])
+        return [(k, entry[0]) for k, entry in entries]
 
     def values(self) -> list:
         """The values stored now (a snapshot, in no particular order)."""

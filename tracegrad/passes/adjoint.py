@@ -11,7 +11,7 @@ instead of recomputing them. The eager front end runs that graph, so a
 ``Tensor.backward()`` and ``tg.grad`` use the one engine. Given the forward values and
 the seeds' values (``values=``), it sweeps on them: each node a rule records is computed
 as it is recorded, by the implementation the graph runs, so a derivative used once needs
-no second pass over its graph (``tracegrad.plans``).
+no second pass over its graph (``tracegrad.autodiff.plans``).
 """
 from typing import NamedTuple
 
