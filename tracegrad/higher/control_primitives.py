@@ -31,6 +31,17 @@ import numpy as np
 from ..ir.evaluate import call
 from ..ir.registry import apply
 from ..ir.registry import register as _register
+from ..ir.schema import (  # the loader's parameter kinds
+    BOOL,
+    GRAPH,
+    INT,
+    MAX_INT,
+    OUTPUTS,
+    Spec,
+    _cond,
+    _scan,
+    _while,
+)
 from ..runtime.jax_backend import graph_function, import_jax
 from .subgraph import (
     adjoint_of,
@@ -196,6 +207,8 @@ register(
         "of the xs (tg.scan, tg.fori_loop)",
     # facts (registry): row by row under vmap, outputs may share the operands' memory
     batch=None,
+    schema=Spec({"body": GRAPH, "n_carry": OUTPUTS, "n_x": OUTPUTS, "length": INT(0, MAX_INT),
+                  "reverse": BOOL}, None, _scan),
 )
 
 
@@ -272,6 +285,8 @@ register(
     doc="the carries once `cond` is false (tg.while_loop)",
     # facts (registry): row by row under vmap, outputs may share the operands' memory
     batch=None,
+    schema=Spec({"cond": GRAPH, "body": GRAPH, "n_carry": OUTPUTS, "n_cond": OUTPUTS},
+                       None, _while),
 )
 
 
@@ -311,4 +326,5 @@ register(
     doc="the outputs of the `true` or the `false` graph, as `pred` says (tg.cond)",
     # facts (registry): row by row under vmap, outputs may share the operands' memory
     batch=None,
+    schema=Spec({"true": GRAPH, "false": GRAPH}, None, _cond, minimum=1),
 )

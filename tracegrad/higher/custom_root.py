@@ -83,15 +83,6 @@ def _jax(*operands, f, solve, solve_t, n_x):
     return tuple(operands[:n_x])
 
 
-register(
-    "custom_root", _impl, abstract=_abstract, vjp=_vjp, jvp=_jvp, jax=_jax,
-    family="control", complex=False, outputs=lambda **params: params["n_x"],
-    doc="the root `x*` of `f` given as its first operands, differentiated by the implicit "
-        "function theorem with respect to the rest (tg.custom_root)",
-    # facts (registry): row by row under vmap, outputs may be the operands themselves
-    batch=None,
-    cost=lambda out_shape, arg_shapes, params: 0,
-)
 
 
 # -- what a loaded node may hold (``ir/schema.py``) -----------------------------------------------
@@ -116,6 +107,14 @@ def _check(avals, params):
     schema._need(not rest, "more operands than the graphs take")
 
 
-schema.SPECS["custom_root"] = schema.Spec(
-    {"f": schema.GRAPH, "solve": schema.GRAPH, "solve_t": schema.GRAPH,
-     "n_x": schema.INT(1, 2**20)}, None, _check)
+register(
+    "custom_root", _impl, abstract=_abstract, vjp=_vjp, jvp=_jvp, jax=_jax,
+    family="control", complex=False, outputs=lambda **params: params["n_x"],
+    doc="the root `x*` of `f` given as its first operands, differentiated by the implicit "
+        "function theorem with respect to the rest (tg.custom_root)",
+    # facts (registry): row by row under vmap, outputs may be the operands themselves
+    batch=None,
+    cost=lambda out_shape, arg_shapes, params: 0,
+    schema=schema.Spec({"f": schema.GRAPH, "solve": schema.GRAPH, "solve_t": schema.GRAPH,
+                        "n_x": schema.INT(1, 2**20)}, None, _check),
+)

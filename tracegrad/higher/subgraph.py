@@ -24,6 +24,7 @@ from ..errors import TraceError
 from ..ir.evaluate import call
 from ..ir.registry import Aval
 from ..ir.registry import register as _register
+from ..ir.schema import GRAPH, Spec, _remat  # the loader's parameter kinds
 from ..passes.adjoint import adjoint
 from ..passes.jvp import jvp
 from ..passes.prune import prune
@@ -135,4 +136,5 @@ register(
         "(tg.checkpoint)",
     # facts (registry): row by row under vmap, outputs may share the operands' memory
     batch=None,
+    schema=Spec({"graph": GRAPH}, None, _remat),
 )

@@ -38,7 +38,7 @@ import numpy as np
 
 from ..ir import schema
 from ..ir.evaluate import call
-from ..ir.registry import apply, register
+from ..ir.registry import REGISTRY, apply, register
 from ..passes.adjoint import adjoint
 from ..passes.jvp import jvp
 from ..passes.prune import prune
@@ -179,16 +179,6 @@ def while_vjp(gs, operands, cond, body, n_carry, n_cond):
                        select=tuple(range(n_carry, n_carry + len(operands)))))
 
 
-register(
-    "while_derived", _impl, abstract=_abstract, vjp=_vjp, jvp=_jvp, jax=_jax,
-    family="control", extra={"lazy": True}, outputs=lambda **params: len(params["select"]),
-    doc="outputs `select` of the loop's function transformed by `chain` (derivatives of "
-        "tg.while_loop), for the trip count its operands take",
-    # facts (registry): row by row under vmap, outputs may share the operands' memory
-    batch=None,
-    cost=lambda out_shape, arg_shapes, params: 0,
-    torch_name="WhileLoopBackward0",
-)
 
 
 # -- what a loaded node may hold (``ir/schema.py``) -----------------------------------------------
@@ -212,7 +202,7 @@ def _check(avals, params):
     cond, body, nc, ncond = params["cond"], params["body"], params["n_carry"], params["n_cond"]
     n_while = _n_while(body, nc, ncond)
     schema._need(n_while <= len(avals), "fewer operands than the loop takes")
-    schema.SPECS["while_loop"].check(avals[:n_while], params)
+    REGISTRY["while_loop"].schema.check(avals[:n_while], params)
     # the transforms, step by step: each adjoint seeds outputs the function has
     n_in, n_out = n_while, nc
     for step in params["chain"]:
@@ -230,7 +220,16 @@ def _check(avals, params):
                  f"select past the derived function's {len(graph.outputs)} outputs")
 
 
-schema.SPECS["while_derived"] = schema.Spec(
-    {"cond": schema.GRAPH, "body": schema.GRAPH, "n_carry": schema.INT(0, 2**20),
-     "n_cond": schema.INT(0, 2**20), "chain": _chain_param, "select": _select_param},
-    None, _check)
+register(
+    "while_derived", _impl, abstract=_abstract, vjp=_vjp, jvp=_jvp, jax=_jax,
+    family="control", extra={"lazy": True}, outputs=lambda **params: len(params["select"]),
+    doc="outputs `select` of the loop's function transformed by `chain` (derivatives of "
+        "tg.while_loop), for the trip count its operands take",
+    # facts (registry): row by row under vmap, outputs may share the operands' memory
+    batch=None,
+    cost=lambda out_shape, arg_shapes, params: 0,
+    torch_name="WhileLoopBackward0",
+    schema=schema.Spec({"cond": schema.GRAPH, "body": schema.GRAPH,
+                        "n_carry": schema.INT(0, 2**20), "n_cond": schema.INT(0, 2**20),
+                        "chain": _chain_param, "select": _select_param}, None, _check),
+)

@@ -155,6 +155,9 @@ class Primitive:
     torch_name: str = ""
     jax_casts: str | None = None
     extra: dict = field(default_factory=dict)
+    # what a loaded document's node of this primitive may hold (``ir/schema.py``'s
+    # ``Spec``): needed where the implementation's signature does not say it
+    schema: object = None
     # how many outputs one application gives (module docstring: multi-output primitives):
     # a number, or a function of the node's params for primitives whose count depends on
     # them (a loop gives one output per carry); use ``multi`` and ``n_outputs(params)``

@@ -10,7 +10,8 @@ operands and params the tracer records, so it runs only after these checks.
 Most primitives need no entry: a ufunc takes ``nin`` operands and no parameters, and
 another implementation's required positional parameters are its operands, beside the
 commonly named parameters of ``NAMED`` (``axis``, ``keepdims``, ``UPLO``, ...).
-``SPECS`` declares every other primitive; one that is neither cannot be loaded
+Every other primitive declares its parameters in its registry entry (``schema=Spec(...)``,
+built of the kinds below); one that does neither cannot be loaded
 (``tests/test_json_loader.py`` checks that every registered primitive is covered).
 """
 from __future__ import annotations
@@ -335,49 +336,11 @@ class Spec(NamedTuple):
     nullable: tuple = ()     # params that may be null (their default is None)
 
 
-_REDUCE = Spec({"axis": AXES, "keepdims": BOOL}, 1)
-_ARG = Spec({"axis": AXIS_OR_NONE, "keepdims": BOOL}, 1)
-_NORM = CHOICE("backward", "ortho", "forward")
-_OUT = INT(0, 2**20)
+REDUCE = Spec({"axis": AXES, "keepdims": BOOL}, 1)
+ARG = Spec({"axis": AXIS_OR_NONE, "keepdims": BOOL}, 1)
+FFT_NORM = CHOICE("backward", "ortho", "forward")
+OUTPUTS = INT(0, 2**20)
 
-SPECS = {
-    "reshape": Spec({"shape": SHAPE}, 1, _reshape),
-    "transpose": Spec({"axes": PERMUTATION}, 1),
-    "broadcast_to": Spec({"shape": SHAPE}, 1),
-    "concatenate": Spec({"axis": AXIS}, minimum=1),
-    "pad": Spec({"widths": WIDTHS, "value": SCALAR}, 1),
-    "getitem": Spec({"index": INDEX}, None, _getitem, minimum=1),
-    "index_update": Spec({"index": INDEX, "mode": CHOICE("set", "add")}, None, _index_update,
-                         minimum=2),
-    "sum": _REDUCE, "prod": _REDUCE, "max": _REDUCE, "min": _REDUCE,
-    "argmax": _ARG, "argmin": _ARG,
-    "cumsum": Spec({"axis": AXIS}, 1),
-    "argsort": Spec({"axis": AXIS}, 1),
-    "convert": Spec({"dtype": DTYPE}, 1),
-    "zeros": Spec({"shape": SHAPE, "dtype": DTYPE}, 0),
-    "einsum": Spec({"subscripts": SUBSCRIPTS}, minimum=1),
-    "fft": Spec({"axes": AXES, "inverse": BOOL, "norm": _NORM}, 1, _fft_axes),
-    "rfft": Spec({"axis": AXIS, "norm": _NORM}, 1, _fft_axes),
-    "irfft": Spec({"n": INT(1, MAX_ELEMENTS), "axis": AXIS, "norm": _NORM}, 1),
-    "conv2d": Spec({"stride": PAIR(1), "padding": PAIR(0), "dilation": PAIR(1)}, 2, _conv),
-    "conv_transpose2d": Spec({"stride": PAIR(1), "padding": PAIR(0), "output_padding": PAIR(0),
-                              "dilation": PAIR(1)}, 2, _conv),
-    "max_pool2d": Spec({"kernel": PAIR(1), "stride": PAIR(1), "padding": PAIR(0),
-                        "dilation": PAIR(1)}, 1),
-    "avg_pool2d": Spec({"kernel": PAIR(1), "stride": PAIR(1), "padding": PAIR(0)}, 1),
-    # multi-output nodes: one output per output of their sub-graph (``ir/registry.py``)
-    "remat_call": Spec({"graph": GRAPH}, None, _remat),
-    "scan": Spec({"body": GRAPH, "n_carry": _OUT, "n_x": _OUT, "length": INT(0, MAX_INT),
-                  "reverse": BOOL}, None, _scan),
-    "while_loop": Spec({"cond": GRAPH, "body": GRAPH, "n_carry": _OUT, "n_cond": _OUT},
-                       None, _while),
-    "cond": Spec({"true": GRAPH, "false": GRAPH}, None, _cond, minimum=1),
-    "sparse_matmul": Spec({"indptr": INT_ARRAY, "indices": INT_ARRAY, "shape": PAIR(0),
-                           "transpose": BOOL}, 2, _csr),
-    "sparse_solve": Spec({"indptr": INT_ARRAY, "indices": INT_ARRAY, "shape": PAIR(0),
-                          "transpose": BOOL, "method": CHOICE("direct", "cg", "gmres"),
-                          "tol": TOLERANCE}, 2, _csr),
-}
 
 
 def AXIS_ANY(v, avals):
@@ -388,7 +351,7 @@ def AXIS_ANY(v, avals):
 
 
 # Parameter names whose meaning is the same wherever they appear: a primitive without an
-# entry in SPECS may take these (as NumPy spells them) beside its operands.
+# ``schema`` in its registry entry may take these (as NumPy spells them) beside its operands.
 NAMED = {"axis": AXIS_ANY, "keepdims": BOOL, "dtype": DTYPE, "upper": BOOL, "lower": BOOL,
          "UPLO": CHOICE("L", "U"), "uplo": CHOICE("L", "U"), "full_matrices": BOOL,
          "compute_uv": BOOL, "mode": CHOICE("reduced", "complete", "r", "raw")}
@@ -397,16 +360,17 @@ NAMED = {"axis": AXIS_ANY, "keepdims": BOOL, "dtype": DTYPE, "upper": BOOL, "low
 def spec(prim) -> Spec | None:
     """``prim``'s declaration, derived from its implementation when it has no entry; None
     when it has neither (it cannot be loaded)."""
-    if isinstance(prim.impl, np.ufunc) and prim.name not in SPECS:
+    declared = getattr(prim, "schema", None)
+    if isinstance(prim.impl, np.ufunc) and declared is None:
         return Spec({}, prim.impl.nin)
     try:
         sig = inspect.signature(prim.impl)
     except (TypeError, ValueError):
-        return SPECS.get(prim.name)
+        return declared
     empty = inspect.Parameter.empty
-    if prim.name in SPECS:
+    if declared is not None:
         # a commonly named parameter the implementation gained later is taken as well
-        s = SPECS[prim.name]
+        s = declared
         extra = [p for p in sig.parameters.values() if p.name in NAMED and p.name not in s.params
                  and p.kind != inspect.Parameter.POSITIONAL_ONLY]
         if not extra:
@@ -429,7 +393,7 @@ def spec(prim) -> Spec | None:
 def check_node(prim, avals, params):
     """Raise ``Invalid`` unless ``params`` and the operand ``avals`` fit ``prim``."""
     s = spec(prim)
-    _need(s is not None, f"{prim.name} has no parameter declaration (ir/schema.py), so it "
+    _need(s is not None, f"{prim.name} has no parameter declaration (schema=), so it "
                          "cannot be loaded")
     if s.arity is not None:
         _need(len(avals) == s.arity, f"{prim.name} takes {s.arity} operands, got {len(avals)}")

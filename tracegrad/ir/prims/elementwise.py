@@ -7,6 +7,7 @@ Broadcasting is undone once, in the adjoint pass, not here.
 import numpy as np
 
 from ..registry import default_torch_name, per_output_element, register
+from ..schema import DTYPE, Spec  # the loader's parameter kinds
 from . import batching, jax_numpy
 from .util import free, jnp_fn
 
@@ -337,6 +338,7 @@ register(
     # a cast to the operand's own dtype is the operand itself (astype(copy=False))
     **elementwise_facts("convert", complex=True, aliasing="identity", zeros="first", cost=free,
                         torch_name="ToCopyBackward0"),
+    schema=Spec({"dtype": DTYPE}, 1),
 )
 register(
     "stop_gradient", lambda x: x,

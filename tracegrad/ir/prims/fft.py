@@ -24,6 +24,16 @@ shifts are composed from these (``tracegrad/tracer/np_fft.py``).
 import numpy as np
 
 from ..registry import apply, register
+from ..schema import (  # the loader's parameter kinds
+    AXES,
+    AXIS,
+    BOOL,
+    FFT_NORM,
+    INT,
+    MAX_ELEMENTS,
+    Spec,
+    _fft_axes,
+)
 from .batching import shift_axes
 from .util import complex_dtype, real_dtype
 
@@ -79,6 +89,7 @@ register(
     batch=lambda size, args, batched, out_shape, axes, inverse, norm: apply(
         "fft", args[0], axes=shift_axes(axes), inverse=inverse, norm=norm),
     doc="np.fft.fftn / ifftn(x, axes=axes, norm=norm): complex DFT over distinct axes",
+    schema=Spec({"axes": AXES, "inverse": BOOL, "norm": FFT_NORM}, 1, _fft_axes),
 )
 
 
@@ -111,6 +122,7 @@ register(
     batch=lambda size, args, batched, out_shape, axis, norm: apply(
         "rfft", args[0], axis=axis + 1, norm=norm),
     doc="np.fft.rfft(x, axis=axis, norm=norm): the n//2+1 non-negative frequencies of real x",
+    schema=Spec({"axis": AXIS, "norm": FFT_NORM}, 1, _fft_axes),
 )
 
 
@@ -152,4 +164,5 @@ register(
     batch=lambda size, args, batched, out_shape, n, axis, norm: apply(
         "irfft", args[0], n=n, axis=axis + 1, norm=norm),
     doc="np.fft.irfft(x, n=n, axis=axis, norm=norm) with exactly n//2+1 input frequencies",
+    schema=Spec({"n": INT(1, MAX_ELEMENTS), "axis": AXIS, "norm": FFT_NORM}, 1),
 )

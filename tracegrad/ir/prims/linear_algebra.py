@@ -5,6 +5,7 @@ import string
 import numpy as np
 
 from ..registry import apply, register
+from ..schema import SUBSCRIPTS, Spec  # the loader's parameter kinds
 from . import batching
 from .batching import lift_rank, reshape
 from .batching import shape as shape_of
@@ -184,6 +185,7 @@ register(
     # np.einsum("ij->ji", a) is a view of a; other subscripts give new arrays
     batch=_einsum_batch, zeros="any",
     cost=_einsum_cost,
+    schema=Spec({"subscripts": SUBSCRIPTS}, minimum=1),
 )
 
 

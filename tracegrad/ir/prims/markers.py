@@ -3,6 +3,7 @@ import numpy as np
 
 from ...errors import TraceError
 from ..registry import register
+from ..schema import DTYPE, SHAPE, Spec  # the loader's parameter kinds
 from .util import free, jnp_fn
 
 
@@ -24,12 +25,12 @@ register(
     abstract=lambda primal_out, *operands, rule, index: (primal_out.shape, primal_out.dtype),
     vjp=_custom_vjp_vjp, jvp=_custom_vjp_jvp,
     jax=lambda primal_out, *operands, rule, index: primal_out,
-    family="special", complex=True,
+    family="special",
     doc="output `index` of a tg.custom_vjp function; operands: its residuals then traced args",
     # the value is operand 0 itself (fwd's own output); never folded (the user's rule);
     # row by row under vmap
-    batch=None, aliasing="identity", ufunc=None, spelling=None, reducer=None, zeros=None,
-    foldable=False, cost=free, torch_name="CustomFunctionBackward", jax_casts=None,
+    batch=None, aliasing="identity",
+    cost=free, torch_name="CustomFunctionBackward",
 )
 
 
@@ -43,8 +44,9 @@ def _zeros_impl(shape, dtype):
 register(
     "zeros", _zeros_impl, abstract=lambda shape, dtype: (shape, dtype),
     jax=jnp_fn("zeros"),
-    family="special", complex=True, doc="a structural zero made by a pass (no operands)",
+    family="special", doc="a structural zero made by a pass (no operands)",
     # no operands to batch; never folded into a constant (it would stop being structural)
-    batch=None, aliasing="fresh", ufunc=None, spelling=None, reducer=None, zeros=None,
-    foldable=False, cost=free, torch_name="ZerosBackward0", jax_casts=None,
+    batch=None,
+    cost=free,
+    schema=Spec({"shape": SHAPE, "dtype": DTYPE}, 0),
 )

@@ -9,6 +9,7 @@ import functools
 import numpy as np
 
 from ..registry import register as _register
+from ..schema import AXIS, Spec  # the loader's parameter kinds
 
 # argsort returns integers: no derivative whatever the dtype.
 register = functools.partial(_register, complex=True)
@@ -28,4 +29,5 @@ register(
     batch=None, aliasing="fresh", zeros=None,
 
     doc="np.argsort(x, axis, kind='stable'): ties keep their order, as in JAX's stable sort",
+    schema=Spec({"axis": AXIS}, 1),
 )

@@ -7,7 +7,6 @@ it); ``conv_transpose2d`` is its adjoint in the input, with a
 (C_in, C_out, kH, kW) weight. Each is the other's derivative, so their VJPs
 are expressed with each other and differentiate again to any order.
 """
-import functools
 import math
 import threading
 
@@ -15,15 +14,14 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ..indexspec import Index, Slice
-from ..registry import apply
-from ..registry import register as _register
+from ..registry import apply, register
+from ..schema import PAIR, Spec, _conv  # the loader's parameter kinds
 from .batching import fold_into_n
 
 # A batch axis folds into N under vmap; the JAX lowering takes the operands as they are.
 # The convolutions are bilinear and average pooling linear: their rules (each other,
-# without conjugation) are JAX's for complex operands too (``complex=True`` below);
-# max pooling takes real images only.
-register = functools.partial(_register, complex=False)
+# without conjugation) are JAX's for complex operands too (the family's ``complex``);
+# max pooling and the rest take real images only (``complex=False``).
 
 
 def _conv_cost(out_shape, arg_shapes, params):
@@ -477,17 +475,20 @@ def _conv_transpose2d_jax(x, w, stride, padding, output_padding, dilation):
 
 register(
     "conv2d", _conv2d_impl, abstract=_conv2d_abstract, vjp=_conv2d_vjp,
-    jvp=_bilinear_jvp("conv2d"), jax=_conv2d_jax, family="nn", complex=True,
+    jvp=_bilinear_jvp("conv2d"), jax=_conv2d_jax, family="nn",
     batch=fold_into_n("conv2d"), cost=_conv_cost, torch_name="ConvolutionBackward0",
     doc="torch.nn.functional.conv2d without bias (groups=1)",
+    schema=Spec({"stride": PAIR(1), "padding": PAIR(0), "dilation": PAIR(1)}, 2, _conv),
 )
 register(
     "conv_transpose2d", _conv_transpose2d_impl, abstract=_conv_transpose2d_abstract,
     vjp=_conv_transpose2d_vjp, jvp=_bilinear_jvp("conv_transpose2d"),
-    jax=_conv_transpose2d_jax, family="nn", complex=True,
+    jax=_conv_transpose2d_jax, family="nn",
     batch=fold_into_n("conv_transpose2d"), cost=_conv_transpose_cost,
     torch_name="ConvolutionBackward0",
     doc="torch.nn.functional.conv_transpose2d without bias (groups=1)",
+    schema=Spec({"stride": PAIR(1), "padding": PAIR(0), "output_padding": PAIR(0),
+                              "dilation": PAIR(1)}, 2, _conv),
 )
 
 
@@ -640,10 +641,12 @@ register(
     "max_pool2d", _max_pool2d_impl,
     abstract=lambda x, kernel, stride, padding, dilation: _pool_abstract(
         "max_pool2d", x, kernel, stride, padding, dilation),
-    vjp=_max_pool2d_vjp, jvp=_max_pool2d_jvp, jax=_max_pool2d_jax, family="nn",
+    vjp=_max_pool2d_vjp, jvp=_max_pool2d_jvp, jax=_max_pool2d_jax, complex=False, family="nn",
     batch=fold_into_n("max_pool2d"), cost=_pool_cost,
     torch_name="MaxPool2DWithIndicesBackward0",
     doc="torch.nn.functional.max_pool2d (padding with -inf, floor mode)",
+    schema=Spec({"kernel": PAIR(1), "stride": PAIR(1), "padding": PAIR(0),
+                        "dilation": PAIR(1)}, 1),
 )
 
 
@@ -677,7 +680,8 @@ register(
     abstract=lambda x, kernel, stride, padding: _pool_abstract(
         "avg_pool2d", x, kernel, stride, padding),
     vjp=_avg_pool2d_vjp, jvp=lambda t, out, x, **params: apply("avg_pool2d", t[0], **params),
-    jax=_avg_pool2d_jax, family="nn", complex=True,
+    jax=_avg_pool2d_jax, family="nn",
     batch=fold_into_n("avg_pool2d"), cost=_pool_cost, torch_name="AvgPool2DBackward0",
     doc="torch.nn.functional.avg_pool2d (count_include_pad=True, floor mode)",
+    schema=Spec({"kernel": PAIR(1), "stride": PAIR(1), "padding": PAIR(0)}, 1),
 )

@@ -6,6 +6,7 @@ import numpy as np
 
 from ..registry import apply
 from ..registry import register as _register
+from ..schema import ARG, AXIS, REDUCE, Spec  # the loader's parameter kinds
 from . import batching, jax_numpy
 from .util import per_input_element
 
@@ -52,6 +53,7 @@ register(
     jvp=lambda t, out, x, axis, keepdims: np.sum(t[0], axis=axis, keepdims=keepdims),
     jax=jax_numpy.sum_, family="reduce",
     batch=batching.reduction("sum"), reducer=np.add, zeros="first",
+    schema=REDUCE,
 )
 
 
@@ -74,6 +76,7 @@ def _register_chooser(name, np_fn, reducer):
         jax=_jax_reduce(name), family="reduce",
         batch=batching.reduction(name), reducer=reducer,
         torch_name=name.capitalize() + "Backward1",   # PyTorch's max() of a whole tensor
+        schema=REDUCE,
     )
 
 
@@ -122,6 +125,7 @@ register(
         t[0] * _prod_others(out, x, axis, keepdims), axis=axis, keepdims=keepdims),
     jax=_jax_reduce("prod"), family="reduce",
     batch=batching.reduction("prod"), reducer=np.multiply,
+    schema=REDUCE,
 )
 
 
@@ -138,7 +142,7 @@ def _register_arg(name, np_fn):
 
     register(name, impl, abstract=abstract, jax=jax_numpy.arg_extreme(name), family="reduce",
              batch=batching.arg_reduction(name),
-             torch_name=name.capitalize() + "Backward0")
+             torch_name=name.capitalize() + "Backward0", schema=ARG)
 
 
 _register_arg("argmax", np.argmax)
@@ -166,4 +170,5 @@ register(
     jvp=lambda t, out, x, axis: np.cumsum(t[0], axis=axis),
     jax=jax_numpy.cumsum, family="reduce",
     batch=_cumsum_batch, zeros="first",
+    schema=Spec({"axis": AXIS}, 1),
 )

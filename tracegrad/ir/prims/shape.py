@@ -10,6 +10,19 @@ import numpy as np
 from ..indexspec import Arg, Index, Slice
 from ..registry import Aval, apply, get
 from ..registry import register as _register
+from ..schema import (  # the loader's parameter kinds
+    AXIS,
+    CHOICE,
+    INDEX,
+    PERMUTATION,
+    SCALAR,
+    SHAPE,
+    WIDTHS,
+    Spec,
+    _getitem,
+    _index_update,
+    _reshape,
+)
 from . import batching
 from .batching import FULL, bcast, index_ok, lift_rank, norm
 from .util import free, unbroadcast
@@ -80,6 +93,7 @@ register(
     jax=_jax(lambda jnp, x, shape: jnp.reshape(x, shape)), family="shape",
     batch=_reshape_batch, spelling="{0}.reshape({shape})",
     torch_name="ViewBackward0",
+    schema=Spec({"shape": SHAPE}, 1, _reshape),
 )
 register(
     "transpose", lambda x, axes: np.transpose(x, axes),
@@ -89,6 +103,7 @@ register(
     jax=_jax(lambda jnp, x, axes: jnp.transpose(x, axes)), family="shape",
     batch=_transpose_batch, spelling="{0}.transpose({axes})",
     torch_name="PermuteBackward0",
+    schema=Spec({"axes": PERMUTATION}, 1),
 )
 
 
@@ -108,6 +123,7 @@ register(
     # a free view: folding it would only make a big constant
     batch=_broadcast_to_batch, foldable=False,
     torch_name="ExpandBackward0",
+    schema=Spec({"shape": SHAPE}, 1),
 )
 
 
@@ -142,6 +158,7 @@ register(
     jax=_jax(lambda jnp, *xs, axis: jnp.concatenate(xs, axis=axis)), family="shape",
     batch=_concatenate_batch, aliasing="fresh", zeros="all",
     torch_name="CatBackward0",
+    schema=Spec({"axis": AXIS}, minimum=1),
 )
 
 
@@ -156,6 +173,7 @@ register(
     jax=_jax(lambda jnp, x, widths, value: jnp.pad(x, widths, constant_values=value)),
     family="shape",
     batch=_pad_batch, aliasing="fresh", zeros=None,
+    schema=Spec({"widths": WIDTHS, "value": SCALAR}, 1),
 )
 
 
@@ -262,6 +280,7 @@ register(
     batch=_getitem_batch, spelling="{0}[{index}]",
     torch_name="IndexBackward0",
     extra={"jax_checks": _indexes_by_integers},
+    schema=Spec({"index": INDEX}, None, _getitem, minimum=1),
 )
 
 
@@ -371,6 +390,8 @@ register(
     batch=_index_update_batch, aliasing="fresh", zeros=None,
     torch_name="CopySlices",
     extra={"jax_checks": _indexes_by_integers},
+    schema=Spec({"index": INDEX, "mode": CHOICE("set", "add")}, None, _index_update,
+                         minimum=2),
 )
 
 __all__ = ["Index", "Slice"]

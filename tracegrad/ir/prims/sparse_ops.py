@@ -27,6 +27,8 @@ import numpy as np
 
 from ..lru import LRU
 from ..registry import apply, register
+from ..schema import BOOL, CHOICE, INT_ARRAY, PAIR, TOLERANCE, Spec  # the loader's parameter kinds
+from ..schema import _csr as _csr_structure
 from .scipy_special import special
 
 
@@ -140,6 +142,8 @@ register(
     batch=_matmul_batch,
     cost=_matmul_cost,
     torch_name="SparseMmBackward0",
+    schema=Spec({"indptr": INT_ARRAY, "indices": INT_ARRAY, "shape": PAIR(0),
+                           "transpose": BOOL}, 2, _csr_structure),
 )
 
 
@@ -256,4 +260,7 @@ register(
         "cg, gmres), differentiated by the adjoint solve",
     batch=_solve_batch,
     zeros=None, cost=_solve_cost,
+    schema=Spec({"indptr": INT_ARRAY, "indices": INT_ARRAY, "shape": PAIR(0),
+                          "transpose": BOOL, "method": CHOICE("direct", "cg", "gmres"),
+                          "tol": TOLERANCE}, 2, _csr_structure),
 )

@@ -63,7 +63,7 @@ from .util import mT, square
 # one FLOP per output element as an estimate; a result may come from a factorisation
 # shared with a sibling node (``aliasing="unknown"``). The JAX lowering converts integer
 # operands to the floating result dtype.
-register = functools.partial(_register, complex=False, batch=None)
+register = functools.partial(_register, batch=None)
 
 # -- values -------------------------------------------------------------------------------------
 
@@ -291,7 +291,7 @@ def _eigvalsh_jvp(t, out, a, UPLO="L"):  # noqa: N803
 
 register(
     "eigvalsh", lambda a, UPLO="L": np.linalg.eigvalsh(a, UPLO=UPLO),
-    abstract=_eigvalsh_abstract, complex=True,
+    abstract=_eigvalsh_abstract,
     vjp=_eigvalsh_vjp, jvp=_eigvalsh_jvp, jax=_jax_eigvalsh, family="linalg",
     doc="the eigenvalues of np.linalg.eigh (ascending; only the UPLO triangle is read, "
         "and differentiated; tied eigenvalues share their cotangent)",
@@ -313,7 +313,7 @@ def _eigh_vectors_jvp(t, out, a, UPLO="L"):  # noqa: N803
 
 register(
     "eigh_vectors", lambda a, UPLO="L": np.linalg.eigh(a, UPLO=UPLO)[1],
-    abstract=_eigh_vectors_abstract, complex=True,
+    abstract=_eigh_vectors_abstract,
     vjp=_eigh_vectors_vjp, jvp=_eigh_vectors_jvp, jax=host_lowering("eigh_vectors"),
     family="linalg",
     doc="the eigenvectors of np.linalg.eigh (columns, NumPy's signs; UPLO triangle read; "
@@ -372,7 +372,7 @@ def _svdvals_jvp(t, out, a):
 
 register(
     "svdvals", lambda a: np.linalg.svd(a, compute_uv=False),
-    abstract=lambda a: (_svd_shapes(a)[0] + (_svd_shapes(a)[3],), _real(a.dtype)), complex=True,
+    abstract=lambda a: (_svd_shapes(a)[0] + (_svd_shapes(a)[3],), _real(a.dtype)),
     vjp=_svdvals_vjp, jvp=_svdvals_jvp,
     jax=_jax(lambda jnp, a: jnp.linalg.svd(a, compute_uv=False)), family="linalg",
 
@@ -434,7 +434,7 @@ def _svd_vectors_abstract(which):
 
 register(
     "svd_u", lambda a, full_matrices=False: np.linalg.svd(a, full_matrices=full_matrices)[0],
-    abstract=_svd_vectors_abstract("U"), complex=True,
+    abstract=_svd_vectors_abstract("U"),
     vjp=_reduced_only(_svd_u_vjp), jvp=_reduced_only(_svd_u_jvp),
     jax=host_lowering("svd_u"), family="linalg",
     doc="U of the SVD (NumPy's signs; full_matrices: values only; tied pairs masked in "
@@ -470,7 +470,7 @@ def _svd_vh_jvp(t, out, a):
 
 register(
     "svd_vh", lambda a, full_matrices=False: np.linalg.svd(a, full_matrices=full_matrices)[2],
-    abstract=_svd_vectors_abstract("Vh"), complex=True,
+    abstract=_svd_vectors_abstract("Vh"),
     vjp=_reduced_only(_svd_vh_vjp), jvp=_reduced_only(_svd_vh_jvp),
     jax=host_lowering("svd_vh"), family="linalg",
     doc="Vh of the SVD (rows, NumPy's signs; full_matrices: values only; tied pairs "
@@ -713,7 +713,7 @@ def _svd_impl(a, full_matrices=False):
 
 
 register(
-    "eigh", _eigh_impl, abstract=_eigh_abstract, outputs=2, complex=True,
+    "eigh", _eigh_impl, abstract=_eigh_abstract, outputs=2,
     vjp=_eigh_vjp, jvp=_eigh_jvp, jax=host_lowering_multi("eigh"), family="linalg",
     torch_name="LinalgEighBackward0", foldable=False, cost=_cubic_cost,
     batch=stacked_multi("eigh"),
@@ -723,7 +723,7 @@ register(
 
 
 register(
-    "svd", _svd_impl, abstract=_svd_abstract, outputs=3, complex=True,
+    "svd", _svd_impl, abstract=_svd_abstract, outputs=3,
     vjp=_svd_vjp, jvp=_svd_jvp, jax=host_lowering_multi("svd"), family="linalg",
     torch_name="LinalgSvdBackward0", foldable=False, cost=_svd_cost, batch=stacked_multi("svd"),
     doc="np.linalg.svd: u, s, vh from one factorisation (NumPy's signs; full_matrices: "
@@ -804,14 +804,14 @@ def _qr_abstract(which):
 
 
 register(
-    "qr_q", lambda a: np.linalg.qr(a)[0], abstract=_qr_abstract(0), complex=True,
+    "qr_q", lambda a: np.linalg.qr(a)[0], abstract=_qr_abstract(0),
     vjp=lambda g, out, a: (_qr_cotangent(g, None, out, apply("qr_r", a), _qr_check(a)),),
     jvp=lambda t, out, a: _qr_tangents(t[0], out, apply("qr_r", a), _qr_check(a))[0],
     jax=_jax(lambda jnp, a: jnp.linalg.qr(a)[0]), family="linalg",
     doc="Q of np.linalg.qr's reduced mode (derivatives: m >= n, full column rank)",
 )
 register(
-    "qr_r", lambda a: np.linalg.qr(a)[1], abstract=_qr_abstract(1), complex=True,
+    "qr_r", lambda a: np.linalg.qr(a)[1], abstract=_qr_abstract(1),
     vjp=lambda g, out, a: (_qr_cotangent(None, g, apply("qr_q", a), out, _qr_check(a)),),
     jvp=lambda t, out, a: _qr_tangents(t[0], apply("qr_q", a), out, _qr_check(a))[1],
     jax=_jax(lambda jnp, a: jnp.linalg.qr(a)[1]), family="linalg",
@@ -831,7 +831,7 @@ def _qr_vjp(g, outs, a):
 
 register(
     "qr", _qr_impl, abstract=lambda a: [_qr_abstract(0)(a), _qr_abstract(1)(a)], outputs=2,
-    complex=True,
+
     vjp=_qr_vjp, jvp=lambda t, outs, a: _qr_tangents(t[0], *outs, _qr_check(a)),
     jax=_jax(lambda jnp, a: tuple(jnp.linalg.qr(a))), family="linalg",
     torch_name="LinalgQrBackward0", foldable=False, cost=_cubic_cost, batch=stacked_multi("qr"),
