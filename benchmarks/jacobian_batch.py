@@ -51,7 +51,8 @@ def _row_by_row_jacobian(fun, *args):
     adj = tg.passes.adjoint(graph)
     adj = tg.passes.prune(adj, adj.outputs[1:2])
     seeds = [row.reshape(shape) for row in np.eye(int(np.prod(shape)))]
-    rows = run_each(adj, list(args), seeds)
+    last = len(adj.inputs) - 1
+    rows = run_each(adj, [list(args) + [seed] for seed in seeds], [last])
     return np.stack([r[0] for r in rows]).reshape(shape + np.shape(args[0]))
 
 

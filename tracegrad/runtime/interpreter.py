@@ -4,6 +4,8 @@ It runs the IR's one evaluator (``ir.evaluate``) on arrays. Values are dropped a
 as their last user has run, so peak memory is what the program needs, not the sum of
 every intermediate; the outputs are the caller's own arrays (``ir.aliasing``).
 """
+import numpy as np
+
 from ..ir import Graph
 from ..ir.aliasing import owned_outputs
 from ..ir.evaluate import check_args, evaluate, last_uses
@@ -23,16 +25,23 @@ def run(graph: Graph, args, env=None, observe=None, bases=None):
     return owned_outputs(graph, [env[o] for o in graph.outputs], inputs, bases)
 
 
-def run_each(graph: Graph, args, last_values):
-    """Run ``graph`` once per value of its last input (``args`` fill the others). The
-    nodes that do not depend on that input are evaluated once and shared."""
-    seed = graph.inputs[-1]
-    varying = {seed}
+def run_each(graph: Graph, arg_lists, positions):
+    """``run`` once per argument list, the lists differing only at the input
+    ``positions``: the nodes that depend on none of those inputs are evaluated once and
+    shared."""
+    if len(arg_lists) == 1:
+        return [run(graph, [np.asarray(a) for a in arg_lists[0]])]
+    varying = {graph.inputs[p] for p in positions}
     for n in graph:
         if any(a in varying for a in graph.args(n)):
             varying.add(n)
     shared = [n for n in graph if n not in varying]
-    fixed = dict(zip(shared, run(graph.subgraph(shared, keep=set(shared) | {seed}),
-                                 list(args) + [last_values[0]])))
-    return [run(graph, [], env={**fixed, seed: value}) for value in last_values]
+    first = [np.asarray(a) for a in arg_lists[0]]
+    fixed = dict(zip(shared, run(graph.subgraph(shared, keep=set(shared) | varying), first)))
+    out = []
+    for args in arg_lists:
+        env = dict(fixed)
+        env.update({graph.inputs[p]: np.asarray(args[p]) for p in positions})
+        out.append(run(graph, [], env=env))
+    return out
 

@@ -25,7 +25,7 @@ from ..ir.aliasing import fresh_bases
 from ..ir.dtypes import is_float
 from ..ir.evaluate import check_guard
 from ..passes.prune import live_nodes
-from ..runtime import run
+from ..runtime import run, run_each
 from ..tracer import (
     Tracer,
     coerce,
@@ -867,32 +867,12 @@ def _run_batched(graph: Graph, args, positions, values, n, chunk_size, concrete)
         return full
 
     if concrete:
-        results = _run_sharing(batched, [fill(s) for s in starts], positions)
+        results = run_each(batched, [fill(s) for s in starts], positions)
     else:
         results = [_evaluate(batched, fill(s)) for s in starts]
     if len(results) == 1 and not pad:
         return [_writeable(r) if concrete else r for r in results[0]]
     return [np.concatenate([r[k] for r in results])[:n] for k in range(len(batched.outputs))]
-
-
-def _run_sharing(graph: Graph, arg_lists, positions):
-    """``run`` once per argument list (which differ only at ``positions``); the nodes
-    that do not depend on those inputs are evaluated once and shared."""
-    if len(arg_lists) == 1:
-        return [run(graph, [np.asarray(a) for a in arg_lists[0]])]
-    varying = {graph.inputs[p] for p in positions}
-    for n in graph:
-        if any(a in varying for a in graph.args(n)):
-            varying.add(n)
-    shared = [n for n in graph if n not in varying]
-    first = [np.asarray(a) for a in arg_lists[0]]
-    fixed = dict(zip(shared, run(graph.subgraph(shared, keep=set(shared) | varying), first)))
-    out = []
-    for args in arg_lists:
-        env = dict(fixed)
-        env.update({graph.inputs[p]: np.asarray(args[p]) for p in positions})
-        out.append(run(graph, [], env=env))
-    return out
 
 
 @overload
