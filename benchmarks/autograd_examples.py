@@ -307,15 +307,35 @@ def _install_shim():
     scipy.__path__ = []
     ag.scipy = scipy
     def fixed_point(f, a, x0, distance, tol):
-        """autograd's ``fixed_point`` on ``tg.custom_root``: the iteration as a
-        ``tg.while_loop``, the derivative the implicit one at the root found (autograd's
-        iterates the adjoint to ``tol`` too, so the two differ by about ``tol``)."""
-        def solve(_, guess):
+        """autograd's ``fixed_point`` with autograd's derivative, on ``tg.custom_vjp``: the
+        iteration as a ``tg.while_loop``; the reverse rule iterates the adjoint
+        ``u = vjp_x(u) + g`` from zero until ``distance`` of two iterates is under ``tol``
+        (itself a ``fixed_point``, so derivatives of any order are autograd's), then pulls
+        ``u`` back to ``a``. Not the implicit derivative at the root (``tg.custom_root``):
+        that one differs from autograd's by about ``tol``, not roundoff. ``x0`` gets no
+        derivative, as in autograd, and is an argument (not closed over) so that a rule
+        run in a later backward pass sees no traced value of a finished trace."""
+        def solve(a, guess):
             step = f(a)
             x, _ = tg.while_loop(lambda c: distance(c[0], c[1]) > tol,
                                  lambda c: (step(c[0]), c[0]), (step(guess), guess))
             return x
-        return tg.custom_root(lambda x: f(a)(x) - x, x0, solve, lambda g, y: y / g(1.0))
+
+        fp = tg.custom_vjp(solve)
+
+        def bwd(res, g):
+            a, guess = res
+            x = fp(a, guess)    # the root again: its derivative is this rule (autograd's
+                                # ``ans`` is a boxed output of fixed_point too)
+
+            def adjoint_step(params):
+                a_, x_, g_ = params
+                return lambda u: tg.vjp(f(a_), x_)[1](u)[0] + g_
+            u = fixed_point(adjoint_step, (a, x, g), np.zeros(np.shape(x)), distance, tol)
+            return tg.vjp(lambda a_: f(a_)(x), a)[1](u)[0], None
+
+        fp.defvjp(lambda a, guess: (solve(a, guess), (a, guess)), bwd)
+        return fp(a, x0)
 
     module("autograd.misc.fixed_points", fixed_point=fixed_point)
     module("autograd.misc.flatten", flatten=flatten, flatten_func=flatten_func)
