@@ -19,8 +19,13 @@ What is compared:
   - the time spent inside derivative calls (the functions ``grad`` & co. return; a call
     made from inside another one is not counted twice), and its ratio tracegrad/autograd;
   - the numbers: every top-level derivative call's results are summarised (sum, sum of
-    absolute values) and the two runs must agree (rtol 1e-6) call by call; a run that
-    disagrees is reported WRONG.
+    absolute values) and the two runs must agree call by call, to rtol 1e-6 of the
+    call's largest value but at least to 1e-10 of the largest value any call so far
+    returned; a run that disagrees is reported WRONG. The absolute part is for a
+    gradient at an optimiser's stationary point, which is only roundoff: there, two
+    correct libraries give different numbers (``negative_binomial_maxlike``'s last
+    call, about 1e-12, from sums of terms of about 1e3, is neither library's digits: the
+    exact value, by mpmath, is a third number of the same size).
 
 ``--clock cpu`` times the derivative calls by this process's CPU time
 (``time.process_time``) rather than the wall clock, for a machine busy with other work;
@@ -113,6 +118,42 @@ def _summary(value):
             leaves.append(numpy.asarray(v, dtype=float))
     walk(value)
     return [[float(numpy.sum(x)), float(numpy.sum(numpy.abs(x)))] for x in leaves]
+
+
+def _fixed_point(f, a, x0, distance, tol):
+    """autograd's ``fixed_point`` with autograd's derivative, on ``tg.custom_vjp``: the
+    iteration as a ``tg.while_loop``; the reverse rule iterates the adjoint
+    ``u = vjp_x(u) + g`` from zero until ``distance`` of two iterates is under ``tol``
+    (itself a ``fixed_point``, so derivatives of any order are autograd's), then pulls
+    ``u`` back to ``a``. Not the implicit derivative at the root (``tg.custom_root``):
+    that one differs from autograd's by about ``tol``, not roundoff. ``x0`` gets no
+    derivative, as in autograd, and is an argument (not closed over) so that a rule
+    run in a later backward pass sees no traced value of a finished trace."""
+    import numpy as np
+
+    import tracegrad as tg
+
+    def solve(a, guess):
+        step = f(a)
+        x, _ = tg.while_loop(lambda c: distance(c[0], c[1]) > tol,
+                             lambda c: (step(c[0]), c[0]), (step(guess), guess))
+        return x
+
+    fp = tg.custom_vjp(solve)
+
+    def bwd(res, g):
+        a, guess = res
+        x = fp(a, guess)    # the root again: its derivative is this rule (autograd's
+                            # ``ans`` is a boxed output of fixed_point too)
+
+        def adjoint_step(params):
+            a_, x_, g_ = params
+            return lambda u: tg.vjp(f(a_), x_)[1](u)[0] + g_
+        u = _fixed_point(adjoint_step, (a, x, g), np.zeros(np.shape(x)), distance, tol)
+        return tg.vjp(lambda a_: f(a_)(x), a)[1](u)[0], None
+
+    fp.defvjp(lambda a, guess: (solve(a, guess), (a, guess)), bwd)
+    return fp(a, x0)
 
 
 # -- the shim: autograd's names on tracegrad ---------------------------------------------
@@ -306,18 +347,7 @@ def _install_shim():
     scipy = module("autograd.scipy", special=special, stats=stats, integrate=integrate)
     scipy.__path__ = []
     ag.scipy = scipy
-    def fixed_point(f, a, x0, distance, tol):
-        """autograd's ``fixed_point`` on ``tg.custom_root``: the iteration as a
-        ``tg.while_loop``, the derivative the implicit one at the root found (autograd's
-        iterates the adjoint to ``tol`` too, so the two differ by about ``tol``)."""
-        def solve(_, guess):
-            step = f(a)
-            x, _ = tg.while_loop(lambda c: distance(c[0], c[1]) > tol,
-                                 lambda c: (step(c[0]), c[0]), (step(guess), guess))
-            return x
-        return tg.custom_root(lambda x: f(a)(x) - x, x0, solve, lambda g, y: y / g(1.0))
-
-    module("autograd.misc.fixed_points", fixed_point=fixed_point)
+    module("autograd.misc.fixed_points", fixed_point=_fixed_point)
     module("autograd.misc.flatten", flatten=flatten, flatten_func=flatten_func)
     opt = module("autograd.misc.optimizers", adam=_flat_optimizer(_adam),
                  sgd=_flat_optimizer(_sgd))
@@ -383,25 +413,33 @@ def _run(path, mode, timeout, max_calls, clock="wall"):
 
 
 STRICT_CALLS = 20
+FLOOR = 1e-4   # so a call's values agree to 1e-10 of the largest value seen so far
 
 
 def _agree(a, b):
     """None when the two runs' derivative calls agree, else what differs. The first
-    ``STRICT_CALLS`` calls must agree to rtol 1e-6 (relative to the call's largest entry):
-    an optimiser fed slightly different rounding takes a slightly different path, so later
-    calls drift apart on both libraries' own terms; their largest relative drift is
-    reported, not judged."""
+    ``STRICT_CALLS`` calls must agree to rtol 1e-6 of the larger of the call's largest
+    entry and ``FLOOR`` times the largest entry of any call so far (either run): an
+    optimiser driven to a stationary point asks for a gradient that is only the
+    roundoff of its terms (``negative_binomial_maxlike``'s last call: about 1e-12, from
+    sums of terms of about 1e3), and two libraries round differently. An optimiser fed
+    slightly different rounding takes a slightly different path, so later calls drift
+    apart on both libraries' own terms; their largest relative drift is reported, not
+    judged."""
     import numpy as np
     if len(a) != len(b):
         return f"{len(a)} vs {len(b)} recorded calls", None
-    drift = 0.0
+    drift = seen = 0.0
     for k, (x, y) in enumerate(zip(a, b)):
         if len(x) != len(y):
             return f"call {k}: {len(x)} vs {len(y)} results", None
         x, y = np.asarray(x), np.asarray(y)
-        scale = max(np.max(np.abs(x)), 1e-300) if x.size else 1.0
-        err = float(np.max(np.abs(x - y)) / scale) if x.size else 0.0
-        if k < STRICT_CALLS and err > 1e-6:
+        if not x.size:
+            continue
+        seen = max(seen, float(np.max(np.abs(x))), float(np.max(np.abs(y))))
+        scale = max(float(np.max(np.abs(x))), FLOOR * seen, 1e-300)
+        err = float(np.max(np.abs(x - y)) / scale)
+        if k < STRICT_CALLS and not err <= 1e-6:
             return f"call {k}: {x.tolist()[:2]} vs {y.tolist()[:2]}", None
         drift = max(drift, err)
     return None, drift
