@@ -6,7 +6,7 @@ Broadcasting is undone once, in the adjoint pass, not here.
 """
 import numpy as np
 
-from ..registry import default_torch_name, per_output_element, register
+from ..registry import apply, default_torch_name, per_output_element, register
 from . import batching, jax_numpy
 from .util import free, jnp_fn
 
@@ -91,10 +91,10 @@ def _exp_partials(out, x):
     # where exp overflowed (an untaken branch, as in SciPy's logsumexp, which computes
     # log(sum(exp(a))) for inputs where it overflows and then discards it) a zero
     # cotangent gives 0, not 0 * inf = NaN; a nonzero one still gives a huge value, and
-    # below the overflow nothing changes
-    dtype = np.dtype(out.dtype)
-    if dtype.kind == "f":
-        return (np.minimum(out, np.array(np.finfo(dtype).max, dtype)),)
+    # below the overflow nothing changes. The cap is ``cap_finite`` (below), not
+    # np.minimum: its derivative is 1, so higher orders record no comparisons and selects
+    if np.dtype(out.dtype).kind == "f":
+        return (apply("cap_finite", out),)
     return (out,)
 
 
@@ -273,6 +273,37 @@ register(
     "relu", _relu_impl, abstract=_broadcast_rule(_relu_impl), vjp=_relu_vjp, jvp=_relu_jvp,
     jax=jax_numpy.relu, family="elementwise", doc="max(x, 0)",
     **elementwise_facts("relu", complex=False, aliasing="fresh"),
+)
+
+
+# -- cap_finite: exp's derivative, capped ---------------------------------------------
+# min(x, largest finite number of x's dtype) for real floats (any other dtype: x, copied).
+# Its derivative is taken as 1 everywhere, +inf included (np.minimum's would be 0 there):
+# it caps exp's derivative (``_exp_partials``), whose own derivatives are exp's again and
+# are capped the same way, so every order keeps the untaken-overflow protection without a
+# comparison and a select per order. Below the overflow its values are x's, bit for bit.
+def _cap_finite_impl(x):
+    x = np.asarray(x)
+    if x.dtype.kind == "f":
+        return np.minimum(x, np.array(np.finfo(x.dtype).max, x.dtype))
+    return x.copy()
+
+
+def _cap_finite_jax(x):
+    import jax.numpy as jnp
+
+    if jnp.issubdtype(x.dtype, jnp.floating):
+        return jnp.minimum(x, jnp.finfo(x.dtype).max)
+    return x
+
+
+register(
+    "cap_finite", _cap_finite_impl,
+    abstract=lambda x: (x.shape, x.dtype),
+    vjp=lambda g, out, x: (g,), jvp=lambda t, out, x: t[0],
+    jax=_cap_finite_jax, family="elementwise",
+    doc="np.minimum(x, np.finfo(x.dtype).max), derivative 1",
+    **elementwise_facts("cap_finite", complex=True, aliasing="fresh", zeros="first"),
 )
 
 
