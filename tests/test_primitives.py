@@ -337,6 +337,35 @@ def test_grad_of_jvp(name, case):
 
 
 # -- scenarios: derivatives at special points, where JAX is no oracle -----------------------------------
+@pytest.mark.parametrize("name", sorted(n for n in REGISTRY if "vjp_needed" in REGISTRY[n].extra))
+def test_vjp_needed_gives_the_vjp_of_the_operands_needed(name):
+    """``extra["vjp_needed"]`` (the reverse pass's VJP when some operands carry no
+    gradient): the rule's own cotangents, bit for bit, for the operands needed; None for the
+    others."""
+    import itertools
+
+    prim = REGISTRY[name]
+    rng = np.random.default_rng(7)
+    for case in CASES[name]:
+        out = prim.impl(*case.args, **case.params)
+        g = rng.normal(size=np.shape(out)).astype(np.asarray(out).dtype)
+        full = prim.vjp(g, out, *case.args, **case.params)
+        for needed in itertools.product([True, False], repeat=len(case.args)):
+            got = prim.extra["vjp_needed"](needed, g, out, *case.args, **case.params)
+            for want, ct, need in zip(full, got, needed):
+                if need:
+                    np.testing.assert_array_equal(ct, want)
+                else:
+                    assert ct is None
+    # through a constant operand, the derivative is the same as the rule's
+    fn = getattr(np, prim.ufunc.__name__)
+    x = np.array([1.5, 2.5])
+    got = tg.grad(lambda x: np.sum(fn(x, 3.0) * fn(3.0, x)))(x)
+    want = tg.grad(lambda x: np.sum(fn(x, tg.stop_gradient(x * 0.0 + 3.0)) *
+                                    fn(x * 0.0 + 3.0, x)))(x)
+    np.testing.assert_allclose(got, want, rtol=1e-15)
+
+
 def test_exp_overflow_in_an_untaken_branch_to_every_order():
     """exp's derivatives are capped at the largest float (``cap_finite``, derivative 1): an
     overflowing exp whose branch is discarded gives 0, not 0 * inf = NaN, at every order

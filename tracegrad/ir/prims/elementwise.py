@@ -145,14 +145,21 @@ for _name, _uf in [("isnan", np.isnan), ("isinf", np.isinf), ("isfinite", np.isf
 elementwise("add", np.add, lambda out, x, y: (1.0, 1.0), complex=True, spelling="{0} + {1}",
             vjp=lambda g, out, x, y: (g, g),
             jvp=lambda t, out, x, y: t[0] if t[1] is None else (t[1] if t[0] is None else t[0] + t[1]))
+# ``vjp_needed`` (registry): the VJP of the operands that need a cotangent only; the same
+# nodes as ``vjp`` records for them, none for a constant operand (2 * x, 1.0 / y)
 elementwise("sub", np.subtract, lambda out, x, y: (1.0, -1.0), complex=True,
             spelling="{0} - {1}",
             vjp=lambda g, out, x, y: (g, -g),
+            extra={"vjp_needed": lambda needed, g, out, x, y: (
+                g if needed[0] else None, -g if needed[1] else None)},
             jvp=lambda t, out, x, y: -t[1] if t[0] is None else (t[0] if t[1] is None else t[0] - t[1]))
 elementwise("mul", np.multiply, lambda out, x, y: (y, x), complex=True, spelling="{0} * {1}",
-            zeros="any")
+            zeros="any", extra={"vjp_needed": lambda needed, g, out, x, y: (
+                g * y if needed[0] else None, g * x if needed[1] else None)})
 elementwise("div", np.true_divide, lambda out, x, y: (1.0 / y, -out / y), complex=True,
-            spelling="{0} / {1}", zeros="first", jax=jax_numpy.true_divide)
+            spelling="{0} / {1}", zeros="first", jax=jax_numpy.true_divide,
+            extra={"vjp_needed": lambda needed, g, out, x, y: (
+                g * (1.0 / y) if needed[0] else None, g * (-out / y) if needed[1] else None)})
 
 
 def _pow_partials(out, x, y):
