@@ -298,6 +298,14 @@ add(Case("convert", (np.zeros((0, 2)),), {"dtype": np.dtype("float32")}, tag="to
 for _shape in [(2, 3), (), (0, 2)]:
     add(Case("stop_gradient", (uniform(_shape),), fd=False, second=_shape == (2, 3)))
 
+# cap_finite (exp's capped derivative): x below the overflow, derivative 1 (JAX's minimum
+# agrees there); at +inf the cap is the largest float and the derivative is still 1
+for _shape in [(2, 3), ()]:
+    add(Case("cap_finite", (uniform(_shape),), second=_shape == (2, 3)))
+add(Case("cap_finite", (uniform((2, 2)).astype(np.float32),), tag="f32"))
+add(Case("cap_finite", (np.array([1.0, np.inf, -np.inf, np.finfo(np.float64).max]),),
+         tag="inf", fd=False, jax_derivs=False))
+
 # -- reductions -----------------------------------------------------------------------------------
 REDUCE_SHAPES = [((3, 4), (1,), False), ((3, 4), (0, 1), True), ((2, 3, 2), (0, 2), False),
                  ((), (), False), ((3, 4), (), False), ((2, 3), (0, 1), False)]

@@ -337,6 +337,68 @@ def test_grad_of_jvp(name, case):
 
 
 # -- scenarios: derivatives at special points, where JAX is no oracle -----------------------------------
+@pytest.mark.parametrize("name", sorted(n for n in REGISTRY if "vjp_needed" in REGISTRY[n].extra))
+def test_vjp_needed_gives_the_vjp_of_the_operands_needed(name):
+    """``extra["vjp_needed"]`` (the reverse pass's VJP when some operands carry no
+    gradient): the rule's own cotangents, bit for bit, for the operands needed; None for the
+    others."""
+    import itertools
+
+    prim = REGISTRY[name]
+    rng = np.random.default_rng(7)
+    for case in CASES[name]:
+        out = prim.impl(*case.args, **case.params)
+        g = rng.normal(size=np.shape(out)).astype(np.asarray(out).dtype)
+        full = prim.vjp(g, out, *case.args, **case.params)
+        for needed in itertools.product([True, False], repeat=len(case.args)):
+            got = prim.extra["vjp_needed"](needed, g, out, *case.args, **case.params)
+            for want, ct, need in zip(full, got, needed):
+                if need:
+                    np.testing.assert_array_equal(ct, want)
+                else:
+                    assert ct is None
+    # through a constant operand, the derivative is the same as the rule's
+    fn = getattr(np, prim.ufunc.__name__)
+    x = np.array([1.5, 2.5])
+    got = tg.grad(lambda x: np.sum(fn(x, 3.0) * fn(3.0, x)))(x)
+    want = tg.grad(lambda x: np.sum(fn(x, tg.stop_gradient(x * 0.0 + 3.0)) *
+                                    fn(x * 0.0 + 3.0, x)))(x)
+    np.testing.assert_allclose(got, want, rtol=1e-15)
+
+
+def test_exp_overflow_in_an_untaken_branch_to_every_order():
+    """exp's derivatives are capped at the largest float (``cap_finite``, derivative 1): an
+    overflowing exp whose branch is discarded gives 0, not 0 * inf = NaN, at every order
+    (grad, nested grad, hessian, jvp); below the overflow each order is exp(x) exactly."""
+    def f(x):
+        return np.sum(np.where(x > 100.0, np.sin(x), np.exp(x)))     # exp(1000) unused
+
+    x = np.array([0.5, 1000.0])
+    e, s, c = np.exp(0.5), np.sin(1000.0), np.cos(1000.0)
+    d1 = tg.grad(f)(x)
+    d2 = tg.grad(lambda v: np.sum(tg.grad(f)(v)))(x)
+    d3 = tg.grad(lambda v: np.sum(tg.grad(lambda u: np.sum(tg.grad(f)(u)))(v)))(x)
+    np.testing.assert_array_equal(d1, [e, c])
+    np.testing.assert_array_equal(d2, [e, -s])
+    np.testing.assert_array_equal(d3, [e, -c])
+    np.testing.assert_array_equal(tg.hessian(f)(x), np.diag([e, -s]))
+    np.testing.assert_array_equal(tg.jvp(tg.grad(f), (x,), (np.ones(2),))[1], [e, -s])
+
+    def exp_sum(u):
+        return np.sum(np.exp(u))
+
+    for dtype in (np.float64, np.float32):
+        v = np.array([-3.0, 0.25, 40.0], dtype)
+        d = tg.grad(exp_sum)
+        for _ in range(4):
+            g = d(v)
+            assert g.dtype == dtype
+            np.testing.assert_array_equal(g, np.exp(v))
+            d = tg.grad(lambda u, d=d: np.sum(d(u)))
+        # a derivative where exp overflows is the largest float (times the cotangent)
+        assert tg.grad(exp_sum)(np.array([1e4], dtype))[0] == np.finfo(dtype).max
+
+
 def test_pow_zero_exponent_is_constant_to_every_order():
     """x**0 == 1 has zero derivatives, also at x = 0 (JAX's float-exponent rule gives NaN)."""
     def f(x):

@@ -8,7 +8,10 @@ A primitive entry holds its rules
     made with zero strides, which is cheap for views and small reductions;
   - ``vjp(g, out, *args, **params)``: one cotangent per operand (``None`` for
     a zero or for a non-differentiable operand). ``vjp=None`` means no
-    gradient flows through the primitive at all;
+    gradient flows through the primitive at all. An entry may add, in ``extra``,
+    ``vjp_needed(needed, g, out, *args, **params)``: the same cotangents, where
+    ``needed[i]`` False lets it skip (return None for) operand ``i``'s, whose graph nodes
+    the reverse pass would only drop (``mul`` by a constant: no ``g * x`` for it);
   - ``jvp(tangents, out, *args, **params)``: the output tangent, where
     ``tangents`` has ``None`` for operands whose tangent is zero;
   - ``jax(*arrays, **params)``: the lowering to jax.numpy (optional);

@@ -139,7 +139,12 @@ def _pull(graph: Graph, env, seeds, seed_cts, wrt=None, taps=(), trace=None) -> 
         # (``at_node``, written out: this runs once per node of the graph)
         with source_override(d["src"]):
             try:
-                arg_cts = prim.vjp(ct, env[n], *(env[a] for a in args), **d["params"])
+                needed = prim.extra.get("vjp_needed")
+                if needed is None:
+                    arg_cts = prim.vjp(ct, env[n], *(env[a] for a in args), **d["params"])
+                else:       # skips the cotangents of operands that carry no gradient
+                    arg_cts = needed(tuple(flows[a] for a in args), ct, env[n],
+                                     *(env[a] for a in args), **d["params"])
                 outs = []
                 for a, a_ct in zip(args, arg_cts):
                     if a_ct is not None and flows[a]:

@@ -6,7 +6,7 @@ Broadcasting is undone once, in the adjoint pass, not here.
 """
 import numpy as np
 
-from ..registry import default_torch_name, per_output_element, register
+from ..registry import apply, default_torch_name, per_output_element, register
 from ..schema import DTYPE, Spec  # the loader's parameter kinds
 from . import batching, jax_numpy
 from .util import free, jnp_fn
@@ -92,10 +92,10 @@ def _exp_partials(out, x):
     # where exp overflowed (an untaken branch, as in SciPy's logsumexp, which computes
     # log(sum(exp(a))) for inputs where it overflows and then discards it) a zero
     # cotangent gives 0, not 0 * inf = NaN; a nonzero one still gives a huge value, and
-    # below the overflow nothing changes
-    dtype = np.dtype(out.dtype)
-    if dtype.kind == "f":
-        return (np.minimum(out, np.array(np.finfo(dtype).max, dtype)),)
+    # below the overflow nothing changes. The cap is ``cap_finite`` (below), not
+    # np.minimum: its derivative is 1, so higher orders record no comparisons and selects
+    if np.dtype(out.dtype).kind == "f":
+        return (apply("cap_finite", out),)
     return (out,)
 
 
@@ -146,14 +146,21 @@ for _name, _uf in [("isnan", np.isnan), ("isinf", np.isinf), ("isfinite", np.isf
 elementwise("add", np.add, lambda out, x, y: (1.0, 1.0), complex=True, spelling="{0} + {1}",
             vjp=lambda g, out, x, y: (g, g),
             jvp=lambda t, out, x, y: t[0] if t[1] is None else (t[1] if t[0] is None else t[0] + t[1]))
+# ``vjp_needed`` (registry): the VJP of the operands that need a cotangent only; the same
+# nodes as ``vjp`` records for them, none for a constant operand (2 * x, 1.0 / y)
 elementwise("sub", np.subtract, lambda out, x, y: (1.0, -1.0), complex=True,
             spelling="{0} - {1}",
             vjp=lambda g, out, x, y: (g, -g),
+            extra={"vjp_needed": lambda needed, g, out, x, y: (
+                g if needed[0] else None, -g if needed[1] else None)},
             jvp=lambda t, out, x, y: -t[1] if t[0] is None else (t[0] if t[1] is None else t[0] - t[1]))
 elementwise("mul", np.multiply, lambda out, x, y: (y, x), complex=True, spelling="{0} * {1}",
-            zeros="any")
+            zeros="any", extra={"vjp_needed": lambda needed, g, out, x, y: (
+                g * y if needed[0] else None, g * x if needed[1] else None)})
 elementwise("div", np.true_divide, lambda out, x, y: (1.0 / y, -out / y), complex=True,
-            spelling="{0} / {1}", zeros="first", jax=jax_numpy.true_divide)
+            spelling="{0} / {1}", zeros="first", jax=jax_numpy.true_divide,
+            extra={"vjp_needed": lambda needed, g, out, x, y: (
+                g * (1.0 / y) if needed[0] else None, g * (-out / y) if needed[1] else None)})
 
 
 def _pow_partials(out, x, y):
@@ -274,6 +281,37 @@ register(
     "relu", _relu_impl, abstract=_broadcast_rule(_relu_impl), vjp=_relu_vjp, jvp=_relu_jvp,
     jax=jax_numpy.relu, family="elementwise", doc="max(x, 0)",
     **elementwise_facts("relu", complex=False, aliasing="fresh"),
+)
+
+
+# -- cap_finite: exp's derivative, capped ---------------------------------------------
+# min(x, largest finite number of x's dtype) for real floats (any other dtype: x, copied).
+# Its derivative is taken as 1 everywhere, +inf included (np.minimum's would be 0 there):
+# it caps exp's derivative (``_exp_partials``), whose own derivatives are exp's again and
+# are capped the same way, so every order keeps the untaken-overflow protection without a
+# comparison and a select per order. Below the overflow its values are x's, bit for bit.
+def _cap_finite_impl(x):
+    x = np.asarray(x)
+    if x.dtype.kind == "f":
+        return np.minimum(x, np.array(np.finfo(x.dtype).max, x.dtype))
+    return x.copy()
+
+
+def _cap_finite_jax(x):
+    import jax.numpy as jnp
+
+    if jnp.issubdtype(x.dtype, jnp.floating):
+        return jnp.minimum(x, jnp.finfo(x.dtype).max)
+    return x
+
+
+register(
+    "cap_finite", _cap_finite_impl,
+    abstract=lambda x: (x.shape, x.dtype),
+    vjp=lambda g, out, x: (g,), jvp=lambda t, out, x: t[0],
+    jax=_cap_finite_jax, family="elementwise",
+    doc="np.minimum(x, np.finfo(x.dtype).max), derivative 1",
+    **elementwise_facts("cap_finite", complex=True, aliasing="fresh", zeros="first"),
 )
 
 
