@@ -113,25 +113,89 @@ def _digamma_edges(out, x):
     return jnp.where(x == 0, -jnp.copysign(jnp.inf, x), out)
 
 
-def _beta_edges(out, a, b):
-    # SciPy: B = inf at a pole of Γ(a) or Γ(b) off the poles of Γ(a + b); 0 for an infinite
-    # argument with the other finite and positive (jax.scipy: NaN at both)
+# SciPy's beta and betaln (Cephes' beta.c, written out with jnp.where): jax.scipy.special's
+# betaln is good to about 1e-7 absolute only, and NaN at the non-positive and infinite
+# arguments where SciPy has a value. The branches, each computed everywhere and selected:
+# a non-positive integer argument (reflected to positive ones, or ±inf), the asymptotic
+# series for a >> b, log-gammas past Γ's overflow, and Γ(a)Γ(b)/Γ(a+b) otherwise.
+_MAXGAM = 171.624376956302725
+_ASYMP = 1e6
+_INT_MIN, _INT_MAX = -2.0 ** 31, 2.0 ** 31 - 1.0
+
+
+def _lgam_sgn(x):
+    """Cephes' lgam_sgn: log|Γ(x)| (-inf at -inf, inf at the poles) and the sign (1 there)."""
     import jax.numpy as jnp
-    pole = (_pole(a) | _pole(b)) & ~_pole(a + b) & jnp.isfinite(a) & jnp.isfinite(b)
-    return jnp.where(pole, jnp.inf, jnp.where(_infinite_arg(a, b), 0.0, out))
+    import jax.scipy.special as jsp
+    lg = jnp.where(jnp.isinf(x), x, jsp.gammaln(x))
+    sign = jnp.where(_pole(x) | jnp.isinf(x), 1.0, jsp.gammasgn(x))
+    return lg, sign
 
 
-def _infinite_arg(a, b):
+def _beta_regular(a, b, log):
+    """beta (log: lbeta) of arguments that are not non-positive integers."""
     import jax.numpy as jnp
-    return (((a == jnp.inf) & (b > 0) & jnp.isfinite(b))
-            | ((b == jnp.inf) & (a > 0) & jnp.isfinite(a)))
+    import jax.scipy.special as jsp
+    swap = jnp.abs(a) < jnp.abs(b)
+    a, b = jnp.where(swap, b, a), jnp.where(swap, a, b)
+    # a >> b: log Γ(b) - b log a + the first terms of the series in 1/a
+    lgb, sgb = _lgam_sgn(b)
+    asymp = (lgb - b * jnp.log(a) + b * (1 - b) / (2 * a)
+             + b * (1 - b) * (1 - 2 * b) / (12 * a * a)
+             - b * b * (1 - b) * (1 - b) / (12 * a * a * a))
+    use_asymp = (jnp.abs(a) > _ASYMP * jnp.abs(b)) & (a > _ASYMP)
+    y = a + b
+    lgy, sgy = _lgam_sgn(y)
+    lga, sga = _lgam_sgn(a)
+    big_log = lga + (lgb - lgy)
+    big_sign = sgy * sgb * sga
+    use_big = (jnp.abs(y) > _MAXGAM) | (jnp.abs(a) > _MAXGAM) | (jnp.abs(b) > _MAXGAM)
+    # Γ(a)Γ(b)/Γ(a+b), the division first by the Γ nearest Γ(a+b); Γ is inf at its poles
+    # (exactly 1 at 1 and 2, where jax.scipy's exp(gammaln) is one ulp off: log B(1, 1) = 0)
+    gy, ga, gb = (jnp.where(_pole(v), jnp.inf,
+                            jnp.where((v == 1) | (v == 2), 1.0, jsp.gamma(v))) for v in (y, a, b))
+    ratio = jnp.where(jnp.abs(jnp.abs(ga) - jnp.abs(gy)) > jnp.abs(jnp.abs(gb) - jnp.abs(gy)),
+                      (gb / gy) * ga, (ga / gy) * gb)
+    if log:
+        direct = jnp.where(gy == 0, jnp.inf, jnp.log(jnp.abs(ratio)))
+        return jnp.where(use_asymp, asymp, jnp.where(use_big, big_log, direct))
+    direct = jnp.where(gy == 0, jnp.inf, ratio)
+    return jnp.where(use_asymp, sgb * jnp.exp(asymp),
+                     jnp.where(use_big, big_sign * jnp.exp(big_log), direct))
 
 
-def _betaln_edges(out, a, b):
-    # log B: -inf where B is 0, inf at B's poles
+def _beta_cephes(a, b, log):
     import jax.numpy as jnp
-    pole = (_pole(a) | _pole(b)) & ~_pole(a + b) & jnp.isfinite(a) & jnp.isfinite(b)
-    return jnp.where(_infinite_arg(a, b), -jnp.inf, jnp.where(pole, jnp.inf, out))
+
+    def in_int_range(v):
+        return (v >= _INT_MIN) & (v <= _INT_MAX)
+
+    def negint(n, v):
+        # n a non-positive integer: B(n, v) = ±B(1 - n - v, v) for an integer v with
+        # 1 - n - v > 0 (inf when v <= 0 too), otherwise inf
+        c = 1.0 - n - v
+        ok = (v == jnp.floor(v)) & in_int_range(v) & (c > 0)
+        if log:
+            value = jnp.where(v > 0, _beta_regular(c, v, True), jnp.inf)
+        else:
+            sign = jnp.where(jnp.remainder(v, 2.0) == 0, 1.0, -1.0)
+            value = sign * jnp.where(v > 0, _beta_regular(c, v, False), jnp.inf)
+        return jnp.where(ok, value, jnp.inf)
+
+    out = _beta_regular(a, b, log)
+    a_neg, b_neg = _pole(a), _pole(b)
+    out = jnp.where(b_neg, jnp.where(in_int_range(b), negint(b, a), jnp.inf), out)
+    return jnp.where(a_neg, jnp.where(in_int_range(a), negint(a, b), jnp.inf), out)
+
+
+def _beta_jax(a, b):
+    dtype = _result_dtype((a, b))
+    return _beta_cephes(a.astype(dtype), b.astype(dtype), False)
+
+
+def _betaln_jax(a, b):
+    dtype = _result_dtype((a, b))
+    return _beta_cephes(a.astype(dtype), b.astype(dtype), True)
 
 
 def _gammainc_edges(upper):
@@ -155,14 +219,14 @@ def _log_ndtr_edges(out, x):
 
 
 def _gammaln_edges(out, x):
+    # SciPy: log Γ(-inf) = -inf, and exactly 0 at 1 and 2 (jax.scipy: +inf, ~1e-15)
     import jax.numpy as jnp
-    return jnp.where(x == -jnp.inf, -jnp.inf, out)
+    return jnp.where(x == -jnp.inf, -jnp.inf, jnp.where((x == 1) | (x == 2), 0.0, out))
 
 
 # the SciPy values at the edges where jax.scipy.special gives NaN (or another value)
 _JAX_EDGES = {
-    "gammaln": _gammaln_edges, "digamma": _digamma_edges, "beta": _beta_edges,
-    "betaln": _betaln_edges, "gammainc": _gammainc_edges(False),
+    "gammaln": _gammaln_edges, "digamma": _digamma_edges, "gammainc": _gammainc_edges(False),
     "gammaincc": _gammainc_edges(True), "log_ndtr": _log_ndtr_edges,
 }
 
@@ -267,6 +331,12 @@ def _polygamma_jax(n, x):
     import jax.scipy.special as jsp
     x = x.astype(_result_dtype((n, x)))
     out = jsp.polygamma(n.astype("int64"), x)
+    # SciPy: (-1)^(n+1) n! ζ(n + 1, x) for n >= 1, so ±inf at the poles and at -inf, 0 at
+    # inf (jax.scipy: NaN at these for some n)
+    higher = n >= 1
+    pole = _pole(x) | (x == -jnp.inf)
+    out = jnp.where(higher & pole, jnp.where(jnp.remainder(n, 2) == 1, jnp.inf, -jnp.inf), out)
+    out = jnp.where(higher & (x == jnp.inf), 0.0, out)
     return jnp.where(n == 0, _digamma_edges(out, x), out)
 
 
@@ -287,8 +357,8 @@ def _betaln_partials(out, a, b):
     return (apply("digamma", a) - both, apply("digamma", b) - both)
 
 
-_register("beta", 2, _beta_partials, "B(a, b) = Γ(a)Γ(b)/Γ(a+b)")
-_register("betaln", 2, _betaln_partials, "log|B(a, b)|")
+_register("beta", 2, _beta_partials, "B(a, b) = Γ(a)Γ(b)/Γ(a+b)", jax=_beta_jax)
+_register("betaln", 2, _betaln_partials, "log|B(a, b)|", jax=_betaln_jax)
 
 # -- error function and the normal distribution ---------------------------------------------
 _register("erf", 1, lambda out, x: ((2.0 / SQRT_PI) * np.exp(-x * x),), "the error function")
