@@ -75,7 +75,7 @@ SPECS = {
     "yv": Spec([ORDER, EDGE], (0.7, 1.2), (1,), twin=None),
     "yn": Spec([INT_ORDER, EDGE], (3, 2.6), (1,), ints=(0,), twin=None),
     "iv": Spec([ORDER, EDGE], (2.5, 1.1), (1,), twin=None),
-    "ive": Spec([ORDER, EDGE], (0.5, -3.2), (1,), twin=None),
+    "ive": Spec([ORDER, EDGE], (1.0, -3.2), (1,), twin=None),
     "kv": Spec([ORDER, EDGE], (0.4, 0.9), (1,), twin=None),
     "kve": Spec([ORDER, EDGE], (1.5, 3.7), (1,), twin=None),
 }
@@ -223,8 +223,11 @@ def _int_points(name):
 # float32 results are held to float32's precision: SciPy's float32 loops compute in float64
 # and round, XLA's in float32
 RTOL32 = {"numpy": 1e-6, "jax": 2e-5}
-# where float32 on JAX still differs from SciPy (beyond RTOL32): {(name): {point: reason}}
-KNOWN32: dict = {}
+# where float32 still differs from SciPy (beyond RTOL32): {(name, dtype, backend): {point: reason}}
+KNOWN32: dict = {
+    ("gammainc", "float32", "jax"): {(1e10, 1e10): _IGAMMA_LARGE + " (float32: 0 for 0.5)"},
+    ("gammaincc", "float32", "jax"): {(1e10, 1e10): _IGAMMA_LARGE + " (float32: 0 for 0.5)"},
+}
 DTYPE_CASES = bounded([(name, dtype, backend) for name in SPECS for dtype in ("int", "float32")
                        for backend in ("numpy", "jax")], 40, key=lambda c: (c[1], c[2]))
 

@@ -140,16 +140,18 @@ def _beta_regular(a, b, log):
     a, b = jnp.where(swap, b, a), jnp.where(swap, a, b)
     # a >> b: log Γ(b) - b log a + the first terms of the series in 1/a
     lgb, sgb = _lgam_sgn(b)
-    asymp = (lgb - b * jnp.log(a) + b * (1 - b) / (2 * a)
-             + b * (1 - b) * (1 - 2 * b) / (12 * a * a)
-             - b * b * (1 - b) * (1 - b) / (12 * a * a * a))
+    # (written through p = b(1 - b)/a, so that float32 does not overflow in b²(1 - b)²)
+    p = b * (1 - b) / a
+    asymp = lgb - b * jnp.log(a) + p / 2 + p * (1 - 2 * b) / (12 * a) - p * p / (12 * a)
     use_asymp = (jnp.abs(a) > _ASYMP * jnp.abs(b)) & (a > _ASYMP)
     y = a + b
     lgy, sgy = _lgam_sgn(y)
     lga, sga = _lgam_sgn(a)
     big_log = lga + (lgb - lgy)
     big_sign = sgy * sgb * sga
-    use_big = (jnp.abs(y) > _MAXGAM) | (jnp.abs(a) > _MAXGAM) | (jnp.abs(b) > _MAXGAM)
+    # (in float32, Γ overflows past 35.04: SciPy's float32 loop computes in float64)
+    maxgam = _MAXGAM if a.dtype == jnp.float64 else 35.0
+    use_big = (jnp.abs(y) > maxgam) | (jnp.abs(a) > maxgam) | (jnp.abs(b) > maxgam)
     # Γ(a)Γ(b)/Γ(a+b), the division first by the Γ nearest Γ(a+b); Γ is inf at its poles
     # (exactly 1 at 1 and 2, where jax.scipy's exp(gammaln) is one ulp off: log B(1, 1) = 0)
     gy, ga, gb = (jnp.where(_pole(v), jnp.inf,
@@ -212,10 +214,11 @@ def _gammainc_edges(upper):
 
 
 def _log_ndtr_edges(out, x):
-    # jax.scipy's log_ndtr is log(ndtr(x)) for x > 6 (ε-relative off): log1p(-ndtr(-x))
+    # jax.scipy's log_ndtr is log(ndtr(x)) for x > 6 (ε-relative off; in float32 from
+    # x = 3): log1p(-ndtr(-x)) for x > 0, where ndtr(-x) < 1/2 (erfc, relatively exact)
     import jax.numpy as jnp
     import jax.scipy.special as jsp
-    return jnp.where(x > 3, jnp.log1p(-jsp.ndtr(-jnp.where(x > 3, x, 3.0))), out)
+    return jnp.where(x > 0, jnp.log1p(-jsp.ndtr(-jnp.where(x > 0, x, 0.0))), out)
 
 
 def _gammaln_edges(out, x):
