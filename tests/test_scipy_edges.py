@@ -122,29 +122,41 @@ def _operands(name, points, dtype):
             for k, col in enumerate(cols)]
 
 
-def _call(name, backend, operands):
-    if name == "multigammaln":           # d is a Python integer, not traced
-        d = int(operands[1][0])
-        f = tg.jit(lambda a: ts.multigammaln(a, d), backend=backend)
-        return f(operands[0])
-    f = tg.jit(lambda *xs: getattr(ts, name)(*xs), backend=backend)
-    return f(*operands)
+def _groups(name, points):
+    """The points in groups of one call each: multigammaln's by d (a Python integer)."""
+    if name != "multigammaln":
+        return [list(points)]
+    return [[p for p in points if p[1] == d] for d in sorted({p[1] for p in points})]
 
 
 @functools.cache
-def _grid(name, backend, dtype, points):
-    """{point: (got, want)} for the points, by one compiled call (multigammaln: one per d)."""
-    results = {}
-    groups = ({d: [p for p in points if p[1] == d] for d in {p[1] for p in points}}
-              if name == "multigammaln" else {None: list(points)})
-    for group in groups.values():
-        ops = _operands(name, group, dtype)
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            got = np.asarray(_call(name, backend, ops))
-        want = np.asarray(_scipy(name, *ops))
+def _grids(backend, dtype, table):
+    """{name: {point: (got, want, got dtype, want dtype)}} for ``table`` (pairs of a name
+    and its points), every function's grid computed by one compiled program."""
+    calls = [(name, group) for name, points in table for group in _groups(name, points)]
+    operands = [_operands(name, group, dtype) for name, group in calls]
+
+    def every(*flat):
+        outs, k = [], 0
+        for (name, group), ops in zip(calls, operands):
+            if name == "multigammaln":       # d is a Python integer, not traced
+                outs.append(ts.multigammaln(flat[k], int(group[0][1])))
+                k += 1
+            else:
+                outs.append(getattr(ts, name)(*flat[k:k + len(ops)]))
+                k += len(ops)
+        return tuple(outs)
+
+    flat = [op for ops, (name, _) in zip(operands, calls)
+            for op in (ops[:1] if name == "multigammaln" else ops)]
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got_all = tg.jit(every, backend=backend)(*flat)
+    results: dict = {}
+    for (name, group), ops, got in zip(calls, operands, got_all):
+        got, want = np.asarray(got), np.asarray(_scipy(name, *ops))
         for i, p in enumerate(group):
-            results[p] = (got[i], want[i], got.dtype, want.dtype)
+            results.setdefault(name, {})[p] = (got[i], want[i], got.dtype, want.dtype)
     return results
 
 
@@ -193,16 +205,18 @@ def _id(case):
 
 
 SELECTED = bounded(CASES, 600, key=lambda c: (c[0], c[2]))
-# the grid each (function, backend) evaluates: the selected points, in one call
+# what each backend evaluates (in one program): the selected points of every function
 _SELECTED_POINTS: dict = {}
 for _name, _p, _backend in SELECTED:
-    _SELECTED_POINTS.setdefault((_name, _backend), []).append(_p)
+    _SELECTED_POINTS.setdefault(_backend, {}).setdefault(_name, []).append(_p)
+_SELECTED_TABLE = {backend: tuple((name, tuple(points)) for name, points in table.items())
+                   for backend, table in _SELECTED_POINTS.items()}
 
 
 @pytest.mark.parametrize("name,point,backend", [_mark(c) for c in SELECTED],
                          ids=[_id(c) for c in SELECTED])
 def test_special_edges_match_scipy(name, point, backend):
-    got, want, _, _ = _grid(name, backend, "float64", tuple(_SELECTED_POINTS[name, backend]))[point]
+    got, want, _, _ = _grids(backend, "float64", _SELECTED_TABLE[backend])[name][point]
     _check(got, want, RTOL[backend])
 
 
@@ -228,14 +242,16 @@ KNOWN32: dict = {
     ("gammainc", "float32", "jax"): {(1e10, 1e10): _IGAMMA_LARGE + " (float32: 0 for 0.5)"},
     ("gammaincc", "float32", "jax"): {(1e10, 1e10): _IGAMMA_LARGE + " (float32: 0 for 0.5)"},
 }
-DTYPE_CASES = bounded([(name, dtype, backend) for name in SPECS for dtype in ("int", "float32")
-                       for backend in ("numpy", "jax")], 40, key=lambda c: (c[1], c[2]))
+# (every function, every point: one program per backend and dtype)
+DTYPE_CASES = [(name, dtype, backend) for name in SPECS for dtype in ("int", "float32")
+               for backend in ("numpy", "jax")]
+_DTYPE_TABLE = {"int": tuple((name, _int_points(name)) for name in SPECS),
+                "float32": tuple((name, tuple(POINTS[name])) for name in SPECS)}
 
 
 @pytest.mark.parametrize("name,dtype,backend", DTYPE_CASES)
 def test_special_integer_and_float32_operands(name, dtype, backend):
-    points = _int_points(name) if dtype == "int" else tuple(POINTS[name])
-    results = _grid(name, backend, dtype, points)
+    results = _grids(backend, dtype, _DTYPE_TABLE[dtype])[name]
     rtol = RTOL[backend] if dtype == "int" else RTOL32[backend]
     # (float32's subnormal numbers: XLA flushes them to 0, see docs/guarantees.md)
     atol = 1e-300 if dtype == "int" else float(np.finfo(np.float32).tiny)

@@ -133,29 +133,44 @@ def _lgam_sgn(x):
 
 
 def _beta_regular(a, b, log):
-    """beta (log: lbeta) of arguments that are not non-positive integers."""
+    """beta (log: lbeta) of arguments that are not non-positive integers. Each branch
+    sees its own operands where it is taken and safe ones (2, 1) elsewhere, so that the
+    branches not taken put no NaN into JAX's derivatives of this lowering."""
     import jax.numpy as jnp
     import jax.scipy.special as jsp
     swap = jnp.abs(a) < jnp.abs(b)
     a, b = jnp.where(swap, b, a), jnp.where(swap, a, b)
-    # a >> b: log Γ(b) - b log a + the first terms of the series in 1/a
-    lgb, sgb = _lgam_sgn(b)
-    # (written through p = b(1 - b)/a, so that float32 does not overflow in b²(1 - b)²)
-    p = b * (1 - b) / a
-    asymp = lgb - b * jnp.log(a) + p / 2 + p * (1 - 2 * b) / (12 * a) - p * p / (12 * a)
     use_asymp = (jnp.abs(a) > _ASYMP * jnp.abs(b)) & (a > _ASYMP)
-    y = a + b
-    lgy, sgy = _lgam_sgn(y)
-    lga, sga = _lgam_sgn(a)
-    big_log = lga + (lgb - lgy)
-    big_sign = sgy * sgb * sga
     # (in float32, Γ overflows past 35.04: SciPy's float32 loop computes in float64)
     maxgam = _MAXGAM if a.dtype == jnp.float64 else 35.0
-    use_big = (jnp.abs(y) > maxgam) | (jnp.abs(a) > maxgam) | (jnp.abs(b) > maxgam)
+    use_big = ((jnp.abs(a + b) > maxgam) | (jnp.abs(a) > maxgam) | (jnp.abs(b) > maxgam)) \
+        & ~use_asymp
+    use_direct = ~use_asymp & ~use_big
+
+    def only(use, a, b):
+        return jnp.where(use, a, 2.0), jnp.where(use, b, 1.0)
+
+    # a >> b: log Γ(b) - b log a + the first terms of the series in 1/a
+    # (written through p = b(1 - b)/a, so that float32 does not overflow in b²(1 - b)²)
+    aa, ba = only(use_asymp, a, b)
+    lgb, sgb = _lgam_sgn(ba)
+    p = ba * (1 - ba) / aa
+    asymp = lgb - ba * jnp.log(aa) + p / 2 + p * (1 - 2 * ba) / (12 * aa) - p * p / (12 * aa)
+    # past Γ's overflow: log-gammas
+    ab, bb = only(use_big, a, b)
+    (lgy, sgy), (lga, sga), (lgb2, sgb2) = _lgam_sgn(ab + bb), _lgam_sgn(ab), _lgam_sgn(bb)
+    big_log = lga + (lgb2 - lgy)
+    big_sign = sgy * sgb2 * sga
     # Γ(a)Γ(b)/Γ(a+b), the division first by the Γ nearest Γ(a+b); Γ is inf at its poles
     # (exactly 1 at 1 and 2, where jax.scipy's exp(gammaln) is one ulp off: log B(1, 1) = 0)
-    gy, ga, gb = (jnp.where(_pole(v), jnp.inf,
-                            jnp.where((v == 1) | (v == 2), 1.0, jsp.gamma(v))) for v in (y, a, b))
+    ad, bd = only(use_direct, a, b)
+
+    def gamma(v):
+        pole = _pole(v)
+        g = jsp.gamma(jnp.where(pole, 0.5, v))
+        return jnp.where(pole, jnp.inf, jnp.where((v == 1) | (v == 2), 1.0, g))
+
+    gy, ga, gb = gamma(ad + bd), gamma(ad), gamma(bd)
     ratio = jnp.where(jnp.abs(jnp.abs(ga) - jnp.abs(gy)) > jnp.abs(jnp.abs(gb) - jnp.abs(gy)),
                       (gb / gy) * ga, (ga / gy) * gb)
     if log:
@@ -172,22 +187,27 @@ def _beta_cephes(a, b, log):
     def in_int_range(v):
         return (v >= _INT_MIN) & (v <= _INT_MAX)
 
-    def negint(n, v):
+    def negint(n, v, taken):
         # n a non-positive integer: B(n, v) = ±B(1 - n - v, v) for an integer v with
-        # 1 - n - v > 0 (inf when v <= 0 too), otherwise inf
+        # 1 - n - v > 0 (inf when v <= 0 too), otherwise inf (safe operands elsewhere)
         c = 1.0 - n - v
-        ok = (v == jnp.floor(v)) & in_int_range(v) & (c > 0)
+        ok = taken & (v == jnp.floor(v)) & in_int_range(v) & (c > 0) & (v > 0)
+        inner = _beta_regular(jnp.where(ok, c, 2.0), jnp.where(ok, v, 1.0), log)
         if log:
-            value = jnp.where(v > 0, _beta_regular(c, v, True), jnp.inf)
+            value = jnp.where(v > 0, inner, jnp.inf)
         else:
             sign = jnp.where(jnp.remainder(v, 2.0) == 0, 1.0, -1.0)
-            value = sign * jnp.where(v > 0, _beta_regular(c, v, False), jnp.inf)
-        return jnp.where(ok, value, jnp.inf)
+            value = sign * jnp.where(v > 0, inner, jnp.inf)
+        ok_any = (v == jnp.floor(v)) & in_int_range(v) & (c > 0)
+        return jnp.where(ok_any, value, jnp.inf)
 
-    out = _beta_regular(a, b, log)
     a_neg, b_neg = _pole(a), _pole(b)
-    out = jnp.where(b_neg, jnp.where(in_int_range(b), negint(b, a), jnp.inf), out)
-    return jnp.where(a_neg, jnp.where(in_int_range(a), negint(a, b), jnp.inf), out)
+    plain = ~a_neg & ~b_neg
+    out = _beta_regular(jnp.where(plain, a, 2.0), jnp.where(plain, b, 1.0), log)
+    b_taken = b_neg & ~a_neg & in_int_range(b)
+    a_taken = a_neg & in_int_range(a)
+    out = jnp.where(b_neg, jnp.where(in_int_range(b), negint(b, a, b_taken), jnp.inf), out)
+    return jnp.where(a_neg, jnp.where(in_int_range(a), negint(a, b, a_taken), jnp.inf), out)
 
 
 def _beta_jax(a, b):
