@@ -113,25 +113,111 @@ def _digamma_edges(out, x):
     return jnp.where(x == 0, -jnp.copysign(jnp.inf, x), out)
 
 
-def _beta_edges(out, a, b):
-    # SciPy: B = inf at a pole of Γ(a) or Γ(b) off the poles of Γ(a + b); 0 for an infinite
-    # argument with the other finite and positive (jax.scipy: NaN at both)
+# SciPy's beta and betaln (Cephes' beta.c, written out with jnp.where): jax.scipy.special's
+# betaln is good to about 1e-7 absolute only, and NaN at the non-positive and infinite
+# arguments where SciPy has a value. The branches, each computed everywhere and selected:
+# a non-positive integer argument (reflected to positive ones, or ±inf), the asymptotic
+# series for a >> b, log-gammas past Γ's overflow, and Γ(a)Γ(b)/Γ(a+b) otherwise.
+_MAXGAM = 171.624376956302725
+_ASYMP = 1e6
+_INT_MIN, _INT_MAX = -2.0 ** 31, 2.0 ** 31 - 1.0
+
+
+def _lgam_sgn(x):
+    """Cephes' lgam_sgn: log|Γ(x)| (-inf at -inf, inf at the poles) and the sign (1 there)."""
     import jax.numpy as jnp
-    pole = (_pole(a) | _pole(b)) & ~_pole(a + b) & jnp.isfinite(a) & jnp.isfinite(b)
-    return jnp.where(pole, jnp.inf, jnp.where(_infinite_arg(a, b), 0.0, out))
+    import jax.scipy.special as jsp
+    lg = jnp.where(jnp.isinf(x), x, jsp.gammaln(x))
+    sign = jnp.where(_pole(x) | jnp.isinf(x), 1.0, jsp.gammasgn(x))
+    return lg, sign
 
 
-def _infinite_arg(a, b):
+def _beta_regular(a, b, log):
+    """beta (log: lbeta) of arguments that are not non-positive integers. Each branch
+    sees its own operands where it is taken and safe ones (2, 1) elsewhere, so that the
+    branches not taken put no NaN into JAX's derivatives of this lowering."""
     import jax.numpy as jnp
-    return (((a == jnp.inf) & (b > 0) & jnp.isfinite(b))
-            | ((b == jnp.inf) & (a > 0) & jnp.isfinite(a)))
+    import jax.scipy.special as jsp
+    swap = jnp.abs(a) < jnp.abs(b)
+    a, b = jnp.where(swap, b, a), jnp.where(swap, a, b)
+    use_asymp = (jnp.abs(a) > _ASYMP * jnp.abs(b)) & (a > _ASYMP)
+    # (in float32, Γ overflows past 35.04: SciPy's float32 loop computes in float64)
+    maxgam = _MAXGAM if a.dtype == jnp.float64 else 35.0
+    use_big = ((jnp.abs(a + b) > maxgam) | (jnp.abs(a) > maxgam) | (jnp.abs(b) > maxgam)) \
+        & ~use_asymp
+    use_direct = ~use_asymp & ~use_big
+
+    def only(use, a, b):
+        return jnp.where(use, a, 2.0), jnp.where(use, b, 1.0)
+
+    # a >> b: log Γ(b) - b log a + the first terms of the series in 1/a
+    # (written through p = b(1 - b)/a, so that float32 does not overflow in b²(1 - b)²)
+    aa, ba = only(use_asymp, a, b)
+    lgb, sgb = _lgam_sgn(ba)
+    p = ba * (1 - ba) / aa
+    asymp = lgb - ba * jnp.log(aa) + p / 2 + p * (1 - 2 * ba) / (12 * aa) - p * p / (12 * aa)
+    # past Γ's overflow: log-gammas
+    ab, bb = only(use_big, a, b)
+    (lgy, sgy), (lga, sga), (lgb2, sgb2) = _lgam_sgn(ab + bb), _lgam_sgn(ab), _lgam_sgn(bb)
+    big_log = lga + (lgb2 - lgy)
+    big_sign = sgy * sgb2 * sga
+    # Γ(a)Γ(b)/Γ(a+b), the division first by the Γ nearest Γ(a+b); Γ is inf at its poles
+    # (exactly 1 at 1 and 2, where jax.scipy's exp(gammaln) is one ulp off: log B(1, 1) = 0)
+    ad, bd = only(use_direct, a, b)
+
+    def gamma(v):
+        pole = _pole(v)
+        g = jsp.gamma(jnp.where(pole, 0.5, v))
+        return jnp.where(pole, jnp.inf, jnp.where((v == 1) | (v == 2), 1.0, g))
+
+    gy, ga, gb = gamma(ad + bd), gamma(ad), gamma(bd)
+    ratio = jnp.where(jnp.abs(jnp.abs(ga) - jnp.abs(gy)) > jnp.abs(jnp.abs(gb) - jnp.abs(gy)),
+                      (gb / gy) * ga, (ga / gy) * gb)
+    if log:
+        direct = jnp.where(gy == 0, jnp.inf, jnp.log(jnp.abs(ratio)))
+        return jnp.where(use_asymp, asymp, jnp.where(use_big, big_log, direct))
+    direct = jnp.where(gy == 0, jnp.inf, ratio)
+    return jnp.where(use_asymp, sgb * jnp.exp(asymp),
+                     jnp.where(use_big, big_sign * jnp.exp(big_log), direct))
 
 
-def _betaln_edges(out, a, b):
-    # log B: -inf where B is 0, inf at B's poles
+def _beta_cephes(a, b, log):
     import jax.numpy as jnp
-    pole = (_pole(a) | _pole(b)) & ~_pole(a + b) & jnp.isfinite(a) & jnp.isfinite(b)
-    return jnp.where(_infinite_arg(a, b), -jnp.inf, jnp.where(pole, jnp.inf, out))
+
+    def in_int_range(v):
+        return (v >= _INT_MIN) & (v <= _INT_MAX)
+
+    def negint(n, v, taken):
+        # n a non-positive integer: B(n, v) = ±B(1 - n - v, v) for an integer v with
+        # 1 - n - v > 0 (inf when v <= 0 too), otherwise inf (safe operands elsewhere)
+        c = 1.0 - n - v
+        ok = taken & (v == jnp.floor(v)) & in_int_range(v) & (c > 0) & (v > 0)
+        inner = _beta_regular(jnp.where(ok, c, 2.0), jnp.where(ok, v, 1.0), log)
+        if log:
+            value = jnp.where(v > 0, inner, jnp.inf)
+        else:
+            sign = jnp.where(jnp.remainder(v, 2.0) == 0, 1.0, -1.0)
+            value = sign * jnp.where(v > 0, inner, jnp.inf)
+        ok_any = (v == jnp.floor(v)) & in_int_range(v) & (c > 0)
+        return jnp.where(ok_any, value, jnp.inf)
+
+    a_neg, b_neg = _pole(a), _pole(b)
+    plain = ~a_neg & ~b_neg
+    out = _beta_regular(jnp.where(plain, a, 2.0), jnp.where(plain, b, 1.0), log)
+    b_taken = b_neg & ~a_neg & in_int_range(b)
+    a_taken = a_neg & in_int_range(a)
+    out = jnp.where(b_neg, jnp.where(in_int_range(b), negint(b, a, b_taken), jnp.inf), out)
+    return jnp.where(a_neg, jnp.where(in_int_range(a), negint(a, b, a_taken), jnp.inf), out)
+
+
+def _beta_jax(a, b):
+    dtype = _result_dtype((a, b))
+    return _beta_cephes(a.astype(dtype), b.astype(dtype), False)
+
+
+def _betaln_jax(a, b):
+    dtype = _result_dtype((a, b))
+    return _beta_cephes(a.astype(dtype), b.astype(dtype), True)
 
 
 def _gammainc_edges(upper):
@@ -148,21 +234,22 @@ def _gammainc_edges(upper):
 
 
 def _log_ndtr_edges(out, x):
-    # jax.scipy's log_ndtr is log(ndtr(x)) for x > 6 (ε-relative off): log1p(-ndtr(-x))
+    # jax.scipy's log_ndtr is log(ndtr(x)) for x > 6 (ε-relative off; in float32 from
+    # x = 3): log1p(-ndtr(-x)) for x > 0, where ndtr(-x) < 1/2 (erfc, relatively exact)
     import jax.numpy as jnp
     import jax.scipy.special as jsp
-    return jnp.where(x > 3, jnp.log1p(-jsp.ndtr(-jnp.where(x > 3, x, 3.0))), out)
+    return jnp.where(x > 0, jnp.log1p(-jsp.ndtr(-jnp.where(x > 0, x, 0.0))), out)
 
 
 def _gammaln_edges(out, x):
+    # SciPy: log Γ(-inf) = -inf, and exactly 0 at 1 and 2 (jax.scipy: +inf, ~1e-15)
     import jax.numpy as jnp
-    return jnp.where(x == -jnp.inf, -jnp.inf, out)
+    return jnp.where(x == -jnp.inf, -jnp.inf, jnp.where((x == 1) | (x == 2), 0.0, out))
 
 
 # the SciPy values at the edges where jax.scipy.special gives NaN (or another value)
 _JAX_EDGES = {
-    "gammaln": _gammaln_edges, "digamma": _digamma_edges, "beta": _beta_edges,
-    "betaln": _betaln_edges, "gammainc": _gammainc_edges(False),
+    "gammaln": _gammaln_edges, "digamma": _digamma_edges, "gammainc": _gammainc_edges(False),
     "gammaincc": _gammainc_edges(True), "log_ndtr": _log_ndtr_edges,
 }
 
@@ -267,6 +354,12 @@ def _polygamma_jax(n, x):
     import jax.scipy.special as jsp
     x = x.astype(_result_dtype((n, x)))
     out = jsp.polygamma(n.astype("int64"), x)
+    # SciPy: (-1)^(n+1) n! ζ(n + 1, x) for n >= 1, so ±inf at the poles and at -inf, 0 at
+    # inf (jax.scipy: NaN at these for some n)
+    higher = n >= 1
+    pole = _pole(x) | (x == -jnp.inf)
+    out = jnp.where(higher & pole, jnp.where(jnp.remainder(n, 2) == 1, jnp.inf, -jnp.inf), out)
+    out = jnp.where(higher & (x == jnp.inf), 0.0, out)
     return jnp.where(n == 0, _digamma_edges(out, x), out)
 
 
@@ -287,8 +380,8 @@ def _betaln_partials(out, a, b):
     return (apply("digamma", a) - both, apply("digamma", b) - both)
 
 
-_register("beta", 2, _beta_partials, "B(a, b) = Γ(a)Γ(b)/Γ(a+b)")
-_register("betaln", 2, _betaln_partials, "log|B(a, b)|")
+_register("beta", 2, _beta_partials, "B(a, b) = Γ(a)Γ(b)/Γ(a+b)", jax=_beta_jax)
+_register("betaln", 2, _betaln_partials, "log|B(a, b)|", jax=_betaln_jax)
 
 # -- error function and the normal distribution ---------------------------------------------
 _register("erf", 1, lambda out, x: ((2.0 / SQRT_PI) * np.exp(-x * x),), "the error function")
