@@ -145,3 +145,15 @@ def check(fn, *args, argnums=0, grad=True, hessian=False, fd=False, fd_rtol=1e-6
             np.testing.assert_allclose(gi, want, rtol=fd_rtol, atol=fd_rtol * np.max(np.abs(want)),
                                        err_msg="tg.grad vs central finite differences")
     return g
+
+
+def same_state(a, b):
+    """Whether two random generators' states (``bit_generator.state`` dicts or
+    ``RandomState.get_state()`` tuples) are equal, arrays by value."""
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same_state(a[k], b[k]) for k in a)
+    if isinstance(a, np.ndarray):
+        return np.array_equal(a, b)
+    if isinstance(a, tuple):
+        return len(a) == len(b) and all(same_state(x, y) for x, y in zip(a, b))
+    return a == b

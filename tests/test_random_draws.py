@@ -12,15 +12,9 @@ from conftest import assert_close, central_diff
 
 import tracegrad as tg
 
+from oracles import same_state
+
 HERE = "test_random_draws.py"
-
-
-def _same_state(a, b):
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_same_state(a[k], b[k]) for k in a)
-    if isinstance(a, np.ndarray):
-        return np.array_equal(a, b)
-    return a == b
 
 
 def _state(source):
@@ -49,7 +43,7 @@ def _compare(make, calls=3, backend="numpy", args=None, seed=7):
         np.testing.assert_array_equal(a, b, err_msg=f"call {k}")
         assert a.dtype == b.dtype
     assert not np.array_equal(outs[0][0], outs[0][1]), "a second call draws fresh numbers"
-    assert _same_state(*states), "the random state after the calls"
+    assert same_state(*states), "the random state after the calls"
 
 
 GLOBAL_DRAWS = {
@@ -118,7 +112,7 @@ def test_generator_as_argument_on_an_object_and_under_jit_of_grad():
             got = [f(x, rng_a) for _ in range(3)]
         want = [x * rng_b.standard_normal(4) for _ in range(3)]
         np.testing.assert_array_equal(got, want)
-        assert _same_state(_state(rng_a), _state(rng_b))
+        assert same_state(_state(rng_a), _state(rng_b))
     # the object's generator, under jit(grad) and grad: the dropout mask is a constant of
     # the derivative, drawn afresh on every call
     x = np.array([0.5, -1.0, 2.0, 0.3, 1.1])
@@ -133,8 +127,8 @@ def test_generator_as_argument_on_an_object_and_under_jit_of_grad():
         keep = plain.rng.random(x.shape) > 0.3
         want.append(np.where(keep, 2 * x, 0.0) / 0.7)
     assert_close(np.array(got), np.array(want), 1e-15, "the dropout gradient")
-    assert _same_state(_state(compiled.rng), _state(plain.rng))
-    assert _same_state(_state(traced.rng), _state(plain.rng))
+    assert same_state(_state(compiled.rng), _state(plain.rng))
+    assert same_state(_state(traced.rng), _state(plain.rng))
     assert not all(np.array_equal(got[0], w) for w in got[1:])
 
 
@@ -182,7 +176,7 @@ def test_reparameterised_rewrites_are_numpys_samplers_bit_for_bit(kind):
         np.testing.assert_array_equal(loc + scale * a.standard_normal(3), b.normal(loc, scale))
         np.testing.assert_array_equal(low + (high - low) * a.random(3), b.uniform(low, high))
         np.testing.assert_array_equal(scale * a.standard_exponential(3), b.exponential(scale))
-    assert _same_state(_state(a), _state(b))
+    assert same_state(_state(a), _state(b))
     # written so, the sample has the reparameterised derivative (each evaluation starts
     # from the same state, so finite differences see the same standard normals)
     rng = pair()[0]
@@ -209,7 +203,7 @@ def test_a_differentiated_parameter_of_a_sampler_that_is_no_transform_is_refused
         tg.grad(lambda m: np.sum(rng.gamma(m)))(np.ones(3))
     with pytest.raises(tg.TraceError, match=r"np.random.beta.*stop_gradient"):
         tg.grad(lambda m: np.sum(np.random.beta(m, 2.0)))(np.ones(3))
-    assert _same_state(rng.bit_generator.state, before), "nothing was drawn"
+    assert same_state(rng.bit_generator.state, before), "nothing was drawn"
     # behind stop_gradient, or compiled without differentiation, the parameter is a value
     rng_b = np.random.default_rng(0)
     g = tg.grad(lambda m: np.sum(m * rng.gamma(tg.stop_gradient(m), 2.0)))(np.ones(3))
@@ -227,10 +221,10 @@ def test_a_loop_body_that_draws_is_refused():
     before = rng.bit_generator.state
     with pytest.raises(tg.TraceError, match=rf"drew random numbers.*xs.*{HERE}:\d+"):
         tg.fori_loop(0, 3, lambda i, c: c + rng.normal(size=2), np.zeros(2))
-    assert _same_state(rng.bit_generator.state, before)
+    assert same_state(rng.bit_generator.state, before)
     np.random.seed(1)
     state = np.random.get_state(legacy=False)
     with pytest.raises(tg.TraceError, match="drew random numbers"):
         tg.jit(lambda x: tg.scan(lambda c, _: (c + np.random.rand(), None), x, None,
                                  length=3)[0])(0.0)
-    assert _same_state(np.random.get_state(legacy=False), state)
+    assert same_state(np.random.get_state(legacy=False), state)

@@ -16,20 +16,14 @@ from conftest import assert_close, central_diff
 
 import tracegrad as tg
 
+from oracles import same_state
+
 HERE = "test_random_reparameterised.py"
 SAMPLERS = {       # name -> parameter count
     "normal": 2, "gumbel": 2, "laplace": 2, "logistic": 2, "uniform": 2,
     "exponential": 1, "rayleigh": 1, "lognormal": 2,
 }
 KINDS = ["Generator", "RandomState", "global"]
-
-
-def _same_state(a, b):
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_same_state(a[k], b[k]) for k in a)
-    if isinstance(a, np.ndarray):
-        return np.array_equal(a, b)
-    return a == b
 
 
 def _make(kind, seed):
@@ -110,7 +104,7 @@ def test_samples_are_numpys_bit_for_bit_and_differentiated(name, kind, shapes, s
         return loss(sample)
 
     value, grads = tg.value_and_grad(f, argnums=tuple(range(len(ps))))(*ps)
-    assert _same_state(_state(rng), want_state), "the generator's state after the call"
+    assert same_state(_state(rng), want_state), "the generator's state after the call"
     assert value == loss(want)
     got = np.asarray(tg.jit(lambda s: s)(np.asarray(seen[0].view(np.ndarray))))
     np.testing.assert_array_equal(got, want)
@@ -152,7 +146,7 @@ def test_each_sampler_is_its_standard_sample_transformed_bit_for_bit(kind):
                      else twin.rayleigh(1.0, 7))
                 y = ps[0] * s
             np.testing.assert_array_equal(x, y, err_msg=f"{name} seed {seed}")
-            assert _same_state(_state(rng), _state(twin))
+            assert same_state(_state(rng), _state(twin))
 
 
 def test_which_parameter_is_traced_is_read_off_the_call():
@@ -259,7 +253,7 @@ def test_second_derivatives_and_jit_of_grad_draw_fresh_numbers():
         want = [tg.grad(lambda q: loss(plain, q))(p) for _ in range(3)]
         np.testing.assert_array_equal(got, want)
         assert not np.array_equal(got[0], got[1])
-        assert _same_state(_state(compiled), _state(plain))
+        assert same_state(_state(compiled), _state(plain))
 
 
 def test_threads_drawing_differentiated_samples_at_once():
@@ -309,7 +303,7 @@ def test_calls_that_make_no_array_and_vmap_are_refused_before_drawing():
         tg.grad(lambda m: np.sum(rng.gamma(m)))(np.ones(3))
     with pytest.raises(tg.TraceError, match=r"np.random.wald.*stop_gradient"):
         tg.grad(lambda m: np.sum(np.random.wald(m, 1.0)))(np.ones(3))
-    assert _same_state(_state(rng), before), "nothing was drawn"
+    assert same_state(_state(rng), before), "nothing was drawn"
     # a sample whose parameter is a sample: NumPy's C code would read its numbers
     with pytest.raises(tg.TraceError, match=r"another sampler's parameter"):
         tg.grad(lambda m: np.sum(rng.normal(rng.normal(m, 1.0, size=2), 1.0)))(1.0)

@@ -26,6 +26,16 @@ def _axis(dim):
     return dim
 
 
+def wrap_dim(t, dim):
+    """One ``dim`` counted from 0, with PyTorch's IndexError out of range (a 0-d tensor
+    takes dim 0 or -1)."""
+    n = builtins.max(t.dim(), 1)
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+                         f"but got {dim})")
+    return dim % n
+
+
 def _scalar_dim(t, dim):
     """``dim`` for NumPy, as PyTorch reads a reduction's dims: None, or an empty tuple or
     list, is every dim (None is returned); each given dim must be in range (PyTorch takes

@@ -21,20 +21,13 @@ from .dispatch import call
 from .functions import FUNCTIONS
 from .indexing import operand_key as _operand_key
 from .reductions import _scalar_dim
+from .reductions import wrap_dim as _dim
 from .shapes import _sizes
 from .tensor import Tensor, _scalar_name, default_dtype
 
 SortResult = namedtuple("sort", ["values", "indices"])
 TopkResult = namedtuple("topk", ["values", "indices"])
 MedianResult = namedtuple("median", ["values", "indices"])
-
-
-def _dim(t, dim):
-    n = max(t.dim(), 1)
-    if not -n <= dim < n:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
-                         f"but got {dim})")
-    return dim % n
 
 
 def _order(data, axis, descending):

@@ -15,16 +15,9 @@ from . import aliasing
 from .arithmetic import _as_tensor, _err
 from .dispatch import call
 from .functions import FUNCTIONS
+from .reductions import wrap_dim as _dim
 from .tape import EagerTracer
 from .tensor import Tensor, _scalar_name
-
-
-def _dim(t, dim):
-    n = max(t.dim(), 1)
-    if not -n <= dim < n:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
-                         f"but got {dim})")
-    return dim % n
 
 
 def _at(x, idx):
