@@ -277,7 +277,7 @@ def test_a_repeated_structure_runs_compiled_code():
 
     plans.clear()
     x = np.array([0.1, 0.2])
-    for _ in range(plans.COMPILE_AFTER + 1):
+    for _ in range(runner.COMPILE_AFTER + 1):
         np.testing.assert_allclose(tg.grad(f)(x), np.cos(x) - x * np.sin(x), rtol=1e-12)
     (plan,) = [p for p in plans.PLANS.values() if isinstance(p, plans.Plan)]
     assert plan.run.compiled is not None and "tracegrad_backward" in plan.run.compiled.source

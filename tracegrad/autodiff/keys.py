@@ -3,8 +3,8 @@
 A backward plan depends only on the *structure* of what was recorded: each node's
 operation, operands, shape, dtype and parameters (not on the values of its inputs and
 constants, which are passed on each run). The tracer's records (``Trace.records``) and
-the eager tape's nodes supply the same facts; ``node_key`` turns one node's into a
-hashable key, and ``freeze`` one parameter's value.
+the eager tape's nodes supply the same facts; ``freeze_params`` turns a node's parameters
+into a hashable key, ``freeze`` one parameter's value.
 """
 from __future__ import annotations
 

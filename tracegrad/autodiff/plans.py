@@ -33,12 +33,11 @@ from ..ir.lru import LRU
 from ..passes.adjoint import adjoint, backward_graph
 from ..passes.prune import live_nodes, prune
 from .keys import Uncacheable, freeze_params
-from .runner import COMPILE_AFTER, Runner  # noqa: F401  (COMPILE_AFTER: the policy, for tests)
+from .runner import Runner
 
 # every backward plan of both front ends (the eager engine's too), keyed by
 # ("functional", ...) or ("eager", ...) and the structure
 PLANS = LRU(256)
-
 
 
 def clear():

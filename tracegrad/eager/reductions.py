@@ -133,17 +133,13 @@ def _fast_sum(x):
 def _check_dim(t, dim):
     if dim is None:
         return
-    n = builtins.max(t.dim(), 1)
     dims = dim if isinstance(dim, (tuple, list)) else (dim,)
-    for d in dims:
-        if not -n <= d < n:
-            raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
-                             f"but got {d})")
+    wrapped = [wrap_dim(t, d) for d in dims]      # every range error before a repeat
     seen = set()
-    for d in dims:
-        if d % n in seen:
-            raise _err(f"dim {d % n} appears multiple times in the list of dims")
-        seen.add(d % n)
+    for d in wrapped:
+        if d in seen:
+            raise _err(f"dim {d} appears multiple times in the list of dims")
+        seen.add(d)
 
 
 Tensor.sum = _reduction(np.sum, "SumBackward0", "SumBackward1")

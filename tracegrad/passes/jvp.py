@@ -13,7 +13,7 @@ import numpy as np
 
 from ..ir import PROJ, REGISTRY, Graph, apply
 from ..ir.dtypes import is_float
-from ..ir.evaluate import evaluate
+from ..ir.evaluate import evaluate, guard_holds
 from ..tracer import Tracer, new_trace, source_override
 from .common import abstract_inputs, at_node, finish, fit, zeros
 
@@ -62,10 +62,8 @@ class Dual:
         # a branch decision of the graph: recorded in the tangent graph's trace
         if isinstance(self.primal, Tracer):
             self.primal.__tg_guard__(expected)
-        else:
-            from ..ir.evaluate import guard_holds
-            if not guard_holds(self.primal, expected):
-                raise AssertionError("internal error: a constant branch decision changed")
+        elif not guard_holds(self.primal, expected):
+            raise AssertionError("internal error: a constant branch decision changed")
 
 
 def jvp(graph: Graph) -> Graph:

@@ -41,7 +41,7 @@ register(
     vjp=lambda g, out, x, e: (g * np.ldexp(_ones(out), e), None),
     jvp=lambda t, out, x, e: t[0] * np.ldexp(_ones(out), e),
     jax=jnp_fn("ldexp"), family="elementwise", doc="np.ldexp(x, e) = x * 2**e",
-    **elementwise_facts("ldexp", complex=False, aliasing="fresh"),
+    **elementwise_facts("ldexp"),
 )
 elementwise("nextafter", np.nextafter, complex=False,
             vjp=lambda g, out, x, y: (g, None), jvp=lambda t, out, x, y: t[0])

@@ -6,7 +6,7 @@ Broadcasting is undone once, in the adjoint pass, not here.
 """
 import numpy as np
 
-from ..registry import apply, default_torch_name, per_output_element, register
+from ..registry import apply, register
 from ..schema import DTYPE, Spec  # the loader's parameter kinds
 from . import batching, jax_numpy
 from .util import free, jnp_fn
@@ -61,25 +61,15 @@ def elementwise(name, ufunc, partials=None, jax_name=None, **rules):
     rules.setdefault("vjp", vjp)
     rules.setdefault("jvp", jvp)
     rules.setdefault("jax", jnp_fn(jax_name or ufunc.__name__))
-    rules.setdefault("spelling", None)
-    rules.setdefault("torch_name", default_torch_name(name))
     return register(name, ufunc, abstract=_broadcast_rule(ufunc), family="elementwise",
-                    ufunc=ufunc, batch=batching.elementwise(name),
-                    zeros=rules.pop("zeros", None),
-                    **rules)
+                    ufunc=ufunc, batch=batching.elementwise(name), **rules)
 
 
 def elementwise_facts(name, **facts):
-    """The facts of an elementwise primitive that is no ufunc (``facts`` adds or overrides
-    them): the broadcasting batch rule, a FLOP per element, no reducer, foldable, the JAX
-    lowering computing in the result dtype."""
-    facts.setdefault("ufunc", None)
-    facts.setdefault("spelling", None)
-    facts.setdefault("zeros", None)
-    facts.setdefault("torch_name", default_torch_name(name))
-    facts.setdefault("cost", per_output_element)
-    return dict(batch=batching.elementwise(name), reducer=None, foldable=True,
-                jax_casts="ufunc", **facts)
+    """The facts of an elementwise primitive that is no ufunc, beside those of its family
+    (``registry.FAMILIES["elementwise"]``): the broadcasting batch rule, and ``facts``
+    where it differs."""
+    return dict(batch=batching.elementwise(name), **facts)
 
 
 # -- unary, differentiable ---------------------------------------------------
@@ -280,7 +270,7 @@ _relu_vjp, _relu_jvp = _partials_rules(lambda out, x: (x > 0,))
 register(
     "relu", _relu_impl, abstract=_broadcast_rule(_relu_impl), vjp=_relu_vjp, jvp=_relu_jvp,
     jax=jax_numpy.relu, family="elementwise", doc="max(x, 0)",
-    **elementwise_facts("relu", complex=False, aliasing="fresh"),
+    **elementwise_facts("relu"),
 )
 
 
@@ -311,7 +301,7 @@ register(
     vjp=lambda g, out, x: (g,), jvp=lambda t, out, x: t[0],
     jax=_cap_finite_jax, family="elementwise",
     doc="np.minimum(x, np.finfo(x.dtype).max), derivative 1",
-    **elementwise_facts("cap_finite", complex=True, aliasing="fresh", zeros="first"),
+    **elementwise_facts("cap_finite", complex=True, zeros="first"),
 )
 
 
@@ -351,7 +341,7 @@ register(
     jvp=lambda t, out, c, x, y: np.where(
         c, 0.0 if t[1] is None else t[1], 0.0 if t[2] is None else t[2]),
     jax=jnp_fn("where"), nondiff_args=(0,), family="elementwise", doc="np.where(c, x, y)",
-    **elementwise_facts("select", complex=True, aliasing="fresh", zeros="all",
+    **elementwise_facts("select", complex=True, zeros="all",
                         torch_name="WhereBackward0"),
 )
 

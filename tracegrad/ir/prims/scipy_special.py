@@ -328,7 +328,7 @@ def _register(name, nin, partials, doc, jax=None, nondiff_args=(), scipy=True, i
         doc=f"scipy.special.{name}: {doc}" if scipy else doc,
         # not the ufunc fact: that one is NumPy's and imported with the ir; the tracer
         # routes SciPy's ufunc by extra["scipy"] instead
-        **{**elementwise_facts(name, complex=False, aliasing="fresh"), **facts},
+        **{**elementwise_facts(name), **facts},
     )
     if scipy:
         prim.extra["scipy"] = name
