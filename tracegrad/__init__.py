@@ -22,19 +22,13 @@ from .errors import RetraceWarning, TraceError
 from .ir import Graph
 from .transforms.checkpoint import checkpoint
 from .transforms.control_flow import cond, fori_loop, scan, while_loop
-from .transforms.derivatives import (
-    custom_vjp,
-    grad,
-    hessian,
-    jacobian,
-    jvp,
-    stop_gradient,
-    trace,
-    value_and_grad,
-    vjp,
-)
+from .transforms.custom_rules import custom_vjp
+from .transforms.forward import jvp
+from .transforms.jacobians import hessian, jacobian
 from .transforms.jit import jit
 from .transforms.pure_callback import ShapeDtypeStruct, pure_callback
+from .transforms.reverse import grad, value_and_grad, vjp
+from .transforms.tracing import stop_gradient, trace
 from .transforms.vmap import vmap
 
 __version__ = "0.1.0"

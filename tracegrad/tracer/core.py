@@ -691,6 +691,15 @@ def replay(graph: Graph, args, known=None) -> dict:
     return evaluate(graph, env, const=const)
 
 
+def _replay_call(graph: Graph, args, known=None) -> dict:
+    """``Tracer.__tg_replay__``: ``replay`` for ``ir.evaluate.call`` (``Graph.__call__``,
+    the transforms running a derived graph), refused outside every transform."""
+    if current_trace() is None:
+        raise TraceError("a traced value was used after the transform that made it "
+                         "finished (was it stored in a global?)")
+    return replay(graph, args, known)
+
+
 def _const_at(trace, value, src, snapshot=True):
     with source_override(src):
         return trace.const(value, snapshot=snapshot)
@@ -1069,7 +1078,7 @@ class Tracer:
     # the protocol of ``ir.apply`` and ``ir.evaluate``: a primitive applied to a tracer is
     # recorded, a guard on one is recorded, a graph called on one is inlined
     __tg_bind__ = staticmethod(_bind_at)
-    __tg_replay__ = staticmethod(replay)
+    __tg_replay__ = staticmethod(_replay_call)
 
     def __tg_guard__(self, expected):
         self._trace.guard(self, expected)
