@@ -695,8 +695,8 @@ def _replay_call(graph: Graph, args, known=None) -> dict:
     """``Tracer.__tg_replay__``: ``replay`` for ``ir.evaluate.call`` (``Graph.__call__``,
     the transforms running a derived graph), refused outside every transform."""
     if current_trace() is None:
-        raise TraceError("a traced value was used after the transform that made it "
-                         "finished (was it stored in a global?)")
+        raise TraceError(f"a traced value was used after the transform that made it "
+                         f"finished (was it stored in a global?){where()}")
     return replay(graph, args, known)
 
 
