@@ -403,15 +403,15 @@ class Walk:
     (id -> the ``apply``'s rule); ``hooked``, whether a node has hooks.
 
     The other questions a backward asks of this part are answered over ``order``
-    (one sweep each, no further traversal): ``reached`` (along PyTorch's edges),
-    ``below`` (along the recorded operands, down to a cut), ``leading_to`` (the
-    nodes with a path to some targets)."""
+    (one sweep each, no further traversal): ``reached`` (from some nodes, along
+    PyTorch's edges or the recorded operands, down to some ops or a cut), and
+    ``leading_to`` (the nodes with a path to some targets)."""
     __slots__ = ("nodes", "order", "receiving", "functions", "hooked")
 
-    def reached(self, starts, ends=EDGE_ENDS, edges=True) -> set:
+    def reached(self, starts, ends=EDGE_ENDS, cut=(), edges=True) -> set:
         """The nodes reached from the node ids ``starts`` (those in this part): along
         PyTorch's edges (``next_functions``; ``edges=False``: the recorded operands), not
-        going on from a node whose op is in ``ends``."""
+        going on from a node whose op is in ``ends`` or whose id is in ``cut``."""
         nodes = self.nodes
         marked = {n for n in starts if n in nodes}
         if not marked:
@@ -420,41 +420,25 @@ class Walk:
         for n in reversed(self.order):       # a node's edges go to earlier nodes
             if n < low:
                 break
-            if n not in marked:
+            if n not in marked or n in cut:
                 continue
             h = nodes[n]
             if h._ir.op in ends:
                 continue
             for p in (h._edges() if edges else h._parents):
-                if p is not None and p._id in nodes:
+                if p is not None:
                     m = p._id
-                    marked.add(m)
-                    if m < low:
-                        low = m
+                    if m in nodes:
+                        marked.add(m)
+                        if m < low:
+                            low = m
         return marked
 
     def below(self, starts, cut) -> dict:
         """node id -> ``GradFn`` for the nodes the node ids ``starts`` depend on (along
         the recorded operands), not going on below the node ids in ``cut``; in order."""
         nodes = self.nodes
-        marked = set(starts)
-        found = []
-        low = min(marked)
-        for n in reversed(self.order):
-            if n < low:
-                break
-            if n not in marked:
-                continue
-            h = nodes[n]
-            found.append(n)
-            if n not in cut:
-                for p in h._parents:
-                    m = p._id
-                    marked.add(m)
-                    if m < low:
-                        low = m
-        found.reverse()
-        return {n: nodes[n] for n in found}
+        return {n: nodes[n] for n in sorted(self.reached(starts, (), cut, edges=False))}
 
     def leading_to(self, targets) -> set:
         """The nodes with a path to one of the node ids ``targets`` (PyTorch runs only the
