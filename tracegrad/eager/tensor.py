@@ -2,7 +2,7 @@
 
 A tensor holds its value (``_data``, a NumPy array it may share with views and
 ``detach()``) and, when it is the result of a recorded operation, the tape tracer
-of that operation (``_tracer``; its ``Node`` is the ``grad_fn``). Leaves have no
+of that operation (``_tracer``; its ``GradFn`` is the ``grad_fn``). Leaves have no
 tracer: one that requires grad gets a fresh tape input each time it is used at a
 new version.
 """
@@ -253,7 +253,7 @@ class Tensor:
                 t._handle._value = self._data
             return t
         # one input node for this tensor's storage, whatever its version: the nodes that
-        # read it keep the version they saw (``Node._pver``), which a backward checks
+        # read it keep the version they saw (``GradFn._pver``), which a backward checks
         hit = self._input
         if hit is not None and hit._value is self._data:
             return hit

@@ -710,12 +710,10 @@ def _carries_gradient(t):
     reaches ``t`` other than through a ``stop_gradient`` node."""
     sync(t)
     trace = t._trace
-    if type(trace) is Trace:
-        records = trace.records
-        node = lambda n: records[n][:2]     # noqa: E731  (op, args), no graph needed
-    else:
-        graph = trace.graph
-        node = lambda n: (graph.op(n), graph.args(n))   # noqa: E731
+    if type(trace) is not Trace:        # the eager tape: its nodes are its tracers' own
+        return trace.reaches_input(t, through_stop_gradient=False)
+    records = trace.records
+    node = lambda n: records[n][:2]     # noqa: E731  (op, args), no graph needed
     seen, todo = set(), [t._node]
     while todo:
         n = todo.pop()
@@ -739,17 +737,7 @@ def depends_on_input(t):
     if type(trace) is Trace:
         # node ids are in order: one forward pass over the records not yet looked at
         return trace._dependent(t._node)
-    graph = trace.graph
-    seen, todo = set(), [t._node]
-    while todo:
-        n = todo.pop()
-        if n in seen:
-            continue
-        seen.add(n)
-        if graph.op(n) == "input":
-            return True
-        todo.extend(graph.args(n))
-    return False
+    return trace.reaches_input(t)       # the eager tape: its nodes are its tracers' own
 
 
 def is_constant(t):
