@@ -47,11 +47,12 @@ def _alias_eager_modules():
     for name, module in list(sys.modules.items()):
         if name.startswith(prefix):
             short = __name__ + "." + name[len(prefix):]
-            if short.split(".")[1] in ("autograd", "func", "nn", "optim", "utils"):
+            if short.split(".")[1] in ("autograd", "func", "jit", "nn", "optim", "utils"):
                 sys.modules.setdefault(short, module)
 
 
 from .eager import func, nn, optim, utils  # noqa: E402
+from .eager import jit as _torch_jit  # noqa: E402,F401  (torch.jit.script/trace: attributes of tg.jit)
 
 _alias_eager_modules()
 
