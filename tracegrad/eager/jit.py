@@ -302,6 +302,18 @@ def trace(func: Any, example_inputs: Any = None, optimize: Any = None,
         raise RuntimeError("torch.jit.trace needs example_inputs (a tensor or a tuple of "
                            "tensors)")
     example = _as_example(example_inputs)
+    # torch's trace runs the function on the examples: once to record, and with
+    # check_trace twice more as Python and twice as the recorded graph; the buffers
+    # (BatchNorm's running statistics) and the random generator are left as that leaves
+    # them
+    from .grad_mode import no_grad
+    _LOCAL.tracing = getattr(_LOCAL, "tracing", 0) + 1
+    try:
+        with no_grad():
+            for _ in range(5 if check_trace else 1):
+                func(*example)
+    finally:
+        _LOCAL.tracing -= 1
     if isinstance(func, ScriptModule):
         return _wrap_module(func, TopLevelTracedModule, example)
     if isinstance(func, ScriptFunction):
