@@ -294,6 +294,8 @@ Tensor.gather = gather
 
 
 def __getitem__(self, key):
+    if _traced_index(key):
+        return _traced_getitem(self, key)
     key = _index_key(key)
     if isinstance(key, list):
         key = np.asarray(key)
@@ -310,4 +312,31 @@ def __getitem__(self, key):
 
 
 Tensor.__getitem__ = __getitem__
+
+
+def _traced_index(key):
+    """Whether ``key`` holds an index tensor traced by a transform (``torch.func.vmap``
+    over the indices): its values are the transform's, not those it was traced with."""
+    for k in key if isinstance(key, tuple) else (key,):
+        if isinstance(k, Tensor) and k._tracer is not None and \
+                not isinstance(k._tracer, EagerTracer):
+            return True
+    return False
+
+
+def _traced_getitem(self, key):
+    """``self[key]`` with the key's tensors as operands, so the transform traces the
+    selection by their tracers (a gather)."""
+    from ..tracer import Tracer
+    from ..tracer.core import current_trace
+    items = key if isinstance(key, tuple) else (key,)
+    tensors = [k for k in items if isinstance(k, Tensor)]
+
+    def select(x, *ks):
+        it = iter(ks)
+        new = tuple(next(it) if isinstance(k, Tensor) else k for k in items)
+        if not isinstance(x, Tracer):
+            x = current_trace().const(np.asarray(x))
+        return x[new if isinstance(key, tuple) else new[0]]
+    return call(select, self, *tensors, name="IndexBackward0")
 

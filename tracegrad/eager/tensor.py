@@ -476,6 +476,12 @@ class Tensor:
             from ..errors import TraceError
             raise TraceError(f"{what} needs a concrete value, but this tensor is traced "
                              "abstractly here (inside a graph transformation)")
+        t = self._tracer
+        if t is not None and not isinstance(t, EagerTracer):
+            # a transform's traced value (torch.func): reading it is recorded as a guard,
+            # as the tracer's own reads are, so that vmap refuses a value that is one
+            # example's (a branch, .item(), an index) instead of using it for every row
+            t._trace.guard(t, np.array(t._concrete(what), copy=True))
         return self._data
 
     def numpy(self) -> np.ndarray:

@@ -826,6 +826,19 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
               scale_grad_by_freq=False, sparse=False):
     """Rows of ``weight`` picked by the integer tensor ``input``; the row ``padding_idx``
     gets no gradient."""
+    if isinstance(input, Tensor) and input._tracer is not None and \
+            not isinstance(input._tracer, EagerTracer):
+        # indices traced by a transform (torch.func.vmap over token ids): picked by their
+        # tracer, never by the values they were traced with
+        if padding_idx is not None or max_norm is not None:
+            raise RuntimeError("embedding: padding_idx and max_norm need concrete indices; "
+                               "inside a torch.func transform the indices are traced")
+        if input.dtype.kind not in "iu":
+            raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of "
+                               f"the following scalar types: Long, Int; but got torch."
+                               f"{_dtype_name(input.dtype)}Tensor instead (while checking "
+                               f"arguments for embedding)")
+        return weight[input]
     idx = input._concrete("embedding") if isinstance(input, Tensor) else np.asarray(input)
     if idx.dtype.kind not in "iu":
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the "
