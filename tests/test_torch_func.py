@@ -589,3 +589,55 @@ def test_jit_helpers():
             call()
     # tg.jit itself is unchanged
     np.testing.assert_array_equal(tg.jit(lambda a: a * 2)(np.ones(2)), [2.0, 2.0])
+
+
+# -- traced integer tensors and values read under vmap -------------------------------------------
+INDEXED = {
+    "getitem": lambda L, i, t: t[i],
+    "getitem_slice": lambda L, i, t: t[i, 1:],
+    "getitem_column": lambda L, i, t: t[:, i] * 2,
+    "getitem_two": lambda L, i, t: t[i].sum() + t[i, i],
+    "embedding": lambda L, i, t: L.nn.functional.embedding(i, t),
+    "gather": lambda L, i, t: t.gather(0, i.reshape(-1)[:, None].expand(-1, 3)),
+    "gather_dim1": lambda L, i, t: t[:2].gather(1, i.reshape(1, -1).expand(2, -1)),
+}
+
+
+@pytest.mark.parametrize("name,idx_shape", list(itertools.product(INDEXED, [(3,), (2, 2)])))
+def test_vmap_over_indices(name, idx_shape):
+    """Index tensors mapped by vmap select by each example's indices (gradients too)."""
+    fn = INDEXED[name]
+    idx = np.random.RandomState(0).randint(0, 3, (4,) + idx_shape)
+    table = np.arange(12.0).reshape(4, 3)
+
+    def run(F, L):
+        values = F.vmap(lambda i, t: fn(L, i, t), in_dims=(0, None))(L.tensor(idx),
+                                                                     L.tensor(table))
+        grads = F.vmap(F.grad(lambda t, i: (fn(L, i, t) ** 2).sum()), in_dims=(None, 0))(
+            L.tensor(table), L.tensor(idx))
+        return values, grads
+    same(run(tgf, tg), run(tf, torch))
+
+
+@pytest.mark.parametrize("read", ["branch", "item", "float"])
+def test_vmap_refuses_one_examples_value(read):
+    """A value read off a mapped tensor (a branch, .item(), float()) would be the first
+    example's: refused, as torch's vmap refuses it (grad reads it as is)."""
+    fn = {"branch": lambda x: x if x.sum() > 0 else -x,
+          "item": lambda x: x * x.sum().item(),
+          "float": lambda x: x * float(x.sum())}[read]
+    x = np.array([[1.0, 2.0], [-1.0, -3.0]])
+    with pytest.raises(RuntimeError, match="vmap: It looks like"):
+        tf.vmap(fn)(torch.tensor(x))
+    with pytest.raises(tg.TraceError, match="batched input"):
+        tgf.vmap(fn)(tg.tensor(x))
+    same(tgf.grad(lambda r: fn(r).sum())(tg.tensor(x[1])),
+         tf.grad(lambda r: fn(r).sum())(torch.tensor(x[1])))
+
+
+def test_vmap_index_select_refused_not_wrong():
+    """index_select by mapped indices is not traced yet: refused rather than computed
+    with the first example's indices (torch computes it)."""
+    with pytest.raises(tg.TraceError, match="batched input"):
+        tgf.vmap(lambda i, t: t.index_select(0, i), in_dims=(0, None))(
+            tg.tensor([[0, 1], [1, 0]]), tg.tensor([5.0, 6.0]))

@@ -47,12 +47,11 @@ def _alias_eager_modules():
     for name, module in list(sys.modules.items()):
         if name.startswith(prefix):
             short = __name__ + "." + name[len(prefix):]
-            if short.split(".")[1] in ("autograd", "func", "jit", "nn", "optim", "utils"):
+            if short.split(".")[1] in ("autograd", "nn", "optim", "utils"):
                 sys.modules.setdefault(short, module)
 
 
-from .eager import func, nn, optim, utils  # noqa: E402
-from .eager import jit as _torch_jit  # noqa: E402,F401  (torch.jit.script/trace: attributes of tg.jit)
+from .eager import nn, optim, utils  # noqa: E402
 
 _alias_eager_modules()
 
@@ -71,6 +70,21 @@ def _alias_public_modules():
 
 
 _alias_public_modules()
+
+# torch.func and torch.jit (issue 25): ``from torch.func import grad, vmap`` and
+# ``torch.jit.script`` where torch is tracegrad; tg.jit stays the functional jit, with
+# script/trace/... as its attributes (tracegrad/functorch/script.py)
+from .functorch import func  # noqa: E402
+from .functorch import script as _torch_jit  # noqa: E402
+
+
+def _alias_torch_modules():
+    import sys
+    sys.modules.setdefault(__name__ + ".func", func)
+    sys.modules.setdefault(__name__ + ".jit", _torch_jit)
+
+
+_alias_torch_modules()
 
 __all__ = ["TraceError", "RetraceWarning", "Graph", "jit", "passes", "grad", "value_and_grad", "vjp",
            "jvp", "jacobian", "hessian", "trace", "stop_gradient", "custom_vjp", "checkpoint",

@@ -259,6 +259,14 @@ Tensor.narrow, Tensor.split, Tensor.chunk, Tensor.unbind = narrow, split, chunk,
 
 
 def gather(self, dim, index):
+    if _traced_index(index) and self.dim() and index.dim() == self.dim() and \
+            index.dtype in (np.int32, np.int64):
+        # indices traced by a transform (torch.func.vmap): gathered by their tracer
+        _check_dim(self, dim)
+        dim = dim % self.dim()
+        grids = np.indices(tuple(index.shape), sparse=True)
+        return _traced_getitem(self, tuple(index if d == dim else grids[d]
+                                           for d in range(self.dim())))
     idx = index._concrete("gather") if isinstance(index, Tensor) else np.asarray(index)
     _check_dim(self, dim)
     if idx.dtype not in (np.int32, np.int64):

@@ -19,15 +19,19 @@ from __future__ import annotations
 
 import copy
 import functools
+import sys
 import threading
 import typing
 import weakref
 from collections.abc import Callable
 from typing import Any
 
+from ..eager.grad_mode import no_grad
+from ..eager.nn.modules import Module
+from ..eager.random import default_generator
+from ..transforms.jit import jit as tg_jit
+from ..transforms.tracing import trace as tg_trace
 from . import func as _func
-from .nn.modules import Module
-from .random import default_generator
 
 __all__ = ["script", "trace", "trace_module", "ignore", "unused", "export", "is_scripting",
            "is_tracing", "annotate", "Attribute", "Final", "fork", "wait", "freeze", "save",
@@ -104,8 +108,8 @@ def wait(future: _Future) -> Any:
 
 
 def _compile_fn():
-    import tracegrad
-    return getattr(tracegrad, "compile", None)
+    """``tracegrad.compile``, looked up when needed (the package is imported by then)."""
+    return getattr(sys.modules[__name__.split(".")[0]], "compile", None)
 
 
 def _as_example(example_inputs):
@@ -122,7 +126,6 @@ _NO_GRAPH = ("{what} has no graph: torch.jit.script does not record one here (tr
 def _record(fn, example, what):
     """The tracegrad Graph of ``fn`` (a callable over eager tensors) run symbolically on
     ``example``, and the function over arrays that it traced (for ``.code``)."""
-    from ..transforms.derivatives import trace as tg_trace
     if example is None:
         raise RuntimeError(_NO_GRAPH.format(what=what))
     inner, mask = _func._to_inner(example)
@@ -145,7 +148,6 @@ def _record(fn, example, what):
 
 
 def _code(fn, example, what):
-    from ..transforms.jit import jit as tg_jit
     graph, traced, inner = _record(fn, example, what)
     return tg_jit(traced).lower(*inner).as_text()
 
@@ -306,7 +308,6 @@ def trace(func: Any, example_inputs: Any = None, optimize: Any = None,
     # check_trace twice more as Python and twice as the recorded graph; the buffers
     # (BatchNorm's running statistics) and the random generator are left as that leaves
     # them
-    from .grad_mode import no_grad
     _LOCAL.tracing = getattr(_LOCAL, "tracing", 0) + 1
     try:
         with no_grad():
@@ -366,7 +367,6 @@ def load(f: Any, map_location: Any = None, _extra_files: Any = None,
 def _attach():
     """The names above as attributes of the functional ``tg.jit`` (``torch.jit.script``
     where ``torch`` is tracegrad), which keeps its own behaviour."""
-    from ..transforms.jit import jit as tg_jit
     for name in __all__:
         setattr(tg_jit, name, globals()[name])
 

@@ -24,14 +24,18 @@ from typing import Any
 
 import numpy as np
 
+from ..eager.functions import FUNCTIONS
+from ..eager.grad_mode import no_grad
+from ..eager.random import default_generator
+from ..eager.tape import EagerTracer
+from ..eager.tensor import Tensor
 from ..errors import TraceError
 from ..tracer import Tracer
 from ..tracer.pytree import flatten, unflatten
-from ..transforms import derivatives as _derivatives
+from ..transforms import forward as _forward
+from ..transforms import jacobians as _jacobians
+from ..transforms import reverse as _reverse
 from ..transforms import vmap as _vmap
-from .random import default_generator
-from .tape import EagerTracer
-from .tensor import Tensor
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd",
            "hessian", "vmap", "functional_call", "stack_module_state"]
@@ -190,7 +194,7 @@ def grad_and_value(func: Callable[..., Any], argnums: int | tuple[int, ...] = 0,
                                    f"vjp or jacrev APIs instead?")
             return (_inner(out), _aux_inner(aux)) if has_aux else _inner(out)
 
-        vg = _derivatives.value_and_grad(traced, argnums=picked, has_aux=has_aux)
+        vg = _reverse.value_and_grad(traced, argnums=picked, has_aux=has_aux)
         value, grads = vg(*inner)
         grads = _tensors_out(grads)
         if has_aux:
@@ -243,7 +247,7 @@ def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple
         out = _unwrap_out(out, _only_tensors(api))
         return (out, _aux_inner(aux)) if has_aux else out
 
-    res = _derivatives.vjp(traced, *inner, has_aux=has_aux)
+    res = _reverse.vjp(traced, *inner, has_aux=has_aux)
     out, pull = res[0], res[1]
     out_leaves, out_tree = flatten(out)
 
@@ -338,7 +342,7 @@ def jvp(func: Callable[..., Any], primals: Any, tangents: Any, *, strict: bool =
             return _unwrap_out(out, _only_tensors(api)), [_inner(x) for x in aux_leaves]
         return _unwrap_out(out, _only_tensors(api))
 
-    out, tangent_out = _derivatives.jvp(traced, tuple(inner), tans)
+    out, tangent_out = _forward.jvp(traced, tuple(inner), tans)
     if has_aux:
         return (_tensors_out(out[0]), _tensors_out(tangent_out[0]),
                 _tensors_out(unflatten(aux_box["tree"], out[1])))
@@ -395,7 +399,7 @@ def _jacobian(func, argnums, has_aux, chunk_size, mode, randomness="error"):
             return (out, _aux_inner(aux)) if has_aux else out
 
         mark, saved = _draw_mark(), default_generator.get_state()
-        res = _derivatives.jacobian(traced, picked, has_aux, mode=mode,
+        res = _jacobians.jacobian(traced, picked, has_aux, mode=mode,
                                     chunk_size=chunk_size)(*inner)
         if mode == "fwd" and _drew(mark) and randomness != "same":
             default_generator.set_state(saved)
@@ -543,7 +547,6 @@ def vmap(func: Callable[..., Any], in_dims: Any = 0, out_dims: Any = 0,
             if od is None:
                 joined.append(pieces[0])
             else:
-                from . import FUNCTIONS
                 joined.append(FUNCTIONS["cat"](pieces, dim=od))
         return unflatten(out_tree, joined)
 
@@ -651,7 +654,6 @@ def _place(flat_out, out_tree, out, out_dims, name):
 def _per_example(func, name, out_dims, tree, kwargs, leaves, dims, size):
     """``randomness="different"``: ``func`` run on each example in turn (each draws its
     own random numbers), the results stacked."""
-    from . import FUNCTIONS
     results = []
     out_tree = out = None
     for b in range(size):
@@ -796,11 +798,9 @@ def stack_module_state(models: Any) -> tuple[dict, dict]:
 
 
 def _stacked_leaf(tensors, name):
-    from . import FUNCTIONS
     grads = [t.requires_grad for t in tensors]
     if any(grads) and not all(grads):
         raise RuntimeError(f"Expected {name} from each model to have the same .requires_grad")
-    from .grad_mode import no_grad
     with no_grad():
         out = FUNCTIONS["stack"]([t.detach() for t in tensors])
     if all(grads):
