@@ -641,3 +641,22 @@ def test_vmap_index_select_refused_not_wrong():
     with pytest.raises(tg.TraceError, match="batched input"):
         tgf.vmap(lambda i, t: t.index_select(0, i), in_dims=(0, None))(
             tg.tensor([[0, 1], [1, 0]]), tg.tensor([5.0, 6.0]))
+
+
+def test_jit_script_module_subclass():
+    def build(L):
+        class Scaled(L.jit.ScriptModule):
+            def __init__(self):
+                super().__init__()
+                self.lin = L.nn.Linear(3, 2)
+
+            @L.jit.script_method
+            def forward(self, x):
+                return self.lin(x).tanh() * 2
+        return Scaled()
+    tg.manual_seed(0)
+    ours, theirs = build(tg), build(torch)
+    _copy_weights(ours, theirs)
+    x = np.random.RandomState(0).randn(4, 3).astype(np.float32)
+    same(ours(tg.tensor(x)), theirs(torch.tensor(x)))
+    same(tg.jit.script(ours)(tg.tensor(x)), torch.jit.script(theirs)(torch.tensor(x)))

@@ -33,8 +33,8 @@ from ..transforms.jit import jit as tg_jit
 from ..transforms.tracing import trace as tg_trace
 from . import func as _func
 
-__all__ = ["script", "trace", "trace_module", "ignore", "unused", "export", "is_scripting",
-           "is_tracing", "annotate", "Attribute", "Final", "fork", "wait", "freeze", "save",
+__all__ = ["script", "trace", "trace_module", "script_method", "ignore", "unused", "export",
+           "is_scripting", "is_tracing", "annotate", "Attribute", "Final", "fork", "wait", "freeze", "save",
            "load", "ScriptModule", "ScriptFunction", "RecursiveScriptModule",
            "TopLevelTracedModule"]
 
@@ -58,6 +58,12 @@ def ignore(drop: Any = False, **kwargs: Any) -> Any:
     if callable(drop):
         return drop
     return lambda fn: fn
+
+
+def script_method(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``@torch.jit.script_method`` (a method of a ``ScriptModule`` subclass): left as it
+    is."""
+    return fn
 
 
 def unused(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -205,11 +211,11 @@ class ScriptModule(Module):
     otherwise."""
 
     _tg_example: tuple | None = None
-    _tg_base: type = Module
+    _tg_base: type | None = None     # the scripted module's class (None: a user subclass)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         comp = _compile_fn()
-        if comp is None:
+        if comp is None or self._tg_base is None:
             return super().__call__(*args, **kwargs)
         run = _COMPILED.get(self)
         if run is None:
@@ -218,6 +224,8 @@ class ScriptModule(Module):
 
     def _tg_plain(self):
         """The original module's class on this module's attributes (no scripting)."""
+        if self._tg_base is None:
+            return self
         plain = object.__new__(self._tg_base)
         object.__setattr__(plain, "__dict__", self.__dict__)
         return plain
@@ -239,7 +247,7 @@ class ScriptModule(Module):
 
     @property
     def original_name(self) -> str:
-        return self._tg_base.__name__
+        return (self._tg_base or type(self)).__name__
 
 
 class RecursiveScriptModule(ScriptModule):
