@@ -660,3 +660,31 @@ def test_jit_script_module_subclass():
     x = np.random.RandomState(0).randn(4, 3).astype(np.float32)
     same(ours(tg.tensor(x)), theirs(torch.tensor(x)))
     same(tg.jit.script(ours)(tg.tensor(x)), torch.jit.script(theirs)(torch.tensor(x)))
+
+
+def test_no_grad_inside_and_outside():
+    """torch.func's grad mode: no_grad inside the function cuts the reverse-mode
+    derivative (not forward mode's), an outer no_grad is ignored (and vmap's values are
+    unchanged by either)."""
+    def f(L):
+        def g(x):
+            with L.no_grad():
+                c = x * 3
+                c.mul_(x)
+            return (c * x).sum() + (x.detach() * x.exp()).sum()
+        return g
+    x = np.array([0.5, -1.0, 2.0])
+    same(tgf.grad(f(tg))(tg.tensor(x)), tf.grad(f(torch))(torch.tensor(x)))
+    same(tgf.jacrev(f(tg))(tg.tensor(x)), tf.jacrev(f(torch))(torch.tensor(x)))
+    same(tgf.jacfwd(f(tg))(tg.tensor(x)), tf.jacfwd(f(torch))(torch.tensor(x)))
+    same(tgf.vjp(f(tg), tg.tensor(x))[1](tg.tensor(1.0, dtype=tg.float64)),
+         tf.vjp(f(torch), torch.tensor(x))[1](torch.tensor(1.0, dtype=torch.float64)))
+    same(tgf.jvp(f(tg), (tg.tensor(x),), (tg.ones(3, dtype=tg.float64),)),
+         tf.jvp(f(torch), (torch.tensor(x),), (torch.ones(3, dtype=torch.float64),)))
+    with tg.no_grad():
+        got = tgf.grad(lambda x: (x ** 3).sum())(tg.tensor(x))
+    with torch.no_grad():
+        expected = tf.grad(lambda x: (x ** 3).sum())(torch.tensor(x))
+    same(got, expected)
+    same(tgf.vmap(f(tg))(tg.tensor(np.stack([x, x + 1]))),
+         tf.vmap(f(torch))(torch.tensor(np.stack([x, x + 1]))))

@@ -126,7 +126,18 @@ def _call(Tensor, fn, args, name, view_of, kwargs):
                 out._value = out._handle._value = plain
         return _wrap(out, Tensor, name, ins, view_of)
     out = fn(*_map(args, _symbolic, Tensor), **kwargs)
+    if grad_mode.cuts_derivatives():
+        out = _stopped(out)
     return _wrap(out, Tensor, None, None, None)
+
+
+def _stopped(out):
+    """``out`` with no derivative (no_grad inside a torch.func transform's function)."""
+    if isinstance(out, tuple):
+        return tuple(_stopped(o) for o in out)
+    if isinstance(out, Tracer) and out.dtype.kind in "fc":
+        return apply("stop_gradient", out)
+    return out
 
 
 def _owned(out, sources):

@@ -5,6 +5,9 @@ import threading
 
 class _State(threading.local):
     enabled = True          # each thread starts with grad mode on
+    # inside a torch.func derivative (grad, vjp, jacrev, ...): the operations no_grad
+    # covers are cut from the derivative (tracegrad/functorch/func.py counts them)
+    functional = 0
 
 
 _state = _State()
@@ -71,3 +74,25 @@ class set_grad_enabled(_Mode):
             with set_grad_enabled(flag):
                 return fn(*args, **kwargs)
         return wrapper
+
+
+class functional_derivative:
+    """While a ``torch.func`` transform traces its function: grad mode on (it ignores
+    an outer ``no_grad``), and what an inner ``no_grad`` computes gets no derivative."""
+
+    def __enter__(self):
+        self._prev = _state.enabled
+        _state.enabled = True
+        _state.functional += 1
+        return self
+
+    def __exit__(self, *exc):
+        _state.functional -= 1
+        _state.enabled = self._prev
+        return False
+
+
+def cuts_derivatives() -> bool:
+    """Whether an operation here must carry no derivative: no_grad inside a
+    ``torch.func`` transform's function."""
+    return not _state.enabled and _state.functional > 0

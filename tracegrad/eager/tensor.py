@@ -365,6 +365,10 @@ class Tensor:
     def detach(self) -> Tensor:
         # the same memory and version counter, but no view in PyTorch (``_base`` is None):
         # an in-place change of it or of its views is no change of this tensor's history
+        traced = self._tracer
+        if traced is not None and not isinstance(traced, EagerTracer):
+            # a transform's traced value (torch.func): the value, with no derivative
+            return Tensor._symbolic(apply("stop_gradient", traced))
         t = Tensor._plain(self._data)
         t._vc = self._vc
         return t
@@ -386,6 +390,9 @@ class Tensor:
     def detach_(self) -> Tensor:
         if self._base is not None and self._tracer is not None:
             raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        if self._tracer is not None and not isinstance(self._tracer, EagerTracer):
+            self._tracer = apply("stop_gradient", self._tracer)    # (torch.func: see detach)
+            return self
         if self._tracer is not None:
             self._data = self._tracer._value
             self._tracer = None
@@ -396,6 +403,9 @@ class Tensor:
     def data(self) -> Tensor:
         """The value as a tensor that does not require grad and has its own version
         counter: changes made through it are not seen by autograd."""
+        traced = self._tracer
+        if traced is not None and not isinstance(traced, EagerTracer):
+            return Tensor._symbolic(apply("stop_gradient", traced))   # (torch.func)
         t = Tensor._plain(self._data)
         return t
 

@@ -18,6 +18,7 @@ results do).
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable
 from typing import Any
@@ -25,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..eager.functions import FUNCTIONS
-from ..eager.grad_mode import no_grad
+from ..eager.grad_mode import functional_derivative, no_grad
 from ..eager.random import default_generator
 from ..eager.tape import EagerTracer
 from ..eager.tensor import Tensor
@@ -195,7 +196,8 @@ def grad_and_value(func: Callable[..., Any], argnums: int | tuple[int, ...] = 0,
             return (_inner(out), _aux_inner(aux)) if has_aux else _inner(out)
 
         vg = _reverse.value_and_grad(traced, argnums=picked, has_aux=has_aux)
-        value, grads = vg(*inner)
+        with functional_derivative():
+            value, grads = vg(*inner)
         grads = _tensors_out(grads)
         if has_aux:
             value, aux = value
@@ -247,7 +249,8 @@ def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple
         out = _unwrap_out(out, _only_tensors(api))
         return (out, _aux_inner(aux)) if has_aux else out
 
-    res = _reverse.vjp(traced, *inner, has_aux=has_aux)
+    with functional_derivative():
+        res = _reverse.vjp(traced, *inner, has_aux=has_aux)
     out, pull = res[0], res[1]
     out_leaves, out_tree = flatten(out)
 
@@ -342,6 +345,7 @@ def jvp(func: Callable[..., Any], primals: Any, tangents: Any, *, strict: bool =
             return _unwrap_out(out, _only_tensors(api)), [_inner(x) for x in aux_leaves]
         return _unwrap_out(out, _only_tensors(api))
 
+    # (forward mode is not reverse-mode autograd: no_grad leaves it alone, as in torch)
     out, tangent_out = _forward.jvp(traced, tuple(inner), tans)
     if has_aux:
         return (_tensors_out(out[0]), _tensors_out(tangent_out[0]),
@@ -399,8 +403,10 @@ def _jacobian(func, argnums, has_aux, chunk_size, mode, randomness="error"):
             return (out, _aux_inner(aux)) if has_aux else out
 
         mark, saved = _draw_mark(), default_generator.get_state()
-        res = _jacobians.jacobian(traced, picked, has_aux, mode=mode,
-                                    chunk_size=chunk_size)(*inner)
+        # (no_grad in func cuts reverse mode only, as in torch)
+        with functional_derivative() if mode == "rev" else contextlib.nullcontext():
+            res = _jacobians.jacobian(traced, picked, has_aux, mode=mode,
+                                      chunk_size=chunk_size)(*inner)
         if mode == "fwd" and _drew(mark) and randomness != "same":
             default_generator.set_state(saved)
             if randomness == "error":
