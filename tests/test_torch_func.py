@@ -688,3 +688,25 @@ def test_no_grad_inside_and_outside():
     same(got, expected)
     same(tgf.vmap(f(tg))(tg.tensor(np.stack([x, x + 1]))),
          tf.vmap(f(torch))(torch.tensor(np.stack([x, x + 1]))))
+
+
+def test_warns_when_autograd_history_is_dropped():
+    """The results carry no autograd history: tensors that require grad taking part (as
+    inputs or read by the function) get a warning; detached ones, or no_grad, none."""
+    import warnings
+    m = tg.nn.Linear(3, 2)
+    x = tg.randn(4, 3)
+    with pytest.warns(UserWarning, match="torch.func.vmap: 2 tensor"):
+        tgf.vmap(m)(x)
+    with pytest.warns(UserWarning, match="torch.func.grad: 1 tensor"):
+        tgf.grad(lambda x: (x ** 2).sum())(tg.ones(2, requires_grad=True))
+    with pytest.warns(UserWarning, match="torch.func.jacrev"):
+        tgf.jacrev(m)(x[0])
+    params = {k: v.detach() for k, v in m.named_parameters()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tgf.vmap(lambda x: tgf.functional_call(m, params, (x,)))(x)
+        tgf.vmap(tgf.grad(lambda p, x: tgf.functional_call(m, p, (x,)).sum()),
+                 in_dims=(None, 0))(params, x)
+        with tg.no_grad():
+            tgf.vmap(m)(x)

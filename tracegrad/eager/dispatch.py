@@ -125,6 +125,9 @@ def _call(Tensor, fn, args, name, view_of, kwargs):
             if isinstance(plain, np.ndarray) and _aliases(plain, view_of._data):
                 out._value = out._handle._value = plain
         return _wrap(out, Tensor, name, ins, view_of)
+    if grad_mode._state.dropped is not None:
+        grad_mode.note_constants([t for t in _flat(args) if isinstance(t, Tensor) and not (
+            t._tracer is not None and not isinstance(t._tracer, EagerTracer))])
     out = fn(*_map(args, _symbolic, Tensor), **kwargs)
     if grad_mode.cuts_derivatives():
         out = _stopped(out)

@@ -8,6 +8,9 @@ class _State(threading.local):
     # inside a torch.func derivative (grad, vjp, jacrev, ...): the operations no_grad
     # covers are cut from the derivative (tracegrad/functorch/func.py counts them)
     functional = 0
+    # inside a torch.func transform (any): the tensors requiring grad that its function
+    # read as constants (their gradient would not reach them; torch's would)
+    dropped = None
 
 
 _state = _State()
@@ -96,3 +99,29 @@ def cuts_derivatives() -> bool:
     """Whether an operation here must carry no derivative: no_grad inside a
     ``torch.func`` transform's function."""
     return not _state.enabled and _state.functional > 0
+
+
+class watch_dropped:
+    """While a ``torch.func`` transform traces its function (the outermost one): the
+    tensors that require grad and enter its operations as constants, collected in the
+    list it gives (``dispatch`` adds them)."""
+
+    def __enter__(self):
+        self._outer = _state.dropped is not None
+        if not self._outer:
+            _state.dropped = []
+        return _state.dropped if not self._outer else []
+
+    def __exit__(self, *exc):
+        if not self._outer:
+            _state.dropped = None
+        return False
+
+
+def note_constants(tensors) -> None:
+    """``dispatch``: these tensors entered a transform's operation (see watch_dropped)."""
+    dropped = _state.dropped
+    if dropped is not None and _state.enabled:
+        for t in tensors:
+            if t._requires_grad or t._tracer is not None:
+                dropped.append(t)

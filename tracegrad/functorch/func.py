@@ -20,13 +20,16 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
+import sys
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from ..eager.functions import FUNCTIONS
-from ..eager.grad_mode import functional_derivative, no_grad
+from ..eager.grad_mode import functional_derivative, is_grad_enabled, no_grad, watch_dropped
 from ..eager.random import default_generator
 from ..eager.tape import EagerTracer
 from ..eager.tensor import Tensor
@@ -114,6 +117,36 @@ def _drew(mark):
     return int(state["pos"]) != pos or not np.array_equal(state["key"], key)
 
 
+@contextlib.contextmanager
+def _watched(api, args):
+    """A transform's run: a warning when tensors that require grad took part (as inputs,
+    or read inside the function): the results here carry no autograd history, so their
+    gradient would not reach those tensors, where torch's would."""
+    recording = is_grad_enabled()
+    with watch_dropped() as dropped:
+        yield
+    inputs = [x for x in flatten(args)[0] if isinstance(x, Tensor) and (
+        x._requires_grad or isinstance(x._tracer, EagerTracer))]
+    if recording and (inputs or dropped):
+        n = len({id(t) for t in inputs + dropped})
+        warnings.warn(f"torch.func.{api}: {n} tensor(s) that require grad took part (as "
+                      f"inputs or read by the function), but tracegrad's torch.func results "
+                      f"carry no autograd history: a .backward() through them does not reach "
+                      f"those tensors (torch's would). Detach them (or use no_grad) to "
+                      f"silence this", UserWarning, stacklevel=_user_stacklevel())
+
+
+def _user_stacklevel():
+    """The ``stacklevel`` of the first frame outside tracegrad (and contextlib)."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and (
+            os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep)
+            or frame.f_code.co_filename == contextlib.__file__):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 _RANDOM_ERROR = ("vmap: called random operation while in randomness error mode. Please "
                  "either use the 'same' or 'different' randomness flags on vmap or perform "
                  "the randomness operation out of vmap")
@@ -196,7 +229,7 @@ def grad_and_value(func: Callable[..., Any], argnums: int | tuple[int, ...] = 0,
             return (_inner(out), _aux_inner(aux)) if has_aux else _inner(out)
 
         vg = _reverse.value_and_grad(traced, argnums=picked, has_aux=has_aux)
-        with functional_derivative():
+        with _watched("grad", args), functional_derivative():
             value, grads = vg(*inner)
         grads = _tensors_out(grads)
         if has_aux:
@@ -249,7 +282,7 @@ def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple
         out = _unwrap_out(out, _only_tensors(api))
         return (out, _aux_inner(aux)) if has_aux else out
 
-    with functional_derivative():
+    with _watched("vjp", primals), functional_derivative():
         res = _reverse.vjp(traced, *inner, has_aux=has_aux)
     out, pull = res[0], res[1]
     out_leaves, out_tree = flatten(out)
@@ -346,7 +379,8 @@ def jvp(func: Callable[..., Any], primals: Any, tangents: Any, *, strict: bool =
         return _unwrap_out(out, _only_tensors(api))
 
     # (forward mode is not reverse-mode autograd: no_grad leaves it alone, as in torch)
-    out, tangent_out = _forward.jvp(traced, tuple(inner), tans)
+    with _watched("jvp", primals):
+        out, tangent_out = _forward.jvp(traced, tuple(inner), tans)
     if has_aux:
         return (_tensors_out(out[0]), _tensors_out(tangent_out[0]),
                 _tensors_out(unflatten(aux_box["tree"], out[1])))
@@ -404,7 +438,8 @@ def _jacobian(func, argnums, has_aux, chunk_size, mode, randomness="error"):
 
         mark, saved = _draw_mark(), default_generator.get_state()
         # (no_grad in func cuts reverse mode only, as in torch)
-        with functional_derivative() if mode == "rev" else contextlib.nullcontext():
+        with _watched("jacrev" if mode == "rev" else "jacfwd", args), \
+                functional_derivative() if mode == "rev" else contextlib.nullcontext():
             res = _jacobians.jacobian(traced, picked, has_aux, mode=mode,
                                       chunk_size=chunk_size)(*inner)
         if mode == "fwd" and _drew(mark) and randomness != "same":
@@ -538,6 +573,10 @@ def vmap(func: Callable[..., Any], in_dims: Any = 0, out_dims: Any = 0,
                              f"dimension, got sizes {sizes} for the mapped dimension")
         size = sizes[0]
         dims = [None if d is None else d % leaves[k].dim() for k, d in enumerate(dims)]
+        with _watched("vmap", args):
+            return _mapped(leaves, dims, size, tree, kwargs)
+
+    def _mapped(leaves, dims, size, tree, kwargs):
         run = functools.partial(_vmap_run, func, name, out_dims, randomness, tree, kwargs)
         if size == 0:
             return _empty_batch(run, leaves, dims)
