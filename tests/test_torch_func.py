@@ -691,15 +691,16 @@ def test_no_grad_inside_and_outside():
 
 
 def test_warns_when_autograd_history_is_dropped():
-    """The results carry no autograd history: tensors that require grad taking part (as
-    inputs or read by the function) get a warning; detached ones, or no_grad, none."""
+    """Tensors that require grad read by the function (closed over), or given to vjp/jvp,
+    get no gradient from a backward through the results: a warning; detached ones, or
+    no_grad, none."""
     import warnings
     m = tg.nn.Linear(3, 2)
     x = tg.randn(4, 3)
     with pytest.warns(UserWarning, match="torch.func.vmap: 2 tensor"):
         tgf.vmap(m)(x)
-    with pytest.warns(UserWarning, match="torch.func.grad: 1 tensor"):
-        tgf.grad(lambda x: (x ** 2).sum())(tg.ones(2, requires_grad=True))
+    with pytest.warns(UserWarning, match="torch.func.vjp: 1 tensor"):
+        tgf.vjp(lambda x: (x ** 2).sum(), tg.ones(2, requires_grad=True))
     with pytest.warns(UserWarning, match="torch.func.jacrev"):
         tgf.jacrev(m)(x[0])
     params = {k: v.detach() for k, v in m.named_parameters()}
@@ -710,3 +711,49 @@ def test_warns_when_autograd_history_is_dropped():
                  in_dims=(None, 0))(params, x)
         with tg.no_grad():
             tgf.vmap(m)(x)
+
+
+BRIDGED = {
+    "grad": lambda F, L: F.grad(lambda y: (y.sin() * y ** 2).sum()),
+    "grad_and_value": lambda F, L: F.grad_and_value(lambda y: (y.exp() * y).sum()),
+    "grad_argnums": lambda F, L: (lambda y: F.grad(lambda a, b: (a * b.cos()).sum(),
+                                                   argnums=(0, 1))(y, y * 2)),
+    "jacrev": lambda F, L: F.jacrev(lambda y: y.exp() * y.sum()),
+    "jacfwd": lambda F, L: F.jacfwd(lambda y: y.tanh() * y[0]),
+    "hessian": lambda F, L: F.hessian(lambda y: (y ** 3).sum() * y[1]),
+    "vmap": lambda F, L: (lambda y: F.vmap(lambda r: r.sin() * r.sum())(y.reshape(3, 1) * y)),
+}
+
+
+@pytest.mark.parametrize("name", list(BRIDGED))
+def test_backward_through_results(name):
+    """Tensors that require grad given to a transform: a backward through its results
+    reaches them, as torch's."""
+    x = np.array([0.5, -1.0, 2.0])
+    grads = []
+    for F, L in ((tgf, tg), (tf, torch)):
+        a = L.tensor(x, requires_grad=True)
+        out = BRIDGED[name](F, L)(a)
+        total = sum((o ** 2).sum() for o in (out if isinstance(out, tuple) else (out,))
+                    for o in (o if isinstance(o, tuple) else (o,)))
+        total.backward()
+        grads.append(a.grad)
+    same(grads[0], grads[1])
+
+
+def test_ensemble_training_step():
+    """stack_module_state's parameters trained through vmap (their .grad as torch's)."""
+    tg.manual_seed(0)
+    ours = [_model(tg, "mlp") for _ in range(3)]
+    theirs = [_model(torch, "mlp") for _ in range(3)]
+    for a, b in zip(ours, theirs):
+        _copy_weights(a, b)
+    grads = []
+    for F, L, models in ((tgf, tg, ours), (tf, torch, theirs)):
+        params, buffers = F.stack_module_state(models)
+        base = copy.deepcopy(models[0])
+        out = F.vmap(lambda p, b, x: F.functional_call(base, (p, b), (x,)),
+                     in_dims=(0, 0, None))(params, buffers, L.tensor(_model_input("mlp", 4)))
+        out.square().mean().backward()
+        grads.append({k: v.grad for k, v in params.items()})
+    same(grads[0], grads[1])

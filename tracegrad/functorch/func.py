@@ -12,9 +12,12 @@ transforms (``grad(grad(f))``, ``jacrev(jacfwd(f))``, ``vmap(grad(f))``) nest th
 functional transforms the same way: an inner transform's arguments are the outer one's
 symbolic tensors, whose tracers it takes.
 
-The results are new tensors with no autograd history: a ``torch.func`` transform of
-tensors that require grad does not reach the outer ``.backward()`` here (PyTorch's
-results do).
+Given tensors that require grad (grad mode on), ``grad``, ``grad_and_value``,
+``jacrev``, ``jacfwd``, ``hessian`` and ``vmap`` record one operation on the eager tape
+(a custom ``autograd.Function`` whose backward is ``vjp`` of the transform), so a
+``.backward()`` through their results reaches those arguments, as torch's does. Tensors
+that require grad which the function only closes over (a module's own parameters), and
+the arguments of ``vjp``/``jvp``/``linearize``, are not reached: a warning says so.
 """
 from __future__ import annotations
 
@@ -28,8 +31,15 @@ from typing import Any
 
 import numpy as np
 
+from ..eager.autograd.function import Function
 from ..eager.functions import FUNCTIONS
-from ..eager.grad_mode import functional_derivative, is_grad_enabled, no_grad, watch_dropped
+from ..eager.grad_mode import (
+    enable_grad,
+    functional_derivative,
+    is_grad_enabled,
+    no_grad,
+    watch_dropped,
+)
 from ..eager.random import default_generator
 from ..eager.tape import EagerTracer
 from ..eager.tensor import Tensor
@@ -119,9 +129,9 @@ def _drew(mark):
 
 @contextlib.contextmanager
 def _watched(api, args):
-    """A transform's run: a warning when tensors that require grad took part (as inputs,
-    or read inside the function): the results here carry no autograd history, so their
-    gradient would not reach those tensors, where torch's would."""
+    """A transform's run: a warning when tensors that require grad took part that a
+    backward through the results would not reach (read inside the function, or given to
+    a transform that ``_bridged`` does not wrap), where torch's would reach them."""
     recording = is_grad_enabled()
     with watch_dropped() as dropped:
         yield
@@ -129,11 +139,12 @@ def _watched(api, args):
         x._requires_grad or isinstance(x._tracer, EagerTracer))]
     if recording and (inputs or dropped):
         n = len({id(t) for t in inputs + dropped})
-        warnings.warn(f"torch.func.{api}: {n} tensor(s) that require grad took part (as "
-                      f"inputs or read by the function), but tracegrad's torch.func results "
-                      f"carry no autograd history: a .backward() through them does not reach "
-                      f"those tensors (torch's would). Detach them (or use no_grad) to "
-                      f"silence this", UserWarning, stacklevel=_user_stacklevel())
+        warnings.warn(f"torch.func.{api}: {n} tensor(s) that require grad took part (read "
+                      f"by the function{', or given to ' + api if inputs else ''}), but a "
+                      f".backward() through the results does not reach them in tracegrad "
+                      f"(torch's would): pass them as arguments of grad/jacrev/jacfwd/"
+                      f"hessian/vmap, or detach them (or use no_grad) to silence this",
+                      UserWarning, stacklevel=_user_stacklevel())
 
 
 def _user_stacklevel():
@@ -145,6 +156,63 @@ def _user_stacklevel():
             or frame.f_code.co_filename == contextlib.__file__):
         frame, level = frame.f_back, level + 1
     return level
+
+
+def _recording(x):
+    """Whether eager autograd records through tensor ``x`` (a leaf that requires grad, or
+    a recorded result), as opposed to a transform's symbolic tensor or a constant."""
+    return isinstance(x, Tensor) and x.dtype.kind in "fc" and (
+        x._requires_grad or isinstance(x._tracer, EagerTracer))
+
+
+def _bridged(transform):
+    """``transform`` (a torch.func transform of a function) as an operation eager
+    autograd records: called with tensor arguments that require grad (grad mode on), it
+    runs as a custom ``autograd.Function`` whose backward is ``vjp`` of the transform at
+    those arguments, so a ``.backward()`` through its results reaches them, as torch's
+    does. (Tensors the function closes over are not reached: see ``_watched``.)"""
+    @functools.wraps(transform)
+    def bridged(*args, **kwargs):
+        if not is_grad_enabled():
+            return transform(*args, **kwargs)
+        leaves, tree = flatten(args)
+        pos = [k for k, x in enumerate(leaves) if _recording(x)]
+        if not pos:
+            return transform(*args, **kwargs)
+        box = {}
+
+        def compute(*xs):
+            full = list(leaves)
+            for k, x in zip(pos, xs):
+                full[k] = x
+            out_leaves, box["tree"] = flatten(transform(*unflatten(tree, full), **kwargs))
+            box["float"] = [k for k, o in enumerate(out_leaves) if o.dtype.kind in "fc"]
+            return tuple(out_leaves)
+        outs = _Bridge.apply(compute, box, *[leaves[k] for k in pos])
+        return unflatten(box["tree"], list(outs))
+    return bridged
+
+
+class _Bridge(Function):
+    """A torch.func transform applied to tensors that require grad, as one recorded
+    operation (``_bridged``)."""
+
+    @staticmethod
+    def forward(ctx, compute, box, *xs):
+        plain = [x.detach() for x in xs]
+        ctx.compute, ctx.box, ctx.plain = compute, box, plain
+        with enable_grad():             # (the transform's own grad mode rules apply)
+            return compute(*plain)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        picked = ctx.box["float"]
+
+        def floats(*xs):
+            out = ctx.compute(*xs)
+            return tuple(out[k] for k in picked)
+        _, pull = vjp(floats, *ctx.plain)
+        return (None, None) + tuple(pull(tuple(grads[k] for k in picked)))
 
 
 _RANDOM_ERROR = ("vmap: called random operation while in randomness error mode. Please "
@@ -236,7 +304,7 @@ def grad_and_value(func: Callable[..., Any], argnums: int | tuple[int, ...] = 0,
             value, aux = value
             return grads, (_outer(value), _tensors_out(aux))
         return grads, _outer(value)
-    return wrapper
+    return _bridged(wrapper)
 
 
 def grad(func: Callable[..., Any], argnums: int | tuple[int, ...] = 0,
@@ -452,7 +520,7 @@ def _jacobian(func, argnums, has_aux, chunk_size, mode, randomness="error"):
         if has_aux:
             return _tensors_out(res[0]), _tensors_out(res[1])
         return _tensors_out(res)
-    return wrapper
+    return _bridged(wrapper)
 
 
 def jacrev(func: Callable[..., Any], argnums: int | tuple[int, ...] = 0, *,
@@ -595,7 +663,7 @@ def vmap(func: Callable[..., Any], in_dims: Any = 0, out_dims: Any = 0,
                 joined.append(FUNCTIONS["cat"](pieces, dim=od))
         return unflatten(out_tree, joined)
 
-    return wrapper
+    return _bridged(wrapper)
 
 
 class _Chunk(tuple):
