@@ -264,6 +264,16 @@ def _cross_entropy_probs(logp, target, weight, reduction, eps, class_dim):
 
 
 def one_hot(tensor, num_classes=-1):
+    if isinstance(tensor, Tensor) and tensor._tracer is not None and \
+            not isinstance(tensor._tracer, EagerTracer):
+        # a transform's traced labels (vmap, tg.compile): recorded, so each example's own;
+        # the class count must then be given (it decides the result's shape)
+        if np.dtype(tensor._tracer.dtype).kind not in "iu":
+            raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+        if num_classes >= 0:
+            return call(lambda t: (t[..., None] == np.arange(num_classes)).astype(np.int64),
+                        tensor)
+        tensor._concrete("one_hot without num_classes")
     t = _array(tensor)
     if t.dtype.kind not in "iu":
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
