@@ -1,5 +1,5 @@
 """``tg.nn``: modules, parameters, initialisers and the functional API, PyTorch-style."""
-from . import functional, init, utils
+from . import functional, init, parallel, utils
 from .activation import (
     CELU,
     ELU,
@@ -90,6 +90,7 @@ from .normalization import (
     InstanceNorm2d,
     LayerNorm,
 )
+from .parallel import DataParallel
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell
 from .sparse import Embedding
 from .transformer import (
@@ -121,3 +122,4 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "Sequential", "
            "TransformerEncoderLayer",
            "TransformerDecoder", "TransformerDecoderLayer", "Softmax2d", "Hardshrink",
            "Softshrink", "RReLU", "Bilinear", "PixelUnshuffle", "GaussianNLLLoss"]
+__all__ += ["parallel", "DataParallel"]
