@@ -32,13 +32,16 @@ from .layers import (
     AlphaDropout,
     AvgPool1d,
     AvgPool2d,
+    AvgPool3d,
     BCELoss,
     BCEWithLogitsLoss,
     Bilinear,
     ConstantPad2d,
     Conv1d,
     Conv2d,
+    Conv3d,
     ConvTranspose2d,
+    ConvTranspose3d,
     CosineEmbeddingLoss,
     CosineSimilarity,
     CrossEntropyLoss,
@@ -58,6 +61,7 @@ from .layers import (
     MarginRankingLoss,
     MaxPool1d,
     MaxPool2d,
+    MaxPool3d,
     MSELoss,
     MultiLabelSoftMarginLoss,
     NLLLoss,
@@ -92,6 +96,7 @@ from .normalization import (
 )
 from .parallel import DataParallel
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell
+from .sequence_losses import CTCLoss, MultiMarginLoss
 from .sparse import Embedding
 from .transformer import (
     MultiheadAttention,
@@ -122,4 +127,5 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "Sequential", "
            "TransformerEncoderLayer",
            "TransformerDecoder", "TransformerDecoderLayer", "Softmax2d", "Hardshrink",
            "Softshrink", "RReLU", "Bilinear", "PixelUnshuffle", "GaussianNLLLoss"]
-__all__ += ["parallel", "DataParallel"]
+__all__ += ["parallel", "DataParallel", "Conv3d", "ConvTranspose3d", "MaxPool3d", "AvgPool3d", "CTCLoss",
+            "MultiMarginLoss"]
