@@ -87,6 +87,35 @@ def test_sparse_leaf_gets_a_sparse_gradient_from_sparse_mm(case):
     assert a.grad.shape == ta.grad.shape
 
 
+@pytest.mark.parametrize("ops", [("mm",), ("matmul",), ("rmatmul",), ("sparse.mm", "mm"),
+                                 ("mm", "sparse.mm"), ("to_dense",), ("sparse.sum",)])
+def test_sparse_leaf_gradient_layout_as_torch(ops):
+    """``torch.mm`` and ``@`` give a sparse leaf a dense gradient, ``torch.sparse.mm``,
+    ``to_dense`` and ``sparse.sum`` a sparse one; both accumulate to a dense one."""
+    rs = np.random.RandomState(4)
+    idx, vals = _pattern(rs, (4, 3), 6, True), rs.randn(6)
+    x, xl = rs.randn(3, 2), rs.randn(2, 4)
+
+    def run(lib):
+        a = lib.sparse_coo_tensor(lib.tensor(idx), lib.tensor(vals), (4, 3), requires_grad=True)
+        for op in ops:
+            out = {"mm": lambda: lib.mm(a, lib.tensor(x)), "matmul": lambda: a @ lib.tensor(x),
+                   "rmatmul": lambda: lib.tensor(xl) @ a,
+                   "sparse.mm": lambda: lib.sparse.mm(a, lib.tensor(x)),
+                   "to_dense": lambda: a.to_dense() * 3.0,
+                   "sparse.sum": lambda: lib.sparse.sum(a) * 1.5}[op]()
+            (out * out.detach()).sum().backward()
+        return a
+
+    a, ta = _both(run)
+    assert a.grad.layout is (tg.sparse_coo if ta.grad.is_sparse else tg.strided)
+    assert a.grad.is_sparse == ta.grad.is_sparse
+    dense = lambda g: (g.to_dense() if g.is_sparse else g).numpy()
+    _close(dense(a.grad), dense(ta.grad), "float64")
+    a.grad = None
+    assert a.grad is None
+
+
 @pytest.mark.parametrize("case", bounded(CASES, 8), ids=str)
 def test_to_dense_coalesce_indices_values_sum(case):
     shape, nnz, dup, dtype, _ = case

@@ -4,9 +4,12 @@
 
 A sparse tensor is a ``Tensor`` whose value (``_data``, and on the tape its node) is the
 vector of stored values, with the index matrix and the size beside it. Gradients therefore
-flow through the stored values only: a sparse leaf that requires grad receives a sparse
-gradient with its own indices (PyTorch's ``torch.sparse.mm`` rule), and values made from a
-dense tensor receive their gradient as any other operation's operand. Every product,
+flow through the stored values: a sparse leaf that requires grad receives a sparse
+gradient at its own (coalesced) indices from ``torch.sparse.mm``, ``to_dense`` and
+``sparse.sum``, and values made from a dense tensor receive their gradient as any other
+operation's operand. ``torch.mm`` and ``@`` give a sparse *leaf* a dense gradient in
+PyTorch; there the product is recorded on a dense copy of the leaf, whose gradient
+``.grad`` reports (added to the sparse one, as PyTorch accumulates). Every product,
 scatter and sum over the entries is the registry's ``sparse_matmul`` primitive (a CSR
 matrix applied to a dense operand, ``ir/prims/sparse_ops.py``), so it is recorded and
 differentiated like everything else, to any order.
@@ -60,7 +63,7 @@ class SparseTensor(Tensor):
     """A COO sparse tensor: ``indices`` (sparse_dim, nnz), stored values (nnz, *dense
     sizes) as this tensor's own value, and ``size``."""
 
-    __slots__ = ("_idx", "_size", "_coalesced")
+    __slots__ = ("_idx", "_size", "_coalesced", "_shadow")
 
     # -- what it is ------------------------------------------------------------------
     is_sparse = True
@@ -101,6 +104,28 @@ class SparseTensor(Tensor):
 
     @property
     def grad(self):
+        sparse_part = self._sparse_grad()
+        sh = self._shadow
+        if sh is None or sh._grad is None:
+            return sparse_part
+        # ``torch.mm`` / ``@`` hand a sparse leaf a dense gradient; with a sparse one too,
+        # PyTorch's accumulation is dense
+        dense = sh._grad
+        if sparse_part is not None:
+            dense = Tensor._plain(dense._data + sparse_part.to_dense()._data)
+        return dense
+
+    def _dense_leaf(self):
+        """The dense stand-in that ``torch.mm`` / ``@`` record for a sparse leaf that
+        requires grad (PyTorch's gradient there is dense): made once, its gradient read
+        by ``grad``."""
+        if self._shadow is None:
+            dense = np.zeros(self._size, self._data.dtype)
+            np.add.at(dense, tuple(self._idx), self._data)
+            self._shadow = Tensor._plain(dense, requires_grad=True)
+        return self._shadow
+
+    def _sparse_grad(self):
         g = self._grad
         if g is None or isinstance(g, SparseTensor):
             return g
@@ -115,6 +140,8 @@ class SparseTensor(Tensor):
 
     @grad.setter
     def grad(self, value):
+        if self._shadow is not None:
+            self._shadow._grad = None
         if isinstance(value, SparseTensor):
             if not np.array_equal(value._idx, self._idx):
                 raise RuntimeError("tracegrad: a sparse gradient must have the indices of "
@@ -303,6 +330,7 @@ def _make(values, idx, size, coalesced):
         setattr(s, slot, getattr(values, slot))
     s._grad, s._input, s._hooks, s._retains = None, None, None, False
     s._idx, s._size, s._coalesced = idx, tuple(int(n) for n in size), bool(coalesced)
+    s._shadow = None
     return s
 
 
@@ -421,6 +449,8 @@ def _product(s, d, name, what):
     """``s @ d`` for a 2-D sparse ``s``, one ``sparse_matmul`` node (gradients to ``d``
     and to the stored values)."""
     _check_mm(s, d, what)
+    if name == "MmBackward0" and _dense_grad_wanted(s):
+        return call(np.matmul, s._dense_leaf(), d, name=name)
     indptr, cols, order = _csr_parts(s)
     shape = s._size
 
@@ -429,6 +459,13 @@ def _product(s, d, name, what):
         return apply("sparse_matmul", data, x, indptr=indptr, indices=cols, shape=shape,
                      transpose=False)
     return call(fn, s, d, name=name)
+
+
+def _dense_grad_wanted(s):
+    """Whether ``s`` is a sparse leaf that will take a gradient (``torch.mm`` and ``@``
+    give it a dense one)."""
+    from . import grad_mode
+    return s._tracer is None and s._requires_grad and grad_mode.is_grad_enabled()
 
 
 def _left_product(d, s):
@@ -445,6 +482,8 @@ def _left_product(d, s):
     if s.dtype != d.dtype:
         raise RuntimeError(f"expected scalar type {_scalar(d.dtype)} but found "
                            f"{_scalar(s.dtype)}")
+    if _dense_grad_wanted(s):
+        return call(np.matmul, d, s._dense_leaf(), name="MmBackward0")
     indptr, cols, order = _csr_parts(s)
     shape = s._size
 
