@@ -254,3 +254,32 @@ def test_scalar_arithmetic_transpose_and_import():
     _close(o, to, "float64")
     _close(g, tgr, "float64")
     assert c == tc and s == ts
+
+
+def test_module_buffer_save_and_load(tmp_path):
+    """A graph network's adjacency as a buffer: moved, cast, saved and loaded sparse."""
+    class Net(tg.nn.Module):
+        def __init__(self, adj):
+            super().__init__()
+            self.register_buffer("adj", adj)
+            self.lin = tg.nn.Linear(3, 2)
+
+        def forward(self, x):
+            return tg.sparse.mm(self.adj, self.lin(x))
+
+    adj = tg.sparse_coo_tensor(tg.tensor([[0, 2, 1, 2], [1, 0, 2, 0]]),
+                               tg.tensor([1.0, 2.0, 3.0, 0.5]), (3, 3))
+    net = Net(adj).double().to("cpu")
+    assert net.adj.is_sparse and net.adj.dtype == tg.float64 and not net.adj.is_coalesced()
+    x = tg.tensor(np.arange(9.0).reshape(3, 3))
+    y = net(x)
+    tg.save(net.state_dict(), tmp_path / "net.pt")
+    state = tg.load(tmp_path / "net.pt")
+    assert state["adj"].is_sparse and not state["adj"].is_coalesced()
+    again = Net(tg.sparse_coo_tensor(tg.zeros(2, 0, dtype=tg.int64), tg.zeros(0), (3, 3)))
+    again = again.double()
+    before = again.adj
+    again.load_state_dict(state)
+    assert again.adj is before and again.adj._nnz() == 4     # loaded in place, as torch
+    np.testing.assert_array_equal(again(x).detach().numpy(), y.detach().numpy())
+    np.testing.assert_array_equal(state["adj"].to_dense().numpy(), adj.to_dense().numpy())

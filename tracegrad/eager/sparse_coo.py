@@ -334,6 +334,19 @@ def _make(values, idx, size, coalesced):
     return s
 
 
+def load_into(target, src):
+    """``target.copy_(src)`` for a module's state (``load_state_dict``): a sparse target
+    takes the source's indices, values (cast to its dtype) and size, as PyTorch's."""
+    if target.is_sparse is not True or src.is_sparse is not True:
+        raise RuntimeError("tracegrad: a sparse tensor loads from a sparse tensor only (and a "
+                           "dense one from a dense one)")
+    target._idx = src._idx.copy()
+    target._data = np.array(src._data, dtype=target._data.dtype, copy=True)
+    target._size, target._coalesced = src._size, src._coalesced
+    target._input, target._shadow = None, None
+    target._vc.v += 1
+
+
 def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pin_memory=False,
                       requires_grad=False, check_invariants=None, is_coalesced=None):
     """A COO sparse tensor from ``indices`` (sparse_dim, nnz) and ``values`` (nnz, ...);
