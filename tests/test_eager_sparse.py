@@ -283,3 +283,33 @@ def test_module_buffer_save_and_load(tmp_path):
     assert again.adj is before and again.adj._nnz() == 4     # loaded in place, as torch
     np.testing.assert_array_equal(again(x).detach().numpy(), y.detach().numpy())
     np.testing.assert_array_equal(state["adj"].to_dense().numpy(), adj.to_dense().numpy())
+
+
+@pytest.mark.filterwarnings("ignore:torch.sparse.SparseTensor")
+def test_pygcn_style_spmm_addmm_and_legacy_constructor():
+    """pygcn builds its adjacency with ``torch.sparse.FloatTensor`` from a SciPy COO
+    matrix and multiplies with ``torch.spmm``; ``torch.sparse.addmm`` adds a dense term."""
+    rs = np.random.RandomState(9)
+    rows, cols = np.array([0, 1, 2, 2, 3]), np.array([1, 0, 2, 3, 1])
+    data = rs.rand(5).astype(np.float32)      # pygcn: sparse_mx.tocoo().astype(np.float32)
+    feats, bias = rs.randn(4, 3).astype(np.float32), rs.randn(4, 3).astype(np.float32)
+
+    def run(lib):
+        adj = lib.sparse.FloatTensor(lib.from_numpy(np.vstack((rows, cols)).astype(np.int64)),
+                                     lib.from_numpy(data), lib.Size([4, 4]))
+        x = lib.tensor(feats, requires_grad=True)
+        out = lib.spmm(adj, x)
+        added = lib.sparse.addmm(lib.tensor(bias), adj, x, beta=0.5, alpha=2.0)
+        (out.sum() + (added ** 2).sum()).backward()
+        dbl = lib.sparse.DoubleTensor(lib.from_numpy(np.vstack((rows, cols))),
+                                      lib.from_numpy(data.astype(np.float64)), lib.Size([4, 4]))
+        return adj, out, added, x.grad, dbl
+
+    (adj, out, added, g, dbl), (tadj, tout, tadded, tgr, tdbl) = _both(run)
+    with pytest.warns(UserWarning, match="torch.sparse.SparseTensor.* is deprecated"):
+        tg.sparse.FloatTensor(tg.tensor([[0], [1]]), tg.tensor([1.0]), (2, 2))
+    assert adj.dtype == tg.float32 and tadj.dtype == torch.float32 and adj.is_sparse
+    assert dbl.dtype == tg.float64 and tdbl.dtype == torch.float64
+    assert out.grad_fn.name() == tout.grad_fn.name()
+    for a, b in ((out, tout), (added, tadded), (g, tgr)):
+        _close(a, b, "float32")

@@ -25,7 +25,7 @@ from ..ir import apply
 from .dispatch import call
 from .tensor import Tensor, as_array
 
-__all__ = ["SparseTensor", "sparse_coo_tensor", "sparse", "sparse_coo", "strided"]
+__all__ = ["SparseTensor", "sparse_coo_tensor", "sparse", "sparse_coo", "strided", "spmm"]
 
 
 class _Layout:
@@ -563,10 +563,47 @@ def _sum(input, dim=None, dtype=None):
     return out if dtype is None else out.to(dtype)
 
 
-sparse = types.ModuleType("tracegrad.sparse", "Sparse COO tensors: ``mm`` and ``sum``.")
+def _addmm(mat, mat1, mat2, *, beta=1.0, alpha=1.0):
+    """``torch.sparse.addmm``: ``beta * mat + alpha * (mat1 @ mat2)`` for a sparse ``mat1``."""
+    prod = _mm(mat1, mat2)
+    if alpha != 1:
+        prod = prod * alpha
+    return prod + (mat if beta == 1 else mat * beta)
+
+
+def spmm(input, mat2):
+    """``torch.spmm``: ``torch.mm`` with a sparse (or dense) first operand."""
+    if isinstance(input, SparseTensor):
+        return input.mm(mat2)
+    if isinstance(mat2, SparseTensor):
+        return _left_product(input, mat2)
+    return input.mm(mat2)
+
+
+def _legacy_constructor(dtype, name):
+    def make(indices, values, size=None):
+        # (as PyTorch's: a tensor of values keeps its dtype, whatever the class's name)
+        import warnings
+        warnings.warn("torch.sparse.SparseTensor(indices, values, shape, *, device=) is "
+                      "deprecated.  Please use torch.sparse_coo_tensor(indices, values, shape, "
+                      "dtype=, device=).", UserWarning, stacklevel=2)
+        if not isinstance(values, Tensor):
+            values = Tensor._plain(as_array(values, dtype))
+        return sparse_coo_tensor(indices, values, size)
+    make.__name__ = name
+    make.__doc__ = f"``torch.sparse.{name}(indices, values, size)``: the legacy constructor."
+    return make
+
+
+sparse = types.ModuleType("tracegrad.sparse",
+                          "Sparse COO tensors: ``mm``, ``sum``, ``addmm`` and the legacy "
+                          "``FloatTensor`` / ``DoubleTensor`` constructors.")
 sparse.mm = _mm
 sparse.sum = _sum
-sparse.__all__ = ["mm", "sum"]
+sparse.addmm = _addmm
+sparse.FloatTensor = _legacy_constructor(np.dtype(np.float32), "FloatTensor")
+sparse.DoubleTensor = _legacy_constructor(np.dtype(np.float64), "DoubleTensor")
+sparse.__all__ = ["mm", "sum", "addmm", "FloatTensor", "DoubleTensor"]
 sys.modules.setdefault(sparse.__name__, sparse)     # ``import torch.sparse``
 
 # -- what a sparse tensor refuses: Tensor methods that would act on the stored values as
