@@ -126,3 +126,27 @@ def test_unit_size_grid_as_torch():
             theirs = torch.nn.functional.affine_grid(torch.tensor(theta), (1, 1, 1, 3),
                                                      align_corners=ac)
         np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-14, atol=1e-15)
+
+
+@pytest.mark.parametrize("case", bounded(list(itertools.product(
+    ["zeros", "border", "reflection"], [False, True], ["float64", "float32"])), 4), ids=str)
+def test_bicubic_matches_torch(case):
+    pad, ac, dtype = case
+    rs = np.random.RandomState(3)
+    x = rs.randn(2, 3, 5, 6).astype(dtype)
+    g = rs.uniform(-1.6, 1.6, (2, 4, 3, 2)).astype(dtype)
+
+    def run(lib):
+        xi, gi = lib.tensor(x, requires_grad=True), lib.tensor(g, requires_grad=True)
+        y = lib.nn.functional.grid_sample(xi, gi, mode="bicubic", padding_mode=pad,
+                                          align_corners=ac)
+        (y * y).sum().backward()
+        return y, xi.grad, gi.grad
+
+    tol = dict(rtol=1e-10, atol=1e-10) if dtype == "float64" else dict(rtol=1e-4, atol=1e-4)
+    for a, b in zip(run(tg), run(torch)):
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), **tol)
+    for lib in (tg, torch):
+        with pytest.raises(RuntimeError, match="bicubic interpolation only supports 4D input"):
+            lib.nn.functional.grid_sample(lib.zeros(1, 1, 2, 2, 2), lib.zeros(1, 1, 1, 1, 3),
+                                          mode="bicubic", align_corners=False)

@@ -1,5 +1,5 @@
 """``F.affine_grid`` and ``F.grid_sample``: the spatial transformer's sampling grid and the
-(bi/tri)linear or nearest sampling of an image at it, with PyTorch's coordinate
+(bi/tri)linear, nearest or (2-D) bicubic sampling of an image at it, with PyTorch's coordinate
 conventions (``align_corners``), padding modes (zeros, border, reflection) and errors.
 
 Both are NumPy code run by ``call``, so each is one recorded node (``grid_sample``'s named
@@ -111,7 +111,12 @@ def _reflect(coord, twice_low, twice_high):
 
 def _source(coord, size, padding_mode, align_corners):
     """PyTorch's ``grid_sampler_compute_source_index``."""
-    coord = _unnormalize(coord, size, align_corners)
+    return _padded(_unnormalize(coord, size, align_corners), size, padding_mode, align_corners)
+
+
+def _padded(coord, size, padding_mode, align_corners):
+    """PyTorch's ``compute_coordinates``: a pixel coordinate brought inside by the padding
+    mode (unchanged for zeros)."""
     if padding_mode == "border":
         coord = _clip(coord, size)
     elif padding_mode == "reflection":
@@ -121,7 +126,53 @@ def _source(coord, size, padding_mode, align_corners):
     return coord
 
 
+_A = -0.75      # the cubic convolution's parameter (PyTorch's, OpenCV's)
+
+
+def _cubic_weights(t):
+    """PyTorch's ``get_cubic_upsample_coefficients`` of the fraction ``t``."""
+    def near(v):
+        return ((_A + 2) * v - (_A + 3)) * v * v + 1
+
+    def far(v):
+        return ((_A * v - 5 * _A) * v + 8 * _A) * v - 4 * _A
+    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
+
+
+def _bicubic(x, grid, padding_mode, align_corners):
+    """PyTorch's 2-D bicubic sampling: 4 x 4 taps around each point, each tap's position
+    brought inside by the padding mode (zeros: outside taps read 0)."""
+    n, c, h, w = x.shape
+    out_sp = tuple(grid.shape[1:-1])
+    count = math.prod(out_sp)
+    dtype = x.dtype
+    ix = _unnormalize(np.reshape(grid[..., 0], (n, count)), dtype.type(w), align_corners)
+    iy = _unnormalize(np.reshape(grid[..., 1], (n, count)), dtype.type(h), align_corners)
+    x0, y0 = np.floor(ix), np.floor(iy)
+    wx, wy = _cubic_weights(ix - x0), _cubic_weights(iy - y0)
+    flat = np.reshape(x, (n, c, h * w))
+    out = None
+    for j in range(4):
+        py = _padded(y0 + (j - 1), dtype.type(h), padding_mode, align_corners).astype(np.int64)
+        row = None
+        for i in range(4):
+            px = _padded(x0 + (i - 1), dtype.type(w), padding_mode, align_corners)
+            px = px.astype(np.int64)
+            inside = (px >= 0) & (px < w) & (py >= 0) & (py < h)
+            lin = np.clip(py, 0, h - 1) * w + np.clip(px, 0, w - 1)
+            idx = np.broadcast_to(np.reshape(lin, (n, 1, count)), (n, c, count))
+            vals = np.take_along_axis(flat, idx, axis=2) * \
+                np.reshape(inside.astype(dtype), (n, 1, count))
+            term = vals * np.reshape(wx[i], (n, 1, count))
+            row = term if row is None else row + term
+        term = row * np.reshape(wy[j], (n, 1, count))
+        out = term if out is None else out + term
+    return np.reshape(out, (n, c) + out_sp)
+
+
 def _sample(x, grid, mode, padding_mode, align_corners):
+    if mode == "bicubic":
+        return _bicubic(x, grid, padding_mode, align_corners)
     n, c = x.shape[:2]
     sizes = tuple(x.shape[2:])
     d = len(sizes)
@@ -173,9 +224,6 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     if align_corners is None:
         warnings.warn(_DEFAULT_CHANGED, UserWarning, stacklevel=2)
         align_corners = False
-    if mode == "bicubic":
-        raise NotImplementedError("tracegrad: grid_sample(mode='bicubic') is not supported; "
-                                  "use 'bilinear' or 'nearest'")
     if not isinstance(input, Tensor) or not isinstance(grid, Tensor):
         raise TypeError("grid_sample(): expected input and grid to be Tensors")
     xs, gs = list(input.shape), list(grid.shape)
@@ -193,6 +241,8 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     if xs[0] != gs[0]:
         raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, "
                            f"but got input with sizes {xs} and grid with sizes {gs}")
+    if mode == "bicubic" and input.dim() != 4:
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
     if any(s == 0 for s in xs[2:]):
         raise RuntimeError(f"grid_sampler(): expected input to have non-empty spatial "
                            f"dimensions, but input has sizes {xs} with dimension "
