@@ -241,3 +241,22 @@ def test_multi_margin_loss_one_sample_and_errors_as_torch():
     np.testing.assert_allclose(
         tg.nn.functional.multi_margin_loss(tg.tensor(x), tg.tensor(1)).numpy(),
         torch.nn.functional.multi_margin_loss(torch.tensor(x), torch.tensor(1)).numpy())
+
+
+@pytest.mark.parametrize("padding_mode", ["reflect", "replicate", "circular"])
+def test_conv3d_module_padding_modes(padding_mode):
+    rs = np.random.RandomState(0)
+    x = rs.randn(2, 2, 4, 5, 4)
+    for pad in (1, (1, 2, 0), "same"):
+        torch.manual_seed(0)
+        tm = torch.nn.Conv3d(2, 3, (2, 3, 3), padding=pad, padding_mode=padding_mode).double()
+        m = tg.nn.Conv3d(2, 3, (2, 3, 3), padding=pad, padding_mode=padding_mode).double()
+        m.load_state_dict({k: tg.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+        xi, txi = tg.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        y, ty = m(xi), tm(txi)
+        (y ** 2).sum().backward()
+        (ty ** 2).sum().backward()
+        np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-12,
+                                   atol=1e-12)
+        np.testing.assert_allclose(xi.grad.numpy(), txi.grad.numpy(), rtol=1e-11, atol=1e-11)
+        np.testing.assert_allclose(m.weight.grad.numpy(), tm.weight.grad.numpy(), rtol=1e-11)
