@@ -84,8 +84,10 @@ def test_conv_transpose3d_matches_torch(case):
 
 @pytest.mark.parametrize("opts", [dict(kernel_size=2), dict(kernel_size=(2, 3, 2), stride=(1, 2, 2),
                                                            padding=(1, 1, 0)),
-                                  dict(kernel_size=3, stride=1, padding=1, dilation=(2, 1, 1))],
-                         ids=["k2", "strided-padded", "dilated"])
+                                  dict(kernel_size=3, stride=1, padding=1, dilation=(2, 1, 1)),
+                                  dict(kernel_size=3, stride=2, padding=1, ceil_mode=True),
+                                  dict(kernel_size=(2, 3, 2), stride=(2, 2, 3), ceil_mode=True)],
+                         ids=["k2", "strided-padded", "dilated", "ceil-padded", "ceil"])
 def test_pool3d_matches_torch(opts):
     rs = np.random.RandomState(2)
     x = rs.randn(2, 3, 6, 7, 5)

@@ -196,8 +196,9 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
 
 
 def _pool3d_args(what, input, kernel_size, stride, padding, dilation, ceil_mode):
-    if ceil_mode:
-        raise NotImplementedError(f"tracegrad: {what}(ceil_mode=True) is not supported")
+    """The checked options, the 5-D input, the output size and per axis the extra right
+    padding that ``ceil_mode`` needs (PyTorch's rule: the last window starts inside the
+    input or its left padding)."""
     kernel = _triple(kernel_size, "kernel_size")
     stride = kernel if stride is None or stride == [] or stride == () else \
         _triple(stride, "stride")
@@ -207,13 +208,21 @@ def _pool3d_args(what, input, kernel_size, stride, padding, dilation, ceil_mode)
         if 2 * p > d * (k - 1) + 1:
             raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
                                f"pad={p}, kernel_size={k} and dilation={d}")
-    out = [(n + 2 * p - d * (k - 1) - 1) // s + 1
-           for n, p, k, d, s in zip(x.shape[2:], padding, kernel, dilation, stride)]
+    out, extra = [], []
+    for n, p, k, d, s in zip(x.shape[2:], padding, kernel, dilation, stride):
+        e = d * (k - 1) + 1
+        span = n + 2 * p - e
+        o = (-(-span // s) if ceil_mode else span // s) + 1
+        if ceil_mode and (o - 1) * s >= n + p:
+            o -= 1
+        out.append(o)
+        extra.append(max((o - 1) * s + e - (n + 2 * p), 0))
     if min(out) < 1:
         c, dd, h, w = x.shape[1:]
         raise RuntimeError(f"Given input size: ({c}x{dd}x{h}x{w}). Calculated output size: "
                            f"({c}x{out[0]}x{out[1]}x{out[2]}). Output size is too small")
-    return x, squeeze, kernel, stride, padding, dilation, out
+    pads = ((0, 0), (0, 0)) + tuple((p, p + e) for p, e in zip(padding, extra))
+    return x, squeeze, kernel, stride, padding, dilation, out, extra, pads
 
 
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
@@ -221,20 +230,19 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     """The maximum of each (kD, kH, kW) window (padding never wins: -inf)."""
     if return_indices:
         raise NotImplementedError("tracegrad: max_pool3d(return_indices=True) is not supported")
-    x, squeeze, kernel, stride, padding, dilation, out = _pool3d_args(
+    x, squeeze, kernel, stride, padding, dilation, out, _, pads = _pool3d_args(
         "max_pool3d", input, kernel_size, stride, padding, dilation, ceil_mode)
 
     def fn(v):
         n, c = v.shape[:2]
-        if padding[0]:
-            v = np.pad(v, ((0, 0), (0, 0), (padding[0],) * 2, (0, 0), (0, 0)),
-                       constant_values=-np.inf)
+        if any(lo or hi for lo, hi in pads):
+            v = np.pad(v, pads, constant_values=-np.inf)
         best = None
         for s in _depth_taps(v, kernel[0], stride[0], dilation[0], out[0]):
             best = s if best is None else np.maximum(best, s)
         flat = np.reshape(best, (n, c * out[0]) + tuple(best.shape[3:]))
         pooled = apply("max_pool2d", flat, kernel=kernel[1:], stride=stride[1:],
-                       padding=padding[1:], dilation=dilation[1:])
+                       padding=(0, 0), dilation=dilation[1:])
         return np.reshape(pooled, (n, c, out[0]) + tuple(pooled.shape[2:]))
     res = call(fn, x, name="MaxPool3DWithIndicesBackward0")
     return res.squeeze(0) if squeeze else res
@@ -242,16 +250,19 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
-    """The mean of each (kD, kH, kW) window (``count_include_pad``: padding counted)."""
-    x, squeeze, kernel, stride, padding, _, out = _pool3d_args(
+    """The mean of each (kD, kH, kW) window (``count_include_pad``: padding counted; in
+    ceil mode a window reaching past the padded input counts only what it holds)."""
+    x, squeeze, kernel, stride, padding, _, out, extra, pads = _pool3d_args(
         "avg_pool3d", input, kernel_size, stride, padding, 1, ceil_mode)
     if divisor_override is not None:
         scale = math.prod(kernel) / divisor_override
-    elif not count_include_pad and any(padding):
+    elif any(extra) or (not count_include_pad and any(padding)):
         counts = []
         for n, k, s, p, o in zip(x.shape[2:], kernel, stride, padding, out):
             starts = np.arange(o) * s - p
-            counts.append((np.minimum(starts + k, n) - np.maximum(starts, 0)).astype(x.dtype))
+            lo, hi = (starts, np.minimum(starts + k, n + p)) if count_include_pad else \
+                (np.maximum(starts, 0), np.minimum(starts + k, n))
+            counts.append((hi - lo).astype(x.dtype))
         scale = math.prod(kernel) / (counts[0][:, None, None] * counts[1][None, :, None]
                                      * counts[2][None, None, :])
     else:
@@ -259,14 +270,14 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
 
     def fn(v):
         n, c = v.shape[:2]
-        if padding[0]:
-            v = np.pad(v, ((0, 0), (0, 0), (padding[0],) * 2, (0, 0), (0, 0)))
+        if any(lo or hi for lo, hi in pads):
+            v = np.pad(v, pads)
         total = None
         for s in _depth_taps(v, kernel[0], stride[0], 1, out[0]):
             total = s if total is None else total + s
         flat = np.reshape(total, (n, c * out[0]) + tuple(total.shape[3:]))
         pooled = apply("avg_pool2d", flat, kernel=kernel[1:], stride=stride[1:],
-                       padding=padding[1:]) / kernel[0]
+                       padding=(0, 0)) / kernel[0]
         res = np.reshape(pooled, (n, c, out[0]) + tuple(pooled.shape[2:]))
         return res if scale is None else res * scale
     res = call(fn, x, name="AvgPool3DBackward0")
