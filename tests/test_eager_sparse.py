@@ -313,3 +313,15 @@ def test_pygcn_style_spmm_addmm_and_legacy_constructor():
     assert out.grad_fn.name() == tout.grad_fn.name()
     for a, b in ((out, tout), (added, tadded), (g, tgr)):
         _close(a, b, "float32")
+
+
+def test_repr_as_torch():
+    i, v = np.array([[0, 1, 1, 2], [2, 0, 2, 1]]), np.array([1.0, 2.0, 3.0, 4.0], np.float32)
+
+    def reprs(lib):
+        a = lib.sparse_coo_tensor(lib.tensor(i), lib.tensor(v), (3, 3), requires_grad=True)
+        b = lib.sparse_coo_tensor(lib.tensor(i), lib.tensor(v.astype(np.float64)),
+                                  (3, 3)).coalesce()
+        return repr(a), repr(b), repr(a * 2)
+
+    assert reprs(tg) == reprs(torch)

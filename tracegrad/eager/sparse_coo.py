@@ -296,7 +296,7 @@ class SparseTensor(Tensor):
         from .tensor import default_dtype
         from .tensor_repr import tensor_repr
         idx = tensor_repr(self._idx, default_dtype()).replace("\n", "\n" + " " * 15)
-        vals = tensor_repr(self._data, default_dtype()).replace("\n", "\n" + " " * 14)
+        vals = tensor_repr(self._data, self._data.dtype).replace("\n", "\n" + " " * 14)
         extra = ""
         if self.grad_fn is not None:
             extra = f", grad_fn=<{self.grad_fn.name()}>"
