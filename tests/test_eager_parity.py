@@ -627,6 +627,11 @@ EXCLUDED.update(dict.fromkeys(("nansum", "nanmean", "std_mean", "var_mean"),
 EXCLUDED.update({n: "tests/test_eager_views_inplace.py" for n in (
     "adjoint", "as_strided", "conj", "imag", "index_fill", "index_fill_", "real", "select",
     "unfold", "view_as_complex", "view_as_real")})
+# issue 25's surface, each compared with torch (values, dtypes, gradients, errors) on its own
+EXCLUDED.update(dict.fromkeys(("affine_grid", "grid_sample"), "tests/test_eager_sampling.py"))
+EXCLUDED.update(dict.fromkeys(("conv3d", "conv_transpose3d", "max_pool3d", "avg_pool3d",
+                               "ctc_loss", "multi_margin_loss"), "tests/test_eager_nn_extra.py"))
+EXCLUDED.update(dict.fromkeys(("to_sparse", "to_sparse_coo"), "tests/test_eager_sparse.py"))
 # nn.functional's layers and losses: compared with torch in tests/test_eager_nn_torch.py
 EXCLUDED.update(dict.fromkeys(FUNCTIONAL_COVERED, "tests/test_eager_nn_torch.py"))
 

@@ -94,3 +94,6 @@ __all__ += list(FUNCTIONS)   # (a separate line: the doc generator reads the nam
 from .tensor_repr import set_printoptions  # noqa: E402  (torch.set_printoptions; repr(t) as torch's)
 
 __all__ += ["set_printoptions"]
+from .sparse_coo import sparse, sparse_coo, sparse_coo_tensor, spmm, strided  # noqa: E402
+
+__all__ += ["sparse", "sparse_coo", "sparse_coo_tensor", "strided", "spmm"]

@@ -354,8 +354,11 @@ class Module:
             if key not in state_dict:
                 continue
             src = state_dict[key]
-            src = src._data if isinstance(src, Tensor) else np.asarray(src)
-            if src.shape != tuple(target.shape):
+            if target.is_sparse is True or getattr(src, "is_sparse", False) is True:
+                src = src if src.is_sparse is True else src.detach()
+            else:
+                src = src._data if isinstance(src, Tensor) else np.asarray(src)
+            if tuple(src.shape) != tuple(target.shape):
                 errors.append(f"size mismatch for {key}: copying a param with shape "
                               f"{_size(src.shape)} from checkpoint, the shape in current model "
                               f"is {target.shape!r}.")
@@ -372,6 +375,10 @@ class Module:
         for key, target in own.items():
             if key in state_dict:
                 src = state_dict[key]
+                if target.is_sparse is True or getattr(src, "is_sparse", False) is True:
+                    from ..sparse_coo import load_into
+                    load_into(target, src)
+                    continue
                 src = src._data if isinstance(src, Tensor) else np.asarray(src)
                 np.copyto(target._data, src, casting="unsafe")
                 target._vc.v += 1      # an in-place change, as copy_ under no_grad
