@@ -479,6 +479,7 @@ class Tensor:
         return self._data
 
     def numpy(self) -> np.ndarray:
+        _leaving_capture("Tensor.numpy()")
         if self.requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
@@ -521,6 +522,7 @@ class Tensor:
         return int(data.item())
 
     def __array__(self, dtype=None, copy=None):
+        _leaving_capture("converting a tensor to a NumPy array")
         if self.requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
@@ -575,6 +577,9 @@ class Tensor:
         gradients are involved: the tensor then names the new node (its history is
         rebased, as in PyTorch), and its version goes up. Unless ``cast`` (copy_, fill_,
         indexed assignment), a result of a higher dtype category is an error."""
+        capture = dispatch.CAPTURE.get()
+        if capture is not None:         # tg.compile recording: see eager/compile/capture.py
+            return capture.inplace(self, fn, others, cast)
         self._check_inplace(others, fills)
         if self._data is not None and not self._data.flags.writeable:
             raise RuntimeError(aliasing.OVERLAP)
@@ -768,7 +773,16 @@ class RemovableHandle:
         self.remove()
 
 
+def _leaving_capture(what):
+    """Under a ``tg.compile`` capture, a tensor's value leaving for Python or NumPy code is a
+    graph break (``eager/compile``): the value is not known until the graph runs."""
+    capture = dispatch.CAPTURE.get()
+    if capture is not None:
+        capture.graph_break(what)
+
+
 def format_tensor(t):
+    _leaving_capture("printing a tensor")
     fn = t.grad_fn
     return tensor_repr(t._data, default_dtype(), None if fn is None else fn.name(),
                        t.requires_grad, t.shape)

@@ -1,0 +1,605 @@
+"""``tg.compile``: ``torch.compile``'s front door over tracegrad's own graphs.
+
+A compiled function's first call runs eagerly (as the project's interpret-then-compile
+policy: PyTorch's lazily made state, an optimizer's moments, exists afterwards); the
+second captures the call (``capture.py``) into one graph, optimised (``prune``, ``cse``,
+``simplify``) and compiled (generated NumPy code, or one XLA executable), then runs it.
+Later calls whose guards hold run the compiled graph and write its outputs back where
+the eager code would have left them; a failed guard captures again, up to
+``RECOMPILE_LIMIT`` graphs per function, after which the function runs eagerly with a
+warning. A call that cannot be captured (a graph break) runs eagerly, and says why in
+``explain()``.
+"""
+from __future__ import annotations
+
+import functools
+import gc
+import warnings
+from typing import Any
+
+import numpy as np
+
+from ... import passes
+from ...errors import TraceError
+from ...ir.aliasing import fresh_bases
+from ...runtime.codegen import GUARD_FAILED, generate
+from ...tracer import Tracer, flatten, new_trace, sync, unflatten
+from .. import grad_mode
+from ..dispatch import CAPTURE, _tensor_class
+from .capture import Capture, GraphBreak, Slot
+from .reach import reach
+
+RECOMPILE_LIMIT = 8
+BACKENDS = ("numpy", "jax", "inductor", "eager", "aot_eager")
+
+
+class InvalidBackend(RuntimeError):
+    """An unknown ``backend=`` (PyTorch raises ``torch._dynamo.exc.InvalidBackend``)."""
+
+
+class Explanation:
+    """What ``compiled.explain()`` gives, as ``torch._dynamo.explain``'s output: the graphs
+    captured, the graph breaks with their reasons and lines, the recompilations."""
+
+    def __init__(self, fn):
+        self.name = getattr(fn, "__qualname__", getattr(fn, "__name__", repr(fn)))
+        self.graphs: list = []
+        self.break_reasons: list[str] = []
+        self.recompile_reasons: list[str] = []
+        self.capture_seconds: list[float] = []
+
+    @property
+    def graph_count(self):
+        return len(self.graphs)
+
+    @property
+    def graph_break_count(self):
+        return len(self.break_reasons)
+
+    def __str__(self):
+        lines = [f"tg.compile explanation of {self.name}:",
+                 f"Graph Count: {self.graph_count}",
+                 f"Graph Break Count: {self.graph_break_count}"]
+        if self.break_reasons:
+            lines.append("Break Reasons:")
+            lines += [f"  {r}" for r in self.break_reasons]
+        if self.recompile_reasons:
+            lines.append("Recompile Reasons:")
+            lines += [f"  {r}" for r in self.recompile_reasons]
+        for k, (g, s) in enumerate(zip(self.graphs, self.capture_seconds)):
+            lines.append(f"Graph {k}: {len(g)} nodes, {len(g.inputs)} inputs, "
+                         f"{len(g.outputs)} outputs, captured and compiled in {s * 1e3:.1f} ms")
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+def _classes():
+    from ..nn.modules import Module
+    from ..optim.lr_scheduler import LRScheduler
+    from ..optim.optimizer import Optimizer
+    return Module, Optimizer, LRScheduler
+
+
+def _watch(reached):
+    """Shallow copies of the Python state of the modules, optimizers and schedulers
+    reached (their attributes, the optimizers' param_groups): a capture that changes one
+    of them is undone and runs eagerly (a compiled call would not repeat the change)."""
+    snaps = []
+    for obj in reached.modules + reached.optimizers + reached.schedulers:
+        snaps.append((obj.__dict__, dict(obj.__dict__)))
+    for opt in reached.optimizers:
+        for g in opt.param_groups:
+            snaps.append((g, dict(g)))
+        snaps.append((opt.state, dict(opt.state)))
+    return snaps
+
+
+def _changed(snaps):
+    for d, saved in snaps:
+        if d.keys() != saved.keys():
+            return next(iter(d.keys() ^ saved.keys()))
+        for k, v in saved.items():
+            w = d[k]
+            if w is not v and not (type(v) in (int, float, bool, str) and type(w) is type(v)
+                                   and w == v):
+                return k
+    return None
+
+
+def _unwatch(snaps):
+    for d, saved in snaps:
+        d.clear()
+        d.update(saved)
+
+
+def _hyper(optimizers):
+    """The hyper-parameters of the optimizers' groups (everything but the parameters)."""
+    out = []
+    for opt in optimizers:
+        for g in opt.param_groups:
+            out.append(tuple((k, v if _hashable(v) else id(v)) for k, v in g.items()
+                             if k != "params"))
+    return tuple(out)
+
+
+def _hashable(v):
+    try:
+        hash(v)
+        return True
+    except TypeError:
+        return False
+
+
+def _arg_key(leaves, Tensor):
+    key = []
+    for x in leaves:
+        if isinstance(x, Tensor):
+            d = x._data
+            key.append(("T", d.shape, d.dtype, x._requires_grad, x._tracer is not None))
+        elif isinstance(x, np.ndarray):
+            key.append(("A", x.shape, x.dtype, x.tobytes()))
+        elif _hashable(x):
+            key.append((type(x), x))
+        else:
+            key.append(("id", id(x)))
+    return tuple(key)
+
+
+class _Entry:
+    """One captured graph and what it reads and writes."""
+
+    def __init__(self, graph, fn, arg_key, state_of, state, getters, writes, returned,
+                 tree):
+        self.graph, self.fn = graph, fn
+        self.arg_key, self.state_of, self.state = arg_key, state_of, state
+        self.getters, self.writes, self.returned, self.tree = getters, writes, returned, tree
+
+    def __call__(self, leaves, Tensor):
+        arrays = [g(leaves) for g in self.getters]
+        out = self.fn(*arrays)
+        if out is GUARD_FAILED:
+            return GUARD_FAILED
+        out = [np.asarray(o) for o in out]
+        for w in self.writes:
+            w(out, leaves)
+        result = []
+        for kind, v in self.returned:
+            if kind == "out":
+                result.append(Tensor._plain(out[v]))
+            elif kind == "arg":
+                result.append(leaves[v])
+            else:
+                result.append(v)
+        return unflatten(self.tree, result)
+
+
+class CompiledFunction:
+    """A function compiled by ``tg.compile``: call it as the function."""
+
+    def __init__(self, fn, fullgraph=False, dynamic=None, backend="numpy", mode=None,
+                 options=None):
+        functools.update_wrapper(self, fn)
+        self._fn = fn
+        self.fullgraph = fullgraph
+        self.dynamic = dynamic
+        self.backend = _backend(backend)
+        self.mode = mode
+        self.options = dict(options or {})
+        self._entries: list[_Entry] = []
+        self._calls = 0
+        self._explain = Explanation(fn)
+        self._warned = False
+        self._broken: dict = {}         # arg key -> reason: it runs eagerly
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+    def explain(self) -> Explanation:
+        """The graphs captured so far, the graph breaks and why, the recompilations."""
+        return self._explain
+
+    @property
+    def graphs(self):
+        """The optimised graphs captured (a ``tg.Graph`` each: ``print``, ``.to_dot()``,
+        ``.to_json()``)."""
+        return [e.graph for e in self._entries]
+
+    def __call__(self, *args, **kwargs):
+        Tensor = _tensor_class()
+        if CAPTURE.get() is not None:       # called while another capture records
+            return self._fn(*args, **kwargs)
+        self._calls += 1
+        leaves, tree = flatten((args, kwargs))
+        key = (_arg_key(leaves, Tensor), grad_mode.is_grad_enabled())
+        reasons = []
+        for entry in self._entries:
+            if entry.arg_key != key:
+                reasons.append("the arguments' shapes, dtypes, requires_grad or values "
+                               "changed")
+                continue
+            state = entry.state_of()
+            if state != entry.state:
+                reasons.append(_why(entry.state, state))
+                continue
+            out = entry(leaves, Tensor)
+            if out is not GUARD_FAILED:
+                return out
+            reasons.append("a value the graph branched on changed")
+        if self._calls == 1 or key in self._broken:
+            return self._fn(*args, **kwargs)
+        if len(self._entries) >= RECOMPILE_LIMIT:
+            if not self._warned:
+                self._warned = True
+                warnings.warn(f"tg.compile hit the recompile limit ({RECOMPILE_LIMIT}) for "
+                              f"function {self._explain.name}: it was captured "
+                              f"{len(self._entries)} times (last reason: "
+                              f"{reasons[-1] if reasons else 'unknown'}). It runs eagerly "
+                              f"from now on, as torch._dynamo does on hitting "
+                              f"config.recompile_limit", UserWarning, stacklevel=2)
+            return self._fn(*args, **kwargs)
+        if self._entries and reasons:
+            self._explain.recompile_reasons.append(reasons[-1])
+        import time
+        started = time.perf_counter()
+        try:
+            entry = self._capture(args, kwargs, leaves, tree, key, Tensor)
+        except GraphBreak as e:
+            self._explain.break_reasons.append(str(e))
+            if self.fullgraph:
+                raise TraceError(f"tg.compile(fullgraph=True): graph break in "
+                                 f"{self._explain.name}: {e.reason}"
+                                 + (f" (at {e.src})" if e.src else "")) from None
+            self._broken[key] = str(e)
+            return self._fn(*args, **kwargs)
+        self._explain.capture_seconds.append(time.perf_counter() - started)
+        self._explain.graphs.append(entry.graph)
+        self._entries.insert(0, entry)
+        out = entry(leaves, Tensor)
+        if out is GUARD_FAILED:
+            raise TraceError(f"{self._explain.name} takes a different branch each time it "
+                             "is captured on these inputs")
+        return out
+
+    # -- capturing ---------------------------------------------------------------------
+    def _capture(self, args, kwargs, leaves, tree, key, Tensor):
+        Module, Optimizer, Scheduler = _classes()
+        from ..random import default_generator
+        arg_ids = {id(x) for x in leaves if isinstance(x, Tensor)}
+        reached = reach(self._fn, [x for x in leaves if not isinstance(x, Tensor)], {},
+                        Tensor, Module, Optimizer, Scheduler)
+        reached.tensors = [(t, p) for t, p in reached.tensors if id(t) not in arg_ids]
+        snaps = _watch(reached)
+        rng = _rng_state(default_generator)
+        gc_was = gc.isenabled()
+        gc.disable()
+        cap = None
+        token = None
+        try:
+            with new_trace() as trace:
+                cap = Capture(trace)
+                getters = []
+                arg_slot = {}
+                for i, x in enumerate(leaves):
+                    if isinstance(x, Tensor):
+                        n = len(trace.records)
+                        cap.lift_tensor(x)
+                        arg_slot[id(x)] = i
+                        if len(trace.records) > n:
+                            getters.append(_arg_getter(i))
+                tensors = [t for t, _ in reached.tensors]
+                for t in tensors:
+                    n = len(trace.records)
+                    cap.lift_tensor(t)
+                    if len(trace.records) > n:
+                        getters.append(_data_getter(t))
+                params = [t for t in tensors if t._requires_grad] + \
+                    [x for x in leaves if isinstance(x, Tensor) and x._requires_grad]
+                for p in params:
+                    g = p._grad
+                    n = len(trace.records)
+                    cap.lift_grad(p)
+                    if len(trace.records) > n:
+                        getters.append(_grad_getter(p))
+                    elif g is not None and id(g) not in cap.lifted:
+                        pass
+                for opt in reached.optimizers:
+                    for p, st in opt.state.items():
+                        for k in list(st):
+                            n = len(trace.records)
+                            cap.lift_item(st, k)
+                            if len(trace.records) > n:
+                                getters.append(_item_getter(st, k))
+                token = CAPTURE.set(cap)
+                try:
+                    result = self._fn(*args, **kwargs)
+                finally:
+                    CAPTURE.reset(token)
+                changed = _changed(snaps)
+                if changed is not None:
+                    raise GraphBreak(f"the function changes Python state the graph cannot "
+                                     f"hold ({changed!r} of a module, optimizer or "
+                                     f"scheduler)")
+                if _rng_state(default_generator) != rng:
+                    raise GraphBreak("the function draws random numbers (dropout, "
+                                     "torch.rand...): they are drawn eagerly")
+                outputs, writes = [], []
+                self._writes(cap, outputs, writes, arg_slot, Tensor)
+                res_leaves, res_tree = flatten(result)
+                returned = []
+                for x in res_leaves:
+                    if isinstance(x, Tensor):
+                        if x._requires_grad and cap.backwards == 0:
+                            raise GraphBreak("the function returns a tensor that requires "
+                                             "grad, with no backward inside it (compile the "
+                                             "whole training step, or call it under "
+                                             "no_grad)")
+                        if id(x) in arg_slot:
+                            returned.append(("arg", arg_slot[id(x)]))
+                        elif type(x._data) is Tracer:
+                            sync(x._data)
+                            outputs.append(x._data._node)
+                            returned.append(("out", len(outputs) - 1))
+                        else:
+                            returned.append(("const", Tensor._plain(np.array(x._data))))
+                    elif isinstance(x, (Tracer, np.ndarray)):
+                        raise GraphBreak("the function returns an array")
+                    else:
+                        returned.append(("const", x))
+                graph = trace.graph
+                graph.outputs = list(outputs)
+        except GraphBreak:
+            if cap is not None:
+                cap.restore()
+            _unwatch(snaps)
+            raise
+        except Exception as e:      # noqa: BLE001  (whatever failed, eager will say it)
+            if cap is not None:
+                cap.restore()
+            _unwatch(snaps)
+            from ...ir.source import user_src
+            raise GraphBreak(f"{type(e).__name__}: {e}", user_src()) from e
+        finally:
+            if gc_was:
+                gc.enable()
+        cap.restore()
+        graph = _optimize(graph)
+        fn = self._compile(graph)
+        state_of = _state_function(reached, params, Module)
+        return _Entry(graph, fn, key, state_of, state_of(), getters, writes, returned,
+                      res_tree)
+
+    def _writes(self, cap, outputs, writes, arg_slot, Tensor):
+        """The graph outputs and the write-backs for the slots the capture changed."""
+        for slot in cap.slots:
+            final = slot.get()
+            if slot.kind == "data":
+                if type(final) is not Tracer:
+                    raise GraphBreak("a tensor's value was replaced by a plain array")
+                sync(final)
+                if final._node == slot.node:
+                    continue
+                outputs.append(final._node)
+                k = len(outputs) - 1
+                t = slot.owner
+                if id(t) in arg_slot:
+                    writes.append(_write_arg(arg_slot[id(t)], k))
+                else:
+                    writes.append(_write_data(t, k))
+            elif slot.kind == "grad":
+                p = slot.owner
+                if final is slot.original:
+                    continue
+                if final is None:
+                    writes.append(_write_grad_none(p))
+                    continue
+                v = final._data
+                if type(v) is Tracer:
+                    sync(v)
+                    outputs.append(v._node)
+                    writes.append(_write_grad_new(p, len(outputs) - 1))
+                else:
+                    writes.append(_write_grad_const(p, np.array(v)))
+            else:
+                if final is slot.original:
+                    continue
+                if type(final) is Tracer:
+                    sync(final)
+                    if final is slot.input and final._node == slot.node:
+                        continue
+                    outputs.append(final._node)
+                    writes.append(_write_item(slot, len(outputs) - 1))
+                else:
+                    raise GraphBreak(f"optimizer state {slot.key!r} changed to a "
+                                     f"{type(final).__name__}")
+
+    def _compile(self, graph):
+        if self.backend == "jax":
+            from ...runtime.jax_backend import JaxCompiled
+            return _JaxRun(JaxCompiled(graph))
+        return generate(graph, name=_safe(self._explain.name),
+                        bases=fresh_bases(graph)).fn
+
+
+class _JaxRun:
+    def __init__(self, compiled):
+        self.compiled = compiled
+
+    def __call__(self, *arrays):
+        out = self.compiled(*arrays)
+        if out is GUARD_FAILED:
+            return out
+        return [np.asarray(o) for o in out]
+
+
+def _rng_state(gen):
+    s = gen.get_state()
+    bits = s["bits"]["state"]
+    return (s["seed"], s["next_normal"], bits["pos"], bits["key"].tobytes())
+
+
+def _optimize(graph):
+    graph = passes.prune(graph)
+    graph = passes.cse(graph)
+    graph = passes.simplify(graph)
+    return passes.prune(graph)
+
+
+def _safe(name):
+    name = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+    return name if name and not name[0].isdigit() else f"fn_{name}"
+
+
+def _why(old, new):
+    names = ("grad mode", "module training flags", "optimizer hyper-parameters",
+             "which parameters have a .grad", "the tensors' shapes, dtypes, requires_grad or "
+             "identity", "optimizer state")
+    for name, a, b in zip(names, old, new):
+        if a != b:
+            return f"{name} changed"
+    return "guards failed"
+
+
+def _state_function(reached, params, Module):
+    tensors = list(reached.tensors)
+    modules = list(reached.modules)
+    optimizers = list(reached.optimizers)
+
+    def state_of():
+        return (grad_mode.is_grad_enabled(),
+                tuple(m.training for m in modules),
+                _hyper(optimizers),
+                tuple(p._grad is None or (p._grad._data.shape, p._grad._data.dtype)
+                      for p in params),
+                tuple((t._data.shape, t._data.dtype, t._requires_grad, t._tracer is None,
+                       path is None or path[0].get(path[1]) is t)
+                      for t, path in tensors),
+                tuple(tuple(sorted(st)) for opt in optimizers for st in opt.state.values()))
+    return state_of
+
+
+# -- reading inputs and writing outputs back -----------------------------------------------
+def _arg_getter(i):
+    return lambda leaves: leaves[i]._data
+
+
+def _data_getter(t):
+    return lambda leaves: t._data
+
+
+def _grad_getter(p):
+    return lambda leaves: p._grad._data
+
+
+def _item_getter(d, k):
+    return lambda leaves: np.asarray(d[k])
+
+
+def _write_arg(i, k):
+    def write(out, leaves):
+        t = leaves[i]
+        np.copyto(t._data, out[k])
+        t._vc.v += 1
+    return write
+
+
+def _write_data(t, k):
+    def write(out, leaves):
+        np.copyto(t._data, out[k])
+        t._vc.v += 1
+    return write
+
+
+def _write_grad_none(p):
+    def write(out, leaves):
+        p._grad = None
+    return write
+
+
+def _write_grad_new(p, k):
+    Tensor = _tensor_class()
+
+    def write(out, leaves):
+        p._grad = Tensor._plain(out[k])
+    return write
+
+
+def _write_grad_const(p, value):
+    Tensor = _tensor_class()
+
+    def write(out, leaves):
+        p._grad = Tensor._plain(value.copy())
+    return write
+
+
+def _write_item(slot, k):
+    d, key, original = slot.owner, slot.key, slot.original
+
+    if type(original) is np.ndarray:
+        def write(out, leaves):
+            cur = d.get(key)
+            if type(cur) is np.ndarray and cur.shape == out[k].shape:
+                np.copyto(cur, out[k])
+            else:
+                d[key] = out[k]
+    elif type(original) in (int, float):
+        kind = type(original)
+
+        def write(out, leaves):
+            d[key] = kind(out[k])
+    else:
+        def write(out, leaves):
+            d[key] = out[k]
+    return write
+
+
+# -- the front door -------------------------------------------------------------------------
+def _backend(backend):
+    if callable(backend) and not isinstance(backend, str):
+        raise InvalidBackend("tg.compile takes backend='numpy' or 'jax' (a callable backend "
+                             "is a torch._dynamo graph compiler, which tracegrad does not run)")
+    if backend in ("inductor", "eager", "aot_eager"):
+        return "numpy"      # torch's names for its own compilers: the NumPy backend here
+    if backend not in ("numpy", "jax"):
+        raise InvalidBackend(f"Invalid backend: {backend!r}, see "
+                             f"`tracegrad.compile` for available backends ('numpy', 'jax')")
+    return backend
+
+
+def compile(model: Any = None, *, fullgraph: bool = False, dynamic: bool | None = None,
+            backend: Any = "numpy", mode: str | None = None, options: dict | None = None,
+            disable: bool = False) -> Any:
+    """``torch.compile``: ``tg.compile(module)``, ``tg.compile(fn)``, ``@tg.compile``,
+    ``@tg.compile(fullgraph=True)``.
+
+    Args:
+        model: a function or an ``nn.Module`` (leave it out for a decorator).
+        fullgraph: raise a ``TraceError`` naming the line at a graph break, instead of
+            running that call eagerly.
+        dynamic: accepted; shapes are always specialised (a new shape captures again).
+        backend: ``"numpy"`` (generated NumPy code; ``"inductor"``, torch's default,
+            ``"eager"`` and ``"aot_eager"`` mean it too) or ``"jax"`` (one XLA executable).
+        mode: accepted (``"default"``, ``"reduce-overhead"``, ``"max-autotune"``);
+            changes nothing.
+        options: accepted, ignored.
+        disable: return the function (module) itself, uncompiled.
+
+    Returns:
+        A ``CompiledFunction`` (an ``OptimizedModule`` for a module), or a decorator.
+    """
+    if model is None:
+        return lambda m: compile(m, fullgraph=fullgraph, dynamic=dynamic, backend=backend,
+                                 mode=mode, options=options, disable=disable)
+    _backend(backend)
+    if disable:
+        return model
+    Module = _classes()[0]
+    if isinstance(model, Module):
+        from .module import OptimizedModule
+        return OptimizedModule(model, CompiledFunction(model.__call__, fullgraph, dynamic,
+                                                       backend, mode, options))
+    if not callable(model):
+        raise RuntimeError("torch.compile() argument must be callable")
+    return CompiledFunction(model, fullgraph, dynamic, backend, mode, options)
