@@ -26,7 +26,7 @@ def _writable(g):
     if g._tracer is not None:
         raise RuntimeError("clipping a gradient that has a history (create_graph=True) is "
                            "not supported")
-    if not g._data.flags.writeable:
+    if type(g._data) is np.ndarray and not g._data.flags.writeable:
         g._data = np.array(g._data, copy=True)
     return g._data
 
@@ -67,6 +67,12 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     if not grads:
         return Tensor._plain(np.zeros((), np.float32))
     total = get_total_norm(grads, norm_type, error_if_nonfinite)
+    if type(total._data) is not np.ndarray:
+        # under tg.compile the norm is a tracer: the same float64 arithmetic as an array
+        coef = np.minimum(float(max_norm) / (total._data.astype(np.float64) + 1e-6), 1.0)
+        for g in grads:
+            g._data *= coef.astype(g._data.dtype)
+        return total
     coef = min(float(max_norm) / (float(total._data) + 1e-6), 1.0)
     for g in grads:
         data = _writable(g)
