@@ -486,6 +486,7 @@ class Tensor:
         return self._concrete("numpy()")
 
     def item(self) -> Any:
+        _leaving_capture("Tensor.item()")
         data = self._concrete("item()")
         if data.size != 1:
             raise RuntimeError(f"a Tensor with {data.size} elements cannot be converted to "
@@ -493,10 +494,12 @@ class Tensor:
         return data.item()
 
     def tolist(self) -> Any:
+        _leaving_capture("Tensor.tolist()")
         return self._concrete("tolist()").tolist()
 
     def _one_element(self):
         """The one element ``float()`` / ``int()`` read (PyTorch's ValueError for more)."""
+        _leaving_capture("float() or int() of a tensor")
         data = self._concrete("float()")
         if data.size != 1:
             raise ValueError("only one element tensors can be converted to Python scalars")
@@ -509,6 +512,7 @@ class Tensor:
         return int(self._one_element())
 
     def __bool__(self):
+        _leaving_capture("bool() of a tensor (Python control flow on its value)")
         data = self._concrete("bool()")
         if data.size != 1:
             raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
@@ -678,6 +682,9 @@ class Tensor:
         return self
 
     def __setitem__(self, key, value):
+        capture = dispatch.CAPTURE.get()
+        if capture is not None:         # tg.compile recording: see eager/compile/capture.py
+            return capture.setitem(self, key, value)
         key = _index_key(key)
         if self._creation is not None:
             from .indexing import getitem_name, is_basic

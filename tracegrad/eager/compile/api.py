@@ -82,9 +82,11 @@ def _classes():
 
 
 def _watch(reached):
-    """Shallow copies of the Python state of the modules, optimizers and schedulers
-    reached (their attributes, the optimizers' param_groups): a capture that changes one
-    of them is undone and runs eagerly (a compiled call would not repeat the change)."""
+    """Shallow copies of the Python state reached: the modules', optimizers' and
+    schedulers' attributes, the optimizers' param_groups, the lists and dicts. After the
+    capture, a tensor stored there is replayed by every compiled call (``last[0] = loss``,
+    ``self.out = y``); any other change is undone and the call runs eagerly (a compiled
+    call would not repeat it)."""
     snaps = []
     for obj in reached.modules + reached.optimizers + reached.schedulers:
         snaps.append((obj.__dict__, dict(obj.__dict__)))
@@ -92,25 +94,45 @@ def _watch(reached):
         for g in opt.param_groups:
             snaps.append((g, dict(g)))
         snaps.append((opt.state, dict(opt.state)))
+    for c in reached.containers:
+        snaps.append((c, dict(c) if isinstance(c, dict) else list(c)))
     return snaps
 
 
-def _changed(snaps):
+def _stores(snaps, Tensor):
+    """The changes the capture made to the Python state watched: a list of (container,
+    key, new tensor); raises GraphBreak for any other change."""
+    stores = []
     for d, saved in snaps:
-        if d.keys() != saved.keys():
-            return next(iter(d.keys() ^ saved.keys()))
-        for k, v in saved.items():
-            w = d[k]
-            if w is not v and not (type(v) in (int, float, bool, str) and type(w) is type(v)
-                                   and w == v):
-                return k
-    return None
+        if isinstance(d, list):
+            if len(d) != len(saved):
+                raise GraphBreak("the function changes the length of a list it can reach "
+                                 "(append, pop): a compiled call would not repeat it")
+            items = [(k, saved[k], d[k]) for k in range(len(d))]
+        else:
+            if d.keys() != saved.keys():
+                k = next(iter(d.keys() ^ saved.keys()))
+                raise GraphBreak(f"the function adds or removes {k!r} in a dict, module, "
+                                 f"optimizer or scheduler it can reach")
+            items = [(k, v, d[k]) for k, v in saved.items()]
+        for k, v, w in items:
+            if w is v or type(v) in (int, float, bool, str) and type(w) is type(v) and w == v:
+                continue
+            if type(w) is Tensor:
+                stores.append((d, k, w))
+                continue
+            raise GraphBreak(f"the function changes Python state the graph cannot hold "
+                             f"({k!r}: {type(v).__name__} -> {type(w).__name__})")
+    return stores
 
 
 def _unwatch(snaps):
     for d, saved in snaps:
-        d.clear()
-        d.update(saved)
+        if isinstance(d, list):
+            d[:] = saved
+        else:
+            d.clear()
+            d.update(saved)
 
 
 def _hyper(optimizers):
@@ -270,7 +292,10 @@ class CompiledFunction:
         arg_ids = {id(x) for x in leaves if isinstance(x, Tensor)}
         reached = reach(self._fn, [x for x in leaves if not isinstance(x, Tensor)], {},
                         Tensor, Module, Optimizer, Scheduler)
-        reached.tensors = [(t, p) for t, p in reached.tensors if id(t) not in arg_ids]
+        # (a tensor with a recorded history, say the last step's loss kept in a list, is
+        # not lifted: an operation reading it is a graph break, storing over it is fine)
+        reached.tensors = [(t, p) for t, p in reached.tensors
+                           if id(t) not in arg_ids and t._tracer is None]
         snaps = _watch(reached)
         rng = _rng_state(default_generator)
         gc_was = gc.isenabled()
@@ -317,16 +342,19 @@ class CompiledFunction:
                     result = self._fn(*args, **kwargs)
                 finally:
                     CAPTURE.reset(token)
-                changed = _changed(snaps)
-                if changed is not None:
-                    raise GraphBreak(f"the function changes Python state the graph cannot "
-                                     f"hold ({changed!r} of a module, optimizer or "
-                                     f"scheduler)")
+                stores = _stores(snaps, Tensor)
                 if _rng_state(default_generator) != rng:
                     raise GraphBreak("the function draws random numbers (dropout, "
                                      "torch.rand...): they are drawn eagerly")
                 outputs, writes = [], []
                 self._writes(cap, outputs, writes, arg_slot, Tensor)
+                for d, k, t in stores:
+                    if type(t._data) is Tracer:
+                        sync(t._data)
+                        outputs.append(t._data._node)
+                        writes.append(_write_store(d, k, len(outputs) - 1))
+                    else:
+                        writes.append(_write_store_const(d, k, t))
                 res_leaves, res_tree = flatten(result)
                 returned = []
                 for x in res_leaves:
@@ -365,6 +393,7 @@ class CompiledFunction:
             if gc_was:
                 gc.enable()
         cap.restore()
+        _unwatch(snaps)
         graph = _optimize(graph)
         fn = self._compile(graph)
         state_of = _state_function(reached, params, Module)
@@ -555,6 +584,20 @@ def _write_item(slot, k):
     return write
 
 
+def _write_store(d, key, k):
+    Tensor = _tensor_class()
+
+    def write(out, leaves):
+        d[key] = Tensor._plain(out[k])
+    return write
+
+
+def _write_store_const(d, key, t):
+    def write(out, leaves):
+        d[key] = t
+    return write
+
+
 # -- the front door -------------------------------------------------------------------------
 def _backend(backend):
     if callable(backend) and not isinstance(backend, str):
@@ -598,8 +641,9 @@ def compile(model: Any = None, *, fullgraph: bool = False, dynamic: bool | None 
     Module = _classes()[0]
     if isinstance(model, Module):
         from .module import OptimizedModule
-        return OptimizedModule(model, CompiledFunction(model.__call__, fullgraph, dynamic,
-                                                       backend, mode, options))
+        compiled = CompiledFunction(model.__call__, fullgraph, dynamic, backend, mode, options)
+        compiled._explain.name = type(model).__name__
+        return OptimizedModule(model, compiled)
     if not callable(model):
         raise RuntimeError("torch.compile() argument must be callable")
     return CompiledFunction(model, fullgraph, dynamic, backend, mode, options)

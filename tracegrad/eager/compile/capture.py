@@ -29,8 +29,9 @@ import numpy as np
 
 from ...ir import Graph
 from ...ir.source import user_src
-from ...passes.adjoint import adjoint
-from ...tracer import Tracer, replay, sync
+from ...ir import REGISTRY
+from ...passes.adjoint import _pull
+from ...tracer import Tracer, sync
 from ...tracer.views import assigned
 from .. import grad_mode
 from ..dispatch import _tensor_class
@@ -166,9 +167,12 @@ class Capture:
 
     def _value(self, a, rg, Tensor):
         if isinstance(a, Tensor):
-            if a._tracer is not None:
-                raise GraphBreak("an operation reads a tensor with an autograd history "
-                                 "recorded outside the compiled function", user_src())
+            tr = a._tracer
+            if tr is not None:
+                if type(tr) is not Tracer:
+                    raise GraphBreak("an operation reads a tensor with an autograd history "
+                                     "recorded outside the compiled function", user_src())
+                return tr       # a custom Function's backward traced by the adjoint pass
             v = a._data
             if rg and not a._requires_grad and type(v) is Tracer:
                 # a detached value (x.detach(), x.data) of a node that carries a gradient:
@@ -229,6 +233,52 @@ class Capture:
             t._requires_grad = True
         return t
 
+    def function(self, cls, args):
+        """A custom ``autograd.Function``: its forward recorded, its output a
+        ``custom_vjp_call`` node whose rule is the user's backward (as inside a
+        functional transform), so that the adjoint pass runs that backward on tracers."""
+        from ..autograd.function import _apply_traced
+        Tensor = self.Tensor
+        rg = grad_mode.is_grad_enabled() and self._requires(args)
+        sym = tuple(Tensor._symbolic(a._data) if isinstance(a, Tensor) and a._tracer is None
+                    and type(a._data) is Tracer and a._requires_grad else a for a in args)
+        start = len(self.trace.records)
+        out = _apply_traced(cls, sym)
+        if rg:
+            self.diff.update(range(start, len(self.trace.records)))
+
+        def back(o):
+            if isinstance(o, Tensor) and o._tracer is not None and type(o._tracer) is Tracer:
+                t = Tensor._plain(o._tracer)
+                t._requires_grad = rg and o._tracer.dtype.kind in "fc"
+                return t
+            return o
+        return tuple(back(o) for o in out) if isinstance(out, tuple) else back(out)
+
+    def setitem(self, t, key, value):
+        """``t[key] = value``: an in-place update of the tracer. A boolean mask of a
+        traced value selects with ``where`` (``x[mask]`` itself would be a shape that
+        depends on the values: a guard on every element)."""
+        from ..indexing import index_update
+        Tensor = self.Tensor
+
+        def raw(k):
+            if isinstance(k, Tensor):
+                return k._tracer if type(k._tracer) is Tracer else k._data
+            if isinstance(k, tuple):
+                return tuple(raw(e) for e in k)
+            if isinstance(k, list) and any(isinstance(e, Tensor) for e in k):
+                return [raw(e) for e in k]
+            return k
+        key = raw(key)
+        if not isinstance(value, Tensor):
+            value = Tensor._plain(np.asarray(value, dtype=t.dtype))
+        if isinstance(key, Tracer) and key.dtype == np.bool_ and \
+                tuple(key.shape) == tuple(t.shape)[:key.ndim] and value.ndim == 0:
+            mask = key.reshape(tuple(key.shape) + (1,) * (t.ndim - key.ndim))
+            return self.inplace(t, lambda x, v: np.where(mask, v, x), (value,), True)
+        return self.inplace(t, lambda x, v: index_update(x, key, v), (value,), True)
+
     # -- backward ----------------------------------------------------------------------
     def backward(self, roots, grads, inputs, create_graph):
         if create_graph:
@@ -276,25 +326,34 @@ class Capture:
         wrt = [n for n in wrt_of if n in boundary and records[n][4].kind in "fc"]
         if not wrt:
             return
-        adj = adjoint(g, wrt=[local[n] for n in wrt])
-        ins = {m: n for n, m in local.items() if m in set(g.inputs)}
-        args = []
-        for m in g.inputs:
-            n = ins[m]
-            op, _, _, shape, dtype, _ = records[n]
-            args.append(Tracer(trace, n, shape, dtype, values[n]))
+        # the adjoint sweep right in the capture's trace, on its tracers (they hold their
+        # values: a rule or a custom Function's backward may branch on them)
+        env = {}
+        for n, m in local.items():
+            op, _, params, shape, dtype, _ = records[n]
+            if op in REGISTRY and REGISTRY[op].multi:
+                k = REGISTRY[op].n_outputs(params)
+                env[m] = tuple(Tracer(trace, n + 1 + i, records[n + 1 + i][3],
+                                      records[n + 1 + i][4], values[n + 1 + i])
+                               for i in range(k))
+            else:
+                env[m] = Tracer(trace, n, shape, dtype, values[n])
+        seeds = []
         for r, gr in zip(roots, grads):
             if gr is None:
                 if r._data.size != 1:
                     raise RuntimeError("grad can be implicitly created only for scalar outputs")
-                args.append(np.ones(r.shape, r.dtype))
+                seeds.append(trace.const(np.ones(r.shape, r.dtype)))
             else:
-                args.append(gr._data if isinstance(gr, Tensor) else np.asarray(gr))
-        env = replay(adj, args)
-        cts = [env[o] for o in adj.outputs[len(roots):]]
+                v = gr._data if isinstance(gr, Tensor) else np.asarray(gr)
+                seeds.append(v if type(v) is Tracer else trace.const(np.asarray(v)))
+        sweep = _pull(g, env, range(len(roots)), seeds, wrt=[local[n] for n in wrt])
+        cts = [sweep.final.get(local[n]) for n in wrt]
         self.backwards += 1
         with grad_mode.no_grad():
             for n, ct in zip(wrt, cts):
+                if ct is None:
+                    continue
                 for t in wrt_of[n]:
                     self._accumulate(t, ct)
 

@@ -19,6 +19,7 @@ class Reached:
         self.modules: list = []
         self.optimizers: list = []
         self.schedulers: list = []
+        self.containers: list = []      # the lists and dicts reached (their stores replay)
         self._seen: set[int] = set()
 
     def tensor_ids(self):
@@ -70,10 +71,13 @@ def reach(fn, args, kwargs, Tensor, Module, Optimizer, Scheduler) -> Reached:
             visit(getattr(obj, "optimizer", None), depth + 1)
             return
         if isinstance(obj, dict):
+            out.containers.append(obj)
             for k, v in list(obj.items()):
                 visit(v, depth + 1, (obj, k))
             return
         if isinstance(obj, (list, tuple)):
+            if isinstance(obj, list):
+                out.containers.append(obj)
             for v in obj:
                 visit(v, depth + 1)
             return
@@ -95,6 +99,8 @@ def reach(fn, args, kwargs, Tensor, Module, Optimizer, Scheduler) -> Reached:
                 visit(v, depth + 1, (d, k))
 
     def visit_function(f, depth):
+        if (getattr(f, "__module__", None) or "").startswith("tracegrad"):
+            return      # the library's own functions: nothing of the user's there
         if f.__closure__:
             for cell in f.__closure__:
                 try:
