@@ -26,7 +26,7 @@ from ...runtime.codegen import GUARD_FAILED, generate
 from ...tracer import Tracer, flatten, new_trace, sync, unflatten
 from .. import grad_mode
 from ..dispatch import CAPTURE, _tensor_class
-from .capture import Capture, GraphBreak, Slot
+from .capture import Capture, GraphBreak
 from .reach import reach
 
 RECOMPILE_LIMIT = 8
@@ -213,6 +213,7 @@ class CompiledFunction:
         self._explain = Explanation(fn)
         self._warned = False
         self._broken: dict = {}         # arg key -> reason: it runs eagerly
+        self._value_fails: dict = {}    # arg key -> failed value guards
 
     def __get__(self, obj, objtype=None):
         if obj is None:
@@ -250,6 +251,12 @@ class CompiledFunction:
             if out is not GUARD_FAILED:
                 return out
             reasons.append("a value the graph branched on changed")
+            fails = self._value_fails[key] = self._value_fails.get(key, 0) + 1
+            if fails >= 2:      # it branches on values that keep changing: eager from now
+                self._broken[key] = reasons[-1]
+                self._explain.break_reasons.append(
+                    "the graph branches on tensor values that change from call to call "
+                    "(a boolean mask, a value-dependent shape): these arguments run eagerly")
         if self._calls == 1 or key in self._broken:
             return self._fn(*args, **kwargs)
         if len(self._entries) >= RECOMPILE_LIMIT:
@@ -323,15 +330,12 @@ class CompiledFunction:
                 params = [t for t in tensors if t._requires_grad] + \
                     [x for x in leaves if isinstance(x, Tensor) and x._requires_grad]
                 for p in params:
-                    g = p._grad
                     n = len(trace.records)
                     cap.lift_grad(p)
                     if len(trace.records) > n:
                         getters.append(_grad_getter(p))
-                    elif g is not None and id(g) not in cap.lifted:
-                        pass
                 for opt in reached.optimizers:
-                    for p, st in opt.state.items():
+                    for st in opt.state.values():
                         for k in list(st):
                             n = len(trace.records)
                             cap.lift_item(st, k)
@@ -402,6 +406,8 @@ class CompiledFunction:
 
     def _writes(self, cap, outputs, writes, arg_slot, Tensor):
         """The graph outputs and the write-backs for the slots the capture changed."""
+        grad_of = {id(s.original): s.owner for s in cap.slots
+                   if s.kind == "grad" and s.original is not None}
         for slot in cap.slots:
             final = slot.get()
             if slot.kind == "data":
@@ -413,7 +419,9 @@ class CompiledFunction:
                 outputs.append(final._node)
                 k = len(outputs) - 1
                 t = slot.owner
-                if id(t) in arg_slot:
+                if id(t) in grad_of:
+                    writes.append(_write_grad_data(grad_of[id(t)], k))
+                elif id(t) in arg_slot:
                     writes.append(_write_arg(arg_slot[id(t)], k))
                 else:
                     writes.append(_write_data(t, k))
@@ -538,6 +546,14 @@ def _write_data(t, k):
     def write(out, leaves):
         np.copyto(t._data, out[k])
         t._vc.v += 1
+    return write
+
+
+def _write_grad_data(p, k):
+    def write(out, leaves):
+        g = p._grad
+        np.copyto(g._data, out[k])
+        g._vc.v += 1
     return write
 
 

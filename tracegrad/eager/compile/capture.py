@@ -27,9 +27,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ir import Graph
+from ...ir import REGISTRY, Graph
 from ...ir.source import user_src
-from ...ir import REGISTRY
 from ...passes.adjoint import _pull
 from ...tracer import Tracer, sync
 from ...tracer.views import assigned

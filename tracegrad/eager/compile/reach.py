@@ -41,9 +41,7 @@ def reach(fn, args, kwargs, Tensor, Module, Optimizer, Scheduler) -> Reached:
             return
         seen.add(i)
         if isinstance(obj, Tensor):
-            out.tensors.append((obj, path))
-            if obj._grad is not None:
-                visit(obj._grad, depth + 1)
+            out.tensors.append((obj, path))     # (its .grad is lifted through it)
             return
         if isinstance(obj, Module):
             out.modules.append(obj)
