@@ -305,6 +305,7 @@ class CompiledFunction:
                            if id(t) not in arg_ids and t._tracer is None]
         snaps = _watch(reached)
         rng = _rng_state(default_generator)
+        rng_saved = default_generator.get_state()
         gc_was = gc.isenabled()
         gc.disable()
         cap = None
@@ -386,11 +387,13 @@ class CompiledFunction:
             if cap is not None:
                 cap.restore()
             _unwatch(snaps)
+            default_generator.set_state(rng_saved)
             raise
         except Exception as e:      # noqa: BLE001  (whatever failed, eager will say it)
             if cap is not None:
                 cap.restore()
             _unwatch(snaps)
+            default_generator.set_state(rng_saved)
             from ...ir.source import user_src
             raise GraphBreak(f"{type(e).__name__}: {e}", user_src()) from e
         finally:
@@ -478,9 +481,11 @@ def _rng_state(gen):
 
 
 def _optimize(graph):
+    """``prune`` and ``cse``. Not ``simplify``: ``x + 0`` -> ``x`` can hand on a value in
+    another memory layout (a transposed view, where eager has a fresh C-ordered array),
+    and NumPy's sums then add in another order: eager's numbers bit for bit come first."""
     graph = passes.prune(graph)
     graph = passes.cse(graph)
-    graph = passes.simplify(graph)
     return passes.prune(graph)
 
 
