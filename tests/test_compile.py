@@ -7,11 +7,11 @@ import warnings
 import numpy as np
 import pytest
 from conftest import bounded
+from tracegrad.nn import functional as F
 
 import tracegrad as tg
 from tracegrad import nn
 from tracegrad.eager.compile import InvalidBackend
-from tracegrad.nn import functional as F
 
 STEPS = 4
 
@@ -245,11 +245,71 @@ def test_compiled_module_wrapper():
         np.testing.assert_array_equal(o.numpy(), ref.numpy())
     assert cm.explain().graph_count == 1
     assert cm.eval() is cm and not m.training and cm.train() is cm and m.training
-    # with grad on: the output needs its history, so the call runs eagerly
-    out = cm(x)
-    out.sum().backward()
-    assert out.requires_grad and m[0].weight.grad is not None
-    assert "requires grad" in cm.explain().break_reasons[-1]
+
+
+def module_training(compiled):
+    """A compiled module's forward, its loss's backward and the step outside."""
+    tg.manual_seed(0)
+    m = mlp()
+    cm = tg.compile(m) if compiled else m
+    opt = tg.optim.Adam(m.parameters(), lr=0.01)
+    outs = []
+    for x, labels, _ in data("mlp", STEPS):
+        opt.zero_grad()
+        out = cm(x)
+        F.cross_entropy(out, labels).backward()
+        opt.step()
+        outs.append((out.detach().numpy().copy(), out.grad_fn.name()))
+    return m, opt, outs, cm
+
+
+def test_compiled_forward_backward_outside_is_one_tape_node():
+    eager, compiled = module_training(False), module_training(True)
+    assert [name for _, name in compiled[2]] == ["AddmmBackward0"] + \
+        ["CompiledFunctionBackward"] * (STEPS - 1)
+    assert_same(eager[:2] + ([(o, o) for o, _ in eager[2]], None),
+                compiled[:2] + ([(o, o) for o, _ in compiled[2]], None))
+    assert compiled[3].explain().graph_count == 1
+
+
+def test_gradients_to_compiled_arguments():
+    def f(x, w):
+        return (x @ w).tanh().sum(1)
+    cf = tg.compile(f)
+    rng = np.random.RandomState(1)
+    for _ in range(3):
+        xv, wv = rng.randn(4, 3).astype(np.float32), rng.randn(3, 2).astype(np.float32)
+        grads = []
+        for fn in (f, cf):
+            x, w = tg.tensor(xv, requires_grad=True), tg.tensor(wv, requires_grad=True)
+            y = fn(x, w)
+            y.backward(tg.tensor([1.0, 2.0, 3.0, 4.0]))
+            grads.append((y.detach().numpy(), x.grad.numpy(), w.grad.numpy()))
+        for u, v in zip(*grads):
+            np.testing.assert_array_equal(u, v)
+    assert cf.explain().graph_count == 1
+
+
+def test_backward_inside_fills_the_arguments_grads():
+    def g(x, w):
+        loss = ((x @ w) ** 2).sum()
+        loss.backward()
+        return loss
+    cg = tg.compile(g)
+    rng = np.random.RandomState(2)
+    for k in range(4):
+        xv, wv = rng.randn(4, 3).astype(np.float32), rng.randn(3, 2).astype(np.float32)
+        res = []
+        for fn in (g, cg):
+            x, w = tg.tensor(xv, requires_grad=True), tg.tensor(wv, requires_grad=True)
+            if k % 2:       # an existing .grad is accumulated into
+                x.grad = tg.ones(4, 3)
+            loss = fn(x, w)
+            res.append((loss.item(), x.grad.numpy(), w.grad.numpy()))
+        assert res[0][0] == res[1][0]
+        for u, v in zip(res[0][1:], res[1][1:]):
+            np.testing.assert_array_equal(u, v)
+    assert cg.explain().graph_count == 2     # without, then with x.grad
 
 
 def test_train_eval_switch_is_a_guard():

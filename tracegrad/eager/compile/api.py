@@ -158,7 +158,9 @@ def _arg_key(leaves, Tensor):
     for x in leaves:
         if isinstance(x, Tensor):
             d = x._data
-            key.append(("T", d.shape, d.dtype, x._requires_grad, x._tracer is not None))
+            g = x._grad
+            key.append(("T", d.shape, d.dtype, x._requires_grad, x._tracer is not None,
+                        None if g is None else (g._data.shape, g._data.dtype)))
         elif isinstance(x, np.ndarray):
             key.append(("A", x.shape, x.dtype, x.tobytes()))
         elif _hashable(x):
@@ -176,6 +178,7 @@ class _Entry:
         self.graph, self.fn = graph, fn
         self.arg_key, self.state_of, self.state = arg_key, state_of, state
         self.getters, self.writes, self.returned, self.tree = getters, writes, returned, tree
+        self.tape = None
 
     def __call__(self, leaves, Tensor):
         arrays = [g(leaves) for g in self.getters]
@@ -186,14 +189,65 @@ class _Entry:
         for w in self.writes:
             w(out, leaves)
         result = []
+        tape = self.tape.apply(out, leaves) if self.tape is not None else None
         for kind, v in self.returned:
             if kind == "out":
                 result.append(Tensor._plain(out[v]))
+            elif kind == "tape":
+                result.append(tape[v[1]])
             elif kind == "arg":
                 result.append(leaves[v])
             else:
                 result.append(v)
         return unflatten(self.tree, result)
+
+
+class _Call:
+    """What one call's tape node holds: the forward results, the saved values."""
+    __slots__ = ("results", "saved")
+
+    def __init__(self, results, saved):
+        self.results, self.saved = results, saved
+
+
+class _TapeNode:
+    """A compiled forward's results as one node of the eager tape (PyTorch's
+    ``CompiledFunctionBackward``): its backward runs the compiled adjoint graph on the
+    forward values the graph saved, and hands the leaves their gradients."""
+
+    def __init__(self, bw, saved, targets, seeds, bw_fn):
+        from ..autograd.function import Function
+        self.saved, self.targets = saved, targets
+        Tensor = _tensor_class()
+        n_targets = len(targets)
+
+        class CompiledFunction(Function):
+            @staticmethod
+            def forward(ctx, call, *tensors):
+                ctx.call = call
+                return tuple(Tensor._plain(r) for r in call.results)
+
+            @staticmethod
+            def backward(ctx, *grads):
+                call = ctx.call
+                given = [g._data if g is not None else np.zeros(shape, dtype)
+                         for g, (shape, dtype) in zip(grads, seeds)]
+                outs = bw_fn(*call.saved, *[given[i] for i in bw.seeds])
+                if outs is GUARD_FAILED:
+                    raise TraceError("a tg.compile'd forward's backward branches on values "
+                                     "other than the ones it was captured with")
+                res = [None]
+                for j, _ in targets:
+                    k = bw.outputs[j]
+                    res.append(None if k is None else Tensor._plain(np.asarray(outs[k])))
+                return tuple(res) + (None,) * (1 + n_targets - len(res))
+        self.function = CompiledFunction
+        self.result_index: list = []     # per result: its position among the outputs
+
+    def apply(self, out, leaves):
+        tensors = [leaves[a] if kind == "arg" else a for _, (kind, a) in self.targets]
+        return self.function.apply(_Call([out[k] for k in self.result_index],
+                                         [out[k] for k in self.saved]), *tensors)
 
 
 class CompiledFunction:
@@ -328,13 +382,18 @@ class CompiledFunction:
                     cap.lift_tensor(t)
                     if len(trace.records) > n:
                         getters.append(_data_getter(t))
-                params = [t for t in tensors if t._requires_grad] + \
-                    [x for x in leaves if isinstance(x, Tensor) and x._requires_grad]
+                params = [t for t in tensors if t._requires_grad]
                 for p in params:
                     n = len(trace.records)
                     cap.lift_grad(p)
                     if len(trace.records) > n:
                         getters.append(_grad_getter(p))
+                for i, x in enumerate(leaves):      # an argument's .grad: per call
+                    if isinstance(x, Tensor) and x._requires_grad and arg_slot.get(id(x)) == i:
+                        n = len(trace.records)
+                        cap.lift_grad(x)
+                        if len(trace.records) > n:
+                            getters.append(_arg_grad_getter(i))
                 for opt in reached.optimizers:
                     for st in opt.state.values():
                         for k in list(st):
@@ -362,14 +421,22 @@ class CompiledFunction:
                         writes.append(_write_store_const(d, k, t))
                 res_leaves, res_tree = flatten(result)
                 returned = []
+                rg_out = [x for x in res_leaves if isinstance(x, Tensor) and
+                          x._requires_grad and type(x._data) is Tracer]
+                tape = None
+                if rg_out and cap.backwards == 0:
+                    # a compiled forward whose results are differentiated later, outside:
+                    # one tape node whose backward is the compiled adjoint
+                    tape = self._tape(cap, rg_out, outputs, arg_slot, Tensor)
                 for x in res_leaves:
                     if isinstance(x, Tensor):
-                        if x._requires_grad and cap.backwards == 0:
-                            raise GraphBreak("the function returns a tensor that requires "
-                                             "grad, with no backward inside it (compile the "
-                                             "whole training step, or call it under "
-                                             "no_grad)")
-                        if id(x) in arg_slot:
+                        if tape is not None and x._requires_grad and type(x._data) is Tracer:
+                            sync(x._data)
+                            outputs.append(x._data._node)
+                            returned.append(("tape", (len(outputs) - 1,
+                                                      next(j for j, r in enumerate(rg_out)
+                                                           if r is x))))
+                        elif id(x) in arg_slot:
                             returned.append(("arg", arg_slot[id(x)]))
                         elif type(x._data) is Tracer:
                             sync(x._data)
@@ -404,8 +471,38 @@ class CompiledFunction:
         graph = _optimize(graph)
         fn = self._compile(graph)
         state_of = _state_function(reached, params, Module)
-        return _Entry(graph, fn, key, state_of, state_of(), getters, writes, returned,
-                      res_tree)
+        entry = _Entry(graph, fn, key, state_of, state_of(), getters, writes, returned,
+                       res_tree)
+        if tape is not None:
+            entry.tape = _TapeNode(*tape, self._compile(tape[0].graph))
+            index = {}
+            for kind, v in returned:
+                if kind == "tape":
+                    index[v[1]] = v[0]
+            entry.tape.result_index = [index[j] for j in range(len(index))]
+        return entry
+
+    def _tape(self, cap, rg_out, outputs, arg_slot, Tensor):
+        """The backward graph of the results ``rg_out`` with respect to the leaves that
+        require grad, and the forward values it reads (made outputs of the graph)."""
+        from ...passes.adjoint import backward_graph
+        g, local, wrt, wrt_of = cap.subgraph(rg_out, cap.leaves)
+        if not wrt:
+            raise GraphBreak("the function returns a tensor that requires grad through no "
+                             "parameter or argument it could differentiate")
+        bw = backward_graph(g, [local[n] for n in wrt], origins=False)
+        inv = {m: n for n, m in local.items()}
+        saved = []
+        for m in bw.saved:
+            outputs.append(inv[m])
+            saved.append(len(outputs) - 1)
+        targets = []        # (position in wrt, how to find the tensor at call time)
+        for j, n in enumerate(wrt):
+            for t in wrt_of[n]:
+                targets.append((j, ("arg", arg_slot[id(t)]) if id(t) in arg_slot
+                                else ("obj", t)))
+        seeds = [(tuple(r.shape), r.dtype) for r in rg_out]
+        return bw, saved, targets, seeds
 
     def _writes(self, cap, outputs, writes, arg_slot, Tensor):
         """The graph outputs and the write-backs for the slots the capture changed."""
@@ -423,7 +520,8 @@ class CompiledFunction:
                 k = len(outputs) - 1
                 t = slot.owner
                 if id(t) in grad_of:
-                    writes.append(_write_grad_data(grad_of[id(t)], k))
+                    p = grad_of[id(t)]
+                    writes.append(_write_grad_data(p, k, arg_slot.get(id(p))))
                 elif id(t) in arg_slot:
                     writes.append(_write_arg(arg_slot[id(t)], k))
                 else:
@@ -432,16 +530,17 @@ class CompiledFunction:
                 p = slot.owner
                 if final is slot.original:
                     continue
+                arg = arg_slot.get(id(p))
                 if final is None:
-                    writes.append(_write_grad_none(p))
+                    writes.append(_write_grad_none(p, arg))
                     continue
                 v = final._data
                 if type(v) is Tracer:
                     sync(v)
                     outputs.append(v._node)
-                    writes.append(_write_grad_new(p, len(outputs) - 1))
+                    writes.append(_write_grad_new(p, len(outputs) - 1, arg))
                 else:
-                    writes.append(_write_grad_const(p, np.array(v)))
+                    writes.append(_write_grad_const(p, np.array(v), arg))
             else:
                 if final is slot.original:
                     continue
@@ -554,33 +653,37 @@ def _write_data(t, k):
     return write
 
 
-def _write_grad_data(p, k):
+def _arg_grad_getter(i):
+    return lambda leaves: leaves[i]._grad._data
+
+
+def _write_grad_data(p, k, arg=None):
     def write(out, leaves):
-        g = p._grad
+        g = (p if arg is None else leaves[arg])._grad
         np.copyto(g._data, out[k])
         g._vc.v += 1
     return write
 
 
-def _write_grad_none(p):
+def _write_grad_none(p, arg=None):
     def write(out, leaves):
-        p._grad = None
+        (p if arg is None else leaves[arg])._grad = None
     return write
 
 
-def _write_grad_new(p, k):
+def _write_grad_new(p, k, arg=None):
     Tensor = _tensor_class()
 
     def write(out, leaves):
-        p._grad = Tensor._plain(out[k])
+        (p if arg is None else leaves[arg])._grad = Tensor._plain(out[k])
     return write
 
 
-def _write_grad_const(p, value):
+def _write_grad_const(p, value, arg=None):
     Tensor = _tensor_class()
 
     def write(out, leaves):
-        p._grad = Tensor._plain(value.copy())
+        (p if arg is None else leaves[arg])._grad = Tensor._plain(value.copy())
     return write
 
 

@@ -279,16 +279,13 @@ class Capture:
         return self.inplace(t, lambda x, v: index_update(x, key, v), (value,), True)
 
     # -- backward ----------------------------------------------------------------------
-    def backward(self, roots, grads, inputs, create_graph):
-        if create_graph:
-            raise GraphBreak("backward(create_graph=True)", user_src())
-        Tensor = self.Tensor
-        for i, r in enumerate(roots):
-            if not r.requires_grad or type(r._data) is not Tracer:
-                raise RuntimeError(_NO_GRAD.format(i=i))
-        targets = inputs if inputs is not None else self.leaves
-        trace = self.trace
-        records, values = trace.records, trace.values
+    def subgraph(self, roots, targets):
+        """The part of the trace the gradient of ``roots`` flows through, as a graph: the
+        nodes recorded by operations that required grad, back from the roots, with the
+        rest (and the current nodes of ``targets``) as its inputs. Returns the graph,
+        trace node -> graph node, the target nodes among its inputs, and node -> the
+        targets there."""
+        records = self.trace.records
         wrt_of = {}
         for t in targets:
             v = t._data
@@ -300,8 +297,6 @@ class Capture:
         for r in roots:
             sync(r._data)
             root_nodes.append(r._data._node)
-        # the part of the graph the gradient flows through: nodes recorded by operations
-        # that required grad, back from the roots; the rest is its boundary (inputs)
         inside, boundary, todo = set(), set(), list(root_nodes)
         while todo:
             n = todo.pop()
@@ -323,6 +318,19 @@ class Capture:
                                       dtype=dtype, src=src)
         g.outputs = [local[n] for n in root_nodes]
         wrt = [n for n in wrt_of if n in boundary and records[n][4].kind in "fc"]
+        return g, local, wrt, wrt_of
+
+    def backward(self, roots, grads, inputs, create_graph):
+        if create_graph:
+            raise GraphBreak("backward(create_graph=True)", user_src())
+        Tensor = self.Tensor
+        for i, r in enumerate(roots):
+            if not r.requires_grad or type(r._data) is not Tracer:
+                raise RuntimeError(_NO_GRAD.format(i=i))
+        targets = inputs if inputs is not None else self.leaves
+        trace = self.trace
+        records, values = trace.records, trace.values
+        g, local, wrt, wrt_of = self.subgraph(roots, targets)
         if not wrt:
             return
         # the adjoint sweep right in the capture's trace, on its tracers (they hold their
