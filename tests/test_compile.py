@@ -384,6 +384,26 @@ def test_random_numbers_break_and_keep_the_generator_in_step():
     assert "random" in f.explain().break_reasons[0]
 
 
+def test_hooks_and_autograd_grad_break():
+    w = tg.ones(3, requires_grad=True)
+    w.register_hook(lambda g: g * 2)
+
+    @tg.compile
+    def f(x):
+        w.grad = None
+        (w * x).sum().backward()
+        return w.grad * 1
+
+    @tg.compile
+    def h(x):
+        return tg.autograd.grad((w * x).sum(), w)[0]
+    for _ in range(3):
+        np.testing.assert_array_equal(f(tg.full((3,), 2.0)).numpy(), np.full(3, 4.0, np.float32))
+        np.testing.assert_array_equal(h(tg.full((3,), 2.0)).numpy(), np.full(3, 4.0, np.float32))
+    assert "hook" in f.explain().break_reasons[0]
+    assert "autograd.grad" in h.explain().break_reasons[0]
+
+
 def test_fullgraph_names_the_line():
     @tg.compile(fullgraph=True)
     def g(x):

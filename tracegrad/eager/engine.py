@@ -796,6 +796,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
          only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """The gradients of ``outputs`` with respect to ``inputs``, as a tuple; ``.grad``
     attributes are left alone."""
+    if CAPTURE.get() is not None:
+        CAPTURE.get().graph_break("torch.autograd.grad")
     Tensor = _tensor_class()
     outputs = _as_list(outputs)
     inputs = _as_list(inputs)

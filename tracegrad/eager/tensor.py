@@ -331,6 +331,7 @@ class Tensor:
         return self._retains
 
     def retain_grad(self) -> None:
+        _leaving_capture("Tensor.retain_grad()")
         if self._tracer is None:
             if not self._requires_grad:
                 raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
@@ -342,6 +343,7 @@ class Tensor:
     def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> RemovableHandle:
         """``hook(grad)`` runs when this tensor's gradient is computed; if it returns a
         tensor, that replaces the gradient. Returns a handle with ``remove()``."""
+        _leaving_capture("Tensor.register_hook")
         if not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self._tracer is None:

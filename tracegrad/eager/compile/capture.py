@@ -150,6 +150,9 @@ class Capture:
 
     # -- recording ---------------------------------------------------------------------
     def graph_break(self, what):
+        if what.startswith(("torch.autograd.grad", "Tensor.register_hook",
+                            "Tensor.retain_grad")):
+            raise GraphBreak(f"{what} is not captured", user_src())
         raise GraphBreak(f"{what} needs the tensor's value, known only when the graph runs",
                          user_src())
 
@@ -328,6 +331,9 @@ class Capture:
             if not r.requires_grad or type(r._data) is not Tracer:
                 raise RuntimeError(_NO_GRAD.format(i=i))
         targets = inputs if inputs is not None else self.leaves
+        if any(t._hooks for t in targets):
+            raise GraphBreak("a parameter has a gradient hook (register_hook): hooks are not "
+                             "captured", user_src())
         trace = self.trace
         records, values = trace.records, trace.values
         g, local, wrt, wrt_of = self.subgraph(roots, targets)
