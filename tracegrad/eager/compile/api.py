@@ -407,9 +407,17 @@ class CompiledFunction:
                 finally:
                     CAPTURE.reset(token)
                 stores = _stores(snaps, Tensor)
+                for gen, n in cap.draws:
+                    getters.append(_draw_getter(gen, n))
+                for gen, state in cap.generators.values():
+                    if gen.get_state()["next_normal"] != state["next_normal"]:
+                        raise GraphBreak("the function draws a single normal number (a "
+                                         "randn of fewer than 16 elements): it is drawn "
+                                         "eagerly")
+                    gen.set_state(state)        # the compiled call draws them again
                 if _rng_state(default_generator) != rng:
-                    raise GraphBreak("the function draws random numbers (dropout, "
-                                     "torch.rand...): they are drawn eagerly")
+                    raise GraphBreak("the function draws random numbers other than through "
+                                     "tracegrad's generator's words")
                 outputs, writes = [], []
                 self._writes(cap, outputs, writes, arg_slot, Tensor)
                 for d, k, t in stores:
@@ -453,12 +461,16 @@ class CompiledFunction:
         except GraphBreak:
             if cap is not None:
                 cap.restore()
+                for gen, state in cap.generators.values():
+                    gen.set_state(state)
             _unwatch(snaps)
             default_generator.set_state(rng_saved)
             raise
         except Exception as e:      # noqa: BLE001  (whatever failed, eager will say it)
             if cap is not None:
                 cap.restore()
+                for gen, state in cap.generators.values():
+                    gen.set_state(state)
             _unwatch(snaps)
             default_generator.set_state(rng_saved)
             from ...ir.source import user_src
@@ -651,6 +663,10 @@ def _write_data(t, k):
         np.copyto(t._data, out[k])
         t._vc.v += 1
     return write
+
+
+def _draw_getter(gen, n):
+    return lambda leaves: gen.words(n)
 
 
 def _arg_grad_getter(i):

@@ -93,6 +93,8 @@ class Capture:
         self.leaves: list = []                    # lifted tensors that require grad
         self.diff: set[int] = set()
         self.backwards = 0
+        self.draws: list = []                     # (generator, n) per draw, in order
+        self.generators: dict = {}                # id -> (generator, state before)
 
     # -- lifting ---------------------------------------------------------------------
     def lift_array(self, value):
@@ -280,6 +282,16 @@ class Capture:
             mask = key.reshape(tuple(key.shape) + (1,) * (t.ndim - key.ndim))
             return self.inplace(t, lambda x, v: np.where(mask, v, x), (value,), True)
         return self.inplace(t, lambda x, v: index_update(x, key, v), (value,), True)
+
+    def draw(self, gen, n):
+        """``gen.random(n)``'s words as an input of the graph: each compiled call draws
+        them from the generator first, in the order the capture drew them, so that the
+        streams (and the dropout masks made from them) are eager's."""
+        if id(gen) not in self.generators:
+            self.generators[id(gen)] = (gen, gen.get_state())
+        t = self.trace.new_input(gen.words(n))
+        self.draws.append((gen, n))
+        return t
 
     # -- backward ----------------------------------------------------------------------
     def subgraph(self, roots, targets):
