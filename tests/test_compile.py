@@ -11,7 +11,7 @@ from tracegrad.nn import functional as F
 
 import tracegrad as tg
 from tracegrad import nn
-from tracegrad.eager.compile import InvalidBackend
+from tracegrad.eager.compile import InvalidBackend, explain
 
 STEPS = 4
 
@@ -437,6 +437,18 @@ def test_hooks_and_autograd_grad_break():
         np.testing.assert_array_equal(h(tg.full((3,), 2.0)).numpy(), np.full(3, 4.0, np.float32))
     assert "hook" in f.explain().break_reasons[0]
     assert "autograd.grad" in h.explain().break_reasons[0]
+
+
+def test_explain_captures_at_once():
+    def f(x):
+        y = x.sin() * 2
+        print(y)
+        return y
+    report = explain(f)(tg.ones(2))
+    assert report.graph_count == 0 and report.graph_break_count == 1
+    assert "printing a tensor" in str(report)
+    report = explain(lambda x: x.cos() + 1)(tg.ones(2))
+    assert report.graph_count == 1 and "Graph 0:" in str(report)
 
 
 def test_fullgraph_names_the_line():

@@ -738,6 +738,18 @@ def _write_store_const(d, key, t):
     return write
 
 
+def explain(fn: Any) -> Any:
+    """``torch._dynamo.explain(fn)(*args)``: ``fn`` captured on these arguments at once
+    (no eager first call), run once, and the ``Explanation`` returned: the graphs, the
+    graph breaks and their reasons."""
+    def run(*args: Any, **kwargs: Any) -> Explanation:
+        compiled = CompiledFunction(fn)
+        compiled._calls = 1
+        compiled(*args, **kwargs)
+        return compiled.explain()
+    return run
+
+
 # -- the front door -------------------------------------------------------------------------
 def _backend(backend):
     if callable(backend) and not isinstance(backend, str):
