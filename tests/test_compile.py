@@ -312,6 +312,31 @@ def test_backward_inside_fills_the_arguments_grads():
     assert cg.explain().graph_count == 2     # without, then with x.grad
 
 
+def test_optimizer_state_reloaded_and_parameters_returned():
+    def run(compiled):
+        tg.manual_seed(0)
+        m = mlp()
+        opt = tg.optim.Adam(m.parameters(), lr=0.01)
+
+        def step(x, labels):
+            opt.zero_grad()
+            F.cross_entropy(m(x), labels).backward()
+            opt.step()
+            return m[0].bias
+        f = tg.compile(step) if compiled else step
+        outs = []
+        for k, (x, labels, _) in enumerate(data("mlp", 6)):
+            if k == 3:      # new state dicts and arrays under the optimizer
+                opt.load_state_dict(opt.state_dict())
+            b = f(x, labels)
+            assert b is m[0].bias
+            outs.append((b.detach().numpy().copy(),) * 2)
+        return m, opt, outs, f
+    eager, compiled = run(False), run(True)
+    assert_same(eager, compiled)
+    assert compiled[3].explain().graph_count == 2
+
+
 def test_train_eval_switch_is_a_guard():
     tg.manual_seed(0)
     m = ConvBN()

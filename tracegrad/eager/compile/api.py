@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import threading
 import warnings
 from typing import Any
 
@@ -268,6 +269,7 @@ class CompiledFunction:
         self._warned = False
         self._broken: dict = {}         # arg key -> reason: it runs eagerly
         self._value_fails: dict = {}    # arg key -> failed value guards
+        self._lock = threading.Lock()
 
     def __get__(self, obj, objtype=None):
         if obj is None:
@@ -328,7 +330,8 @@ class CompiledFunction:
         import time
         started = time.perf_counter()
         try:
-            entry = self._capture(args, kwargs, leaves, tree, key, Tensor)
+            with self._lock:        # one capture at a time (each changes what it reaches)
+                entry = self._capture(args, kwargs, leaves, tree, key, Tensor)
         except GraphBreak as e:
             self._explain.break_reasons.append(str(e))
             if self.fullgraph:
@@ -444,6 +447,8 @@ class CompiledFunction:
                             returned.append(("tape", (len(outputs) - 1,
                                                       next(j for j, r in enumerate(rg_out)
                                                            if r is x))))
+                        elif id(x) in cap.lifted and id(x) not in arg_slot:
+                            returned.append(("const", x))   # a parameter: itself
                         elif id(x) in arg_slot:
                             returned.append(("arg", arg_slot[id(x)]))
                         elif type(x._data) is Tracer:
@@ -629,7 +634,8 @@ def _state_function(reached, params, Module):
                 tuple((t._data.shape, t._data.dtype, t._requires_grad, t._tracer is None,
                        path is None or path[0].get(path[1]) is t)
                       for t, path in tensors),
-                tuple(tuple(sorted(st)) for opt in optimizers for st in opt.state.values()))
+                tuple((id(st), tuple(sorted(st))) for opt in optimizers
+                      for st in opt.state.values()))
     return state_of
 
 
