@@ -317,6 +317,61 @@ def workload_table(budget, names=None):
     return "\n".join(lines) + "\n"
 
 
+def recurrent_data(seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal((16, 20, 10)).astype(np.float32),
+            rng.standard_normal((16, 1)).astype(np.float32), seed]
+
+
+def _recurrent(lib, as_tensor, data, bidirectional):
+    """A regression through an LSTMCell unrolled over 20 steps (``bidirectional=False``),
+    or through a bidirectional ``nn.LSTM``: 16 sequences of 20 steps of 10 features,
+    hidden 32, a linear head on the last output, MSE, SGD. Parameters drawn from one
+    NumPy stream in ``parameters()`` order, the same for both libraries."""
+    nn, F = lib.nn, lib.nn.functional
+    before = lib.get_default_dtype()
+    lib.set_default_dtype(lib.float32)
+    try:
+        if bidirectional:
+            rnn = nn.LSTM(10, 32, batch_first=True, bidirectional=True)
+            head = nn.Linear(64, 1)
+        else:
+            rnn, head = nn.LSTMCell(10, 32), nn.Linear(32, 1)
+    finally:
+        lib.set_default_dtype(before)
+    params = list(rnn.parameters()) + list(head.parameters())
+    rng = np.random.default_rng(data[2] + 1)
+    with lib.no_grad():
+        for p in params:
+            p.copy_(as_tensor(rng.uniform(-0.2, 0.2, tuple(p.shape)).astype(np.float32)))
+    opt = lib.optim.SGD(params, lr=LR)
+    x, y = as_tensor(data[0]), as_tensor(data[1])
+    last = [0.0]
+
+    def step():
+        opt.zero_grad()
+        if bidirectional:
+            out, _ = rnn(x)
+            h = out[:, -1]
+        else:
+            h = c = lib.zeros(16, 32)
+            for t in range(x.shape[1]):
+                h, c = rnn(x[:, t], (h, c))
+        loss = F.mse_loss(head(h), y)
+        loss.backward()
+        opt.step()
+        last[0] = loss
+    return step, lambda: (last[0].item(), [p.detach().numpy() for p in params])
+
+
+def lstm_cell_loop(lib, as_tensor, data):
+    return _recurrent(lib, as_tensor, data, False)
+
+
+def bilstm(lib, as_tensor, data):
+    return _recurrent(lib, as_tensor, data, True)
+
+
 def _mlp_workload(lib, as_tensor, data):
     return _module_system(lib, as_tensor, *data)
 
@@ -327,6 +382,10 @@ COMPILED = {
     "conv-net": WORKLOADS["conv-net"][:3],
     "legendre-function": WORKLOADS["legendre-function"][:3],
     "relu-function": WORKLOADS["relu-function"][:3],
+    "lstm-cell": ("LSTMCell unrolled 20 steps, batch 16, hidden 32, SGD", recurrent_data,
+                  lstm_cell_loop),
+    "bilstm": ("bidirectional LSTM, 20 steps, batch 16, hidden 32, SGD", recurrent_data,
+               bilstm),
 }
 
 
@@ -431,12 +490,14 @@ def main(argv=None):
     ap.add_argument("--compiled", action="store_true",
                     help="only the tg.compile table (eager, compiled, torch, torch.compile)")
     ap.add_argument("--jax", action="store_true", help="with --compiled: the JAX backend too")
+    ap.add_argument("--workload", choices=sorted(COMPILED), action="append",
+                    help="with --compiled: only these workloads")
     args = ap.parse_args(argv)
     if args.cpu_time:
         timing._clock = time.process_time
     budget = 4.0 if args.quick else 30.0
     if args.compiled:
-        print(compiled_table(budget / 4, jax=args.jax))
+        print(compiled_table(budget / 4, args.workload, jax=args.jax))
         return
     if args.only:
         print(workload_table(budget / 3, args.only))

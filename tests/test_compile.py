@@ -337,6 +337,27 @@ def test_optimizer_state_reloaded_and_parameters_returned():
     assert compiled[3].explain().graph_count == 2
 
 
+def test_compiled_loss_on_an_eager_output():
+    closs = tg.compile(custom_loss)
+
+    def run(loss_fn):
+        tg.manual_seed(0)
+        m = mlp()
+        opt = tg.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+        outs = []
+        for x, _, targets in data("mlp", STEPS):
+            opt.zero_grad()
+            loss = loss_fn(m(x), targets)
+            loss.backward()
+            opt.step()
+            outs.append((loss.detach().numpy().copy(),) * 2)
+        return m, opt, outs, loss
+    eager, compiled = run(custom_loss), run(closs)
+    assert_same(eager, compiled)
+    assert compiled[3].grad_fn.name() == "CompiledFunctionBackward"
+    assert closs.explain().graph_count == 1 and not closs.explain().break_reasons
+
+
 def test_train_eval_switch_is_a_guard():
     tg.manual_seed(0)
     m = ConvBN()

@@ -375,7 +375,7 @@ class CompiledFunction:
                 for i, x in enumerate(leaves):
                     if isinstance(x, Tensor):
                         n = len(trace.records)
-                        cap.lift_tensor(x)
+                        cap.lift_tensor(x, argument=True)
                         arg_slot[id(x)] = i
                         if len(trace.records) > n:
                             getters.append(_arg_getter(i))
@@ -392,7 +392,8 @@ class CompiledFunction:
                     if len(trace.records) > n:
                         getters.append(_grad_getter(p))
                 for i, x in enumerate(leaves):      # an argument's .grad: per call
-                    if isinstance(x, Tensor) and x._requires_grad and arg_slot.get(id(x)) == i:
+                    if isinstance(x, Tensor) and x._requires_grad and arg_slot.get(id(x)) == i \
+                            and not any(x is h for h, _, _ in cap.histories):
                         n = len(trace.records)
                         cap.lift_grad(x)
                         if len(trace.records) > n:
@@ -536,6 +537,9 @@ class CompiledFunction:
                 outputs.append(final._node)
                 k = len(outputs) - 1
                 t = slot.owner
+                if any(t is h for h, _, _ in cap.histories):
+                    raise GraphBreak("the function changes in place an argument with an "
+                                     "autograd history made outside it")
                 if id(t) in grad_of:
                     p = grad_of[id(t)]
                     writes.append(_write_grad_data(p, k, arg_slot.get(id(p))))

@@ -94,6 +94,7 @@ class Capture:
         self.diff: set[int] = set()
         self.backwards = 0
         self.draws: list = []                     # (generator, n) per draw, in order
+        self.histories: list = []                 # (argument, its history, requires_grad)
         self.generators: dict = {}                # id -> (generator, state before)
 
     # -- lifting ---------------------------------------------------------------------
@@ -105,12 +106,19 @@ class Capture:
             self.keep.append(value)
         return hit
 
-    def lift_tensor(self, t):
+    def lift_tensor(self, t, argument=False):
         if id(t) in self.lifted:
             return
-        if t._tracer is not None:
-            raise GraphBreak("the function reads a tensor with an autograd history recorded "
-                             "outside it (a non-leaf tensor made before the call)")
+        history = t._tracer
+        if history is not None:
+            if not argument or type(history) is Tracer:
+                raise GraphBreak("the function reads a tensor with an autograd history "
+                                 "recorded outside it (a non-leaf tensor made before the call)")
+            # an argument with a history (a compiled loss applied to a model's output):
+            # a leaf that requires grad while capturing; the call's results hang from its
+            # history through the compiled function's tape node
+            self.histories.append((t, history, t._requires_grad))
+            t._tracer, t._requires_grad = None, True
         data = t._data
         if type(data) is not np.ndarray:
             raise GraphBreak(f"a tensor's value is a {type(data).__name__}")
@@ -149,6 +157,9 @@ class Capture:
         """Every slot back to the value it had before the capture."""
         for slot in reversed(self.slots):
             slot.set(slot.original)
+        for t, history, rg in self.histories:
+            t._tracer, t._requires_grad = history, rg
+        self.histories = []
 
     # -- recording ---------------------------------------------------------------------
     def graph_break(self, what):
@@ -343,6 +354,9 @@ class Capture:
             if not r.requires_grad or type(r._data) is not Tracer:
                 raise RuntimeError(_NO_GRAD.format(i=i))
         targets = inputs if inputs is not None else self.leaves
+        if any(t is h for t in targets for h, _, _ in self.histories):
+            raise GraphBreak("backward inside the function through an argument with an "
+                             "autograd history made outside it", user_src())
         if any(t._hooks for t in targets):
             raise GraphBreak("a parameter has a gradient hook (register_hook): hooks are not "
                              "captured", user_src())
