@@ -392,6 +392,19 @@ def test_shape_change_recompiles_and_limit_warns():
             assert f(tg.ones(n, 2)).numpy()[0] == n
 
 
+DATASET = [tg.full((2,), float(k)) for k in range(500)]
+
+
+def test_untouched_reachable_tensors_are_not_inputs():
+    @tg.compile
+    def f(k):
+        return DATASET[k] * 2 + DATASET[k + 1]
+    for _ in range(3):
+        out = f(3)
+    np.testing.assert_array_equal(out.numpy(), np.full(2, 10.0, np.float32))
+    assert len(f.graphs[0].inputs) == 2
+
+
 def test_python_number_argument_is_a_guard():
     @tg.compile
     def f(x, k):

@@ -371,6 +371,7 @@ class CompiledFunction:
             with new_trace() as trace:
                 cap = Capture(trace)
                 getters = []
+                owners = []     # per getter: the tensor whose value it reads, if any
                 arg_slot = {}
                 for i, x in enumerate(leaves):
                     if isinstance(x, Tensor):
@@ -379,18 +380,21 @@ class CompiledFunction:
                         arg_slot[id(x)] = i
                         if len(trace.records) > n:
                             getters.append(_arg_getter(i))
+                            owners.append(None)
                 tensors = [t for t, _ in reached.tensors]
                 for t in tensors:
                     n = len(trace.records)
                     cap.lift_tensor(t)
                     if len(trace.records) > n:
                         getters.append(_data_getter(t))
+                        owners.append(t)
                 params = [t for t in tensors if t._requires_grad]
                 for p in params:
                     n = len(trace.records)
                     cap.lift_grad(p)
                     if len(trace.records) > n:
                         getters.append(_grad_getter(p))
+                        owners.append(p._grad)
                 for i, x in enumerate(leaves):      # an argument's .grad: per call
                     if isinstance(x, Tensor) and x._requires_grad and arg_slot.get(id(x)) == i \
                             and not any(x is h for h, _, _ in cap.histories):
@@ -398,6 +402,7 @@ class CompiledFunction:
                         cap.lift_grad(x)
                         if len(trace.records) > n:
                             getters.append(_arg_grad_getter(i))
+                            owners.append(None)
                 for opt in reached.optimizers:
                     for st in opt.state.values():
                         for k in list(st):
@@ -405,6 +410,7 @@ class CompiledFunction:
                             cap.lift_item(st, k)
                             if len(trace.records) > n:
                                 getters.append(_item_getter(st, k))
+                                owners.append(None)
                 token = CAPTURE.set(cap)
                 try:
                     result = self._fn(*args, **kwargs)
@@ -413,6 +419,7 @@ class CompiledFunction:
                 stores = _stores(snaps, Tensor)
                 for gen, n in cap.draws:
                     getters.append(_draw_getter(gen, n))
+                    owners.append(None)
                 for gen, state in cap.generators.values():
                     if gen.get_state()["next_normal"] != state["next_normal"]:
                         raise GraphBreak("the function draws a single normal number (a "
@@ -487,6 +494,14 @@ class CompiledFunction:
         cap.restore()
         _unwatch(snaps)
         graph = _optimize(graph)
+        # the inputs nothing reads (tensors the function can reach but did not touch, a
+        # dataset held in a global) are dropped: not read, not guarded on each call
+        kept = _drop_unused_inputs(graph)
+        getters = [getters[k] for k in kept]
+        used = {id(owners[k]) for k in kept if owners[k] is not None} | cap.written
+        reached.tensors = [(t, path) for t, path in reached.tensors if id(t) in used]
+        params = [p for p in params if id(p) in used or p._grad is not None and
+                  id(p._grad) in used or any(w is p for w in cap.leaves)]
         fn = self._compile(graph)
         state_of = _state_function(reached, params, Module)
         entry = _Entry(graph, fn, key, state_of, state_of(), getters, writes, returned,
@@ -537,6 +552,7 @@ class CompiledFunction:
                 outputs.append(final._node)
                 k = len(outputs) - 1
                 t = slot.owner
+                cap.written.add(id(t))
                 if any(t is h for h, _, _ in cap.histories):
                     raise GraphBreak("the function changes in place an argument with an "
                                      "autograd history made outside it")
@@ -598,6 +614,22 @@ def _rng_state(gen):
     s = gen.get_state()
     bits = s["bits"]["state"]
     return (s["seed"], s["next_normal"], bits["pos"], bits["key"].tobytes())
+
+
+def _drop_unused_inputs(graph):
+    """Remove the inputs no node, output or guard reads; the positions of those kept."""
+    used = set(graph.outputs) | {n for n, _ in graph.guards}
+    for n in graph:
+        used.update(graph.args(n))
+    kept = [k for k, n in enumerate(graph.inputs) if n in used]
+    inputs = [graph.inputs[k] for k in kept]
+    for n in graph.inputs:
+        if n not in used:
+            graph.remove(n)
+    for k, n in enumerate(inputs):
+        graph.node(n).params["index"] = k       # (each input's own params dict)
+    graph.inputs = inputs
+    return kept
 
 
 def _optimize(graph):

@@ -95,6 +95,7 @@ class Capture:
         self.backwards = 0
         self.draws: list = []                     # (generator, n) per draw, in order
         self.histories: list = []                 # (argument, its history, requires_grad)
+        self.written: set[int] = set()            # ids of the tensors written back
         self.generators: dict = {}                # id -> (generator, state before)
 
     # -- lifting ---------------------------------------------------------------------
