@@ -164,6 +164,33 @@ def test_scheduler_step_outside_recompiles_for_the_new_lr():
     assert "hyper-parameters" in explained.recompile_reasons[0]
 
 
+def test_clip_grad_value_and_a_scheduler_inside():
+    def run(compiled):
+        tg.manual_seed(0)
+        m = mlp()
+        opt = tg.optim.SGD(m.parameters(), lr=0.1, momentum=0.5)
+        sched = tg.optim.lr_scheduler.ExponentialLR(opt, 0.9)
+
+        def clipped(x, labels):
+            opt.zero_grad()
+            F.cross_entropy(m(x), labels).backward()
+            nn.utils.clip_grad_value_(m.parameters(), 0.05)
+            opt.step()
+
+        def scheduled(x, labels):
+            clipped(x, labels)
+            sched.step()        # Python state the graph cannot hold: a graph break
+        f, g = (tg.compile(clipped), tg.compile(scheduled)) if compiled else (clipped, scheduled)
+        for k, (x, labels, _) in enumerate(data("mlp", 6)):
+            (f if k < 3 else g)(x, labels)
+        return m, opt, [], (f, g)
+    eager, compiled = run(False), run(True)
+    assert_same(eager, compiled)
+    f, g = compiled[3]
+    assert f.explain().graph_count == 1
+    assert g.explain().graph_count == 0 and "Python state" in g.explain().break_reasons[0]
+
+
 def test_jax_backend_matches_eager():
     pytest.importorskip("jax")
     eager = training(opt="adam", steps=3)

@@ -91,6 +91,9 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
     clip_value = float(clip_value)
     for g in _grads(parameters):
         data = _writable(g)
+        if type(data) is not np.ndarray:    # a tg.compile tracer: written in place
+            data[...] = np.clip(data, -clip_value, clip_value)
+            continue
         np.clip(data, -clip_value, clip_value, out=data)
         g._vc.v += 1
 
