@@ -432,6 +432,34 @@ def test_untouched_reachable_tensors_are_not_inputs():
     assert len(f.graphs[0].inputs) == 2
 
 
+class Hidden:
+    """Holds a parameter where the walk before a capture does not look (``__slots__``)."""
+    __slots__ = ("w",)
+
+    def __init__(self):
+        self.w = tg.ones(3, requires_grad=True)
+
+
+def test_a_tensor_the_walk_missed_is_lifted_when_read():
+    def run(compiled):
+        box = Hidden()
+
+        def step(x):
+            box.w.grad = None
+            loss = (box.w * x).sum()
+            loss.backward()
+            with tg.no_grad():
+                box.w.sub_(0.1 * box.w.grad)
+            return loss
+        f = tg.compile(step) if compiled else step
+        return [f(tg.full((3,), float(k))).item() for k in range(4)], box.w, f
+    (le, we, _), (lc, wc, f) = run(False), run(True)
+    assert le == lc
+    np.testing.assert_array_equal(we.detach().numpy(), wc.detach().numpy())
+    np.testing.assert_array_equal(we.grad.numpy(), wc.grad.numpy())
+    assert f.explain().graph_count == 1
+
+
 def test_python_number_argument_is_a_guard():
     @tg.compile
     def f(x, k):

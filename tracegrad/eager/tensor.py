@@ -176,6 +176,8 @@ class Tensor:
         t._base = None
         t._retains = False
         t._creation = None
+        if dispatch.CAPTURE.get() is not None:     # made inside a tg.compile capture
+            dispatch.CAPTURE.get().made(t)
         return t
 
     def _set_fields(self, data, requires_grad=False):
@@ -189,6 +191,8 @@ class Tensor:
         self._base = None
         self._retains = False
         self._creation = None
+        if dispatch.CAPTURE.get() is not None:     # made inside a tg.compile capture
+            dispatch.CAPTURE.get().made(self)
 
     @classmethod
     def _recorded(cls, tracer):

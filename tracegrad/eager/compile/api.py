@@ -417,9 +417,13 @@ class CompiledFunction:
                 finally:
                     CAPTURE.reset(token)
                 stores = _stores(snaps, Tensor)
-                for gen, n in cap.draws:
-                    getters.append(_draw_getter(gen, n))
-                    owners.append(None)
+                for getter, t, kind in cap.late:     # draws, tensors lifted late
+                    getters.append(getter)
+                    owners.append(t if kind == "data" else None)
+                    if kind == "data":
+                        reached.tensors.append((t, None))
+                    elif kind == "grad":        # its .grad is read: guarded
+                        params.append(t)
                 for gen, state in cap.generators.values():
                     if gen.get_state()["next_normal"] != state["next_normal"]:
                         raise GraphBreak("the function draws a single normal number (a "
@@ -705,10 +709,6 @@ def _write_data(t, k):
         np.copyto(t._data, out[k])
         t._vc.v += 1
     return write
-
-
-def _draw_getter(gen, n):
-    return lambda leaves: gen.words(n)
 
 
 def _arg_grad_getter(i):

@@ -96,6 +96,9 @@ class Capture:
         self.draws: list = []                     # (generator, n) per draw, in order
         self.histories: list = []                 # (argument, its history, requires_grad)
         self.written: set[int] = set()            # ids of the tensors written back
+        self.created: set[int] = set()            # ids of the tensors made while capturing
+        # inputs made while the function runs, in order: (getter, tensor or None, kind)
+        self.late: list = []
         self.generators: dict = {}                # id -> (generator, state before)
 
     # -- lifting ---------------------------------------------------------------------
@@ -154,6 +157,26 @@ class Capture:
             d[key] = slot.input
         self.slots.append(slot)
 
+    def made(self, t):
+        """``t`` was made while capturing (a constant of the graph, not a value from
+        outside)."""
+        self.created.add(id(t))
+        self.keep.append(t)
+
+    def late_lift(self, t):
+        """A tensor from outside the function that the walk before the capture did not
+        reach (an attribute deeper than it looks): lifted when an operation first reads
+        it, with its ``.grad``, so that it is an input (and an output) like the others."""
+        n = len(self.trace.records)
+        self.lift_tensor(t)
+        if len(self.trace.records) > n:
+            self.late.append((lambda leaves, t=t: t._data, t, "data"))
+        if t._requires_grad:
+            n = len(self.trace.records)
+            self.lift_grad(t)
+            if len(self.trace.records) > n:
+                self.late.append((lambda leaves, t=t: t._grad._data, t, "grad"))
+
     def restore(self):
         """Every slot back to the value it had before the capture."""
         for slot in reversed(self.slots):
@@ -190,6 +213,10 @@ class Capture:
                                      "recorded outside the compiled function", user_src())
                 return tr       # a custom Function's backward traced by the adjoint pass
             v = a._data
+            if type(v) is np.ndarray and id(a) not in self.created and \
+                    id(a) not in self.lifted:
+                self.late_lift(a)
+                v = a._data
             if rg and not a._requires_grad and type(v) is Tracer:
                 # a detached value (x.detach(), x.data) of a node that carries a gradient:
                 # the gradient must not flow through it
@@ -227,6 +254,9 @@ class Capture:
         the new node (its NumPy views and aliases see it)."""
         Tensor = self.Tensor
         rg = grad_mode.is_grad_enabled() and self._requires((t,) + others)
+        if type(t._data) is np.ndarray and id(t) not in self.created and \
+                id(t) not in self.lifted:
+            self.late_lift(t)
         x = t._data
         values = [self._value(o, rg, Tensor) for o in others]
         start = len(self.trace.records)
@@ -303,6 +333,7 @@ class Capture:
             self.generators[id(gen)] = (gen, gen.get_state())
         t = self.trace.new_input(gen.words(n))
         self.draws.append((gen, n))
+        self.late.append((lambda leaves: gen.words(n), None, "draw"))
         return t
 
     # -- backward ----------------------------------------------------------------------
