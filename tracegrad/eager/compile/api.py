@@ -483,13 +483,15 @@ class CompiledFunction:
             _unwatch(snaps)
             default_generator.set_state(rng_saved)
             raise
-        except Exception as e:      # noqa: BLE001  (whatever failed, eager will say it)
+        except BaseException as e:      # (whatever failed, eager will say it)
             if cap is not None:
                 cap.restore()
                 for gen, state in cap.generators.values():
                     gen.set_state(state)
             _unwatch(snaps)
             default_generator.set_state(rng_saved)
+            if not isinstance(e, Exception):    # KeyboardInterrupt: undone, and raised
+                raise
             from ...ir.source import user_src
             raise GraphBreak(f"{type(e).__name__}: {e}", user_src()) from e
         finally:
