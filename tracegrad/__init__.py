@@ -52,6 +52,7 @@ def _alias_eager_modules():
 
 
 from .eager import nn, onnx, optim, utils  # noqa: E402
+from .eager.compile import compile  # noqa: E402,A001  (torch.compile)
 
 _alias_eager_modules()
 
@@ -89,7 +90,8 @@ _alias_torch_modules()
 __all__ = ["TraceError", "RetraceWarning", "Graph", "jit", "passes", "grad", "value_and_grad", "vjp",
            "jvp", "jacobian", "hessian", "trace", "stop_gradient", "custom_vjp", "checkpoint",
            "cond", "fori_loop", "while_loop", "scan", "vmap", "autograd", "bool", "float", "double", "int",
-           "long", "func", "nn", "onnx", "optim", "utils", "pure_callback", "ShapeDtypeStruct", "scipy",
+           "long", "func", "nn", "onnx", "optim", "utils", "compile", "pure_callback",
+           "ShapeDtypeStruct", "scipy",
            "tree_util", "flatten_util", "debug", "optimizers", *_eager.__all__]
 
 # implicit differentiation (issue 15): roots and linear solves

@@ -9,6 +9,7 @@ that transform's tracers is recorded there.
 """
 from __future__ import annotations
 
+import contextvars
 import re
 
 import numpy as np
@@ -20,6 +21,11 @@ from .aliasing import derived, view_name, writable
 from .tape import TAPE, EagerTracer, Version
 
 _PLAIN, _RECORD, _SYMBOLIC = 0, 1, 2
+
+# the ``tg.compile`` capture running in this thread (or asyncio task), else None: while
+# one runs, every operation goes to it (``eager/compile/capture.py``), so that tensors
+# whose values are its tracers are recorded into its graph
+CAPTURE: contextvars.ContextVar = contextvars.ContextVar("tracegrad_capture", default=None)
 
 
 Tensor = None       # tg.Tensor, set by tensor.py once it is defined
@@ -99,6 +105,9 @@ def forward_name(name, fn):
 
 
 def _call(Tensor, fn, args, name, view_of, kwargs):
+    capture = CAPTURE.get()
+    if capture is not None:
+        return capture.call(fn, args, kwargs)
     mode = mode_of(args, Tensor)
     if mode == _PLAIN:
         values = _map(args, _value, Tensor)

@@ -21,7 +21,7 @@ from ..passes.cse import cse
 from ..runtime.interpreter import run as interpret
 from ..tracer import source_override
 from . import anomaly, grad_mode, profiler
-from .dispatch import _tensor_class  # tg.Tensor: tensor.py imports this module
+from .dispatch import CAPTURE, _tensor_class  # tg.Tensor: tensor.py imports this module
 from .promotion import type_name
 from .tape import TAPE, AccumulateGrad, EagerTracer, Saved, walk
 
@@ -614,6 +614,9 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     Tensor = _tensor_class()
     tensors = _as_list(tensors)
     grads = _as_list(grad_tensors) or [None] * len(tensors)
+    capture = CAPTURE.get()
+    if capture is not None:     # tg.compile recording: the adjoint into its graph
+        return capture.backward(tensors, grads, _as_list(inputs), create_graph)
     if len(grads) != len(tensors):
         raise RuntimeError("grad can be implicitly created only for scalar outputs"
                            if not grads else f"got {len(grads)} gradients for {len(tensors)} "
@@ -715,6 +718,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
          only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """The gradients of ``outputs`` with respect to ``inputs``, as a tuple; ``.grad``
     attributes are left alone."""
+    if CAPTURE.get() is not None:
+        CAPTURE.get().graph_break("torch.autograd.grad")
     Tensor = _tensor_class()
     outputs = _as_list(outputs)
     inputs = _as_list(inputs)

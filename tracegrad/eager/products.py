@@ -18,6 +18,8 @@ def is_contiguous(t):
     where NumPy returns a view and PyTorch a copy (``flip``), the tensor counts as
     contiguous whatever the array's strides."""
     data = t._data
+    if type(data) is not np.ndarray:    # a tg.compile tracer: NumPy's layout is its own
+        return True
     return data.flags.c_contiguous or (t._base is None and data.base is not None)
 
 

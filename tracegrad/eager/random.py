@@ -30,6 +30,8 @@ import math
 
 import numpy as np
 
+from .dispatch import CAPTURE
+
 __all__ = ["Generator", "default_generator"]
 
 _MASK24 = np.uint64((1 << 24) - 1)
@@ -85,6 +87,13 @@ class Generator:
     # -- raw words ---------------------------------------------------------------------
     def random(self, n: int) -> np.ndarray:
         """``n`` 32-bit words (uint64 holding them)."""
+        capture = CAPTURE.get()
+        if capture is not None:     # tg.compile: the words are an input of the graph
+            return capture.draw(self, int(n))
+        return self.words(n)
+
+    def words(self, n: int) -> np.ndarray:
+        """``random(n)``'s words, drawn (what every draw of this generator starts from)."""
         return np.asarray(self._bits.random_raw(int(n)), dtype=np.uint64).reshape(int(n))
 
     def random64(self, n: int) -> np.ndarray:

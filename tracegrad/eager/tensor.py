@@ -176,6 +176,8 @@ class Tensor:
         t._base = None
         t._retains = False
         t._creation = None
+        if dispatch.CAPTURE.get() is not None:     # made inside a tg.compile capture
+            dispatch.CAPTURE.get().made(t)
         return t
 
     def _set_fields(self, data, requires_grad=False):
@@ -189,6 +191,8 @@ class Tensor:
         self._base = None
         self._retains = False
         self._creation = None
+        if dispatch.CAPTURE.get() is not None:     # made inside a tg.compile capture
+            dispatch.CAPTURE.get().made(self)
 
     @classmethod
     def _recorded(cls, tracer):
@@ -331,6 +335,7 @@ class Tensor:
         return self._retains
 
     def retain_grad(self) -> None:
+        _leaving_capture("Tensor.retain_grad()")
         if self._tracer is None:
             if not self._requires_grad:
                 raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
@@ -342,6 +347,7 @@ class Tensor:
     def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> RemovableHandle:
         """``hook(grad)`` runs when this tensor's gradient is computed; if it returns a
         tensor, that replaces the gradient. Returns a handle with ``remove()``."""
+        _leaving_capture("Tensor.register_hook")
         if not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self._tracer is None:
@@ -495,12 +501,14 @@ class Tensor:
         return self._data
 
     def numpy(self) -> np.ndarray:
+        _leaving_capture("Tensor.numpy()")
         if self.requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
         return self._concrete("numpy()")
 
     def item(self) -> Any:
+        _leaving_capture("Tensor.item()")
         data = self._concrete("item()")
         if data.size != 1:
             raise RuntimeError(f"a Tensor with {data.size} elements cannot be converted to "
@@ -508,10 +516,12 @@ class Tensor:
         return data.item()
 
     def tolist(self) -> Any:
+        _leaving_capture("Tensor.tolist()")
         return self._concrete("tolist()").tolist()
 
     def _one_element(self):
         """The one element ``float()`` / ``int()`` read (PyTorch's ValueError for more)."""
+        _leaving_capture("float() or int() of a tensor")
         data = self._concrete("float()")
         if data.size != 1:
             raise ValueError("only one element tensors can be converted to Python scalars")
@@ -524,6 +534,7 @@ class Tensor:
         return int(self._one_element())
 
     def __bool__(self):
+        _leaving_capture("bool() of a tensor (Python control flow on its value)")
         data = self._concrete("bool()")
         if data.size != 1:
             raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
@@ -537,6 +548,7 @@ class Tensor:
         return int(data.item())
 
     def __array__(self, dtype=None, copy=None):
+        _leaving_capture("converting a tensor to a NumPy array")
         if self.requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
@@ -591,6 +603,9 @@ class Tensor:
         gradients are involved: the tensor then names the new node (its history is
         rebased, as in PyTorch), and its version goes up. Unless ``cast`` (copy_, fill_,
         indexed assignment), a result of a higher dtype category is an error."""
+        capture = dispatch.CAPTURE.get()
+        if capture is not None:         # tg.compile recording: see eager/compile/capture.py
+            return capture.inplace(self, fn, others, cast)
         self._check_inplace(others, fills)
         if self._data is not None and not self._data.flags.writeable:
             raise RuntimeError(aliasing.OVERLAP)
@@ -689,6 +704,9 @@ class Tensor:
         return self
 
     def __setitem__(self, key, value):
+        capture = dispatch.CAPTURE.get()
+        if capture is not None:         # tg.compile recording: see eager/compile/capture.py
+            return capture.setitem(self, key, value)
         key = _index_key(key)
         if self._creation is not None:
             from .indexing import getitem_name, is_basic
@@ -784,7 +802,16 @@ class RemovableHandle:
         self.remove()
 
 
+def _leaving_capture(what):
+    """Under a ``tg.compile`` capture, a tensor's value leaving for Python or NumPy code is a
+    graph break (``eager/compile``): the value is not known until the graph runs."""
+    capture = dispatch.CAPTURE.get()
+    if capture is not None:
+        capture.graph_break(what)
+
+
 def format_tensor(t):
+    _leaving_capture("printing a tensor")
     fn = t.grad_fn
     return tensor_repr(t._data, default_dtype(), None if fn is None else fn.name(),
                        t.requires_grad, t.shape)

@@ -487,7 +487,9 @@ def _zero_grad(p, set_to_none):
         g = p._grad
         if g._tracer is not None:       # a gradient with history (create_graph=True)
             g = p._grad = g.detach()
-        if g._data.flags.writeable:
+        if type(g._data) is not np.ndarray:     # a tg.compile tracer: written in place
+            g._data[...] = 0
+        elif g._data.flags.writeable:
             g._data.fill(0)
             g._vc.v += 1
         else:       # a read-only (e.g. broadcast) gradient array: a fresh one
