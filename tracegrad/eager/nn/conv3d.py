@@ -15,7 +15,7 @@ import numpy as np
 from ...ir import apply
 from ..dispatch import call
 from ..tensor import Tensor
-from .conv_common import _check_groups, _grouped, _same_padding
+from .conv_common import _check_groups, _grouped, _same_padding, _with_bias
 
 __all__ = ["conv3d", "conv_transpose3d", "max_pool3d", "avg_pool3d"]
 
@@ -105,17 +105,6 @@ def _check_weight(what, x, weight, bias, groups, transposed):
                            f"{list(bias.shape)} instead")
 
 
-def _run(fn, x, weight, bias, squeeze):
-    if bias is None:
-        out = call(fn, x, weight, name="ConvolutionBackward0")
-        if out.grad_fn is not None:     # PyTorch shows the missing bias as a None edge
-            out.grad_fn._inputs = (out.grad_fn._inputs or out.grad_fn._parents) + (None,)
-    else:
-        out = call(lambda v, w, b: fn(v, w) + np.reshape(b, (1, -1, 1, 1, 1)), x, weight, bias,
-                   name="ConvolutionBackward0")
-    return out.squeeze(0) if squeeze else out
-
-
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """3-D cross-correlation of (N, C, D, H, W) ``input`` with an (O, C / groups, kD, kH,
     kW) ``weight``; ``padding`` may be "valid" or "same"."""
@@ -145,7 +134,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
                            f"{padded[1]} x {padded[2]}). Kernel size: ({kernel[0]} x {kernel[1]} "
                            f"x {kernel[2]}). Kernel size can't be greater than actual input size")
     fn = _grouped(_conv3d_fn(stride, padding, dilation, extra), groups, False)
-    return _run(fn, x, weight, bias, squeeze)
+    return _with_bias(fn, x, weight, bias, squeeze)
 
 
 def _conv_transpose3d_fn(stride, padding, output_padding, dilation):
@@ -192,7 +181,7 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
                            f"{dilation[2]}")
     fn = _grouped(_conv_transpose3d_fn(stride, padding, output_padding, dilation), groups,
                     True)
-    return _run(fn, x, weight, bias, squeeze)
+    return _with_bias(fn, x, weight, bias, squeeze)
 
 
 def _pool3d_args(what, input, kernel_size, stride, padding, dilation, ceil_mode):

@@ -38,3 +38,19 @@ def _same_padding(kernel, dilation, stride, what):
         raise ValueError("padding='same' is not supported for strided convolutions")
     return tuple((d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2)
                  for k, d in zip(kernel, dilation))
+
+
+def _with_bias(fn, input, weight, bias, squeeze):
+    """``fn(input, weight)`` plus the per-channel ``bias``, as one ``ConvolutionBackward0``
+    node (any number of spatial dimensions); ``squeeze`` drops the batch dimension an
+    unbatched input was given."""
+    from ..dispatch import call
+    if bias is None:
+        out = call(fn, input, weight, name="ConvolutionBackward0")
+        if out.grad_fn is not None:     # PyTorch shows the missing bias as a None edge
+            out.grad_fn._inputs = (out.grad_fn._inputs or out.grad_fn._parents) + (None,)
+    else:
+        shape = (1, -1) + (1,) * (input.ndim - 2)
+        out = call(lambda x, w, b: fn(x, w) + np.reshape(b, shape), input, weight, bias,
+                   name="ConvolutionBackward0")
+    return out.squeeze(0) if squeeze else out

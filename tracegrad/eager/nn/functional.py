@@ -20,7 +20,7 @@ from ..indexing import operand_key as _operand_key
 from ..tape import EagerTracer
 from ..tensor import Tensor, _private_copy
 from .conv3d import avg_pool3d, conv3d, conv_transpose3d, max_pool3d  # noqa: F401
-from .conv_common import _check_groups, _grouped, _same_padding
+from .conv_common import _check_groups, _grouped, _same_padding, _with_bias
 from .losses import (  # noqa: F401  (part of tg.nn.functional)
     _check_reduction,
     _dtype_name,
@@ -185,17 +185,6 @@ def _check_conv(what, x, weight, bias, in_channels, out_channels, transposed, gr
         raise RuntimeError(f"Given weight of size {list(weight.shape)}, expected bias to be "
                            f"1-dimensional with {out_channels} elements, but got bias of size "
                            f"{list(bias.shape)} instead")
-
-
-def _with_bias(fn, input, weight, bias, squeeze):
-    if bias is None:
-        out = call(fn, input, weight, name="ConvolutionBackward0")
-        if out.grad_fn is not None:     # PyTorch shows the missing bias as a None edge
-            out.grad_fn._inputs = (out.grad_fn._inputs or out.grad_fn._parents) + (None,)
-    else:
-        out = call(lambda x, w, b: fn(x, w) + np.reshape(b, (1, -1, 1, 1)), input, weight, bias,
-                   name="ConvolutionBackward0")
-    return out.squeeze(0) if squeeze else out
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
