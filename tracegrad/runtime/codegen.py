@@ -48,6 +48,7 @@ class Compiled:
         self.source = source
         self.filename = filename
         self.namespace = {} if namespace is None else namespace
+        self.inplace: dict = {}     # output position -> input position it is written into
 
     def __call__(self, *args):
         return self.fn(*args)
@@ -155,7 +156,7 @@ def spell(spelling, args, params):
 
 
 class _Generator:
-    def __init__(self, graph: Graph):
+    def __init__(self, graph: Graph, inplace=None):
         self.graph = graph
         self.nodes = graph.by_id
         self.globals: dict = {"GUARD_FAILED": GUARD_FAILED, "np": np}
@@ -167,7 +168,36 @@ class _Generator:
             for a in self.nodes[n]["args"]:
                 self.last_use[a] = n
         self.keep = set(graph.outputs) | {n for n, _ in graph.guards}
+        self.root: dict = {}
         self.buffer_end = self._buffer_ends()
+        self.into = self._into(inplace or {})
+
+    def _into(self, inplace):
+        """Node -> input node whose buffer takes the node's value (``out=``): an output
+        the caller copies into that input's array anyway (a parameter's update). Only
+        an elementwise node of the input's shape and dtype, computed after every guard
+        and after the input's buffer is last read, that no view is taken of and that
+        is no other output."""
+        into = {}
+        order = {n: i for i, n in enumerate(self.graph)}
+        last_guard = max((order[n] for n, _ in self.graph.guards), default=-1)
+        viewed = {r for m, r in self.root.items() if r != m}
+        outputs = list(self.graph.outputs)
+        taken = set()
+        for k, i in inplace.items():
+            n, x = outputs[k], self.graph.inputs[i]
+            d, src = self.nodes[n], self.nodes[x]
+            end = self.buffer_end.get(x, -1)
+            if (d["op"] in ("input", "const") or REGISTRY[d["op"]].ufunc is None
+                    or outputs.count(n) != 1 or n in viewed or n in into or x in taken
+                    or x in self.keep or order[n] <= last_guard
+                    or end == float("inf") or (end >= 0 and order[end] > order[n])
+                    or d["shape"] != src["shape"] or d["dtype"] != src["dtype"]
+                    or not d["shape"]):
+                continue
+            into[n] = x
+            taken.add(x)
+        return into
 
     def _buffer_ends(self):
         """For each buffer, the last node that reads it or any view of it. A buffer may be
@@ -181,6 +211,7 @@ class _Generator:
             r = root[n]
             last = float("inf") if n in self.keep else self.last_use.get(n, -1)
             end[r] = max(end.get(r, -1), last)
+        self.root = root
         return end
 
     def bind(self, stem, value):
@@ -225,6 +256,9 @@ class _Generator:
                 zip(self.graph.outputs, plan(self.graph, bases))):
             if same is not None:
                 names.append(names[same])
+                continue
+            if o in self.into:      # written into its input's buffer on purpose
+                names.append(self.var[o])
                 continue
             others = ([self.var[self.graph.inputs[i]] for i in inputs]
                       + [self.var[c] for c in consts] + [names[j] for j in earlier])
@@ -303,12 +337,16 @@ class _Generator:
         operands = [self.operand(a, d) for a in d["args"]]
         if all(a in self.scalar for a in d["args"]):
             operands = [self.var[a] for a in d["args"]]  # keep NumPy scalars: NumPy's result
-        out = self.reusable_operand(n, d)
-        if out is None and prim.spelling is not None:
-            return prim.spelling.format(*operands)
+        if n in self.into:
+            target = self.var[self.into[n]]
+        else:
+            out = self.reusable_operand(n, d)
+            if out is None and prim.spelling is not None:
+                return prim.spelling.format(*operands)
+            target = self.var[d["args"][out]] if out is not None else None
         ufunc = prim.ufunc
         fn = self.bind(f"np_{ufunc.__name__}", ufunc)
-        tail = f", out={self.var[d['args'][out]]}" if out is not None else ""
+        tail = f", out={target}" if target is not None else ""
         return f"{fn}({', '.join(operands)}{tail})"
 
     def operand(self, a, user):
@@ -358,13 +396,21 @@ def _add_at_repeated(x, index, v):
     return x
 
 
-def generate(graph: Graph, name="tracegrad_fn", bases=None) -> Compiled:
+def generate(graph: Graph, name="tracegrad_fn", bases=None, inplace=None) -> Compiled:
     """``graph`` as a Python function. ``bases`` (see ``aliasing``) say which outputs NumPy
-    gives as inputs or their views; without them they are read off the graph."""
-    gen = _Generator(graph)
+    gives as inputs or their views; without them they are read off the graph.
+    ``inplace`` maps output positions to input positions whose arrays the caller copies
+    those outputs into: where it can, the function writes the output straight into the
+    input's array (which it then returns) instead; the caller must pass arrays that share
+    memory with no other input there. ``Compiled.inplace`` says which pairs it did."""
+    gen = _Generator(graph, inplace)
     source = gen.generate(name, bases)
     filename = f"<tracegrad-generated-{next(_counter)}>"
     # linecache keeps the source so tracebacks through generated code are readable
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     exec(compile(source, filename, "exec"), gen.globals)  # noqa: S102 - our own generated code
-    return Compiled(gen.globals[name], source, filename, gen.globals)
+    compiled = Compiled(gen.globals[name], source, filename, gen.globals)
+    index = {x: i for i, x in enumerate(graph.inputs)}
+    compiled.inplace = {k: index[gen.into[o]] for k, o in enumerate(graph.outputs)
+                        if o in gen.into}
+    return compiled

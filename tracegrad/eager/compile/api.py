@@ -180,9 +180,12 @@ class _Entry:
         self.arg_key, self.state_of, self.state = arg_key, state_of, state
         self.getters, self.writes, self.returned, self.tree = getters, writes, returned, tree
         self.tape = None
+        self.inplace: list = []     # (input position, the array its output is copied into)
 
     def __call__(self, leaves, Tensor):
         arrays = [g(leaves) for g in self.getters]
+        if self.inplace:
+            _fence(arrays, leaves, self.inplace)
         out = self.fn(*arrays)
         if out is GUARD_FAILED:
             return GUARD_FAILED
@@ -201,6 +204,17 @@ class _Entry:
             else:
                 result.append(v)
         return unflatten(self.tree, result)
+
+
+def _fence(arrays, leaves, inplace):
+    """The compiled code writes some outputs into their input arrays: one that is not the
+    array the write-back copies into, that is read-only, or that may share memory with
+    another input is passed as a copy instead (the write-back then copies, as without)."""
+    owners = [id(a) if a.base is None else id(a.base) for a in arrays]
+    for i, target in inplace:
+        a = arrays[i]
+        if a is not target(leaves) or not a.flags.writeable or owners.count(owners[i]) > 1:
+            arrays[i] = a.copy()
 
 
 class _Call:
@@ -372,6 +386,7 @@ class CompiledFunction:
                 cap = Capture(trace)
                 getters = []
                 owners = []     # per getter: the tensor whose value it reads, if any
+                keys = []       # per getter: what it reads, as the write-backs name it
                 arg_slot = {}
                 for i, x in enumerate(leaves):
                     if isinstance(x, Tensor):
@@ -381,6 +396,7 @@ class CompiledFunction:
                         if len(trace.records) > n:
                             getters.append(_arg_getter(i))
                             owners.append(None)
+                            keys.append(("arg", i))
                 tensors = [t for t, _ in reached.tensors]
                 for t in tensors:
                     n = len(trace.records)
@@ -388,6 +404,7 @@ class CompiledFunction:
                     if len(trace.records) > n:
                         getters.append(_data_getter(t))
                         owners.append(t)
+                        keys.append(("data", id(t)))
                 params = [t for t in tensors if t._requires_grad]
                 for p in params:
                     n = len(trace.records)
@@ -395,6 +412,7 @@ class CompiledFunction:
                     if len(trace.records) > n:
                         getters.append(_grad_getter(p))
                         owners.append(p._grad)
+                        keys.append(("grad", id(p)))
                 for i, x in enumerate(leaves):      # an argument's .grad: per call
                     if isinstance(x, Tensor) and x._requires_grad and arg_slot.get(id(x)) == i \
                             and not any(x is h for h, _, _ in cap.histories):
@@ -403,6 +421,7 @@ class CompiledFunction:
                         if len(trace.records) > n:
                             getters.append(_arg_grad_getter(i))
                             owners.append(None)
+                            keys.append(("arggrad", i))
                 for opt in reached.optimizers:
                     for st in opt.state.values():
                         for k in list(st):
@@ -411,6 +430,8 @@ class CompiledFunction:
                             if len(trace.records) > n:
                                 getters.append(_item_getter(st, k))
                                 owners.append(None)
+                                keys.append(("data", id(st[k])) if isinstance(st[k], Tensor)
+                                            else None)
                 token = CAPTURE.set(cap)
                 try:
                     result = self._fn(*args, **kwargs)
@@ -420,6 +441,7 @@ class CompiledFunction:
                 for getter, t, kind in cap.late:     # draws, tensors lifted late
                     getters.append(getter)
                     owners.append(t if kind == "data" else None)
+                    keys.append((kind, id(t)) if kind in ("data", "grad") else None)
                     if kind == "data":
                         reached.tensors.append((t, None))
                     elif kind == "grad":        # its .grad is read: guarded
@@ -504,16 +526,24 @@ class CompiledFunction:
         # dataset held in a global) are dropped: not read, not guarded on each call
         kept = _drop_unused_inputs(graph)
         getters = [getters[k] for k in kept]
+        keys = [keys[k] for k in kept]
         used = {id(owners[k]) for k in kept if owners[k] is not None} | cap.written
         reached.tensors = [(t, path) for t, path in reached.tensors if id(t) in used]
         params = [p for p in params if id(p) in used or p._grad is not None and
                   id(p._grad) in used or any(w is p for w in cap.leaves)]
-        fn = self._compile(graph)
+        # a parameter's update is written straight into its array where the code can
+        position = {k: i for i, k in enumerate(keys) if k is not None}
+        into = {w.k: position[w.key] for w in writes
+                if getattr(w, "key", None) in position}
+        fn, done = self._compile(graph, into)
         state_of = _state_function(reached, params, Module)
         entry = _Entry(graph, fn, key, state_of, state_of(), getters, writes, returned,
                        res_tree)
+        entry.inplace = [(i, next(w.target for w in writes if getattr(w, "k", None) == k
+                                  and getattr(w, "key", None) is not None))
+                         for k, i in done.items()]
         if tape is not None:
-            entry.tape = _TapeNode(*tape, self._compile(tape[0].graph))
+            entry.tape = _TapeNode(*tape, self._compile(tape[0].graph)[0])
             index = {}
             for kind, v in returned:
                 if kind == "tape":
@@ -597,12 +627,15 @@ class CompiledFunction:
                     raise GraphBreak(f"optimizer state {slot.key!r} changed to a "
                                      f"{type(final).__name__}")
 
-    def _compile(self, graph):
+    def _compile(self, graph, inplace=None):
+        """The graph's function, and which outputs it writes into which inputs' arrays
+        (output position -> input position)."""
         if self.backend == "jax":
             from ...runtime.jax_backend import JaxCompiled
-            return _JaxRun(JaxCompiled(graph))
-        return generate(graph, name=_safe(self._explain.name),
-                        bases=fresh_bases(graph)).fn
+            return _JaxRun(JaxCompiled(graph)), {}
+        compiled = generate(graph, name=_safe(self._explain.name), bases=fresh_bases(graph),
+                            inplace=inplace)
+        return compiled.fn, compiled.inplace
 
 
 class _JaxRun:
@@ -701,15 +734,19 @@ def _item_getter(d, k):
 def _write_arg(i, k):
     def write(out, leaves):
         t = leaves[i]
-        np.copyto(t._data, out[k])
+        if out[k] is not t._data:       # (else the code wrote into it)
+            np.copyto(t._data, out[k])
         t._vc.v += 1
+    write.k, write.key, write.target = k, ("arg", i), lambda leaves: leaves[i]._data
     return write
 
 
 def _write_data(t, k):
     def write(out, leaves):
-        np.copyto(t._data, out[k])
+        if out[k] is not t._data:
+            np.copyto(t._data, out[k])
         t._vc.v += 1
+    write.k, write.key, write.target = k, ("data", id(t)), lambda leaves: t._data
     return write
 
 
@@ -720,8 +757,14 @@ def _arg_grad_getter(i):
 def _write_grad_data(p, k, arg=None):
     def write(out, leaves):
         g = (p if arg is None else leaves[arg])._grad
-        np.copyto(g._data, out[k])
+        if out[k] is not g._data:
+            np.copyto(g._data, out[k])
         g._vc.v += 1
+
+    def target(leaves):
+        return (p if arg is None else leaves[arg])._grad._data
+    write.k, write.key, write.target = k, ("grad", id(p)) if arg is None else ("arggrad", arg), \
+        target
     return write
 
 
