@@ -685,3 +685,38 @@ def test_random_programs_compiled_are_eager(program):
     assert_same(eager, compiled, exact="views" not in [n for n, _ in program[0]])
     explained = compiled[3].explain()
     assert explained.graph_count == 1 and not explained.break_reasons, str(explained)
+
+
+def test_updates_are_written_into_the_parameters_own_arrays():
+    """The generated code writes each parameter's, momentum buffer's and .grad's new value
+    straight into its array (no copy back): arrays the caller holds see every step's
+    values, as they do eagerly, and the numbers are eager's."""
+    def run(compiled):
+        tg.manual_seed(0)
+        m = mlp()
+        o = OPTIMIZERS["sgd-momentum"](m.parameters())
+
+        def step(x, labels):
+            o.zero_grad(set_to_none=False)
+            value = F.cross_entropy(m(x), labels)
+            value.backward()
+            o.step()
+            return value
+        f = tg.compile(step) if compiled else step
+        batches = data("mlp", STEPS)
+        f(*batches[0][:2])
+        held = [p.detach().numpy() for p in m.parameters()]
+        grads = [p.grad.numpy() for p in m.parameters()]
+        for x, labels, _ in batches[1:]:
+            f(x, labels)
+        for p, a, g in zip(m.parameters(), held, grads):
+            np.testing.assert_array_equal(a, p.detach().numpy())
+            assert np.shares_memory(a, p.detach().numpy())
+            np.testing.assert_array_equal(g, p.grad.numpy())
+        return [a.copy() for a in held + grads], f
+    eager, _ = run(False)
+    compiled, f = run(True)
+    for a, b in zip(eager, compiled):
+        np.testing.assert_array_equal(a, b)
+    # parameters, gradients (accumulated in place) and momentum buffers: all in place
+    assert len(f._entries[0].inplace) >= 3 * len(list(mlp().parameters()))

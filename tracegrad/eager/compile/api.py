@@ -426,12 +426,12 @@ class CompiledFunction:
                     for st in opt.state.values():
                         for k in list(st):
                             n = len(trace.records)
+                            item_key = _item_key(st, k, Tensor)
                             cap.lift_item(st, k)
                             if len(trace.records) > n:
                                 getters.append(_item_getter(st, k))
                                 owners.append(None)
-                                keys.append(("data", id(st[k])) if isinstance(st[k], Tensor)
-                                            else None)
+                                keys.append(item_key)
                 token = CAPTURE.set(cap)
                 try:
                     result = self._fn(*args, **kwargs)
@@ -731,6 +731,14 @@ def _item_getter(d, k):
     return lambda leaves: np.asarray(d[k])
 
 
+def _item_key(d, k, Tensor):
+    """What ``_item_getter(d, k)`` reads, as the write-backs name it."""
+    v = d[k]
+    if isinstance(v, Tensor):
+        return ("data", id(v))
+    return ("item", id(d), k) if type(v) is np.ndarray else None
+
+
 def _write_arg(i, k):
     def write(out, leaves):
         t = leaves[i]
@@ -796,10 +804,13 @@ def _write_item(slot, k):
     if type(original) is np.ndarray:
         def write(out, leaves):
             cur = d.get(key)
+            if cur is out[k]:       # the code wrote into it
+                return
             if type(cur) is np.ndarray and cur.shape == out[k].shape:
                 np.copyto(cur, out[k])
             else:
                 d[key] = out[k]
+        write.k, write.key, write.target = k, ("item", id(d), key), lambda leaves: d.get(key)
     elif type(original) in (int, float):
         kind = type(original)
 
