@@ -210,10 +210,15 @@ def _fence(arrays, leaves, inplace):
     """The compiled code writes some outputs into their input arrays: one that is not the
     array the write-back copies into, that is read-only, or that may share memory with
     another input is passed as a copy instead (the write-back then copies, as without)."""
-    owners = [id(a) if a.base is None else id(a.base) for a in arrays]
+    owners, count = [], {}
+    for a in arrays:
+        base = getattr(a, "base", None)
+        o = id(a if base is None else base)
+        owners.append(o)
+        count[o] = count.get(o, 0) + 1
     for i, target in inplace:
         a = arrays[i]
-        if a is not target(leaves) or not a.flags.writeable or owners.count(owners[i]) > 1:
+        if a is not target(leaves) or not a.flags.writeable or count[owners[i]] > 1:
             arrays[i] = a.copy()
 
 
