@@ -348,3 +348,58 @@ def test_jax_backend_assigns_a_value_with_leading_unit_axes_as_numpy():
     want = f(x.copy(), v)
     for backend in ("numpy", "jax"):
         np.testing.assert_array_equal(tg.jit(f, backend=backend)(x, v), want)
+
+
+def _bits(a):
+    a = np.asarray(a)
+    return a.view(np.dtype(f"u{a.dtype.itemsize}"))
+
+
+def test_gradient_of_disjoint_slices_is_added_into_one_buffer_with_the_same_bits():
+    # the adjoint of slicing: each slice's gradient scattered into zeros, then summed;
+    # for disjoint slices the code adds them all into one buffer of zeros. -0.0 in a
+    # slice's gradient must still come out +0.0 (0.0 + -0.0), NaN and inf unchanged.
+    def f(x):
+        return (np.sum(x[:, :2] ** 2) + np.sum(x[:, 2:4] * 3.0)
+                + np.sum(np.sin(x[:, 5:])))
+
+    x = np.array([[-0.0, 1.0, np.nan, 2.0, 5.0, -0.0], [0.5, -0.0, 3.0, np.inf, 1.0, 2.0]])
+    graph = tg.trace(tg.grad(f), x)
+    compiled = generate(graph)
+    assert compiled.source.count(".copy()") == 1, compiled.source
+    out, ref = compiled(x)[0], run(graph, [x])[0]
+    np.testing.assert_array_equal(_bits(out), _bits(ref))
+    assert out[0, 0] == 0 and not np.signbit(out[0, 0]) and not np.signbit(out[1, 1])
+
+    def overlapping(x):        # slices that overlap: each into zeros of its own, as before
+        return np.sum(x[:, :3] ** 2) + np.sum(x[:, 2:] * 3.0)
+
+    graph = tg.trace(tg.grad(overlapping), x)
+    compiled = generate(graph)
+    assert compiled.source.count(".copy()") == 2, compiled.source
+    np.testing.assert_array_equal(_bits(compiled(x)[0]), _bits(run(graph, [x])[0]))
+
+
+def test_an_output_the_caller_copies_into_an_input_is_computed_into_it():
+    def update(w, g):
+        return w - 0.5 * g
+
+    w, g = np.arange(6.0).reshape(2, 3), np.full((2, 3), 3.0)
+    graph = tg.trace(update, w, g)
+    compiled = generate(graph, inplace={0: 0})
+    assert compiled.inplace == {0: 0} and "out=x0" in compiled.source
+    w_in = w.copy()
+    out = compiled(w_in, g)[0]
+    assert out is w_in
+    np.testing.assert_array_equal(out, w - 0.5 * g)
+
+    def reads_after(w, g):      # the old value is read after the update: no writing into it
+        new = w - 0.5 * g
+        return new, np.sum(w * new)
+
+    graph = tg.trace(reads_after, w, g)
+    compiled = generate(graph, inplace={0: 0})
+    assert compiled.inplace == {}
+    w_in = w.copy()
+    compiled(w_in, g)
+    np.testing.assert_array_equal(w_in, w)

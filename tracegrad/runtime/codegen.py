@@ -171,6 +171,75 @@ class _Generator:
         self.root: dict = {}
         self.buffer_end = self._buffer_ends()
         self.into = self._into(inplace or {})
+        self.scatter_into, self.scatter_sum = self._scatter_sums()
+
+    # -- sums of scatters into zeros --------------------------------------------------
+    def _zeros(self, n):
+        """Whether node ``n`` is +0.0 everywhere: a float constant of zeros (no -0.0),
+        reshaped or broadcast."""
+        d = self.nodes[n]
+        while d["op"] in ("broadcast_to", "reshape"):
+            d = self.nodes[d["args"][0]]
+        if d["op"] != "const":
+            return False
+        value = d["params"]["value"]
+        return (value.dtype.kind == "f" and value.size <= 64 and not value.any()
+                and not np.signbit(value).any())
+
+    def _scatter_sums(self):
+        """The adjoint of slicing a value into pieces (an LSTM's gates): each piece's
+        gradient added into its own zeros, ``index_update(zeros, piece_k, g_k)``, and
+        the results summed. Where the pieces are disjoint basic slices of one float
+        shape, every element of the sum is ``0 + g_k`` (``+0.0`` plus a value that is
+        not ``-0.0`` is that value): the same bits as adding each ``g_k`` into one
+        buffer of zeros, which the code then does. Returns ``{scatter: buffer node}``
+        (the scatter adds into that buffer in place) and ``{sum node: scatter}`` (the
+        sum is that scatter's result)."""
+        order = {n: i for i, n in enumerate(self.graph)}
+        users: dict = {}
+        for n in self.graph:
+            for a in self.nodes[n]["args"]:
+                users.setdefault(a, []).append(n)
+        covered: dict = {}      # node -> mask of where it may be nonzero (zero elsewhere)
+
+        def scatter(n):
+            d = self.nodes[n]
+            if (d["op"] != "index_update" or len(d["args"]) != 2
+                    or d["params"]["mode"] != "add" or not d["params"]["index"].is_basic
+                    or not self._zeros(d["args"][0]) or np.dtype(d["dtype"]).kind != "f"
+                    or int(np.prod(d["shape"])) > 1 << 20):
+                return None
+            mask = np.zeros(d["shape"], bool)
+            mask[d["params"]["index"].to_numpy()] = True
+            return mask
+
+        into, sums = {}, {}
+        for n in self.graph:
+            d = self.nodes[n]
+            if d["op"] in ("input", "const"):
+                continue
+            mask = scatter(n)
+            if mask is not None:
+                covered[n] = mask
+                continue
+            if d["op"] != "add" or len(d["args"]) != 2:
+                continue
+            p, q = d["args"]
+            if p == q or p not in covered or q not in covered:
+                continue
+            if order[p] > order[q]:
+                p, q = q, p         # q, the later one, adds into p's buffer
+            dp, dq = self.nodes[p], self.nodes[q]
+            if (dq["op"] != "index_update"
+                    or any(x in self.keep or users.get(x) != [n] for x in (p, q))
+                    or not (dp["shape"] == dq["shape"] == d["shape"])
+                    or not (dp["dtype"] == dq["dtype"] == d["dtype"])
+                    or (covered[p] & covered[q]).any()):
+                continue
+            into[q] = p
+            sums[n] = q
+            covered[n] = covered[p] | covered[q]
+        return into, sums
 
     def _into(self, inplace):
         """Node -> input node whose buffer takes the node's value (``out=``): an output
@@ -281,6 +350,12 @@ class _Generator:
     # -- expressions --------------------------------------------------------------------------
     def expression(self, n, d):
         op, params = d["op"], d["params"]
+        if n in self.scatter_sum:       # (see _scatter_sums)
+            return self.var[self.scatter_sum[n]]
+        if n in self.scatter_into:
+            fn = self.bind("add_at", _add_at)
+            index = self.bind(f"index{n}", params["index"].to_numpy())
+            return f"{fn}({self.var[self.scatter_into[n]]}, {index}, {self.var[d['args'][1]]})"
         prim = REGISTRY[op]
         if prim.ufunc is not None:
             return self.elementwise(n, d, prim)
