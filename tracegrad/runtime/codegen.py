@@ -425,11 +425,23 @@ class _Generator:
         return f"{fn}({', '.join(operands)}{tail})"
 
     def operand(self, a, user):
-        """A 0-d constant as a Python literal when NumPy's weak typing of Python scalars
-        gives the same result dtype as the typed constant; otherwise its variable."""
+        """A 0-d constant as a 0-d array of its dtype: NumPy types it as the constant
+        (as a NumPy scalar), and a ufunc takes it in a third of the time it takes a Python
+        float, whose weak type it must resolve. Not for ``power``, whose operator takes
+        a Python exponent 2 or 0.5 as ``square`` or ``sqrt``: there a Python literal when
+        NumPy's weak typing of Python scalars gives the same result dtype as the typed
+        constant; otherwise its variable."""
         if a not in self.scalar:
             return self.var[a]
         value = self.scalar[a]
+        if REGISTRY[user["op"]].ufunc not in (np.power, np.float_power) and \
+                isinstance(value, (np.floating, np.integer)):
+            name = f"_c{a}_0d"
+            if name not in self.globals:
+                array = np.array(value)
+                array.flags.writeable = False
+                self.globals[name] = array
+            return name
         if not isinstance(value, (np.floating, np.integer)) or not np.isfinite(value):
             return self.var[a]
         lit = value.item()
