@@ -3,11 +3,13 @@
 The generated function calls NumPy directly: arithmetic as Python operators,
 other ufuncs and reductions through the ufunc objects (``np.add.reduce`` costs
 a third of ``np.sum``), basic indexing as subscripts, constants and callables
-bound as globals and small scalar constants written as literals where that
-keeps NumPy's dtype rules. Every statement carries a ``# file.py:LINE``
-comment, every intermediate is released right after its last use, and a large
-elementwise result is written into a dead operand's buffer (``out=``). The
-source is registered with ``linecache`` so tracebacks show it.
+bound as globals (a scalar operand of an elementwise operation as a 0-d array of
+its dtype, which NumPy takes faster than a Python float). Every statement carries
+a ``# file.py:LINE`` comment, every intermediate is released right after its last
+use, and a large elementwise result is written into a dead operand's buffer
+(``out=``); an output the caller copies into an input's array is computed into
+it (``inplace``), and the gradients of disjoint slices are added into one buffer
+of zeros. The source is registered with ``linecache`` so tracebacks show it.
 
 Guards are checked as soon as their value is computed: a graph traced under
 one branch returns ``GUARD_FAILED`` for inputs that take another.
