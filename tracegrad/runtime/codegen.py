@@ -216,6 +216,7 @@ class _Generator:
             return mask
 
         into, sums = {}, {}
+        members: dict = {}      # node -> the nodes whose values live in its buffer
         for n in self.graph:
             d = self.nodes[n]
             if d["op"] in ("input", "const"):
@@ -223,6 +224,7 @@ class _Generator:
             mask = scatter(n)
             if mask is not None:
                 covered[n] = mask
+                members[n] = {n}
                 continue
             if d["op"] != "add" or len(d["args"]) != 2:
                 continue
@@ -236,11 +238,13 @@ class _Generator:
                     or any(x in self.keep or users.get(x) != [n] for x in (p, q))
                     or not (dp["shape"] == dq["shape"] == d["shape"])
                     or not (dp["dtype"] == dq["dtype"] == d["dtype"])
-                    or (covered[p] & covered[q]).any()):
-                continue
+                    or (covered[p] & covered[q]).any()
+                    or self.root.get(dq["args"][1]) in members[p]):
+                continue        # (nor when q adds a view of p's own buffer)
             into[q] = p
             sums[n] = q
             covered[n] = covered[p] | covered[q]
+            members[n] = members[p] | {q, n}
         return into, sums
 
     def _into(self, inplace):
