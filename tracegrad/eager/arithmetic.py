@@ -228,6 +228,9 @@ def _true_divide(a, b):
     return np.true_divide(a, b)
 
 
+_true_divide.__wrapped__ = np.true_divide     # (the profiler's name for it: div)
+
+
 # the operations that are one primitive on tape tracers (EagerTracer.__array_ufunc__)
 _ONE_PRIMITIVE = {np.add: _DIRECT[np.add], np.subtract: _DIRECT[np.subtract],
                   np.multiply: _DIRECT[np.multiply], _true_divide: _DIRECT[np.true_divide],
@@ -246,7 +249,7 @@ def _subtract(a, b):
         raise _err("Subtraction, the `-` operator, with a bool tensor is not supported. If you "
                    "are trying to invert a mask, use the `~` or `logical_not()` operator "
                    "instead.")
-    return _elementwise(np.subtract, a, b, name="SubBackward0")
+    return _elementwise(np.subtract, a, b)
 
 
 def _bitwise(a, b, logical, bitwise, what):
@@ -411,17 +414,19 @@ def _rsqrt(x):
     return 1 / np.sqrt(x)
 
 
+# name: PyTorch's for the grad_fn where it is not the torch_name of the primitive the
+# function records (None: that one's, ExpBackward0 & co.)
 _UNARY = {
-    "exp": (np.exp, "ExpBackward0"), "log": (np.log, "LogBackward0"),
-    "log2": (np.log2, "Log2Backward0"), "log10": (np.log10, "Log10Backward0"),
-    "log1p": (np.log1p, "Log1PBackward0"), "expm1": (np.expm1, "Expm1Backward0"),
-    "sqrt": (np.sqrt, "SqrtBackward0"), "rsqrt": (_rsqrt, "RsqrtBackward0"),
-    "abs": (_abs, "AbsBackward0"), "neg": (np.negative, "NegBackward0"),
-    "sin": (np.sin, "SinBackward0"), "cos": (np.cos, "CosBackward0"),
-    "tan": (np.tan, "TanBackward0"), "sinh": (np.sinh, "SinhBackward0"),
-    "cosh": (np.cosh, "CoshBackward0"), "tanh": (np.tanh, "TanhBackward0"),
-    "asin": (np.arcsin, "AsinBackward0"), "acos": (np.arccos, "AcosBackward0"),
-    "atan": (np.arctan, "AtanBackward0"), "sigmoid": (_sigmoid, "SigmoidBackward0"),
+    "exp": (np.exp, None), "log": (np.log, None),
+    "log2": (np.log2, None), "log10": (np.log10, None),
+    "log1p": (np.log1p, None), "expm1": (np.expm1, None),
+    "sqrt": (np.sqrt, None), "rsqrt": (_rsqrt, "RsqrtBackward0"),
+    "abs": (_abs, "AbsBackward0"), "neg": (np.negative, None),
+    "sin": (np.sin, None), "cos": (np.cos, None),
+    "tan": (np.tan, None), "sinh": (np.sinh, None),
+    "cosh": (np.cosh, None), "tanh": (np.tanh, None),
+    "asin": (np.arcsin, None), "acos": (np.arccos, None),
+    "atan": (np.arctan, None), "sigmoid": (_sigmoid, "SigmoidBackward0"),
     "relu": (_relu, "ReluBackward0"), "floor": (np.floor, "FloorBackward0"),
     "ceil": (np.ceil, "CeilBackward0"), "round": (np.round, "RoundBackward0"),
     "trunc": (np.trunc, "TruncBackward0"), "sign": (_sign, "SignBackward0"),
@@ -492,6 +497,12 @@ def _clamp_fn(lo, hi, x, what):
     return fn
 
 
+def _clamp_name(lo, hi):
+    """PyTorch's: ``ClampBackward0`` for tensor bounds, ``ClampBackward1`` for numbers."""
+    return "ClampBackward0" if isinstance(lo, TensorBase) or isinstance(hi, TensorBase) \
+        else "ClampBackward1"
+
+
 def _with_alpha(fn, other, alpha):
     if alpha == 1:
         return fn, other
@@ -512,7 +523,7 @@ def _negate(self):
     if self.dtype == np.bool_:
         raise _err("Negation, the `-` operator, on a bool tensor is not supported. If you are "
                    "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
-    return call(np.negative, self, name="NegBackward0")
+    return call(np.negative, self)
 
 
 def _matmul(a, b):
@@ -568,19 +579,20 @@ class ArithmeticMethods:
     __slots__ = ()
 
     # -- binary operators ----------------------------------------------------------------
+    # (the grad_fn of + - * /: the torch_name of the one primitive each records)
     def __add__(self, other):
         if FAST.get():
-            out = _fast_binary(np.add, self, other, "AddBackward0", check=True)
+            out = _fast_binary(np.add, self, other, None, check=True)
             if out is not None:
                 return out
-        return _binary(self, other, np.add, "AddBackward0")
+        return _binary(self, other, np.add, None)
 
     # ``other + self``: PyTorch records it as ``self + other`` (its edges in that order)
     __radd__ = __add__
 
     def __sub__(self, other):
         if FAST.get() and not _is_bool(self) and not _is_bool(other):
-            out = _fast_binary(np.subtract, self, other, "SubBackward0", check=True)
+            out = _fast_binary(np.subtract, self, other, None, check=True)
             if out is not None:
                 return out
         _check_broadcast(self, other)
@@ -594,19 +606,19 @@ class ArithmeticMethods:
 
     def __mul__(self, other):
         if FAST.get():
-            out = _fast_binary(np.multiply, self, other, "MulBackward0", check=True)
+            out = _fast_binary(np.multiply, self, other, None, check=True)
             if out is not None:
                 return out
-        return _binary(self, other, np.multiply, "MulBackward0")
+        return _binary(self, other, np.multiply, None)
 
     __rmul__ = __mul__
 
     def __truediv__(self, other):
         if FAST.get():
-            out = _fast_binary(_true_divide, self, other, "DivBackward0", check=True)
+            out = _fast_binary(_true_divide, self, other, None, check=True)
             if out is not None:
                 return out
-        return _binary(self, other, _true_divide, "DivBackward0")
+        return _binary(self, other, _true_divide, None)
 
     def __rtruediv__(self, other):
         # PyTorch computes ``number / t`` as ``reciprocal(t) * number``: the same rounding
@@ -615,11 +627,11 @@ class ArithmeticMethods:
 
     def __floordiv__(self, other):
         _check_division(self, other, "div_floor_cpu")
-        return _binary(self, other, np.floor_divide, "FloorDivideBackward0")
+        return _binary(self, other, np.floor_divide, None)
 
     def __rfloordiv__(self, other):
         _check_division(other, self, "div_floor_cpu")
-        return _rbinary(self, other, np.floor_divide, "FloorDivideBackward0")
+        return _rbinary(self, other, np.floor_divide, None)
 
     def __mod__(self, other):
         _check_division(self, other, "remainder_cpu")
@@ -922,7 +934,7 @@ class ArithmeticMethods:
         return _matmul(_as_tensor(other, self), self)
 
     def mm(self, other):
-        return _fixed_rank(self, other, "MmBackward0", (2, 2), "self must be a matrix", "mm")
+        return _fixed_rank(self, other, None, (2, 2), "self must be a matrix", "mm")
 
     def bmm(self, other):
         return _fixed_rank(self, other, "BmmBackward0", (3, 3), "batch1 must be a 3D tensor",
@@ -942,31 +954,35 @@ class ArithmeticMethods:
     def clamp(self, min=None, max=None):
         if min is None and max is None:
             raise _err("torch.clamp: At least one of 'min' or 'max' must not be None")
-        return call(_clamp_fn(min, max, self, "clamp"), self, name="ClampBackward1")
+        return call(_clamp_fn(min, max, self, "clamp"), self, name=_clamp_name(min, max))
 
     def clamp_(self, min=None, max=None):
-        return self._inplace(_clamp_fn(min, max, self, "clamp"), name="ClampBackward1")
+        return self._inplace(_clamp_fn(min, max, self, "clamp"), name=_clamp_name(min, max))
 
     clip, clip_ = clamp, clamp_
 
     def clamp_min(self, min):
-        return call(_clamp_fn(min, None, self, "clamp_min"), self, name="ClampMinBackward0")
+        return call(_clamp_fn(min, None, self, "clamp_min"), self,
+                    name="ClampMinBackward1" if isinstance(min, TensorBase) else
+                    "ClampMinBackward0")
 
     def clamp_max(self, max):
-        return call(_clamp_fn(None, max, self, "clamp_max"), self, name="ClampMaxBackward0")
+        return call(_clamp_fn(None, max, self, "clamp_max"), self,
+                    name="ClampMaxBackward1" if isinstance(max, TensorBase) else
+                    "ClampMaxBackward0")
 
     # -- named arithmetic ------------------------------------------------------------------
     def add(self, other, alpha=1):
         _check_broadcast(self, other)
         fn, other = _with_alpha(np.add, other, alpha)
-        return _elementwise(fn, self, other, name="AddBackward0")
+        return _elementwise(fn, self, other)
 
     def sub(self, other, alpha=1):
         _check_broadcast(self, other)
         if _is_bool(self) or _is_bool(other):
             return _subtract(self, other)
         fn, other = _with_alpha(np.subtract, other, alpha)
-        return _elementwise(fn, self, other, name="SubBackward0")
+        return _elementwise(fn, self, other)
 
     subtract = sub
 

@@ -58,7 +58,7 @@ class ConversionMethods:
         _, dtype, copy = to_args(args, kwargs)
         if dtype is None or dtype == self.dtype:
             return call(_clone, self, name="ToCopyBackward0") if copy else self
-        return call(lambda x: x.astype(dtype), self, name="ToCopyBackward0")
+        return call(lambda x: x.astype(dtype), self)      # (ToCopyBackward0: convert's)
 
     def type(self, dtype=None, non_blocking=False, **kwargs):
         """``t.type()``: PyTorch's legacy name (``"torch.FloatTensor"``); ``t.type(tg.float64)``

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..ir import apply
 from ..tracer import Tracer, user_src
+from ..tracer.numpy_api import DIRECT
 from . import grad_mode, profiler
 from .aliasing import derived, view_name, writable
 from .tape import TAPE, EagerTracer, Version
@@ -69,26 +70,40 @@ def _symbolic(t):
 def call(fn, *args, name=None, view_of=None, like=None, **kwargs):
     """``fn(*values, **kwargs)`` as a tensor (or a tuple of tensors).
 
-    ``name`` is PyTorch's name for the result's ``grad_fn``; ``view_of`` is the tensor
-    whose storage the result shares (view operations), so that both count in-place
-    changes together. The results are made by the constructors of the first tensor among
+    ``name`` is PyTorch's name for the result's ``grad_fn`` where it is not the
+    ``torch_name`` of the primitive ``fn`` records (a composite operation); ``view_of`` is
+    the tensor whose storage the result shares (view operations), so that both count
+    in-place changes together. The results are made by the constructors of the first tensor among
     the operands (``Tensor._plain`` & co.: a ``Tensor`` whatever its subclass), or of
     ``like`` (``tg.Tensor``, or a tensor) when no operand is one.
     """
     prof = profiler.current()
     if prof is not None:
         started = prof.begin()
+        out = None
         try:
-            return _call(fn, args, name, view_of, like, kwargs)
+            out = _call(fn, args, name, view_of, like, kwargs)
+            return out
         finally:
-            prof.end(forward_name(name, fn), started)
+            prof.end(forward_name(name if name is not None else _node_name(out), fn), started)
     return _call(fn, args, name, view_of, like, kwargs)
 
 
+def _node_name(out):
+    """The ``grad_fn`` name of the (first) result, or None."""
+    first = out[0] if isinstance(out, tuple) and out else out
+    fn = getattr(first, "grad_fn", None)
+    return fn.name() if fn is not None else None
+
+
 def forward_name(name, fn):
-    """``MulBackward0`` -> ``mul``, ``LogSoftmaxBackward0`` -> ``log_softmax``."""
+    """``MulBackward0`` -> ``mul``, ``LogSoftmaxBackward0`` -> ``log_softmax``; with no
+    name, that of the primitive the ufunc ``fn`` stands for (``np.multiply`` -> ``mul``)."""
     if name is None:
-        return getattr(fn, "__name__", "op")
+        prim = DIRECT.get(getattr(fn, "__wrapped__", fn))
+        if prim is None:
+            return getattr(fn, "__name__", "op")
+        name = prim.torch_name
     base = re.sub(r"Backward\d*$", "", name)
     return re.sub(r"(?<!^)(?=[A-Z])", "_", base).lower()
 
@@ -231,6 +246,10 @@ def _from_tracer(tracer, like, name, ins, view_of):
         # NumPy handed an operand back (a reshape to its own shape): PyTorch still makes
         # a node, and retain_grad/hooks on the result must not land on the operand's
         tracer = apply("reshape", tracer, shape=tuple(tracer.shape))
+    elif name is None and ins is not None and not _holds(ins, tracer):
+        # no name given: the recorded primitive's, its registry entry's ``torch_name``
+        # (an operation whose PyTorch name differs, a composite one, passes its own)
+        name = tracer._handle.name()
     handle = tracer._handle
     if name is not None:
         handle._name = name

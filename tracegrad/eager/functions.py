@@ -95,7 +95,7 @@ def where(condition, input=None, other=None):
 
 def outer(a, b):
     # PyTorch: a.reshape(-1, 1) * b
-    return _elementwise(np.multiply, _as_tensor(a).reshape(-1, 1), b, name="MulBackward0")
+    return _elementwise(np.multiply, _as_tensor(a).reshape(-1, 1), b)
 
 
 def einsum(spec, *operands):

@@ -160,6 +160,7 @@ class InplaceMethods:
     __slots__ = ()
 
     # -- in-place arithmetic ------------------------------------------------------------
+    # (named: the result may be cast back to this tensor's dtype, a node of its own)
     def add_(self, other, alpha=1):
         return _binary_(self, other, alpha, np.add, "AddBackward0")
 
@@ -309,10 +310,11 @@ class InplaceMethods:
         handle._value = self._data
         handle._counter = self._vc
         handle._saved_version = self._vc.v
-        if name is not None:
-            handle._name = name
-            # the snapshot of the old value is ours, not PyTorch's: the edge is the old node
-            handle._inputs = dispatch.edges(name, [first, *ins])
+        if name is None:
+            name = handle.name()        # the recorded primitive's torch_name
+        handle._name = name
+        # the snapshot of the old value is ours, not PyTorch's: the edge is the old node
+        handle._inputs = dispatch.edges(name, [first, *ins])
         self._tracer = _relabelled(res, self._data)
         self._requires_grad = False
         return self
@@ -342,10 +344,11 @@ class InplaceMethods:
         first = self._traced() if self._tracer is not None else \
             aliasing.gathered(base._traced(), idx)
         res, ins = self._inplace_result(fn, first, others, reads_self, cast)
-        edges = dispatch.edges(name or "", [first, *ins])
-        if name is not None:
-            res._handle._name = name
-            res._handle._inputs = edges
+        if name is None:
+            name = res._handle.name()   # the recorded primitive's torch_name
+        edges = dispatch.edges(name, [first, *ins])
+        res._handle._name = name
+        res._handle._inputs = edges
         was = base._traced()
         new = aliasing.copy_slices(was, idx, res)
         np.copyto(self._data, res._value, casting="unsafe")

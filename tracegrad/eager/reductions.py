@@ -123,8 +123,7 @@ def _fast_sum(x):
     src = TAPE.src
     out = TAPE.add1(_SUM, t, {"axis": tuple(range(t._value.ndim)), "keepdims": False},
                     src if src is not None else _user_src(3))
-    out._handle._name = "SumBackward0"      # its one edge is its parent
-    return x._recorded(out)
+    return x._recorded(out)     # (SumBackward0: its one edge is its parent)
 
 
 def _check_dim(t, dim):
@@ -277,6 +276,7 @@ def _float_kernel(t, kernel):
 
 
 def _normalized(self, prim, kernel, name, dim, dtype):
+    # (named: a 0-d tensor is reshaped around the primitive, see _along)
     """``softmax`` / ``log_softmax``: one node, as PyTorch records one
     (``ir/prims/softmax.py``)."""
     _float_kernel(self if dtype is None else self._plain(np.empty(0, dtype)), kernel)
@@ -314,15 +314,14 @@ class ReductionMethods:
             out = _fast_sum(self)
             if out is not None:
                 return out
-        return _reduce(self, np.sum, "SumBackward0", "SumBackward1", dim, keepdim, dtype, axis)
+        return _reduce(self, np.sum, None, "SumBackward1", dim, keepdim, dtype, axis)
 
     def mean(self, dim=_OMITTED, keepdim=False, *, dtype=None, axis=None):
         return _reduce(self, np.mean, "MeanBackward0", "MeanBackward1", dim, keepdim, dtype,
                        axis)
 
     def prod(self, dim=_OMITTED, keepdim=False, *, dtype=None, axis=None):
-        return _reduce(self, np.prod, "ProdBackward0", "ProdBackward1", dim, keepdim, dtype,
-                       axis)
+        return _reduce(self, np.prod, None, "ProdBackward1", dim, keepdim, dtype, axis)
 
     def all(self, dim=None, keepdim=False):
         return _logical_reduction(self, np.all, dim, keepdim)
@@ -361,10 +360,10 @@ class ReductionMethods:
         return x.nansum(dim, keepdim) / count
 
     def max(self, dim=_OMITTED, keepdim=False):
-        return _extremum(self, dim, keepdim, np.max, np.argmax, "MaxBackward1", "MaxBackward0")
+        return _extremum(self, dim, keepdim, np.max, np.argmax, None, "MaxBackward0")
 
     def min(self, dim=_OMITTED, keepdim=False):
-        return _extremum(self, dim, keepdim, np.min, np.argmin, "MinBackward1", "MinBackward0")
+        return _extremum(self, dim, keepdim, np.min, np.argmin, None, "MinBackward0")
 
     def amax(self, dim=None, keepdim=False):
         return _amax_like(self, np.max, "amax", "AmaxBackward0", dim, keepdim)
@@ -428,4 +427,5 @@ class ReductionMethods:
         x = self if dtype is None else self.to(dtype)
         if x.dtype.kind in "biu" and x.dtype != np.int64 and dtype is None:
             x = x.to(np.int64)                  # PyTorch accumulates integers in int64
-        return call(_along(lambda v, d: np.cumsum(v, axis=d), dim), x, name="CumsumBackward0")
+        return call(_along(lambda v, d: np.cumsum(v, axis=d), dim), x,
+                    name="CumsumBackward0")     # (a 0-d tensor: reshapes around it)

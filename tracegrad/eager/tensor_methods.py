@@ -155,6 +155,13 @@ def _triangle(self, diagonal, lower):
                 name="TrilBackward0" if lower else "TriuBackward0")
 
 
+def _renamed(t, name):
+    """``t``, whose ``grad_fn`` (a composite operation's last node) takes PyTorch's name."""
+    if t.grad_fn is not None:
+        t.grad_fn._name = name
+    return t
+
+
 def where(condition, input, other, like=None):
     """``tg.where(condition, input, other)`` (``input.where(condition, other)``): ``like``
     makes the result when neither ``input`` nor ``other`` is a tensor."""
@@ -162,8 +169,7 @@ def where(condition, input, other, like=None):
     _check_broadcast(input, other)
     _check_broadcast(cond, input)
     _check_broadcast(cond, other)
-    return _elementwise(lambda a, b: np.where(cond, a, b), input, other, name="WhereBackward0",
-                        like=like)
+    return _elementwise(lambda a, b: np.where(cond, a, b), input, other, like=like)
 
 
 class MoreMethods:
@@ -398,11 +404,12 @@ class MoreMethods:
         a, b = self, _as_tensor(other, self)
         if a.dtype.kind in "biu" and b.dtype.kind in "biu":
             a = a.to(default_dtype())
-        return _elementwise(np.arctan2, a, b, name="Atan2Backward0")
+        return _elementwise(np.arctan2, a, b)
     arctan2 = atan2
 
     def lerp(self, end, weight):
-        return self + (end - self) * weight
+        return _renamed(self + (end - self) * weight,
+                        "LerpBackward1" if isinstance(weight, TensorBase) else "LerpBackward0")
 
     def addmm(self, mat1, mat2, beta=1, alpha=1):
         prod = mat1 @ mat2
@@ -411,7 +418,7 @@ class MoreMethods:
     def logaddexp(self, other):
         m = self.maximum(other).detach()
         m = m.masked_fill(~m.isfinite(), 0.0)
-        return ((self - m).exp() + (other - m).exp()).log() + m
+        return _renamed(((self - m).exp() + (other - m).exp()).log() + m, "LogaddexpBackward0")
 
     def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):
         data = self._concrete("unique")
