@@ -90,13 +90,13 @@ _NUMBERS = frozenset({int, float, bool})
 def _fast_binary(fn, a, b, name, check=False):
     """``check``: the shapes are not checked yet (``_check_broadcast``)."""
     ta, tb = type(a), type(b)
-    if ta is float or ta is int or ta is bool:
-        va, ka, ga, at = a, ta, False, False
-    elif isinstance(a, TensorBase):
+    if isinstance(a, TensorBase):
         va, tr = a._data, a._tracer
         if type(va) is not np.ndarray or (tr is not None and type(tr) is not EagerTracer):
             return None
         ka, ga, at = (va.dtype, va.ndim == 0), tr is not None or a._requires_grad, True
+    elif ta is float or ta is int or ta is bool:
+        va, ka, ga, at = a, ta, False, False
     else:
         return None
     if tb is float or tb is int or tb is bool:
@@ -152,9 +152,12 @@ def _cached_result_type(a, b):
 
 
 def _record_binary(fn, a, b, a_tensor, b_tensor, dtype, name, like):
-    """``_fast_binary`` when an operand requires grad: ``dispatch._call``'s recording."""
+    """``_fast_binary`` when an operand requires grad: ``dispatch._call``'s recording
+    (no ``name``: the ``torch_name`` of the one primitive ``fn`` records)."""
+    prim = _ONE_PRIMITIVE.get(fn)
+    if name is None and prim is not None:
+        name = prim.torch_name
     if a_tensor and b_tensor:
-        prim = _ONE_PRIMITIVE.get(fn)
         if prim is not None:
             # (tape tracers: _fast_binary took only concrete or taped tensors)
             ia, ib = a._traced(), b._traced()
@@ -175,7 +178,6 @@ def _record_binary(fn, a, b, a_tensor, b_tensor, dtype, name, like):
         ib = b._traced() if b_tensor else b
         ca = ia if not a_tensor or ia._dtype == dtype else cast(ia, dtype)
         cb = ib if not b_tensor or ib._dtype == dtype else cast(ib, dtype)
-        prim = _ONE_PRIMITIVE.get(fn)
         if prim is not None and (type(ca) is EagerTracer and ca._weak is None or (
                 type(ca) is float or type(ca) is int)) and (
                 type(cb) is EagerTracer and cb._weak is None or (
