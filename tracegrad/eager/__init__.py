@@ -2,14 +2,6 @@
 ``tg.nn``, ``tg.optim``, recorded on the same IR the transforms use."""
 from typing import TYPE_CHECKING, Any
 
-from . import arithmetic as _arithmetic  # noqa: F401  (the tensor operations install
-from . import conversion as _conversion  # noqa: F401  themselves on Tensor, by concern)
-from . import functions as _functions  # noqa: F401
-from . import inplace as _inplace  # noqa: F401
-from . import reductions as _reductions  # noqa: F401
-from . import shapes as _shapes  # noqa: F401
-from . import tensor_methods as _methods  # noqa: F401  (sort, topk, isnan, scatter, ...)
-from . import views as _views  # noqa: F401  (select, unfold, as_strided, view_as_real, ...)
 from .conversion import public_result_type as result_type
 from .creation import (
     BoolTensor,

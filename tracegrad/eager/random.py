@@ -195,3 +195,12 @@ def _box_muller_16(blocks, mean, std):
 
 
 default_generator = Generator()
+
+
+def generator_of(which=None) -> Generator:
+    """``which`` (a ``tg.Generator``), or the default one ``manual_seed`` seeds."""
+    if which is None:
+        return default_generator
+    if not isinstance(which, Generator):
+        raise TypeError(f"generator must be a tracegrad.Generator, not {type(which).__name__}")
+    return which

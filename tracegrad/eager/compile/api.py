@@ -26,7 +26,8 @@ from ...ir.aliasing import fresh_bases
 from ...runtime.codegen import GUARD_FAILED, generate
 from ...tracer import Tracer, flatten, new_trace, sync, unflatten
 from .. import grad_mode
-from ..dispatch import CAPTURE, _tensor_class
+from ..dispatch import CAPTURE
+from ..tensor import Tensor
 from .capture import Capture, GraphBreak
 from .reach import reach
 
@@ -219,7 +220,6 @@ class _TapeNode:
     def __init__(self, bw, saved, targets, seeds, bw_fn):
         from ..autograd.function import Function
         self.saved, self.targets = saved, targets
-        Tensor = _tensor_class()
         n_targets = len(targets)
 
         class CompiledFunction(Function):
@@ -287,7 +287,6 @@ class CompiledFunction:
         return [e.graph for e in self._entries]
 
     def __call__(self, *args, **kwargs):
-        Tensor = _tensor_class()
         if CAPTURE.get() is not None:       # called while another capture records
             return self._fn(*args, **kwargs)
         self._calls += 1
@@ -732,7 +731,6 @@ def _write_grad_none(p, arg=None):
 
 
 def _write_grad_new(p, k, arg=None):
-    Tensor = _tensor_class()
 
     def write(out, leaves):
         (p if arg is None else leaves[arg])._grad = Tensor._plain(out[k])
@@ -740,7 +738,6 @@ def _write_grad_new(p, k, arg=None):
 
 
 def _write_grad_const(p, value, arg=None):
-    Tensor = _tensor_class()
 
     def write(out, leaves):
         (p if arg is None else leaves[arg])._grad = Tensor._plain(value.copy())
@@ -769,7 +766,6 @@ def _write_item(slot, k):
 
 
 def _write_store(d, key, k):
-    Tensor = _tensor_class()
 
     def write(out, leaves):
         d[key] = Tensor._plain(out[k])
