@@ -29,9 +29,11 @@ import numpy as np
 
 from ..ir import Graph
 from ..ir.aliasing import owned_outputs
+from ..ir.evaluate import check_guard
 from ..ir.lru import LRU
-from ..passes.adjoint import adjoint, backward_graph
+from ..passes.adjoint import adjoint, backward_graph, inline_adjoint
 from ..passes.prune import live_nodes, prune
+from ..tracer.core import as_operand, inlined
 from .keys import Uncacheable, freeze_params
 from .runner import Runner
 
@@ -202,9 +204,37 @@ class Replay:
         return [out[i] for i in used]
 
 
+# what ``PLANS`` holds for an inlined derivative's structure met once (``inline``): the
+# ``Replay`` is made the next time
+SEEN = "seen once"
+
+
+def inline(graph, args, wrt, seeds, seed_values, fwd, guards, known=None):
+    """A derivative inlined into an enclosing trace, for a structure met for the first
+    time: what ``Replay``'s graph gives (``graph``'s forward outputs ``fwd``, then the
+    cotangents of ``wrt``), recorded into the trace of ``args``'s tracers by one backward
+    sweep on its values (``passes.adjoint.inline_adjoint``), without making and pruning
+    the adjoint graph first and then replaying it. Most such structures are met once (a
+    higher-order derivative: ``grad(grad(f))`` called once); one met again gets its
+    ``Replay`` then. ``graph``: the traced function's graph (inputs in the order of
+    ``args``, outputs the traced outputs); ``guards``: its branch decisions,
+    ``(node, expected)``, recorded in the enclosing trace on the way; ``known``: node ->
+    its value already recorded there (tg.vjp's forward pass)."""
+    env = inlined(graph, args, known)
+    for n, expected in guards:
+        check_guard(graph, n, env[n], expected)
+    top = env.top
+    outs = graph.outputs
+    seed_cts = [as_operand(top, v, graph.node(outs[i])["src"])
+                for i, v in zip(seeds, seed_values)]
+    cts = inline_adjoint(graph, env, seeds, seed_cts, wrt)
+    return [env[outs[i]] for i in fwd] + cts
+
+
 def lookup(key):
     """The plan cached under ``key``: a Plan or Replay, False for a structure known not
-    to plan, or None when there is none yet."""
+    to plan, ``SEEN`` for an inlined structure met once, or None when there is none
+    yet."""
     return PLANS.get(key)
 
 

@@ -193,6 +193,25 @@ def adjoint(graph: Graph, seeds=None, wrt=None, forward_of=None) -> Graph:
     return result
 
 
+def inline_adjoint(graph: Graph, env, seeds, seed_cts, wrt) -> list:
+    """The cotangents of the nodes ``wrt`` of ``graph``, recorded in the trace that the
+    values of ``env`` (forward node -> its value there, e.g. ``tracer.inlined``) belong
+    to, given the cotangents ``seed_cts`` of the outputs ``seeds``: the backward sweep
+    run on that trace's values themselves. It records what replaying ``adjoint(graph)``
+    there records (but the nodes no cotangent needs may stay, as dead nodes of that
+    trace) without making the adjoint graph: for a derivative inlined once. A
+    cotangent nothing reaches is zeros, as the adjoint's structural zeros run."""
+    sweep = _pull(graph, env, seeds, seed_cts, wrt)
+    out = []
+    for n in wrt:
+        ct = sweep.final.get(n)
+        if ct is None:
+            d = graph.node(n)
+            ct = REGISTRY["zeros"].impl(shape=tuple(d["shape"]), dtype=np.dtype(d["dtype"]))
+        out.append(ct)
+    return out
+
+
 def _carry_names(result: Graph, graph: Graph, sweep: _Sweep, wrt) -> None:
     """The user's names (the node attribute ``name``: ``w``) on the replayed nodes, and
     ``dw`` on the cotangent output of a node named ``w``."""
