@@ -625,7 +625,7 @@ def new_trace():
             wrap_constructors(False)
 
 
-def _innermost(args):
+def innermost(args):
     """The innermost trace among the tracers in ``args``, else None."""
     top = None
     for a in args:
@@ -639,7 +639,7 @@ def bind(name, *args, **params):
     prim = REGISTRY[name]
     if LOCAL.samples:
         args = _samplers.untangle(args)
-    top = _innermost(args)
+    top = innermost(args)
     if top is None:
         return prim.impl(*args, **params)
     if not top.active:
@@ -653,7 +653,7 @@ def _bind_at(name, args, params, src=None):
     (the line a replayed graph's node came from) when given."""
     if LOCAL.samples:
         args = _samplers.untangle(args)
-    top = _innermost(args)
+    top = innermost(args)
     if top is None:
         return REGISTRY[name].impl(*args, **params)
     if src is None:
@@ -671,7 +671,7 @@ def replay(graph: Graph, args, known=None) -> dict:
     when ``args`` hold tracers (nodes keep their original source lines). Returns the
     environment, node id -> value. ``known`` (node -> tracer), when inlining: nodes
     whose value is already recorded, which are not recorded again."""
-    top = _innermost(args)
+    top = innermost(args)
     # a graph's inputs are typed: a weakly typed argument takes the input's own dtype
     args = [Tracer(a._trace, a._node, a.shape, a.dtype, a._value)
             if isinstance(a, Tracer) and a._weak is not None else a for a in args]
@@ -738,7 +738,7 @@ def inlined(graph: Graph, args, known=None) -> dict:
     """``replay(graph, args, known)`` for the nodes someone reads: its environment, in
     which a node is recorded into the active trace when first read. ``args`` hold a
     tracer."""
-    top = _innermost(args)
+    top = innermost(args)
     if top is None:
         raise ValueError("inlined() needs a traced argument")
     env = _Inlined(graph, top)
