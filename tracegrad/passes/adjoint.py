@@ -21,7 +21,7 @@ import numpy as np
 from ..errors import TraceError
 from ..ir import PROJ, REGISTRY, Aval, Graph, apply
 from ..ir.graph import Node, dtype_name
-from ..tracer import new_trace, replay, source_override
+from ..tracer import Tracer, new_trace, replay, source_override
 from .common import abstract_inputs, at_node, at_node_error, carries_gradient, finish, fit, zeros
 
 
@@ -45,8 +45,13 @@ def _valued_input(trace, d, value):
     is (a NumPy scalar stays one: the graph's later runs are handed the same object)."""
     if value is None:
         raise ValueDependent
-    with source_override(d["src"]):
-        t = trace.new_input(aval=Aval(d["shape"], np.dtype(d["dtype"])))
+    if not d.src:           # (the line is the caller's: found as new_input finds it)
+        with source_override(None):
+            t = trace.new_input(aval=Aval(d.shape, np.dtype(d.dtype)))
+    else:                   # new_input's input, written out: once per value read
+        shape, dtype = tuple(d.shape), np.dtype(d.dtype)
+        t = Tracer(trace, trace._record("input", (), None, shape, dtype, d.src, None),
+                   shape, dtype)
     t._value = value
     return t
 
