@@ -16,12 +16,16 @@ uncached path. The keys are ``autodiff.keys``'s, the cache is ``PLANS`` (shared 
 eager engine; least recently used out), and a plan runs by ``autodiff.runner``'s policy:
 interpreted on its first uses, compiled to Python once compiling pays.
 
-A plan's first use is its making: the backward sweep runs on the trace's values and the
-seeds' (``first_use``), computing each node as it records it, so a structure seen once
-(a higher-order derivative, a loop whose trip count is data) costs one sweep, not a sweep
-and then a run of its graph. The numbers are those later runs of the plan give: the same
+A structure seen for the first time is differentiated by one backward sweep on the
+trace's values and the seeds' (``once``), computing each node as it records it, and no
+graph is made: most such structures are seen once (a higher-order derivative, a loop
+whose trip count is data). Seen again, its plan is made from that sweep's records
+(``again``), and run. The numbers are those the plan's runs give: the same
 implementations on the same values. Where a rule decides something on a value (a guard),
-the plan is made from an abstract sweep instead, as it would be without values.
+the plan is made from an abstract sweep instead (``first_use``), as it would be without
+values. A derivative inlined into an enclosing trace is swept on that trace's values and
+recorded there (``inline``) until its structure was seen ``REPLAY_AFTER`` times; then its
+adjoint graph is made, pruned and replayed (``Replay``).
 """
 from __future__ import annotations
 
