@@ -46,8 +46,9 @@ nothing (Agg, ``savefig`` skipped); ``torch.load`` defaults to ``weights_only=Fa
 (``time_sequence_prediction`` loads a pickled NumPy array, which PyTorch >= 2.6 refuses
 by default); the BiLSTM-CRF's two concatenations of 0-d tensors get ``.view(1)`` (as
 upstream later fixed them; PyTorch itself refuses the stored text); Python's ``random``
-and the torch generator are seeded (``dynamic_net`` seeds neither); ``word_language_model`` runs on a synthetic corpus written into its data
-folder (a fixed-seed Zipf-like text) with a small model (``ARGS`` below).
+and the torch generator are seeded (``dynamic_net`` seeds neither);
+``word_language_model`` runs on a synthetic corpus written into its data folder (a
+fixed-seed Zipf-like text, 300 words) with a small model (``argv`` in ``PROGRAMS``).
 """
 from __future__ import annotations
 
@@ -133,7 +134,7 @@ class Enough(BaseException):
 # -- one run (a child process) ---------------------------------------------------------------
 def _install_tracegrad():
     sys.path.insert(0, str(ROOT))
-    import tracegrad
+    import tracegrad  # noqa: I001 - the package first, then its submodules
     import tracegrad.autograd  # noqa: F401
     import tracegrad.nn.functional  # noqa: F401
     import tracegrad.nn.utils  # noqa: F401
