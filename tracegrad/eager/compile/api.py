@@ -39,6 +39,28 @@ class InvalidBackend(RuntimeError):
     """An unknown ``backend=`` (PyTorch raises ``torch._dynamo.exc.InvalidBackend``)."""
 
 
+def _host_rng_state():
+    """Python's ``random`` and NumPy's global ``np.random`` states: a capture that draws
+    from them (dynamic_net's ``random.randint`` depth) is a graph break, as the draws of a
+    capture would otherwise be constants of the graph."""
+    import random
+    return random.getstate(), np.random.get_state()
+
+
+def _host_rng_same(saved):
+    import random
+    py, (kind, keys, pos, has_gauss, gauss) = saved
+    now = np.random.get_state()
+    return (random.getstate() == py and now[2] == pos and now[3] == has_gauss
+            and np.array_equal(now[1], keys))
+
+
+def _host_rng_restore(saved):
+    import random
+    random.setstate(saved[0])
+    np.random.set_state(saved[1])
+
+
 class Explanation:
     """What ``compiled.explain()`` gives, as ``torch._dynamo.explain``'s output: the graphs
     captured, the graph breaks with their reasons and lines, the recompilations."""
@@ -362,6 +384,7 @@ class CompiledFunction:
         snaps = _watch(reached)
         rng = _rng_state(default_generator)
         rng_saved = default_generator.get_state()
+        host_rng = _host_rng_state()
         gc_was = gc.isenabled()
         gc.disable()
         cap = None
@@ -432,6 +455,10 @@ class CompiledFunction:
                 if _rng_state(default_generator) != rng:
                     raise GraphBreak("the function draws random numbers other than through "
                                      "tracegrad's generator's words")
+                if not _host_rng_same(host_rng):
+                    raise GraphBreak("the function calls Python's random module or NumPy's "
+                                     "global np.random: the numbers drawn while capturing "
+                                     "would be frozen into the graph")
                 outputs, writes = [], []
                 self._writes(cap, outputs, writes, arg_slot, Tensor)
                 for d, k, t in stores:
@@ -481,6 +508,7 @@ class CompiledFunction:
                     gen.set_state(state)
             _unwatch(snaps)
             default_generator.set_state(rng_saved)
+            _host_rng_restore(host_rng)
             raise
         except BaseException as e:      # (whatever failed, eager will say it)
             if cap is not None:
@@ -489,6 +517,7 @@ class CompiledFunction:
                     gen.set_state(state)
             _unwatch(snaps)
             default_generator.set_state(rng_saved)
+            _host_rng_restore(host_rng)
             if not isinstance(e, Exception):    # KeyboardInterrupt: undone, and raised
                 raise
             from ...ir.source import user_src
