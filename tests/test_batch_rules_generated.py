@@ -91,7 +91,9 @@ def test_rule_equals_stacked_rows(name, i, subset):
         for o, w in zip(outs, wants[r]):
             w = np.asarray(w)
             assert o.shape == (SIZE,) + w.shape
-            np.testing.assert_allclose(o[r], w, rtol=1e-6, atol=1e-9, equal_nan=True,
+            low = w.dtype in (np.float32, np.complex64, np.float16)   # summed in another order
+            np.testing.assert_allclose(o[r], w, rtol=3e-5 if low else 1e-6,
+                                       atol=1e-5 if low else 1e-9, equal_nan=True,
                                        err_msg=f"{name} case {i} batched over {subset}")
 
 
