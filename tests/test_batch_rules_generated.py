@@ -131,3 +131,36 @@ def test_getitem_and_index_update_with_batched_indices(key, batched):
         for r in range(SIZE):
             want = f(*[s[r] if k in batched else s for k, s in enumerate(stacked)])
             np.testing.assert_allclose(outs[0][r], want, rtol=1e-12)
+
+
+# -- tg.vmap reuses the batched graph of a structure it has seen (autodiff.PLANS) -----------
+def test_repeated_vmap_reuses_the_batched_graph_with_this_calls_constants(monkeypatch):
+    import importlib
+    vmap_module = importlib.import_module("tracegrad.transforms.vmap")
+    passes = []
+    real = vmap_module.batch
+
+    def counting(graph, *a, **k):
+        passes.append(graph)
+        return real(graph, *a, **k)
+    monkeypatch.setattr(vmap_module, "batch", counting)
+    rng = np.random.default_rng(7)
+    xs = rng.standard_normal((5, 4))
+    for _ in range(4):
+        w = rng.standard_normal((4, 3))       # a constant of the trace, new on each call
+
+        def f(x, w=w):
+            return np.tanh(x @ w)[np.array([2, 0])] * 2.0
+        out = tg.vmap(f)(xs)
+        np.testing.assert_allclose(out, np.stack([f(x) for x in xs]), rtol=1e-12)
+    assert len(passes) == 1                   # one batching pass for the four calls
+    tg.vmap(lambda x: np.sin(x))(xs[:3])      # another batch size: another structure
+    assert len(passes) == 2
+
+
+def test_a_branch_on_a_mapped_value_is_refused_on_every_call():
+    def f(x):
+        return x * 2 if x.sum() > -100 else x
+    for _ in range(2):
+        with pytest.raises(tg.TraceError, match="branch that depends on a batched"):
+            tg.vmap(f)(np.ones((3, 2)))
