@@ -1,7 +1,9 @@
 """torch.func on tracegrad's transforms vs torch.func itself, side by side in one process.
 
     python benchmarks/torch_func.py              # every workload, medians of CPU time
-    python benchmarks/torch_func.py --stats      # also: nodes batched row by row, per op
+    python benchmarks/torch_func.py --stats      # also: nodes batched by rule / row by row
+                                                 # (counted on a call after the first:
+                                                 # {} where the batched graph is cached)
 
 Workloads (float32, batch 64 unless said): per-sample gradients (``vmap(grad(loss),
 in_dims=(None, 0, 0))`` with ``functional_call``) of a small conv net and of an MLP;
