@@ -468,6 +468,7 @@ UFUNC_METHODS.update({m: functools.partial(ufunc_method, method=m) for m in _MET
 
 
 # -- ufuncs composed of primitives ----------------------------------------------------
+_arr = as_array
 _LN2 = math.log(2.0)
 
 
@@ -501,6 +502,3 @@ def sinc(x):
     zero = apply("equal", x, 0)
     safe = apply("mul", apply("select", zero, 1.0, x), math.pi)
     return apply("select", zero, 1.0, apply("div", apply("sin", safe), safe))
-
-
-_arr = as_array
