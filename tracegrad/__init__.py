@@ -53,11 +53,12 @@ def _alias_eager_modules():
     for name, module in list(sys.modules.items()):
         if name.startswith(prefix):
             short = __name__ + "." + name[len(prefix):]
-            if short.split(".")[1] in ("autograd", "nn", "optim", "utils"):
+            if short.split(".")[1] in ("autograd", "nn", "optim", "utils", "linalg",
+                                       "return_types"):
                 sys.modules.setdefault(short, module)
 
 
-from .eager import nn, optim, utils  # noqa: E402
+from .eager import linalg, nn, optim, return_types, utils  # noqa: E402
 
 _alias_eager_modules()
 
@@ -80,7 +81,8 @@ _alias_public_modules()
 __all__ = ["TraceError", "RetraceWarning", "Graph", "jit", "passes", "grad", "value_and_grad", "vjp",
            "jvp", "jacobian", "hessian", "trace", "stop_gradient", "custom_vjp", "checkpoint",
            "cond", "fori_loop", "while_loop", "scan", "vmap", "autograd", "bool", "float", "double", "int",
-           "long", "nn", "optim", "utils", "pure_callback", "ShapeDtypeStruct", "scipy",
+           "long", "nn", "optim", "utils", "linalg", "return_types", "pure_callback",
+           "ShapeDtypeStruct", "scipy",
            "tree_util", "flatten_util", "debug", "optimizers", *_eager.__all__]
 
 # implicit differentiation (issue 15): roots and linear solves

@@ -6,6 +6,7 @@ from . import arithmetic as _arithmetic  # noqa: F401  (the tensor operations in
 from . import conversion as _conversion  # noqa: F401  themselves on Tensor, by concern)
 from . import functions as _functions  # noqa: F401
 from . import inplace as _inplace  # noqa: F401
+from . import linalg, return_types  # noqa: F401  (torch.linalg; torch.det, torch.svd, ...)
 from . import reductions as _reductions  # noqa: F401
 from . import shapes as _shapes  # noqa: F401
 from . import tensor_methods as _methods  # noqa: F401  (sort, topk, isnan, scatter, ...)

@@ -17,7 +17,7 @@ import weakref
 import numpy as np
 
 from ..errors import TraceError
-from ..ir import REGISTRY, Graph
+from ..ir import PROJ, REGISTRY, Graph
 from ..ir.registry import default_torch_name
 from ..tracer import Trace, Tracer, sync, user_src, where
 from ..tracer.core import _as_const
@@ -295,6 +295,8 @@ class Tape(Trace):
         src = self.src
         if src is None:
             src = user_src()
+        if prim.multi:
+            return self._add_multi(prim, tuple(ids), vals, params, tuple(parents), src)
         try:
             value = prim.impl(*vals, **params) if params else prim.impl(*vals)
             if type(value) is not np.ndarray:
@@ -302,6 +304,26 @@ class Tape(Trace):
         except (ValueError, TypeError, IndexError, ArithmeticError) as e:
             raise self._failed(prim, vals, e, src) from None
         return self._made(prim, tuple(ids), params, value, tuple(parents), src)
+
+    def _add_multi(self, prim, ids, vals, params, parents, src) -> tuple:
+        """A multi-output primitive (``eigh``, ``svd``, ``slogdet``): its head node, whose
+        ``Node`` holds the tuple of values, then one ``proj`` node per output, as the
+        functional trace records it (``Trace._add_multi``)."""
+        try:
+            values = tuple(np.asarray(v) for v in prim.impl(*vals, **params))
+        except (ValueError, TypeError, IndexError, ArithmeticError) as e:
+            raise self._failed(prim, vals, e, src) from None
+        node = self._graph.add_node_unchecked(prim.name, ids, params, (), values[0].dtype, src)
+        head = Node(node, parents, values, Version())
+        outs = []
+        for i, value in enumerate(values):
+            proj = self._graph.add_node_unchecked(PROJ, (node,), {"index": i}, value.shape,
+                                                  value.dtype, src)
+            t = EagerTracer(self, proj, value.shape, value.dtype, value)
+            t._handle = Node(proj, (head,), value, Version())
+            t._handle._name = backward_name(prim.name)
+            outs.append(t)
+        return tuple(outs)
 
     def _operands(self, args):
         """Node ids, values and ``Node`` objects of ``args`` (a constant node for each
