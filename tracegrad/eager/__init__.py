@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING, Any
 from . import arithmetic as _arithmetic  # noqa: F401  (the tensor operations install
 from . import conversion as _conversion  # noqa: F401  themselves on Tensor, by concern)
 from . import functions as _functions  # noqa: F401
+from . import indexed_ops as _indexed_ops  # noqa: F401  (index_add, scatter_reduce, cdist, ...)
 from . import inplace as _inplace  # noqa: F401
 from . import linalg, return_types  # noqa: F401  (torch.linalg; torch.det, torch.svd, ...)
 from . import reductions as _reductions  # noqa: F401
