@@ -9,6 +9,7 @@ from . import indexed_ops as _indexed_ops  # noqa: F401  (index_add, scatter_red
 from . import inplace as _inplace  # noqa: F401
 from . import linalg, return_types  # noqa: F401  (torch.linalg; torch.det, torch.svd, ...)
 from . import reductions as _reductions  # noqa: F401
+from . import sampling as _sampling  # noqa: F401  (multinomial)
 from . import shapes as _shapes  # noqa: F401
 from . import tensor_methods as _methods  # noqa: F401  (sort, topk, isnan, scatter, ...)
 from . import views as _views  # noqa: F401  (select, unfold, as_strided, view_as_real, ...)
@@ -67,6 +68,7 @@ from .device import accelerator, backends, cuda, device, get_default_device, set
 from .functions import FUNCTIONS
 from .generator import Generator
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .inference import inference_mode, is_inference_mode_enabled
 from .promotion import can_cast
 from .promotion import public_promote_types as promote_types
 from .serialization import load, save
@@ -91,7 +93,7 @@ __all__ = ["Tensor", "Size", "tensor", "as_tensor", "from_numpy", "ones", "zeros
            "accelerator", "set_default_device", "get_default_device", "FloatTensor",
            "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ShortTensor", "CharTensor",
            "ByteTensor", "BoolTensor", "set_default_tensor_type", "finfo", "iinfo"]
-__all__ += ["Generator", "save", "load"]
+__all__ += ["Generator", "save", "load", "inference_mode", "is_inference_mode_enabled"]
 __all__ += list(FUNCTIONS)   # (a separate line: the doc generator reads the names above statically)
 from .tensor_repr import set_printoptions  # noqa: E402  (torch.set_printoptions; repr(t) as torch's)
 

@@ -5,6 +5,7 @@ import threading
 
 class _State(threading.local):
     enabled = True          # each thread starts with grad mode on
+    inference = False       # tg.inference_mode (eager/inference.py): tensors made are marked
 
 
 _state = _State()

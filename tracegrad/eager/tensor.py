@@ -21,6 +21,8 @@ from .dispatch import call
 from .tape import TAPE, EagerTracer, Version
 from .tensor_repr import tensor_repr
 
+_MODES = grad_mode._state       # this thread's grad and inference modes
+
 _LEAF_INPLACE = "a leaf Variable that requires grad is being used in an in-place operation."
 _VIEW_INPLACE = ("a view of a leaf Variable that requires grad is being used in an in-place "
                  "operation.")
@@ -120,7 +122,7 @@ class Tensor:
     """
 
     __slots__ = ("_data", "_tracer", "_requires_grad", "_grad", "_vc", "_input",
-                 "_hooks", "_base", "_retains", "_creation", "__weakref__")
+                 "_hooks", "_base", "_retains", "_creation", "_inference", "__weakref__")
     __array_priority__ = 1000
 
     if TYPE_CHECKING:
@@ -176,6 +178,8 @@ class Tensor:
         t._base = None
         t._retains = False
         t._creation = None
+        if _MODES.inference:        # made under tg.inference_mode (eager/inference.py)
+            t._inference = True
         return t
 
     def _set_fields(self, data, requires_grad=False):
@@ -189,6 +193,8 @@ class Tensor:
         self._base = None
         self._retains = False
         self._creation = None
+        if _MODES.inference:
+            self._inference = True
 
     @classmethod
     def _recorded(cls, tracer):
