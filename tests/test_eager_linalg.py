@@ -108,6 +108,11 @@ OPS = {
     "vector_norm_3": (lambda L, a: L.linalg.vector_norm(a, 3, dim=(-1,), keepdim=True), ["gen"],
                       2, {}),
     "vector_norm_inf": (lambda L, a: L.linalg.vector_norm(a, float("inf")), ["gen"], 1, {}),
+    "vector_norm_zeros": (lambda L, a: L.linalg.vector_norm(a * L.tensor([0.0, 1.0]).repeat(
+        a.shape[-1])[:a.shape[-1]], dim=-1), ["gen"], 2, {}),
+    "vector_norm_3_zeros": (lambda L, a: L.linalg.vector_norm(a[..., :1, :] * 0, 3, dim=-1),
+                            ["gen"], 1, {}),
+    "norm_zero": (lambda L, a: L.linalg.norm(a * 0), ["gen"], 1, {}),
     "vector_norm_1": (lambda L, a: L.linalg.vector_norm(a, 1, dim=0), ["gen"], 1, {}),
     "matrix_norm": (lambda L, a: L.linalg.matrix_norm(a), ["gen"], 2, {}),
     "matrix_norm_1": (lambda L, a: L.linalg.matrix_norm(a, 1), ["gen"], 1, {}),
@@ -253,6 +258,13 @@ def test_linalg_matches_torch(case):
     got, got_g = _run(tg, name, arrays, order)
     rtol, atol = _tol(dtype)
     assert len(got) == len(want)
+    names = [(g.grad_fn.name() if g.grad_fn is not None else None,
+              w.grad_fn.name() if w.grad_fn is not None else None) for g, w in zip(got, want)]
+    if name == "tensorinv":     # torch's reshape of the inverse: a ReshapeAlias node
+        names = names[:0]
+    if name.startswith("lstsq"):    # torch's empty residuals still hang from its node
+        names = [(g, w) for g, w in names if g is not None]
+    assert all(g == w for g, w in names), names
     for g, w in zip(_canonical(got, OPS[name][3]), _canonical(want, OPS[name][3])):
         wn = w
         assert g.dtype == wn.dtype, (g.dtype, wn.dtype)

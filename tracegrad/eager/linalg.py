@@ -89,6 +89,13 @@ def _mH(x):
     return np.conj(_mT(x)) if np.dtype(x.dtype).kind == "c" else _mT(x)
 
 
+def _named(t, name):
+    """``t`` with its node shown as torch names the last step of its composite."""
+    if t.grad_fn is not None:
+        t.grad_fn._name = name
+    return t
+
+
 def _value(t):
     return t._data if isinstance(t, Tensor) else np.asarray(t)
 
@@ -157,12 +164,30 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):  # 
     if axis is not None and x.dim() == 0:
         axis = None
 
-    def fn(v):
-        if axis is None and keepdim:
-            r = np.linalg.vector_norm(v, ord=ord)
-            return np.reshape(r, (1,) * v.ndim)
-        return np.linalg.vector_norm(v, ord=ord, axis=axis, keepdims=keepdim)
-    return call(fn, x, name="LinalgVectorNormBackward0")
+    return call(lambda v: _vector_norm(v, ord, axis, keepdim), x, name="LinalgVectorNormBackward0")
+
+
+def _vector_norm(v, ord, axis, keepdims):  # noqa: A002
+    """The norm on values or tracers, with torch's zero gradient where the norm is 0
+    (ord > 1) or an entry is 0 (each entry's ``|x|**ord``): no ``0 * inf`` there."""
+    a = np.abs(v)
+    if ord == math.inf:
+        return np.max(a, axis=axis, keepdims=keepdims)
+    if ord == -math.inf:
+        return np.min(a, axis=axis, keepdims=keepdims)
+    if ord == 0:
+        return np.sum((a != 0).astype(a.dtype), axis=axis, keepdims=keepdims)
+    if ord == 1:
+        return np.sum(a, axis=axis, keepdims=keepdims)
+    if ord == 2:
+        s = np.sum(v * v if np.dtype(v.dtype).kind != "c" else a * a, axis=axis,
+                   keepdims=keepdims)
+        pos = s > 0
+        return np.where(pos, np.sqrt(np.where(pos, s, 1)), 0).astype(a.dtype)
+    nz = a > 0
+    s = np.sum(np.where(nz, np.where(nz, a, 1) ** ord, 0), axis=axis, keepdims=keepdims)
+    pos = s > 0
+    return np.where(pos, np.where(pos, s, 1) ** (1.0 / ord), 0).astype(a.dtype)
 
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):  # noqa: A002
@@ -174,8 +199,14 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     if ord not in ("fro", "nuc", 1, -1, 2, -2, math.inf, -math.inf):
         raise _err(f"linalg.matrix_norm: Order {ord} not supported.")
     dim = _dims(A, dim)
-    return call(lambda v: np.linalg.norm(v, ord=ord, axis=dim, keepdims=keepdim), A,
-                name="LinalgVectorNormBackward0" if ord == "fro" else "LinalgMatrixNormBackward0")
+    if ord == "fro":
+        name = "LinalgVectorNormBackward0"
+    elif ord in (2, -2, "nuc") and keepdim:
+        name = "PermuteBackward0"
+    else:
+        name = {1: "AmaxBackward0", math.inf: "AmaxBackward0", 2: "AmaxBackward0",
+                "nuc": "SumBackward1"}.get(ord, "AminBackward0")
+    return call(lambda v: np.linalg.norm(v, ord=ord, axis=dim, keepdims=keepdim), A, name=name)
 
 
 def norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):  # noqa: A002
@@ -513,7 +544,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
     residuals = empty
     if m > n and full_rank and driver != "gelsy":
         r = B - (A @ x.unsqueeze(-1)).squeeze(-1) if vector else B - A @ x
-        residuals = (r.abs() ** 2).sum(-1 if vector else -2)
+        residuals = _named((r.abs() ** 2).sum(-1 if vector else -2), "LinalgLstsqBackward0")
     return _rt.linalg_lstsq(x, residuals,
                             Tensor._plain(rank) if driver != "gels" else
                             Tensor._plain(np.zeros((0,), np.int64)),
@@ -527,7 +558,7 @@ def cond(A, p=None, *, out=None):
     if p in (None, 2, -2):
         s = svdvals(A)
         big, small = s[..., 0], s[..., -1]
-        return big / small if p in (None, 2) else small / big
+        return _named(big / small if p in (None, 2) else small / big, "SqueezeBackward1")
     A = _square("linalg.cond", A)
     return matrix_norm(A, p) * matrix_norm(inv(A), p)
 
@@ -553,7 +584,7 @@ def multi_dot(tensors, *, out=None):
             which = "first" if k == 0 else "last" if k == len(tensors) - 1 else None
             raise _err(f"multi_dot(): the {which} tensor must be 1D or 2D but got {t.dim()}D"
                        if which else f"multi_dot(): tensor {k} must be 2D but got {t.dim()}D")
-    return call(lambda *xs: np.linalg.multi_dot(list(xs)), *tensors, name="MultiDotBackward0")
+    return call(lambda *xs: np.linalg.multi_dot(list(xs)), *tensors, name="ViewBackward0")
 
 
 def matrix_power(A, n, *, out=None):
@@ -567,7 +598,9 @@ def matrix_power(A, n, *, out=None):
     if n < 0:
         A = inv(A)
         n = -n
-    return call(lambda a: np.linalg.matrix_power(a, operator.index(n)), A, name="MmBackward0")
+    name = "torch::autograd::CopyBackwards" if n == 0 else "CloneBackward0" if n == 1 else \
+        "UnsafeViewBackward0" if A.dim() > 2 else "MmBackward0"
+    return call(lambda a: np.linalg.matrix_power(a, operator.index(n)), A, name=name)
 
 
 def matrix_exp(A):
@@ -813,7 +846,7 @@ def logdet(input):  # noqa: A002
     """``log(det(A))``: NaN for a negative determinant, -inf for a zero one."""
     A = _square("linalg.det", input)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return call(lambda a: np.log(np.linalg.det(a)), A, name="LogdetBackward0")
+        return call(lambda a: np.log(np.linalg.det(a)), A, name="WhereBackward0")
 
 
 def _slogdet(input):  # noqa: A002
@@ -825,20 +858,21 @@ def inverse(input):  # noqa: A002
 
 
 def _cholesky(input, upper=False):  # noqa: A002
-    return cholesky(input, upper=upper)
+    return _named(cholesky(input, upper=upper), "CholeskyBackward0")
 
 
 def cholesky_solve(B, L, upper=False):  # noqa: N803
     """``X`` with ``A X = B`` for ``A = L L^H`` (``upper``: ``A = U^H U``)."""
     L, B = _as_tensor(L), _as_tensor(B)  # noqa: N806
     low = L.mH if upper else L
-    return solve_triangular(low.mH, solve_triangular(low, B, upper=False), upper=True)
+    return _named(solve_triangular(low.mH, solve_triangular(low, B, upper=False), upper=True),
+                  "CholeskySolveBackward0")
 
 
 def cholesky_inverse(L, upper=False):  # noqa: N803
     L = _as_tensor(L)  # noqa: N806
     eye = Tensor._plain(np.broadcast_to(np.eye(L.shape[-1], dtype=L.dtype), tuple(L.shape)).copy())
-    return cholesky_solve(eye, L, upper)
+    return _named(cholesky_solve(eye, L, upper), "CholeskyInverseBackward0")
 
 
 def _qr(input, some=True):  # noqa: A002
