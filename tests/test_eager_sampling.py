@@ -115,3 +115,18 @@ def test_inference_mode_is_per_thread():
         t.start()
         t.join()
     assert seen == [(False, False)]
+
+
+@pytest.mark.parametrize("replacement, n", [(True, 7), (False, 3), (True, 1)])
+def test_weighted_random_sampler_draws_as_torch(replacement, n):
+    from torch.utils.data import WeightedRandomSampler
+    weights = [0.1, 0.9, 0.4, 0.2, 0.0]
+    want = list(WeightedRandomSampler(weights, n, replacement,
+                                      generator=torch.Generator().manual_seed(11)))
+    got = list(tg.utils.data.WeightedRandomSampler(weights, n, replacement,
+                                                   generator=tg.Generator().manual_seed(11)))
+    assert got == want
+    torch.manual_seed(2)
+    tg.manual_seed(2)
+    assert list(tg.utils.data.WeightedRandomSampler(weights, n, replacement)) == \
+        list(WeightedRandomSampler(weights, n, replacement))
