@@ -448,8 +448,23 @@ def eigvals(A, *, out=None):
 def svd(A, full_matrices=True, *, driver=None, out=None):
     """``(U, S, Vh)``, singular values descending."""
     A = _matrix("linalg.svd", A)
-    return _rt.linalg_svd(*call(lambda a: tuple(np.linalg.svd(a, full_matrices=full_matrices)),
-                                A, name="LinalgSvdBackward0"))
+    m, n = A.shape[-2:]
+    if not full_matrices or m == n or A._data is None:
+        return _rt.linalg_svd(*call(lambda a: tuple(np.linalg.svd(
+            a, full_matrices=full_matrices)), A, name="LinalgSvdBackward0"))
+    # full factors of a non-square matrix: the reduced ones (differentiable), completed by
+    # LAPACK's extra columns of U (rows of Vh) as constants, whose gradient torch ignores
+    k = min(m, n)
+    full = np.linalg.svd(A._data, full_matrices=True)
+
+    def fn(a):
+        u, s_, vh = np.linalg.svd(a, full_matrices=False)
+        if m > n:
+            u = np.concatenate([u, full.U[..., :, k:]], axis=-1)
+        else:
+            vh = np.concatenate([vh, full.Vh[..., k:, :]], axis=-2)
+        return u, s_, vh
+    return _rt.linalg_svd(*call(fn, A, name="LinalgSvdBackward0"))
 
 
 def svdvals(A, *, driver=None, out=None):
