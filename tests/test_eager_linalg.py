@@ -93,6 +93,7 @@ OPS = {
     "cholesky_inverse": (lambda L, a: L.cholesky_inverse(L.linalg.cholesky(a)), ["spd"], 1,
                          {}),
     "qr": (lambda L, a: L.linalg.qr(a), ["gen"], 1, {}),
+    "qr_complete": (lambda L, a: L.linalg.qr(a, mode="complete"), ["gen"], 0, {}),
     "qr_r": (lambda L, a: L.linalg.qr(a, mode="r")[1], ["gen"], 0, {}),
     "eigh": (lambda L, a: L.linalg.eigh(a), ["sym"], 1, {1: "cols"}),
     "eigh_upper": (lambda L, a: L.linalg.eigh(a, UPLO="U"), ["sym"], 1, {1: "cols"}),
@@ -165,7 +166,8 @@ OPS = {
                                                          left=False), ["gen", "rhs"], 1, {}),
 }
 # rectangular shapes for the functions that take them
-RECT = {"svd_full", "qr", "qr_r", "svd", "torch.svd", "svdvals", "pinv", "pinverse", "lstsq", "lstsq_gelsd",
+RECT = {"svd_full", "qr", "qr_complete", "qr_r", "svd", "torch.svd", "svdvals", "pinv",
+        "pinverse", "lstsq", "lstsq_gelsd",
         "matrix_rank", "norm", "norm_dim", "norm_nuc", "vector_norm_3", "matrix_norm",
         "matrix_norm_1", "matrix_norm_2", "lu_factor", "lu", "householder_product",
         "vector_norm_inf"}

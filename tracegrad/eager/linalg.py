@@ -398,6 +398,18 @@ def qr(A, mode="reduced", *, out=None):
     if mode == "r":
         r = call(lambda a: np.linalg.qr(a, mode="r"), A, name="LinalgQrBackward0")
         return _rt.linalg_qr(Tensor._plain(np.zeros((0,), A.dtype)), r)
+    m, n = A.shape[-2:]
+    if mode == "complete" and m > n and A._data is not None:
+        # the reduced factors (differentiable), Q completed by LAPACK's extra columns as
+        # constants and R by zero rows (torch's backward refuses this case)
+        full_q = np.linalg.qr(A._data, mode="complete").Q
+
+        def fn(a):
+            q, r = np.linalg.qr(a)
+            zeros = np.zeros(r.shape[:-2] + (m - n, n), r.dtype)
+            return (np.concatenate([q, full_q[..., :, n:]], axis=-1),
+                    np.concatenate([r, zeros], axis=-2))
+        return _rt.linalg_qr(*call(fn, A, name="LinalgQrBackward0"))
     return _rt.linalg_qr(*call(lambda a: tuple(np.linalg.qr(a, mode=mode)), A,
                                name="LinalgQrBackward0"))
 
