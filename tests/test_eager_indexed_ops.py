@@ -264,7 +264,9 @@ def test_names():
                  "cdist"):
         assert callable(getattr(tracegrad, name))
     for name in ("index_add", "index_add_", "scatter_reduce", "scatter_reduce_", "kthvalue",
-                 "diff", "bucketize", "div", "div_"):
+                 "diff", "div", "div_", "divide_"):
         assert callable(getattr(tg.Tensor, name))
+    for name in ("searchsorted", "bucketize", "cdist"):      # functions only, as in torch
+        assert not hasattr(tg.Tensor, name) and not hasattr(torch.Tensor, name)
     x = tg.tensor([7.0, -7.0])
     assert x.div_(2, rounding_mode="floor") is x and x.tolist() == [3.0, -4.0]

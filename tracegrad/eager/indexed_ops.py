@@ -429,7 +429,5 @@ Tensor.scatter_reduce = scatter_reduce
 Tensor.scatter_reduce_ = scatter_reduce_
 Tensor.kthvalue = kthvalue
 Tensor.diff = diff
-Tensor.bucketize = lambda self, boundaries, *, out_int32=False, right=False: bucketize(
-    self, boundaries, out_int32=out_int32, right=right)
 Tensor.div = Tensor.divide = div
 Tensor.div_ = Tensor.divide_ = div_
