@@ -155,6 +155,7 @@ OPS = {
     "torch.matrix_exp": (lambda L, a: L.matrix_exp(a * 0.2), ["gen"], 1, {}),
     "method.det": (lambda L, a: a.det(), ["gen"], 1, {}),
     "method.inverse": (lambda L, a: a.inverse(), ["gen"], 1, {}),
+    "lu_factor_ex": (lambda L, a: L.linalg.lu_factor_ex(a), ["gen"], 1, {}),
     "lu_factor": (lambda L, a: L.linalg.lu_factor(a), ["gen"], 1, {}),
     "lu": (lambda L, a: L.linalg.lu(a), ["gen"], 1, {}),
     "lu_solve": (lambda L, a, b: L.linalg.lu_solve(*L.linalg.lu_factor(a), b), ["gen", "rhs"],
@@ -169,10 +170,11 @@ OPS = {
 RECT = {"svd_full", "qr", "qr_complete", "qr_r", "svd", "torch.svd", "svdvals", "pinv",
         "pinverse", "lstsq", "lstsq_gelsd",
         "matrix_rank", "norm", "norm_dim", "norm_nuc", "vector_norm_3", "matrix_norm",
-        "matrix_norm_1", "matrix_norm_2", "lu_factor", "lu", "householder_product",
+        "matrix_norm_1", "matrix_norm_2", "lu_factor", "lu_factor_ex", "lu", "householder_product",
         "vector_norm_inf"}
-# no complex in tracegrad (or torch) for these
-REAL_ONLY = {"matrix_exp", "torch.matrix_exp", "logdet", "lu_factor", "lu", "lu_solve", "lu_solve_adjoint",
+# complex inputs not generated for these (matrix_exp and the LU family take real ones here)
+REAL_ONLY = {"matrix_exp", "torch.matrix_exp", "lu_factor_ex", "logdet", "lu_factor", "lu",
+             "lu_solve", "lu_solve_adjoint",
              "lu_solve_right", "householder_product", "cond_fro", "cross", "torch.cross",
              "eig", "eigvals", "matrix_power_-2", "tensorsolve", "tensorinv", "multi_dot",
              "vander", "cholesky_solve", "cholesky_inverse", "solve_triangular_lower_unit",
@@ -307,6 +309,8 @@ def test_names_and_results():
     assert tg.linalg.inv(a).grad_fn.name() == "LinalgInvExBackward0"
     assert a.det().item() == pytest.approx(5.0)
     assert tg.linalg.lstsq(a, a)._fields == ("solution", "residuals", "rank", "singular_values")
+    assert type(tg.linalg.lu_factor_ex(a)).__name__ == "linalg_lu_factor_ex"
+    assert tg.linalg.lu_factor_ex(a).info.dtype == tg.int32
 
 
 MISUSE = [
@@ -324,6 +328,9 @@ MISUSE = [
     ("multi_dot_one", lambda L: L.linalg.multi_dot([L.ones(2)])),
     ("vector_norm_long", lambda L: L.linalg.vector_norm(L.tensor([3, 4]))),
     ("matrix_norm_1d", lambda L: L.linalg.matrix_norm(L.ones(3))),
+    ("lu_factor_singular", lambda L: L.linalg.lu_factor(L.tensor([[1.0, 2.0], [2.0, 4.0]]))),
+    ("lu_factor_singular_batch", lambda L: L.linalg.lu_factor(
+        L.tensor([[[1.0, 2.0], [2.0, 4.0]]] * 2))),
 ]
 
 

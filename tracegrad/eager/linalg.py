@@ -116,14 +116,14 @@ def _lapack_info(routine, a):
     return info.reshape(batch)
 
 
-def _raise_info(name, info, message):
+def _raise_info(name, info, message, error=LinAlgError):
     """torch's error for the first failing matrix of a batch."""
     bad = np.flatnonzero(info.reshape(-1) > 0)
     if not bad.size:
         return
     k = int(bad[0])
     prefix = f"{name}: " + (f"(Batch element {k}): " if info.ndim else "")
-    raise LinAlgError(prefix + message.format(int(info.reshape(-1)[k])))
+    raise error(prefix + message.format(int(info.reshape(-1)[k])))
 
 
 _SINGULAR = ("The diagonal element {} is zero, the inversion could not be completed "
@@ -809,16 +809,24 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
         below = np.where(np.tril(np.ones((m, K), bool), -1), low, 0)
         return np.concatenate([up, np.zeros(batch + (m - K, n), a.dtype)], axis=-2) + \
             np.concatenate([below, np.zeros(batch + (m, n - K), a.dtype)], axis=-1)
-    lu_packed = call(fn, A, name="LinalgLuFactorExBackward0")
-    return lu_packed, Tensor._plain((piv + 1).astype(np.int32)), Tensor._plain(info)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lu_packed = call(fn, A, name="LinalgLuFactorExBackward0")
+    if check_errors:
+        _raise_info("torch.linalg.lu_factor_ex", info, _LU_SINGULAR, RuntimeError)
+    return _rt.linalg_lu_factor_ex(lu_packed, Tensor._plain((piv + 1).astype(np.int32)),
+                                   Tensor._plain(info))
+
+
+_LU_SINGULAR = ("U[{0},{0}] is zero and using it on lu_solve would result in a division by "
+                "zero. If you still want to perform the factorization, consider calling "
+                "linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)")
 
 
 def lu_factor(A, *, pivot=True, out=None):
     """``(LU, pivots)``: ``L`` below the diagonal (its unit diagonal implied), ``U`` on and
     above it; pivots 1-based, int32, as LAPACK's ``getrf``."""
     LU, pivots, info = lu_factor_ex(A, pivot=pivot)  # noqa: N806
-    _raise_info("linalg.lu_factor", info._data, "The factorization could not be completed "
-                "because the input is singular (U[{0},{0}] is zero).")
+    _raise_info("torch.linalg.lu_factor", info._data, _LU_SINGULAR, RuntimeError)
     return _rt.linalg_lu_factor(LU, pivots)
 
 
@@ -831,7 +839,9 @@ def lu(A, *, pivot=True, out=None):
     P = np.zeros(tuple(A.shape[:-2]) + (m, m), A.dtype)  # noqa: N806
     np.put_along_axis(P, perm[..., :, None], 1, axis=-1)
     P = np.swapaxes(P, -1, -2)  # noqa: N806  (A = P L U, so P^T A = A[perm])
-    L, U = call(lambda a: _lu_nopivot(_permuted(a, perm)), A, name="LinalgLuBackward0")  # noqa: N806
+    with np.errstate(divide="ignore", invalid="ignore"):
+        L, U = call(lambda a: _lu_nopivot(_permuted(a, perm)), A,  # noqa: N806
+                    name="LinalgLuBackward0")
     return _rt.linalg_lu(Tensor._plain(np.ascontiguousarray(P)), L, U)
 
 
