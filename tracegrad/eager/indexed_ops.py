@@ -281,7 +281,7 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):  # noqa: A002
 
 # -- searchsorted, bucketize ---------------------------------------------------------------
 def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None,  # noqa: A002
-                 sorter=None, out=None):
+                 sorter=None):
     """Indices where the values of ``input`` would go in the (last dim of)
     ``sorted_sequence``: the first place (``right``/``side='right'``: the last)."""
     seq = _as_tensor(sorted_sequence)._concrete("searchsorted")
@@ -325,7 +325,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     return Tensor._plain(np.asarray(res, np.int32 if out_int32 else np.int64))
 
 
-def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):  # noqa: A002
+def bucketize(input, boundaries, *, out_int32=False, right=False):  # noqa: A002
     """The bucket of each value of ``input`` among the 1-d ``boundaries``
     (``searchsorted(boundaries, input)``)."""
     b = _as_tensor(boundaries)

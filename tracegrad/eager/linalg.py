@@ -151,7 +151,7 @@ def _dims(t, dim):
     return dim % builtins.max(t.dim(), 1)
 
 
-def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A002
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
     """``sum(|x|**ord) ** (1/ord)`` over ``dim`` (every dim when None); inf, -inf, 0 as
     torch (the maximum, the minimum, the count of nonzeros)."""
     x = _as_tensor(x)
@@ -190,7 +190,7 @@ def _vector_norm(v, ord, axis, keepdims):  # noqa: A002
     return np.where(pos, np.where(pos, s, 1) ** (1.0 / ord), 0).astype(a.dtype)
 
 
-def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):  # noqa: A002
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):  # noqa: A002
     """``'fro'``, ``'nuc'``, ``inf``, ``-inf``, ``1``, ``-1``, ``2``, ``-2`` over the two
     ``dim``."""
     A = _matrix("linalg.matrix_norm", A)
@@ -209,7 +209,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     return call(lambda v: np.linalg.norm(v, ord=ord, axis=dim, keepdims=keepdim), A, name=name)
 
 
-def norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):  # noqa: A002
+def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
     """``vector_norm`` of the flattened tensor (``ord`` and ``dim`` None), of one ``dim``,
     or ``matrix_norm`` of two dims (or of a 2-d tensor given an ``ord``)."""
     A = _as_tensor(A)
@@ -225,25 +225,25 @@ def norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):  # noqa
 
 
 # -- determinants and inverses -------------------------------------------------------------
-def det(A, *, out=None):
+def det(A):
     A = _square("linalg.det", A)
     return call(np.linalg.det, A, name="LinalgDetBackward0")
 
 
-def slogdet(A, *, out=None):
+def slogdet(A):
     """``(sign, logabsdet)``; ``logabsdet`` is real, ``sign`` has ``A``'s dtype."""
     A = _square("linalg.slogdet", A)
     return _rt.linalg_slogdet(*call(lambda a: tuple(np.linalg.slogdet(a)), A,
                                     name="LinalgSlogdetBackward0"))
 
 
-def inv(A, *, out=None):
+def inv(A):
     A = _square("linalg.inv", A)
     return _lapack_call("linalg.inv", np.linalg.inv, (A,), "getrf", _SINGULAR, A,
                         name="LinalgInvExBackward0")
 
 
-def inv_ex(A, *, check_errors=False, out=None):
+def inv_ex(A, *, check_errors=False):
     """``(inverse, info)``: ``info`` is LAPACK's (0, or the index of the zero pivot); a
     singular matrix raises only with ``check_errors``."""
     A = _square("linalg.inv_ex", A)
@@ -280,7 +280,7 @@ def _vector_rhs(A, B):
     return B.dim() == 1 or (B.dim() == A.dim() - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
 
 
-def solve(A, B, *, left=True, out=None):
+def solve(A, B, *, left=True):
     """``X`` with ``A X = B`` (``left=False``: ``X A = B``)."""
     A = _square("linalg.solve", A)
     B = _as_tensor(B)
@@ -307,14 +307,14 @@ def solve(A, B, *, left=True, out=None):
                         name="LinalgSolveExBackward0")
 
 
-def solve_ex(A, B, *, left=True, check_errors=False, out=None):
+def solve_ex(A, B, *, left=True, check_errors=False):
     info = _lapack_info("getrf", _square("linalg.solve_ex", A)._data)
     if check_errors:
         _raise_info("linalg.solve_ex", info, _SOLVE_SINGULAR)
     return _rt.linalg_solve_ex(solve(A, B, left=left), Tensor._plain(info))
 
 
-def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
+def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
     """``X`` with ``A X = B`` (``left=False``: ``X A = B``) for the triangle of ``A`` that
     ``upper`` names (its diagonal taken as ones when ``unitriangular``)."""
     A = _matrix("linalg.solve_triangular", A)
@@ -341,7 +341,7 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
                         name="LinalgSolveTriangularBackward0")
 
 
-def cholesky(A, *, upper=False, out=None):
+def cholesky(A, *, upper=False):
     """The lower factor ``L`` of ``A = L L^H`` (``upper``: ``U = L^H``), from ``A``'s lower
     triangle."""
     A = _square("linalg.cholesky", A)
@@ -376,7 +376,7 @@ def _hermitian_input(A, f, upper=False):
     return g
 
 
-def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
+def cholesky_ex(A, *, upper=False, check_errors=False):
     A = _square("linalg.cholesky_ex", A)
     info = _lapack_info("potrf", A._data)
     if check_errors:
@@ -389,7 +389,7 @@ def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
 
 
 # -- factorizations -------------------------------------------------------------------------
-def qr(A, mode="reduced", *, out=None):
+def qr(A, mode="reduced"):
     """``(Q, R)``: ``mode`` ``'reduced'``, ``'complete'``, or ``'r'`` (``Q`` empty)."""
     A = _matrix("linalg.qr", A)
     if mode not in ("reduced", "complete", "r"):
@@ -420,7 +420,7 @@ def _uplo(name, UPLO):  # noqa: N803
     return UPLO.upper()
 
 
-def eigh(A, UPLO="L", *, out=None):  # noqa: N803
+def eigh(A, UPLO="L"):  # noqa: N803
     """Eigenvalues (ascending, real) and eigenvectors of a Hermitian ``A`` read from the
     triangle ``UPLO`` names."""
     A = _square("linalg.eigh", A)
@@ -429,7 +429,7 @@ def eigh(A, UPLO="L", *, out=None):  # noqa: N803
                                                   UPLO == "U"), A, name="LinalgEighBackward0"))
 
 
-def eigvalsh(A, UPLO="L", *, out=None):  # noqa: N803
+def eigvalsh(A, UPLO="L"):  # noqa: N803
     A = _square("linalg.eigvalsh", A)
     UPLO = _uplo("linalg.eigvalsh", UPLO)  # noqa: N806
     return call(_hermitian_input(A, lambda a: np.linalg.eigvalsh(a, UPLO=UPLO), UPLO == "U"), A,
@@ -440,7 +440,7 @@ def _complex_of(dtype):
     return np.complex64 if np.dtype(dtype) in (np.float32, np.complex64) else np.complex128
 
 
-def eig(A, *, out=None):
+def eig(A):
     """Eigenvalues and eigenvectors (unit columns, LAPACK's phases), complex always."""
     A = _square("linalg.eig", A)
     cdt = _complex_of(A.dtype)
@@ -451,13 +451,13 @@ def eig(A, *, out=None):
     return _rt.linalg_eig(*call(fn, A, name="LinalgEigBackward0"))
 
 
-def eigvals(A, *, out=None):
+def eigvals(A):
     A = _square("linalg.eigvals", A)
     cdt = _complex_of(A.dtype)
     return call(lambda a: np.linalg.eigvals(a).astype(cdt), A, name="LinalgEigBackward0")
 
 
-def svd(A, full_matrices=True, *, driver=None, out=None):
+def svd(A, full_matrices=True, *, driver=None):
     """``(U, S, Vh)``, singular values descending."""
     A = _matrix("linalg.svd", A)
     m, n = A.shape[-2:]
@@ -479,7 +479,7 @@ def svd(A, full_matrices=True, *, driver=None, out=None):
     return _rt.linalg_svd(*call(fn, A, name="LinalgSvdBackward0"))
 
 
-def svdvals(A, *, driver=None, out=None):
+def svdvals(A, *, driver=None):
     A = _matrix("linalg.svdvals", A)
     return call(lambda a: np.linalg.svd(a, compute_uv=False), A, name="LinalgSvdBackward0")
 
@@ -499,7 +499,7 @@ def _real_of(dtype):
     return np.float32 if np.dtype(dtype) in (np.float32, np.complex64) else np.float64
 
 
-def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
+def pinv(A, *, atol=None, rtol=None, hermitian=False):
     """The pseudo-inverse through the SVD, singular values at or below ``max(atol, rtol *
     smax)`` dropped (``hermitian`` is a hint: the SVD of a Hermitian matrix has its
     eigenvalues' moduli, and its gradient is the general formula, as torch's)."""
@@ -518,7 +518,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     return call(fn, A, name="LinalgPinvBackward0")
 
 
-def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None, out=None):
+def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None):
     """The number of singular values above ``max(atol, rtol * smax)`` (int64)."""
     A = _matrix("linalg.matrix_rank", A)
     if tol is not None:
@@ -578,7 +578,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
                             s.detach() if driver in ("gelsd", "gelss") else empty)
 
 
-def cond(A, p=None, *, out=None):
+def cond(A, p=None):
     """``smax / smin`` (``p`` None or 2; -2: ``smin / smax``), else
     ``norm(A, p) * norm(inv(A), p)``; real."""
     A = _matrix("linalg.cond", A)
@@ -590,7 +590,7 @@ def cond(A, p=None, *, out=None):
     return matrix_norm(A, p) * matrix_norm(inv(A), p)
 
 
-def cross(input, other, *, dim=-1, out=None):  # noqa: A002
+def cross(input, other, *, dim=-1):  # noqa: A002
     input, other = _as_tensor(input), _as_tensor(other)
     if input.dim() != other.dim():
         raise _err("linalg.cross: inputs must have the same number of dimensions.")
@@ -601,7 +601,7 @@ def cross(input, other, *, dim=-1, out=None):  # noqa: A002
                 name="LinalgCrossBackward0")
 
 
-def multi_dot(tensors, *, out=None):
+def multi_dot(tensors):
     tensors = [_as_tensor(t) for t in tensors]
     if len(tensors) < 2:
         raise _err(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
@@ -614,7 +614,7 @@ def multi_dot(tensors, *, out=None):
     return call(lambda *xs: np.linalg.multi_dot(list(xs)), *tensors, name="ViewBackward0")
 
 
-def matrix_power(A, n, *, out=None):
+def matrix_power(A, n):
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
         raise TypeError(f"linalg_matrix_power(): argument 'n' (position 2) must be int, not "
                         f"{type(n).__name__}")
@@ -645,7 +645,7 @@ def matrix_exp(A):
     return call(fn, A, name="LinalgMatrixExpBackward0")
 
 
-def vecdot(x, y, *, dim=-1, out=None):
+def vecdot(x, y, *, dim=-1):
     """``sum(conj(x) * y, dim)``."""
     x, y = _as_tensor(x), _as_tensor(y)
     return (x.conj() * y if x.dtype.kind == "c" else x * y).sum(dim)
@@ -655,11 +655,11 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
     return _as_tensor(A).diagonal(offset, dim1, dim2)
 
 
-def matmul(input, other, *, out=None):  # noqa: A002
+def matmul(input, other):  # noqa: A002
     return _as_tensor(input) @ other
 
 
-def tensorinv(A, ind=2, *, out=None):
+def tensorinv(A, ind=2):
     """The inverse of ``A`` read as a matrix of its first ``ind`` dims by the rest."""
     A = _as_tensor(A)
     if ind <= 0:
@@ -671,7 +671,7 @@ def tensorinv(A, ind=2, *, out=None):
     return inv(A.reshape(math.prod(rows), math.prod(cols))).reshape(*cols, *rows)
 
 
-def tensorsolve(A, B, dims=None, *, out=None):
+def tensorsolve(A, B, dims=None):
     """``X`` with ``tensordot(A, X, X.ndim) == B``."""
     A, B = _as_tensor(A), _as_tensor(B)
     if dims is not None:
@@ -705,7 +705,7 @@ def vander(x, *, N=None):  # noqa: N803
     return FUNCTIONS["cat"]([ones, powers], -1)
 
 
-def householder_product(A, tau, *, out=None):
+def householder_product(A, tau):
     """The first ``n`` columns of ``H_1 ... H_k``, ``H_i = I - tau_i v_i v_i^H`` with
     ``v_i`` column ``i`` of ``A`` below the diagonal and 1 on it (LAPACK's ``orgqr``)."""
     A, tau = _as_tensor(A), _as_tensor(tau)
@@ -796,7 +796,7 @@ def _lu_parts(name, A):
     return A, piv, info, perm
 
 
-def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None):
+def lu_factor_ex(A, *, pivot=True, check_errors=False):
     if not pivot:
         raise _err("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
     A, piv, info, perm = _lu_parts("linalg.lu_factor_ex", A)
@@ -822,7 +822,7 @@ _LU_SINGULAR = ("U[{0},{0}] is zero and using it on lu_solve would result in a d
                 "linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)")
 
 
-def lu_factor(A, *, pivot=True, out=None):
+def lu_factor(A, *, pivot=True):
     """``(LU, pivots)``: ``L`` below the diagonal (its unit diagonal implied), ``U`` on and
     above it; pivots 1-based, int32, as LAPACK's ``getrf``."""
     LU, pivots, info = lu_factor_ex(A, pivot=pivot)  # noqa: N806
@@ -830,7 +830,7 @@ def lu_factor(A, *, pivot=True, out=None):
     return _rt.linalg_lu_factor(LU, pivots)
 
 
-def lu(A, *, pivot=True, out=None):
+def lu(A, *, pivot=True):
     """``(P, L, U)`` with ``A = P L U``."""
     if not pivot:
         raise _err("linalg.lu: LU without pivoting is not implemented on the CPU")
@@ -845,7 +845,7 @@ def lu(A, *, pivot=True, out=None):
     return _rt.linalg_lu(Tensor._plain(np.ascontiguousarray(P)), L, U)
 
 
-def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):  # noqa: N803
+def lu_solve(LU, pivots, B, *, left=True, adjoint=False):  # noqa: N803
     """``X`` with ``A X = B`` from ``lu_factor(A)``'s result (``adjoint``: ``A^H X = B``;
     ``left=False``: ``X A = B``)."""
     LU, B = _square("linalg.lu_solve", LU, "LU"), _as_tensor(B)  # noqa: N806
@@ -934,7 +934,7 @@ def pinverse(input, rcond=1e-15):  # noqa: A002
     return pinv(input, rtol=rcond)
 
 
-def _cross(input, other, dim=None, *, out=None):  # noqa: A002
+def _cross(input, other, dim=None):  # noqa: A002
     input, other = _as_tensor(input), _as_tensor(other)
     if dim is None:         # torch: the first dim of size 3 (deprecated)
         dims = [d for d, s in enumerate(np.broadcast_shapes(tuple(input.shape),
@@ -958,6 +958,8 @@ OLD_FUNCTIONS = {"det": _det, "logdet": logdet, "slogdet": _slogdet, "inverse": 
                  "cholesky_inverse": cholesky_inverse, "qr": _qr, "svd": _svd,
                  "pinverse": pinverse, "cross": _cross, "matrix_power": _matrix_power,
                  "matrix_exp": _matrix_exp}
+for _name, _fn in OLD_FUNCTIONS.items():
+    _fn.__name__ = _fn.__qualname__ = _name
 FUNCTIONS.update(OLD_FUNCTIONS)
 
 # Tensor methods of this module (gathered here; the lead moves them at merge time)

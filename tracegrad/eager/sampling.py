@@ -24,7 +24,7 @@ from .generator import torch_generator
 from .tensor import Tensor
 
 
-def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):  # noqa: A002
+def multinomial(input, num_samples, replacement=False, *, generator=None):  # noqa: A002
     """``num_samples`` category indices (int64) drawn from each row of the (1-d or 2-d)
     non-negative weights ``input``."""
     p = _as_tensor(input)
