@@ -317,6 +317,141 @@ def workload_table(budget, names=None):
     return "\n".join(lines) + "\n"
 
 
+def recurrent_data(seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal((16, 20, 10)).astype(np.float32),
+            rng.standard_normal((16, 1)).astype(np.float32), seed]
+
+
+def _recurrent(lib, as_tensor, data, bidirectional):
+    """A regression through an LSTMCell unrolled over 20 steps (``bidirectional=False``),
+    or through a bidirectional ``nn.LSTM``: 16 sequences of 20 steps of 10 features,
+    hidden 32, a linear head on the last output, MSE, SGD. Parameters drawn from one
+    NumPy stream in ``parameters()`` order, the same for both libraries."""
+    nn, F = lib.nn, lib.nn.functional
+    before = lib.get_default_dtype()
+    lib.set_default_dtype(lib.float32)
+    try:
+        if bidirectional:
+            rnn = nn.LSTM(10, 32, batch_first=True, bidirectional=True)
+            head = nn.Linear(64, 1)
+        else:
+            rnn, head = nn.LSTMCell(10, 32), nn.Linear(32, 1)
+    finally:
+        lib.set_default_dtype(before)
+    params = list(rnn.parameters()) + list(head.parameters())
+    rng = np.random.default_rng(data[2] + 1)
+    with lib.no_grad():
+        for p in params:
+            p.copy_(as_tensor(rng.uniform(-0.2, 0.2, tuple(p.shape)).astype(np.float32)))
+    opt = lib.optim.SGD(params, lr=LR)
+    x, y = as_tensor(data[0]), as_tensor(data[1])
+    last = [0.0]
+
+    def step():
+        opt.zero_grad()
+        if bidirectional:
+            out, _ = rnn(x)
+            h = out[:, -1]
+        else:
+            h = c = lib.zeros(16, 32)
+            for t in range(x.shape[1]):
+                h, c = rnn(x[:, t], (h, c))
+        loss = F.mse_loss(head(h), y)
+        loss.backward()
+        opt.step()
+        last[0] = loss
+    return step, lambda: (last[0].item(), [p.detach().numpy() for p in params])
+
+
+def lstm_cell_loop(lib, as_tensor, data):
+    return _recurrent(lib, as_tensor, data, False)
+
+
+def bilstm(lib, as_tensor, data):
+    return _recurrent(lib, as_tensor, data, True)
+
+
+def _mlp_workload(lib, as_tensor, data):
+    return _module_system(lib, as_tensor, *data)
+
+
+COMPILED = {
+    "mlp": ("MLP 784-256-256-10, batch 128, SGD", lambda seed=0: make_data(seed),
+            _mlp_workload),
+    "conv-net": WORKLOADS["conv-net"][:3],
+    "legendre-function": WORKLOADS["legendre-function"][:3],
+    "relu-function": WORKLOADS["relu-function"][:3],
+    "lstm-cell": ("LSTMCell unrolled 20 steps, batch 16, hidden 32, SGD", recurrent_data,
+                  lstm_cell_loop),
+    "bilstm": ("bidirectional LSTM, 20 steps, batch 16, hidden 32, SGD", recurrent_data,
+               bilstm),
+}
+
+
+def _torch_compiled(step):
+    """torch.compile(step) and the seconds its first two calls took, or (None, reason)."""
+    import torch
+    try:
+        compiled = torch.compile(step)
+        started = time.perf_counter()
+        compiled()
+        compiled()
+        return compiled, time.perf_counter() - started
+    except Exception as e:      # noqa: BLE001  (no C++ compiler, an unsupported op, ...)
+        return None, f"{type(e).__name__}: {str(e).splitlines()[0][:80]}"
+
+
+def compiled_table(budget, names=None, jax=False):
+    """Each workload's whole training step: tracegrad eager, ``tg.compile``d (NumPy
+    backend; with ``jax``, the JAX one too), PyTorch eager, ``torch.compile``d; same
+    data and start. Checks that the compiled steps leave tracegrad's eager numbers
+    (bit for bit on NumPy) before timing; reports the capture time of ``tg.compile``
+    (its second call: the first runs eagerly) and ``torch.compile``'s first two calls."""
+    import torch
+    torch.set_num_threads(1)
+    lines = ["| workload | tg eager ms | tg.compile ms | " + ("tg.compile jax ms | " if jax else "")
+             + "torch eager ms | torch.compile ms | tg.compile / torch eager | "
+             "tg.compile capture ms | torch.compile first calls s |",
+             "|---|" + "---:|" * (8 if jax else 7)]
+    notes = []
+    for name in names or COMPILED:
+        title, make_data_, build_ = COMPILED[name]
+        data = make_data_()
+        steps, states = {}, {}
+        steps["tg"], states["tg"] = build_(tg, tg.tensor, data)
+        step, states["tgc"] = build_(tg, tg.tensor, data)
+        steps["tgc"] = tg.compile(step)
+        if jax:
+            step, states["tgj"] = build_(tg, tg.tensor, data)
+            steps["tgj"] = tg.compile(step, backend="jax")
+        steps["torch"], states["torch"] = build_(torch, torch.from_numpy, data)
+        step, _ = build_(torch, torch.from_numpy, data)
+        tc, tc_first = _torch_compiled(step)
+        for _ in range(3):
+            for key in ("tg", "tgc", "tgj", "torch"):
+                if key in steps:
+                    steps[key]()
+        if tc is not None:
+            tc()
+            steps["torch.compile"] = tc
+        else:
+            notes.append(f"{name}: torch.compile did not run here ({tc_first})")
+        (loss, ps), (closs, cps) = states["tg"](), states["tgc"]()
+        assert loss == closs and all(np.array_equal(a, b) for a, b in zip(ps, cps)), name
+        explained = steps["tgc"].explain()
+        assert explained.graph_count == 1 and not explained.break_reasons, str(explained)
+        res = timing.interleaved(steps, budget_s=budget, min_rounds=5, max_rounds=400)
+        ms = {k: v.median * 1e3 for k, v in res.items()}
+        tcm = f"{ms['torch.compile']:.3f}" if "torch.compile" in ms else "n/a"
+        tcf = f"{tc_first:.2f}" if tc is not None else "n/a"
+        lines.append(f"| {title} | {ms['tg']:.3f} | {ms['tgc']:.3f} | "
+                     + (f"{ms['tgj']:.3f} | " if jax else "")
+                     + f"{ms['torch']:.3f} | {tcm} | {ms['tgc'] / ms['torch']:.2f}x | "
+                     f"{explained.capture_seconds[0] * 1e3:.0f} | {tcf} |")
+    return "\n".join(lines) + "\n" + "".join(f"\n{n}\n" for n in notes)
+
+
 SYSTEMS = {"numpy": numpy_system, "tg-eager": eager_system, "tg-jit": jit_system,
            "torch": torch_system}
 TITLES = {"numpy": "hand-written NumPy", "tg-eager": "tracegrad eager (nn + optim)",
@@ -352,10 +487,18 @@ def main(argv=None):
                     help="time with the process's CPU clock (a loaded machine)")
     ap.add_argument("--only", choices=sorted(WORKLOADS), action="append",
                     help="time only these further workloads (and not the MLP)")
+    ap.add_argument("--compiled", action="store_true",
+                    help="only the tg.compile table (eager, compiled, torch, torch.compile)")
+    ap.add_argument("--jax", action="store_true", help="with --compiled: the JAX backend too")
+    ap.add_argument("--workload", choices=sorted(COMPILED), action="append",
+                    help="with --compiled: only these workloads")
     args = ap.parse_args(argv)
     if args.cpu_time:
         timing._clock = time.process_time
     budget = 4.0 if args.quick else 30.0
+    if args.compiled:
+        print(compiled_table(budget / 4, args.workload, jax=args.jax))
+        return
     if args.only:
         print(workload_table(budget / 3, args.only))
         return

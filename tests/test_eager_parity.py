@@ -634,8 +634,13 @@ EXCLUDED.update({n: "tests/test_eager_linalg.py" for n in (
 EXCLUDED.update({n: "tests/test_eager_indexed_ops.py" for n in (
     "index_add", "index_add_", "scatter_reduce", "scatter_reduce_", "kthvalue", "diff",
     "searchsorted", "bucketize", "cdist", "divide_")})
-EXCLUDED.update(multinomial="tests/test_eager_sampling.py (torch's draws for a seed)",
-                is_inference="tests/test_eager_sampling.py (inference mode)")
+EXCLUDED.update(multinomial="tests/test_eager_multinomial.py (torch's draws for a seed)",
+                is_inference="tests/test_eager_multinomial.py (inference mode)")
+# issue 25's surface, each compared with torch (values, dtypes, gradients, errors) on its own
+EXCLUDED.update(dict.fromkeys(("affine_grid", "grid_sample"), "tests/test_eager_sampling.py"))
+EXCLUDED.update(dict.fromkeys(("conv3d", "conv_transpose3d", "max_pool3d", "avg_pool3d",
+                               "ctc_loss", "multi_margin_loss"), "tests/test_eager_nn_extra.py"))
+EXCLUDED.update(dict.fromkeys(("to_sparse", "to_sparse_coo"), "tests/test_eager_sparse.py"))
 # nn.functional's layers and losses: compared with torch in tests/test_eager_nn_torch.py
 EXCLUDED.update(dict.fromkeys(FUNCTIONAL_COVERED, "tests/test_eager_nn_torch.py"))
 

@@ -1,11 +1,9 @@
-"""``tg.multinomial`` against torch 2.13 CPU: the same draws for the same seed (with and
-without replacement, one sample or many, 1-d and 2-d weights, float32 and float64, sizes
-on both sides of 16), the generator left in the same state, torch's errors; and
-``tg.inference_mode`` / ``is_inference_mode_enabled`` / ``Tensor.is_inference`` as torch's.
-"""
-from __future__ import annotations
-
+"""``F.affine_grid`` and ``F.grid_sample`` against PyTorch, on generated cases: 4-D and 5-D,
+bilinear/nearest, the three padding modes, both ``align_corners``; values, dtypes, shapes,
+``grad_fn`` names, gradients to the image, the grid and ``theta`` (the spatial-transformer
+pattern), and the errors of misuse."""
 import itertools
+import warnings
 
 import numpy as np
 import pytest
@@ -15,118 +13,140 @@ import tracegrad as tg
 
 torch = pytest.importorskip("torch")
 
-SHAPES = [(4,), (5,), (3, 5), (20,), (2, 20), (100,), (7, 9), (4, 300)]
-DRAWS = [(1, False), (3, False), (1, True), (6, True), (50, True)]
-CASES = [(shape, dtype, n, rep, seed, zeros)
-         for shape, dtype, (n, rep), seed, zeros in itertools.product(
-             SHAPES, ("float32", "float64"), DRAWS, (0, 3), (False, True))
-         if rep or n <= shape[-1]]
+CASES = list(itertools.product([4, 5], ["bilinear", "nearest"], ["zeros", "border", "reflection"],
+                               [False, True], ["float32", "float64"]))
 
 
-@pytest.mark.parametrize("case", bounded(CASES, 60), ids=str)
-def test_multinomial_draws_match_torch(case):
-    shape, dtype, n, rep, seed, zeros = case
-    rng = np.random.default_rng(seed)
-    p = rng.random(shape).astype(dtype)
-    if zeros:
-        p[..., ::3] = 0       # categories that are never drawn
-    gen_t = torch.Generator().manual_seed(seed)
-    gen_g = tg.Generator().manual_seed(seed)
-    want = torch.multinomial(torch.tensor(p), n, rep, generator=gen_t)
-    got = tg.multinomial(tg.tensor(p), n, rep, generator=gen_g)
-    assert got.dtype == tg.int64 and tuple(got.shape) == tuple(want.shape)
-    np.testing.assert_array_equal(got.numpy(), want.numpy())
-    # the stream continues where torch's does
-    assert torch.rand(3, generator=gen_t).tolist() == tg.rand(3, generator=gen_g).tolist()
+def _tol(dtype):
+    return dict(rtol=2e-5, atol=2e-5) if dtype == "float32" else dict(rtol=1e-11, atol=1e-11)
 
 
-def test_default_generator_and_method():
-    p = [0.1, 0.5, 0.4]
-    torch.manual_seed(5)
-    tg.manual_seed(5)
-    assert torch.tensor(p).multinomial(4, True).tolist() == tg.tensor(p).multinomial(4, True).tolist()
-    assert torch.multinomial(torch.tensor(p), 2).tolist() == tg.multinomial(tg.tensor(p), 2).tolist()
+@pytest.mark.parametrize("case", bounded(CASES, 16), ids=str)
+def test_spatial_transformer_matches_torch(case):
+    ndim, mode, pad, ac, dtype = case
+    rs = np.random.RandomState(len(str(case)))
+    spatial_in = (4, 5) if ndim == 4 else (3, 4, 5)
+    spatial_out = (3, 6) if ndim == 4 else (2, 3, 4)
+    d = ndim - 2
+    theta = (np.concatenate([np.eye(d) + 0.4 * rs.randn(d, d), 0.5 * rs.randn(d, 1)], 1)
+             [None].repeat(2, 0) + 0.1 * rs.randn(2, d, d + 1)).astype(dtype)
+    theta *= 1.3                    # reach outside the image: the padding modes matter
+    x = rs.randn(2, 3, *spatial_in).astype(dtype)
+    size = (2, 3) + spatial_out
+
+    def run(lib):
+        t = lib.tensor(theta, requires_grad=True)
+        xi = lib.tensor(x, requires_grad=True)
+        grid = lib.nn.functional.affine_grid(t, size, align_corners=ac)
+        grid.retain_grad()
+        y = lib.nn.functional.grid_sample(xi, grid, mode=mode, padding_mode=pad,
+                                          align_corners=ac)
+        w = lib.tensor(np.cos(np.arange(y.numel())).reshape(tuple(y.shape)).astype(dtype))
+        (y * w).sum().backward()
+        return grid, y, xi.grad, grid.grad, t.grad
+
+    ours, theirs = run(tg), run(torch)
+    for a, b in zip(ours, theirs):
+        assert tuple(a.shape) == tuple(b.shape)
+        assert str(a.dtype).split(".")[-1] == str(b.dtype).split(".")[-1]
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), **_tol(dtype))
+    assert ours[0].grad_fn.name() == theirs[0].grad_fn.name()
+    assert ours[1].grad_fn.name() == theirs[1].grad_fn.name()
 
 
-MISUSE = [
-    lambda L: L.multinomial(L.tensor([0.5, 0.5]), 3),
-    lambda L: L.multinomial(L.tensor([0.0, 0.0]), 1),
-    lambda L: L.multinomial(L.tensor([0.5, -0.5]), 2, True),
-    lambda L: L.multinomial(L.tensor([0.5, float("nan")]), 1),
-    lambda L: L.multinomial(L.tensor([1, 2]), 1),
-    lambda L: L.multinomial(L.ones(2, 2, 2), 1),
-]
+@pytest.mark.parametrize("pad", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("ac", [False, True])
+def test_grid_sample_on_a_free_grid_with_far_and_edge_points(pad, ac):
+    """A grid as a leaf (gradient straight to it), with points far outside, on the
+    border and at pixel centres."""
+    rs = np.random.RandomState(1)
+    x = rs.randn(1, 2, 4, 3)
+    g = rs.uniform(-3.5, 3.5, (1, 5, 4, 2))
+    g[0, 0, :2] = [[1.0, -1.0], [0.0, 0.5]]
+    g[0, 1, :2] = [[-1.0 / 3, 0.25], [0.97, -0.03]]
+
+    def run(lib):
+        xi, gi = lib.tensor(x, requires_grad=True), lib.tensor(g, requires_grad=True)
+        y = lib.nn.functional.grid_sample(xi, gi, padding_mode=pad, align_corners=ac)
+        (y ** 2).sum().backward()
+        return y, xi.grad, gi.grad
+
+    for a, b in zip(run(tg), run(torch)):
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-11,
+                                   atol=1e-11)
 
 
-@pytest.mark.parametrize("k", range(len(MISUSE)))
-def test_multinomial_errors(k):
-    with pytest.raises(Exception) as want:
-        MISUSE[k](torch)
-    with pytest.raises(Exception) as got:
-        MISUSE[k](tg)
-    assert type(got.value) is type(want.value)
-    assert str(want.value).splitlines()[0] in str(got.value)
+def test_defaults_warn_and_errors_as_torch():
+    x4, g4 = np.zeros((1, 1, 3, 3), np.float32), np.zeros((1, 2, 2, 2), np.float32)
+    for lib in (tg, torch):
+        F = lib.nn.functional
+        x, g = lib.tensor(x4), lib.tensor(g4)
+        with pytest.warns(UserWarning, match="align_corners=False since 1.3.0"):
+            F.grid_sample(x, g)
+        with pytest.warns(UserWarning, match="align_corners=False since 1.3.0"):
+            F.affine_grid(lib.zeros(1, 2, 3), (1, 1, 2, 2))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            F.grid_sample(x, g, align_corners=True)
+        with pytest.raises(ValueError, match="expected mode to be 'bilinear', 'nearest' or "
+                                             "'bicubic', but got: 'area'"):
+            F.grid_sample(x, g, mode="area", align_corners=False)
+        with pytest.raises(ValueError, match="expected padding_mode to be 'zeros', 'border', "
+                                             "or 'reflection', but got: 'wrap'"):
+            F.grid_sample(x, g, padding_mode="wrap", align_corners=False)
+        with pytest.raises(RuntimeError, match="expected scalar type Float but found Double"):
+            F.grid_sample(x, lib.tensor(g4.astype(np.float64)), align_corners=False)
+        with pytest.raises(RuntimeError, match="expected grid to have size 2 in last "
+                                               "dimension"):
+            F.grid_sample(x, lib.zeros(1, 2, 2, 3), align_corners=False)
+        with pytest.raises(RuntimeError, match="expected grid and input to have same batch"):
+            F.grid_sample(x, lib.zeros(2, 2, 2, 2), align_corners=False)
+        with pytest.raises(RuntimeError, match="expected 4D input and grid with same"):
+            F.grid_sample(x, lib.zeros(1, 2, 2, 2, 2), align_corners=False)
+        with pytest.raises(ValueError, match="Expected a batch of 2D affine matrices of shape "
+                                             "Nx2x3"):
+            F.affine_grid(lib.zeros(1, 3, 4), (1, 1, 2, 2), align_corners=False)
+        with pytest.raises(ValueError, match="Expected a batch of 3D affine matrices"):
+            F.affine_grid(lib.zeros(1, 2, 3), (1, 1, 2, 2, 2), align_corners=False)
+        with pytest.raises(NotImplementedError, match="affine_grid only supports 4D and 5D"):
+            F.affine_grid(lib.zeros(1, 2, 3), (1, 1, 2), align_corners=False)
+        with pytest.raises(ValueError, match="Expected theta to have floating point type"):
+            F.affine_grid(lib.zeros(1, 2, 3, dtype=lib.int64), (1, 1, 2, 2),
+                          align_corners=False)
+        with pytest.raises(ValueError, match="Expected non-zero, positive output size"):
+            F.affine_grid(lib.zeros(1, 2, 3), (1, 1, 0, 2), align_corners=False)
 
 
-def _inference_story(L):
-    """What a program sees of inference mode, as a list of observations."""
-    seen = []
-    x = L.ones(2, requires_grad=True)
-    with L.inference_mode():
-        y = x * 2
-        seen += [y.requires_grad, y.is_inference(), L.is_inference_mode_enabled(),
-                 L.is_grad_enabled(), L.ones(2).is_inference(), L.tensor([1.0]).is_inference()]
-        with L.inference_mode(False):
-            z = x * 2
-            seen += [z.is_inference(), z.requires_grad, L.is_grad_enabled(),
-                     L.is_inference_mode_enabled()]
-        seen += [L.is_inference_mode_enabled(), L.is_grad_enabled()]
-    with L.no_grad(), L.inference_mode(False):
-        seen.append(L.is_grad_enabled())
-    seen += [x.is_inference(), L.is_inference_mode_enabled(), L.is_grad_enabled(),
-             L.ones(1).is_inference()]
-
-    @L.inference_mode
-    def f(a):
-        return a * 3
-
-    @L.inference_mode()
-    def g(a):
-        return a * 3
-
-    @L.inference_mode(False)
-    def h(a):
-        return a * 3
-    seen += [f(x).is_inference(), f(x).requires_grad, g(x).is_inference(), h(x).requires_grad,
-             f.__name__]
-    return seen
+def test_unit_size_grid_as_torch():
+    theta = np.array([[[0.5, 0.2, 0.1], [-0.3, 1.1, 0.4]]])
+    for ac in (False, True):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ours = tg.nn.functional.affine_grid(tg.tensor(theta), (1, 1, 1, 3), align_corners=ac)
+            theirs = torch.nn.functional.affine_grid(torch.tensor(theta), (1, 1, 1, 3),
+                                                     align_corners=ac)
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-14, atol=1e-15)
 
 
-def test_inference_mode_as_torch():
-    assert _inference_story(tg) == _inference_story(torch)
+@pytest.mark.parametrize("case", bounded(list(itertools.product(
+    ["zeros", "border", "reflection"], [False, True], ["float64", "float32"])), 4), ids=str)
+def test_bicubic_matches_torch(case):
+    pad, ac, dtype = case
+    rs = np.random.RandomState(3)
+    x = rs.randn(2, 3, 5, 6).astype(dtype)
+    g = rs.uniform(-1.6, 1.6, (2, 4, 3, 2)).astype(dtype)
 
+    def run(lib):
+        xi, gi = lib.tensor(x, requires_grad=True), lib.tensor(g, requires_grad=True)
+        y = lib.nn.functional.grid_sample(xi, gi, mode="bicubic", padding_mode=pad,
+                                          align_corners=ac)
+        (y * y).sum().backward()
+        return y, xi.grad, gi.grad
 
-def test_inference_mode_is_per_thread():
-    import threading
-    seen = []
-    with tg.inference_mode():
-        t = threading.Thread(target=lambda: seen.append((tg.is_inference_mode_enabled(),
-                                                         tg.ones(1).is_inference())))
-        t.start()
-        t.join()
-    assert seen == [(False, False)]
-
-
-@pytest.mark.parametrize("replacement, n", [(True, 7), (False, 3), (True, 1)])
-def test_weighted_random_sampler_draws_as_torch(replacement, n):
-    from torch.utils.data import WeightedRandomSampler
-    weights = [0.1, 0.9, 0.4, 0.2, 0.0]
-    want = list(WeightedRandomSampler(weights, n, replacement,
-                                      generator=torch.Generator().manual_seed(11)))
-    got = list(tg.utils.data.WeightedRandomSampler(weights, n, replacement,
-                                                   generator=tg.Generator().manual_seed(11)))
-    assert got == want
-    torch.manual_seed(2)
-    tg.manual_seed(2)
-    assert list(tg.utils.data.WeightedRandomSampler(weights, n, replacement)) == \
-        list(WeightedRandomSampler(weights, n, replacement))
+    tol = dict(rtol=1e-10, atol=1e-10) if dtype == "float64" else dict(rtol=1e-4, atol=1e-4)
+    for a, b in zip(run(tg), run(torch)):
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), **tol)
+    for lib in (tg, torch):
+        with pytest.raises(RuntimeError, match="bicubic interpolation only supports 4D input"):
+            lib.nn.functional.grid_sample(lib.zeros(1, 1, 2, 2, 2), lib.zeros(1, 1, 1, 1, 3),
+                                          mode="bicubic", align_corners=False)

@@ -348,6 +348,18 @@ def test_escaped_tracer():
                  "escaped")
 
 
+def test_escaped_tracer_given_to_a_graph():
+    """A graph run on a tracer of a finished trace (``Graph.__call__``, a ``vjp_fn``)
+    refuses it, naming the line, rather than inlining it into no trace."""
+    saved = []
+    tg.grad(lambda x: (saved.append(x), np.sum(x))[1])(V)
+    _, pull_back = tg.vjp(lambda x: x * 2.0, V)
+    graph = tg.trace(lambda x: x, V)
+    expect_error(lambda: pull_back(saved[0]), "pull_back(saved[0])", "after the transform")
+    expect_error(lambda: graph(saved[0]), "graph(saved[0])", "after the transform")
+    np.testing.assert_allclose(pull_back(V)[0], 2.0 * V)
+
+
 def test_graph_on_other_branch_names_the_condition():
     def f(x):
         if np.sum(x) > 0:  # THE_CONDITION

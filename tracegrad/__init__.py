@@ -22,19 +22,13 @@ from .errors import RetraceWarning, TraceError
 from .ir import Graph
 from .transforms.checkpoint import checkpoint
 from .transforms.control_flow import cond, fori_loop, scan, while_loop
-from .transforms.derivatives import (
-    custom_vjp,
-    grad,
-    hessian,
-    jacobian,
-    jvp,
-    stop_gradient,
-    trace,
-    value_and_grad,
-    vjp,
-)
+from .transforms.custom_rules import custom_vjp
+from .transforms.forward import jvp
+from .transforms.jacobians import hessian, jacobian
 from .transforms.jit import jit
 from .transforms.pure_callback import ShapeDtypeStruct, pure_callback
+from .transforms.reverse import grad, value_and_grad, vjp
+from .transforms.tracing import stop_gradient, trace
 from .transforms.vmap import vmap
 
 __version__ = "0.1.0"
@@ -53,12 +47,13 @@ def _alias_eager_modules():
     for name, module in list(sys.modules.items()):
         if name.startswith(prefix):
             short = __name__ + "." + name[len(prefix):]
-            if short.split(".")[1] in ("autograd", "nn", "optim", "utils", "linalg",
+            if short.split(".")[1] in ("autograd", "nn", "optim", "utils", "onnx", "linalg",
                                        "return_types"):
                 sys.modules.setdefault(short, module)
 
 
-from .eager import linalg, nn, optim, return_types, utils  # noqa: E402
+from .eager import linalg, nn, onnx, optim, return_types, utils  # noqa: E402
+from .eager.compile import compile  # noqa: E402,A001  (torch.compile)
 
 _alias_eager_modules()
 
@@ -78,11 +73,26 @@ def _alias_public_modules():
 
 _alias_public_modules()
 
+# torch.func and torch.jit (issue 25): ``from torch.func import grad, vmap`` and
+# ``torch.jit.script`` where torch is tracegrad; tg.jit stays the functional jit, with
+# script/trace/... as its attributes (tracegrad/functorch/script.py)
+from .functorch import func  # noqa: E402
+from .functorch import script as _torch_jit  # noqa: E402
+
+
+def _alias_torch_modules():
+    import sys
+    sys.modules.setdefault(__name__ + ".func", func)
+    sys.modules.setdefault(__name__ + ".jit", _torch_jit)
+
+
+_alias_torch_modules()
+
 __all__ = ["TraceError", "RetraceWarning", "Graph", "jit", "passes", "grad", "value_and_grad", "vjp",
            "jvp", "jacobian", "hessian", "trace", "stop_gradient", "custom_vjp", "checkpoint",
            "cond", "fori_loop", "while_loop", "scan", "vmap", "autograd", "bool", "float", "double", "int",
-           "long", "nn", "optim", "utils", "linalg", "return_types", "pure_callback",
-           "ShapeDtypeStruct", "scipy",
+           "long", "func", "nn", "onnx", "optim", "utils", "compile", "linalg", "return_types",
+           "pure_callback", "ShapeDtypeStruct", "scipy",
            "tree_util", "flatten_util", "debug", "optimizers", *_eager.__all__]
 
 # implicit differentiation (issue 15): roots and linear solves

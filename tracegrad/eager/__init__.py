@@ -2,17 +2,6 @@
 ``tg.nn``, ``tg.optim``, recorded on the same IR the transforms use."""
 from typing import TYPE_CHECKING, Any
 
-from . import arithmetic as _arithmetic  # noqa: F401  (the tensor operations install
-from . import conversion as _conversion  # noqa: F401  themselves on Tensor, by concern)
-from . import functions as _functions  # noqa: F401
-from . import indexed_ops as _indexed_ops  # noqa: F401  (index_add, scatter_reduce, cdist, ...)
-from . import inplace as _inplace  # noqa: F401
-from . import linalg, return_types  # noqa: F401  (torch.linalg; torch.det, torch.svd, ...)
-from . import reductions as _reductions  # noqa: F401
-from . import sampling as _sampling  # noqa: F401  (multinomial)
-from . import shapes as _shapes  # noqa: F401
-from . import tensor_methods as _methods  # noqa: F401  (sort, topk, isnan, scatter, ...)
-from . import views as _views  # noqa: F401  (select, unfold, as_strided, view_as_real, ...)
 from .conversion import public_result_type as result_type
 from .creation import (
     BoolTensor,
@@ -98,3 +87,6 @@ __all__ += list(FUNCTIONS)   # (a separate line: the doc generator reads the nam
 from .tensor_repr import set_printoptions  # noqa: E402  (torch.set_printoptions; repr(t) as torch's)
 
 __all__ += ["set_printoptions"]
+from .sparse_coo import sparse, sparse_coo, sparse_coo_tensor, spmm, strided  # noqa: E402
+
+__all__ += ["sparse", "sparse_coo", "sparse_coo_tensor", "strided", "spmm"]

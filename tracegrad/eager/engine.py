@@ -21,9 +21,9 @@ from ..passes.cse import cse
 from ..runtime.interpreter import run as interpret
 from ..tracer import source_override
 from . import anomaly, grad_mode, profiler
-from .dispatch import _tensor_class  # tg.Tensor: tensor.py imports this module
 from .promotion import type_name
-from .tape import TAPE, AccumulateGrad, EagerTracer, Saved, collect
+from .tape import TAPE, AccumulateGrad, EagerTracer, Saved, walk
+from .tensor_base import CAPTURE, TensorBase
 
 _FREED = ("Trying to backward through the graph a second time (or directly access saved "
           "tensors after they have already been freed). Saved intermediate values of the graph "
@@ -65,12 +65,11 @@ class _Plan:
         self.run = Runner(self.graph, prepare=cse)
 
 
-def _key(order, local, roots, wrt, taps, cut, functions):
-    nodes = TAPE.graph.by_id
+def _key(order, local, roots, wrt, taps, cut, functions, handles):
     parts = []
     at = local.__getitem__
     for n in order:
-        d = nodes[n]
+        d = handles[n]._ir
         op = d.op
         if op == "input" or op == "const" or n in cut:
             parts.append((d.shape, d.dtype))
@@ -87,11 +86,10 @@ def _key(order, local, roots, wrt, taps, cut, functions):
             tuple(map(at, taps)))
 
 
-def _forward_graph(order, roots, cut, functions):
+def _forward_graph(order, roots, cut, functions, handles):
     g = Graph()
-    nodes = TAPE.graph.by_id
     for k, n in enumerate(order):
-        d = nodes[n]
+        d = handles[n]._ir
         if d.op == "input" or d.op == "const" or n in cut:
             g.put(n, {"op": "input", "args": (), "shape": d.shape, "dtype": d.dtype,
                       "params": {"index": len(g.inputs)}, "src": d.src})
@@ -104,16 +102,16 @@ def _forward_graph(order, roots, cut, functions):
     return g
 
 
-def _plan(order, roots, wrt, taps, cut, functions=_NONE):
+def _plan(order, roots, wrt, taps, cut, handles, functions=_NONE):
     local = {n: i for i, n in enumerate(order)}
     try:
-        key = _key(order, local, roots, wrt, taps, cut, functions)
+        key = _key(order, local, roots, wrt, taps, cut, functions, handles)
     except (Uncacheable, TypeError):
         key = None
     plan = PLANS.get(key) if key is not None else None
     if plan is not None:
         return plan
-    bw = backward_graph(_forward_graph(order, roots, cut, functions), wrt, taps=taps)
+    bw = backward_graph(_forward_graph(order, roots, cut, functions, handles), wrt, taps=taps)
     plan = _Plan(bw, local)
     if key is not None:
         PLANS.put(key, plan)
@@ -174,7 +172,7 @@ def _seed(root, grad, i, Tensor, shared=False):
                 one.flags.writeable = False
             return one
         return np.ones(shape, dtype)
-    if not isinstance(grad, Tensor):
+    if not isinstance(grad, TensorBase):
         grad = Tensor._plain(np.asarray(grad, dtype=root.dtype))
     if tuple(grad.shape) != tuple(root.shape):
         raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
@@ -184,26 +182,25 @@ def _seed(root, grad, i, Tensor, shared=False):
 
 def _run(roots, grads, targets, retain_graph, create_graph, scan):
     """Cotangents of the tape nodes ``targets`` from the roots, whose history is
-    ``scan`` (``_Scan``): node -> array (a Tensor with create_graph) for those
+    ``scan`` (a ``tape.Walk``): node -> array (a Tensor with create_graph) for those
     reached, the arrays the backward graph was given, and the nodes a custom Function's
     backward sent a gradient to."""
-    Tensor = _tensor_class()
+    Tensor = type(roots[0])     # (its constructors make a tg.Tensor, whatever subclass)
     tracers = []
     for i, r in enumerate(roots):
         if not r.requires_grad:
             raise RuntimeError(_NO_GRAD.format(i=i))
         tracers.append(r._traced())
-    handles, functions, hooked = scan.handles, scan.functions, scan.hooked
+    handles, functions, hooked = scan.nodes, scan.functions, scan.hooked
     shared = not hooked and not create_graph
     seeds = [_seed(r, g, i, Tensor, shared) for i, (r, g) in enumerate(zip(roots, grads))]
     root_nodes = [t._node for t in tracers]
     if not functions:
         result, given = _stage(root_nodes, seeds, targets, create_graph, handles, handles,
-                               functions, Tensor, hooked=hooked)
+                               functions, Tensor, hooked=hooked, order=scan.order)
         sent, ran, rules = (), handles, ()
     elif FUSED.get() and not create_graph and _fusable(functions):
-        result, given, sent, rules = _fused(root_nodes, seeds, targets, handles, functions,
-                                            Tensor, hooked)
+        result, given, sent, rules = _fused(root_nodes, seeds, targets, scan, Tensor)
         ran = handles
         if len(rules) < len(functions):
             # a Function whose backward did not run (no input needed it) keeps its values
@@ -211,7 +208,7 @@ def _run(roots, grads, targets, retain_graph, create_graph, scan):
             ran = [n for n in handles if n not in functions or id(functions[n]) in called]
     else:
         result, given, sent, ran, rules = _staged(root_nodes, seeds, targets, create_graph,
-                                                  handles, functions, Tensor)
+                                                  scan, Tensor)
     if not retain_graph:
         # values only this graph held go now; a tensor used again gives its value back
         # (Tensor._traced)
@@ -224,58 +221,26 @@ def _run(roots, grads, targets, retain_graph, create_graph, scan):
     return result, given, sent
 
 
-class _Scan:
-    """The part of the tape the roots depend on (``collect``), classified in the same
-    walk: the leaves that require grad, the nodes a tensor retain_grad()-ed, the outputs
-    of custom Functions applied eagerly (node -> its ``apply``'s rule) and whether any
-    node has hooks."""
-    __slots__ = ("handles", "receiving", "functions", "hooked")
-
-    def __init__(self, roots):
-        found = {}
-        receiving, functions = [], {}      # (node, its Node) of leaves and retained nodes
-        hooked = False
-        stack = list(roots)
-        while stack:
-            h = stack.pop()
-            n = h._id
-            if n in found:
-                continue
-            found[n] = h
-            if type(h) is AccumulateGrad:
-                receiving.append((n, h))
-            else:
-                if h._retain is not None:
-                    receiving.append((n, h))
-                rule = h._rule
-                if rule is not None and rule.nodes:
-                    functions[n] = rule
-                stack.extend(h._parents)
-            if h._hooks:
-                hooked = True
-        self.handles, self.receiving = found, receiving
-        self.functions, self.hooked = functions, hooked
-
-
 def _stage(root_nodes, seeds, targets, create_graph, handles, nodes, cut, Tensor,
-           functions=_NONE, run=None, hooked=True):
+           functions=_NONE, run=None, hooked=True, order=None):
     """One backward graph over ``nodes`` (a part of ``handles``; the nodes in ``cut``
     taken as inputs) from ``seeds`` at ``root_nodes``: node -> cotangent for the
     ``targets`` among ``nodes``, and the arrays the graph was given. The custom
     Functions' nodes in ``functions`` are in the graph, their backwards called while it
-    runs (``_fused``: ``run``)."""
-    order = sorted(nodes)
+    runs (``_fused``: ``run``). ``order``: ``nodes``' ids sorted, when known."""
+    if order is None:
+        order = sorted(nodes)
     if run is not None:
         run.order = order
     taps = [n for n in order if nodes[n]._hooks and type(nodes[n]) is not AccumulateGrad
             and n not in cut] if hooked else []
     for n in taps:
-        if np.dtype(TAPE.graph.node(n)["dtype"]).kind == "c":
+        if np.dtype(nodes[n]._ir.dtype).kind == "c":
             raise RuntimeError("hooks on complex tensors are not supported by tracegrad's "
                                "eager autograd yet (PyTorch's conjugate-Wirtinger gradients "
                                "are not implemented)")
     wrt = [n for n in dict.fromkeys(list(targets) + taps) if n in nodes]
-    plan = _plan(order, root_nodes, wrt, taps, cut, functions)
+    plan = _plan(order, root_nodes, wrt, taps, cut, handles, functions)
     _check_saved(plan, order, handles)
     saved = [handles[order[i]] for i in plan.saved]
     seed_args = [seeds[k] for k in plan.seeds]
@@ -283,7 +248,7 @@ def _stage(root_nodes, seeds, targets, create_graph, handles, nodes, cut, Tensor
         outs = _replay(plan, saved, seed_args, order, handles, Tensor)
         args = []
     else:
-        args = [h._value for h in saved] + [s._data if isinstance(s, Tensor) else s
+        args = [h._value for h in saved] + [s._data if isinstance(s, TensorBase) else s
                                            for s in seed_args]
         observe = _observer(plan, order, handles, Tensor)
         if observe is None:
@@ -400,8 +365,9 @@ class _Fused:
         return tuple(outs)
 
 
-def _fused(root_nodes, seeds, targets, handles, functions, Tensor, hooked=True):
+def _fused(root_nodes, seeds, targets, scan, Tensor):
     """``_run`` through custom Functions whose nodes stay in the backward graph."""
+    handles, functions = scan.nodes, scan.functions
     run = _Fused(handles, functions)
     runs = _RUNNING.runs
     if runs is None:
@@ -411,39 +377,23 @@ def _fused(root_nodes, seeds, targets, handles, functions, Tensor, hooked=True):
     grad_mode._set(False)
     try:
         result, given = _stage(root_nodes, seeds, targets, False, handles, handles,
-                               _NONE, Tensor, functions, run, hooked)
+                               _NONE, Tensor, functions, run, scan.hooked, scan.order)
     finally:
         grad_mode._set(enabled)
         runs.pop()
     if run.dropped:
         # a backward that returned None ends the path: what only it reached gets None,
         # as in PyTorch, not the zeros the graph summed for it
-        seen = _reached(handles, root_nodes)
-        _reached(handles, run.sent, seen)
+        seen = scan.reached(list(root_nodes) + run.sent)
         result = {n: v for n, v in result.items() if n in seen}
     return result, given, run.sent, run.rules
-
-
-def _leading_to(handles, targets):
-    """The nodes among ``handles`` with a path to one of ``targets`` (PyTorch runs only
-    the backward nodes on such paths). A node's parents were recorded before it."""
-    needed = set()
-    for n in sorted(handles):
-        if n in targets:
-            needed.add(n)
-            continue
-        for p in handles[n]._parents:
-            if p._id in needed:
-                needed.add(n)
-                break
-    return needed
 
 
 def _add(total, part):
     return part if total is None else total + part
 
 
-def _staged(root_nodes, seeds, targets, create_graph, handles, functions, Tensor):
+def _staged(root_nodes, seeds, targets, create_graph, scan, Tensor):
     """``_run`` through custom Functions, as PyTorch's engine runs them: a backward graph
     from the roots down to the Functions' outputs and inputs (and the targets), then
     the latest of those: a Function's ``backward`` on concrete tensors, or a Function's
@@ -451,10 +401,11 @@ def _staged(root_nodes, seeds, targets, create_graph, handles, functions, Tensor
     on until nothing is left waiting. Everything recorded after a node is handled before
     it, so each is handled once, with its whole gradient (a hook sees it once)."""
     if create_graph:
-        seeds = [s if isinstance(s, Tensor) else Tensor._plain(s) for s in seeds]
+        seeds = [s if isinstance(s, TensorBase) else Tensor._plain(s) for s in seeds]
+    handles = scan.nodes
     wanted = set(targets)
-    needed = _leading_to(handles, wanted)
-    functions = {n: r for n, r in functions.items() if n in needed}
+    needed = scan.leading_to(wanted)
+    functions = {n: r for n, r in scan.functions.items() if n in needed}
     # a Function's inputs get gradients from its backward and maybe from elsewhere: the
     # backward graphs stop there too, until every part has arrived
     inputs = {m for r in functions.values() for m in r.operand_nodes
@@ -480,7 +431,7 @@ def _staged(root_nodes, seeds, targets, create_graph, handles, functions, Tensor
                     stage_seeds.append(v)
             if stage_roots:
                 cut = functions.keys() | (inputs - released)
-                nodes = collect([handles[n] for n in stage_roots], cut)
+                nodes = scan.below(stage_roots, cut)
                 ran.update(nodes)
                 outs, args = _stage(stage_roots, stage_seeds,
                                     list(targets) + [n for n in nodes if n in cut],
@@ -509,7 +460,7 @@ def _staged(root_nodes, seeds, targets, create_graph, handles, functions, Tensor
                     raise RuntimeError(_FREED)
                 ct = waiting.pop(n)
                 if h._hooks:
-                    out = _run_hooks(h._hooks, ct if isinstance(ct, Tensor) else Tensor._plain(ct),
+                    out = _run_hooks(h._hooks, ct if isinstance(ct, TensorBase) else Tensor._plain(ct),
                                      Tensor)
                     ct = out if create_graph else out._data
                 if n in wanted:
@@ -561,7 +512,7 @@ def _run_hooks(hooks, grad, Tensor):
     for hook in list(hooks):
         out = hook(grad)
         if out is not None:
-            if not isinstance(out, Tensor):
+            if not isinstance(out, TensorBase):
                 raise TypeError(f"a hook must return a Tensor or None, got {type(out).__name__}")
             if tuple(out.shape) != tuple(grad.shape):
                 raise RuntimeError(f"hook returned a gradient of shape {list(out.shape)} for a "
@@ -580,8 +531,8 @@ def _replay(plan, saved, seed_args, order, handles, Tensor):
         t._handle = h
         env[n] = t
     for n, s in zip(g.inputs[len(saved):], seed_args):
-        env[n] = s._traced() if isinstance(s, Tensor) and s.requires_grad else (
-            s._data if isinstance(s, Tensor) else s)
+        env[n] = s._traced() if isinstance(s, TensorBase) and s.requires_grad else (
+            s._data if isinstance(s, TensorBase) else s)
     checking = anomaly.is_anomaly_enabled()
 
     def const(value, src):
@@ -617,7 +568,7 @@ def _fresh(value, Tensor, inputs=()):
     """A gradient array as a tensor of its own: copied only when it may share memory with
     one of the backward graph's ``inputs`` (a saved value handed straight back) or is a
     read-only broadcast view, since ``.grad`` is accumulated in place."""
-    if isinstance(value, Tensor):
+    if isinstance(value, TensorBase):
         return value
     if not value.flags.writeable:
         value = np.array(value, copy=True)
@@ -660,9 +611,12 @@ def _as_list(x):
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
     """Accumulate the gradients of ``tensors`` into ``.grad`` of the leaves (of ``inputs``
     only, when given)."""
-    Tensor = _tensor_class()
     tensors = _as_list(tensors)
+    Tensor = type(tensors[0])   # (its constructors make a tg.Tensor, whatever subclass)
     grads = _as_list(grad_tensors) or [None] * len(tensors)
+    capture = CAPTURE.get()
+    if capture is not None:     # tg.compile recording: the adjoint into its graph
+        return capture.backward(tensors, grads, _as_list(inputs), create_graph)
     if len(grads) != len(tensors):
         raise RuntimeError("grad can be implicitly created only for scalar outputs"
                            if not grads else f"got {len(grads)} gradients for {len(tensors)} "
@@ -675,8 +629,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     for i, r in enumerate(tensors):
         if not r.requires_grad:
             raise RuntimeError(_NO_GRAD.format(i=i))
-    scan = _Scan([r._traced()._handle for r in tensors])
-    handles = scan.handles
+    scan = walk([r._traced()._handle for r in tensors])
+    handles = scan.nodes
     dead = []
     if inputs is None:
         receivers = {}
@@ -700,7 +654,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
             receivers[id(t)] = (t, _tensor_nodes(handles, t))
     targets = [n for _, nodes in receivers.values() for n in nodes] + dead
-    reached = _lazy_reached(handles, [r._traced()._node for r in tensors])
+    reached = _Reached(scan, [r._traced()._node for r in tensors])
     result, inputs, sent = _run(tensors, grads, targets, retain_graph, create_graph, scan)
     reached.sent = sent
     with grad_mode.set_grad_enabled(create_graph):
@@ -710,47 +664,18 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
                 _accumulate(t, g, create_graph)
 
 
-# Where PyTorch's graph ends: a detached value (``stop_gradient``, which the eager ops use
-# only inside compositions) and a custom Function, whose backward returning None leaves
-# the input without a gradient.
-_FUNCTION = "custom_vjp_call"
-_EDGE_ENDS = frozenset({"stop_gradient", _FUNCTION})
+class _Reached:
+    """The nodes PyTorch's backward would visit (``Walk.reached``): from the roots, and
+    from where custom Functions sent gradients (``sent``, set once the backward ran);
+    every node on a path of recorded operations, whether or not its derivative is zero
+    (``floor``, ``sign``). Worked out only when a gradient is missing."""
 
-
-def _reached(handles, roots, seen=None):
-    """The tape nodes PyTorch's backward would visit from ``roots`` (node ids): every node
-    on a path of recorded operations, whether or not its derivative is zero (``floor``,
-    ``sign``). A custom Function's inputs are reached from where its backward sent a
-    gradient (``_run``'s third result)."""
-    nodes = TAPE.graph.by_id
-    seen = set() if seen is None else seen
-    stack = list(roots)
-    while stack:
-        n = stack.pop()
-        if n in seen or n not in handles:
-            continue
-        seen.add(n)
-        d = nodes.get(n)
-        if d is not None and d.op not in _EDGE_ENDS:
-            h = handles[n]
-            # PyTorch's edges (next_functions), not the parts of a composite operation
-            stack.extend(p._id for p in (h._parents if h._inputs is None else h._inputs)
-                         if p is not None)
-    return seen
-
-
-class _lazy_reached:
-    """``_reached`` from the roots and then from where custom Functions sent gradients
-    (``sent``, set once the backward ran), worked out only when a gradient is missing."""
-
-    def __init__(self, handles, roots):
-        self.handles, self.roots, self.sent, self._seen = handles, roots, (), None
+    def __init__(self, scan, roots):
+        self.scan, self.roots, self.sent, self._seen = scan, roots, (), None
 
     def __contains__(self, n):
         if self._seen is None:
-            self._seen = _reached(self.handles, self.roots)
-            if self.sent:
-                _reached(self.handles, self.sent, self._seen)
+            self._seen = self.scan.reached(list(self.roots) + list(self.sent))
         return n in self._seen
 
 
@@ -793,8 +718,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
          only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """The gradients of ``outputs`` with respect to ``inputs``, as a tuple; ``.grad``
     attributes are left alone."""
-    Tensor = _tensor_class()
+    if CAPTURE.get() is not None:
+        CAPTURE.get().graph_break("torch.autograd.grad")
     outputs = _as_list(outputs)
+    Tensor = type(outputs[0])   # (its constructors make a tg.Tensor, whatever subclass)
     inputs = _as_list(inputs)
     grads = _as_list(grad_outputs) or [None] * len(outputs)
     if retain_graph is None:
@@ -804,16 +731,16 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     for i, r in enumerate(outputs):
         if not r.requires_grad:
             raise RuntimeError(_NO_GRAD.format(i=i))
-    scan = _Scan([r._traced()._handle for r in outputs])
-    handles = scan.handles
+    scan = walk([r._traced()._handle for r in outputs])
+    handles = scan.nodes
     wanted = []
     for t in inputs:
-        if not isinstance(t, Tensor):
+        if not isinstance(t, TensorBase):
             raise TypeError(f"inputs must be Tensors, got {type(t).__name__}")
         if not t.requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
         wanted.append(_tensor_nodes(handles, t))
-    reached = _lazy_reached(handles, [r._traced()._node for r in outputs])
+    reached = _Reached(scan, [r._traced()._node for r in outputs])
     result, ins, sent = _run(outputs, grads, [n for nodes in wanted for n in nodes],
                              retain_graph, create_graph, scan)
     reached.sent = sent

@@ -1,6 +1,6 @@
 """Indexed and ordered tensor operations PyTorch programs reach for: ``index_add`` (and
 ``index_add_``), ``scatter_reduce`` (and ``scatter_reduce_``), ``kthvalue``, ``diff``,
-``searchsorted``, ``bucketize``, ``cdist``, and ``div(rounding_mode=)``.
+``searchsorted``, ``bucketize`` and ``cdist`` (``IndexedMethods``: the methods among them).
 
 As elsewhere in the eager API, each is NumPy code handed to ``dispatch.call``, so that the
 tape records the registry's primitives and gradients (and gradients of gradients) come
@@ -27,20 +27,19 @@ import numbers
 import numpy as np
 
 from ..tracer import Tracer
-from . import inplace as _inplace  # noqa: F401  (Tensor.div_, which div_ below extends)
 from . import return_types as _rt
-from .arithmetic import _as_tensor, _err
+from .arithmetic import _err
+from .arithmetic import _tensor_operand as _as_tensor
 from .dispatch import call
-from .functions import FUNCTIONS
 from .indexing import operand_key as _operand_key
-from .promotion import result_type
+from .promotion import cast, result_type
 from .reductions import wrap_dim as _dim
-from .tensor import Tensor, _scalar_name, default_dtype
+from .tensor_base import TensorBase, _scalar_name, default_dtype
 from .tensor_methods import _update
 
 
 def _index_vector(index, what):
-    idx = index._concrete(what) if isinstance(index, Tensor) else np.asarray(index)
+    idx = index._concrete(what) if isinstance(index, TensorBase) else np.asarray(index)
     if idx.dtype.kind not in "iu":
         raise _err(f"{what}(): Expected dtype int32/int64 for index")
     if idx.ndim > 1:
@@ -54,7 +53,7 @@ def _index_vector(index, what):
 def _index_add_args(self, dim, index, source, what):
     dim = _dim(self, dim)
     idx = _index_vector(index, what)
-    source = _as_tensor(source)
+    source = _as_tensor(source, self)
     if source.dtype != self.dtype:
         raise _err(f"{what}(): self ({_scalar_name(self.dtype)}) and source "
                    f"({_scalar_name(source.dtype)}) must have the same scalar type")
@@ -184,10 +183,10 @@ def _scatter_reduce_args(self, dim, index, src, reduce, what):
         raise _err(f"reduce argument must be either sum, prod, mean, amax or amin, got "
                    f"{reduce}")
     dim = _dim(self, dim)
-    idx = index._concrete(what) if isinstance(index, Tensor) else np.asarray(index)
+    idx = index._concrete(what) if isinstance(index, TensorBase) else np.asarray(index)
     if idx.dtype != np.int64:
         raise _err(f"{what}(): Expected dtype int64 for index")
-    src = _as_tensor(src)
+    src = _as_tensor(src, self)
     if src.dtype != self.dtype:
         raise _err(f"{what}(): Expected self.dtype to be equal to src.dtype")
     if idx.ndim != self.dim() or (src.dim() != self.dim()):
@@ -243,7 +242,7 @@ def kthvalue(self, k, dim=-1, keepdim=False):
         raise _err(f"kthvalue(): selected number k out of range for dimension {dim}")
     if self.dim() == 0:
         return _rt.kthvalue(call(lambda x: x + 0 if isinstance(x, Tracer) else np.copy(x), self,
-                                 name="KthvalueBackward0"), Tensor._plain(np.zeros((), np.int64)))
+                                 name="KthvalueBackward0"), self._plain(np.zeros((), np.int64)))
     order = np.argsort(data, axis=d, kind="stable")
     idx = np.take(order, [k - 1], axis=d).astype(np.int64)
 
@@ -252,7 +251,7 @@ def kthvalue(self, k, dim=-1, keepdim=False):
         return v if keepdim else np.squeeze(v, d)
     values = call(pick, self, name="KthvalueBackward0")
     indices = idx if keepdim else np.squeeze(idx, d)
-    return _rt.kthvalue(values, Tensor._plain(np.array(indices, copy=True)))
+    return _rt.kthvalue(values, self._plain(np.array(indices, copy=True)))
 
 
 # -- diff -----------------------------------------------------------------------------------------
@@ -263,13 +262,15 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):  # noqa: A002
     if x.dim() == 0:
         raise _err("diff expects input to be at least one-dimensional")
     d = _dim(x, dim)
-    parts = [_as_tensor(p) for p in (prepend,) if p is not None] + [x] + \
-        [_as_tensor(a) for a in (append,) if a is not None]
+    parts = [_as_tensor(p, x) for p in (prepend,) if p is not None] + [x] + \
+        [_as_tensor(a, x) for a in (append,) if a is not None]
     for p in parts:
         if p.dim() != x.dim():
             raise _err("diff expects prepend or append to be the same dimension as input")
     if len(parts) > 1:
-        x = FUNCTIONS["cat"](parts, d)
+        dtype = result_type(*parts, default_float=default_dtype())    # as torch.cat
+        x = call(lambda ts: np.concatenate([cast(t, dtype) for t in ts], axis=d), parts,
+                 name="CatBackward0")
     for _ in range(n):
         m = x.shape[d]
         if m == 0:
@@ -284,9 +285,11 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
                  sorter=None):
     """Indices where the values of ``input`` would go in the (last dim of)
     ``sorted_sequence``: the first place (``right``/``side='right'``: the last)."""
-    seq = _as_tensor(sorted_sequence)._concrete("searchsorted")
+    boundaries = _as_tensor(sorted_sequence)
+    seq = boundaries._concrete("searchsorted")
     scalar = isinstance(input, numbers.Number)
-    vals = np.asarray(input) if scalar else _as_tensor(input)._concrete("searchsorted")
+    vals = np.asarray(input) if scalar else \
+        _as_tensor(input, boundaries)._concrete("searchsorted")
     if side is not None:
         if side not in ("left", "right"):
             raise _err(f"torch.searchsorted(): side can only be 'left' or 'right' but got {side}")
@@ -295,7 +298,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
                        "side of left while right was True")
         right = side == "right"
     if sorter is not None:
-        s = _as_tensor(sorter)._concrete("searchsorted")
+        s = _as_tensor(sorter, boundaries)._concrete("searchsorted")
         if s.shape != seq.shape:
             raise _err("torch.searchsorted(): boundary and sorter must have the same size, but "
                        f"got boundary tensor {list(seq.shape)}and got sorter tensor "
@@ -322,7 +325,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
         flat_v = vals.reshape(-1, vals.shape[-1])
         res = np.stack([np.searchsorted(a, b, side=how) for a, b in zip(flat_s, flat_v)]) \
             .reshape(vals.shape) if flat_s.shape[0] else np.zeros(vals.shape, np.int64)
-    return Tensor._plain(np.asarray(res, np.int32 if out_int32 else np.int64))
+    return boundaries._plain(np.asarray(res, np.int32 if out_int32 else np.int64))
 
 
 def bucketize(input, boundaries, *, out_int32=False, right=False):  # noqa: A002
@@ -338,7 +341,7 @@ def bucketize(input, boundaries, *, out_int32=False, right=False):  # noqa: A002
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     """The ``p``-norm distance between each row of ``x1`` (``(*, P, M)``) and each row of
     ``x2`` (``(*, R, M)``): ``(*, P, R)``; the gradient of a zero distance is zero."""
-    x1, x2 = _as_tensor(x1), _as_tensor(x2)
+    x1, x2 = _as_tensor(x1), _as_tensor(x2, x1)
     if x1.dim() < 2 or x2.dim() < 2:
         raise _err(f"cdist only supports at least 2D tensors, X{1 if x1.dim() < 2 else 2} got: "
                    f"{min(x1.dim(), x2.dim())}D")
@@ -371,63 +374,26 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     return call(fn, x1, x2, name="CdistBackward0")
 
 
-# -- div(rounding_mode=) ----------------------------------------------------------------------------
-_true_div = Tensor.div
+class IndexedMethods:
+    """``Tensor``'s indexed and ordered operations: ``index_add``, ``scatter_reduce``,
+    ``kthvalue``, ``diff``."""
 
+    __slots__ = ()
 
-_UNSET = object()
+    def index_add(self, dim, index, source, *, alpha=1):
+        return index_add(self, dim, index, source, alpha=alpha)
 
+    def index_add_(self, dim, index, source, *, alpha=1):
+        return index_add_(self, dim, index, source, alpha=alpha)
 
-def div(self, other, *, rounding_mode=_UNSET):
-    """``self / other``; ``rounding_mode='trunc'`` rounds toward zero, ``'floor'`` down
-    (integers stay integers); the rounded forms have a zero gradient, as torch's. Given
-    at all (None too), ``rounding_mode`` makes the node torch's ``DivBackward2``."""
-    if rounding_mode is _UNSET:
-        return _true_div(self, other)
-    if rounding_mode is None:
-        out = _true_div(self, other)
-        if out.grad_fn is not None:
-            out.grad_fn._name = "DivBackward2"
-        return out
-    if rounding_mode not in ("trunc", "floor"):
-        raise _err("div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
-                   f"'{rounding_mode}'")
-    dtype = result_type(self, other, default_float=default_dtype())
-    if rounding_mode == "floor":
-        out = self // other
-    elif np.dtype(dtype).kind in "fc":
-        out = _true_div(self, other).trunc()
-    else:
-        a = self._concrete("div")
-        b = other._concrete("div") if isinstance(other, Tensor) else np.asarray(other)
-        a, b = np.asarray(a, dtype), np.asarray(b, dtype)
-        if np.any(b == 0):
-            raise _err("ZeroDivisionError")
-        q = np.floor_divide(a, b)
-        q = q + ((np.remainder(a, b) != 0) & ((a < 0) != (b < 0))).astype(dtype)
-        return Tensor._plain(np.asarray(q, dtype))
-    if out.grad_fn is not None:
-        out.grad_fn._name = "DivBackward2"
-    return out
+    def scatter_reduce(self, dim, index, src, reduce, *, include_self=True):
+        return scatter_reduce(self, dim, index, src, reduce, include_self=include_self)
 
+    def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
+        return scatter_reduce_(self, dim, index, src, reduce, include_self=include_self)
 
-def div_(self, other, *, rounding_mode=None):
-    if rounding_mode is None or rounding_mode is _UNSET:
-        return _true_div_(self, other)
-    return self.copy_(div(self, other, rounding_mode=rounding_mode))
+    def kthvalue(self, k, dim=-1, keepdim=False):
+        return kthvalue(self, k, dim, keepdim)
 
-
-_true_div_ = Tensor.div_
-
-FUNCTIONS.update(index_add=index_add, scatter_reduce=scatter_reduce, kthvalue=kthvalue,
-                 diff=diff, searchsorted=searchsorted, bucketize=bucketize, cdist=cdist)
-
-# Tensor methods of this module (gathered here; the lead moves them at merge time)
-Tensor.index_add = index_add
-Tensor.index_add_ = index_add_
-Tensor.scatter_reduce = scatter_reduce
-Tensor.scatter_reduce_ = scatter_reduce_
-Tensor.kthvalue = kthvalue
-Tensor.diff = diff
-Tensor.div = Tensor.divide = div
-Tensor.div_ = Tensor.divide_ = div_
+    def diff(self, n=1, dim=-1, prepend=None, append=None):
+        return diff(self, n, dim, prepend, append)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 
 from . import grad_mode
-from .tensor import Tensor
 
 __all__ = ["inference_mode", "is_inference_mode_enabled"]
 
@@ -59,9 +58,12 @@ class inference_mode:  # noqa: N801  (torch's name)
         return inference_mode(self.mode)
 
 
-def is_inference(self) -> bool:
-    """Whether this tensor was made under ``inference_mode()``."""
-    return getattr(self, "_inference", False)
+class InferenceMethods:
+    """``Tensor``'s ``is_inference`` (the ``_inference`` field is ``TensorBase``'s, set
+    by its constructors inside ``inference_mode()``)."""
 
+    __slots__ = ()
 
-Tensor.is_inference = is_inference     # (gathered here; the lead moves it at merge time)
+    def is_inference(self) -> bool:
+        """Whether this tensor was made under ``inference_mode()``."""
+        return getattr(self, "_inference", False)

@@ -34,10 +34,10 @@ import numpy as np
 
 from ..tracer import Tracer
 from . import return_types as _rt
-from .arithmetic import _as_tensor, _err
+from .arithmetic import _err
+from .arithmetic import _tensor_operand as _as_tensor
 from .dispatch import call
-from .functions import FUNCTIONS
-from .tensor import Tensor, _scalar_name
+from .tensor_base import TensorBase, _scalar_name
 
 __all__ = ["LinAlgError", "norm", "vector_norm", "matrix_norm", "det", "slogdet", "inv",
            "inv_ex", "solve", "solve_ex", "solve_triangular", "cholesky", "cholesky_ex", "qr",
@@ -97,7 +97,7 @@ def _named(t, name):
 
 
 def _value(t):
-    return t._data if isinstance(t, Tensor) else np.asarray(t)
+    return t._data if isinstance(t, TensorBase) else np.asarray(t)
 
 
 def _lapack_info(routine, a):
@@ -251,9 +251,9 @@ def inv_ex(A, *, check_errors=False):
     if check_errors:
         _raise_info("linalg.inv_ex", info, _SINGULAR)
     if np.any(info > 0):    # LAPACK's getrf and getrs on the identity, as torch (no gradient)
-        return _rt.linalg_inv_ex(Tensor._plain(_per_matrix(A._data, _getrs_inverse)),
-                                 Tensor._plain(info))
-    return _rt.linalg_inv_ex(inv(A), Tensor._plain(info))
+        return _rt.linalg_inv_ex(A._plain(_per_matrix(A._data, _getrs_inverse)),
+                                 A._plain(info))
+    return _rt.linalg_inv_ex(inv(A), A._plain(info))
 
 
 def _per_matrix(a, f):
@@ -283,7 +283,7 @@ def _vector_rhs(A, B):
 def solve(A, B, *, left=True):
     """``X`` with ``A X = B`` (``left=False``: ``X A = B``)."""
     A = _square("linalg.solve", A)
-    B = _as_tensor(B)
+    B = _as_tensor(B, A)
     _floating("linalg.solve", B)
     _same_dtype("linalg.solve", A, B)
     vector = _vector_rhs(A, B)
@@ -308,10 +308,11 @@ def solve(A, B, *, left=True):
 
 
 def solve_ex(A, B, *, left=True, check_errors=False):
-    info = _lapack_info("getrf", _square("linalg.solve_ex", A)._data)
+    A = _square("linalg.solve_ex", A)
+    info = _lapack_info("getrf", A._data)
     if check_errors:
         _raise_info("linalg.solve_ex", info, _SOLVE_SINGULAR)
-    return _rt.linalg_solve_ex(solve(A, B, left=left), Tensor._plain(info))
+    return _rt.linalg_solve_ex(solve(A, B, left=left), A._plain(info))
 
 
 def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
@@ -383,9 +384,9 @@ def cholesky_ex(A, *, upper=False, check_errors=False):
         _raise_info("linalg.cholesky_ex", info, _NOT_PD)
     if np.any(info > 0):    # LAPACK's partial factor, as torch's (no gradient)
         low = _per_matrix(A._data, _potrf_partial)
-        return _rt.linalg_cholesky_ex(Tensor._plain(np.ascontiguousarray(_mH(low)) if upper
-                                                    else low), Tensor._plain(info))
-    return _rt.linalg_cholesky_ex(cholesky(A, upper=upper), Tensor._plain(info))
+        return _rt.linalg_cholesky_ex(A._plain(np.ascontiguousarray(_mH(low)) if upper
+                                               else low), A._plain(info))
+    return _rt.linalg_cholesky_ex(cholesky(A, upper=upper), A._plain(info))
 
 
 # -- factorizations -------------------------------------------------------------------------
@@ -397,7 +398,7 @@ def qr(A, mode="reduced"):
                    "(default), 'r', or 'complete'")
     if mode == "r":
         r = call(lambda a: np.linalg.qr(a, mode="r"), A, name="LinalgQrBackward0")
-        return _rt.linalg_qr(Tensor._plain(np.zeros((0,), A.dtype)), r)
+        return _rt.linalg_qr(A._plain(np.zeros((0,), A.dtype)), r)
     m, n = A.shape[-2:]
     if mode == "complete" and m > n and A._data is not None:
         # the reduced factors (differentiable), Q completed by LAPACK's extra columns as
@@ -514,7 +515,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False):
         inv_s = np.where(keep, 1.0 / np.where(keep, s, 1.0), 0.0).astype(real)
         return (_mH(vh) * np.expand_dims(inv_s, -2).astype(a.dtype)) @ _mH(u)
     if m == 0 or n == 0:
-        return Tensor._plain(np.zeros(tuple(A.shape[:-2]) + (n, m), A.dtype))
+        return A._plain(np.zeros(tuple(A.shape[:-2]) + (n, m), A.dtype))
     return call(fn, A, name="LinalgPinvBackward0")
 
 
@@ -526,11 +527,11 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None):
     a = A._concrete("linalg.matrix_rank")
     m, n = a.shape[-2:]
     if a.size == 0:
-        return Tensor._plain(np.zeros(a.shape[:-2], np.int64))
+        return A._plain(np.zeros(a.shape[:-2], np.int64))
     s = np.abs(np.linalg.eigvalsh(a)) if hermitian else np.linalg.svd(a, compute_uv=False)
     smax = np.max(s, axis=-1, keepdims=True)
     cut = _tolerances(s, smax, m, n, atol, rtol, _real_of(a.dtype))
-    return Tensor._plain(np.sum(s > cut, axis=-1).astype(np.int64))
+    return A._plain(np.sum(s > cut, axis=-1).astype(np.int64))
 
 
 def lstsq(A, B, rcond=None, *, driver=None):
@@ -541,7 +542,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
     full-rank tall matrices and a driver other than ``gelsy``. Other parts are empty. As
     in torch, the solution and the residuals carry gradients, the rest none."""
     A = _matrix("torch.linalg.lstsq", A)
-    B = _as_tensor(B)
+    B = _as_tensor(B, A)
     _floating("torch.linalg.lstsq", B)
     _same_dtype("torch.linalg.lstsq", A, B)
     driver = "gelsy" if driver is None else driver
@@ -566,15 +567,15 @@ def lstsq(A, B, rcond=None, *, driver=None):
     x, s = call(fn, A, B, name="LinalgLstsqBackward0")
     s_data = s._data
     rank = np.sum(s_data > cut * np.max(s_data, axis=-1, keepdims=True), axis=-1).astype(np.int64)
-    empty = Tensor._plain(np.zeros((0,), real))
+    empty = A._plain(np.zeros((0,), real))
     full_rank = bool(np.all(rank == n))
     residuals = empty
     if m > n and full_rank and driver != "gelsy":
         r = B - (A @ x.unsqueeze(-1)).squeeze(-1) if vector else B - A @ x
         residuals = _named((r.abs() ** 2).sum(-1 if vector else -2), "LinalgLstsqBackward0")
     return _rt.linalg_lstsq(x, residuals,
-                            Tensor._plain(rank) if driver != "gels" else
-                            Tensor._plain(np.zeros((0,), np.int64)),
+                            A._plain(rank) if driver != "gels" else
+                            A._plain(np.zeros((0,), np.int64)),
                             s.detach() if driver in ("gelsd", "gelss") else empty)
 
 
@@ -591,7 +592,7 @@ def cond(A, p=None):
 
 
 def cross(input, other, *, dim=-1):  # noqa: A002
-    input, other = _as_tensor(input), _as_tensor(other)
+    input, other = _as_tensor(input), _as_tensor(other, input)
     if input.dim() != other.dim():
         raise _err("linalg.cross: inputs must have the same number of dimensions.")
     a, b = input.shape[dim], other.shape[dim]
@@ -647,7 +648,7 @@ def matrix_exp(A):
 
 def vecdot(x, y, *, dim=-1):
     """``sum(conj(x) * y, dim)``."""
-    x, y = _as_tensor(x), _as_tensor(y)
+    x, y = _as_tensor(x), _as_tensor(y, x)
     return (x.conj() * y if x.dtype.kind == "c" else x * y).sum(dim)
 
 
@@ -673,7 +674,7 @@ def tensorinv(A, ind=2):
 
 def tensorsolve(A, B, dims=None):
     """``X`` with ``tensordot(A, X, X.ndim) == B``."""
-    A, B = _as_tensor(A), _as_tensor(B)
+    A, B = _as_tensor(A), _as_tensor(B, A)
     if dims is not None:
         nd = A.dim()
         moved = [d % nd for d in dims]
@@ -697,18 +698,18 @@ def vander(x, *, N=None):  # noqa: N803
     if x.dtype.kind == "b":
         raise _err("linalg.vander supports only floating, complex, and integral dtypes, "
                    "but got Bool")
-    ones = Tensor._plain(np.ones(tuple(x.shape) + (1,), x.dtype if x.dtype.kind in "fc"
-                                 else np.int64))
+    ones = x._plain(np.ones(tuple(x.shape) + (1,), x.dtype if x.dtype.kind in "fc"
+                            else np.int64))
     if n <= 1:
         return ones[..., :n]
     powers = x.unsqueeze(-1).expand(*x.shape, n - 1).cumprod(-1)
-    return FUNCTIONS["cat"]([ones, powers], -1)
+    return call(lambda ts: np.concatenate(ts, axis=-1), [ones, powers], name="CatBackward0")
 
 
 def householder_product(A, tau):
     """The first ``n`` columns of ``H_1 ... H_k``, ``H_i = I - tau_i v_i v_i^H`` with
     ``v_i`` column ``i`` of ``A`` below the diagonal and 1 on it (LAPACK's ``orgqr``)."""
-    A, tau = _as_tensor(A), _as_tensor(tau)
+    A, tau = _as_tensor(A), _as_tensor(tau, A)
     _floating("torch.linalg.householder_product", A)
     if A.dim() < 2:
         raise _err("torch.linalg.householder_product: input must have at least 2 dimensions.")
@@ -813,8 +814,8 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False):
         lu_packed = call(fn, A, name="LinalgLuFactorExBackward0")
     if check_errors:
         _raise_info("torch.linalg.lu_factor_ex", info, _LU_SINGULAR, RuntimeError)
-    return _rt.linalg_lu_factor_ex(lu_packed, Tensor._plain((piv + 1).astype(np.int32)),
-                                   Tensor._plain(info))
+    return _rt.linalg_lu_factor_ex(lu_packed, A._plain((piv + 1).astype(np.int32)),
+                                   A._plain(info))
 
 
 _LU_SINGULAR = ("U[{0},{0}] is zero and using it on lu_solve would result in a division by "
@@ -842,13 +843,13 @@ def lu(A, *, pivot=True):
     with np.errstate(divide="ignore", invalid="ignore"):
         L, U = call(lambda a: _lu_nopivot(_permuted(a, perm)), A,  # noqa: N806
                     name="LinalgLuBackward0")
-    return _rt.linalg_lu(Tensor._plain(np.ascontiguousarray(P)), L, U)
+    return _rt.linalg_lu(A._plain(np.ascontiguousarray(P)), L, U)
 
 
 def lu_solve(LU, pivots, B, *, left=True, adjoint=False):  # noqa: N803
     """``X`` with ``A X = B`` from ``lu_factor(A)``'s result (``adjoint``: ``A^H X = B``;
     ``left=False``: ``X A = B``)."""
-    LU, B = _square("linalg.lu_solve", LU, "LU"), _as_tensor(B)  # noqa: N806
+    LU, B = _square("linalg.lu_solve", LU, "LU"), _as_tensor(B, LU)  # noqa: N806
     _same_dtype("linalg.lu_solve", LU, B)
     n = LU.shape[-1]
     piv = np.asarray(_value(pivots), np.int64) - 1
@@ -900,7 +901,8 @@ def _cholesky(input, upper=False):  # noqa: A002
 
 def cholesky_solve(B, L, upper=False):  # noqa: N803
     """``X`` with ``A X = B`` for ``A = L L^H`` (``upper``: ``A = U^H U``)."""
-    L, B = _as_tensor(L), _as_tensor(B)  # noqa: N806
+    L = _as_tensor(L)  # noqa: N806
+    B = _as_tensor(B, L)  # noqa: N806
     low = L.mH if upper else L
     return _named(solve_triangular(low.mH, solve_triangular(low, B, upper=False), upper=True),
                   "CholeskySolveBackward0")
@@ -908,7 +910,7 @@ def cholesky_solve(B, L, upper=False):  # noqa: N803
 
 def cholesky_inverse(L, upper=False):  # noqa: N803
     L = _as_tensor(L)  # noqa: N806
-    eye = Tensor._plain(np.broadcast_to(np.eye(L.shape[-1], dtype=L.dtype), tuple(L.shape)).copy())
+    eye = L._plain(np.broadcast_to(np.eye(L.shape[-1], dtype=L.dtype), tuple(L.shape)).copy())
     return _named(cholesky_solve(eye, L, upper), "CholeskyInverseBackward0")
 
 
@@ -923,9 +925,9 @@ def _svd(input, some=True, compute_uv=True):  # noqa: A002
         m, n = A.shape[-2:]
         k = min(m, n)
         batch = tuple(A.shape[:-2])
-        return _rt.svd(Tensor._plain(np.zeros(batch + (m, k if some else m), A.dtype)),
+        return _rt.svd(A._plain(np.zeros(batch + (m, k if some else m), A.dtype)),
                        svdvals(A),
-                       Tensor._plain(np.zeros(batch + (n, k if some else n), A.dtype)))
+                       A._plain(np.zeros(batch + (n, k if some else n), A.dtype)))
     U, S, Vh = svd(A, full_matrices=not some)  # noqa: N806
     return _rt.svd(U, S, Vh.mH)
 
@@ -935,7 +937,7 @@ def pinverse(input, rcond=1e-15):  # noqa: A002
 
 
 def _cross(input, other, dim=None):  # noqa: A002
-    input, other = _as_tensor(input), _as_tensor(other)
+    input, other = _as_tensor(input), _as_tensor(other, input)
     if dim is None:         # torch: the first dim of size 3 (deprecated)
         dims = [d for d, s in enumerate(np.broadcast_shapes(tuple(input.shape),
                                                             tuple(other.shape))) if s == 3]
@@ -953,6 +955,7 @@ def _matrix_exp(input):  # noqa: A002
     return matrix_exp(input)
 
 
+# torch.det & co. (functions.py puts them in tg's namespace), with torch's names
 OLD_FUNCTIONS = {"det": _det, "logdet": logdet, "slogdet": _slogdet, "inverse": inverse,
                  "cholesky": _cholesky, "cholesky_solve": cholesky_solve,
                  "cholesky_inverse": cholesky_inverse, "qr": _qr, "svd": _svd,
@@ -960,19 +963,50 @@ OLD_FUNCTIONS = {"det": _det, "logdet": logdet, "slogdet": _slogdet, "inverse": 
                  "matrix_exp": _matrix_exp}
 for _name, _fn in OLD_FUNCTIONS.items():
     _fn.__name__ = _fn.__qualname__ = _name
-FUNCTIONS.update(OLD_FUNCTIONS)
+del _name, _fn
 
-# Tensor methods of this module (gathered here; the lead moves them at merge time)
-Tensor.det = _det
-Tensor.logdet = logdet
-Tensor.slogdet = _slogdet
-Tensor.inverse = inverse
-Tensor.cholesky = _cholesky
-Tensor.cholesky_solve = cholesky_solve
-Tensor.cholesky_inverse = cholesky_inverse
-Tensor.qr = _qr
-Tensor.svd = _svd
-Tensor.pinverse = pinverse
-Tensor.cross = _cross
-Tensor.matrix_power = _matrix_power
-Tensor.matrix_exp = _matrix_exp
+
+class LinalgMethods:
+    """``Tensor``'s linear algebra: torch's older names (``t.det()``, ``t.svd()``, ...)."""
+
+    __slots__ = ()
+
+    def det(self):
+        return det(self)
+
+    def logdet(self):
+        return logdet(self)
+
+    def slogdet(self):
+        return _slogdet(self)
+
+    def inverse(self):
+        return inv(self)
+
+    def cholesky(self, upper=False):
+        return _cholesky(self, upper)
+
+    def cholesky_solve(self, input2, upper=False):
+        """``X`` with ``A X = self`` for ``A = L L^H``, ``L`` = ``input2``."""
+        return cholesky_solve(self, input2, upper)
+
+    def cholesky_inverse(self, upper=False):
+        return cholesky_inverse(self, upper)
+
+    def qr(self, some=True):
+        return _qr(self, some)
+
+    def svd(self, some=True, compute_uv=True):
+        return _svd(self, some, compute_uv)
+
+    def pinverse(self, rcond=1e-15):
+        return pinverse(self, rcond)
+
+    def cross(self, other, dim=None):
+        return _cross(self, other, dim)
+
+    def matrix_power(self, n):
+        return matrix_power(self, n)
+
+    def matrix_exp(self):
+        return matrix_exp(self)

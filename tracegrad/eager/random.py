@@ -30,6 +30,8 @@ import math
 
 import numpy as np
 
+from .dispatch import CAPTURE
+
 __all__ = ["Generator", "default_generator"]
 
 _MASK24 = np.uint64((1 << 24) - 1)
@@ -85,6 +87,13 @@ class Generator:
     # -- raw words ---------------------------------------------------------------------
     def random(self, n: int) -> np.ndarray:
         """``n`` 32-bit words (uint64 holding them)."""
+        capture = CAPTURE.get()
+        if capture is not None:     # tg.compile: the words are an input of the graph
+            return capture.draw(self, int(n))
+        return self.words(n)
+
+    def words(self, n: int) -> np.ndarray:
+        """``random(n)``'s words, drawn (what every draw of this generator starts from)."""
         return np.asarray(self._bits.random_raw(int(n)), dtype=np.uint64).reshape(int(n))
 
     def random64(self, n: int) -> np.ndarray:
@@ -186,3 +195,12 @@ def _box_muller_16(blocks, mean, std):
 
 
 default_generator = Generator()
+
+
+def generator_of(which=None) -> Generator:
+    """``which`` (a ``tg.Generator``), or the default one ``manual_seed`` seeds."""
+    if which is None:
+        return default_generator
+    if not isinstance(which, Generator):
+        raise TypeError(f"generator must be a tracegrad.Generator, not {type(which).__name__}")
+    return which

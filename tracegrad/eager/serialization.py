@@ -82,6 +82,12 @@ class _Writer:
             return {"t": "str", "v": obj}
         if isinstance(obj, bytes):
             return {"t": "bytes", "v": base64.b64encode(obj).decode("ascii")}
+        if isinstance(obj, Tensor) and obj.is_sparse is True:
+            # a sparse COO tensor (eager/sparse_coo.py): its indices, values and size
+            return {"t": "sparse_coo", "indices": self.array(obj._idx),
+                    "values": self._tensor(Tensor._plain(obj._data), where),
+                    "size": [int(n) for n in obj._size], "coalesced": bool(obj._coalesced),
+                    "requires_grad": bool(obj.requires_grad and obj.is_leaf)}
         if isinstance(obj, Tensor):
             return self._tensor(obj, where)
         if isinstance(obj, np.ndarray):
@@ -253,6 +259,8 @@ class _Reader:
                 return base64.b64decode(_checked(node["v"], str), validate=True)
             if tag in ("tensor", "parameter"):
                 return self._tensor(node, tag)
+            if tag == "sparse_coo":
+                return self._sparse(node, depth)
             if tag == "ndarray":
                 return self.array(node["id"]).copy()
             if tag == "npscalar":
@@ -319,6 +327,20 @@ class _Reader:
         self.tensors[index] = t
         return t
 
+
+    def _sparse(self, node, depth):
+        from .sparse_coo import sparse_coo_tensor
+        idx = self.array(_checked(node["indices"], int))
+        if idx.dtype.kind not in "iu" or idx.ndim != 2:
+            _refuse("a sparse tensor's indices are not a 2-D integer array")
+        values = self.decode(_checked(node["values"], dict), depth + 1)
+        size = [_checked(n, int) for n in _checked(node["size"], list)]
+        try:        # the checks of sparse_coo_tensor: shapes and every index in range
+            return sparse_coo_tensor(idx.copy(), values.detach(), size,
+                                     is_coalesced=_checked(node["coalesced"], bool),
+                                     requires_grad=_checked(node["requires_grad"], bool))
+        except RuntimeError as e:
+            _refuse(f"malformed sparse tensor ({e})")
 
     def _view(self, index, view):
         """The array ``view`` ([byte offset, shape, byte strides, dtype, read-only]) of the

@@ -5,19 +5,30 @@ operation goes through the same NumPy handlers and primitives and becomes a node
 of the same kind of graph. Unlike a transform's trace it is always concrete: a
 node's value is computed when the node is recorded.
 
-Every node has a ``Node`` object (a tensor's ``grad_fn``) that holds the node's
-value and its parents' ``Node`` objects. Those references are what keeps a node
-alive: when the last tensor whose history reaches a node is gone, its ``Node``
-is collected and the node leaves the graph, as PyTorch frees its autograd graph.
+Every node is a ``GradFn`` object (a tensor's ``grad_fn``) that holds the node's
+IR record (an ``ir`` ``Node``: op, operands, params, shape, dtype, the user's line),
+its value and its parents' ``GradFn`` objects. The graph is nothing but those
+references: there is no registry of nodes, so when the last tensor whose history
+reaches a node is gone, its ``GradFn`` is collected, as PyTorch frees its autograd
+graph, and tensors may be used from any thread. ``walk`` is the one traversal of it
+(what a backward runs over, ``recorded_graph``, ``autograd.functional``).
+
+The ``Tape`` itself (the current user line, the shared scalar constants) is per
+thread: ``TAPE`` is one object, so every tape tracer belongs to the same trace, whose
+attributes each thread sees its own of.
 """
 from __future__ import annotations
 
+import itertools
+import threading
 import weakref
 
 import numpy as np
 
 from ..errors import TraceError
 from ..ir import PROJ, REGISTRY, Graph
+from ..ir.graph import Node as IRNode
+from ..ir.graph import dtype_name
 from ..ir.registry import default_torch_name
 from ..tracer import Trace, Tracer, sync, user_src, where
 from ..tracer.core import _as_const
@@ -32,14 +43,21 @@ class Version:
         self.v = 0
 
 
-class Node:
-    """The ``grad_fn`` of a tensor: a light view of one node of the tape."""
-    __slots__ = ("_id", "_parents", "_pver", "_name", "_inputs", "_value", "_counter",
+# Node ids: unique in the process (a tensor may move to another thread) and increasing in
+# recording order, so a node's parents have smaller ids and sorted ids are a topological
+# order. ``next`` on a ``count`` is one atomic step.
+_IDS = itertools.count()
+
+
+class GradFn:
+    """The ``grad_fn`` of a tensor: one node of the tape (PyTorch's autograd ``Node``)."""
+    __slots__ = ("_id", "_ir", "_parents", "_pver", "_name", "_inputs", "_value", "_counter",
                  "_saved_version", "_freed", "_hooks", "_retain", "_metadata", "_rule",
                  "__weakref__")
 
-    def __init__(self, node_id, parents, value, counter):
-        self._id = node_id
+    def __init__(self, ir, parents, value, counter):
+        self._id = ir.id
+        self._ir = ir               # the IR record: op, operand ids, params, shape, dtype, src
         self._parents = parents
         # the versions of the parents' values now, when this node's rule may save them
         # (PyTorch's saved variables keep theirs): a backward checks them (engine)
@@ -72,13 +90,18 @@ class Node:
 
     def name(self) -> str:
         if self._name is None:
-            self._name = backward_name(TAPE.graph.node(self._id)["op"])
+            self._name = backward_name(self._ir.op)
         return self._name
 
     @property
     def next_functions(self):
-        parents = self._parents if self._inputs is None else self._inputs
-        return tuple((p if p is not None and p.has_grad else None, 0) for p in parents)
+        return tuple((p if p is not None and p.has_grad else None, 0) for p in self._edges())
+
+    def _edges(self):
+        """PyTorch's edges of this node (``next_functions``), None for an operand shown
+        without one: the parents, or the operands of the operation when it was recorded
+        as several nodes."""
+        return self._parents if self._inputs is None else self._inputs
 
     @property
     def has_grad(self):
@@ -87,19 +110,13 @@ class Node:
     @property
     def src(self):
         """The user's ``file.py:LINE`` that recorded this node."""
-        return TAPE.graph.node(self._id)["src"]
+        return self._ir.src
 
     def __repr__(self):
         return f"<{self.name()} object at {id(self):#x}>"
 
-    def __del__(self):
-        try:
-            TAPE._graph.remove(self._id)    # the graph the node was added to (Tape.graph)
-        except Exception:       # interpreter shutdown, or already gone
-            pass
 
-
-class AccumulateGrad(Node):
+class AccumulateGrad(GradFn):
     """The node of a leaf tensor that requires grad (where its gradient is accumulated)."""
     __slots__ = ("_tensor",)
 
@@ -114,7 +131,7 @@ class AccumulateGrad(Node):
         return f"<AccumulateGrad object at {id(self):#x}>"
 
 
-class Saved(Node):
+class Saved(GradFn):
     """The node of a tensor that does not require grad, or of a constant."""
     __slots__ = ()
 
@@ -125,9 +142,10 @@ class Saved(Node):
 
 class RuleRef:
     """A custom ``Function``'s rule as the ``rule`` param of its tape nodes: a weak
-    reference (the nodes' ``Node`` objects hold the rule). The tape's graph is global, so
-    a strong one would keep the rule, and through it the outputs, their nodes and every
-    value they reach, alive for good. Attributes are the rule's."""
+    reference (the nodes' ``GradFn`` objects hold the rule). A strong one would make a
+    cycle (the rule holds the outputs, whose nodes hold their params), which only the
+    garbage collector frees, where the tape frees a step's nodes as it goes. Attributes
+    are the rule's."""
     __slots__ = ("_ref",)
 
     def __init__(self, rule):
@@ -187,24 +205,32 @@ def backward_name(op: str) -> str:
 _NUMBER_DTYPES: dict = {}
 
 
-class Tape(Trace):
+class Tape(threading.local, Trace):
     """The eager trace. Its level is below every transform's, so a transform tracing
-    code that touches eager tensors treats them as values from outside."""
+    code that touches eager tensors treats them as values from outside.
+
+    Its attributes are per thread (``threading.local``: ``__init__`` runs once in each
+    thread that uses it); the nodes it records are the ``GradFn`` objects, kept by the
+    tensors, not by the tape."""
 
     def __init__(self):
         super().__init__(level=-1)
         self.src = None         # the user's line of the tensor operation running now
         self._consts: dict = {}
-        self.graph  # noqa: B018  (made now: the tape adds to ``_graph`` directly)
 
     @property
     def graph(self) -> Graph:
-        # the tape adds nodes to its graph directly (it keeps no records): once made, the
-        # graph is what Trace.graph hands out, without its bookkeeping
-        g = self._graph
-        if g is None or self.records:
-            return Trace.graph.fget(self)
-        return g
+        raise TypeError("the eager tape keeps no graph of its own: its nodes are the tensors' "
+                        "grad_fn objects (tg.recorded_graph(*tensors) gives their history as "
+                        "a graph)")
+
+    def reaches_input(self, tracer, through_stop_gradient=True) -> bool:
+        """Whether an input node (a leaf, a saved value) is in ``tracer``'s history, other
+        than through ``stop_gradient`` unless ``through_stop_gradient``."""
+        w = walk([tracer._handle])
+        found = w.nodes if through_stop_gradient else w.reached(
+            [tracer._node], STOP_GRADIENT, edges=False)
+        return any(w.nodes[n]._ir.op == "input" for n in found)
 
     def _src(self):
         return self.src if self.src is not None else user_src()
@@ -213,14 +239,14 @@ class Tape(Trace):
         """A node for a tensor's current value: an ``AccumulateGrad`` leaf when ``tensor``
         (which requires grad) is given, else a value that gets no gradient."""
         src = self.src
-        node = self._graph.add_node_unchecked("input", (), {}, value.shape, value.dtype,
-                                              src if src is not None else user_src())
+        ir = IRNode(next(_IDS), "input", (), value.shape, dtype_name(value.dtype), {},
+                    src if src is not None else user_src())
         if tensor is None:
-            handle = Saved(node, (), value, counter)
+            handle = Saved(ir, (), value, counter)
         else:
-            handle = AccumulateGrad(node, (), value, counter)
+            handle = AccumulateGrad(ir, (), value, counter)
             handle._tensor = weakref.ref(tensor)
-        return self._tracer(node, value, handle)
+        return self._tracer(handle, value)
 
     def const(self, value, snapshot=True) -> EagerTracer:
         value = np.array(value) if snapshot else np.asarray(value)
@@ -232,16 +258,17 @@ class Tape(Trace):
             hit = self._consts.get(key)
             if hit is not None:
                 return hit
-        node = self.graph.add_const(value, src=self._src())
-        t = self._tracer(node, value, Saved(node, (), value, Version()))
+        ir = IRNode(next(_IDS), "const", (), value.shape, dtype_name(value.dtype),
+                    {"value": value}, self._src())
+        t = self._tracer(Saved(ir, (), value, Version()), value)
         if key is not None:
             if len(self._consts) >= 1024:
                 self._consts.clear()
             self._consts[key] = t
         return t
 
-    def _tracer(self, node, value, handle):
-        t = EagerTracer(self, node, value.shape, value.dtype, value)
+    def _tracer(self, handle, value):
+        t = EagerTracer(self, handle._id, value.shape, value.dtype, value)
         t._handle = handle
         return t
 
@@ -267,12 +294,12 @@ class Tape(Trace):
         return self._made(prim, (a._node,), params, value, (a._handle,), src)
 
     def _made(self, prim, ids, params, value, parents, src) -> EagerTracer:
-        """The node of ``prim`` applied to the nodes ``ids`` (their ``Node`` objects
+        """The node of ``prim`` applied to the nodes ``ids`` (their ``GradFn`` objects
         ``parents``), whose value was computed: the tracer that stands for it."""
-        node = self._graph.add_node_unchecked(prim.name, ids, params, value.shape, value.dtype,
-                                              src)
-        t = EagerTracer(self, node, value.shape, value.dtype, value)
-        t._handle = Node(node, parents, value, Version())
+        n = next(_IDS)
+        t = EagerTracer(self, n, value.shape, value.dtype, value)
+        t._handle = GradFn(IRNode(n, prim.name, ids, value.shape, dtype_name(value.dtype),
+                                  params, src), parents, value, Version())
         return t
 
     def _failed(self, prim, vals, error, src):
@@ -307,26 +334,27 @@ class Tape(Trace):
 
     def _add_multi(self, prim, ids, vals, params, parents, src) -> tuple:
         """A multi-output primitive (``eigh``, ``svd``, ``slogdet``): its head node, whose
-        ``Node`` holds the tuple of values, then one ``proj`` node per output, as the
+        ``GradFn`` holds the tuple of values, then one ``proj`` node per output, as the
         functional trace records it (``Trace._add_multi``)."""
         try:
             values = tuple(np.asarray(v) for v in prim.impl(*vals, **params))
         except (ValueError, TypeError, IndexError, ArithmeticError) as e:
             raise self._failed(prim, vals, e, src) from None
-        node = self._graph.add_node_unchecked(prim.name, ids, params, (), values[0].dtype, src)
-        head = Node(node, parents, values, Version())
+        n = next(_IDS)
+        head = GradFn(IRNode(n, prim.name, ids, (), dtype_name(values[0].dtype), params, src),
+                      parents, values, Version())
         outs = []
         for i, value in enumerate(values):
-            proj = self._graph.add_node_unchecked(PROJ, (node,), {"index": i}, value.shape,
-                                                  value.dtype, src)
-            t = EagerTracer(self, proj, value.shape, value.dtype, value)
-            t._handle = Node(proj, (head,), value, Version())
+            m = next(_IDS)
+            t = EagerTracer(self, m, value.shape, value.dtype, value)
+            t._handle = GradFn(IRNode(m, PROJ, (n,), value.shape, dtype_name(value.dtype),
+                                      {"index": i}, src), (head,), value, Version())
             t._handle._name = backward_name(prim.name)
             outs.append(t)
         return tuple(outs)
 
     def _operands(self, args):
-        """Node ids, values and ``Node`` objects of ``args`` (a constant node for each
+        """Node ids, values and ``GradFn`` objects of ``args`` (a constant node for each
         value that is not traced)."""
         dtypes = None
         for a in args:
@@ -366,30 +394,116 @@ TAPE = Tape()
 def recorded_graph(*tensors) -> Graph:
     """The part of the tape the given tensors' histories reach, as a standalone graph whose
     inputs are the leaves and saved values and whose outputs are the tensors."""
-    nodes = collect([t._tracer._handle for t in tensors if t._tracer is not None])
+    w = walk([t._tracer._handle for t in tensors if t._tracer is not None])
     graph = Graph()
-    local = {n: i for i, n in enumerate(sorted(nodes))}   # numbered from 0, as traced graphs
+    local = {n: i for i, n in enumerate(w.order)}   # numbered from 0, as traced graphs
     for n, i in local.items():
-        d = TAPE.graph.node(n)
-        if d["op"] == "input":
+        d = w.nodes[n]._ir
+        if d.op == "input":
             graph.put(i, dict(d, params={"index": len(graph.inputs)}))
             graph.inputs.append(i)
         else:
-            graph.put(i, dict(d, params=resolved(d["params"])), args=[local[a] for a in d["args"]])
+            graph.put(i, dict(d, params=resolved(d.params)), args=[local[a] for a in d.args])
     graph.outputs = [local[t._tracer._node] for t in tensors if t._tracer is not None]
     return graph
 
 
-def collect(roots, cut=frozenset()) -> dict:
-    """node id -> Node for every node the ``roots`` (Node objects) depend on, not going on
-    below the node ids in ``cut``."""
+# -- the one traversal of the tape ----------------------------------------------------------
+# Where PyTorch's graph ends: a detached value (``stop_gradient``, which the eager ops use
+# only inside compositions) and a custom Function, whose backward returning None leaves
+# the input without a gradient.
+STOP_GRADIENT = frozenset({"stop_gradient"})
+EDGE_ENDS = frozenset({"stop_gradient", "custom_vjp_call"})
+
+
+class Walk:
+    """The part of the tape some roots' history reaches, found by ``walk``.
+
+    ``nodes``: node id -> ``GradFn``, ``order``: their ids in recording order (a
+    topological order: parents first); classified on the way: ``receiving``, the
+    (id, GradFn) of the leaves that require grad and of the nodes a tensor
+    retain_grad()-ed; ``functions``, the outputs of custom Functions applied eagerly
+    (id -> the ``apply``'s rule); ``hooked``, whether a node has hooks.
+
+    The other questions a backward asks of this part are answered over ``order``
+    (one sweep each, no further traversal): ``reached`` (from some nodes, along
+    PyTorch's edges or the recorded operands, down to some ops or a cut), and
+    ``leading_to`` (the nodes with a path to some targets)."""
+    __slots__ = ("nodes", "order", "receiving", "functions", "hooked")
+
+    def reached(self, starts, ends=EDGE_ENDS, cut=(), edges=True) -> set:
+        """The nodes reached from the node ids ``starts`` (those in this part): along
+        PyTorch's edges (``next_functions``; ``edges=False``: the recorded operands), not
+        going on from a node whose op is in ``ends`` or whose id is in ``cut``."""
+        nodes = self.nodes
+        marked = {n for n in starts if n in nodes}
+        if not marked:
+            return marked
+        low = min(marked)
+        for n in reversed(self.order):       # a node's edges go to earlier nodes
+            if n < low:
+                break
+            if n not in marked or n in cut:
+                continue
+            h = nodes[n]
+            if h._ir.op in ends:
+                continue
+            for p in (h._edges() if edges else h._parents):
+                if p is not None:
+                    m = p._id
+                    if m in nodes:
+                        marked.add(m)
+                        if m < low:
+                            low = m
+        return marked
+
+    def below(self, starts, cut) -> dict:
+        """node id -> ``GradFn`` for the nodes the node ids ``starts`` depend on (along
+        the recorded operands), not going on below the node ids in ``cut``; in order."""
+        nodes = self.nodes
+        return {n: nodes[n] for n in sorted(self.reached(starts, (), cut, edges=False))}
+
+    def leading_to(self, targets) -> set:
+        """The nodes with a path to one of the node ids ``targets`` (PyTorch runs only the
+        backward nodes on such paths)."""
+        nodes = self.nodes
+        needed = set()
+        for n in self.order:
+            if n in targets:
+                needed.add(n)
+                continue
+            for p in nodes[n]._parents:
+                if p._id in needed:
+                    needed.add(n)
+                    break
+        return needed
+
+
+def walk(roots) -> Walk:
+    """The part of the tape the ``GradFn`` objects ``roots`` depend on (``Walk``), in one
+    depth-first traversal of the parents."""
     found = {}
+    receiving, functions = [], {}
+    hooked = False
     stack = list(roots)
     while stack:
         h = stack.pop()
-        if h._id in found:
+        n = h._id
+        if n in found:
             continue
-        found[h._id] = h
-        if h._id not in cut:
+        found[n] = h
+        if type(h) is AccumulateGrad:
+            receiving.append((n, h))
+        else:
+            if h._retain is not None:
+                receiving.append((n, h))
+            rule = h._rule
+            if rule is not None and rule.nodes:
+                functions[n] = rule
             stack.extend(h._parents)
-    return found
+        if h._hooks:
+            hooked = True
+    w = Walk()
+    w.nodes, w.order, w.receiving = found, sorted(found), receiving
+    w.functions, w.hooked = functions, hooked
+    return w

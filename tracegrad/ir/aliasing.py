@@ -76,6 +76,14 @@ def fresh_bases(graph: Graph) -> list:
     return [("node", k) for k in range(len(graph.outputs))]
 
 
+def writeable(v):
+    """``v``, or a writeable copy of a read-only array (a broadcast zero, a view of a
+    constant): what a caller is handed out as its own array."""
+    if isinstance(v, np.ndarray) and not v.flags.writeable:
+        return np.array(v)
+    return v
+
+
 def own(value, others=(), from_constant=False):
     """``value``, or a copy of it when it may share memory with one of ``others`` (or is a
     read-only array made from a constant)."""

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import TraceError
-from .aliasing import owned_outputs
+from .aliasing import fresh_bases, owned_outputs, writeable
 from .registry import REGISTRY, binder
 from .source import where
 
@@ -140,16 +140,27 @@ def check_args(graph: Graph, args):
                              f"{tuple(np.shape(a))}{where()}")
 
 
-def call(graph: Graph, args) -> list:
+def call(graph: Graph, args, *, owned=False, known=None, keep=None) -> list:
     """``graph``'s outputs on ``args``: inlined into the active trace when an argument's
     type replays graphs (``__tg_replay__``: a tracer), else run on NumPy, the outputs the
-    caller's own arrays (``aliasing``). ``Graph.__call__`` and the higher-order rules."""
+    caller's own arrays (``aliasing``). ``Graph.__call__``, the higher-order rules and
+    the functional transforms.
+
+    ``owned``: every output is a new writeable array, never an input, a view of one or a
+    constant (derived values, derivatives and tangents, where NumPy would hand back the
+    cotangent of ``lambda x: x`` itself). When inlining, ``known`` (node -> tracer): nodes
+    already recorded in the trace, which are not recorded again; ``keep``: a dict that
+    receives every node's value this records."""
     check_args(graph, args)
     for a in args:
         replay = getattr(type(a), "__tg_replay__", None)
         if replay is not None:
-            env = replay(graph, args)
+            env = replay(graph, args, known)
+            if keep is not None:
+                keep.update(env)
             return [env[o] for o in graph.outputs]
     arrays = [np.asarray(a) for a in args]
     env = evaluate(graph, dict(zip(graph.inputs, arrays)), drops=last_uses(graph))
-    return owned_outputs(graph, [env[o] for o in graph.outputs], arrays)
+    outs = owned_outputs(graph, [env[o] for o in graph.outputs], arrays,
+                         fresh_bases(graph) if owned else None)
+    return [writeable(v) for v in outs] if owned else outs

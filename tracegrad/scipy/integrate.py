@@ -38,9 +38,9 @@ from ..ir import apply
 from ..ir.lru import LRU
 from ..ir.prims.scipy_special import special
 from ..tracer import Tracer, flatten, unflatten, user_src
-from ..transforms.derivatives import jvp as tg_jvp
-from ..transforms.derivatives import vjp as tg_vjp
+from ..transforms.forward import jvp as tg_jvp
 from ..transforms.jit import jit
+from ..transforms.reverse import vjp as tg_vjp
 
 __all__ = ["odeint"]
 

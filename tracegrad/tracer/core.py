@@ -691,6 +691,15 @@ def replay(graph: Graph, args, known=None) -> dict:
     return evaluate(graph, env, const=const)
 
 
+def _replay_call(graph: Graph, args, known=None) -> dict:
+    """``Tracer.__tg_replay__``: ``replay`` for ``ir.evaluate.call`` (``Graph.__call__``,
+    the transforms running a derived graph), refused outside every transform."""
+    if current_trace() is None:
+        raise TraceError(f"a traced value was used after the transform that made it "
+                         f"finished (was it stored in a global?){where()}")
+    return replay(graph, args, known)
+
+
 def _const_at(trace, value, src, snapshot=True):
     with source_override(src):
         return trace.const(value, snapshot=snapshot)
@@ -701,12 +710,10 @@ def _carries_gradient(t):
     reaches ``t`` other than through a ``stop_gradient`` node."""
     sync(t)
     trace = t._trace
-    if type(trace) is Trace:
-        records = trace.records
-        node = lambda n: records[n][:2]     # noqa: E731  (op, args), no graph needed
-    else:
-        graph = trace.graph
-        node = lambda n: (graph.op(n), graph.args(n))   # noqa: E731
+    if type(trace) is not Trace:        # the eager tape: its nodes are its tracers' own
+        return trace.reaches_input(t, through_stop_gradient=False)
+    records = trace.records
+    node = lambda n: records[n][:2]     # noqa: E731  (op, args), no graph needed
     seen, todo = set(), [t._node]
     while todo:
         n = todo.pop()
@@ -730,17 +737,7 @@ def depends_on_input(t):
     if type(trace) is Trace:
         # node ids are in order: one forward pass over the records not yet looked at
         return trace._dependent(t._node)
-    graph = trace.graph
-    seen, todo = set(), [t._node]
-    while todo:
-        n = todo.pop()
-        if n in seen:
-            continue
-        seen.add(n)
-        if graph.op(n) == "input":
-            return True
-        todo.extend(graph.args(n))
-    return False
+    return trace.reaches_input(t)       # the eager tape: its nodes are its tracers' own
 
 
 def is_constant(t):
@@ -1069,7 +1066,7 @@ class Tracer:
     # the protocol of ``ir.apply`` and ``ir.evaluate``: a primitive applied to a tracer is
     # recorded, a guard on one is recorded, a graph called on one is inlined
     __tg_bind__ = staticmethod(_bind_at)
-    __tg_replay__ = staticmethod(replay)
+    __tg_replay__ = staticmethod(_replay_call)
 
     def __tg_guard__(self, expected):
         self._trace.guard(self, expected)

@@ -126,6 +126,8 @@ def reaches_differentiated(trace, n) -> bool:
     """Whether node ``n`` of ``trace`` depends on an input being differentiated (an
     argument of a differentiating transform, of this trace or of an enclosing one through
     a captured value or an argument), other than through ``stop_gradient``."""
+    if trace.differentiated is None and not trace.captured and trace.input_of is None:
+        return False        # nothing of this trace is differentiated (the eager tape)
     seen, todo = set(), [n]
     outer = None
     while todo:

@@ -1,8 +1,11 @@
 """The functional front end: JAX's transforms over plain NumPy code.
 
-- ``derivatives``: ``grad``, ``value_and_grad``, ``vjp``, ``jvp``, ``jacobian``,
-  ``hessian``, ``trace``, ``stop_gradient``, ``custom_vjp`` (the tracing session that
-  records a call and the engine, ``tracegrad.autodiff``, that differentiates it);
+- ``tracing``: the tracing session every transform starts from (``_Traced``: a call
+  recorded, its derivative looked up in the engine, ``tracegrad.autodiff``), ``trace``
+  and ``stop_gradient``;
+- ``reverse``: ``grad``, ``value_and_grad``, ``vjp``; ``forward``: ``jvp``;
+  ``jacobians``: ``jacobian``, ``hessian`` (batched over one-hot seeds);
+  ``custom_rules``: ``custom_vjp``;
 - ``jit``: the guarded specialisation cache and its lowering to a runtime;
 - ``vmap``; ``control_flow`` (``fori_loop``, ``scan``, ``while_loop``, ``cond``);
   ``checkpoint``; ``implicit_diff`` (``custom_root``, ``custom_linear_solve``);

@@ -35,7 +35,7 @@ from ..ir import apply
 from ..ir.evaluate import call
 from ..tracer import Tracer, flatten, unflatten, where
 from .control_flow import _arrays, _aval, _trace
-from .derivatives import stop_gradient
+from .tracing import stop_gradient
 
 __all__ = ["custom_root", "custom_linear_solve"]
 

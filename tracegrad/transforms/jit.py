@@ -337,7 +337,7 @@ class Jitted(Generic[P]):
                       effects=effects)
 
     def _trace(self, args, kwargs, bound=False):
-        from .derivatives import _Traced
+        from .tracing import _Traced
 
         pos, names = self._statics(args, kwargs, bound)
         self._check_traceable(args, kwargs, pos, names)

@@ -166,7 +166,7 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callab
             out_tree["tree"] = flatten(out)[1]
             return out
 
-        from .derivatives import _Traced
+        from .tracing import _Traced
         token = BATCHING.set(True)
         try:
             traced = _Traced(flat_fun, examples, {}, tuple(range(len(examples))), user_src(),

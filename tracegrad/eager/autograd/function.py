@@ -26,7 +26,7 @@ from ...ir import REGISTRY
 from ...ir import apply as apply_primitive
 from ...tracer import Tracer, user_src
 from .. import anomaly, grad_mode, profiler
-from ..dispatch import _SYMBOLIC, mode_of
+from ..dispatch import _SYMBOLIC, CAPTURE, mode_of
 from ..promotion import type_name
 from ..tape import TAPE, EagerTracer, RuleRef, Version
 from ..tensor import Tensor, _relabelled, is_floating
@@ -359,6 +359,9 @@ class Function:
 
     @classmethod
     def apply(cls, *args, **kwargs):
+        capture = CAPTURE.get()
+        if capture is not None and not kwargs:      # tg.compile recording (eager/compile)
+            return capture.function(cls, args)
         symbolic = generic = False
         needs = []
         for a in args:

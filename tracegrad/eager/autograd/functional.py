@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import grad_mode
 from ..engine import grad as _autograd_grad
-from ..tape import TAPE, AccumulateGrad, Saved
+from ..tape import STOP_GRADIENT, AccumulateGrad, walk
 from ..tensor import Tensor
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
@@ -137,23 +137,14 @@ def _connected(t):
         return False
     if t._tracer is None:
         return True
-    by_id = TAPE.graph.by_id
-    seen = set()
-    stack = [t._tracer._handle]
-    while stack:
-        h = stack.pop()
-        if h is None or h._id in seen or type(h) is Saved:
-            continue
-        seen.add(h._id)
-        if type(h) is AccumulateGrad:
-            leaf = h._tensor()
-            if leaf is None or leaf.requires_grad:
+    h = t._tracer._handle
+    w = walk([h])
+    for n in w.reached([h._id], ends=STOP_GRADIENT):
+        leaf = w.nodes[n]
+        if type(leaf) is AccumulateGrad:
+            tensor = leaf._tensor()
+            if tensor is None or tensor.requires_grad:
                 return True
-            continue
-        d = by_id.get(h._id)
-        if d is not None and d.op == "stop_gradient":
-            continue
-        stack.extend(h._parents if h._inputs is None else h._inputs)
     return False
 
 

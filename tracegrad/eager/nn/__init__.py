@@ -1,5 +1,5 @@
 """``tg.nn``: modules, parameters, initialisers and the functional API, PyTorch-style."""
-from . import functional, init, utils
+from . import functional, init, parallel, utils
 from .activation import (
     CELU,
     ELU,
@@ -32,13 +32,16 @@ from .layers import (
     AlphaDropout,
     AvgPool1d,
     AvgPool2d,
+    AvgPool3d,
     BCELoss,
     BCEWithLogitsLoss,
     Bilinear,
     ConstantPad2d,
     Conv1d,
     Conv2d,
+    Conv3d,
     ConvTranspose2d,
+    ConvTranspose3d,
     CosineEmbeddingLoss,
     CosineSimilarity,
     CrossEntropyLoss,
@@ -58,6 +61,7 @@ from .layers import (
     MarginRankingLoss,
     MaxPool1d,
     MaxPool2d,
+    MaxPool3d,
     MSELoss,
     MultiLabelSoftMarginLoss,
     NLLLoss,
@@ -90,7 +94,9 @@ from .normalization import (
     InstanceNorm2d,
     LayerNorm,
 )
+from .parallel import DataParallel
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell
+from .sequence_losses import CTCLoss, MultiMarginLoss
 from .sparse import Embedding
 from .transformer import (
     MultiheadAttention,
@@ -121,3 +127,5 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "Sequential", "
            "TransformerEncoderLayer",
            "TransformerDecoder", "TransformerDecoderLayer", "Softmax2d", "Hardshrink",
            "Softshrink", "RReLU", "Bilinear", "PixelUnshuffle", "GaussianNLLLoss"]
+__all__ += ["parallel", "DataParallel", "Conv3d", "ConvTranspose3d", "MaxPool3d", "AvgPool3d", "CTCLoss",
+            "MultiMarginLoss"]

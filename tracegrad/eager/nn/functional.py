@@ -19,6 +19,8 @@ from ..dispatch import call
 from ..indexing import operand_key as _operand_key
 from ..tape import EagerTracer
 from ..tensor import Tensor, _private_copy
+from .conv3d import avg_pool3d, conv3d, conv_transpose3d, max_pool3d  # noqa: F401
+from .conv_common import _check_groups, _grouped, _same_padding, _with_bias
 from .losses import (  # noqa: F401  (part of tg.nn.functional)
     _check_reduction,
     _dtype_name,
@@ -42,6 +44,8 @@ from .losses import (  # noqa: F401  (part of tg.nn.functional)
     soft_margin_loss,
     triplet_margin_loss,
 )
+from .sampling import affine_grid, grid_sample  # noqa: F401  (part of tg.nn.functional)
+from .sequence_losses import ctc_loss, multi_margin_loss  # noqa: F401
 
 __all__ = ["relu", "relu_", "leaky_relu", "sigmoid", "tanh", "softmax", "log_softmax",
            "mse_loss", "l1_loss", "nll_loss", "cross_entropy",
@@ -59,6 +63,8 @@ __all__ = ["relu", "relu_", "leaky_relu", "sigmoid", "tanh", "softmax", "log_sof
            "scaled_dot_product_attention",
            "margin_ranking_loss", "hinge_embedding_loss", "cosine_embedding_loss",
            "pairwise_distance", "triplet_margin_loss", "multilabel_soft_margin_loss"]
+__all__ += ["affine_grid", "grid_sample", "conv3d", "conv_transpose3d", "max_pool3d",
+            "avg_pool3d", "ctc_loss", "multi_margin_loss"]
 
 
 # -- activations ------------------------------------------------------------------------
@@ -152,39 +158,6 @@ def _pair(value, what):
     return int(value), int(value)
 
 
-def _check_groups(groups, what, in_channels=None, out_channels=None):
-    if not isinstance(groups, int) or groups < 1:
-        raise RuntimeError("non-positive groups is not supported")
-    if in_channels is not None and in_channels % groups:
-        raise ValueError("in_channels must be divisible by groups")
-    if out_channels is not None and out_channels % groups:
-        raise ValueError("out_channels must be divisible by groups")
-
-
-def _grouped(fn, groups, transposed):
-    """``fn(x, w)`` applied per group of channels and concatenated (``groups`` > 1):
-    the input's channels split in ``groups``, the weight's output channels (dimension 0;
-    dimension 0 too for a transposed weight, whose input channels come first)."""
-    if groups == 1:
-        return fn
-
-    def grouped(x, w):
-        cin = x.shape[1] // groups
-        wk = w.shape[0] // groups
-        outs = [fn(x[:, g * cin:(g + 1) * cin], w[g * wk:(g + 1) * wk]) for g in range(groups)]
-        return np.concatenate(outs, axis=1)
-    return grouped
-
-
-def _same_padding(kernel, dilation, stride, what):
-    """PyTorch's padding="same": total ``d (k - 1)`` per side pair, the odd one extra on
-    the right/bottom; only for stride 1."""
-    if any(s != 1 for s in stride):
-        raise ValueError("padding='same' is not supported for strided convolutions")
-    return tuple((d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2)
-                 for k, d in zip(kernel, dilation))
-
-
 def _batched(input, what):
     """``input`` as a 4-D batch, and whether it was a single 3-D image (PyTorch accepts
     both; the result then drops the batch dimension again)."""
@@ -212,17 +185,6 @@ def _check_conv(what, x, weight, bias, in_channels, out_channels, transposed, gr
         raise RuntimeError(f"Given weight of size {list(weight.shape)}, expected bias to be "
                            f"1-dimensional with {out_channels} elements, but got bias of size "
                            f"{list(bias.shape)} instead")
-
-
-def _with_bias(fn, input, weight, bias, squeeze):
-    if bias is None:
-        out = call(fn, input, weight, name="ConvolutionBackward0")
-        if out.grad_fn is not None:     # PyTorch shows the missing bias as a None edge
-            out.grad_fn._inputs = (out.grad_fn._inputs or out.grad_fn._parents) + (None,)
-    else:
-        out = call(lambda x, w, b: fn(x, w) + np.reshape(b, (1, -1, 1, 1)), input, weight, bias,
-                   name="ConvolutionBackward0")
-    return out.squeeze(0) if squeeze else out
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
@@ -826,6 +788,19 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
               scale_grad_by_freq=False, sparse=False):
     """Rows of ``weight`` picked by the integer tensor ``input``; the row ``padding_idx``
     gets no gradient."""
+    if isinstance(input, Tensor) and input._tracer is not None and \
+            not isinstance(input._tracer, EagerTracer):
+        # indices traced by a transform (torch.func.vmap over token ids): picked by their
+        # tracer, never by the values they were traced with
+        if padding_idx is not None or max_norm is not None:
+            raise RuntimeError("embedding: padding_idx and max_norm need concrete indices; "
+                               "inside a torch.func transform the indices are traced")
+        if input.dtype.kind not in "iu":
+            raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of "
+                               f"the following scalar types: Long, Int; but got torch."
+                               f"{_dtype_name(input.dtype)}Tensor instead (while checking "
+                               f"arguments for embedding)")
+        return weight[input]
     idx = input._concrete("embedding") if isinstance(input, Tensor) else np.asarray(input)
     if idx.dtype.kind not in "iu":
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the "

@@ -11,6 +11,7 @@ import math
 from ..creation import empty
 from . import functional as F
 from . import init
+from .conv3d import _triple
 from .losses import legacy_reduction
 from .modules import Module, Parameter
 
@@ -58,6 +59,8 @@ class Linear(Module):
 
 
 def _tuple(value, n, what):
+    if n == 3:
+        return _triple(value, what)
     return F._pair(value, what) if n == 2 else (F._single(value),)
 
 
@@ -695,3 +698,49 @@ class GaussianNLLLoss(_Loss):
     def forward(self, input, target, var):
         return F.gaussian_nll_loss(input, target, var, full=self.full, eps=self.eps,
                                    reduction=self.reduction)
+
+
+# -- 3-D convolution and pooling (the functions: conv3d.py) ----------------------------
+class Conv3d(_ConvNd):
+    _n = 3
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
+                 groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, (out_channels, in_channels // groups), dtype,
+                         padding_mode)
+
+    def forward(self, input):
+        x, padding = self._padded(input)
+        return F.conv3d(x, self.weight, self.bias, self.stride, padding, self.dilation,
+                      self.groups)
+
+
+class ConvTranspose3d(_ConvNd):
+    _n = 3
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros",
+                 device=None, dtype=None):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, (in_channels, out_channels // groups), dtype,
+                         padding_mode, transposed=True)
+        self.output_padding = _triple(output_padding, "output_padding")
+
+    def forward(self, input, output_size=None):
+        if output_size is not None:
+            raise NotImplementedError("ConvTranspose3d: output_size is not supported")
+        return F.conv_transpose3d(input, self.weight, self.bias, self.stride, self.padding,
+                                self.output_padding, self.groups, self.dilation)
+
+
+class MaxPool3d(MaxPool2d):
+    def forward(self, input):
+        return F.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            self.ceil_mode, self.return_indices)
+
+
+class AvgPool3d(AvgPool2d):
+    def forward(self, input):
+        return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)

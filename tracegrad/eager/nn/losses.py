@@ -12,9 +12,11 @@ import warnings
 
 import numpy as np
 
+from ...tracer import Tracer
 from ..dispatch import call
 from ..indexing import operand_key as _operand_key
 from ..promotion import promote_types
+from ..tape import EagerTracer
 from ..tensor import Tensor, _scalar_name
 
 __all__ = ["mse_loss", "l1_loss", "nll_loss", "cross_entropy", "binary_cross_entropy_with_logits",
@@ -120,6 +122,12 @@ def _class_targets(input, target, weight, ignore_index):
     backward plan of the next batch is the same plan.
     """
     t = _array(target)
+    # the targets of a transform's trace (torch.func.vmap over the samples) are its
+    # tracer, never its values (those of the first sample only)
+    symbolic = isinstance(target, Tensor) and target._tracer is not None and \
+        not isinstance(target._tracer, EagerTracer)
+    if symbolic:
+        t = target._tracer
     shape = tuple(input.shape)
     if len(shape) == 1:
         if t.ndim != 0:
@@ -139,7 +147,7 @@ def _class_targets(input, target, weight, ignore_index):
     n_classes = shape[class_dim]
     valid = t != ignore_index
     bad = valid & ((t < 0) | (t >= n_classes))
-    if np.any(bad):
+    if not symbolic and np.any(bad):
         raise IndexError(f"Target {int(t[bad].flat[0])} is out of bounds.")
     w = valid.astype(input.dtype)
     if weight is not None:
@@ -185,7 +193,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     key, valid, w = _class_targets(input, target, weight, ignore_index)
-    plain = weight is None and bool(valid.all())
+    plain = weight is None and not isinstance(valid, Tracer) and bool(valid.all())
 
     def fn(x):
         picked = -_picked(x, key, valid, w, plain)
@@ -256,6 +264,16 @@ def _cross_entropy_probs(logp, target, weight, reduction, eps, class_dim):
 
 
 def one_hot(tensor, num_classes=-1):
+    if isinstance(tensor, Tensor) and tensor._tracer is not None and \
+            not isinstance(tensor._tracer, EagerTracer):
+        # a transform's traced labels (vmap, tg.compile): recorded, so each example's own;
+        # the class count must then be given (it decides the result's shape)
+        if np.dtype(tensor._tracer.dtype).kind not in "iu":
+            raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+        if num_classes >= 0:
+            return call(lambda t: (t[..., None] == np.arange(num_classes)).astype(np.int64),
+                        tensor)
+        tensor._concrete("one_hot without num_classes")
     t = _array(tensor)
     if t.dtype.kind not in "iu":
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")

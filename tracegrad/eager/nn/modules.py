@@ -26,7 +26,8 @@ class Parameter(Tensor):
             from ..creation import empty
             data = empty(0)
         arr = data._data if isinstance(data, Tensor) else np.asarray(data)
-        p = cls._plain(arr)
+        p = object.__new__(cls)
+        p._set_fields(arr)
         if requires_grad:
             p.requires_grad = True
         return p
@@ -354,8 +355,11 @@ class Module:
             if key not in state_dict:
                 continue
             src = state_dict[key]
-            src = src._data if isinstance(src, Tensor) else np.asarray(src)
-            if src.shape != tuple(target.shape):
+            if target.is_sparse is True or getattr(src, "is_sparse", False) is True:
+                src = src if src.is_sparse is True else src.detach()
+            else:
+                src = src._data if isinstance(src, Tensor) else np.asarray(src)
+            if tuple(src.shape) != tuple(target.shape):
                 errors.append(f"size mismatch for {key}: copying a param with shape "
                               f"{_size(src.shape)} from checkpoint, the shape in current model "
                               f"is {target.shape!r}.")
@@ -372,6 +376,10 @@ class Module:
         for key, target in own.items():
             if key in state_dict:
                 src = state_dict[key]
+                if target.is_sparse is True or getattr(src, "is_sparse", False) is True:
+                    from ..sparse_coo import load_into
+                    load_into(target, src)
+                    continue
                 src = src._data if isinstance(src, Tensor) else np.asarray(src)
                 np.copyto(target._data, src, casting="unsafe")
                 target._vc.v += 1      # an in-place change, as copy_ under no_grad
@@ -480,7 +488,9 @@ def _zero_grad(p, set_to_none):
         g = p._grad
         if g._tracer is not None:       # a gradient with history (create_graph=True)
             g = p._grad = g.detach()
-        if g._data.flags.writeable:
+        if type(g._data) is not np.ndarray:     # a tg.compile tracer: written in place
+            g._data[...] = 0
+        elif g._data.flags.writeable:
             g._data.fill(0)
             g._vc.v += 1
         else:       # a read-only (e.g. broadcast) gradient array: a fresh one

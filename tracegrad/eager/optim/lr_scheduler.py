@@ -9,13 +9,15 @@ rounding and schedulers can be stacked on one optimizer.
 from __future__ import annotations
 
 import math
+import types
 import warnings
 from bisect import bisect_right
 from collections import Counter
 
 __all__ = ["LRScheduler", "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR",
            "LambdaLR", "OneCycleLR", "ReduceLROnPlateau", "MultiplicativeLR", "ConstantLR",
-           "LinearLR", "PolynomialLR", "CosineAnnealingWarmRestarts", "SequentialLR"]
+           "LinearLR", "PolynomialLR", "CosineAnnealingWarmRestarts", "SequentialLR",
+           "ChainedScheduler", "CyclicLR"]
 
 
 class LRScheduler:
@@ -562,3 +564,165 @@ class SequentialLR(LRScheduler):
         self.__dict__.update(state)
         for sched, s in zip(self._schedulers, saved):
             sched.load_state_dict(s)
+
+
+class ChainedScheduler(LRScheduler):
+    """Step every one of ``schedulers`` (all on one optimizer) at each ``step()``: their
+    recursive updates compose, each multiplying the rate the previous one left."""
+
+    def __init__(self, schedulers, optimizer=None):
+        if len(schedulers) < 1:
+            raise ValueError(f"{type(self).__name__} expects at least one scheduler to be "
+                             "chained, but got no scheduler.")
+        optimizer = optimizer or schedulers[0].optimizer
+        for i, sched in enumerate(schedulers):
+            if not hasattr(sched, "optimizer"):
+                raise TypeError(f"{type(self).__name__} at index {i} should have `optimizer` "
+                                "as its attribute.")
+            if isinstance(sched, ReduceLROnPlateau):
+                raise ValueError(f"{type(self).__name__} does not support `ReduceLROnPlateau` "
+                                 "scheduler as it requires additional kwargs to be specified "
+                                 "when calling `step`, but got one at index "
+                                 f"{i} in the given schedulers sequence.")
+            if optimizer != sched.optimizer:
+                raise ValueError(f"{type(self).__name__} expects all schedulers to belong to "
+                                 f"the same optimizer, but got scheduler "
+                                 f"{type(sched).__name__} at index {i} has {sched.optimizer}, "
+                                 f"which is different from {type(optimizer).__name__}.")
+        self._schedulers = schedulers
+        self.optimizer = optimizer
+        self._last_lr = [g["lr"] for g in self._schedulers[-1].optimizer.param_groups]
+
+    def step(self):
+        for sched in self._schedulers:
+            sched.step()
+        self._last_lr = [g["lr"] for g in self._schedulers[-1].optimizer.param_groups]
+
+    state_dict = SequentialLR.state_dict
+    load_state_dict = SequentialLR.load_state_dict
+
+
+def _format_param(name, optimizer, value):
+    if isinstance(value, (list, tuple)):
+        if len(value) != len(optimizer.param_groups):
+            raise ValueError(f"{name} must have the same length as optimizer.param_groups. "
+                             f"{name} has {len(value)} values, param_groups has "
+                             f"{len(optimizer.param_groups)}.")
+        return list(value)
+    return [value] * len(optimizer.param_groups)
+
+
+class CyclicLR(LRScheduler):
+    """The cyclical learning-rate policy: each batch's rate between ``base_lr`` and
+    ``max_lr`` along a triangle of ``step_size_up`` + ``step_size_down`` steps, its
+    amplitude scaled per cycle ("triangular2": halved each cycle) or per iteration
+    ("exp_range": ``gamma ** iteration``); momentum (or Adam's ``beta1``) cycles the
+    opposite way between ``max_momentum`` and ``base_momentum``."""
+
+    def __init__(self, optimizer, base_lr, max_lr, step_size_up=2000, step_size_down=None,
+                 mode="triangular", gamma=1.0, scale_fn=None, scale_mode="cycle",
+                 cycle_momentum=True, base_momentum=0.8, max_momentum=0.9, last_epoch=-1):
+        from .optimizer import Optimizer
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        self.optimizer = optimizer
+        base_lrs = _format_param("base_lr", optimizer, base_lr)
+        if last_epoch == -1:
+            for lr, group in zip(base_lrs, optimizer.param_groups):
+                group["lr"] = lr
+        self.max_lrs = _format_param("max_lr", optimizer, max_lr)
+        step_size_up = float(step_size_up)
+        step_size_down = float(step_size_down) if step_size_down is not None else step_size_up
+        self.total_size = step_size_up + step_size_down
+        self.step_ratio = step_size_up / self.total_size
+        if mode not in ("triangular", "triangular2", "exp_range") and scale_fn is None:
+            raise ValueError("mode is invalid and scale_fn is None")
+        self.mode, self.gamma = mode, gamma
+        self._scale_fn_custom = scale_fn
+        self.scale_mode = scale_mode
+        self._init_scale_fn()
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+                raise ValueError("optimizer must support momentum or beta1 with "
+                                 "`cycle_momentum` option enabled")
+            self.use_beta1 = "betas" in optimizer.defaults
+            self.base_momentums = _format_param("base_momentum", optimizer, base_momentum)
+            self.max_momentums = _format_param("max_momentum", optimizer, max_momentum)
+            if last_epoch == -1:
+                for m, b, group in zip(self.max_momentums, self.base_momentums,
+                                       optimizer.param_groups):
+                    if self.use_beta1:
+                        group["betas"] = (m, *group["betas"][1:])
+                    else:
+                        group["momentum"] = m
+                    group["max_momentum"] = m
+                    group["base_momentum"] = b
+        super().__init__(optimizer, last_epoch)
+        self.base_lrs = base_lrs
+
+    def _init_scale_fn(self):
+        if self._scale_fn_custom is not None:
+            return
+        if self.mode == "triangular":
+            self._scale_fn_ref = _constant_scale
+            self.scale_mode = "cycle"
+        elif self.mode == "triangular2":
+            self._scale_fn_ref = _halving_scale
+            self.scale_mode = "cycle"
+        elif self.mode == "exp_range":
+            gamma = self.gamma
+            self._scale_fn_ref = lambda x: gamma ** x
+            self.scale_mode = "iterations"
+
+    def scale_fn(self, x):
+        if self._scale_fn_custom is not None:
+            return self._scale_fn_custom(x)
+        return self._scale_fn_ref(x)
+
+    def get_lr(self):
+        cycle = math.floor(1 + self.last_epoch / self.total_size)
+        x = 1.0 + self.last_epoch / self.total_size - cycle
+        if x <= self.step_ratio:
+            scale_factor = x / self.step_ratio
+        else:
+            scale_factor = (x - 1) / (self.step_ratio - 1)
+        at = cycle if self.scale_mode == "cycle" else self.last_epoch
+        lrs = [base + (top - base) * scale_factor * self.scale_fn(at)
+               for base, top in zip(self.base_lrs, self.max_lrs)]
+        if self.cycle_momentum:
+            for base, top, group in zip(self.base_momentums, self.max_momentums,
+                                        self.optimizer.param_groups):
+                momentum = top - (top - base) * scale_factor * self.scale_fn(at)
+                if self.use_beta1:
+                    group["betas"] = (momentum, *group["betas"][1:])
+                else:
+                    group["momentum"] = momentum
+        return lrs
+
+    def state_dict(self):
+        """As PyTorch's: without the scale function (a lambda or function is left out;
+        a callable object keeps its ``__dict__``)."""
+        state = super().state_dict()
+        state.pop("_scale_fn_ref", None)
+        fn = state.pop("_scale_fn_custom")
+        state["_scale_fn_custom"] = None
+        if fn is not None and not isinstance(fn, types.FunctionType):
+            state["_scale_fn_custom"] = fn.__dict__.copy()
+        return state
+
+    def load_state_dict(self, state_dict):
+        state = dict(state_dict)
+        fn = state.pop("_scale_fn_custom")
+        super().load_state_dict(state)
+        if fn is not None:
+            self._scale_fn_custom.__dict__.update(fn)
+        self._init_scale_fn()
+
+
+def _constant_scale(x):
+    return 1.0
+
+
+def _halving_scale(x):
+    return 1 / (2.0 ** (x - 1))

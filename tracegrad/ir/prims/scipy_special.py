@@ -94,12 +94,19 @@ def _jax(name):
     def lower(*args):
         import jax.scipy.special as jsp
         dtype = _result_dtype(args)
-        args = tuple(a.astype(dtype) for a in args)
+        # SciPy's float32 loops compute in float64 and round: where float32 arithmetic
+        # moves a pole (poch's z + m, zeta's sums), so does tracegrad
+        wide = np.dtype(np.float64) if name in _IN_FLOAT64 else dtype
+        args = tuple(a.astype(wide) for a in args)
         out = getattr(jsp, name)(*args)
         edges = _JAX_EDGES.get(name)
-        return out if edges is None else edges(out, *args)
+        out = out if edges is None else edges(out, *args)
+        return out.astype(dtype)
     lower.__name__ = f"jax.scipy.special.{name}"
     return lower
+
+
+_IN_FLOAT64 = frozenset({"poch", "zeta"})
 
 
 def _pole(x):
@@ -559,17 +566,114 @@ _register("kl_div", 2, lambda out, x, y: (np.log(x / y), 1.0 - x / y),
           "x·log(x/y) - x + y, the Kullback-Leibler divergence's summand")
 
 
-def _exp1_jax(x):
-    # jax.scipy.special.exp1 does not lower under jit: E₁(x) = -Ei(-x) for x > 0
+def _expi_jax(x):
+    # jax.scipy.special.expi evaluates every branch of its piecewise definition on every
+    # element of an array: its continued fraction for large |x| never ends on a tiny one
+    # (|x| < 1e-6) or a non-finite one. Those get 1.0; a tiny x gets Ei(x) = γ + ln|x| + x +
+    # x²/4 (the next term, x³/18, is below float64's rounding); SciPy's Ei(0) = -inf,
+    # Ei(inf) = inf, Ei(-inf) = -0, Ei(nan) = nan
     import jax.numpy as jnp
     import jax.scipy.special as jsp
     x = x.astype(_result_dtype((x,)))
-    return jnp.where(x > 0, -jsp.expi(-x), jnp.nan)
+    ax = jnp.abs(x)
+    tiny = (ax < 1e-6) & (x != 0)
+    safe = jnp.isfinite(x) & ~tiny & (x != 0)
+    out = jsp.expi(jnp.where(safe, x, 1.0))
+    series = np.euler_gamma + jnp.log(jnp.where(tiny, ax, 1.0)) + x + 0.25 * x * x
+    out = jnp.where(tiny, series, jnp.where(jnp.isnan(x), jnp.nan, out))
+    return jnp.where(x == 0, -jnp.inf, jnp.where(x == jnp.inf, jnp.inf,
+                                                 jnp.where(x == -jnp.inf, -0.0, out)))
+
+
+def _exp1_jax(x):
+    # jax.scipy.special.exp1 does not lower under jit: E₁(x) = -Ei(-x) for x > 0; SciPy's
+    # E₁(0) = inf, E₁(inf) = 0, NaN for x < 0
+    import jax.numpy as jnp
+    x = x.astype(_result_dtype((x,)))
+    return jnp.where(x >= 0, -_expi_jax(-x), jnp.nan)
+
+
+def _entropy_edges(kl):
+    # SciPy's cases: NaN if an operand is; x log(x/y) (- x + y) for x, y > 0; 0 (y) for
+    # x = 0 and y >= 0; inf otherwise (jax.scipy: NaN or inf elsewhere at the infinities)
+    def edges(out, x, y):
+        import jax.numpy as jnp
+        both = (x > 0) & (y > 0)
+        zero = (x == 0) & (y >= 0)
+        value = jnp.where(both, out, jnp.where(zero, y if kl else 0.0, jnp.inf))
+        # x, y > 0 with one infinite: x log(x/y) is inf (x = inf) or -inf (y = inf); the
+        # kl_div terms add -x + y: inf - inf, NaN, either way
+        inf_x, inf_y = both & (x == jnp.inf), both & (y == jnp.inf)
+        if kl:
+            value = jnp.where(inf_x | inf_y, jnp.nan, value)
+        else:
+            value = jnp.where(inf_x & ~inf_y, jnp.inf,
+                              jnp.where(inf_y & ~inf_x, -jnp.inf, value))
+        return jnp.where(jnp.isnan(x) | jnp.isnan(y), jnp.nan, value)
+    return edges
+
+
+def _zeta_edges(out, x, q):
+    # SciPy's ζ(x, q) at the poles of q (and -inf): inf for x > 1 (or NaN x), NaN for
+    # x < 1; 0 at q = inf for x > 1; at x = inf: 1 for q = 1, inf below, 0 above
+    # (jax.scipy: NaN or inf the other way round)
+    import jax.numpy as jnp
+    qpole = _pole(q) | (q == -jnp.inf)
+    out = jnp.where(qpole, jnp.where((x > 1) | jnp.isnan(x), jnp.inf,
+                                     jnp.where(x < 1, jnp.nan, out)), out)
+    out = jnp.where((q == jnp.inf) & (x > 1), 0.0, out)
+    at_inf = jnp.where(q == 1, 1.0, jnp.where(q < 1, jnp.inf, jnp.where(q > 1, 0.0, jnp.nan)))
+    return jnp.where(x == jnp.inf, at_inf, out)
+
+
+def _poch_edges(out, z, m):
+    # SciPy's (z)_m = Γ(z + m)/Γ(z) at the poles (jax.scipy: NaN there): 1 for m = 0; 0
+    # where only z is a pole, inf where only z + m is; where both are, the limit
+    # (-1)^m Γ(1 - z)/Γ(1 - z - m). SciPy counts a pole only below 1e13 in magnitude
+    import jax.numpy as jnp
+    from jax.scipy.special import gammaln
+
+    def pole(v):
+        return _pole(v) & (jnp.abs(v) < 1e13)
+    s = z + m
+    zp, sp = pole(z), pole(s)
+    both = zp & sp
+    a, b = jnp.where(both, 1.0 - z, 1.0), jnp.where(both, 1.0 - s, 1.0)
+    sign = jnp.where(jnp.fmod(jnp.where(both, m, 0.0), 2.0) == 0, 1.0, -1.0)
+    limit = sign * jnp.exp(gammaln(a) - gammaln(b))
+    out = jnp.where(both, limit, jnp.where(zp, 0.0, jnp.where(sp, jnp.inf, out)))
+    # large z, small m (as SciPy): z^m (1 + m(m-1)/2z + m(m-1)(m-2)(3m-1)/24z²), the error
+    # of order (m²/z)³; z = inf: inf for m > 0, 0 for m < 0
+    large = (z > 1e4) & (m * m < 1e-4 * z) & jnp.isfinite(z)
+    zl = jnp.where(large, z, 1.0)
+    series = zl ** m * (1.0 + m * (m - 1.0) / (2.0 * zl)
+                        + m * (m - 1.0) * (m - 2.0) * (3.0 * m - 1.0) / (24.0 * zl * zl))
+    out = jnp.where(large, series, out)
+    # other large positive z: Γ(z + m)/Γ(z) by logarithms (jax.scipy's ratio overflows)
+    big = (z > 1e4) & ~large & (s > 0)
+    logs = gammaln(jnp.where(big, s, 1.0)) - gammaln(jnp.where(big, z, 1.0))
+    out = jnp.where(big, jnp.exp(logs), out)
+    # a small integer m: SciPy's recurrence, the product z (z + 1) ... (z + m - 1), or the
+    # reciprocal of (z - 1) ... (z + m) for m < 0 (but inf where only z + m is a pole)
+    steps = jnp.where(jnp.isfinite(m), jnp.abs(m), 0.0)
+    short = (m == jnp.round(m)) & (steps <= 40) & ~(sp & ~zp) & jnp.isfinite(z + m)
+    prod = jnp.ones_like(out)
+    for k in range(40):
+        factor = jnp.where(m > 0, z + k, z - (k + 1))
+        prod = prod * jnp.where(k < steps, factor, 1.0)
+    out = jnp.where(short, jnp.where(m > 0, prod, 1.0 / prod), out)
+    out = jnp.where((z == jnp.inf) & jnp.isfinite(m), jnp.where(m > 0, jnp.inf, 0.0), out)
+    return jnp.where(m == 0, 1.0, out)
+
+
+_JAX_EDGES.update({"poch": _poch_edges, "rel_entr": _entropy_edges(False),
+                   "kl_div": _entropy_edges(True), "zeta": _zeta_edges})
 
 
 _register("exp1", 1, lambda out, x: (-np.exp(-x) / x,), "the exponential integral E₁(x)",
           jax=_exp1_jax)
-_register("expi", 1, lambda out, x: (np.exp(x) / x,), "the exponential integral Ei(x)")
+_register("expi", 1, lambda out, x: (np.exp(x) / x,), "the exponential integral Ei(x)",
+          jax=_expi_jax)
 _register("erfcx", 1, lambda out, x: (2.0 * x * out - 2.0 / SQRT_PI,),
           "the scaled complementary error function exp(x²)·erfc(x)")
 

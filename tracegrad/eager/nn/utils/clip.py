@@ -26,12 +26,17 @@ def _writable(g):
     if g._tracer is not None:
         raise RuntimeError("clipping a gradient that has a history (create_graph=True) is "
                            "not supported")
-    if not g._data.flags.writeable:
+    if type(g._data) is np.ndarray and not g._data.flags.writeable:
         g._data = np.array(g._data, copy=True)
     return g._data
 
 
 def _vector_norm(a, p):
+    if type(a) is np.ndarray and not a.flags.c_contiguous:
+        # summed in C order whatever the gradient's layout (a transposed matmul result
+        # accumulated in place): the norm does not depend on how the array was made
+        # (tg.compile's graph makes it C-ordered), and neither do the clipped numbers
+        a = np.ascontiguousarray(a)
     a = np.abs(a)
     if p == math.inf:
         return np.max(a) if a.size else np.zeros((), a.dtype)
@@ -67,6 +72,12 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     if not grads:
         return Tensor._plain(np.zeros((), np.float32))
     total = get_total_norm(grads, norm_type, error_if_nonfinite)
+    if type(total._data) is not np.ndarray:
+        # under tg.compile the norm is a tracer: the same float64 arithmetic as an array
+        coef = np.minimum(float(max_norm) / (total._data.astype(np.float64) + 1e-6), 1.0)
+        for g in grads:
+            g._data *= coef.astype(g._data.dtype)
+        return total
     coef = min(float(max_norm) / (float(total._data) + 1e-6), 1.0)
     for g in grads:
         data = _writable(g)
@@ -80,6 +91,9 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
     clip_value = float(clip_value)
     for g in _grads(parameters):
         data = _writable(g)
+        if type(data) is not np.ndarray:    # a tg.compile tracer: written in place
+            data[...] = np.clip(data, -clip_value, clip_value)
+            continue
         np.clip(data, -clip_value, clip_value, out=data)
         g._vc.v += 1
 

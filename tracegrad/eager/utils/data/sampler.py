@@ -113,8 +113,8 @@ class WeightedRandomSampler(Sampler):
         self.replacement, self.generator = replacement, generator
 
     def __iter__(self):
-        # torch's own steps: multinomial of the float64 weights (its draws, eager/sampling.py)
-        from ...sampling import multinomial
+        # torch's own steps: multinomial of the float64 weights (its draws, eager/multinomial.py)
+        from ...multinomial import multinomial
         draws = multinomial(Tensor._plain(self.weights), self.num_samples, self.replacement,
                             generator=self.generator)
         yield from draws.tolist()

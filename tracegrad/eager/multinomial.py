@@ -1,5 +1,5 @@
 """``tg.multinomial`` (``torch.multinomial``) on PyTorch's CPU generator streams
-(``eager/random.py``), and ``tg.inference_mode``.
+(``eager/random.py``).
 
 multinomial takes torch's two CPU paths:
 
@@ -12,16 +12,16 @@ multinomial takes torch's two CPU paths:
   element, in the input's order.
 
 Both are torch's draws bit for bit for the same seed, and leave the generator where
-torch's leaves it (tests/test_eager_sampling.py, sizes on both sides of 16 elements).
+torch's leaves it (tests/test_eager_multinomial.py, sizes on both sides of 16 elements).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .arithmetic import _as_tensor, _err
-from .functions import FUNCTIONS
-from .generator import torch_generator
-from .tensor import Tensor
+from .arithmetic import _err
+from .arithmetic import _tensor_operand as _as_tensor
+from .random import generator_of
+from .tensor_base import _scalar_name
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None):  # noqa: A002
@@ -30,7 +30,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):  # no
     p = _as_tensor(input)
     if p.dtype.kind != "f":
         raise _err(f"multinomial only supports floating-point dtypes for input, got: "
-                   f"{_name(p.dtype)}")
+                   f"{_scalar_name(p.dtype)}")
     if p.dim() not in (1, 2):
         raise _err("prob_dist must be 1 or 2 dim")
     if num_samples <= 0:
@@ -39,7 +39,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):  # no
     if not replacement and num_samples > n_cat:
         raise _err("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
     v = p._concrete("multinomial")
-    gen = torch_generator(generator)
+    gen = generator_of(generator)
     rows = v.reshape(-1, n_cat)
     if not replacement or num_samples == 1:
         if not (np.all(rows < np.inf) and np.all(rows >= 0)):      # NaN fails too
@@ -72,13 +72,14 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):  # no
             u = gen._unit(num_samples, np.float64)
             out[i] = np.searchsorted(cum.astype(np.float64), u, side="left")
     out = out.astype(np.int64)
-    return Tensor._plain(out.reshape(num_samples) if p.dim() == 1 else out)
+    return p._plain(out.reshape(num_samples) if p.dim() == 1 else out)
 
 
-def _name(dtype):
-    from .tensor import _scalar_name
-    return _scalar_name(dtype)
 
+class MultinomialMethods:
+    """``Tensor``'s ``multinomial``."""
 
-FUNCTIONS.update(multinomial=multinomial)
-Tensor.multinomial = multinomial       # (gathered here; the lead moves it at merge time)
+    __slots__ = ()
+
+    def multinomial(self, num_samples, replacement=False, *, generator=None):
+        return multinomial(self, num_samples, replacement, generator=generator)

@@ -1,0 +1,841 @@
+"""``tg.compile``: ``torch.compile``'s front door over tracegrad's own graphs.
+
+A compiled function's first call runs eagerly (as the project's interpret-then-compile
+policy: PyTorch's lazily made state, an optimizer's moments, exists afterwards); the
+second captures the call (``capture.py``) into one graph, optimised (``prune``, ``cse``,
+``simplify``) and compiled (generated NumPy code, or one XLA executable), then runs it.
+Later calls whose guards hold run the compiled graph and write its outputs back where
+the eager code would have left them; a failed guard captures again, up to
+``RECOMPILE_LIMIT`` graphs per function, after which the function runs eagerly with a
+warning. A call that cannot be captured (a graph break) runs eagerly, and says why in
+``explain()``.
+"""
+from __future__ import annotations
+
+import functools
+import gc
+import threading
+import warnings
+from typing import Any
+
+import numpy as np
+
+from ... import passes
+from ...errors import TraceError
+from ...ir.aliasing import fresh_bases
+from ...runtime.codegen import GUARD_FAILED, generate
+from ...tracer import Tracer, flatten, new_trace, sync, unflatten
+from .. import grad_mode
+from ..dispatch import CAPTURE
+from ..tensor import Tensor
+from .capture import Capture, GraphBreak
+from .reach import reach
+
+RECOMPILE_LIMIT = 8
+BACKENDS = ("numpy", "jax", "inductor", "eager", "aot_eager")
+
+
+class InvalidBackend(RuntimeError):
+    """An unknown ``backend=`` (PyTorch raises ``torch._dynamo.exc.InvalidBackend``)."""
+
+
+class Explanation:
+    """What ``compiled.explain()`` gives, as ``torch._dynamo.explain``'s output: the graphs
+    captured, the graph breaks with their reasons and lines, the recompilations."""
+
+    def __init__(self, fn):
+        self.name = getattr(fn, "__qualname__", getattr(fn, "__name__", repr(fn)))
+        self.graphs: list = []
+        self.break_reasons: list[str] = []
+        self.recompile_reasons: list[str] = []
+        self.capture_seconds: list[float] = []
+
+    @property
+    def graph_count(self):
+        return len(self.graphs)
+
+    @property
+    def graph_break_count(self):
+        return len(self.break_reasons)
+
+    def __str__(self):
+        lines = [f"tg.compile explanation of {self.name}:",
+                 f"Graph Count: {self.graph_count}",
+                 f"Graph Break Count: {self.graph_break_count}"]
+        if self.break_reasons:
+            lines.append("Break Reasons:")
+            lines += [f"  {r}" for r in self.break_reasons]
+        if self.recompile_reasons:
+            lines.append("Recompile Reasons:")
+            lines += [f"  {r}" for r in self.recompile_reasons]
+        for k, (g, s) in enumerate(zip(self.graphs, self.capture_seconds)):
+            lines.append(f"Graph {k}: {len(g)} nodes, {len(g.inputs)} inputs, "
+                         f"{len(g.outputs)} outputs, captured and compiled in {s * 1e3:.1f} ms")
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+def _classes():
+    from ..nn.modules import Module
+    from ..optim.lr_scheduler import LRScheduler
+    from ..optim.optimizer import Optimizer
+    return Module, Optimizer, LRScheduler
+
+
+def _watch(reached):
+    """Shallow copies of the Python state reached: the modules', optimizers' and
+    schedulers' attributes, the optimizers' param_groups, the lists and dicts. After the
+    capture, a tensor stored there is replayed by every compiled call (``last[0] = loss``,
+    ``self.out = y``); any other change is undone and the call runs eagerly (a compiled
+    call would not repeat it)."""
+    snaps = []
+    for obj in reached.modules + reached.optimizers + reached.schedulers:
+        snaps.append((obj.__dict__, dict(obj.__dict__)))
+    for opt in reached.optimizers:
+        for g in opt.param_groups:
+            snaps.append((g, dict(g)))
+        snaps.append((opt.state, dict(opt.state)))
+    for c in reached.containers:
+        snaps.append((c, dict(c) if isinstance(c, dict) else list(c)))
+    return snaps
+
+
+def _stores(snaps, Tensor):
+    """The changes the capture made to the Python state watched: a list of (container,
+    key, new tensor); raises GraphBreak for any other change."""
+    stores = []
+    for d, saved in snaps:
+        if isinstance(d, list):
+            if len(d) != len(saved):
+                raise GraphBreak("the function changes the length of a list it can reach "
+                                 "(append, pop): a compiled call would not repeat it")
+            items = [(k, saved[k], d[k]) for k in range(len(d))]
+        else:
+            if d.keys() != saved.keys():
+                k = next(iter(d.keys() ^ saved.keys()))
+                raise GraphBreak(f"the function adds or removes {k!r} in a dict, module, "
+                                 f"optimizer or scheduler it can reach")
+            items = [(k, v, d[k]) for k, v in saved.items()]
+        for k, v, w in items:
+            if w is v or type(v) in (int, float, bool, str) and type(w) is type(v) and w == v:
+                continue
+            if type(w) is Tensor:
+                stores.append((d, k, w))
+                continue
+            raise GraphBreak(f"the function changes Python state the graph cannot hold "
+                             f"({k!r}: {type(v).__name__} -> {type(w).__name__})")
+    return stores
+
+
+def _unwatch(snaps):
+    for d, saved in snaps:
+        if isinstance(d, list):
+            d[:] = saved
+        else:
+            d.clear()
+            d.update(saved)
+
+
+def _hyper(optimizers):
+    """The hyper-parameters of the optimizers' groups (everything but the parameters)."""
+    out = []
+    for opt in optimizers:
+        for g in opt.param_groups:
+            out.append(tuple((k, v if _hashable(v) else id(v)) for k, v in g.items()
+                             if k != "params"))
+    return tuple(out)
+
+
+def _hashable(v):
+    try:
+        hash(v)
+        return True
+    except TypeError:
+        return False
+
+
+def _arg_key(leaves, Tensor):
+    key = []
+    for x in leaves:
+        if isinstance(x, Tensor):
+            d = x._data
+            g = x._grad
+            key.append(("T", d.shape, d.dtype, x._requires_grad, x._tracer is not None,
+                        None if g is None else (g._data.shape, g._data.dtype)))
+        elif isinstance(x, np.ndarray):
+            key.append(("A", x.shape, x.dtype, x.tobytes()))
+        elif _hashable(x):
+            key.append((type(x), x))
+        else:
+            key.append(("id", id(x)))
+    return tuple(key)
+
+
+class _Entry:
+    """One captured graph and what it reads and writes."""
+
+    def __init__(self, graph, fn, arg_key, state_of, state, getters, writes, returned,
+                 tree):
+        self.graph, self.fn = graph, fn
+        self.arg_key, self.state_of, self.state = arg_key, state_of, state
+        self.getters, self.writes, self.returned, self.tree = getters, writes, returned, tree
+        self.tape = None
+
+    def __call__(self, leaves, Tensor):
+        arrays = [g(leaves) for g in self.getters]
+        out = self.fn(*arrays)
+        if out is GUARD_FAILED:
+            return GUARD_FAILED
+        out = [np.asarray(o) for o in out]
+        for w in self.writes:
+            w(out, leaves)
+        result = []
+        tape = self.tape.apply(out, leaves) if self.tape is not None else None
+        for kind, v in self.returned:
+            if kind == "out":
+                result.append(Tensor._plain(out[v]))
+            elif kind == "tape":
+                result.append(tape[v[1]])
+            elif kind == "arg":
+                result.append(leaves[v])
+            else:
+                result.append(v)
+        return unflatten(self.tree, result)
+
+
+class _Call:
+    """What one call's tape node holds: the forward results, the saved values."""
+    __slots__ = ("results", "saved")
+
+    def __init__(self, results, saved):
+        self.results, self.saved = results, saved
+
+
+class _TapeNode:
+    """A compiled forward's results as one node of the eager tape (PyTorch's
+    ``CompiledFunctionBackward``): its backward runs the compiled adjoint graph on the
+    forward values the graph saved, and hands the leaves their gradients."""
+
+    def __init__(self, bw, saved, targets, seeds, bw_fn):
+        from ..autograd.function import Function
+        self.saved, self.targets = saved, targets
+        n_targets = len(targets)
+
+        class CompiledFunction(Function):
+            @staticmethod
+            def forward(ctx, call, *tensors):
+                ctx.call = call
+                return tuple(Tensor._plain(r) for r in call.results)
+
+            @staticmethod
+            def backward(ctx, *grads):
+                call = ctx.call
+                given = [g._data if g is not None else np.zeros(shape, dtype)
+                         for g, (shape, dtype) in zip(grads, seeds)]
+                outs = bw_fn(*call.saved, *[given[i] for i in bw.seeds])
+                if outs is GUARD_FAILED:
+                    raise TraceError("a tg.compile'd forward's backward branches on values "
+                                     "other than the ones it was captured with")
+                res = [None]
+                for j, _ in targets:
+                    k = bw.outputs[j]
+                    res.append(None if k is None else Tensor._plain(np.asarray(outs[k])))
+                return tuple(res) + (None,) * (1 + n_targets - len(res))
+        self.function = CompiledFunction
+        self.result_index: list = []     # per result: its position among the outputs
+
+    def apply(self, out, leaves):
+        tensors = [leaves[a] if kind == "arg" else a for _, (kind, a) in self.targets]
+        return self.function.apply(_Call([out[k] for k in self.result_index],
+                                         [out[k] for k in self.saved]), *tensors)
+
+
+class CompiledFunction:
+    """A function compiled by ``tg.compile``: call it as the function."""
+
+    def __init__(self, fn, fullgraph=False, dynamic=None, backend="numpy", mode=None,
+                 options=None):
+        functools.update_wrapper(self, fn)
+        self._fn = fn
+        self.fullgraph = fullgraph
+        self.dynamic = dynamic
+        self.backend = _backend(backend)
+        self.mode = mode
+        self.options = dict(options or {})
+        self._entries: list[_Entry] = []
+        self._calls = 0
+        self._explain = Explanation(fn)
+        self._warned = False
+        self._broken: dict = {}         # arg key -> reason: it runs eagerly
+        self._value_fails: dict = {}    # arg key -> failed value guards
+        self._lock = threading.Lock()
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+    def explain(self) -> Explanation:
+        """The graphs captured so far, the graph breaks and why, the recompilations."""
+        return self._explain
+
+    @property
+    def graphs(self):
+        """The optimised graphs captured (a ``tg.Graph`` each: ``print``, ``.to_dot()``,
+        ``.to_json()``)."""
+        return [e.graph for e in self._entries]
+
+    def __call__(self, *args, **kwargs):
+        if CAPTURE.get() is not None:       # called while another capture records
+            return self._fn(*args, **kwargs)
+        self._calls += 1
+        leaves, tree = flatten((args, kwargs))
+        key = (_arg_key(leaves, Tensor), grad_mode.is_grad_enabled())
+        reasons = []
+        for entry in self._entries:
+            if entry.arg_key != key:
+                reasons.append("the arguments' shapes, dtypes, requires_grad or values "
+                               "changed")
+                continue
+            state = entry.state_of()
+            if state != entry.state:
+                reasons.append(_why(entry.state, state))
+                continue
+            out = entry(leaves, Tensor)
+            if out is not GUARD_FAILED:
+                return out
+            reasons.append("a value the graph branched on changed")
+            fails = self._value_fails[key] = self._value_fails.get(key, 0) + 1
+            if fails >= 2:      # it branches on values that keep changing: eager from now
+                self._broken[key] = reasons[-1]
+                self._explain.break_reasons.append(
+                    "the graph branches on tensor values that change from call to call "
+                    "(a boolean mask, a value-dependent shape): these arguments run eagerly")
+        if self._calls == 1 or key in self._broken:
+            return self._fn(*args, **kwargs)
+        if len(self._entries) >= RECOMPILE_LIMIT:
+            if not self._warned:
+                self._warned = True
+                warnings.warn(f"tg.compile hit the recompile limit ({RECOMPILE_LIMIT}) for "
+                              f"function {self._explain.name}: it was captured "
+                              f"{len(self._entries)} times (last reason: "
+                              f"{reasons[-1] if reasons else 'unknown'}). It runs eagerly "
+                              f"from now on, as torch._dynamo does on hitting "
+                              f"config.recompile_limit", UserWarning, stacklevel=2)
+            return self._fn(*args, **kwargs)
+        if self._entries and reasons:
+            self._explain.recompile_reasons.append(reasons[-1])
+        import time
+        started = time.perf_counter()
+        try:
+            with self._lock:        # one capture at a time (each changes what it reaches)
+                entry = self._capture(args, kwargs, leaves, tree, key, Tensor)
+        except GraphBreak as e:
+            self._explain.break_reasons.append(str(e))
+            if self.fullgraph:
+                raise TraceError(f"tg.compile(fullgraph=True): graph break in "
+                                 f"{self._explain.name}: {e.reason}"
+                                 + (f" (at {e.src})" if e.src else "")) from None
+            self._broken[key] = str(e)
+            return self._fn(*args, **kwargs)
+        self._explain.capture_seconds.append(time.perf_counter() - started)
+        self._explain.graphs.append(entry.graph)
+        self._entries.insert(0, entry)
+        out = entry(leaves, Tensor)
+        if out is GUARD_FAILED:
+            raise TraceError(f"{self._explain.name} takes a different branch each time it "
+                             "is captured on these inputs")
+        return out
+
+    # -- capturing ---------------------------------------------------------------------
+    def _capture(self, args, kwargs, leaves, tree, key, Tensor):
+        Module, Optimizer, Scheduler = _classes()
+        from ..random import default_generator
+        arg_ids = {id(x) for x in leaves if isinstance(x, Tensor)}
+        reached = reach(self._fn, [x for x in leaves if not isinstance(x, Tensor)], {},
+                        Tensor, Module, Optimizer, Scheduler)
+        # (a tensor with a recorded history, say the last step's loss kept in a list, is
+        # not lifted: an operation reading it is a graph break, storing over it is fine)
+        reached.tensors = [(t, p) for t, p in reached.tensors
+                           if id(t) not in arg_ids and t._tracer is None]
+        snaps = _watch(reached)
+        rng = _rng_state(default_generator)
+        rng_saved = default_generator.get_state()
+        gc_was = gc.isenabled()
+        gc.disable()
+        cap = None
+        token = None
+        try:
+            with new_trace() as trace:
+                cap = Capture(trace)
+                getters = []
+                owners = []     # per getter: the tensor whose value it reads, if any
+                arg_slot = {}
+                for i, x in enumerate(leaves):
+                    if isinstance(x, Tensor):
+                        n = len(trace.records)
+                        cap.lift_tensor(x, argument=True)
+                        arg_slot[id(x)] = i
+                        if len(trace.records) > n:
+                            getters.append(_arg_getter(i))
+                            owners.append(None)
+                tensors = [t for t, _ in reached.tensors]
+                for t in tensors:
+                    n = len(trace.records)
+                    cap.lift_tensor(t)
+                    if len(trace.records) > n:
+                        getters.append(_data_getter(t))
+                        owners.append(t)
+                params = [t for t in tensors if t._requires_grad]
+                for p in params:
+                    n = len(trace.records)
+                    cap.lift_grad(p)
+                    if len(trace.records) > n:
+                        getters.append(_grad_getter(p))
+                        owners.append(p._grad)
+                for i, x in enumerate(leaves):      # an argument's .grad: per call
+                    if isinstance(x, Tensor) and x._requires_grad and arg_slot.get(id(x)) == i \
+                            and not any(x is h for h, _, _ in cap.histories):
+                        n = len(trace.records)
+                        cap.lift_grad(x)
+                        if len(trace.records) > n:
+                            getters.append(_arg_grad_getter(i))
+                            owners.append(None)
+                for opt in reached.optimizers:
+                    for st in opt.state.values():
+                        for k in list(st):
+                            n = len(trace.records)
+                            cap.lift_item(st, k)
+                            if len(trace.records) > n:
+                                getters.append(_item_getter(st, k))
+                                owners.append(None)
+                token = CAPTURE.set(cap)
+                try:
+                    result = self._fn(*args, **kwargs)
+                finally:
+                    CAPTURE.reset(token)
+                stores = _stores(snaps, Tensor)
+                for getter, t, kind in cap.late:     # draws, tensors lifted late
+                    getters.append(getter)
+                    owners.append(t if kind == "data" else None)
+                    if kind == "data":
+                        reached.tensors.append((t, None))
+                    elif kind == "grad":        # its .grad is read: guarded
+                        params.append(t)
+                for gen, state in cap.generators.values():
+                    if gen.get_state()["next_normal"] != state["next_normal"]:
+                        raise GraphBreak("the function draws a single normal number (a "
+                                         "randn of fewer than 16 elements): it is drawn "
+                                         "eagerly")
+                    gen.set_state(state)        # the compiled call draws them again
+                if _rng_state(default_generator) != rng:
+                    raise GraphBreak("the function draws random numbers other than through "
+                                     "tracegrad's generator's words")
+                outputs, writes = [], []
+                self._writes(cap, outputs, writes, arg_slot, Tensor)
+                for d, k, t in stores:
+                    if type(t._data) is Tracer:
+                        sync(t._data)
+                        outputs.append(t._data._node)
+                        writes.append(_write_store(d, k, len(outputs) - 1))
+                    else:
+                        writes.append(_write_store_const(d, k, t))
+                res_leaves, res_tree = flatten(result)
+                returned = []
+                rg_out = [x for x in res_leaves if isinstance(x, Tensor) and
+                          x._requires_grad and type(x._data) is Tracer]
+                tape = None
+                if rg_out and cap.backwards == 0:
+                    # a compiled forward whose results are differentiated later, outside:
+                    # one tape node whose backward is the compiled adjoint
+                    tape = self._tape(cap, rg_out, outputs, arg_slot, Tensor)
+                for x in res_leaves:
+                    if isinstance(x, Tensor):
+                        if tape is not None and x._requires_grad and type(x._data) is Tracer:
+                            sync(x._data)
+                            outputs.append(x._data._node)
+                            returned.append(("tape", (len(outputs) - 1,
+                                                      next(j for j, r in enumerate(rg_out)
+                                                           if r is x))))
+                        elif id(x) in cap.lifted and id(x) not in arg_slot:
+                            returned.append(("const", x))   # a parameter: itself
+                        elif id(x) in arg_slot:
+                            returned.append(("arg", arg_slot[id(x)]))
+                        elif type(x._data) is Tracer:
+                            sync(x._data)
+                            outputs.append(x._data._node)
+                            returned.append(("out", len(outputs) - 1))
+                        else:
+                            returned.append(("const", Tensor._plain(np.array(x._data))))
+                    elif isinstance(x, (Tracer, np.ndarray)):
+                        raise GraphBreak("the function returns an array")
+                    else:
+                        returned.append(("const", x))
+                graph = trace.graph
+                graph.outputs = list(outputs)
+        except GraphBreak:
+            if cap is not None:
+                cap.restore()
+                for gen, state in cap.generators.values():
+                    gen.set_state(state)
+            _unwatch(snaps)
+            default_generator.set_state(rng_saved)
+            raise
+        except BaseException as e:      # (whatever failed, eager will say it)
+            if cap is not None:
+                cap.restore()
+                for gen, state in cap.generators.values():
+                    gen.set_state(state)
+            _unwatch(snaps)
+            default_generator.set_state(rng_saved)
+            if not isinstance(e, Exception):    # KeyboardInterrupt: undone, and raised
+                raise
+            from ...ir.source import user_src
+            raise GraphBreak(f"{type(e).__name__}: {e}", user_src()) from e
+        finally:
+            if gc_was:
+                gc.enable()
+        cap.restore()
+        _unwatch(snaps)
+        graph = _optimize(graph)
+        # the inputs nothing reads (tensors the function can reach but did not touch, a
+        # dataset held in a global) are dropped: not read, not guarded on each call
+        kept = _drop_unused_inputs(graph)
+        getters = [getters[k] for k in kept]
+        used = {id(owners[k]) for k in kept if owners[k] is not None} | cap.written
+        reached.tensors = [(t, path) for t, path in reached.tensors if id(t) in used]
+        params = [p for p in params if id(p) in used or p._grad is not None and
+                  id(p._grad) in used or any(w is p for w in cap.leaves)]
+        fn = self._compile(graph)
+        state_of = _state_function(reached, params, Module)
+        entry = _Entry(graph, fn, key, state_of, state_of(), getters, writes, returned,
+                       res_tree)
+        if tape is not None:
+            entry.tape = _TapeNode(*tape, self._compile(tape[0].graph))
+            index = {}
+            for kind, v in returned:
+                if kind == "tape":
+                    index[v[1]] = v[0]
+            entry.tape.result_index = [index[j] for j in range(len(index))]
+        return entry
+
+    def _tape(self, cap, rg_out, outputs, arg_slot, Tensor):
+        """The backward graph of the results ``rg_out`` with respect to the leaves that
+        require grad, and the forward values it reads (made outputs of the graph)."""
+        from ...passes.adjoint import backward_graph
+        g, local, wrt, wrt_of = cap.subgraph(rg_out, cap.leaves)
+        if not wrt:
+            raise GraphBreak("the function returns a tensor that requires grad through no "
+                             "parameter or argument it could differentiate")
+        bw = backward_graph(g, [local[n] for n in wrt], origins=False)
+        inv = {m: n for n, m in local.items()}
+        saved = []
+        for m in bw.saved:
+            outputs.append(inv[m])
+            saved.append(len(outputs) - 1)
+        targets = []        # (position in wrt, how to find the tensor at call time)
+        for j, n in enumerate(wrt):
+            for t in wrt_of[n]:
+                targets.append((j, ("arg", arg_slot[id(t)]) if id(t) in arg_slot
+                                else ("obj", t)))
+        seeds = [(tuple(r.shape), r.dtype) for r in rg_out]
+        return bw, saved, targets, seeds
+
+    def _writes(self, cap, outputs, writes, arg_slot, Tensor):
+        """The graph outputs and the write-backs for the slots the capture changed."""
+        grad_of = {id(s.original): s.owner for s in cap.slots
+                   if s.kind == "grad" and s.original is not None}
+        for slot in cap.slots:
+            final = slot.get()
+            if slot.kind == "data":
+                if type(final) is not Tracer:
+                    raise GraphBreak("a tensor's value was replaced by a plain array")
+                sync(final)
+                if final._node == slot.node:
+                    continue
+                outputs.append(final._node)
+                k = len(outputs) - 1
+                t = slot.owner
+                cap.written.add(id(t))
+                if any(t is h for h, _, _ in cap.histories):
+                    raise GraphBreak("the function changes in place an argument with an "
+                                     "autograd history made outside it")
+                if id(t) in grad_of:
+                    p = grad_of[id(t)]
+                    writes.append(_write_grad_data(p, k, arg_slot.get(id(p))))
+                elif id(t) in arg_slot:
+                    writes.append(_write_arg(arg_slot[id(t)], k))
+                else:
+                    writes.append(_write_data(t, k))
+            elif slot.kind == "grad":
+                p = slot.owner
+                if final is slot.original:
+                    continue
+                arg = arg_slot.get(id(p))
+                if final is None:
+                    writes.append(_write_grad_none(p, arg))
+                    continue
+                v = final._data
+                if type(v) is Tracer:
+                    sync(v)
+                    outputs.append(v._node)
+                    writes.append(_write_grad_new(p, len(outputs) - 1, arg))
+                else:
+                    writes.append(_write_grad_const(p, np.array(v), arg))
+            else:
+                if final is slot.original:
+                    continue
+                if type(final) is Tracer:
+                    sync(final)
+                    if final is slot.input and final._node == slot.node:
+                        continue
+                    outputs.append(final._node)
+                    writes.append(_write_item(slot, len(outputs) - 1))
+                else:
+                    raise GraphBreak(f"optimizer state {slot.key!r} changed to a "
+                                     f"{type(final).__name__}")
+
+    def _compile(self, graph):
+        if self.backend == "jax":
+            from ...runtime.jax_backend import JaxCompiled
+            return _JaxRun(JaxCompiled(graph))
+        return generate(graph, name=_safe(self._explain.name),
+                        bases=fresh_bases(graph)).fn
+
+
+class _JaxRun:
+    def __init__(self, compiled):
+        self.compiled = compiled
+
+    def __call__(self, *arrays):
+        out = self.compiled(*arrays)
+        if out is GUARD_FAILED:
+            return out
+        return [np.asarray(o) for o in out]
+
+
+def _rng_state(gen):
+    s = gen.get_state()
+    bits = s["bits"]["state"]
+    return (s["seed"], s["next_normal"], bits["pos"], bits["key"].tobytes())
+
+
+def _drop_unused_inputs(graph):
+    """Remove the inputs no node, output or guard reads; the positions of those kept."""
+    used = set(graph.outputs) | {n for n, _ in graph.guards}
+    for n in graph:
+        used.update(graph.args(n))
+    kept = [k for k, n in enumerate(graph.inputs) if n in used]
+    inputs = [graph.inputs[k] for k in kept]
+    for n in graph.inputs:
+        if n not in used:
+            graph.remove(n)
+    for k, n in enumerate(inputs):
+        graph.node(n).params["index"] = k       # (each input's own params dict)
+    graph.inputs = inputs
+    return kept
+
+
+def _optimize(graph):
+    """``prune`` and ``cse``. Not ``simplify``: ``x + 0`` -> ``x`` can hand on a value in
+    another memory layout (a transposed view, where eager has a fresh C-ordered array),
+    and NumPy's sums then add in another order: eager's numbers bit for bit come first."""
+    graph = passes.prune(graph)
+    graph = passes.cse(graph)
+    return passes.prune(graph)
+
+
+def _safe(name):
+    name = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+    return name if name and not name[0].isdigit() else f"fn_{name}"
+
+
+def _why(old, new):
+    names = ("grad mode", "module training flags", "optimizer hyper-parameters",
+             "which parameters have a .grad", "the tensors' shapes, dtypes, requires_grad or "
+             "identity", "optimizer state")
+    for name, a, b in zip(names, old, new):
+        if a != b:
+            return f"{name} changed"
+    return "guards failed"
+
+
+def _state_function(reached, params, Module):
+    tensors = list(reached.tensors)
+    modules = list(reached.modules)
+    optimizers = list(reached.optimizers)
+
+    def state_of():
+        return (grad_mode.is_grad_enabled(),
+                tuple(m.training for m in modules),
+                _hyper(optimizers),
+                tuple(p._grad is None or (p._grad._data.shape, p._grad._data.dtype)
+                      for p in params),
+                tuple((t._data.shape, t._data.dtype, t._requires_grad, t._tracer is None,
+                       path is None or path[0].get(path[1]) is t)
+                      for t, path in tensors),
+                tuple((id(st), tuple(sorted(st))) for opt in optimizers
+                      for st in opt.state.values()))
+    return state_of
+
+
+# -- reading inputs and writing outputs back -----------------------------------------------
+def _arg_getter(i):
+    return lambda leaves: leaves[i]._data
+
+
+def _data_getter(t):
+    return lambda leaves: t._data
+
+
+def _grad_getter(p):
+    return lambda leaves: p._grad._data
+
+
+def _item_getter(d, k):
+    return lambda leaves: np.asarray(d[k])
+
+
+def _write_arg(i, k):
+    def write(out, leaves):
+        t = leaves[i]
+        np.copyto(t._data, out[k])
+        t._vc.v += 1
+    return write
+
+
+def _write_data(t, k):
+    def write(out, leaves):
+        np.copyto(t._data, out[k])
+        t._vc.v += 1
+    return write
+
+
+def _arg_grad_getter(i):
+    return lambda leaves: leaves[i]._grad._data
+
+
+def _write_grad_data(p, k, arg=None):
+    def write(out, leaves):
+        g = (p if arg is None else leaves[arg])._grad
+        np.copyto(g._data, out[k])
+        g._vc.v += 1
+    return write
+
+
+def _write_grad_none(p, arg=None):
+    def write(out, leaves):
+        (p if arg is None else leaves[arg])._grad = None
+    return write
+
+
+def _write_grad_new(p, k, arg=None):
+
+    def write(out, leaves):
+        (p if arg is None else leaves[arg])._grad = Tensor._plain(out[k])
+    return write
+
+
+def _write_grad_const(p, value, arg=None):
+
+    def write(out, leaves):
+        (p if arg is None else leaves[arg])._grad = Tensor._plain(value.copy())
+    return write
+
+
+def _write_item(slot, k):
+    d, key, original = slot.owner, slot.key, slot.original
+
+    if type(original) is np.ndarray:
+        def write(out, leaves):
+            cur = d.get(key)
+            if type(cur) is np.ndarray and cur.shape == out[k].shape:
+                np.copyto(cur, out[k])
+            else:
+                d[key] = out[k]
+    elif type(original) in (int, float):
+        kind = type(original)
+
+        def write(out, leaves):
+            d[key] = kind(out[k])
+    else:
+        def write(out, leaves):
+            d[key] = out[k]
+    return write
+
+
+def _write_store(d, key, k):
+
+    def write(out, leaves):
+        d[key] = Tensor._plain(out[k])
+    return write
+
+
+def _write_store_const(d, key, t):
+    def write(out, leaves):
+        d[key] = t
+    return write
+
+
+def explain(fn: Any) -> Any:
+    """``torch._dynamo.explain(fn)(*args)``: ``fn`` captured on these arguments at once
+    (no eager first call), run once, and the ``Explanation`` returned: the graphs, the
+    graph breaks and their reasons."""
+    def run(*args: Any, **kwargs: Any) -> Explanation:
+        compiled = CompiledFunction(fn)
+        compiled._calls = 1
+        compiled(*args, **kwargs)
+        return compiled.explain()
+    return run
+
+
+# -- the front door -------------------------------------------------------------------------
+def _backend(backend):
+    if callable(backend) and not isinstance(backend, str):
+        raise InvalidBackend("tg.compile takes backend='numpy' or 'jax' (a callable backend "
+                             "is a torch._dynamo graph compiler, which tracegrad does not run)")
+    if backend in ("inductor", "eager", "aot_eager"):
+        return "numpy"      # torch's names for its own compilers: the NumPy backend here
+    if backend not in ("numpy", "jax"):
+        raise InvalidBackend(f"Invalid backend: {backend!r}, see "
+                             f"`tracegrad.compile` for available backends ('numpy', 'jax')")
+    return backend
+
+
+def compile(model: Any = None, *, fullgraph: bool = False, dynamic: bool | None = None,
+            backend: Any = "numpy", mode: str | None = None, options: dict | None = None,
+            disable: bool = False) -> Any:
+    """``torch.compile``: ``tg.compile(module)``, ``tg.compile(fn)``, ``@tg.compile``,
+    ``@tg.compile(fullgraph=True)``.
+
+    Args:
+        model: a function or an ``nn.Module`` (leave it out for a decorator).
+        fullgraph: raise a ``TraceError`` naming the line at a graph break, instead of
+            running that call eagerly.
+        dynamic: accepted; shapes are always specialised (a new shape captures again).
+        backend: ``"numpy"`` (generated NumPy code; ``"inductor"``, torch's default,
+            ``"eager"`` and ``"aot_eager"`` mean it too) or ``"jax"`` (one XLA executable).
+        mode: accepted (``"default"``, ``"reduce-overhead"``, ``"max-autotune"``);
+            changes nothing.
+        options: accepted, ignored.
+        disable: return the function (module) itself, uncompiled.
+
+    Returns:
+        A ``CompiledFunction`` (an ``OptimizedModule`` for a module), or a decorator.
+    """
+    if model is None:
+        return lambda m: compile(m, fullgraph=fullgraph, dynamic=dynamic, backend=backend,
+                                 mode=mode, options=options, disable=disable)
+    _backend(backend)
+    if disable:
+        return model
+    Module = _classes()[0]
+    if isinstance(model, Module):
+        from .module import OptimizedModule
+        compiled = CompiledFunction(model.__call__, fullgraph, dynamic, backend, mode, options)
+        compiled._explain.name = type(model).__name__
+        return OptimizedModule(model, compiled)
+    if not callable(model):
+        raise RuntimeError("torch.compile() argument must be callable")
+    return CompiledFunction(model, fullgraph, dynamic, backend, mode, options)
