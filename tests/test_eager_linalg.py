@@ -361,3 +361,20 @@ def test_ex_info():
         want, got = fn(torch, torch.tensor(a)), fn(tg, tg.tensor(a))
         assert got[1].tolist() == want[1].tolist()
         np.testing.assert_array_equal(got[0].numpy(), want[0].numpy())
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: L.linalg.det([[1.0, 0.0], [0.0, 1.0]]),
+    lambda L: L.linalg.cross([1.0, 0.0, 0.0], [0.0, 1.0, 0.0]),
+    lambda L: L.det([[1.0, 0.0], [0.0, 1.0]]),
+    lambda L: L.diff([1.0, 2.0]),
+    lambda L: L.cdist([[1.0]], [[2.0]]),
+    lambda L: L.multinomial([0.5, 0.5], 1),
+], ids=["linalg.det", "linalg.cross", "det", "diff", "cdist", "multinomial"])
+def test_non_tensor_operands_raise_type_error_as_torch(call):
+    # these modules sit below tensor.py (no tg.Tensor to make one from a list): torch
+    # refuses a list there too
+    with pytest.raises(TypeError):
+        call(torch)
+    with pytest.raises(TypeError):
+        call(tg)
