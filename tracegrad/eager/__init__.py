@@ -57,6 +57,7 @@ from .device import accelerator, backends, cuda, device, get_default_device, set
 from .functions import FUNCTIONS
 from .generator import Generator
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .inference import inference_mode, is_inference_mode_enabled
 from .promotion import can_cast
 from .promotion import public_promote_types as promote_types
 from .serialization import load, save
@@ -81,7 +82,7 @@ __all__ = ["Tensor", "Size", "tensor", "as_tensor", "from_numpy", "ones", "zeros
            "accelerator", "set_default_device", "get_default_device", "FloatTensor",
            "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ShortTensor", "CharTensor",
            "ByteTensor", "BoolTensor", "set_default_tensor_type", "finfo", "iinfo"]
-__all__ += ["Generator", "save", "load"]
+__all__ += ["Generator", "save", "load", "inference_mode", "is_inference_mode_enabled"]
 __all__ += list(FUNCTIONS)   # (a separate line: the doc generator reads the names above statically)
 from .tensor_repr import set_printoptions  # noqa: E402  (torch.set_printoptions; repr(t) as torch's)
 

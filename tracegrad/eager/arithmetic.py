@@ -39,6 +39,16 @@ def _as_tensor(x, like):
     return x if isinstance(x, TensorBase) else like._plain(np.asarray(x))
 
 
+def _tensor_operand(x, like=None):
+    """``x``, which torch takes as a tensor: a number or an array beside a tensor ``like``
+    becomes one made by ``like``'s constructors; anything else is torch's TypeError."""
+    if isinstance(x, TensorBase):
+        return x
+    if like is not None:
+        return like._plain(np.asarray(x))
+    raise TypeError(f"expected Tensor as argument, but got {type(x).__name__}")
+
+
 def _shape(x):
     return tuple(x.shape) if isinstance(x, TensorBase) else np.shape(x)
 
@@ -575,6 +585,36 @@ def _extremes(self, other, fn, plain, name, what):
     return _elementwise(fn if floating else plain, self, other, name=name)
 
 
+_UNSET = object()       # div's rounding_mode not given (None is given: DivBackward2)
+
+
+def _rounded_div(self, other, rounding_mode):
+    """``div(self, other, rounding_mode=...)`` for a given ``rounding_mode``."""
+    if rounding_mode is None:
+        out = self / other
+    elif rounding_mode not in ("trunc", "floor"):
+        raise _err("div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+                   f"'{rounding_mode}'")
+    elif rounding_mode == "floor":
+        out = self // other
+    else:
+        dtype = result_type(self, other, default_float=default_dtype())
+        if np.dtype(dtype).kind in "fc":
+            out = (self / other).trunc()
+        else:       # integers: the quotient rounded toward zero, exactly (no gradient)
+            a = np.asarray(self._concrete("div"), dtype)
+            b = np.asarray(other._concrete("div") if isinstance(other, TensorBase) else
+                           np.asarray(other), dtype)
+            if np.any(b == 0):
+                raise _err("ZeroDivisionError")
+            q = np.floor_divide(a, b)
+            q = q + ((np.remainder(a, b) != 0) & ((a < 0) != (b < 0))).astype(dtype)
+            return self._plain(np.asarray(q, dtype))
+    if out.grad_fn is not None:
+        out.grad_fn._name = "DivBackward2"
+    return out
+
+
 class ArithmeticMethods:
     """``Tensor``'s arithmetic: operators, unary functions, comparisons, powers, products."""
 
@@ -993,10 +1033,18 @@ class ArithmeticMethods:
 
     multiply = mul
 
-    def div(self, other):
-        return self / other
+    def div(self, other, *, rounding_mode=_UNSET):
+        """``self / other``; ``rounding_mode='trunc'`` rounds toward zero, ``'floor'`` down
+        (integers stay integers); the rounded forms have a zero gradient, as torch's. Given
+        at all (None too), ``rounding_mode`` makes the node torch's ``DivBackward2``."""
+        if rounding_mode is _UNSET:
+            return self / other
+        return _rounded_div(self, other, rounding_mode)
 
-    divide = true_divide = div
+    divide = div
+
+    def true_divide(self, other):
+        return self / other
 
     def maximum(self, other):
         return _extremes(self, other, _maximum, np.maximum, "MaximumBackward0", "maximum")

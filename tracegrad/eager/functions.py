@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import arithmetic, tensor_methods, views
+from . import arithmetic, indexed_ops, linalg, multinomial, tensor_methods, views
 from .arithmetic import _UNARY, _elementwise, _err
 from .dispatch import call
 from .promotion import cast, result_type
@@ -241,6 +241,13 @@ FUNCTIONS.update(select=_select, as_strided=_as_strided, adjoint=_adjoint, real=
                  view_as_complex=_view_as_complex)
 FUNCTIONS.update(index_fill=lambda input, dim, index, value: _as_tensor(input).index_fill(
     dim, index, value))
+
+# torch.det & co. (linalg.py), index_add, scatter_reduce, ... (indexed_ops.py), multinomial
+FUNCTIONS.update(linalg.OLD_FUNCTIONS)
+FUNCTIONS.update(index_add=indexed_ops.index_add, scatter_reduce=indexed_ops.scatter_reduce,
+                 kthvalue=indexed_ops.kthvalue, diff=indexed_ops.diff,
+                 searchsorted=indexed_ops.searchsorted, bucketize=indexed_ops.bucketize,
+                 cdist=indexed_ops.cdist, multinomial=multinomial.multinomial)
 
 
 def _default():

@@ -170,8 +170,12 @@ class InplaceMethods:
     def mul_(self, other):
         return _binary_(self, other, 1, np.multiply, "MulBackward0")
 
-    def div_(self, other):
-        return _binary_(self, other, 1, np.true_divide, "DivBackward0")
+    def div_(self, other, *, rounding_mode=None):
+        if rounding_mode is None:
+            return _binary_(self, other, 1, np.true_divide, "DivBackward0")
+        return self.copy_(self.div(other, rounding_mode=rounding_mode))
+
+    divide_ = div_
 
     def pow_(self, other):
         _check_pow(self, other)

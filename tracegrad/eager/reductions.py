@@ -304,6 +304,16 @@ def _norm(self, p, dim, keepdim):
                                      p), self, name="NormBackward1")
 
 
+def _cumulative(f):
+    """``f`` (np.cumsum, np.cumprod) in the input's dtype, accumulated as torch's CPU
+    kernels do: narrow floats in float64, rounded back."""
+    def run(v, d):
+        if v.dtype.kind == "f" and v.dtype.itemsize < 8:
+            return f(v, axis=d, dtype=np.float64).astype(v.dtype)
+        return f(v, axis=d, dtype=v.dtype)
+    return run
+
+
 class ReductionMethods:
     """``Tensor``'s reductions."""
 
@@ -427,5 +437,5 @@ class ReductionMethods:
         x = self if dtype is None else self.to(dtype)
         if x.dtype.kind in "biu" and x.dtype != np.int64 and dtype is None:
             x = x.to(np.int64)                  # PyTorch accumulates integers in int64
-        return call(_along(lambda v, d: np.cumsum(v, axis=d), dim), x,
+        return call(_along(_cumulative(np.cumsum), dim), x,
                     name="CumsumBackward0")     # (a 0-d tensor: reshapes around it)

@@ -17,7 +17,13 @@ class bodies (``def softmax`` is in reductions.py):
   in-place machinery;
 - ``ConversionMethods`` (conversion.py): ``to``, ``float()``, ``new_zeros``, ...;
 - ``MoreMethods`` (tensor_methods.py): sorting, tests, logical operations, scattering,
-  triangles, queries.
+  triangles, queries;
+- ``IndexedMethods`` (indexed_ops.py): ``index_add``, ``scatter_reduce``, ``kthvalue``,
+  ``diff``;
+- ``LinalgMethods`` (linalg.py): torch's older linear-algebra names (``det``, ``svd``,
+  ``cholesky``, ``inverse``, ...);
+- ``MultinomialMethods`` (multinomial.py): ``multinomial``;
+- ``InferenceMethods`` (inference.py): ``is_inference``.
 
 Nothing assigns methods onto ``Tensor`` after this class statement
 (``tests/test_eager_tensor_layout.py`` checks it).
@@ -32,11 +38,16 @@ import numpy as np
 from ..ir import apply
 from .arithmetic import ArithmeticMethods
 from .conversion import ConversionMethods
+from .indexed_ops import IndexedMethods
+from .inference import InferenceMethods
 from .inplace import InplaceMethods
+from .linalg import LinalgMethods
+from .multinomial import MultinomialMethods
 from .reductions import ReductionMethods
 from .shapes import ShapeMethods
 from .tape import EagerTracer, Version
 from .tensor_base import (  # noqa: F401  (re-exported: the modules above import them here)
+    _MODES,
     CAPTURE,
     RemovableHandle,
     Size,
@@ -61,7 +72,8 @@ _COMPLEX_GRAD = ("complex tensors cannot require grad in tracegrad's eager autog
 
 
 class Tensor(ArithmeticMethods, ReductionMethods, ShapeMethods, ViewMethods, InplaceMethods,
-             ConversionMethods, MoreMethods, TensorBase):
+             ConversionMethods, MoreMethods, IndexedMethods, LinalgMethods, MultinomialMethods,
+             InferenceMethods, TensorBase):
     """A NumPy array with PyTorch's autograd semantics (``tg.tensor`` makes one).
 
     Operations on tensors that require grad are recorded; ``backward()`` runs the
@@ -87,6 +99,8 @@ class Tensor(ArithmeticMethods, ReductionMethods, ShapeMethods, ViewMethods, Inp
         t._base = None
         t._retains = False
         t._creation = None
+        if _MODES.inference:        # made under tg.inference_mode (eager/inference.py)
+            t._inference = True
         if CAPTURE.get() is not None:     # made inside a tg.compile capture
             CAPTURE.get().made(t)
         return t

@@ -23,9 +23,11 @@ import numpy as np
 from numpy.typing import DTypeLike
 
 from ..ir import apply
-from . import aliasing
+from . import aliasing, grad_mode
 from .tape import TAPE, EagerTracer, Version
 from .tensor_repr import tensor_repr
+
+_MODES = grad_mode._state       # this thread's grad and inference modes (per thread)
 
 # the ``tg.compile`` capture running in this thread (or asyncio task), else None: while
 # one runs, every operation goes to it (``eager/compile/capture.py``), so that tensors
@@ -131,7 +133,7 @@ class TensorBase:
     and the operations)."""
 
     __slots__ = ("_data", "_tracer", "_requires_grad", "_grad", "_vc", "_input",
-                 "_hooks", "_base", "_retains", "_creation", "__weakref__")
+                 "_hooks", "_base", "_retains", "_creation", "_inference", "__weakref__")
     __array_priority__ = 1000
 
     # -- construction (internal) ---------------------------------------------------
@@ -148,6 +150,8 @@ class TensorBase:
         self._base = None
         self._retains = False
         self._creation = None
+        if _MODES.inference:        # made under tg.inference_mode (eager/inference.py)
+            self._inference = True
         if CAPTURE.get() is not None:     # made inside a tg.compile capture
             CAPTURE.get().made(self)
 

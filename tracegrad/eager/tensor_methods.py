@@ -20,7 +20,7 @@ from .arithmetic import _as_tensor, _check_broadcast, _elementwise, _err
 from .dispatch import call
 from .indexing import operand_key as _operand_key
 from .products import is_contiguous
-from .reductions import _scalar_dim
+from .reductions import _cumulative, _scalar_dim
 from .reductions import wrap_dim as _dim
 from .shapes import _sizes
 from .tensor_base import TensorBase, _scalar_name, default_dtype
@@ -382,7 +382,7 @@ class MoreMethods:
         axis = _dim(x, dim)
         if x.dim() == 0:
             return x.clone()
-        return call(lambda v: np.cumprod(v, axis=axis), x, name="CumprodBackward0")
+        return call(lambda v: _cumulative(np.cumprod)(v, axis), x, name="CumprodBackward0")
 
     def nan_to_num(self, nan=0.0, posinf=None, neginf=None):
         def fn(x):
