@@ -1,6 +1,11 @@
-"""The rest of NumPy's everyday surface (``tracegrad/tracer/np_more.py``), checked against
-NumPy (values), JAX (gradients, x64, JAX's conventions) and central differences, as in
-``test_numpy_surface.py``: each function is written once against ``xp``.
+"""More of NumPy's everyday surface: the ufuncs ``fmod``, ``heaviside``, ``logaddexp2`` and
+``sinc`` (``tracegrad/tracer/np_ufuncs.py``), sorting and quantiles (``np_sorting.py``),
+shapes (``np_shapes.py``), differences, gradients and interpolation (``np_calculus.py``),
+``kron``/``cross``/``convolve`` (``np_products.py``), ``select``/``nan_to_num``
+(``np_elementwise.py``), ``linspace`` (``np_arrays.py``), the NaN-ignoring reductions
+(``np_nanfunctions.py``) and the whole-array comparisons (``np_comparisons.py``), checked
+against NumPy (values), JAX (gradients, x64, JAX's conventions) and central differences,
+as in ``test_numpy_surface.py``: each function is written once against ``xp``.
 """
 import numpy as np
 import pytest

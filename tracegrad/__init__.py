@@ -47,11 +47,12 @@ def _alias_eager_modules():
     for name, module in list(sys.modules.items()):
         if name.startswith(prefix):
             short = __name__ + "." + name[len(prefix):]
-            if short.split(".")[1] in ("autograd", "nn", "optim", "utils", "onnx"):
+            if short.split(".")[1] in ("autograd", "nn", "optim", "utils", "onnx", "linalg",
+                                       "return_types"):
                 sys.modules.setdefault(short, module)
 
 
-from .eager import nn, onnx, optim, utils  # noqa: E402
+from .eager import linalg, nn, onnx, optim, return_types, utils  # noqa: E402
 from .eager.compile import compile  # noqa: E402,A001  (torch.compile)
 
 _alias_eager_modules()
@@ -90,8 +91,8 @@ _alias_torch_modules()
 __all__ = ["TraceError", "RetraceWarning", "Graph", "jit", "passes", "grad", "value_and_grad", "vjp",
            "jvp", "jacobian", "hessian", "trace", "stop_gradient", "custom_vjp", "checkpoint",
            "cond", "fori_loop", "while_loop", "scan", "vmap", "autograd", "bool", "float", "double", "int",
-           "long", "func", "nn", "onnx", "optim", "utils", "compile", "pure_callback",
-           "ShapeDtypeStruct", "scipy",
+           "long", "func", "nn", "onnx", "optim", "utils", "compile", "linalg", "return_types",
+           "pure_callback", "ShapeDtypeStruct", "scipy",
            "tree_util", "flatten_util", "debug", "optimizers", *_eager.__all__]
 
 # implicit differentiation (issue 15): roots and linear solves

@@ -16,12 +16,16 @@ uncached path. The keys are ``autodiff.keys``'s, the cache is ``PLANS`` (shared 
 eager engine; least recently used out), and a plan runs by ``autodiff.runner``'s policy:
 interpreted on its first uses, compiled to Python once compiling pays.
 
-A plan's first use is its making: the backward sweep runs on the trace's values and the
-seeds' (``first_use``), computing each node as it records it, so a structure seen once
-(a higher-order derivative, a loop whose trip count is data) costs one sweep, not a sweep
-and then a run of its graph. The numbers are those later runs of the plan give: the same
+A structure seen for the first time is differentiated by one backward sweep on the
+trace's values and the seeds' (``once``), computing each node as it records it, and no
+graph is made: most such structures are seen once (a higher-order derivative, a loop
+whose trip count is data). Seen again, its plan is made from that sweep's records
+(``again``), and run. The numbers are those the plan's runs give: the same
 implementations on the same values. Where a rule decides something on a value (a guard),
-the plan is made from an abstract sweep instead, as it would be without values.
+the plan is made from an abstract sweep instead (``first_use``), as it would be without
+values. A derivative inlined into an enclosing trace is swept on that trace's values and
+recorded there (``inline``) until its structure was seen ``REPLAY_AFTER`` times; then its
+adjoint graph is made, pruned and replayed (``Replay``).
 """
 from __future__ import annotations
 
@@ -29,9 +33,11 @@ import numpy as np
 
 from ..ir import Graph
 from ..ir.aliasing import owned_outputs
+from ..ir.evaluate import check_guard
 from ..ir.lru import LRU
-from ..passes.adjoint import adjoint, backward_graph
+from ..passes.adjoint import adjoint, backward_graph, cotangent_values, inline_adjoint
 from ..passes.prune import live_nodes, prune
+from ..tracer.core import Tracer, as_operand, inlined, innermost, is_constant
 from .keys import Uncacheable, freeze_params
 from .runner import Runner
 
@@ -88,12 +94,15 @@ class Plan:
 
     __slots__ = ("graph", "saved", "seeds", "outputs", "avals", "run", "first")
 
-    def __init__(self, records, outputs, wrt, seeds, values=None, seed_values=None):
+    def __init__(self, records, outputs, wrt, seeds, values=None, seed_values=None,
+                 backward=None):
         """With ``values`` (the trace's, by node) and ``seed_values``, the sweep runs on
         them, and ``first`` holds what this first use gives (see ``__call__``); raises
-        ``ValueDependent`` where that cannot make a plan."""
-        bw = backward_graph(forward_graph(records, outputs), wrt, seeds=seeds,
-                            values=values, seed_values=seed_values, origins=False)
+        ``ValueDependent`` where that cannot make a plan. ``backward``: the backward
+        graph made already (``once``), no sweep."""
+        bw = backward if backward is not None else backward_graph(
+            forward_graph(records, outputs), wrt, seeds=seeds, values=values,
+            seed_values=seed_values, origins=False)
         self.graph = bw.graph
         self.saved = bw.saved
         self.seeds = bw.seeds
@@ -202,9 +211,122 @@ class Replay:
         return [out[i] for i in used]
 
 
+REPLAY_AFTER = 8    # the sighting of an inlined structure at which its Replay is made
+
+
+class Seen:
+    """What ``PLANS`` holds for a structure met, but not planned yet: how many times it
+    was met (``uses``), and for a Plan, ``later()`` making its backward graph from the
+    sweep its first use ran (``once``).
+
+    A Plan is made from the second time a structure is met: its first use sweeps once
+    on the values (what making the plan costs, but its graph) and keeps the sweep's
+    records, from which the second use makes the plan's graph and runs it. A ``Replay``
+    costs more to make (the adjoint graph, pruned, and an enclosing plan made afresh
+    for the new records) and saves less against inlining by a sweep (``inline``): about
+    a quarter of it, so it is made once a structure was met ``REPLAY_AFTER`` times."""
+
+    __slots__ = ("uses", "later")
+
+    def __init__(self, later=None):
+        self.uses = 1
+        self.later = later
+
+    def __repr__(self):
+        return f"<structure met {self.uses} time(s)>"
+
+
+def due(key, entry, after):
+    """Whether to make the Replay of structure ``key`` now, met again (``entry``: what
+    ``PLANS`` holds for it, None or a ``Seen``): at its ``after``-th sighting. Counts
+    the sighting otherwise."""
+    if entry is None:
+        if after <= 1:
+            return True
+        PLANS.put(key, Seen())
+        return False
+    entry.uses += 1     # (a count: a lost update between threads costs nothing)
+    return entry.uses >= after
+
+
+def once(key, records, outputs, wrt, seeds, values, seed_values):
+    """The cotangents of ``wrt`` (fresh arrays) for structure ``key``, met for the first
+    time: one sweep on the trace's ``values`` and the seeds' (the numbers ``first_use``
+    gives), keeping what makes the plan's graph later (``Seen``, stored under ``key``).
+    None where that sweep cannot give them (the caller makes the plan: ``first_use``)."""
+    try:
+        cts, later = cotangent_values(forward_graph(records, outputs), wrt, seeds, values,
+                                      seed_values)
+    except Exception:   # ValueDependent, or a rule that cannot run on these values
+        return None
+    PLANS.put(key, Seen(later))
+    return [np.zeros(records[n][3], records[n][4]) if ct is None else ct
+            for n, ct in zip(wrt, cts)]
+
+
+def again(key, seen, records, wrt):
+    """The Plan of structure ``key`` met a second time (``seen``, from ``once``), made
+    from the first time's sweep and stored; None where there is none to make it from."""
+    if seen.later is None:
+        return None
+    try:
+        plan = Plan(records, None, wrt, None, backward=seen.later())
+    except Exception:   # (as first_use: the caller makes it another way)
+        return None
+    plan.run.uses = 1   # (its first use was its making, as for first_use's plans)
+    PLANS.put(key, plan)
+    return plan
+
+
+def inline(graph, args, wrt, seeds, seed_values, fwd, guards, known=None):
+    """A derivative inlined into an enclosing trace, for a structure not replayed yet:
+    what ``Replay``'s graph gives (``graph``'s forward outputs ``fwd``, then the
+    cotangents of ``wrt``), recorded into the trace of ``args``'s tracers by one backward
+    sweep on its values (``passes.adjoint.inline_adjoint``), without making and pruning
+    the adjoint graph first and then replaying it: most such structures are met once (a
+    higher-order derivative, ``grad(grad(f))(x)``). ``graph``: the traced function's
+    graph (its inputs standing for ``args``, its outputs the traced outputs), ``wrt`` its
+    first inputs; ``guards``: its branch decisions, ``(node, expected)``, recorded in the
+    enclosing trace on the way; ``known``: node -> its value recorded there already
+    (tg.vjp's forward pass).
+
+    None (nothing returned, though nodes may have been recorded, which nothing uses)
+    where the replayed graph is to be used instead: an enclosing trace that is not a
+    derivative's on values (tg.jit's, tg.trace's: the graph they make holds no node its
+    outputs do not use, while a derivative's passes skip such nodes), a differentiated
+    argument that is a constant there (the rules would take it for one: ``x ** y``'s
+    drops the cotangent of a constant exponent, while the adjoint graph has an input
+    there), a rule that fails on these values, or a floating-point error on the way (it
+    may be in a value the adjoint graph would not keep, which must not warn)."""
+    n_wrt = len(wrt)
+    top = innermost(args)
+    if top is None or top.differentiated is None or \
+            innermost(list(args) + list(seed_values)) is not top or not all(
+            isinstance(a, Tracer) and a._value is not None and not is_constant(a)
+            for a in args[:n_wrt]):
+        return None
+    failed = []
+    modes = {k: "ignore" if v == "ignore" else "call" for k, v in np.geterr().items()}
+    try:
+        with np.errstate(call=lambda kind, flag: failed.append(kind), **modes):
+            env = inlined(graph, args, known)
+            for n, expected in guards:
+                check_guard(graph, n, env[n], expected)
+            top = env.top
+            outs = graph.outputs
+            seed_cts = [as_operand(top, v, graph.node(outs[i])["src"])
+                        for i, v in zip(seeds, seed_values)]
+            cts = inline_adjoint(graph, env, seeds, seed_cts, wrt)
+            result = [env[outs[i]] for i in fwd] + cts
+    except Exception:   # noqa: BLE001 - the replayed graph's path says what fails
+        return None
+    return None if failed else result
+
+
 def lookup(key):
     """The plan cached under ``key``: a Plan or Replay, False for a structure known not
-    to plan, or None when there is none yet."""
+    to plan, a ``Seen`` for one met too few times to plan yet, or None when there is
+    none yet."""
     return PLANS.get(key)
 
 

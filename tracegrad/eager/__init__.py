@@ -2,14 +2,6 @@
 ``tg.nn``, ``tg.optim``, recorded on the same IR the transforms use."""
 from typing import TYPE_CHECKING, Any
 
-from . import arithmetic as _arithmetic  # noqa: F401  (the tensor operations install
-from . import conversion as _conversion  # noqa: F401  themselves on Tensor, by concern)
-from . import functions as _functions  # noqa: F401
-from . import inplace as _inplace  # noqa: F401
-from . import reductions as _reductions  # noqa: F401
-from . import shapes as _shapes  # noqa: F401
-from . import tensor_methods as _methods  # noqa: F401  (sort, topk, isnan, scatter, ...)
-from . import views as _views  # noqa: F401  (select, unfold, as_strided, view_as_real, ...)
 from .conversion import public_result_type as result_type
 from .creation import (
     BoolTensor,
@@ -65,6 +57,7 @@ from .device import accelerator, backends, cuda, device, get_default_device, set
 from .functions import FUNCTIONS
 from .generator import Generator
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .inference import inference_mode, is_inference_mode_enabled
 from .promotion import can_cast
 from .promotion import public_promote_types as promote_types
 from .serialization import load, save
@@ -89,7 +82,7 @@ __all__ = ["Tensor", "Size", "tensor", "as_tensor", "from_numpy", "ones", "zeros
            "accelerator", "set_default_device", "get_default_device", "FloatTensor",
            "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ShortTensor", "CharTensor",
            "ByteTensor", "BoolTensor", "set_default_tensor_type", "finfo", "iinfo"]
-__all__ += ["Generator", "save", "load"]
+__all__ += ["Generator", "save", "load", "inference_mode", "is_inference_mode_enabled"]
 __all__ += list(FUNCTIONS)   # (a separate line: the doc generator reads the names above statically)
 from .tensor_repr import set_printoptions  # noqa: E402  (torch.set_printoptions; repr(t) as torch's)
 

@@ -1,5 +1,5 @@
-"""Tensor arithmetic: binary and unary operations, comparisons, powers, products,
-``clamp``, ``maximum``/``minimum``; the fast path of a binary operation.
+"""Tensor arithmetic (``ArithmeticMethods``): binary and unary operations, comparisons,
+powers, products, ``clamp``, ``maximum``/``minimum``; the fast path of a binary operation.
 
 Each operation is NumPy code handed to ``dispatch.call`` with PyTorch's name for its
 backward node; composite ones (``sigmoid``, ``logsumexp``, ``std``) are several primitives
@@ -24,7 +24,7 @@ from .grad_mode import is_grad_enabled as _grad_enabled
 from .profiler import current as _profiling
 from .promotion import cast, category, promoted, result_type
 from .tape import TAPE, EagerTracer
-from .tensor import Tensor, _scalar_name, default_dtype
+from .tensor_base import TensorBase, _scalar_name, default_dtype
 
 MinMax = namedtuple("MinMax", ["values", "indices"])
 
@@ -34,20 +34,31 @@ def _err(message):
     return RuntimeError(message + _at_user_line())
 
 
-def _as_tensor(x):
-    return x if isinstance(x, Tensor) else Tensor._plain(np.asarray(x))
+def _as_tensor(x, like):
+    """``x`` as a tensor, made by ``like``'s constructors (a tensor, or ``tg.Tensor``)."""
+    return x if isinstance(x, TensorBase) else like._plain(np.asarray(x))
+
+
+def _tensor_operand(x, like=None):
+    """``x``, which torch takes as a tensor: a number or an array beside a tensor ``like``
+    becomes one made by ``like``'s constructors; anything else is torch's TypeError."""
+    if isinstance(x, TensorBase):
+        return x
+    if like is not None:
+        return like._plain(np.asarray(x))
+    raise TypeError(f"expected Tensor as argument, but got {type(x).__name__}")
 
 
 def _shape(x):
-    return tuple(x.shape) if isinstance(x, Tensor) else np.shape(x)
+    return tuple(x.shape) if isinstance(x, TensorBase) else np.shape(x)
 
 
 def _check_broadcast(a, b):
     ta, tb = type(a), type(b)
     if tb in _NUMBERS or ta in _NUMBERS:
         return
-    if ta is Tensor and tb is Tensor and type(a._data) is np.ndarray and \
-            type(b._data) is np.ndarray:
+    if isinstance(a, TensorBase) and isinstance(b, TensorBase) and \
+            type(a._data) is np.ndarray and type(b._data) is np.ndarray:
         sa, sb = a._data.shape, b._data.shape
     else:
         sa, sb = _shape(a), _shape(b)
@@ -61,8 +72,9 @@ def _check_broadcast(a, b):
                                f"({pb[i]}) at non-singleton dimension {i}")
 
 
-def _elementwise(fn, *operands, name=None):
-    """``fn`` on the operands converted to PyTorch's result dtype (see promotion.py)."""
+def _elementwise(fn, *operands, name=None, like=None):
+    """``fn`` on the operands converted to PyTorch's result dtype (see promotion.py);
+    ``like`` makes the result when no operand is a tensor (``dispatch.call``)."""
     if len(operands) == 2 and FAST.get():
         out = _fast_binary(fn, operands[0], operands[1], name)
         if out is not None:
@@ -70,7 +82,7 @@ def _elementwise(fn, *operands, name=None):
     dtype = result_type(*operands, default_float=default_dtype())
     if fn is _true_divide and category(dtype) < category(np.float32):
         dtype = default_dtype()             # integer division gives the default float
-    return call(promoted(fn, dtype), *operands, name=name)
+    return call(promoted(fn, dtype), *operands, name=name, like=like)
 
 
 # -- the fast path of a binary elementwise operation --------------------------------------
@@ -88,27 +100,27 @@ _NUMBERS = frozenset({int, float, bool})
 def _fast_binary(fn, a, b, name, check=False):
     """``check``: the shapes are not checked yet (``_check_broadcast``)."""
     ta, tb = type(a), type(b)
-    if ta is Tensor:
+    if isinstance(a, TensorBase):
         va, tr = a._data, a._tracer
         if type(va) is not np.ndarray or (tr is not None and type(tr) is not EagerTracer):
             return None
-        ka, ga = (va.dtype, va.ndim == 0), tr is not None or a._requires_grad
-    elif ta in _NUMBERS:
-        va, ka, ga = a, ta, False
+        ka, ga, at = (va.dtype, va.ndim == 0), tr is not None or a._requires_grad, True
+    elif ta is float or ta is int or ta is bool:
+        va, ka, ga, at = a, ta, False, False
     else:
         return None
-    if tb is Tensor:
+    if tb is float or tb is int or tb is bool:
+        vb, kb, gb, bt = b, tb, False, False
+    elif tb is ta and at or isinstance(b, TensorBase):
         vb, tr = b._data, b._tracer
         if type(vb) is not np.ndarray or (tr is not None and type(tr) is not EagerTracer):
             return None
-        kb, gb = (vb.dtype, vb.ndim == 0), tr is not None or b._requires_grad
-    elif tb in _NUMBERS:
-        vb, kb, gb = b, tb, False
+        kb, gb, bt = (vb.dtype, vb.ndim == 0), tr is not None or b._requires_grad, True
     else:
         return None
-    if _profiling() is not None:
+    if _profiling() is not None or not (at or bt):
         return None
-    if check and ta is Tensor and tb is Tensor and va.shape != vb.shape:
+    if check and at and bt and va.shape != vb.shape:
         _check_broadcast(a, b)
     default = default_dtype()
     key = (ka, kb, default, fn is _true_divide)
@@ -118,18 +130,19 @@ def _fast_binary(fn, a, b, name, check=False):
         if fn is _true_divide and category(dtype) < category(np.float32):
             dtype = default
         _RESULT_TYPES[key] = dtype
+    like = a if at else b
     if (ga or gb) and _grad_enabled():
-        return _record_binary(fn, a, b, ta is Tensor, tb is Tensor, dtype, name)
-    out = fn(va if ta is not Tensor or va.dtype == dtype else va.astype(dtype),
-             vb if tb is not Tensor or vb.dtype == dtype else vb.astype(dtype))
+        return _record_binary(fn, a, b, at, bt, dtype, name, like)
+    out = fn(va if not at or va.dtype == dtype else va.astype(dtype),
+             vb if not bt or vb.dtype == dtype else vb.astype(dtype))
     if type(out) is np.ndarray and out.base is None and out is not va and out is not vb:
-        return Tensor._plain(out)       # a new array of its own: what _owned + _wrap give
-    return _dispatch._wrap(_dispatch._owned(out, [va, vb]), Tensor, None, None, None)
+        return like._plain(out)         # a new array of its own: what _owned + _wrap give
+    return _dispatch._wrap(_dispatch._owned(out, [va, vb]), like, None, None, None)
 
 
 def _promotion_key(x):
     t = type(x)
-    if t is Tensor:
+    if isinstance(x, TensorBase):
         v = x._data
         return (v.dtype, v.ndim == 0) if type(v) is np.ndarray else None
     return t if t in _NUMBERS else None
@@ -148,10 +161,13 @@ def _cached_result_type(a, b):
     return dtype
 
 
-def _record_binary(fn, a, b, a_tensor, b_tensor, dtype, name):
-    """``_fast_binary`` when an operand requires grad: ``dispatch._call``'s recording."""
+def _record_binary(fn, a, b, a_tensor, b_tensor, dtype, name, like):
+    """``_fast_binary`` when an operand requires grad: ``dispatch._call``'s recording
+    (no ``name``: the ``torch_name`` of the one primitive ``fn`` records)."""
+    prim = _ONE_PRIMITIVE.get(fn)
+    if name is None and prim is not None:
+        name = prim.torch_name
     if a_tensor and b_tensor:
-        prim = _ONE_PRIMITIVE.get(fn)
         if prim is not None:
             # (tape tracers: _fast_binary took only concrete or taped tensors)
             ia, ib = a._traced(), b._traced()
@@ -163,7 +179,7 @@ def _record_binary(fn, a, b, a_tensor, b_tensor, dtype, name):
                 src = TAPE.src
                 out = TAPE.add2(prim, ia, ib, src if src is not None else _user_src(3))
                 out._handle._name = name
-                return Tensor._recorded(out)
+                return like._recorded(out)
     outer = TAPE.src
     if outer is None:
         TAPE.src = _user_src(3)     # (above _fast_binary and the operation that called it)
@@ -172,7 +188,6 @@ def _record_binary(fn, a, b, a_tensor, b_tensor, dtype, name):
         ib = b._traced() if b_tensor else b
         ca = ia if not a_tensor or ia._dtype == dtype else cast(ia, dtype)
         cb = ib if not b_tensor or ib._dtype == dtype else cast(ib, dtype)
-        prim = _ONE_PRIMITIVE.get(fn)
         if prim is not None and (type(ca) is EagerTracer and ca._weak is None or (
                 type(ca) is float or type(ca) is int)) and (
                 type(cb) is EagerTracer and cb._weak is None or (
@@ -191,7 +206,7 @@ def _record_binary(fn, a, b, a_tensor, b_tensor, dtype, name):
                 not a_tensor or v is not ia._value) and (not b_tensor or v is not ib._value)):
             out = _dispatch._owned(out, [i._value for i in ins if isinstance(i, EagerTracer)])
         if name is None or out is ia or out is ib or out._dtype.kind not in "fc":
-            return _dispatch._from_tracer(out, Tensor, name, ins, None)
+            return _dispatch._from_tracer(out, like, name, ins, None)
         # _from_tracer's steps for a new node
         handle = out._handle
         handle._name = name
@@ -200,28 +215,32 @@ def _record_binary(fn, a, b, a_tensor, b_tensor, dtype, name):
             inputs = _dispatch.edges(name, ins)
             if inputs != handle._parents:
                 handle._inputs = inputs
-        return Tensor._recorded(out)
+        return like._recorded(out)
     out = _dispatch._owned(out, [i._value for i in ins if isinstance(i, EagerTracer)])
-    return _dispatch._wrap(out, Tensor, name, ins, None)
+    return _dispatch._wrap(out, like, name, ins, None)
 
 
-def _binary(fn, name):
-    def op(self, other):
-        if FAST.get():
-            out = _fast_binary(fn, self, other, name, check=True)
-            if out is not None:
-                return out
-        _check_broadcast(self, other)
-        return _elementwise(fn, self, other, name=name)
+def _binary(self, other, fn, name):
+    """``self <fn> other``: the fast path, else the checks and ``_elementwise``."""
+    if FAST.get():
+        out = _fast_binary(fn, self, other, name, check=True)
+        if out is not None:
+            return out
+    _check_broadcast(self, other)
+    return _elementwise(fn, self, other, name=name)
 
-    def rop(self, other):
-        _check_broadcast(other, self)
-        return _elementwise(fn, other, self, name=name)
-    return op, rop
+
+def _rbinary(self, other, fn, name):
+    """``other <fn> self``, ``other`` not a tensor (a reflected operator)."""
+    _check_broadcast(other, self)
+    return _elementwise(fn, other, self, name=name)
 
 
 def _true_divide(a, b):
     return np.true_divide(a, b)
+
+
+_true_divide.__wrapped__ = np.true_divide     # (the profiler's name for it: div)
 
 
 # the operations that are one primitive on tape tracers (EagerTracer.__array_ufunc__)
@@ -231,9 +250,10 @@ _ONE_PRIMITIVE = {np.add: _DIRECT[np.add], np.subtract: _DIRECT[np.subtract],
 
 
 def _is_bool(x):
-    if type(x) is Tensor and type(x._data) is np.ndarray:
-        return x._data.dtype.kind == "b"
-    return (x.dtype == np.bool_) if isinstance(x, Tensor) else isinstance(x, (bool, np.bool_))
+    if isinstance(x, TensorBase):
+        data = x._data
+        return data.dtype.kind == "b" if type(data) is np.ndarray else x.dtype == np.bool_
+    return isinstance(x, (bool, np.bool_))
 
 
 def _subtract(a, b):
@@ -241,89 +261,41 @@ def _subtract(a, b):
         raise _err("Subtraction, the `-` operator, with a bool tensor is not supported. If you "
                    "are trying to invert a mask, use the `~` or `logical_not()` operator "
                    "instead.")
-    return _elementwise(np.subtract, a, b, name="SubBackward0")
+    return _elementwise(np.subtract, a, b)
 
 
-def _sub_op(self, other):
-    if FAST.get() and not _is_bool(self) and not _is_bool(other):
-        out = _fast_binary(np.subtract, self, other, "SubBackward0", check=True)
-        if out is not None:
-            return out
-    _check_broadcast(self, other)
-    return _subtract(self, other)
-
-
-def _rsub_op(self, other):
-    _check_broadcast(other, self)
-    if _is_bool(self) or _is_bool(other):
-        return _subtract(other, self)
-    return _elementwise(lambda x, o: o - x, self, other, name="RsubBackward1")
-
-
-def _commuted(fn, name):
-    """``other + self``: PyTorch records it as ``self + other`` (its edges in that order)."""
-    op, _ = _binary(fn, name)
-    return op, op
-
-
-def _rtruediv(self, other):
-    # PyTorch computes ``number / t`` as ``reciprocal(t) * number``: the same rounding
-    _check_broadcast(other, self)
-    return self.reciprocal() * other
-
-
-def _bitwise(logical, bitwise, what):
-    def fn(a, b):
-        _check_broadcast(a, b)
-        for x in (a, b):
-            if isinstance(x, Tensor) and x.dtype.kind in "fc" or isinstance(x, float):
-                kind = "Float" if isinstance(x, Tensor) and x.dtype == np.float32 else "Double"
-                raise NotImplementedError(f'"{what}_cpu" not implemented for \'{kind}\'')
-        return _elementwise(logical if _is_bool(a) and _is_bool(b) else bitwise, a, b)
-    return (lambda self, other: fn(self, other)), (lambda self, other: fn(other, self))
+def _bitwise(a, b, logical, bitwise, what):
+    _check_broadcast(a, b)
+    for x in (a, b):
+        if isinstance(x, TensorBase) and x.dtype.kind in "fc" or isinstance(x, float):
+            kind = "Float" if isinstance(x, TensorBase) and x.dtype == np.float32 else "Double"
+            raise NotImplementedError(f'"{what}_cpu" not implemented for \'{kind}\'')
+    return _elementwise(logical if _is_bool(a) and _is_bool(b) else bitwise, a, b)
 
 
 def _remainder(self, other):
     _check_broadcast(self, other)
     return _elementwise(np.remainder, self, other, name="RemainderBackward1"
-                        if isinstance(other, Tensor) else "RemainderBackward0")
+                        if isinstance(other, TensorBase) else "RemainderBackward0")
 
 
-Tensor.__add__, Tensor.__radd__ = _commuted(np.add, "AddBackward0")
-Tensor.__sub__, Tensor.__rsub__ = _sub_op, _rsub_op
-Tensor.__mul__, Tensor.__rmul__ = _commuted(np.multiply, "MulBackward0")
-Tensor.__truediv__, _ = _binary(_true_divide, "DivBackward0")
-Tensor.__rtruediv__ = _rtruediv
+
+
 def _no_kernel(kernel, dtype, kinds):
     """PyTorch's error for an operation with no kernel for ``dtype`` (kinds ``b``/``c``)."""
     if np.dtype(dtype).kind in kinds:
         raise NotImplementedError(f'"{kernel}" not implemented for \'{_scalar_name(dtype)}\'')
 
 
-def _integer_division(op):
-    """An integer division by zero raises, as in PyTorch (NumPy gives 0 and a warning)."""
-    def checked(self, other):
-        a, b = (self, other) if op.__name__.startswith("__") else (other, self)
-        dtype = result_type(a, b, default_float=default_dtype())
-        _no_kernel("div_floor_cpu" if "floordiv" in op.__name__ or op.__name__ == "rf"
-                   else "remainder_cpu", dtype, "bc")
-        divisor = b._data if isinstance(b, Tensor) else np.asarray(b)
-        if category(dtype) == category(np.int64) and divisor is not None and \
-                np.any(divisor == 0):
-            raise _err("ZeroDivisionError")
-        return op(self, other)
-    return checked
-
-
-_fdiv, _rfdiv = _binary(np.floor_divide, "FloorDivideBackward0")
-_fdiv.__name__, _rfdiv.__name__ = "__floordiv__", "rf"
-_rmod = _binary(np.remainder, "RemainderBackward1")[1]
-_rmod.__name__ = "rm"
-_remainder.__name__ = "__mod__"
-Tensor.__floordiv__, Tensor.__rfloordiv__ = _integer_division(_fdiv), _integer_division(_rfdiv)
-Tensor.__mod__, Tensor.__rmod__ = _integer_division(_remainder), _integer_division(_rmod)
-Tensor.floor_divide = lambda self, other: self // other
-Tensor.remainder = lambda self, other: self % other
+def _check_division(a, b, kernel):
+    """PyTorch's errors for ``a // b`` and ``a % b``: no kernel for bool or complex, and an
+    integer division by zero raises (NumPy gives 0 and a warning)."""
+    dtype = result_type(a, b, default_float=default_dtype())
+    _no_kernel(kernel, dtype, "bc")
+    divisor = b._data if isinstance(b, TensorBase) else np.asarray(b)
+    if category(dtype) == category(np.int64) and divisor is not None and \
+            np.any(divisor == 0):
+        raise _err("ZeroDivisionError")
 
 
 def _fmod(a, b):
@@ -338,43 +310,17 @@ def _fmod(a, b):
     return smooth + apply("stop_gradient", np.fmod(a, b) - smooth)
 
 
-def fmod(self, other):
-    """C's remainder: the sign of the dividend (``remainder`` takes the divisor's)."""
-    _check_broadcast(self, other)
-    dtype = result_type(self, other, default_float=default_dtype())
-    _no_kernel("fmod_cpu", dtype, "bc")
-    if dtype.kind in "iu" and np.any(np.asarray(other._data if isinstance(other, Tensor)
-                                                else other) == 0):
-        raise _err("ZeroDivisionError")
-    return _elementwise(_fmod, self, other, name="FmodBackward1"
-                        if isinstance(other, Tensor) else "FmodBackward0")
-
-
-Tensor.fmod = fmod
-Tensor.__and__, Tensor.__rand__ = _bitwise(np.logical_and, np.bitwise_and, "bitwise_and")
-Tensor.__or__, Tensor.__ror__ = _bitwise(np.logical_or, np.bitwise_or, "bitwise_or")
-Tensor.__xor__, Tensor.__rxor__ = _bitwise(np.logical_xor, np.bitwise_xor, "bitwise_xor")
-
-
 _ORDER = {np.less: "lt_cpu", np.less_equal: "le_cpu", np.greater: "gt_cpu",
           np.greater_equal: "ge_cpu"}
 
 
-def _cmp(fn):
-    def op(self, other):
-        if other is None:
-            return NotImplemented
-        _check_broadcast(self, other)
-        if fn in _ORDER:
-            _no_kernel(_ORDER[fn], result_type(self, other, default_float=default_dtype()), "c")
-        return _elementwise(fn, self, other)
-    return op
-
-
-Tensor.__lt__, Tensor.__le__ = _cmp(np.less), _cmp(np.less_equal)
-Tensor.__gt__, Tensor.__ge__ = _cmp(np.greater), _cmp(np.greater_equal)
-Tensor.__eq__, Tensor.__ne__ = _cmp(np.equal), _cmp(np.not_equal)
-Tensor.__hash__ = object.__hash__
+def _compare(self, other, fn):
+    if other is None:
+        return NotImplemented
+    _check_broadcast(self, other)
+    if fn in _ORDER:
+        _no_kernel(_ORDER[fn], result_type(self, other, default_float=default_dtype()), "c")
+    return _elementwise(fn, self, other)
 
 
 def _dtype_of(x):
@@ -395,57 +341,11 @@ def _power(a, b):
 
 def _check_pow(base, exponent):
     dtype = _cached_result_type(base, exponent)
-    if isinstance(exponent, Tensor):
+    if isinstance(exponent, TensorBase):
         _no_kernel("pow", dtype, "b")
-    if dtype.kind in "iu" and not isinstance(exponent, Tensor):
+    if dtype.kind in "iu" and not isinstance(exponent, TensorBase):
         if np.any(np.asarray(exponent) < 0):
             raise _err("Integers to negative integer powers are not allowed.")
-
-
-def __pow__(self, exponent):
-    if FAST.get() and (type(exponent) is int or type(exponent) is float) and \
-            type(self) is Tensor and type(self._data) is np.ndarray and \
-            self._data.dtype.kind == "f":
-        # a floating tensor to a Python number's power: one ufunc (what _power comes to);
-        # the square as x * x, which NumPy's power computes for it too (the same values,
-        # and the gradient 2 * x * g is two products instead of pow's general rule)
-        if exponent == 2:
-            out = _fast_binary(np.multiply, self, self, "PowBackward0")
-            if out is not None and out._tracer is not None:
-                handle = out._tracer._handle
-                handle._inputs = handle._parents[:1]    # PowBackward0's one edge
-        elif exponent == 3 or exponent == -2:
-            out = _fast_binary(_power, self, exponent, "PowBackward0")
-        else:
-            out = _fast_binary(np.power, self, exponent, "PowBackward0")
-        if out is not None:
-            return out
-    _check_broadcast(self, exponent)
-    _check_pow(self, exponent)
-    name = "PowBackward1" if isinstance(exponent, Tensor) else "PowBackward0"
-    return _elementwise(_power, self, exponent, name=name)
-
-
-def __rpow__(self, base):
-    _check_pow(base, self)
-    return _elementwise(_power, base, self, name="PowBackward2" if not isinstance(
-        base, Tensor) else "PowBackward1")
-
-
-Tensor.__pow__, Tensor.__rpow__ = __pow__, __rpow__
-
-def _negate(self):
-    if self.dtype == np.bool_:
-        raise _err("Negation, the `-` operator, on a bool tensor is not supported. If you are "
-                   "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
-    return call(np.negative, self, name="NegBackward0")
-
-
-Tensor.__neg__ = _negate
-Tensor.__pos__ = lambda self: self
-Tensor.__abs__ = lambda self: self.abs()
-Tensor.__invert__ = lambda self: call(np.logical_not, self) if self.dtype == bool else \
-    call(np.invert, self)
 
 
 def _check_matmul(a, b):
@@ -493,53 +393,6 @@ def _check_product_dtypes(a, b, form=None):
     raise _err(f"expected scalar type {_scalar_name(da)} but found {_scalar_name(db)}")
 
 
-def matmul(self, other):
-    _check_matmul(self, other)
-    _check_product_dtypes(self, other)
-    from .products import matmul as decomposed
-    return decomposed(self, _as_tensor(other))
-
-
-def __rmatmul__(self, other):
-    _check_matmul(other, self)
-    _check_product_dtypes(other, self)
-    from .products import matmul as decomposed
-    return decomposed(_as_tensor(other), self)
-
-
-def _fixed_rank(name, ranks, message, form):
-    """``mm`` / ``bmm`` / ``mv``: one node, operands of the given ranks only."""
-    def op(self, other):
-        other = _as_tensor(other)
-        if (self.dim(), other.dim()) != ranks:
-            raise _err(message)
-        if ranks == (3, 3) and self.shape[0] != other.shape[0]:
-            raise _err(f"Expected size for first two dimensions of batch2 tensor to be: "
-                       f"[{self.shape[0]}, {self.shape[2]}] but got: "
-                       f"[{other.shape[0]}, {other.shape[1]}].")
-        _check_matmul(self, other)
-        _check_product_dtypes(self, other, form)
-        return call(np.matmul, self, other, name=name)
-    return op
-
-
-Tensor.__matmul__ = Tensor.matmul = matmul
-Tensor.mm = _fixed_rank("MmBackward0", (2, 2), "self must be a matrix", "mm")
-Tensor.bmm = _fixed_rank("BmmBackward0", (3, 3), "batch1 must be a 3D tensor", "bmm")
-Tensor.mv = _fixed_rank("MvBackward0", (2, 1), "vector + matrix @ vector expected", "mv")
-Tensor.__rmatmul__ = __rmatmul__
-
-
-def dot(self, other):
-    if len(_shape(self)) != 1 or len(_shape(other)) != 1:
-        raise _err(f"1D tensors expected, but got {len(_shape(self))}D and "
-                           f"{len(_shape(other))}D tensors")
-    return matmul(self, other)
-
-
-Tensor.dot = dot
-
-
 # -- unary ---------------------------------------------------------------------------
 def _sigmoid(x):
     # tanh form: no overflow for large |x|, unlike 1 / (1 + exp(-x))
@@ -573,17 +426,19 @@ def _rsqrt(x):
     return 1 / np.sqrt(x)
 
 
+# name: PyTorch's for the grad_fn where it is not the torch_name of the primitive the
+# function records (None: that one's, ExpBackward0 & co.)
 _UNARY = {
-    "exp": (np.exp, "ExpBackward0"), "log": (np.log, "LogBackward0"),
-    "log2": (np.log2, "Log2Backward0"), "log10": (np.log10, "Log10Backward0"),
-    "log1p": (np.log1p, "Log1PBackward0"), "expm1": (np.expm1, "Expm1Backward0"),
-    "sqrt": (np.sqrt, "SqrtBackward0"), "rsqrt": (_rsqrt, "RsqrtBackward0"),
-    "abs": (_abs, "AbsBackward0"), "neg": (np.negative, "NegBackward0"),
-    "sin": (np.sin, "SinBackward0"), "cos": (np.cos, "CosBackward0"),
-    "tan": (np.tan, "TanBackward0"), "sinh": (np.sinh, "SinhBackward0"),
-    "cosh": (np.cosh, "CoshBackward0"), "tanh": (np.tanh, "TanhBackward0"),
-    "asin": (np.arcsin, "AsinBackward0"), "acos": (np.arccos, "AcosBackward0"),
-    "atan": (np.arctan, "AtanBackward0"), "sigmoid": (_sigmoid, "SigmoidBackward0"),
+    "exp": (np.exp, None), "log": (np.log, None),
+    "log2": (np.log2, None), "log10": (np.log10, None),
+    "log1p": (np.log1p, None), "expm1": (np.expm1, None),
+    "sqrt": (np.sqrt, None), "rsqrt": (_rsqrt, "RsqrtBackward0"),
+    "abs": (_abs, "AbsBackward0"), "neg": (np.negative, None),
+    "sin": (np.sin, None), "cos": (np.cos, None),
+    "tan": (np.tan, None), "sinh": (np.sinh, None),
+    "cosh": (np.cosh, None), "tanh": (np.tanh, None),
+    "asin": (np.arcsin, None), "acos": (np.arccos, None),
+    "atan": (np.arctan, None), "sigmoid": (_sigmoid, "SigmoidBackward0"),
     "relu": (_relu, "ReluBackward0"), "floor": (np.floor, "FloorBackward0"),
     "ceil": (np.ceil, "CeilBackward0"), "round": (np.round, "RoundBackward0"),
     "trunc": (np.trunc, "TruncBackward0"), "sign": (_sign, "SignBackward0"),
@@ -612,43 +467,10 @@ _EXACT = {_abs, np.negative, _relu, *(_UNARY[n][0] for n in
                                                    ("floor", "ceil", "round", "trunc", "sign"))}
 
 
-def _unary(fn, name):
-    def op(self):
-        if fn is np.negative:
-            return _negate(self)
-        if fn not in _EXACT and self.dtype.kind in "biu":
-            self = self.to(default_dtype())
-        return call(fn, self, name=name)
-
-    def op_(self):
-        if fn is np.negative and self.dtype == np.bool_:
-            _negate(self)                   # PyTorch's error
-        return self._inplace(fn, name=name)
-    return op, op_
-
-
-for _n, (_fn, _name) in _UNARY.items():
-    _op, _op_ = _unary(_fn, _name)
-    _op.__name__, _op_.__name__ = _n, _n + "_"
-    setattr(Tensor, _n, _op)
-    setattr(Tensor, _n + "_", _op_)
-
-
-# PyTorch's square is pow(x, 2): bool and integer tensors square to int64 (NumPy: int8)
-Tensor.square = lambda self: self ** 2
-Tensor.square_ = lambda self: self.pow_(2)
-
-
-def clamp(self, min=None, max=None):
-    if min is None and max is None:
-        raise _err("torch.clamp: At least one of 'min' or 'max' must not be None")
-    return call(_clamp_fn(min, max, self, "clamp"), self, name="ClampBackward1")
-
-
 def _clamp_bound(b, dtype):
     """A bound in ``dtype``; a Python number wraps into an integer dtype as PyTorch casts it
     (``-1`` is 255 for uint8), and stays a weak number for a floating one."""
-    if isinstance(b, Tensor):
+    if isinstance(b, TensorBase):
         return cast(b._data, dtype)
     if b is not None and np.dtype(dtype).kind in "iub":
         return np.asarray(b).astype(dtype)
@@ -664,10 +486,10 @@ def _clamp_fn(lo, hi, x, what):
                             f"(NoneType), but expected (Tensor {what[6:]}) or (Number {what[6:]})")
         raise _err("torch.clamp: At least one of 'min' or 'max' must not be None")
     dtype = result_type(x, lo, hi, default_float=default_dtype())
-    if dtype == np.bool_ and not isinstance(lo, Tensor) and not isinstance(hi, Tensor):
+    if dtype == np.bool_ and not isinstance(lo, TensorBase) and not isinstance(hi, TensorBase):
         if what == "clamp" and (lo is None or hi is None):
             what = "clamp_min" if hi is None else "clamp_max"
-        kernel = what + ("_scalar_cpu" if not isinstance(lo if lo is not None else hi, Tensor)
+        kernel = what + ("_scalar_cpu" if not isinstance(lo if lo is not None else hi, TensorBase)
                          else "_cpu")
         raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
     lo, hi = (_clamp_bound(b, dtype) for b in (lo, hi))
@@ -687,20 +509,10 @@ def _clamp_fn(lo, hi, x, what):
     return fn
 
 
-Tensor.clamp = Tensor.clip = clamp
-Tensor.clamp_ = Tensor.clip_ = lambda self, min=None, max=None: self._inplace(
-    _clamp_fn(min, max, self, "clamp"), name="ClampBackward1")
-Tensor.clamp_min = lambda self, min: call(_clamp_fn(min, None, self, "clamp_min"), self,
-                                          name="ClampMinBackward0")
-Tensor.clamp_max = lambda self, max: call(_clamp_fn(None, max, self, "clamp_max"), self,
-                                          name="ClampMaxBackward0")
-
-
-def pow(self, exponent):
-    return self ** exponent
-
-
-Tensor.pow = pow
+def _clamp_name(lo, hi):
+    """PyTorch's: ``ClampBackward0`` for tensor bounds, ``ClampBackward1`` for numbers."""
+    return "ClampBackward0" if isinstance(lo, TensorBase) or isinstance(hi, TensorBase) \
+        else "ClampBackward1"
 
 
 def _with_alpha(fn, other, alpha):
@@ -709,24 +521,6 @@ def _with_alpha(fn, other, alpha):
     return (lambda a, b: fn(a, b * alpha)), other
 
 
-def add(self, other, alpha=1):
-    _check_broadcast(self, other)
-    fn, other = _with_alpha(np.add, other, alpha)
-    return _elementwise(fn, self, other, name="AddBackward0")
-
-
-def sub(self, other, alpha=1):
-    _check_broadcast(self, other)
-    if _is_bool(self) or _is_bool(other):
-        return _subtract(self, other)
-    fn, other = _with_alpha(np.subtract, other, alpha)
-    return _elementwise(fn, self, other, name="SubBackward0")
-
-
-Tensor.add, Tensor.sub = add, sub
-Tensor.subtract = sub
-Tensor.mul = Tensor.multiply = lambda self, other: self * other
-Tensor.div = Tensor.divide = Tensor.true_divide = lambda self, other: self / other
 def _maximum(a, b):
     """``np.maximum`` with PyTorch's derivative: half to each of tied operands, and the
     whole of it to both where one is NaN (the value is NaN there either way)."""
@@ -737,22 +531,523 @@ def _minimum(a, b):
     return np.where(a < b, a, np.where(a > b, b, np.where(a == b, a * 0.5 + b * 0.5, a + b)))
 
 
-def _extremes(fn, plain, name, what):
-    def op(self, other):
-        if not isinstance(other, Tensor):
-            raise TypeError(f"{what}(): argument 'other' (position 1) must be Tensor, not "
-                            f"{type(other).__name__}")
+def _negate(self):
+    if self.dtype == np.bool_:
+        raise _err("Negation, the `-` operator, on a bool tensor is not supported. If you are "
+                   "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+    return call(np.negative, self)
+
+
+def _matmul(a, b):
+    _check_matmul(a, b)
+    _check_product_dtypes(a, b)
+    from .products import matmul as decomposed
+    return decomposed(a, b)
+
+
+def _fixed_rank(self, other, name, ranks, message, form):
+    """``mm`` / ``bmm`` / ``mv``: one node, operands of the given ranks only."""
+    other = _as_tensor(other, self)
+    if (self.dim(), other.dim()) != ranks:
+        raise _err(message)
+    if ranks == (3, 3) and self.shape[0] != other.shape[0]:
+        raise _err(f"Expected size for first two dimensions of batch2 tensor to be: "
+                   f"[{self.shape[0]}, {self.shape[2]}] but got: "
+                   f"[{other.shape[0]}, {other.shape[1]}].")
+    _check_matmul(self, other)
+    _check_product_dtypes(self, other, form)
+    return call(np.matmul, self, other, name=name)
+
+
+def _unary(self, key):
+    """The unary function ``_UNARY[key]`` of ``self`` (integers computed in the default
+    float dtype, except the functions that keep them)."""
+    fn, name = _UNARY[key]
+    if fn not in _EXACT and self.dtype.kind in "biu":
+        self = self.to(default_dtype())
+    return call(fn, self, name=name)
+
+
+def _unary_(self, key):
+    fn, name = _UNARY[key]
+    return self._inplace(fn, name=name)
+
+
+def _extremes(self, other, fn, plain, name, what):
+    if not isinstance(other, TensorBase):
+        raise TypeError(f"{what}(): argument 'other' (position 1) must be Tensor, not "
+                        f"{type(other).__name__}")
+    _check_broadcast(self, other)
+    dtype = result_type(self, other, default_float=default_dtype())
+    if dtype.kind == "c":
+        raise _err(f"{what} not implemented for complex tensors.")
+    floating = category(dtype) >= category(np.float32)
+    return _elementwise(fn if floating else plain, self, other, name=name)
+
+
+_UNSET = object()       # div's rounding_mode not given (None is given: DivBackward2)
+
+
+def _rounded_div(self, other, rounding_mode):
+    """``div(self, other, rounding_mode=...)`` for a given ``rounding_mode``."""
+    if rounding_mode is None:
+        out = self / other
+    elif rounding_mode not in ("trunc", "floor"):
+        raise _err("div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+                   f"'{rounding_mode}'")
+    elif rounding_mode == "floor":
+        out = self // other
+    else:
+        dtype = result_type(self, other, default_float=default_dtype())
+        if np.dtype(dtype).kind in "fc":
+            out = (self / other).trunc()
+        else:       # integers: the quotient rounded toward zero, exactly (no gradient)
+            a = np.asarray(self._concrete("div"), dtype)
+            b = np.asarray(other._concrete("div") if isinstance(other, TensorBase) else
+                           np.asarray(other), dtype)
+            if np.any(b == 0):
+                raise _err("ZeroDivisionError")
+            q = np.floor_divide(a, b)
+            q = q + ((np.remainder(a, b) != 0) & ((a < 0) != (b < 0))).astype(dtype)
+            return self._plain(np.asarray(q, dtype))
+    if out.grad_fn is not None:
+        out.grad_fn._name = "DivBackward2"
+    return out
+
+
+class ArithmeticMethods:
+    """``Tensor``'s arithmetic: operators, unary functions, comparisons, powers, products."""
+
+    __slots__ = ()
+
+    # -- binary operators ----------------------------------------------------------------
+    # (the grad_fn of + - * /: the torch_name of the one primitive each records)
+    def __add__(self, other):
+        if FAST.get():
+            out = _fast_binary(np.add, self, other, None, check=True)
+            if out is not None:
+                return out
+        return _binary(self, other, np.add, None)
+
+    # ``other + self``: PyTorch records it as ``self + other`` (its edges in that order)
+    __radd__ = __add__
+
+    def __sub__(self, other):
+        if FAST.get() and not _is_bool(self) and not _is_bool(other):
+            out = _fast_binary(np.subtract, self, other, None, check=True)
+            if out is not None:
+                return out
+        _check_broadcast(self, other)
+        return _subtract(self, other)
+
+    def __rsub__(self, other):
+        _check_broadcast(other, self)
+        if _is_bool(self) or _is_bool(other):
+            return _subtract(other, self)
+        return _elementwise(lambda x, o: o - x, self, other, name="RsubBackward1")
+
+    def __mul__(self, other):
+        if FAST.get():
+            out = _fast_binary(np.multiply, self, other, None, check=True)
+            if out is not None:
+                return out
+        return _binary(self, other, np.multiply, None)
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other):
+        if FAST.get():
+            out = _fast_binary(_true_divide, self, other, None, check=True)
+            if out is not None:
+                return out
+        return _binary(self, other, _true_divide, None)
+
+    def __rtruediv__(self, other):
+        # PyTorch computes ``number / t`` as ``reciprocal(t) * number``: the same rounding
+        _check_broadcast(other, self)
+        return self.reciprocal() * other
+
+    def __floordiv__(self, other):
+        _check_division(self, other, "div_floor_cpu")
+        return _binary(self, other, np.floor_divide, None)
+
+    def __rfloordiv__(self, other):
+        _check_division(other, self, "div_floor_cpu")
+        return _rbinary(self, other, np.floor_divide, None)
+
+    def __mod__(self, other):
+        _check_division(self, other, "remainder_cpu")
+        return _remainder(self, other)
+
+    def __rmod__(self, other):
+        _check_division(other, self, "remainder_cpu")
+        return _rbinary(self, other, np.remainder, "RemainderBackward1")
+
+    def floor_divide(self, other):
+        return self // other
+
+    def remainder(self, other):
+        return self % other
+
+    def fmod(self, other):
+        """C's remainder: the sign of the dividend (``remainder`` takes the divisor's)."""
         _check_broadcast(self, other)
         dtype = result_type(self, other, default_float=default_dtype())
-        if dtype.kind == "c":
-            raise _err(f"{what} not implemented for complex tensors.")
-        floating = category(dtype) >= category(np.float32)
-        return _elementwise(fn if floating else plain, self, other, name=name)
-    return op
+        _no_kernel("fmod_cpu", dtype, "bc")
+        if dtype.kind in "iu" and np.any(np.asarray(other._data if isinstance(other, TensorBase)
+                                                    else other) == 0):
+            raise _err("ZeroDivisionError")
+        return _elementwise(_fmod, self, other, name="FmodBackward1"
+                            if isinstance(other, TensorBase) else "FmodBackward0")
 
+    def __and__(self, other):
+        return _bitwise(self, other, np.logical_and, np.bitwise_and, "bitwise_and")
 
-Tensor.maximum = _extremes(_maximum, np.maximum, "MaximumBackward0", "maximum")
-Tensor.minimum = _extremes(_minimum, np.minimum, "MinimumBackward0", "minimum")
-Tensor.eq, Tensor.ne = Tensor.__eq__, Tensor.__ne__
-Tensor.lt, Tensor.le, Tensor.gt, Tensor.ge = (Tensor.__lt__, Tensor.__le__, Tensor.__gt__,
-                                              Tensor.__ge__)
+    def __rand__(self, other):
+        return _bitwise(other, self, np.logical_and, np.bitwise_and, "bitwise_and")
+
+    def __or__(self, other):
+        return _bitwise(self, other, np.logical_or, np.bitwise_or, "bitwise_or")
+
+    def __ror__(self, other):
+        return _bitwise(other, self, np.logical_or, np.bitwise_or, "bitwise_or")
+
+    def __xor__(self, other):
+        return _bitwise(self, other, np.logical_xor, np.bitwise_xor, "bitwise_xor")
+
+    def __rxor__(self, other):
+        return _bitwise(other, self, np.logical_xor, np.bitwise_xor, "bitwise_xor")
+
+    # -- comparisons ---------------------------------------------------------------------
+    def __lt__(self, other):
+        return _compare(self, other, np.less)
+
+    def __le__(self, other):
+        return _compare(self, other, np.less_equal)
+
+    def __gt__(self, other):
+        return _compare(self, other, np.greater)
+
+    def __ge__(self, other):
+        return _compare(self, other, np.greater_equal)
+
+    def __eq__(self, other):
+        return _compare(self, other, np.equal)
+
+    def __ne__(self, other):
+        return _compare(self, other, np.not_equal)
+
+    lt, le, gt, ge, eq, ne = __lt__, __le__, __gt__, __ge__, __eq__, __ne__
+    __hash__ = object.__hash__      # (defining __eq__ would make tensors unhashable)
+
+    # -- powers ----------------------------------------------------------------------------
+    def __pow__(self, exponent):
+        if FAST.get() and (type(exponent) is int or type(exponent) is float) and \
+                type(self._data) is np.ndarray and \
+                self._data.dtype.kind == "f":
+            # a floating tensor to a Python number's power: one ufunc (what _power comes to);
+            # the square as x * x, which NumPy's power computes for it too (the same values,
+            # and the gradient 2 * x * g is two products instead of pow's general rule)
+            if exponent == 2:
+                out = _fast_binary(np.multiply, self, self, "PowBackward0")
+                if out is not None and out._tracer is not None:
+                    handle = out._tracer._handle
+                    handle._inputs = handle._parents[:1]    # PowBackward0's one edge
+            elif exponent == 3 or exponent == -2:
+                out = _fast_binary(_power, self, exponent, "PowBackward0")
+            else:
+                out = _fast_binary(np.power, self, exponent, "PowBackward0")
+            if out is not None:
+                return out
+        _check_broadcast(self, exponent)
+        _check_pow(self, exponent)
+        name = "PowBackward1" if isinstance(exponent, TensorBase) else "PowBackward0"
+        return _elementwise(_power, self, exponent, name=name)
+
+    def __rpow__(self, base):
+        _check_pow(base, self)
+        return _elementwise(_power, base, self, name="PowBackward2" if not isinstance(
+            base, TensorBase) else "PowBackward1")
+
+    def pow(self, exponent):
+        return self ** exponent
+
+    # PyTorch's square is pow(x, 2): bool and integer tensors square to int64 (NumPy: int8)
+    def square(self):
+        return self ** 2
+
+    def square_(self):
+        return self.pow_(2)
+
+    # -- unary -------------------------------------------------------------------------------
+    def __neg__(self):
+        return _negate(self)
+
+    def neg(self):
+        return _negate(self)
+
+    def neg_(self):
+        if self.dtype == np.bool_:
+            _negate(self)                   # PyTorch's error
+        return _unary_(self, "neg")
+
+    negative, negative_ = neg, neg_
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return self.abs()
+
+    def __invert__(self):
+        return call(np.logical_not, self) if self.dtype == bool else call(np.invert, self)
+
+    def exp(self):
+        return _unary(self, "exp")
+
+    def exp_(self):
+        return _unary_(self, "exp")
+
+    def log(self):
+        return _unary(self, "log")
+
+    def log_(self):
+        return _unary_(self, "log")
+
+    def log2(self):
+        return _unary(self, "log2")
+
+    def log2_(self):
+        return _unary_(self, "log2")
+
+    def log10(self):
+        return _unary(self, "log10")
+
+    def log10_(self):
+        return _unary_(self, "log10")
+
+    def log1p(self):
+        return _unary(self, "log1p")
+
+    def log1p_(self):
+        return _unary_(self, "log1p")
+
+    def expm1(self):
+        return _unary(self, "expm1")
+
+    def expm1_(self):
+        return _unary_(self, "expm1")
+
+    def sqrt(self):
+        return _unary(self, "sqrt")
+
+    def sqrt_(self):
+        return _unary_(self, "sqrt")
+
+    def rsqrt(self):
+        return _unary(self, "rsqrt")
+
+    def rsqrt_(self):
+        return _unary_(self, "rsqrt")
+
+    def abs(self):
+        return _unary(self, "abs")
+
+    def abs_(self):
+        return _unary_(self, "abs")
+
+    absolute, absolute_ = abs, abs_  # noqa: A003  (the method)
+
+    def sin(self):
+        return _unary(self, "sin")
+
+    def sin_(self):
+        return _unary_(self, "sin")
+
+    def cos(self):
+        return _unary(self, "cos")
+
+    def cos_(self):
+        return _unary_(self, "cos")
+
+    def tan(self):
+        return _unary(self, "tan")
+
+    def tan_(self):
+        return _unary_(self, "tan")
+
+    def sinh(self):
+        return _unary(self, "sinh")
+
+    def sinh_(self):
+        return _unary_(self, "sinh")
+
+    def cosh(self):
+        return _unary(self, "cosh")
+
+    def cosh_(self):
+        return _unary_(self, "cosh")
+
+    def tanh(self):
+        return _unary(self, "tanh")
+
+    def tanh_(self):
+        return _unary_(self, "tanh")
+
+    def asin(self):
+        return _unary(self, "asin")
+
+    def asin_(self):
+        return _unary_(self, "asin")
+
+    arcsin, arcsin_ = asin, asin_
+
+    def acos(self):
+        return _unary(self, "acos")
+
+    def acos_(self):
+        return _unary_(self, "acos")
+
+    arccos, arccos_ = acos, acos_
+
+    def atan(self):
+        return _unary(self, "atan")
+
+    def atan_(self):
+        return _unary_(self, "atan")
+
+    arctan, arctan_ = atan, atan_
+
+    def sigmoid(self):
+        return _unary(self, "sigmoid")
+
+    def sigmoid_(self):
+        return _unary_(self, "sigmoid")
+
+    def relu(self):
+        return _unary(self, "relu")
+
+    def relu_(self):
+        return _unary_(self, "relu")
+
+    def floor(self):
+        return _unary(self, "floor")
+
+    def floor_(self):
+        return _unary_(self, "floor")
+
+    def ceil(self):
+        return _unary(self, "ceil")
+
+    def ceil_(self):
+        return _unary_(self, "ceil")
+
+    def round(self):
+        return _unary(self, "round")
+
+    def round_(self):
+        return _unary_(self, "round")
+
+    def trunc(self):
+        return _unary(self, "trunc")
+
+    def trunc_(self):
+        return _unary_(self, "trunc")
+
+    def sign(self):
+        return _unary(self, "sign")
+
+    def sign_(self):
+        return _unary_(self, "sign")
+
+    def reciprocal(self):
+        return _unary(self, "reciprocal")
+
+    def reciprocal_(self):
+        return _unary_(self, "reciprocal")
+
+    # -- products --------------------------------------------------------------------------
+    def matmul(self, other):
+        return _matmul(self, _as_tensor(other, self))
+
+    __matmul__ = matmul
+
+    def __rmatmul__(self, other):
+        return _matmul(_as_tensor(other, self), self)
+
+    def mm(self, other):
+        return _fixed_rank(self, other, None, (2, 2), "self must be a matrix", "mm")
+
+    def bmm(self, other):
+        return _fixed_rank(self, other, "BmmBackward0", (3, 3), "batch1 must be a 3D tensor",
+                           "bmm")
+
+    def mv(self, other):
+        return _fixed_rank(self, other, "MvBackward0", (2, 1),
+                           "vector + matrix @ vector expected", "mv")
+
+    def dot(self, other):
+        if len(_shape(self)) != 1 or len(_shape(other)) != 1:
+            raise _err(f"1D tensors expected, but got {len(_shape(self))}D and "
+                       f"{len(_shape(other))}D tensors")
+        return self.matmul(other)
+
+    # -- clamp ---------------------------------------------------------------------------
+    def clamp(self, min=None, max=None):
+        if min is None and max is None:
+            raise _err("torch.clamp: At least one of 'min' or 'max' must not be None")
+        return call(_clamp_fn(min, max, self, "clamp"), self, name=_clamp_name(min, max))
+
+    def clamp_(self, min=None, max=None):
+        return self._inplace(_clamp_fn(min, max, self, "clamp"), name=_clamp_name(min, max))
+
+    clip, clip_ = clamp, clamp_
+
+    def clamp_min(self, min):
+        return call(_clamp_fn(min, None, self, "clamp_min"), self,
+                    name="ClampMinBackward1" if isinstance(min, TensorBase) else
+                    "ClampMinBackward0")
+
+    def clamp_max(self, max):
+        return call(_clamp_fn(None, max, self, "clamp_max"), self,
+                    name="ClampMaxBackward1" if isinstance(max, TensorBase) else
+                    "ClampMaxBackward0")
+
+    # -- named arithmetic ------------------------------------------------------------------
+    def add(self, other, alpha=1):
+        _check_broadcast(self, other)
+        fn, other = _with_alpha(np.add, other, alpha)
+        return _elementwise(fn, self, other)
+
+    def sub(self, other, alpha=1):
+        _check_broadcast(self, other)
+        if _is_bool(self) or _is_bool(other):
+            return _subtract(self, other)
+        fn, other = _with_alpha(np.subtract, other, alpha)
+        return _elementwise(fn, self, other)
+
+    subtract = sub
+
+    def mul(self, other):
+        return self * other
+
+    multiply = mul
+
+    def div(self, other, *, rounding_mode=_UNSET):
+        """``self / other``; ``rounding_mode='trunc'`` rounds toward zero, ``'floor'`` down
+        (integers stay integers); the rounded forms have a zero gradient, as torch's. Given
+        at all (None too), ``rounding_mode`` makes the node torch's ``DivBackward2``."""
+        if rounding_mode is _UNSET:
+            return self / other
+        return _rounded_div(self, other, rounding_mode)
+
+    divide = div
+
+    def true_divide(self, other):
+        return self / other
+
+    def maximum(self, other):
+        return _extremes(self, other, _maximum, np.maximum, "MaximumBackward0", "maximum")
+
+    def minimum(self, other):
+        return _extremes(self, other, _minimum, np.minimum, "MinimumBackward0", "minimum")

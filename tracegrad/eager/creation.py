@@ -9,6 +9,7 @@ from numpy.typing import ArrayLike, DTypeLike
 
 from .device import resolve as _device
 from .random import Generator, default_generator
+from .random import generator_of as _generator_of
 from .tensor import Tensor, _default_float, as_array, default_dtype, is_floating
 
 float32 = np.dtype(np.float32)
@@ -44,15 +45,6 @@ def get_rng_state():
 
 def set_rng_state(state) -> None:
     default_generator.set_state(state)
-
-
-def _generator_of(which: Any = None) -> Generator:
-    """``which`` (a ``tg.Generator``), or the default one ``manual_seed`` seeds."""
-    if which is None:
-        return default_generator
-    if not isinstance(which, Generator):
-        raise TypeError(f"generator must be a tracegrad.Generator, not {type(which).__name__}")
-    return which
 
 
 generator = _generator_of     # the name nn and ops use
@@ -225,7 +217,6 @@ def _float_dtype(dtype, what):
 def _torch_name(dt):
     return {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
             "bool": "Bool"}.get(np.dtype(dt).name, np.dtype(dt).name)
-
 
 
 def _like(fn: Callable[..., np.ndarray]) -> Callable[..., Tensor]:

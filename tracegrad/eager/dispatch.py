@@ -9,33 +9,22 @@ that transform's tracers is recorded there.
 """
 from __future__ import annotations
 
-import contextvars
 import re
 
 import numpy as np
 
 from ..ir import apply
 from ..tracer import Tracer, user_src
+from ..tracer.numpy_api import DIRECT
 from . import grad_mode, profiler
 from .aliasing import derived, view_name, writable
 from .tape import TAPE, EagerTracer, Version
+from .tensor_base import CAPTURE, TensorBase  # noqa: F401  (CAPTURE: see tensor_base)
 
 _PLAIN, _RECORD, _SYMBOLIC = 0, 1, 2
 
-# the ``tg.compile`` capture running in this thread (or asyncio task), else None: while
-# one runs, every operation goes to it (``eager/compile/capture.py``), so that tensors
-# whose values are its tracers are recorded into its graph
-CAPTURE: contextvars.ContextVar = contextvars.ContextVar("tracegrad_capture", default=None)
 
-
-Tensor = None       # tg.Tensor, set by tensor.py once it is defined
-
-
-def _tensor_class():
-    return Tensor
-
-
-def mode_of(args, Tensor):
+def mode_of(args, Tensor=TensorBase):
     mode = _PLAIN
     record = grad_mode.is_grad_enabled()
     for a in args:
@@ -78,49 +67,103 @@ def _symbolic(t):
         else t._data
 
 
-def call(fn, *args, name=None, view_of=None, **kwargs):
+def call(fn, *args, name=None, view_of=None, like=None, **kwargs):
     """``fn(*values, **kwargs)`` as a tensor (or a tuple of tensors).
 
-    ``name`` is PyTorch's name for the result's ``grad_fn``; ``view_of`` is the tensor
-    whose storage the result shares (view operations), so that both count in-place
-    changes together.
+    ``name`` is PyTorch's name for the result's ``grad_fn`` where it is not the
+    ``torch_name`` of the primitive ``fn`` records (a composite operation); ``view_of`` is
+    the tensor whose storage the result shares (view operations), so that both count
+    in-place changes together. The results are made by the constructors of the first tensor among
+    the operands (``Tensor._plain`` & co.: a ``Tensor`` whatever its subclass), or of
+    ``like`` (``tg.Tensor``, or a tensor) when no operand is one.
     """
-    Tensor = _tensor_class()
     prof = profiler.current()
     if prof is not None:
         started = prof.begin()
+        out = None
         try:
-            return _call(Tensor, fn, args, name, view_of, kwargs)
+            out = _call(fn, args, name, view_of, like, kwargs)
+            return out
         finally:
-            prof.end(forward_name(name, fn), started)
-    return _call(Tensor, fn, args, name, view_of, kwargs)
+            prof.end(forward_name(name if name is not None else _node_name(out), fn), started)
+    return _call(fn, args, name, view_of, like, kwargs)
+
+
+def _node_name(out):
+    """The ``grad_fn`` name of the (first) result, or None."""
+    first = out[0] if isinstance(out, tuple) and out else out
+    fn = getattr(first, "grad_fn", None)
+    return fn.name() if fn is not None else None
 
 
 def forward_name(name, fn):
-    """``MulBackward0`` -> ``mul``, ``LogSoftmaxBackward0`` -> ``log_softmax``."""
+    """``MulBackward0`` -> ``mul``, ``LogSoftmaxBackward0`` -> ``log_softmax``; with no
+    name, that of the primitive the ufunc ``fn`` stands for (``np.multiply`` -> ``mul``)."""
     if name is None:
-        return getattr(fn, "__name__", "op")
+        prim = DIRECT.get(getattr(fn, "__wrapped__", fn))
+        if prim is None:
+            return getattr(fn, "__name__", "op")
+        name = prim.torch_name
     base = re.sub(r"Backward\d*$", "", name)
     return re.sub(r"(?<!^)(?=[A-Z])", "_", base).lower()
 
 
-def _call(Tensor, fn, args, name, view_of, kwargs):
+def _scan(args, record):
+    """``mode_of``'s walk, also giving the first tensor among ``args`` (or None)."""
+    mode, first = _PLAIN, None
+    for a in args:
+        if isinstance(a, TensorBase):
+            if first is None:
+                first = a
+            if a._tracer is not None and not isinstance(a._tracer, EagerTracer):
+                return _SYMBOLIC, first
+            if record and a.requires_grad:
+                mode = _RECORD
+        elif isinstance(a, (list, tuple)):
+            sub, inner = _scan(a, record)
+            if first is None:
+                first = inner
+            if sub == _SYMBOLIC:
+                return sub, first
+            mode = max(mode, sub)
+        elif isinstance(a, Tracer) and not isinstance(a, EagerTracer):
+            return _SYMBOLIC, first
+    return mode, first
+
+
+def _first_tensor(args):
+    for a in args:
+        if isinstance(a, TensorBase):
+            return a
+        if isinstance(a, (list, tuple)):
+            inner = _first_tensor(a)
+            if inner is not None:
+                return inner
+    return None
+
+
+def _call(fn, args, name, view_of, like, kwargs):
     capture = CAPTURE.get()
     if capture is not None:
         return capture.call(fn, args, kwargs)
-    mode = mode_of(args, Tensor)
+    mode, first = _scan(args, grad_mode.is_grad_enabled())
+    if first is None:
+        first = _first_tensor(args) if mode == _SYMBOLIC else None
+        first = first if first is not None else view_of if view_of is not None else like
+        if first is None:
+            raise TypeError("dispatch.call: no tensor among the operands; pass like=Tensor")
     if mode == _PLAIN:
-        values = _map(args, _value, Tensor)
+        values = _map(args, _value, TensorBase)
         out = fn(*values, **kwargs)
         if view_of is None:
             out = _owned(out, values)
-        return _wrap(out, Tensor, name if view_of is not None else None, None, view_of)
+        return _wrap(out, first, name if view_of is not None else None, None, view_of)
     if mode == _RECORD:
         outer = TAPE.src
         if outer is None:
             TAPE.src = user_src()
         try:
-            ins = _map(args, _traced, Tensor)
+            ins = _map(args, _traced, TensorBase)
             out = fn(*ins, **kwargs)
         finally:
             TAPE.src = outer
@@ -130,17 +173,17 @@ def _call(Tensor, fn, args, name, view_of, kwargs):
                 out._value.size and not np.may_share_memory(out._value, view_of._data):
             # the primitives recorded copy (``diagonal`` is a selection): the tensor's value
             # is the operation applied to the value, a view sharing the base's memory
-            plain = fn(*_map(args, _value, Tensor), **kwargs)
+            plain = fn(*_map(args, _value, TensorBase), **kwargs)
             if isinstance(plain, np.ndarray) and _aliases(plain, view_of._data):
                 out._value = out._handle._value = plain
-        return _wrap(out, Tensor, name, ins, view_of)
+        return _wrap(out, first, name, ins, view_of)
     if grad_mode._state.dropped is not None:
-        grad_mode.note_constants([t for t in _flat(args) if isinstance(t, Tensor) and not (
+        grad_mode.note_constants([t for t in _flat(args) if isinstance(t, TensorBase) and not (
             t._tracer is not None and not isinstance(t._tracer, EagerTracer))])
-    out = fn(*_map(args, _symbolic, Tensor), **kwargs)
+    out = fn(*_map(args, _symbolic, TensorBase), **kwargs)
     if grad_mode.cuts_derivatives():
         out = _stopped(out)
-    return _wrap(out, Tensor, None, None, None)
+    return _wrap(out, first, None, None, None)
 
 
 def _stopped(out):
@@ -172,14 +215,15 @@ def _owned(out, sources):
     return copy
 
 
-def _wrap(out, Tensor, name, ins, view_of):
+def _wrap(out, like, name, ins, view_of):
+    """``out`` as tensors, made by ``like``'s constructors (a tensor, or ``tg.Tensor``)."""
     if isinstance(out, tuple):
-        return tuple(_wrap(o, Tensor, name, ins, view_of) for o in out)
+        return tuple(_wrap(o, like, name, ins, view_of) for o in out)
     if isinstance(out, EagerTracer):
-        return _from_tracer(out, Tensor, name, ins, view_of)
+        return _from_tracer(out, like, name, ins, view_of)
     if isinstance(out, Tracer):
-        return Tensor._symbolic(out)
-    t = Tensor._plain(np.asarray(out))
+        return like._symbolic(out)
+    t = like._plain(np.asarray(out))
     if view_of is not None and out is not None and _aliases(t._data, view_of._data):
         _viewing(t, view_of, name)
     return t
@@ -211,21 +255,25 @@ def _viewing(t, view_of, name):
     writable(t._data, view_of._data)
 
 
-def _from_tracer(tracer, Tensor, name, ins, view_of):
+def _from_tracer(tracer, like, name, ins, view_of):
     if tracer._dtype.kind not in "fc":
         # integers and booleans carry no gradient
-        return _wrap(tracer._value, Tensor, name, None, view_of)
+        return _wrap(tracer._value, like, name, None, view_of)
     if name is not None and _holds(ins, tracer):
         # NumPy handed an operand back (a reshape to its own shape): PyTorch still makes
         # a node, and retain_grad/hooks on the result must not land on the operand's
         tracer = apply("reshape", tracer, shape=tuple(tracer.shape))
+    elif name is None and ins is not None and not _holds(ins, tracer):
+        # no name given: the recorded primitive's, its registry entry's ``torch_name``
+        # (an operation whose PyTorch name differs, a composite one, passes its own)
+        name = tracer._handle.name()
     handle = tracer._handle
     if name is not None:
         handle._name = name
         inputs = edges(name, _flat(ins))
         if inputs != handle._parents:
             handle._inputs = inputs
-    t = Tensor._recorded(tracer)
+    t = like._recorded(tracer)
     if view_of is not None and _aliases(t._data, view_of._data):
         _viewing(t, view_of, name)
         handle._counter = view_of._vc

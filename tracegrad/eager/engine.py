@@ -21,9 +21,9 @@ from ..passes.cse import cse
 from ..runtime.interpreter import run as interpret
 from ..tracer import source_override
 from . import anomaly, grad_mode, profiler
-from .dispatch import CAPTURE, _tensor_class  # tg.Tensor: tensor.py imports this module
 from .promotion import type_name
 from .tape import TAPE, AccumulateGrad, EagerTracer, Saved, walk
+from .tensor_base import CAPTURE, TensorBase
 
 _FREED = ("Trying to backward through the graph a second time (or directly access saved "
           "tensors after they have already been freed). Saved intermediate values of the graph "
@@ -172,7 +172,7 @@ def _seed(root, grad, i, Tensor, shared=False):
                 one.flags.writeable = False
             return one
         return np.ones(shape, dtype)
-    if not isinstance(grad, Tensor):
+    if not isinstance(grad, TensorBase):
         grad = Tensor._plain(np.asarray(grad, dtype=root.dtype))
     if tuple(grad.shape) != tuple(root.shape):
         raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
@@ -185,7 +185,7 @@ def _run(roots, grads, targets, retain_graph, create_graph, scan):
     ``scan`` (a ``tape.Walk``): node -> array (a Tensor with create_graph) for those
     reached, the arrays the backward graph was given, and the nodes a custom Function's
     backward sent a gradient to."""
-    Tensor = _tensor_class()
+    Tensor = type(roots[0])     # (its constructors make a tg.Tensor, whatever subclass)
     tracers = []
     for i, r in enumerate(roots):
         if not r.requires_grad:
@@ -248,7 +248,7 @@ def _stage(root_nodes, seeds, targets, create_graph, handles, nodes, cut, Tensor
         outs = _replay(plan, saved, seed_args, order, handles, Tensor)
         args = []
     else:
-        args = [h._value for h in saved] + [s._data if isinstance(s, Tensor) else s
+        args = [h._value for h in saved] + [s._data if isinstance(s, TensorBase) else s
                                            for s in seed_args]
         observe = _observer(plan, order, handles, Tensor)
         if observe is None:
@@ -401,7 +401,7 @@ def _staged(root_nodes, seeds, targets, create_graph, scan, Tensor):
     on until nothing is left waiting. Everything recorded after a node is handled before
     it, so each is handled once, with its whole gradient (a hook sees it once)."""
     if create_graph:
-        seeds = [s if isinstance(s, Tensor) else Tensor._plain(s) for s in seeds]
+        seeds = [s if isinstance(s, TensorBase) else Tensor._plain(s) for s in seeds]
     handles = scan.nodes
     wanted = set(targets)
     needed = scan.leading_to(wanted)
@@ -460,7 +460,7 @@ def _staged(root_nodes, seeds, targets, create_graph, scan, Tensor):
                     raise RuntimeError(_FREED)
                 ct = waiting.pop(n)
                 if h._hooks:
-                    out = _run_hooks(h._hooks, ct if isinstance(ct, Tensor) else Tensor._plain(ct),
+                    out = _run_hooks(h._hooks, ct if isinstance(ct, TensorBase) else Tensor._plain(ct),
                                      Tensor)
                     ct = out if create_graph else out._data
                 if n in wanted:
@@ -512,7 +512,7 @@ def _run_hooks(hooks, grad, Tensor):
     for hook in list(hooks):
         out = hook(grad)
         if out is not None:
-            if not isinstance(out, Tensor):
+            if not isinstance(out, TensorBase):
                 raise TypeError(f"a hook must return a Tensor or None, got {type(out).__name__}")
             if tuple(out.shape) != tuple(grad.shape):
                 raise RuntimeError(f"hook returned a gradient of shape {list(out.shape)} for a "
@@ -531,8 +531,8 @@ def _replay(plan, saved, seed_args, order, handles, Tensor):
         t._handle = h
         env[n] = t
     for n, s in zip(g.inputs[len(saved):], seed_args):
-        env[n] = s._traced() if isinstance(s, Tensor) and s.requires_grad else (
-            s._data if isinstance(s, Tensor) else s)
+        env[n] = s._traced() if isinstance(s, TensorBase) and s.requires_grad else (
+            s._data if isinstance(s, TensorBase) else s)
     checking = anomaly.is_anomaly_enabled()
 
     def const(value, src):
@@ -568,7 +568,7 @@ def _fresh(value, Tensor, inputs=()):
     """A gradient array as a tensor of its own: copied only when it may share memory with
     one of the backward graph's ``inputs`` (a saved value handed straight back) or is a
     read-only broadcast view, since ``.grad`` is accumulated in place."""
-    if isinstance(value, Tensor):
+    if isinstance(value, TensorBase):
         return value
     if not value.flags.writeable:
         value = np.array(value, copy=True)
@@ -611,8 +611,8 @@ def _as_list(x):
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
     """Accumulate the gradients of ``tensors`` into ``.grad`` of the leaves (of ``inputs``
     only, when given)."""
-    Tensor = _tensor_class()
     tensors = _as_list(tensors)
+    Tensor = type(tensors[0])   # (its constructors make a tg.Tensor, whatever subclass)
     grads = _as_list(grad_tensors) or [None] * len(tensors)
     capture = CAPTURE.get()
     if capture is not None:     # tg.compile recording: the adjoint into its graph
@@ -720,8 +720,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     attributes are left alone."""
     if CAPTURE.get() is not None:
         CAPTURE.get().graph_break("torch.autograd.grad")
-    Tensor = _tensor_class()
     outputs = _as_list(outputs)
+    Tensor = type(outputs[0])   # (its constructors make a tg.Tensor, whatever subclass)
     inputs = _as_list(inputs)
     grads = _as_list(grad_outputs) or [None] * len(outputs)
     if retain_graph is None:
@@ -735,7 +735,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     handles = scan.nodes
     wanted = []
     for t in inputs:
-        if not isinstance(t, Tensor):
+        if not isinstance(t, TensorBase):
             raise TypeError(f"inputs must be Tensors, got {type(t).__name__}")
         if not t.requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")

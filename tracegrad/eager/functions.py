@@ -1,15 +1,20 @@
 """The module-level functions (``tg.add``, ``tg.cat``, ``tg.stack``, ``tg.where``, ...):
-the ``FUNCTIONS`` table the package exports.
+the ``FUNCTIONS`` table the package exports. Most are a tensor method called on the
+first argument (``tg.exp(t)`` is ``t.exp()``).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .arithmetic import _UNARY, _as_tensor, _check_broadcast, _elementwise, _err
+from . import arithmetic, indexed_ops, linalg, multinomial, tensor_methods, views
+from .arithmetic import _UNARY, _elementwise, _err
 from .dispatch import call
 from .promotion import cast, result_type
-from .shapes import reshape
 from .tensor import Tensor, default_dtype
+
+
+def _as_tensor(x):
+    return arithmetic._as_tensor(x, Tensor)
 
 
 # -- module-level functions ----------------------------------------------------------------
@@ -83,17 +88,14 @@ def stack(tensors, dim=0):
 
 def where(condition, input=None, other=None):
     if input is None:
-        return tuple(Tensor._plain(i.astype(np.int64)) for i in np.nonzero(_as_tensor(condition)._data))
-    cond = condition._data if isinstance(condition, Tensor) else np.asarray(condition)
-    _check_broadcast(input, other)
-    _check_broadcast(cond, input)
-    _check_broadcast(cond, other)
-    return _elementwise(lambda a, b: np.where(cond, a, b), input, other, name="WhereBackward0")
+        return tuple(Tensor._plain(i.astype(np.int64))
+                     for i in np.nonzero(_as_tensor(condition)._data))
+    return tensor_methods.where(condition, input, other, like=Tensor)
 
 
 def outer(a, b):
     # PyTorch: a.reshape(-1, 1) * b
-    return _elementwise(np.multiply, reshape(_as_tensor(a), (-1, 1)), b, name="MulBackward0")
+    return _elementwise(np.multiply, _as_tensor(a).reshape(-1, 1), b)
 
 
 def einsum(spec, *operands):
@@ -140,6 +142,112 @@ for _name in ("maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge", "fmod"):
 FUNCTIONS.update(cat=cat, concat=cat, concatenate=cat, stack=stack, where=where, outer=outer,
                  ger=outer, einsum=einsum)
 del _name, _rop
+
+
+# -- the methods of tensor_methods.py and views.py, as functions ----------------------------
+for _name in ["sort", "argsort", "msort", "topk", "median", "isnan", "isinf", "isfinite",
+              "isposinf", "isneginf", "logical_and", "logical_or", "logical_xor", "scatter",
+              "scatter_add", "index_select", "masked_select", "nonzero", "count_nonzero",
+              "tril", "triu", "diagonal", "diag", "cumprod", "nan_to_num", "movedim",
+              "moveaxis", "tile", "atan2", "arctan2", "lerp", "addmm", "logaddexp", "unique",
+              "bincount", "logical_not", "clamp_", "detach", "broadcast_to", "is_complex",
+              "is_signed", "expand_as"]:       # (not trace: tg.trace is the IR's)
+    FUNCTIONS[_name] = _method_function(_name)
+del _name
+FUNCTIONS.update(equal=lambda input, other: _as_tensor(input).equal(other),
+                 allclose=lambda input, other, rtol=1e-05, atol=1e-08, equal_nan=False:
+                 _as_tensor(input).allclose(other, rtol, atol, equal_nan),
+                 isclose=lambda input, other, rtol=1e-05, atol=1e-08, equal_nan=False:
+                 _as_tensor(input).isclose(other, rtol, atol, equal_nan))
+
+
+def hstack(tensors):
+    tensors = [_as_tensor(t) for t in tensors]
+    return cat(tensors, 0 if tensors[0].dim() == 1 else 1)
+
+
+def vstack(tensors):
+    return cat([t if t.dim() >= 2 else t.reshape(1, -1) for t in
+                (_as_tensor(t) for t in tensors)], 0)
+
+
+def meshgrid(*tensors, indexing="ij"):
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    shape = tuple(t.numel() for t in tensors)
+    if indexing == "xy" and len(shape) >= 2:
+        shape = (shape[1], shape[0]) + shape[2:]
+    out = []
+    for k, t in enumerate(tensors):
+        axis = k if indexing == "ij" or len(shape) < 2 else {0: 1, 1: 0}.get(k, k)
+        view = [1] * len(shape)
+        view[axis] = t.numel()
+        out.append(t.reshape(view).expand(*shape))
+    return tuple(out)
+
+
+def broadcast_tensors(*tensors):
+    shape = np.broadcast_shapes(*(tuple(t.shape) for t in tensors))
+    return tuple(t.expand(*shape) for t in tensors)
+
+
+FUNCTIONS.update(hstack=hstack, vstack=vstack, meshgrid=meshgrid,
+                 broadcast_tensors=broadcast_tensors)
+
+
+def _select(input, dim, index):
+    """``input.select(dim, index)``: the slice at ``index`` along ``dim``, a view."""
+    return _as_tensor(input).select(dim, index)
+
+
+def _as_strided(input, size, stride, storage_offset=None):
+    """``input.as_strided(size, stride, storage_offset)``: a view of its memory."""
+    return _as_tensor(input).as_strided(size, stride, storage_offset)
+
+
+def _adjoint(input):
+    """``input.adjoint()``: the conjugate transpose of the last two dimensions, a view."""
+    return _as_tensor(input).adjoint()
+
+
+def _real(input):
+    """``input.real``: the real part, a view of a complex tensor."""
+    return _as_tensor(input).real
+
+
+def _imag(input):
+    """``input.imag``: the imaginary part of a complex tensor, a view."""
+    return _as_tensor(input).imag
+
+
+def _conj(input):
+    """``input.conj()``: the complex conjugate."""
+    return _as_tensor(input).conj()
+
+
+def _view_as_real(input):
+    return views.view_as_real(_as_tensor(input))
+
+
+def _view_as_complex(input):
+    return views.view_as_complex(_as_tensor(input))
+
+
+for _fn, _of in ((_view_as_real, views.view_as_real), (_view_as_complex, views.view_as_complex)):
+    _fn.__name__, _fn.__doc__ = _of.__name__, _of.__doc__
+del _fn, _of
+FUNCTIONS.update(select=_select, as_strided=_as_strided, adjoint=_adjoint, real=_real,
+                 imag=_imag, conj=_conj, view_as_real=_view_as_real,
+                 view_as_complex=_view_as_complex)
+FUNCTIONS.update(index_fill=lambda input, dim, index, value: _as_tensor(input).index_fill(
+    dim, index, value))
+
+# torch.det & co. (linalg.py), index_add, scatter_reduce, ... (indexed_ops.py), multinomial
+FUNCTIONS.update(linalg.OLD_FUNCTIONS)
+FUNCTIONS.update(index_add=indexed_ops.index_add, scatter_reduce=indexed_ops.scatter_reduce,
+                 kthvalue=indexed_ops.kthvalue, diff=indexed_ops.diff,
+                 searchsorted=indexed_ops.searchsorted, bucketize=indexed_ops.bucketize,
+                 cdist=indexed_ops.cdist, multinomial=multinomial.multinomial)
 
 
 def _default():

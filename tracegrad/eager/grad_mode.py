@@ -5,6 +5,7 @@ import threading
 
 class _State(threading.local):
     enabled = True          # each thread starts with grad mode on
+    inference = False       # tg.inference_mode (eager/inference.py): tensors made are marked
     # inside a torch.func derivative (grad, vjp, jacrev, ...): the operations no_grad
     # covers are cut from the derivative (tracegrad/functorch/func.py counts them)
     functional = 0

@@ -52,14 +52,14 @@ def matmul(a, b):
     if da == 2 and db == 1:
         return _product(a, b, "MvBackward0")
     if da == 2 and db == 2:
-        return _product(a, b, "MmBackward0")
+        return _product(a, b, None)     # (MmBackward0: matmul's)
     if da == 1 and db == 2:
-        return _renamed(_product(a.unsqueeze(0), b, "MmBackward0").squeeze(0),
+        return _renamed(_product(a.unsqueeze(0), b, None).squeeze(0),
                         "SqueezeBackward4")
     if da >= 3 and db in (1, 2):
         rows = a.reshape(-1, a.shape[-1]) if a._data is None or is_contiguous(a) else None
         if rows is not None:
-            out = _product(rows, b, "MvBackward0" if db == 1 else "MmBackward0")
+            out = _product(rows, b, "MvBackward0" if db == 1 else None)
             return _unsafe_view(out, tuple(a.shape[:-1]) + tuple(b.shape[1:]))
     if da >= 3 and db >= 3:
         try:

@@ -90,6 +90,7 @@ def promoted(fn, dtype):
     def run(*values):
         return fn(*(cast(v, dtype) for v in values))
     run.__name__ = getattr(fn, "__name__", "op")
+    run.__wrapped__ = getattr(fn, "__wrapped__", fn)
     return run
 
 

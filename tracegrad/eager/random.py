@@ -140,6 +140,12 @@ class Generator:
             v, self._next_normal = self._next_normal, None
             return v
         u1, u2 = self._unit(2, np.float64)
+        if not isinstance(u1, (float, np.floating)):    # words of a tg.compile capture
+            from ..ir.source import user_src
+            from .compile.capture import GraphBreak
+            raise GraphBreak("the function draws a single normal number (a randn of fewer "
+                             "than 16 elements, computed in Python as PyTorch does): it "
+                             "is drawn eagerly", user_src())
         r = math.sqrt(-2.0 * math.log1p(-u2))
         theta = 2.0 * math.pi * u1
         self._next_normal = r * math.sin(theta)
@@ -195,3 +201,12 @@ def _box_muller_16(blocks, mean, std):
 
 
 default_generator = Generator()
+
+
+def generator_of(which=None) -> Generator:
+    """``which`` (a ``tg.Generator``), or the default one ``manual_seed`` seeds."""
+    if which is None:
+        return default_generator
+    if not isinstance(which, Generator):
+        raise TypeError(f"generator must be a tracegrad.Generator, not {type(which).__name__}")
+    return which

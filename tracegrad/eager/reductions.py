@@ -1,5 +1,6 @@
-"""Tensor reductions: ``sum``, ``mean``, ``prod``, ``max``/``min`` with indices, ``std``/``var``,
-``logsumexp``, ``softmax``, norms and counts, with PyTorch's ``dim`` forms and dtype rules.
+"""Tensor reductions (``ReductionMethods``): ``sum``, ``mean``, ``prod``, ``max``/``min``
+with indices, ``std``/``var``, ``logsumexp``, ``softmax``, norms and ``cumsum``, with
+PyTorch's ``dim`` forms and dtype rules.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from .grad_mode import is_grad_enabled as _grad_enabled
 from .indexing import operand_key as _operand_key
 from .profiler import current as _profiling
 from .tape import TAPE, EagerTracer
-from .tensor import Tensor, _scalar_name, default_dtype
+from .tensor_base import TensorBase, _scalar_name, default_dtype
 
 
 # -- reductions -------------------------------------------------------------------------
@@ -83,30 +84,26 @@ def _first_empty_dim(t, dim):
 _OMITTED = object()     # prod's and max's dim not given (an explicit None is an error there)
 
 
-def _reduction(fn, name0, name1):
-    def op(self, dim=_OMITTED, keepdim=False, *, dtype=None, axis=None):
-        if dim is _OMITTED:
-            dim = None
-        elif dim is None and fn is np.prod:
-            raise TypeError("prod() received an invalid combination of arguments - got "
-                            "(NoneType), but expected (int dim, bool keepdim = False)")
-        if fn is np.sum and dim is None and axis is None and dtype is None and FAST.get():
-            out = _fast_sum(self)
-            if out is not None:
-                return out
-        given = axis if dim is None else dim
-        if fn is np.prod:
-            _int_dim("prod", given)
-        x = self if dtype is None else self.to(dtype)
-        if fn is np.mean and x.dtype.kind not in "fc":
-            raise _err("mean(): could not infer output dtype. Input dtype must be either a "
-                       f"floating point or complex dtype. Got: {_scalar_name(x.dtype)}")
-        if fn is not np.mean and x.dtype.kind in "biu" and x.dtype != np.int64:
-            x = x.to(np.int64)              # PyTorch sums and multiplies integers in int64
-        dim = _scalar_dim(self, given)
-        return call(lambda v: fn(v, axis=dim, keepdims=keepdim), x,
-                    name=name0 if given is None else name1)
-    return op
+def _reduce(self, fn, name0, name1, dim, keepdim, dtype, axis):
+    """``sum`` / ``mean`` / ``prod``: ``name0`` names the reduction of every element,
+    ``name1`` one along given dims."""
+    if dim is _OMITTED:
+        dim = None
+    elif dim is None and fn is np.prod:
+        raise TypeError("prod() received an invalid combination of arguments - got "
+                        "(NoneType), but expected (int dim, bool keepdim = False)")
+    given = axis if dim is None else dim
+    if fn is np.prod:
+        _int_dim("prod", given)
+    x = self if dtype is None else self.to(dtype)
+    if fn is np.mean and x.dtype.kind not in "fc":
+        raise _err("mean(): could not infer output dtype. Input dtype must be either a "
+                   f"floating point or complex dtype. Got: {_scalar_name(x.dtype)}")
+    if fn is not np.mean and x.dtype.kind in "biu" and x.dtype != np.int64:
+        x = x.to(np.int64)              # PyTorch sums and multiplies integers in int64
+    dim = _scalar_dim(self, given)
+    return call(lambda v: fn(v, axis=dim, keepdims=keepdim), x,
+                name=name0 if given is None else name1)
 
 
 _SUM = REGISTRY["sum"]
@@ -116,7 +113,7 @@ def _fast_sum(x):
     """``x.sum()`` of a floating tensor the tape records: the one primitive ``np.sum``
     comes to (``call``'s steps, without its walks over the operands), or None."""
     tr = x._tracer
-    if type(x) is not Tensor or type(x._data) is not np.ndarray or x._data.dtype.kind != "f" \
+    if type(x._data) is not np.ndarray or x._data.dtype.kind != "f" \
             or not (tr is None and x._requires_grad or type(tr) is EagerTracer) \
             or not _grad_enabled() or _profiling() is not None:
         return None
@@ -126,8 +123,7 @@ def _fast_sum(x):
     src = TAPE.src
     out = TAPE.add1(_SUM, t, {"axis": tuple(range(t._value.ndim)), "keepdims": False},
                     src if src is not None else _user_src(3))
-    out._handle._name = "SumBackward0"      # its one edge is its parent
-    return Tensor._recorded(out)
+    return x._recorded(out)     # (SumBackward0: its one edge is its parent)
 
 
 def _check_dim(t, dim):
@@ -142,74 +138,42 @@ def _check_dim(t, dim):
         seen.add(d)
 
 
-Tensor.sum = _reduction(np.sum, "SumBackward0", "SumBackward1")
-Tensor.mean = _reduction(np.mean, "MeanBackward0", "MeanBackward1")
-Tensor.prod = _reduction(np.prod, "ProdBackward0", "ProdBackward1")
-def _logical_reduction(fn):
+
+
+def _logical_reduction(self, fn, dim, keepdim):
     """``any`` / ``all``: bool, or uint8 for a uint8 tensor (PyTorch); an empty ``dim``
     list reduces nothing there (each element is tested alone)."""
-    def op(self, dim=None, keepdim=False):
-        empty = isinstance(dim, (tuple, list)) and len(dim) == 0
-        dim = _scalar_dim(self, dim)
-        out_dtype = np.uint8 if self.dtype == np.uint8 else np.bool_
+    empty = isinstance(dim, (tuple, list)) and len(dim) == 0
+    dim = _scalar_dim(self, dim)
+    out_dtype = np.uint8 if self.dtype == np.uint8 else np.bool_
 
-        def run(v):
-            out = v != 0 if empty else fn(v, axis=dim, keepdims=keepdim)
-            return out.astype(out_dtype) if out_dtype != np.bool_ else out
-        return call(run, self)
-    return op
+    def run(v):
+        out = v != 0 if empty else fn(v, axis=dim, keepdims=keepdim)
+        return out.astype(out_dtype) if out_dtype != np.bool_ else out
+    return call(run, self)
 
 
-Tensor.all = _logical_reduction(np.all)
-Tensor.any = _logical_reduction(np.any)
+def _spread(self, fn, name, dim, unbiased, keepdim, correction, what="std and var"):
+    """``std`` / ``var`` (``fn``) with PyTorch's ``unbiased`` / ``correction``."""
+    if isinstance(dim, bool):           # std(False): the old positional `unbiased`
+        dim, unbiased = None, dim
+    ddof = correction if correction is not None else (0 if unbiased is False else 1)
+    if self.dtype.kind not in "fc":
+        raise _err(f"{what} only support floating point and complex dtypes")
+    dim = _scalar_dim(self, dim)
+    return call(lambda v: fn(v, axis=dim, ddof=ddof, keepdims=keepdim), self, name=name)
 
 
-def _var_like(fn, name, what="std and var"):
-    def op(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
-        if isinstance(dim, bool):           # std(False): the old positional `unbiased`
-            dim, unbiased = None, dim
-        ddof = correction if correction is not None else (0 if unbiased is False else 1)
-        if self.dtype.kind not in "fc":
-            raise _err(f"{what} only support floating point and complex dtypes")
-        dim = _scalar_dim(self, dim)
-        return call(lambda v: fn(v, axis=dim, ddof=ddof, keepdims=keepdim), self, name=name)
-    return op
-
-
-def _with_mean(spread, what):
+def _with_mean(self, spread, what, dim, unbiased, keepdim, correction):
     """``std_mean`` / ``var_mean``: the spread and the mean over the same dims."""
-    def op(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
-        if isinstance(dim, bool):
-            dim, unbiased = None, dim
-        node = "StdMeanBackward0" if spread is not np.var else "VarMeanBackward0"
-        first = _var_like(spread, node, what)(self, dim, unbiased, keepdim,
-                                              correction=correction)
-        mean = self.mean(dim, keepdim)
-        if mean.grad_fn is not None:
-            mean.grad_fn._name = node           # PyTorch: one node for both results
-        return first, mean
-    op.__name__ = what
-    return op
-
-
-def nansum(self, dim=None, keepdim=False, *, dtype=None):
-    """The sum with NaN counted as 0."""
-    x = self if dtype is None else self.to(dtype)
-    if x.dtype.kind in "biu":
-        return x.sum(dim, keepdim)
-    dim = _scalar_dim(x, dim)
-    return call(lambda v: np.sum(np.where(np.isnan(v), np.zeros((), v.dtype), v), axis=dim,
-                                 keepdims=keepdim), x, name="NansumBackward0")
-
-
-def nanmean(self, dim=None, keepdim=False, *, dtype=None):
-    """The mean of the elements that are not NaN."""
-    x = self if dtype is None else self.to(dtype)
-    if x.dtype.kind not in "fc":
-        raise _err("nanmean(): expected input to have floating point or complex dtype but "
-                   f"got {_scalar_name(x.dtype)}")
-    count = (~x.isnan()).sum(dim, keepdim)
-    return x.nansum(dim, keepdim) / count
+    if isinstance(dim, bool):
+        dim, unbiased = None, dim
+    node = "StdMeanBackward0" if spread is not np.var else "VarMeanBackward0"
+    first = _spread(self, spread, node, dim, unbiased, keepdim, correction, what)
+    mean = self.mean(dim, keepdim)
+    if mean.grad_fn is not None:
+        mean.grad_fn._name = node           # PyTorch: one node for both results
+    return first, mean
 
 
 def _safe_root(s, p=2):
@@ -228,88 +192,70 @@ def _std(v, axis=None, ddof=0, keepdims=False):
     return _safe_sqrt(np.var(v, axis=axis, ddof=ddof, keepdims=keepdims))
 
 
-Tensor.std = _var_like(_std, "StdBackward0")
-Tensor.var = _var_like(np.var, "VarBackward0")
-Tensor.std_mean = _with_mean(_std, "std_mean")
-Tensor.var_mean = _with_mean(np.var, "var_mean")
-Tensor.nansum, Tensor.nanmean = nansum, nanmean
 
 
-def _extremum(fn, argfn, name_all, name_dim):
-    def op(self, dim=_OMITTED, keepdim=False):
-        if dim is _OMITTED:
-            dim = None
-        elif dim is None:
-            raise TypeError(f"{fn.__name__}() received an invalid combination of arguments - "
-                            "got (NoneType), but expected (int dim, bool keepdim = False)")
-        if isinstance(dim, Tensor):                   # torch.max(a, b): elementwise
-            return (Tensor.maximum if fn is np.max else Tensor.minimum)(self, dim)
-        _int_dim(fn.__name__, dim)
-        if dim is None:
-            if self.numel() == 0:
-                raise _err(f"{fn.__name__}(): Expected reduction dim to be specified for "
-                           "input.numel() == 0. Specify the reduction dim with the 'dim' "
-                           "argument.")
-            return call(fn, self, name=name_all)
-        _check_dim(self, dim)
-        if self.dim() == 0:
-            return MinMax(call(lambda v: np.reshape(v, ()), self, name=name_dim),
-                          Tensor._plain(np.zeros((), np.int64)))
-        data = self._concrete("max(dim)")
-        if data.shape[dim] == 0:
-            raise IndexError(f"{fn.__name__}(): Expected reduction dim {dim % data.ndim} to have "
-                             "non-zero size.")
-        # the values are read at the returned indices, so that the whole gradient goes to
-        # those (the first of tied elements), as PyTorch's MaxBackward0 sends it
-        idx = np.expand_dims(argfn(data, axis=dim), dim)
-        grids = np.indices(idx.shape, sparse=True)
-        axis = dim % data.ndim
-        key = tuple(idx if d == axis else grids[d] for d in range(data.ndim))
+def _extremum(self, dim, keepdim, fn, argfn, name_all, name_dim):
+    """``max`` / ``min``: of every element, ``(values, indices)`` along ``dim``, or the
+    elementwise extreme of two tensors."""
+    if dim is _OMITTED:
+        dim = None
+    elif dim is None:
+        raise TypeError(f"{fn.__name__}() received an invalid combination of arguments - "
+                        "got (NoneType), but expected (int dim, bool keepdim = False)")
+    if isinstance(dim, TensorBase):               # torch.max(a, b): elementwise
+        return self.maximum(dim) if fn is np.max else self.minimum(dim)
+    _int_dim(fn.__name__, dim)
+    if dim is None:
+        if self.numel() == 0:
+            raise _err(f"{fn.__name__}(): Expected reduction dim to be specified for "
+                       "input.numel() == 0. Specify the reduction dim with the 'dim' "
+                       "argument.")
+        return call(fn, self, name=name_all)
+    _check_dim(self, dim)
+    if self.dim() == 0:
+        return MinMax(call(lambda v: np.reshape(v, ()), self, name=name_dim),
+                      self._plain(np.zeros((), np.int64)))
+    data = self._concrete("max(dim)")
+    if data.shape[dim] == 0:
+        raise IndexError(f"{fn.__name__}(): Expected reduction dim {dim % data.ndim} to have "
+                         "non-zero size.")
+    # the values are read at the returned indices, so that the whole gradient goes to
+    # those (the first of tied elements), as PyTorch's MaxBackward0 sends it
+    idx = np.expand_dims(argfn(data, axis=dim), dim)
+    grids = np.indices(idx.shape, sparse=True)
+    axis = dim % data.ndim
+    key = tuple(idx if d == axis else grids[d] for d in range(data.ndim))
 
-        def pick(v):
-            out = v[_operand_key(v, key)]
-            return out if keepdim else np.squeeze(out, axis=axis)
-        values = call(pick, self, name=name_dim)
-        if not keepdim:
-            idx = np.squeeze(idx, axis=axis)
-        return MinMax(values, Tensor._plain(np.asarray(idx, dtype=np.int64)))
-    return op
-
-
-Tensor.max = _extremum(np.max, np.argmax, "MaxBackward1", "MaxBackward0")
-Tensor.min = _extremum(np.min, np.argmin, "MinBackward1", "MinBackward0")
-def _amax_like(fn, name, node):
-    def op(self, dim=None, keepdim=False):
-        _check_nonempty(self, name, dim)
-        axis = _scalar_dim(self, dim)
-        return call(lambda v: fn(v, axis=axis, keepdims=keepdim), self, name=node)
-    op.__name__ = name
-    return op
+    def pick(v):
+        out = v[_operand_key(v, key)]
+        return out if keepdim else np.squeeze(out, axis=axis)
+    values = call(pick, self, name=name_dim)
+    if not keepdim:
+        idx = np.squeeze(idx, axis=axis)
+    return MinMax(values, self._plain(np.asarray(idx, dtype=np.int64)))
 
 
-Tensor.amax = _amax_like(np.max, "amax", "AmaxBackward0")
-Tensor.amin = _amax_like(np.min, "amin", "AminBackward0")
+def _amax_like(self, fn, name, node, dim, keepdim):
+    _check_nonempty(self, name, dim)
+    axis = _scalar_dim(self, dim)
+    return call(lambda v: fn(v, axis=axis, keepdims=keepdim), self, name=node)
 
 
-def _arg(fn):
-    def op(self, dim=None, keepdim=False):
-        _int_dim(fn.__name__, dim)
-        data = self._concrete("argmax")
-        if data.dtype == np.bool_:
-            raise _err(f"{fn.__name__}(): does not support bool input")
-        dim = _scalar_dim(self, dim)
-        try:
-            _check_nonempty(self, fn.__name__, dim)
-        except RuntimeError as e:           # PyTorch's arg-reductions say it as an IndexError
-            raise IndexError(str(e).split(" Specify")[0]) from None
-        idx = fn(data, axis=dim, keepdims=keepdim) if dim is not None else fn(data)
-        if dim is None and keepdim:
-            idx = np.reshape(idx, (1,) * data.ndim)
-        return Tensor._plain(np.asarray(idx, dtype=np.int64))
-    return op
-
-
-Tensor.argmax, Tensor.argmin = _arg(np.argmax), _arg(np.argmin)
+def _arg(self, fn, dim, keepdim):
+    """``argmax`` / ``argmin``: int64 indices, computed on the concrete values."""
+    _int_dim(fn.__name__, dim)
+    data = self._concrete("argmax")
+    if data.dtype == np.bool_:
+        raise _err(f"{fn.__name__}(): does not support bool input")
+    dim = _scalar_dim(self, dim)
+    try:
+        _check_nonempty(self, fn.__name__, dim)
+    except RuntimeError as e:           # PyTorch's arg-reductions say it as an IndexError
+        raise IndexError(str(e).split(" Specify")[0]) from None
+    idx = fn(data, axis=dim, keepdims=keepdim) if dim is not None else fn(data)
+    if dim is None and keepdim:
+        idx = np.reshape(idx, (1,) * data.ndim)
+    return self._plain(np.asarray(idx, dtype=np.int64))
 
 
 def _along(fn, dim):
@@ -324,71 +270,24 @@ def _along(fn, dim):
     return run
 
 
-def logsumexp(self, dim, keepdim=False):
-    if self.dtype.kind not in "fc":
-        self = self.to(default_dtype())     # PyTorch computes in the default float dtype
-    if dim is None:
-        raise TypeError("logsumexp(): argument 'dim' must be tuple of ints, not NoneType")
-    empty = isinstance(dim, (tuple, list)) and len(dim) == 0
-    axes = _scalar_dim(self, dim)
-    if self.dim() == 0:
-        return call(lambda x: x + np.zeros((), x.dtype), self, name="LogsumexpBackward0")
-    if empty and not keepdim and self.numel():       # PyTorch 2's own error there (keepdim=True reduces all)
-        raise _err(f"output with shape [] doesn't match the broadcast shape {[1] * self.dim()}")
-    axes = tuple(range(self.dim())) if axes is None else axes
-
-    axes = tuple(a % self.dim() for a in (axes if isinstance(axes, tuple) else (axes,)))
-    return call(lambda x: _logsumexp(x, axes, keepdim), self, name="LogsumexpBackward0")
-
-
 def _float_kernel(t, kernel):
     if t.dtype.kind not in "fc":
         raise NotImplementedError(f'"{kernel}" not implemented for \'{_scalar_name(t.dtype)}\'')
 
 
-def _normalized(prim, kernel, name):
+def _normalized(self, prim, kernel, name, dim, dtype):
+    # (named: a 0-d tensor is reshaped around the primitive, see _along)
     """``softmax`` / ``log_softmax``: one node, as PyTorch records one
     (``ir/prims/softmax.py``)."""
-    def op(self, dim, dtype=None):
-        _float_kernel(self if dtype is None else Tensor._plain(np.empty(0, dtype)), kernel)
-        if type(dim) is not int and not isinstance(dim, np.integer):
-            raise TypeError(f"{prim}(): argument 'dim' (position 1) must be int, not "
-                            f"{type(dim).__name__}")
-        _check_dim(self, dim)
+    _float_kernel(self if dtype is None else self._plain(np.empty(0, dtype)), kernel)
+    if type(dim) is not int and not isinstance(dim, np.integer):
+        raise TypeError(f"{prim}(): argument 'dim' (position 1) must be int, not "
+                        f"{type(dim).__name__}")
+    _check_dim(self, dim)
 
-        def fn(x, dim):
-            return apply(prim, x, axis=int(dim) % x.ndim)
-        return call(_along(fn, dim), self if dtype is None else self.to(dtype), name=name)
-    op.__name__ = prim
-    return op
-
-
-softmax = _normalized("softmax", "softmax_lastdim_kernel_impl", "SoftmaxBackward0")
-log_softmax = _normalized("log_softmax", "log_softmax_lastdim_kernel_impl",
-                          "LogSoftmaxBackward0")
-
-
-Tensor.logsumexp, Tensor.softmax, Tensor.log_softmax = logsumexp, softmax, log_softmax
-
-
-def norm(self, p="fro", dim=None, keepdim=False):
-    if self.dtype.kind not in "fc":
-        raise _err("linalg.vector_norm: Expected a floating point or complex tensor as input. "
-                   f"Got {_scalar_name(self.dtype)}")
-    if p in (np.inf, -np.inf) and self.numel() == 0:
-        if dim is None or not isinstance(dim, int) and len(dim) == 0:
-            raise _err("linalg.vector_norm cannot compute the inf norm on an empty tensor "
-                       "because the operation does not have an identity")
-        d = _first_empty_dim(self, dim)
-        if d is not None:
-            raise _err(f"linalg.vector_norm cannot compute the inf norm on the dimension "
-                       f"{d}because this dimension is empty and the operation does not "
-                       "have an identity")
-    axes = _scalar_dim(self, dim)
-    t = _norm(self, p, axes, keepdim)
-    if t.grad_fn is not None:
-        t.grad_fn._name = "LinalgVectorNormBackward0"     # every p and dim in PyTorch 2
-    return t
+    def fn(x, dim):
+        return apply(prim, x, axis=int(dim) % x.ndim)
+    return call(_along(fn, dim), self if dtype is None else self.to(dtype), name=name)
 
 
 def _norm(self, p, dim, keepdim):
@@ -405,17 +304,138 @@ def _norm(self, p, dim, keepdim):
                                      p), self, name="NormBackward1")
 
 
-Tensor.norm = norm
+def _cumulative(f):
+    """``f`` (np.cumsum, np.cumprod) in the input's dtype, accumulated as torch's CPU
+    kernels do: narrow floats in float64, rounded back."""
+    def run(v, d):
+        if v.dtype.kind == "f" and v.dtype.itemsize < 8:
+            return f(v, axis=d, dtype=np.float64).astype(v.dtype)
+        return f(v, axis=d, dtype=v.dtype)
+    return run
 
 
-def cumsum(self, dim, *, dtype=None):
-    _int_dim("cumsum", dim, required=True)
-    _check_dim(self, dim)
-    x = self if dtype is None else self.to(dtype)
-    if x.dtype.kind in "biu" and x.dtype != np.int64 and dtype is None:
-        x = x.to(np.int64)                  # PyTorch accumulates integers in int64
-    return call(_along(lambda v, d: np.cumsum(v, axis=d), dim), x, name="CumsumBackward0")
+class ReductionMethods:
+    """``Tensor``'s reductions."""
 
+    __slots__ = ()
 
-Tensor.cumsum = cumsum
+    def sum(self, dim=_OMITTED, keepdim=False, *, dtype=None, axis=None):
+        if (dim is _OMITTED or dim is None) and axis is None and dtype is None and FAST.get():
+            out = _fast_sum(self)
+            if out is not None:
+                return out
+        return _reduce(self, np.sum, None, "SumBackward1", dim, keepdim, dtype, axis)
 
+    def mean(self, dim=_OMITTED, keepdim=False, *, dtype=None, axis=None):
+        return _reduce(self, np.mean, "MeanBackward0", "MeanBackward1", dim, keepdim, dtype,
+                       axis)
+
+    def prod(self, dim=_OMITTED, keepdim=False, *, dtype=None, axis=None):
+        return _reduce(self, np.prod, None, "ProdBackward1", dim, keepdim, dtype, axis)
+
+    def all(self, dim=None, keepdim=False):
+        return _logical_reduction(self, np.all, dim, keepdim)
+
+    def any(self, dim=None, keepdim=False):
+        return _logical_reduction(self, np.any, dim, keepdim)
+
+    def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        return _spread(self, _std, "StdBackward0", dim, unbiased, keepdim, correction)
+
+    def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        return _spread(self, np.var, "VarBackward0", dim, unbiased, keepdim, correction)
+
+    def std_mean(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        return _with_mean(self, _std, "std_mean", dim, unbiased, keepdim, correction)
+
+    def var_mean(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        return _with_mean(self, np.var, "var_mean", dim, unbiased, keepdim, correction)
+
+    def nansum(self, dim=None, keepdim=False, *, dtype=None):
+        """The sum with NaN counted as 0."""
+        x = self if dtype is None else self.to(dtype)
+        if x.dtype.kind in "biu":
+            return x.sum(dim, keepdim)
+        dim = _scalar_dim(x, dim)
+        return call(lambda v: np.sum(np.where(np.isnan(v), np.zeros((), v.dtype), v), axis=dim,
+                                     keepdims=keepdim), x, name="NansumBackward0")
+
+    def nanmean(self, dim=None, keepdim=False, *, dtype=None):
+        """The mean of the elements that are not NaN."""
+        x = self if dtype is None else self.to(dtype)
+        if x.dtype.kind not in "fc":
+            raise _err("nanmean(): expected input to have floating point or complex dtype but "
+                       f"got {_scalar_name(x.dtype)}")
+        count = (~x.isnan()).sum(dim, keepdim)
+        return x.nansum(dim, keepdim) / count
+
+    def max(self, dim=_OMITTED, keepdim=False):
+        return _extremum(self, dim, keepdim, np.max, np.argmax, None, "MaxBackward0")
+
+    def min(self, dim=_OMITTED, keepdim=False):
+        return _extremum(self, dim, keepdim, np.min, np.argmin, None, "MinBackward0")
+
+    def amax(self, dim=None, keepdim=False):
+        return _amax_like(self, np.max, "amax", "AmaxBackward0", dim, keepdim)
+
+    def amin(self, dim=None, keepdim=False):
+        return _amax_like(self, np.min, "amin", "AminBackward0", dim, keepdim)
+
+    def argmax(self, dim=None, keepdim=False):
+        return _arg(self, np.argmax, dim, keepdim)
+
+    def argmin(self, dim=None, keepdim=False):
+        return _arg(self, np.argmin, dim, keepdim)
+
+    def logsumexp(self, dim, keepdim=False):
+        if self.dtype.kind not in "fc":
+            self = self.to(default_dtype())     # PyTorch computes in the default float dtype
+        if dim is None:
+            raise TypeError("logsumexp(): argument 'dim' must be tuple of ints, not NoneType")
+        empty = isinstance(dim, (tuple, list)) and len(dim) == 0
+        axes = _scalar_dim(self, dim)
+        if self.dim() == 0:
+            return call(lambda x: x + np.zeros((), x.dtype), self, name="LogsumexpBackward0")
+        if empty and not keepdim and self.numel():
+            # PyTorch 2's own error there (keepdim=True reduces all)
+            raise _err(f"output with shape [] doesn't match the broadcast shape {[1] * self.dim()}")
+        axes = tuple(range(self.dim())) if axes is None else axes
+
+        axes = tuple(a % self.dim() for a in (axes if isinstance(axes, tuple) else (axes,)))
+        return call(lambda x: _logsumexp(x, axes, keepdim), self, name="LogsumexpBackward0")
+
+    def softmax(self, dim, dtype=None):
+        return _normalized(self, "softmax", "softmax_lastdim_kernel_impl", "SoftmaxBackward0",
+                           dim, dtype)
+
+    def log_softmax(self, dim, dtype=None):
+        return _normalized(self, "log_softmax", "log_softmax_lastdim_kernel_impl",
+                           "LogSoftmaxBackward0", dim, dtype)
+
+    def norm(self, p="fro", dim=None, keepdim=False):
+        if self.dtype.kind not in "fc":
+            raise _err("linalg.vector_norm: Expected a floating point or complex tensor as input. "
+                       f"Got {_scalar_name(self.dtype)}")
+        if p in (np.inf, -np.inf) and self.numel() == 0:
+            if dim is None or not isinstance(dim, int) and len(dim) == 0:
+                raise _err("linalg.vector_norm cannot compute the inf norm on an empty tensor "
+                           "because the operation does not have an identity")
+            d = _first_empty_dim(self, dim)
+            if d is not None:
+                raise _err(f"linalg.vector_norm cannot compute the inf norm on the dimension "
+                           f"{d}because this dimension is empty and the operation does not "
+                           "have an identity")
+        axes = _scalar_dim(self, dim)
+        t = _norm(self, p, axes, keepdim)
+        if t.grad_fn is not None:
+            t.grad_fn._name = "LinalgVectorNormBackward0"     # every p and dim in PyTorch 2
+        return t
+
+    def cumsum(self, dim, *, dtype=None):
+        _int_dim("cumsum", dim, required=True)
+        _check_dim(self, dim)
+        x = self if dtype is None else self.to(dtype)
+        if x.dtype.kind in "biu" and x.dtype != np.int64 and dtype is None:
+            x = x.to(np.int64)                  # PyTorch accumulates integers in int64
+        return call(_along(_cumulative(np.cumsum), dim), x,
+                    name="CumsumBackward0")     # (a 0-d tensor: reshapes around it)

@@ -26,7 +26,7 @@ import weakref
 import numpy as np
 
 from ..errors import TraceError
-from ..ir import REGISTRY, Graph
+from ..ir import PROJ, REGISTRY, Graph
 from ..ir.graph import Node as IRNode
 from ..ir.graph import dtype_name
 from ..ir.registry import default_torch_name
@@ -322,6 +322,8 @@ class Tape(threading.local, Trace):
         src = self.src
         if src is None:
             src = user_src()
+        if prim.multi:
+            return self._add_multi(prim, tuple(ids), vals, params, tuple(parents), src)
         try:
             value = prim.impl(*vals, **params) if params else prim.impl(*vals)
             if type(value) is not np.ndarray:
@@ -329,6 +331,27 @@ class Tape(threading.local, Trace):
         except (ValueError, TypeError, IndexError, ArithmeticError) as e:
             raise self._failed(prim, vals, e, src) from None
         return self._made(prim, tuple(ids), params, value, tuple(parents), src)
+
+    def _add_multi(self, prim, ids, vals, params, parents, src) -> tuple:
+        """A multi-output primitive (``eigh``, ``svd``, ``slogdet``): its head node, whose
+        ``GradFn`` holds the tuple of values, then one ``proj`` node per output, as the
+        functional trace records it (``Trace._add_multi``)."""
+        try:
+            values = tuple(np.asarray(v) for v in prim.impl(*vals, **params))
+        except (ValueError, TypeError, IndexError, ArithmeticError) as e:
+            raise self._failed(prim, vals, e, src) from None
+        n = next(_IDS)
+        head = GradFn(IRNode(n, prim.name, ids, (), dtype_name(values[0].dtype), params, src),
+                      parents, values, Version())
+        outs = []
+        for i, value in enumerate(values):
+            m = next(_IDS)
+            t = EagerTracer(self, m, value.shape, value.dtype, value)
+            t._handle = GradFn(IRNode(m, PROJ, (n,), value.shape, dtype_name(value.dtype),
+                                      {"index": i}, src), (head,), value, Version())
+            t._handle._name = backward_name(prim.name)
+            outs.append(t)
+        return tuple(outs)
 
     def _operands(self, args):
         """Node ids, values and ``GradFn`` objects of ``args`` (a constant node for each

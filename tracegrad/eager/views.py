@@ -1,6 +1,6 @@
-"""PyTorch's view operations that shapes.py and tensor_methods.py do not make: ``select``, ``unfold``,
-``as_strided``, ``H``/``mH``/``adjoint``, ``real``/``imag``, ``view_as_real`` and
-``view_as_complex``.
+"""PyTorch's view operations that shapes.py and tensor_methods.py do not make
+(``ViewMethods``): ``select``, ``unfold``, ``as_strided``, ``H``/``mH``/``adjoint``,
+``real``/``imag``, ``index_fill``; and ``view_as_real`` / ``view_as_complex``.
 
 Each is a NumPy view of its operand's memory (so that an in-place change of either reaches
 the other, see aliasing.py); recorded for autograd, the strided ones are a selection of
@@ -12,12 +12,11 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided as _np_as_strided
 
 from . import aliasing
-from .arithmetic import _as_tensor, _err
+from .arithmetic import _err
 from .dispatch import call
-from .functions import FUNCTIONS
 from .reductions import wrap_dim as _dim
 from .tape import EagerTracer
-from .tensor import Tensor, _scalar_name
+from .tensor_base import TensorBase, _scalar_name
 
 
 def _at(x, idx):
@@ -27,114 +26,20 @@ def _at(x, idx):
     return np.reshape(x, (-1,))[idx]
 
 
-def select(self, dim, index):
-    if self.dim() == 0:
-        raise IndexError("select() cannot be applied to a 0-dim tensor.")
-    d = _dim(self, dim)
-    n = self.shape[d]
-    index = int(index)
-    if not -n <= index < n:
-        raise IndexError(f"select(): index {index} out of range for tensor of size "
-                         f"{list(self.shape)} at dimension {dim}")
-    return self[(slice(None),) * d + (index,)]
-
-
-def unfold(self, dimension, size, step):
-    """Every slice of ``size`` elements along ``dimension``, ``step`` apart, as a new last
-    dimension: a view (overlapping when ``step < size``)."""
-    d = _dim(self, dimension)
-    n = self.shape[d] if self.dim() else 1
-    if size > n:
-        raise _err(f"maximum size for tensor at dimension {d} is {n} but size is {size}")
-    if step <= 0:
-        raise _err(f"step is {step} but must be > 0")
-
-    def strided(x):
-        if x.ndim == 0:
-            return _np_as_strided(x, (size,), (0,))
-        shape = x.shape[:d] + ((n - size) // step + 1,) + x.shape[d + 1:] + (size,)
-        strides = x.strides[:d] + (x.strides[d] * step,) + x.strides[d + 1:] + (x.strides[d],)
-        return _np_as_strided(x, shape, strides)
-    idx = strided(np.arange(self.numel(), dtype=np.int64).reshape(tuple(self.shape)))
-    return call(lambda x: strided(x) if isinstance(x, np.ndarray) else _at(x, idx), self,
-                name="UnfoldBackward0", view_of=self)
-
-
-def as_strided(self, size, stride, storage_offset=None):
-    """The view of this tensor's storage (its base's memory, in C order) with ``size``,
-    ``stride`` and ``storage_offset`` counted in elements, as ``torch.as_strided``."""
-    size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
-    if len(size) != len(stride):
-        raise _err("mismatch in length of strides and shape")
-    root = self._base if self._base is not None else self
-    data, store = self._concrete("as_strided"), root._data
-    if not store.flags.c_contiguous:
-        raise _err("tracegrad's as_strided needs its base in C order (make it with "
-                   ".contiguous() first)")
-    item = data.itemsize
-    if storage_offset is None:
-        storage_offset = (data.__array_interface__["data"][0]
-                          - store.__array_interface__["data"][0]) // item
-    if any(s < 0 for s in stride):
-        raise _err("as_strided: Negative strides are not supported at the moment, got "
-                   f"strides: {list(stride)}")
-    need = storage_offset + 1 + sum((n - 1) * s for n, s in zip(size, stride)) \
-        if all(size) else 0
-    if need > store.size or storage_offset < 0:
-        raise _err(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset "
-                   f"{storage_offset}, and itemsize {item} requiring a storage size of "
-                   f"{need * item} are out of bounds for storage of size {store.size * item}")
-    flat = store.reshape(-1)
-    positions = _np_as_strided(np.arange(store.size, dtype=np.int64)[storage_offset:],
-                               size, tuple(s * 8 for s in stride))
-    # the positions in this tensor of the storage's elements the view reads
-    inverse = np.full(store.size, -1, np.int64)
-    inverse[aliasing.index_map(data, store).reshape(-1)] = np.arange(data.size)
-    idx = np.array(inverse[positions])
-
-    def fn(x):
-        if isinstance(x, np.ndarray):
-            return _np_as_strided(flat[storage_offset:], size, tuple(s * item for s in stride))
-        if idx.size and idx.min() < 0:
-            raise _err("tracegrad's as_strided records a view of the elements of its input "
-                       "only; this one reads other elements of the storage")
-        return _at(x, idx)
-    return call(fn, self, name="AsStridedBackward0", view_of=self)
-
-
-def _matrix_transpose(name, batches):
-    def op(self):
-        n = self.dim()
-        if (n < 2) if batches else (n != 2):
-            what = "matrices or batches of matrices" if batches else "matrices (2-D tensors)"
-            raise _err(f"tensor.{name} is only supported on {what}. Got {n}-D tensor.")
-        t = self.transpose(-2, -1)
-        if self.dtype.kind == "c":
-            return t.conj()         # a copy: tracegrad has no lazily conjugated views
-        return t
-    return op
-
-
-def conj(self):
-    if self.dtype.kind != "c":
-        return self
-    return call(np.conj, self, name="ConjBackward0")
-
-
-def real(self):
-    if self.dtype.kind != "c":
-        return self
-    return call(np.real, self, name="RealBackward0", view_of=self)
-
-
-def imag(self):
-    if self.dtype.kind != "c":
-        raise _err("imag is not implemented for tensors with non-complex dtypes.")
-    return call(np.imag, self, name="ImagBackward0", view_of=self)
+def _matrix_transpose(self, name, batches):
+    n = self.dim()
+    if (n < 2) if batches else (n != 2):
+        what = "matrices or batches of matrices" if batches else "matrices (2-D tensors)"
+        raise _err(f"tensor.{name} is only supported on {what}. Got {n}-D tensor.")
+    t = self.transpose(-2, -1)
+    if self.dtype.kind == "c":
+        return t.conj()         # a copy: tracegrad has no lazily conjugated views
+    return t
 
 
 def view_as_real(input):
-    input = _as_tensor(input)
+    """``tg.view_as_real(t)`` of a complex tensor: its real and imaginary parts along a new
+    last dimension, a view."""
     if input.dtype.kind != "c":
         raise _err("view_as_real is only supported for complex tensors")
 
@@ -153,7 +58,7 @@ class _Memory:
 
 
 def view_as_complex(input):
-    input = _as_tensor(input)
+    """``tg.view_as_complex(t)`` of a tensor whose last dimension has size 2, a view."""
     data = input._concrete("view_as_complex")
     if data.dtype not in (np.float32, np.float64, np.float16):
         raise _err("view_as_complex is only supported for half, float and double tensors, but "
@@ -176,51 +81,9 @@ def view_as_complex(input):
     return call(fn, input, name="ViewAsComplexBackward0", view_of=input)
 
 
-Tensor.select, Tensor.unfold, Tensor.as_strided = select, unfold, as_strided
-Tensor.H = property(_matrix_transpose("H", False))
-Tensor.mH = property(_matrix_transpose("mH", True))
-Tensor.adjoint = _matrix_transpose("mH", True)
-Tensor.real = property(real)
-Tensor.imag = property(imag)
-Tensor.conj = conj
-def _select(input, dim, index):
-    """``input.select(dim, index)``: the slice at ``index`` along ``dim``, a view."""
-    return select(_as_tensor(input), dim, index)
-
-
-def _as_strided(input, size, stride, storage_offset=None):
-    """``input.as_strided(size, stride, storage_offset)``: a view of its memory."""
-    return as_strided(_as_tensor(input), size, stride, storage_offset)
-
-
-def _adjoint(input):
-    """``input.adjoint()``: the conjugate transpose of the last two dimensions, a view."""
-    return _as_tensor(input).adjoint()
-
-
-def _real(input):
-    """``input.real``: the real part, a view of a complex tensor."""
-    return real(_as_tensor(input))
-
-
-def _imag(input):
-    """``input.imag``: the imaginary part of a complex tensor, a view."""
-    return imag(_as_tensor(input))
-
-
-def _conj(input):
-    """``input.conj()``: the complex conjugate."""
-    return conj(_as_tensor(input))
-
-
-FUNCTIONS.update(select=_select, as_strided=_as_strided, adjoint=_adjoint, real=_real,
-                 imag=_imag, conj=_conj, view_as_real=view_as_real,
-                 view_as_complex=view_as_complex)
-
-
 def _index_fill_mask(self, dim, index):
     d = _dim(self, dim)
-    idx = index._concrete("index_fill") if isinstance(index, Tensor) else np.asarray(index)
+    idx = index._concrete("index_fill") if isinstance(index, TensorBase) else np.asarray(index)
     if idx.dtype.kind not in "iu":
         raise _err("index_fill_(): Expected dtype int64 for index.")
     if idx.ndim > 1:
@@ -230,23 +93,122 @@ def _index_fill_mask(self, dim, index):
     return mask
 
 
-def index_fill_(self, dim, index, value):
-    """``value`` at positions ``index`` along ``dim``, in place."""
-    mask = _index_fill_mask(self, dim, index)
-    if isinstance(value, Tensor):
-        value = value.item()
-    return self._inplace(lambda x: np.where(mask, np.asarray(value, x.dtype), x),
-                         name="IndexFillBackward0", reads_self=False, cast=True, fills=True)
+class ViewMethods:
+    """``Tensor``'s views that shapes.py does not make, and ``index_fill``."""
 
+    __slots__ = ()
 
-def index_fill(self, dim, index, value):
-    mask = _index_fill_mask(self, dim, index)
-    if isinstance(value, Tensor):
-        value = value.item()
-    return call(lambda x: np.where(mask, np.asarray(value, x.dtype), x), self,
-                name="IndexFillBackward0")
+    def select(self, dim, index):
+        if self.dim() == 0:
+            raise IndexError("select() cannot be applied to a 0-dim tensor.")
+        d = _dim(self, dim)
+        n = self.shape[d]
+        index = int(index)
+        if not -n <= index < n:
+            raise IndexError(f"select(): index {index} out of range for tensor of size "
+                             f"{list(self.shape)} at dimension {dim}")
+        return self[(slice(None),) * d + (index,)]
 
+    def unfold(self, dimension, size, step):
+        """Every slice of ``size`` elements along ``dimension``, ``step`` apart, as a new last
+        dimension: a view (overlapping when ``step < size``)."""
+        d = _dim(self, dimension)
+        n = self.shape[d] if self.dim() else 1
+        if size > n:
+            raise _err(f"maximum size for tensor at dimension {d} is {n} but size is {size}")
+        if step <= 0:
+            raise _err(f"step is {step} but must be > 0")
 
-Tensor.index_fill_, Tensor.index_fill = index_fill_, index_fill
-FUNCTIONS.update(index_fill=lambda input, dim, index, value: index_fill(
-    _as_tensor(input), dim, index, value))
+        def strided(x):
+            if x.ndim == 0:
+                return _np_as_strided(x, (size,), (0,))
+            shape = x.shape[:d] + ((n - size) // step + 1,) + x.shape[d + 1:] + (size,)
+            strides = x.strides[:d] + (x.strides[d] * step,) + x.strides[d + 1:] + (x.strides[d],)
+            return _np_as_strided(x, shape, strides)
+        idx = strided(np.arange(self.numel(), dtype=np.int64).reshape(tuple(self.shape)))
+        return call(lambda x: strided(x) if isinstance(x, np.ndarray) else _at(x, idx), self,
+                    name="UnfoldBackward0", view_of=self)
+
+    def as_strided(self, size, stride, storage_offset=None):
+        """The view of this tensor's storage (its base's memory, in C order) with ``size``,
+        ``stride`` and ``storage_offset`` counted in elements, as ``torch.as_strided``."""
+        size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
+        if len(size) != len(stride):
+            raise _err("mismatch in length of strides and shape")
+        root = self._base if self._base is not None else self
+        data, store = self._concrete("as_strided"), root._data
+        if not store.flags.c_contiguous:
+            raise _err("tracegrad's as_strided needs its base in C order (make it with "
+                       ".contiguous() first)")
+        item = data.itemsize
+        if storage_offset is None:
+            storage_offset = (data.__array_interface__["data"][0]
+                              - store.__array_interface__["data"][0]) // item
+        if any(s < 0 for s in stride):
+            raise _err("as_strided: Negative strides are not supported at the moment, got "
+                       f"strides: {list(stride)}")
+        need = storage_offset + 1 + sum((n - 1) * s for n, s in zip(size, stride)) \
+            if all(size) else 0
+        if need > store.size or storage_offset < 0:
+            raise _err(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset "
+                       f"{storage_offset}, and itemsize {item} requiring a storage size of "
+                       f"{need * item} are out of bounds for storage of size {store.size * item}")
+        flat = store.reshape(-1)
+        positions = _np_as_strided(np.arange(store.size, dtype=np.int64)[storage_offset:],
+                                   size, tuple(s * 8 for s in stride))
+        # the positions in this tensor of the storage's elements the view reads
+        inverse = np.full(store.size, -1, np.int64)
+        inverse[aliasing.index_map(data, store).reshape(-1)] = np.arange(data.size)
+        idx = np.array(inverse[positions])
+
+        def fn(x):
+            if isinstance(x, np.ndarray):
+                return _np_as_strided(flat[storage_offset:], size, tuple(s * item for s in stride))
+            if idx.size and idx.min() < 0:
+                raise _err("tracegrad's as_strided records a view of the elements of its input "
+                           "only; this one reads other elements of the storage")
+            return _at(x, idx)
+        return call(fn, self, name="AsStridedBackward0", view_of=self)
+
+    @property
+    def H(self):
+        return _matrix_transpose(self, "H", False)
+
+    @property
+    def mH(self):
+        return _matrix_transpose(self, "mH", True)
+
+    def adjoint(self):
+        return _matrix_transpose(self, "mH", True)
+
+    def conj(self):
+        if self.dtype.kind != "c":
+            return self
+        return call(np.conj, self)
+
+    @property
+    def real(self):
+        if self.dtype.kind != "c":
+            return self
+        return call(np.real, self, name="RealBackward0", view_of=self)
+
+    @property
+    def imag(self):
+        if self.dtype.kind != "c":
+            raise _err("imag is not implemented for tensors with non-complex dtypes.")
+        return call(np.imag, self, name="ImagBackward0", view_of=self)
+
+    def index_fill_(self, dim, index, value):
+        """``value`` at positions ``index`` along ``dim``, in place."""
+        mask = _index_fill_mask(self, dim, index)
+        if isinstance(value, TensorBase):
+            value = value.item()
+        return self._inplace(lambda x: np.where(mask, np.asarray(value, x.dtype), x),
+                             name="IndexFillBackward0", reads_self=False, cast=True, fills=True)
+
+    def index_fill(self, dim, index, value):
+        mask = _index_fill_mask(self, dim, index)
+        if isinstance(value, TensorBase):
+            value = value.item()
+        return call(lambda x: np.where(mask, np.asarray(value, x.dtype), x), self,
+                    name="IndexFillBackward0")

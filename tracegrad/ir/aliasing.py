@@ -108,18 +108,29 @@ def plan(graph: Graph, bases=None):
     nodes = graph.by_id
     index = {n: i for i, n in enumerate(graph.inputs)}
     result = []
+    first = {}          # (node, base) -> the first output that is it
+    holders = {}        # source node -> the outputs so far whose memory may be it
     for k, o in enumerate(graph.outputs):
         base = bases[k]
-        same = next((j for j in range(k) if graph.outputs[j] == o and bases[j] == base), None)
+        mine = src[o]
+        same = first.get((o, base))
         if same is not None:
             result.append((same, (), (), (), False))
+            for n in mine:
+                holders.setdefault(n, []).append(k)
             continue
-        mine = src[o]
+        first[(o, base)] = k
         inputs = tuple(index[n] for n in sorted(mine & index.keys())
                        if base != ("input", index[n]))
         consts = tuple(n for n in sorted(mine) if nodes[n]["op"] == "const")
-        earlier = tuple(j for j in range(k) if bases[j] != base
-                        and src[graph.outputs[j]] & mine)
+        # (an index of the sources: linear in the outputs, where comparing every pair of
+        # outputs was quadratic: a captured 1000-step LSTM loop has thousands)
+        near = set()
+        for n in mine:
+            near.update(holders.get(n, ()))
+        earlier = tuple(j for j in sorted(near) if bases[j] != base)
+        for n in mine:
+            holders.setdefault(n, []).append(k)
         result.append((None, inputs, consts, earlier, bool(consts)))
     return result
 

@@ -167,8 +167,12 @@ class Primitive:
     outputs: int | Callable[..., int] = 1
     # the FACTS this entry's registration stated (the rest are defaults)
     declared: frozenset = field(default=frozenset(), repr=False)
+    # whether an application is a head node with ``proj`` nodes (module docstring): read
+    # once per node by every pass, so worked out from ``outputs`` once, here
+    multi: bool = field(init=False, repr=False, default=False)
 
     def __post_init__(self):
+        self.multi = callable(self.outputs) or self.outputs > 1
         if not self.torch_name:
             self.torch_name = default_torch_name(self.name)
         for fact, value, allowed in (("aliasing", self.aliasing, ALIASING),
@@ -180,11 +184,6 @@ class Primitive:
 
     def __repr__(self):
         return f"<primitive {self.name}>"
-
-    @property
-    def multi(self) -> bool:
-        """Whether an application is a head node with ``proj`` nodes (module docstring)."""
-        return callable(self.outputs) or self.outputs > 1
 
     def n_outputs(self, params) -> int:
         """How many outputs an application with ``params`` gives."""

@@ -115,6 +115,13 @@ class source_override:
         with _COUNTING:
             _OVERRIDES[0] -= 1
 
+    def retarget(self, src):
+        """Inside this block (entered), new nodes take ``src`` from now on: a pass
+        walking many nodes sets each one's line this way, for the cost of an
+        assignment rather than a block per node."""
+        self.src = src
+        _local.override = src
+
 
 def where(src=None):
     """`` (at file.py:LINE)`` for error messages."""

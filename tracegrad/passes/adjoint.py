@@ -13,6 +13,7 @@ the seeds' values (``values=``), it sweeps on them: each node a rule records is 
 as it is recorded, by the implementation the graph runs, so a derivative used once needs
 no second pass over its graph (``tracegrad.autodiff.plans``).
 """
+import functools
 from typing import NamedTuple
 
 import numpy as np
@@ -20,7 +21,7 @@ import numpy as np
 from ..errors import TraceError
 from ..ir import PROJ, REGISTRY, Aval, Graph, apply
 from ..ir.graph import Node, dtype_name
-from ..tracer import new_trace, replay, source_override
+from ..tracer import Tracer, new_trace, replay, source_override
 from .common import abstract_inputs, at_node, at_node_error, carries_gradient, finish, fit, zeros
 
 
@@ -44,8 +45,13 @@ def _valued_input(trace, d, value):
     is (a NumPy scalar stays one: the graph's later runs are handed the same object)."""
     if value is None:
         raise ValueDependent
-    with source_override(d["src"]):
-        t = trace.new_input(aval=Aval(d["shape"], np.dtype(d["dtype"])))
+    if not d.src:           # (the line is the caller's: found as new_input finds it)
+        with source_override(None):
+            t = trace.new_input(aval=Aval(d.shape, np.dtype(d.dtype)))
+    else:                   # new_input's input, written out: once per value read
+        shape, dtype = tuple(d.shape), np.dtype(d.dtype)
+        t = Tracer(trace, trace._record("input", (), None, shape, dtype, d.src, None),
+                   shape, dtype)
     t._value = value
     return t
 
@@ -104,52 +110,61 @@ def _pull(graph: Graph, env, seeds, seed_cts, wrt=None, taps=(), trace=None) -> 
         if flows[graph.outputs[i]]:
             accumulate(graph.outputs[i], ct)
 
-    for n in reversed(list(graph)):
-        if n not in cts:
-            continue
-        d = graph.node(n)
-        ct = cts.pop(n)
-        if n in taps:
-            # a node of its own, so that a hook replacing this cotangent changes
-            # nothing else that happens to share the value
-            with at_node(d):
-                ct = apply("reshape", ct, shape=tuple(d["shape"]))
-        if n in wanted:
-            final[n] = ct
-        if d["op"] == "input":
-            continue
-        prim = REGISTRY[d["op"]]
-        args = d["args"]
-        if d["op"] == PROJ:
-            # one output of a multi-output node: its cotangent takes its slot in the
-            # tuple the node's rule receives (None for outputs that get none)
-            head = args[0]
-            if flows[head]:
-                hd = graph.node(head)
-                slots = cts.setdefault(
-                    head, [None] * REGISTRY[hd["op"]].n_outputs(hd["params"]))
-                i = d["params"]["index"]
-                slots[i] = ct if slots[i] is None else slots[i] + ct
-            returned[n] = []
-            continue
-        if prim.multi:
-            ct = tuple(ct)
-        if trace is not None:
-            first = trace.graph.next_id
-        # (``at_node``, written out: this runs once per node of the graph)
-        with source_override(d["src"]):
+    nodes = graph.by_id
+    # one override for the walk, pointed at each node's line in turn (``at_node``,
+    # written out: this runs once per node of the graph)
+    override = source_override(None)
+    with override:
+        for n in reversed(list(graph)):
+            if n not in cts:
+                continue
+            d = nodes[n]
+            ct = cts.pop(n)
+            if n in taps:
+                # a node of its own, so that a hook replacing this cotangent changes
+                # nothing else that happens to share the value
+                with at_node(d):
+                    ct = apply("reshape", ct, shape=tuple(d.shape))
+            if n in wanted:
+                final[n] = ct
+            op = d.op
+            if op == "input":
+                continue
+            args = d.args
+            if op == PROJ:
+                # one output of a multi-output node: its cotangent takes its slot in the
+                # tuple the node's rule receives (None for outputs that get none)
+                head = args[0]
+                if flows[head]:
+                    hd = nodes[head]
+                    slots = cts.setdefault(
+                        head, [None] * REGISTRY[hd.op].n_outputs(hd.params))
+                    i = d.params["index"]
+                    if slots[i] is not None:
+                        override.retarget(override.saved)   # (the walk's own line)
+                        slots[i] = slots[i] + ct
+                    else:
+                        slots[i] = ct
+                returned[n] = []
+                continue
+            prim = REGISTRY[op]
+            if prim.multi:
+                ct = tuple(ct)
+            if trace is not None:
+                first = trace.graph.next_id
+            override.retarget(d.src)
             try:
                 needed = prim.extra.get("vjp_needed")
                 if needed is None:
-                    arg_cts = prim.vjp(ct, env[n], *(env[a] for a in args), **d["params"])
+                    arg_cts = prim.vjp(ct, env[n], *[env[a] for a in args], **d.params)
                 else:       # skips the cotangents of operands that carry no gradient
-                    arg_cts = needed(tuple(flows[a] for a in args), ct, env[n],
-                                     *(env[a] for a in args), **d["params"])
+                    arg_cts = needed(tuple([flows[a] for a in args]), ct, env[n],
+                                     *[env[a] for a in args], **d.params)
                 outs = []
                 for a, a_ct in zip(args, arg_cts):
                     if a_ct is not None and flows[a]:
-                        node = graph.node(a)
-                        a_ct = fit(a_ct, node["shape"], node["dtype"])
+                        node = nodes[a]
+                        a_ct = fit(a_ct, node.shape, node.dtype)
                         outs.append(a_ct)
                         accumulate(a, a_ct)
             except TraceError as e:
@@ -157,10 +172,10 @@ def _pull(graph: Graph, env, seeds, seed_cts, wrt=None, taps=(), trace=None) -> 
                 if named is e:
                     raise
                 raise named from None
-        returned[n] = outs
-        if trace is not None:
-            for m in range(first, trace.graph.next_id):
-                origin[m] = n
+            returned[n] = outs
+            if trace is not None:
+                for m in range(first, trace.graph.next_id):
+                    origin[m] = n
     return _Sweep(env, seed_cts, final, origin, returned)
 
 
@@ -191,6 +206,25 @@ def adjoint(graph: Graph, seeds=None, wrt=None, forward_of=None) -> Graph:
     mark_adjoint(result, sweep)
     _carry_names(result, graph, sweep, graph.inputs if wrt is None else wrt)
     return result
+
+
+def inline_adjoint(graph: Graph, env, seeds, seed_cts, wrt) -> list:
+    """The cotangents of the nodes ``wrt`` of ``graph``, recorded in the trace that the
+    values of ``env`` (forward node -> its value there, e.g. ``tracer.inlined``) belong
+    to, given the cotangents ``seed_cts`` of the outputs ``seeds``: the backward sweep
+    run on that trace's values themselves. It records what replaying ``adjoint(graph)``
+    there records (but the nodes no cotangent needs may stay, as dead nodes of that
+    trace) without making the adjoint graph: for a derivative inlined once. A
+    cotangent nothing reaches is zeros, as the adjoint's structural zeros run."""
+    sweep = _pull(graph, env, seeds, seed_cts, wrt)
+    out = []
+    for n in wrt:
+        ct = sweep.final.get(n)
+        if ct is None:
+            d = graph.node(n)
+            ct = REGISTRY["zeros"].impl(shape=tuple(d["shape"]), dtype=np.dtype(d["dtype"]))
+        out.append(ct)
+    return out
 
 
 def _carry_names(result: Graph, graph: Graph, sweep: _Sweep, wrt) -> None:
@@ -238,22 +272,11 @@ class Backward(NamedTuple):
     values: list | None = None  # with values=: the value of each of graph.outputs
 
 
-def backward_graph(graph: Graph, wrt, seeds=None, taps=(), values=None,
-                   seed_values=None, origins=True) -> Backward:
-    """The cotangents of the nodes ``wrt`` (inputs or intermediate nodes) of ``graph``,
-    given cotangent seeds for the outputs ``seeds``, as a graph whose inputs are the
-    forward values its rules need and the seeds. ``taps`` (a subset of ``wrt``) are nodes whose complete
-    cotangent gets a node of its own (``Backward.taps``), for a runtime to observe or
-    replace while the graph runs.
-
-    With ``values`` (forward node -> its value) and ``seed_values`` (one per seed), the
-    sweep runs on them: ``Backward.values`` holds the graph's outputs computed on the way,
-    by the implementations the graph runs. Raises ``ValueDependent`` where a rule decided
-    something on a value (the graph would hold for these values only).
-    ``origins=False``: ``Backward.origin`` is left empty (a caller with no use for it
-    saves the bookkeeping)."""
-    seeds = list(range(len(graph.outputs)) if seeds is None else seeds)
-    wrt = list(wrt)
+def _swept(graph, wrt, seeds, taps=(), values=None, seed_values=None, origins=True):
+    """``(trace, sweep, failed)``: the backward sweep of ``graph`` recorded into a new
+    trace, on ``values`` when given (``failed``: the records whose computation met a
+    floating-point error, noted rather than reported). Raises ``ValueDependent`` where a
+    rule decided something on a value."""
     failed = []     # the nodes whose computation met a floating-point error
     with new_trace() as trace:
         if values is None:
@@ -268,21 +291,69 @@ def backward_graph(graph: Graph, wrt, seeds=None, taps=(), values=None,
                                seed_values=seed_values, origins=origins)
     if values is not None and (trace._guards or trace.captured):
         raise ValueDependent
-    # the graph is built from the trace's records, of the nodes the cotangents need only
-    records = trace.records
-    # (a multi-output node's value is a tuple; its projections stand for it)
+    return trace, sweep, failed
+
+
+def cotangent_values(graph: Graph, wrt, seeds, values, seed_values):
+    """``(cotangents, later)``: what ``backward_graph(graph, wrt, seeds, values=values,
+    seed_values=...)`` computes on the way (the cotangents of ``wrt``, None for one
+    nothing reaches), without making the graph, for a derivative taken once; ``later()``
+    makes the ``Backward`` (without values) from the same sweep, should the derivative be
+    taken again (it holds the sweep's records, not the values it ran on). Each
+    cotangent is an array of its own (no input's memory, no other output's). Raises
+    ``ValueDependent`` where ``backward_graph`` does."""
+    trace, sweep, failed = _swept(graph, list(wrt), list(seeds), (), values, seed_values,
+                                  False)
+    final = [sweep.final.get(n) for n in wrt]
+    if failed:
+        records = trace.records
+        live = {ct._node for ct in final if ct is not None}
+        for n in range(len(records) - 1, -1, -1):
+            if n in live:
+                live.update(records[n][1])
+        if any(n in live for n in failed):
+            raise ValueDependent        # the error is the graph's: its run reports it
+    # the sweep's inputs: the forward values its rules read, and the seeds
+    suspects = {id(v) for v in seed_values}
+    for v in dict.values(sweep.env):     # (_Saved has a .values of its own)
+        for t in (v if isinstance(v, tuple) else (v,)):
+            suspects.add(id(t._value))
+    out, seen = [], set()
+    for ct in final:
+        if ct is None:
+            out.append(None)
+            continue
+        v = ct._value
+        if v is None:
+            raise ValueDependent        # (a loop's value is left to the runtime)
+        if isinstance(v, np.ndarray):
+            if v.base is not None or id(v) in suspects or id(v) in seen or \
+                    not v.flags.writeable:
+                v = np.array(v)
+            seen.add(id(v))
+        out.append(v)
     forward_of = {t._node: n for n, t in sweep.env.items() if not isinstance(t, tuple)}
     seed_of = {t._node: k for k, t in enumerate(sweep.seeds)}
-    boundary = forward_of.keys() | seed_of.keys()
+    final_ids = {n: ct._node for n, ct in sweep.final.items()}
+    return out, functools.partial(_later_backward, trace.records, forward_of, seed_of,
+                                  list(wrt), final_ids)
 
+
+def _assemble(records, forward_of, seed_of, wrt, final, taps=(), failed=()):
+    """``backward_graph``'s graph, from the records of its sweep's trace: the nodes the
+    cotangents of ``wrt`` need (``final``: node of ``wrt`` -> the record of its
+    cotangent), the forward values (``forward_of``: record -> forward node) and seeds
+    (``seed_of``: record -> seed position) they read as inputs. Returns ``(graph, saved,
+    seeds, outputs, taps)`` as ``Backward`` holds them."""
+    boundary = forward_of.keys() | seed_of.keys()
     outputs, out_nodes = [], []
     for n in wrt:
-        ct = sweep.final.get(n)
+        ct = final.get(n)
         outputs.append(None if ct is None else len(out_nodes))
         if ct is not None:
-            out_nodes.append(ct._node)
+            out_nodes.append(ct)
     # taps are among wrt, so each is an output and stays live
-    tap_nodes = {n: sweep.final[n]._node for n in taps if n in sweep.final}
+    tap_nodes = {n: final[n] for n in taps if n in final}
 
     live = set(out_nodes)
     for n in range(len(records) - 1, -1, -1):
@@ -313,6 +384,38 @@ def backward_graph(graph: Graph, wrt, seeds=None, taps=(), values=None,
     for i, n in enumerate(order):
         bwd.node(n)["params"] = {"index": i}
     bwd.outputs = out_nodes
+    return bwd, saved, used_seeds, outputs, tap_nodes
+
+
+def _later_backward(records, forward_of, seed_of, wrt, final):
+    """The ``Backward`` (without values) of a sweep made earlier (``cotangent_values``)."""
+    bwd, saved, used_seeds, outputs, _ = _assemble(records, forward_of, seed_of, wrt, final)
+    return Backward(bwd, saved, used_seeds, outputs, {}, {}, {})
+
+
+def backward_graph(graph: Graph, wrt, seeds=None, taps=(), values=None,
+                   seed_values=None, origins=True) -> Backward:
+    """The cotangents of the nodes ``wrt`` (inputs or intermediate nodes) of ``graph``,
+    given cotangent seeds for the outputs ``seeds``, as a graph whose inputs are the
+    forward values its rules need and the seeds. ``taps`` (a subset of ``wrt``) are nodes whose complete
+    cotangent gets a node of its own (``Backward.taps``), for a runtime to observe or
+    replace while the graph runs.
+
+    With ``values`` (forward node -> its value) and ``seed_values`` (one per seed), the
+    sweep runs on them: ``Backward.values`` holds the graph's outputs computed on the way,
+    by the implementations the graph runs. Raises ``ValueDependent`` where a rule decided
+    something on a value (the graph would hold for these values only).
+    ``origins=False``: ``Backward.origin`` is left empty (a caller with no use for it
+    saves the bookkeeping)."""
+    seeds = list(range(len(graph.outputs)) if seeds is None else seeds)
+    wrt = list(wrt)
+    trace, sweep, failed = _swept(graph, wrt, seeds, taps, values, seed_values, origins)
+    # (a multi-output node's value is a tuple; its projections stand for it)
+    forward_of = {t._node: n for n, t in sweep.env.items() if not isinstance(t, tuple)}
+    seed_of = {t._node: k for k, t in enumerate(sweep.seeds)}
+    final = {n: ct._node for n, ct in sweep.final.items()}
+    bwd, saved, used_seeds, outputs, tap_nodes = _assemble(
+        trace.records, forward_of, seed_of, wrt, final, taps, failed)
     out_values = None
     if values is not None:
         out_values = [sweep.final[n]._value for n in wrt if n in sweep.final]

@@ -71,19 +71,23 @@ def carries_gradient(graph: Graph, sources=None) -> dict:
     one of the nodes ``sources``, inputs or not, when given)."""
     flows = {}
     for n, d in graph.items():
-        op = d["op"]
+        op = d.op
         if sources is not None and n in sources:
-            flows[n] = is_float(d["dtype"])
+            flows[n] = is_float(d.dtype)
         elif op == "input":
-            flows[n] = sources is None and is_float(d["dtype"])
+            flows[n] = sources is None and is_float(d.dtype)
         elif op == "const":
             flows[n] = False
         else:
             prim = REGISTRY[op]
+            nondiff = prim.nondiff_args
+            if nondiff:
+                reached = any(flows[a] for i, a in enumerate(d.args) if i not in nondiff)
+            else:
+                reached = True in [flows[a] for a in d.args]
             # (a multi-output node's dtype is its first output's: its projections say
             # which of its outputs are floating-point)
-            flows[n] = ((prim.multi or is_float(d["dtype"])) and prim.vjp is not None and any(
-                flows[a] for i, a in enumerate(d["args"]) if i not in prim.nondiff_args))
+            flows[n] = reached and prim.vjp is not None and (prim.multi or is_float(d.dtype))
     return flows
 
 

@@ -498,12 +498,28 @@ def generate(graph: Graph, name="tracegrad_fn", bases=None, inplace=None) -> Com
     memory with no other input there. ``Compiled.inplace`` says which pairs it did."""
     gen = _Generator(graph, inplace)
     source = gen.generate(name, bases)
-    filename = f"<tracegrad-generated-{next(_counter)}>"
-    # linecache keeps the source so tracebacks through generated code are readable
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    exec(compile(source, filename, "exec"), gen.globals)  # noqa: S102 - our own generated code
-    compiled = Compiled(gen.globals[name], source, filename, gen.globals)
+    code = _CODE.get(source)
+    if code is None:
+        filename = f"<tracegrad-generated-{next(_counter)}>"
+        # linecache keeps the source so tracebacks through generated code are readable
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        code = compile(source, filename, "exec")
+        if len(source) <= CODE_CACHE_CHARS:
+            if len(_CODE) >= CODE_CACHE_SIZE:
+                _CODE.clear()
+            _CODE[source] = code
+    exec(code, gen.globals)  # noqa: S102 - our own generated code
+    compiled = Compiled(gen.globals[name], source, code.co_filename, gen.globals)
     index = {x: i for i, x in enumerate(graph.inputs)}
     compiled.inplace = {k: index[gen.into[o]] for k, o in enumerate(graph.outputs)
                         if o in gen.into}
     return compiled
+
+
+# Python's compile() is most of what generating a small graph's function costs, and a
+# graph traced again (a loop's body, each time the function holding the loop is traced)
+# gives the same source: its code object is kept, keyed by the source (the constants and
+# helpers it reads are the globals each generate() binds afresh). Small sources only.
+CODE_CACHE_SIZE = 512
+CODE_CACHE_CHARS = 20_000
+_CODE: dict = {}

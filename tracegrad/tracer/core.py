@@ -24,6 +24,7 @@ import numpy as np
 from ..errors import TraceError
 from ..ir import PROJ, REGISTRY, Aval, Graph
 from ..ir.evaluate import evaluate
+from ..ir.registry import binder
 from ..ir.source import source_override, user_frame, user_src, where
 from . import pytree as _pytree
 from . import samplers as _samplers
@@ -624,7 +625,7 @@ def new_trace():
             wrap_constructors(False)
 
 
-def _innermost(args):
+def innermost(args):
     """The innermost trace among the tracers in ``args``, else None."""
     top = None
     for a in args:
@@ -638,7 +639,7 @@ def bind(name, *args, **params):
     prim = REGISTRY[name]
     if LOCAL.samples:
         args = _samplers.untangle(args)
-    top = _innermost(args)
+    top = innermost(args)
     if top is None:
         return prim.impl(*args, **params)
     if not top.active:
@@ -652,7 +653,7 @@ def _bind_at(name, args, params, src=None):
     (the line a replayed graph's node came from) when given."""
     if LOCAL.samples:
         args = _samplers.untangle(args)
-    top = _innermost(args)
+    top = innermost(args)
     if top is None:
         return REGISTRY[name].impl(*args, **params)
     if src is None:
@@ -670,7 +671,7 @@ def replay(graph: Graph, args, known=None) -> dict:
     when ``args`` hold tracers (nodes keep their original source lines). Returns the
     environment, node id -> value. ``known`` (node -> tracer), when inlining: nodes
     whose value is already recorded, which are not recorded again."""
-    top = _innermost(args)
+    top = innermost(args)
     # a graph's inputs are typed: a weakly typed argument takes the input's own dtype
     args = [Tracer(a._trace, a._node, a.shape, a.dtype, a._value)
             if isinstance(a, Tracer) and a._weak is not None else a for a in args]
@@ -698,6 +699,64 @@ def _replay_call(graph: Graph, args, known=None) -> dict:
         raise TraceError(f"a traced value was used after the transform that made it "
                          f"finished (was it stored in a global?){where()}")
     return replay(graph, args, known)
+
+
+class _Inlined(dict):
+    """``replay``'s environment, made as it is read: node of ``graph`` -> its value in
+    the trace ``top``, a node read for the first time recorded there then (with the
+    nodes it depends on that are not recorded yet), as ``replay`` records it."""
+
+    def __init__(self, graph, top):
+        super().__init__()
+        self.graph, self.top = graph, top
+
+    def __missing__(self, n):
+        nodes = self.graph.by_id
+        todo, needed = [n], set()
+        while todo:                     # (no recursion: a long chain of missing nodes)
+            m = todo.pop()
+            if m not in self and m not in needed:
+                needed.add(m)
+                todo.extend(nodes[m].args)
+        for m in sorted(needed):        # node ids are in evaluation order
+            d = nodes[m]
+            op = d.op
+            if op == "const":
+                value = _const_at(self.top, d.params["value"], d.src, snapshot=False)
+            elif op == "input":
+                raise TraceError(f"input %{m} of the graph was given no value")
+            else:
+                args = [self[a] for a in d.args]
+                bind = binder(args)
+                value = (REGISTRY[op].impl(*args, **d.params) if bind is None
+                         else bind(op, args, d.params, d.src))
+            self[m] = value
+        return self[n]
+
+
+def inlined(graph: Graph, args, known=None) -> dict:
+    """``replay(graph, args, known)`` for the nodes someone reads: its environment, in
+    which a node is recorded into the active trace when first read. ``args`` hold a
+    tracer."""
+    top = innermost(args)
+    if top is None:
+        raise ValueError("inlined() needs a traced argument")
+    env = _Inlined(graph, top)
+    for n, a in zip(graph.inputs, args):
+        if known is None or n not in known:
+            env[n] = as_operand(top, a, graph.node(n)["src"])
+    if known is not None:
+        env.update(known)
+    return env
+
+
+def as_operand(trace, a, src):
+    """Argument ``a`` of a graph inlined into ``trace``, as ``replay`` takes it: a weakly
+    typed tracer typed (the graph's inputs are), anything else a constant of ``trace``
+    made at ``src``."""
+    if isinstance(a, Tracer):
+        return a if a._weak is None else Tracer(a._trace, a._node, a.shape, a.dtype, a._value)
+    return _const_at(trace, a, src)
 
 
 def _const_at(trace, value, src, snapshot=True):

@@ -1,11 +1,12 @@
 """Building, selecting and rearranging arrays on traced values, as NumPy does it:
 ``empty_like``, ``broadcast_arrays``, ``block``, ``resize``, ``unstack``, ``ix_``,
-``diagflat``, ``matrix_transpose``, ``astype``, ``logspace``, ``delete``, ``insert``,
-``compress``, ``extract``, ``choose``, ``piecewise``, ``apply_along_axis``,
-``apply_over_axes``, ``vdot``, ``isneginf``/``isposinf``, ``lexsort`` (stable argsorts,
-least significant key first), ``unravel_index``/``ravel_multi_index`` (integer
-arithmetic), and the shape-only ``diag_indices_from``, ``tril_indices_from``,
-``triu_indices_from``, ``can_cast``, ``einsum_path``.
+``diagflat``, ``matrix_transpose``, ``astype``, ``linspace`` (differentiable in ``start``
+and ``stop``), ``logspace``, ``delete``, ``insert``, ``compress``, ``extract``,
+``choose``, ``piecewise``, ``apply_along_axis``, ``apply_over_axes``, ``vdot``,
+``isneginf``/``isposinf``, ``lexsort`` (stable argsorts, least significant key first),
+``unravel_index``/``ravel_multi_index`` (integer arithmetic), and the shape-only
+``diag_indices_from``, ``tril_indices_from``, ``triu_indices_from``, ``can_cast``,
+``einsum_path``.
 
 Where a result's shape depends on values (``compress``/``extract``'s condition,
 ``delete``'s or ``insert``'s traced positions, ``argwhere``, ``flatnonzero``,
@@ -24,6 +25,7 @@ import numpy as np
 from ..errors import TraceError
 from ..ir.source import where
 from .core import Tracer
+from .indexing import getitem
 from .np_base import (
     _single_axis,
     as_array,
@@ -36,10 +38,12 @@ from .np_base import (
     implements,
     known,
     ndim_of,
+    operator_index,
     reshape,
     reshape_view,
     shape_of,
 )
+from .np_shapes import moveaxis
 
 _arr = as_array
 
@@ -594,3 +598,37 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     if axis != 0:
         result = np.moveaxis(result, 0, axis)
     return astype(result, dtype)
+
+
+@implements(np.linspace)
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
+             device=None):
+    """NumPy's recipe, ``start + arange(num) * step`` with the end set to ``stop``:
+    differentiable in ``start`` and ``stop`` (a constant ``num``)."""
+    num = operator_index(num)
+    if num < 0:
+        raise TraceError(f"np.linspace: number of samples, {num}, must be non-negative{where()}")
+    start, stop = coerce(start), coerce(stop)
+    div = (num - 1) if endpoint else num
+    dt = np.result_type(dtype_of(start), dtype_of(stop), 1.0)    # 1.0: a weak float
+    start, stop = astype(start, dt), astype(stop, dt)
+    delta = stop - start
+    extra = ndim_of(delta)
+    steps = np.arange(num, dtype=dt).reshape((-1,) + (1,) * extra)
+    step = delta / div if div > 0 else None
+    if step is not None:
+        y = steps * step + start
+    else:
+        y = steps * delta + start
+    if endpoint and num > 1:
+        y = concatenate([getitem(y, (slice(None, -1),)), reshape(stop, (1,) + shape_of(stop))])
+    y = broadcast_to(y, (num,) + tuple(np.broadcast_shapes(shape_of(start), shape_of(stop))))
+    if axis != 0:
+        y = moveaxis(y, 0, axis)
+    if dtype is not None:
+        if np.dtype(dtype).kind in "iu":
+            y = np.floor(y)
+        y = astype(y, dtype)
+    if retstep:
+        return y, (step if step is not None else np.nan)
+    return y

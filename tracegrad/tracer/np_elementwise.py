@@ -1,6 +1,7 @@
-"""Elementwise NumPy functions that are not ufuncs: ``np.where`` (and ``np.nonzero``,
-its one-argument form, read at trace time under a guard), ``np.clip``, ``np.round`` and
-``np.abs``. The ufuncs themselves map to primitives in ``numpy_api``'s ``UFUNCS`` table.
+"""Elementwise NumPy functions that are not ufuncs: ``np.where`` (and ``np.nonzero``, its
+one-argument form, read at trace time under a guard), ``np.clip``, ``np.round``,
+``np.abs``, ``np.select`` and ``np.nan_to_num``. The ufuncs themselves map to primitives
+in ``numpy_api``'s ``UFUNCS`` table.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from ..errors import TraceError
 from ..ir import apply
 from ..ir.source import where
 from .core import Tracer
-from .np_base import _reject, astype, coerce, dtype_of, implements, operator_index
+from .np_base import _reject, as_array, astype, coerce, dtype_of, implements, operator_index
 
 
 @implements(np.where)
@@ -89,3 +90,42 @@ def round_(a, decimals=0, out=None):
 @implements(np.abs)
 def abs_(x):
     return apply("abs", x)
+
+
+_arr = as_array
+
+
+@implements(np.select)
+def select(condlist, choicelist, default=0):
+    if len(condlist) != len(choicelist):
+        raise TraceError(f"np.select: list of cases must be same length as list of "
+                         f"conditions{where()}")
+    choices = [_arr(c) for c in choicelist]
+    # NumPy's result dtype: the choices', with a Python-number default weak (NEP 50)
+    weak = isinstance(default, (bool, int, float, complex))
+    dt = np.result_type(*[dtype_of(c) for c in choices],
+                        default if weak else dtype_of(_arr(default)))
+    out = astype(_arr(default), dt)
+    for cond, choice in reversed(list(zip(condlist, choices))):
+        out = np.where(_arr(cond), astype(choice, dt), out)
+    return out
+
+
+@implements(np.nan_to_num)
+def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    x = _arr(x)
+    dt = dtype_of(x)
+    if dt.kind == "c":
+        # NumPy replaces in the real and the imaginary part separately
+        parts = [nan_to_num(apply(p, x), nan=nan, posinf=posinf, neginf=neginf)
+                 for p in ("real", "imag")]
+        fixed = apply("add", parts[0], apply("mul", parts[1], np.asarray(1j, dt)))
+        return apply("select", apply("isfinite", x), x, fixed)
+    if dt.kind not in "f":
+        return x
+    big = np.finfo(dt).max
+    posinf = big if posinf is None else posinf
+    neginf = -big if neginf is None else neginf
+    x = apply("select", apply("isnan", x), np.asarray(nan, dt), x)
+    x = apply("select", apply("equal", x, np.inf), np.asarray(posinf, dt), x)
+    return apply("select", apply("equal", x, -np.inf), np.asarray(neginf, dt), x)

@@ -1,7 +1,9 @@
 """Products of traced arrays: ``matmul``, ``np.dot``, ``np.inner``, ``np.outer``,
-``np.tensordot`` and ``np.einsum``. Matrix products apply the ``matmul`` primitive; the
-N-D forms are spelled as einsum subscripts, which are normalised here (``...`` written
-out in letters no operand uses) before the ``einsum`` primitive sees them.
+``np.tensordot``, ``np.einsum``, ``np.kron``, ``np.cross``, and the 1-D ``np.convolve``
+and ``np.correlate`` (a matrix product with a gathered Toeplitz matrix). Matrix products
+apply the ``matmul`` primitive; the N-D forms are spelled as einsum subscripts, which are
+normalised here (``...`` written out in letters no operand uses) before the ``einsum``
+primitive sees them.
 """
 from __future__ import annotations
 
@@ -15,7 +17,21 @@ from ..errors import TraceError
 from ..ir import apply
 from ..ir.source import where
 from .core import Tracer
-from .np_base import _reject, _single_axis, coerce, implements, ndim_of, ravel, reshape, shape_of
+from .indexing import getitem
+from .np_base import (
+    _reject,
+    _single_axis,
+    as_array,
+    broadcast_to,
+    coerce,
+    dtype_of,
+    implements,
+    ndim_of,
+    ravel,
+    reshape,
+    shape_of,
+)
+from .np_shapes import flip, moveaxis
 
 
 def _array(x):
@@ -189,3 +205,91 @@ def _diagonals(op, sub):
         op = np.diagonal(op, 0, p, q)
         sub = sub[:p] + sub[p + 1:q] + sub[q + 1:] + c
     return op, sub
+
+
+_arr = as_array
+
+
+@implements(np.kron)
+def kron(a, b):
+    a, b = _arr(a), _arr(b)
+    nd = builtins.max(ndim_of(a), ndim_of(b))
+    sa = (1,) * (nd - ndim_of(a)) + tuple(shape_of(a))
+    sb = (1,) * (nd - ndim_of(b)) + tuple(shape_of(b))
+    a = reshape(a, tuple(x for n in sa for x in (n, 1)))
+    b = reshape(b, tuple(x for n in sb for x in (1, n)))
+    return reshape(apply("mul", a, b), tuple(m * n for m, n in zip(sa, sb)))
+
+
+@implements(np.cross)
+def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    a = moveaxis(_arr(a), axisa, -1)
+    b = moveaxis(_arr(b), axisb, -1)
+    na, nb = shape_of(a)[-1], shape_of(b)[-1]
+    if na not in (2, 3) or nb not in (2, 3):
+        raise TraceError(f"incompatible dimensions for cross product (dimension must be 2 or "
+                         f"3){where()}")
+
+    def comp(v, i, n):
+        return getitem(v, (Ellipsis, i)) if i < n else 0.0
+    a0, a1, a2 = (comp(a, i, na) for i in range(3))
+    b0, b1, b2 = (comp(b, i, nb) for i in range(3))
+    z = a0 * b1 - a1 * b0
+    if na == 2 and nb == 2:
+        return z
+    c = np.stack(_broadcast_all(a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, z), axis=-1)
+    return moveaxis(c, -1, axisc)
+
+
+def _broadcast_all(*xs):
+    shape = np.broadcast_shapes(*(shape_of(x) for x in xs))
+    return [broadcast_to(x if isinstance(x, Tracer) else np.asarray(x), shape) for x in xs]
+
+
+def _full_convolve(a, v):
+    n, m = shape_of(a)[0], shape_of(v)[0]
+    k = np.arange(n + m - 1)[:, None]
+    i = np.arange(n)[None, :]
+    idx = k - i
+    ok = (idx >= 0) & (idx < m)
+    gathered = getitem(v, (np.clip(idx, 0, m - 1),))          # (n + m - 1, n)
+    zero = np.zeros((), np.result_type(dtype_of(a), dtype_of(v)))
+    return np.matmul(apply("select", ok, gathered, zero), a)
+
+
+@implements(np.convolve)
+def convolve(a, v, mode="full"):
+    a, v = ravel(_arr(a)), ravel(_arr(v))
+    n, m = shape_of(a)[0], shape_of(v)[0]
+    if n == 0 or m == 0:
+        raise TraceError(f"np.convolve: inputs cannot be empty{where()}")
+    full = _full_convolve(a, v)
+    lo, hi = builtins.min(n, m), builtins.max(n, m)
+    if mode == "full":
+        return full
+    if mode == "same":
+        start = (lo - 1) // 2
+        return getitem(full, (slice(start, start + hi),))
+    if mode == "valid":
+        return getitem(full, (slice(lo - 1, hi),))
+    raise TraceError(f"np.convolve: mode {mode!r} is not supported{where()}")
+
+
+@implements(np.correlate)
+def correlate(a, v, mode="valid"):
+    a, v = ravel(_arr(a)), ravel(_arr(v))
+    n, m = shape_of(a)[0], shape_of(v)[0]
+    if dtype_of(v).kind == "c":          # NumPy's correlate conjugates v
+        v = apply("conj", v)
+    full = convolve(a, flip(v), "full")
+    lo, hi = builtins.min(n, m), builtins.max(n, m)
+    if mode == "full":
+        return full
+    if mode == "same":      # NumPy's alignment (it swaps the arguments when v is longer)
+        start = (m - 1) // 2 if m <= n else n // 2
+        return getitem(full, (slice(start, start + hi),))
+    if mode == "valid":
+        return getitem(full, (slice(lo - 1, hi),))
+    raise TraceError(f"np.correlate: mode {mode!r} is not supported{where()}")

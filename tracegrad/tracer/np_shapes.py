@@ -1,6 +1,8 @@
-"""Shape manipulation on traced values: reshaping, transposing and moving axes,
-squeezing, stacking and splitting, flipping, rolling, tiling, repeating and padding,
-diagonals and triangles, and the queries ``np.shape``, ``np.ndim``, ``np.size`` and
+"""Shape manipulation on traced values: reshaping, transposing, moving and rolling axes,
+squeezing, stacking and splitting, flipping and rotating, rolling, tiling, repeating and
+padding, diagonals and triangles, ``append``, ``meshgrid``, ``take``,
+``take_along_axis`` and ``put_along_axis`` (in place on a traced array, like
+``z[i] = v``), and the queries ``np.shape``, ``np.ndim``, ``np.size`` and
 ``np.result_type``. Most are compositions: gathers at constant positions (``roll``,
 ``repeat``, ``pad``'s edge modes), reshapes and broadcasts (``tile``), or a ``select``
 against a constant mask (``triu``, ``tril``). ``reshape``, ``ravel``, ``concatenate``,
@@ -24,6 +26,7 @@ from .np_base import (
     _axis_tuple,
     _reject,
     _single_axis,
+    as_array,
     broadcast_to,
     coerce,
     concatenate,
@@ -348,3 +351,189 @@ def size_(a, axis=None):
 @implements(np.result_type)
 def result_type(*arrays_and_dtypes):
     return np.result_type(*(a.dtype if isinstance(a, Tracer) else a for a in arrays_and_dtypes))
+
+
+# -- along an axis, and the shapes NumPy builds from the others ------------------------
+_arr = as_array
+
+
+def _axis_or_flat(a, axis):
+    a = _arr(a)
+    if axis is None:
+        return ravel(a), 0
+    return a, _single_axis(operator_index(axis), ndim_of(a))
+
+
+def _along_key(a, indices, axis):
+    """The index that ``take_along_axis``/``put_along_axis`` apply (``axis`` normalised):
+    ``indices`` on ``axis``, broadcast ranges on the others."""
+    nd = ndim_of(a)
+    key = []
+    for d in range(nd):
+        if d == axis:
+            key.append(indices)
+        else:
+            shape = [1] * nd
+            shape[d] = shape_of(a)[d]
+            key.append(np.arange(shape_of(a)[d]).reshape(shape))
+    return tuple(key)
+
+
+def _along(a, indices, axis):
+    """``np.take_along_axis(a, indices, axis)`` with ``axis`` normalised."""
+    return getitem(a, _along_key(a, indices, axis))
+
+
+@implements(np.rollaxis)
+def rollaxis(a, axis, start=0):
+    a = _arr(a)
+    nd = ndim_of(a)
+    axis = _single_axis(axis, nd)
+    if start < 0:
+        start += nd
+    if not 0 <= start <= nd:
+        raise TraceError(f"np.rollaxis: start {start} out of range{where()}")
+    if axis < start:
+        start -= 1
+    if axis == start:
+        return a
+    axes = [d for d in range(nd) if d != axis]
+    axes.insert(start, axis)
+    return transpose(a, axes)
+
+
+def _strict_split(name, axis_of):
+    def handler(ary, indices_or_sections):
+        ary = _arr(ary)
+        axis = axis_of(ndim_of(ary))
+        if axis is None:
+            raise TraceError(f"np.{name} needs an array of more dimensions{where()}")
+        return split(ary, indices_or_sections, axis)
+    return handler
+
+
+FUNCTIONS[np.vsplit] = _strict_split("vsplit", lambda nd: 0 if nd >= 2 else None)
+FUNCTIONS[np.hsplit] = _strict_split("hsplit", lambda nd: (1 if nd > 1 else 0) if nd else None)
+FUNCTIONS[np.dsplit] = _strict_split("dsplit", lambda nd: 2 if nd >= 3 else None)
+
+
+@implements(np.column_stack)
+def column_stack(tup):
+    arrays = []
+    for a in tup:
+        a = _arr(a)
+        if ndim_of(a) < 2:
+            a = reshape(a, (-1, 1))
+        arrays.append(a)
+    return concatenate(arrays, axis=1)
+
+
+@implements(np.dstack)
+def dstack(tup):
+    return concatenate([np.atleast_3d(_arr(a)) for a in tup], axis=2)
+
+
+if hasattr(np, "row_stack"):
+    FUNCTIONS[np.row_stack] = lambda tup, **kw: np.vstack(tup, **kw)
+
+
+@implements(np.flipud)
+def flipud(m):
+    return flip(m, 0)
+
+
+@implements(np.fliplr)
+def fliplr(m):
+    m = _arr(m)
+    if ndim_of(m) < 2:
+        raise TraceError(f"np.fliplr needs an array of at least 2 dimensions{where()}")
+    return flip(m, 1)
+
+
+@implements(np.rot90)
+def rot90(m, k=1, axes=(0, 1)):
+    m = _arr(m)
+    nd = ndim_of(m)
+    a0, a1 = (_single_axis(ax, nd) for ax in axes)
+    if a0 == a1:
+        raise TraceError(f"np.rot90: axes must be different{where()}")
+    k %= 4
+    if k == 0:
+        return m
+    if k == 2:
+        return flip(flip(m, a0), a1)
+    perm = list(range(nd))
+    perm[a0], perm[a1] = perm[a1], perm[a0]
+    return transpose(flip(m, a1), perm) if k == 1 else flip(transpose(m, perm), a1)
+
+
+@implements(np.append)
+def append(arr, values, axis=None):
+    arr, values = _arr(arr), _arr(values)
+    if axis is None:
+        return concatenate([ravel(arr), ravel(values)], axis=0)
+    return concatenate([arr, values], axis=axis)
+
+
+@implements(np.meshgrid)
+def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
+    if indexing not in ("xy", "ij"):
+        raise TraceError(f"np.meshgrid: indexing must be 'xy' or 'ij'{where()}")
+    xs = [ravel(_arr(x)) for x in xi]
+    nd = len(xs)
+    shapes = []
+    for i, x in enumerate(xs):
+        shape = [1] * nd
+        shape[(1 - i if i < 2 else i) if indexing == "xy" and nd > 1 else i] = shape_of(x)[0]
+        shapes.append(tuple(shape))
+    full = np.broadcast_shapes(*shapes)
+    outs = []
+    for x, shape in zip(xs, shapes):
+        if copy:
+            # NumPy's copy=True results are arrays of their own: a gather, not a
+            # broadcast view of the input
+            idx = np.arange(shape_of(x)[0]).reshape(shape)
+            outs.append(getitem(x, (idx if sparse else np.ascontiguousarray(
+                np.broadcast_to(idx, full)),)))
+        else:
+            out = reshape(x, shape)
+            outs.append(out if sparse else broadcast_to(out, full))
+    return tuple(outs)
+
+
+@implements(np.take)
+def take(a, indices, axis=None, out=None, mode="raise"):
+    _reject("np.take", out=out)
+    a, axis = _axis_or_flat(a, axis)
+    indices = _arr(indices)
+    if mode in ("wrap", "clip"):
+        n = shape_of(a)[axis]
+        indices = np.mod(indices, n) if mode == "wrap" else np.clip(indices, 0, n - 1)
+    elif mode != "raise":
+        raise TraceError(f"np.take: mode {mode!r} is not supported{where()}")
+    return getitem(a, (slice(None),) * axis + (indices,))
+
+
+@implements(np.take_along_axis)
+def take_along_axis(arr, indices, axis=-1):
+    arr, axis = _axis_or_flat(arr, axis)
+    indices = _arr(indices)
+    if ndim_of(indices) != ndim_of(arr):
+        raise TraceError(f"np.take_along_axis: indices and arr must have the same number "
+                         f"of dimensions{where()}")
+    return _along(arr, indices, axis)
+
+
+@implements(np.put_along_axis)
+def put_along_axis(arr, indices, values, axis):
+    """In place, as in NumPy: on a traced ``arr`` it is recorded like ``z[i] = v`` (``arr``
+    names the updated array afterwards)."""
+    if not isinstance(arr, Tracer):
+        raise TraceError(f"np.put_along_axis(arr, ...) would write traced values into the "
+                         f"plain NumPy array arr and lose their gradient: start from a traced "
+                         f"array (arr = np.zeros_like(x)){where()}")
+    if axis is None:
+        raise TraceError(f"np.put_along_axis with axis=None is not supported on traced "
+                         f"values (reshape first){where()}")
+    axis = _single_axis(operator_index(axis), ndim_of(arr))
+    arr[_along_key(arr, _arr(indices), axis)] = values

@@ -35,7 +35,7 @@ from .np_base import (
     ndim_of,
     shape_of,
 )
-from .np_more import _segment_sum
+from .np_sorting import _segment_sum
 
 _arr = as_array
 

@@ -3,7 +3,9 @@
 Ufuncs: ``np.ldexp`` (a Python int exponent stays an integer, as in NumPy's loop),
 ``np.frexp`` and ``np.modf`` (one two-output node, NumPy's loop dtypes), and the
 generalised ufuncs ``np.vecdot``, ``np.matvec`` and ``np.vecmat`` (products: ``vecdot``
-and ``vecmat`` conjugate their vector, as NumPy's do).
+and ``vecmat`` conjugate their vector, as NumPy's do); ``np.logaddexp2``, ``np.fmod``,
+``np.heaviside`` (zero gradient in ``x1``; ``x2`` where ``x1 == 0``), composed of
+primitives on NumPy's loop dtypes, and ``np.sinc``.
 
 Methods (``np.<ufunc>.reduce``, ``accumulate``, ``outer``, ``at``, ``reduceat``), for every
 ufunc the tracer handles, with NumPy's result dtypes and errors: NumPy's own method is
@@ -50,17 +52,20 @@ from .np_base import (
     TAKES_KEYWORDS,
     UFUNC_METHODS,
     UFUNCS,
+    as_array,
     astype,
     broadcast_to,
     coerce,
     concatenate,
     dtype_of,
+    implements,
     ndim_of,
+    numpy_loop,
     reshape,
     shape_of,
     transpose,
 )
-from .np_more import cumprod
+from .np_calculus import cumprod
 from .np_reductions import all as all_
 from .np_reductions import any as any_
 from .np_reductions import cumsum, prod
@@ -460,3 +465,40 @@ def _set(flat, positions, value):
 _METHODS = {"reduce": reduce, "accumulate": accumulate, "reduceat": reduceat,
             "outer": outer, "at": at}
 UFUNC_METHODS.update({m: functools.partial(ufunc_method, method=m) for m in _METHODS})
+
+
+# -- ufuncs composed of primitives ----------------------------------------------------
+_arr = as_array
+_LN2 = math.log(2.0)
+
+
+def _fmod(x, y):
+    # sign(x) * (|x| mod |y|): exact values (as C's fmod), d/dx = 1, d/dy = -trunc(x / y)
+    return apply("mul", apply("sign", x), apply("remainder", apply("abs", x), apply("abs", y)))
+
+
+def _heaviside(x1, x2):
+    dt = np.result_type(dtype_of(x1), dtype_of(x2))
+    inner = apply("select", apply("greater", x1, 0), np.ones((), dt), x2)
+    inner = apply("select", apply("less", x1, 0), np.zeros((), dt), inner)
+    if dtype_of(x1).kind == "f":         # NaN in x1 is NaN, whatever x2 says
+        inner = apply("select", apply("isnan", x1), np.asarray(np.nan, dt), inner)
+    return inner
+
+
+UFUNCS[np.logaddexp2] = numpy_loop(np.logaddexp2, lambda x, y: apply(
+    "div", apply("logaddexp", apply("mul", x, _LN2), apply("mul", y, _LN2)), _LN2))
+UFUNCS[np.fmod] = numpy_loop(np.fmod, _fmod)
+UFUNCS[np.heaviside] = numpy_loop(np.heaviside, _heaviside)
+
+
+@implements(np.sinc)
+def sinc(x):
+    """sin(pi x) / (pi x), 1 at 0 (derivative 0 there; the second derivative at exactly 0
+    is not the true -pi^2/3)."""
+    x = _arr(x)
+    if dtype_of(x).kind in "iub":
+        x = astype(x, np.float64)
+    zero = apply("equal", x, 0)
+    safe = apply("mul", apply("select", zero, 1.0, x), math.pi)
+    return apply("select", zero, 1.0, apply("div", apply("sin", safe), safe))

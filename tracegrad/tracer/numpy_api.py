@@ -9,9 +9,10 @@ the array-function handlers live by family in ``np_reductions``, ``np_elementwis
 ``np_products``, ``np_shapes``, ``np_creation`` and ``np_linalg`` (on the shared helpers
 of ``np_base``), are registered when this module imports them, and are re-exported
 here, where ``methods`` and the rest of the tracer find them. The rest of NumPy's
-surface registers itself the same way from ``np_more``, ``np_complex``, ``np_fft``,
-``np_polynomial``, ``np_statistics``, ``np_setops``, ``np_arrays`` and
-``np_linalg_more``.
+surface registers itself the same way from ``np_sorting``, ``np_calculus``,
+``np_nanfunctions``, ``np_comparisons``, ``np_complex``, ``np_fft``, ``np_polynomial``,
+``np_statistics``, ``np_setops``, ``np_arrays`` and ``np_linalg_more`` (and, imported by
+the package after this module, ``np_ufuncs``).
 """
 from __future__ import annotations
 
@@ -27,12 +28,15 @@ from ..ir import REGISTRY, apply
 from ..ir.source import where
 from . import (  # noqa: F401  (more handlers: they register themselves)
     np_arrays,
+    np_calculus,
+    np_comparisons,
     np_complex,
     np_fft,
     np_linalg_more,
-    np_more,
+    np_nanfunctions,
     np_polynomial,
     np_setops,
+    np_sorting,
     np_statistics,
 )
 from .core import Tracer, add_to_top, is_constant, resolve_weak

@@ -58,13 +58,28 @@ _GRAD_PLAN = ("rev", (0,))
 def _planned(t, seeds, seed_values, values=None):
     """The cotangents of ``t``'s inputs from its cached plan, given the cotangents
     ``seed_values`` of its outputs ``seeds`` and the forward ``values`` (by default the
-    trace's); None without a plan (the caller takes the uncached path). On a miss the
-    plan is made by its first use (``plans.first_use``)."""
+    trace's); None without a plan (the caller takes the uncached path). A structure met
+    for the first time is differentiated by one sweep on the values (``plans.once``);
+    met again, its plan is made from that sweep (``plans.again``), or else by its first
+    use (``plans.first_use``)."""
     if t.plan_key is None:
         return None
     values = t.trace.values if values is None else values
     plan = t.plan
-    if plan is None:
+    if plan is None or isinstance(plan, plans.Seen):
+        if plan is None:
+            # met for the first time: one sweep on the values, the plan made from it
+            # when the structure is met again
+            grads = plans.once(t.plan_key, t.trace.records, t.outputs, t.input_nodes,
+                               seeds, values, seed_values)
+            if grads is not None:
+                t.plan = plans.lookup(t.plan_key)
+                return grads
+        else:
+            made = plans.again(t.plan_key, plan, t.trace.records, t.input_nodes)
+            if made is not None:
+                t.plan = made
+                return made(values, seed_values)
         plan, grads = plans.first_use(t.trace.records, t.outputs, t.input_nodes, seeds,
                                       values, seed_values)
         plans.store(t.plan_key, plan)
@@ -76,14 +91,22 @@ def _planned(t, seeds, seed_values, values=None):
 def _replayed(t, seeds, fwd, seed_values, recorded=None):
     """``call`` of ``t``'s adjoint graph (its forward outputs ``fwd``, then the
     cotangents of its inputs) when ``t`` is traced inside another transform, from the
-    graph cached for its structure (made now on a miss); None when it has none. This
+    graph cached for its structure (made when the structure was met ``REPLAY_AFTER``
+    times; before, by ``plans.inline``); None when it has none. This
     call's branch decisions are recorded in the enclosing trace, as the uncached path's
     replay of the guards does. ``recorded``: trace node -> its replay already recorded
     in the enclosing trace (tg.vjp's forward pass), which the adjoint reuses."""
     if t.replay_key is None:
         return None
     rp = t.replay
-    if rp is None:
+    if rp is None or isinstance(rp, plans.Seen):
+        if not plans.due(t.replay_key, rp, plans.REPLAY_AFTER):
+            # a structure met fewer times than a Replay takes to pay: one sweep on the
+            # enclosing trace's values, recorded there
+            outs = plans.inline(t.graph, t.eval_args, t.input_nodes, seeds, seed_values,
+                                fwd, t.guards, recorded or None)
+            if outs is not None:
+                return outs
         guard_nodes = list(dict.fromkeys(n for n, _ in t.guards))
         try:
             rp = plans.Replay(t.trace.records, t.outputs, t.input_nodes, seeds, guard_nodes)
@@ -309,7 +332,7 @@ def vjp(fun: Callable[..., Any], *primals: PyTree, has_aux: bool = False) -> tup
         handed = [v for v in out_leaves + list(outs[t.n_out:]) if isinstance(v, np.ndarray)]
         values = t.trace.values
         saved = {}
-        for n in (range(len(values)) if t.plan is None else t.plan.saved):
+        for n in (t.plan.saved if isinstance(t.plan, plans.Plan) else range(len(values))):
             v = values[n]
             if isinstance(v, np.ndarray) and any(np.may_share_memory(v, h) for h in handed):
                 v = v.copy()

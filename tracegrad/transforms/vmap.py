@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from ..autodiff import plans
+from ..autodiff.runner import Runner
 from ..errors import TraceError
 from ..ir.evaluate import call
 from ..passes.batch import batch
@@ -85,6 +87,46 @@ def _weak_number(leaf):
     if isinstance(leaf, Tracer) and leaf._weak is not None:
         return leaf._weak(np.asarray(leaf._value)[()] if leaf._value is not None else 0)
     return leaf
+
+
+class _BatchedPlan:
+    """The batched graph of one traced structure (every constant an input), run by the
+    autodiff runner's policy: interpreted first, then compiled."""
+
+    __slots__ = ("run",)
+
+    def __init__(self, records, outputs, positions, size):
+        forward = plans.forward_graph(records, outputs)
+        self.run = Runner(batch(forward, positions, size), owned=True,
+                          name="tracegrad_vmap")
+
+
+def _cached_run(traced, positions, size, moved):
+    """The outputs of the traced function batched over ``positions``, from the batched
+    graph cached in ``autodiff.PLANS`` by the trace's structure (made on a miss), or None
+    where it is not cached: inside an enclosing transform (traced arguments or captured
+    outer values: the batched graph is inlined into that trace), a parameter that
+    cannot be keyed, or a trace that took a branch. The function is traced on every
+    call (its Python runs, a branch picks the structure): only the batching pass and
+    its compiling are saved."""
+    if any(isinstance(a, Tracer) for a in traced.eval_args) or \
+            len(traced.eval_args) != traced.n_in or traced.trace._guards:
+        return None     # (a branch taken: the pass checks it does not read a mapped value)
+    records = traced.trace.records
+    key = plans.structure_key(records, traced.outputs, ("vmap", tuple(positions), size))
+    if key is None:
+        return None
+    hit = plans.lookup(key)
+    if not isinstance(hit, _BatchedPlan):
+        hit = _BatchedPlan(records, traced.outputs, positions, size)
+        plans.store(key, hit)
+    args, it = [], iter(moved)
+    for op, _, params, _, _, _ in records:
+        if op == "input":
+            args.append(next(it))
+        elif op == "const":
+            args.append(params["value"])
+    return hit.run([np.asarray(a) for a in args])
 
 
 def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callable[..., Any]:
@@ -173,17 +215,21 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callab
                              differentiable=False, check_complex=False, differentiates=False)
         finally:
             BATCHING.reset(token)
-        graph = traced.graph
-        n_out = len(graph.outputs)
-        if sinks[-1].records:
-            printed = [traced._as_node_value(traced.trace, x) for x in sinks[-1].tracers]
-            graph.outputs = list(graph.outputs) + [x._node for x in printed]
-        # values of an enclosing transform the function closes over (tg.grad of a loss
-        # whose vmap uses traced weights) are extra, unbatched inputs
-        captured = traced.eval_args[traced.n_in:]
+        n_out = len(traced.outputs)
         positions = [k for k, ax in enumerate(leaf_axes) if ax is not None]
-        batched = batch(graph, positions, size)
-        outs = call(batched, list(moved) + list(captured))
+        outs = None if sinks[-1].records else _cached_run(traced, positions, size, moved)
+        if outs is None:
+            graph = traced.graph
+            if sinks[-1].records:
+                printed = [traced._as_node_value(traced.trace, x) for x in sinks[-1].tracers]
+                graph.outputs = list(graph.outputs) + [x._node for x in printed]
+            # values of an enclosing transform the function closes over (tg.grad of a
+            # loss whose vmap uses traced weights) are extra, unbatched inputs
+            captured = traced.eval_args[traced.n_in:]
+            batched = batch(graph, positions, size)
+            outs = call(batched, list(moved) + list(captured))
+        else:
+            graph = None        # (built only if an out_axes=None check needs it)
         if sinks[-1].records:
             deps = _depends_on(graph, positions)[n_out:]
             unbatched = [(0,)] * len(deps)
@@ -207,7 +253,8 @@ def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0) -> Callab
         for k, (out, ax) in enumerate(zip(outs, out_leaf_axes)):
             if ax is None:
                 if mapped_outs is None:
-                    mapped_outs = _depends_on(graph, positions)
+                    mapped_outs = _depends_on(traced.graph if graph is None else graph,
+                                              positions)
                 if mapped_outs[k]:
                     raise TraceError(f"vmap out_axes=None for an output that depends on a "
                                      f"mapped argument{where()}")

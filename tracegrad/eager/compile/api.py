@@ -26,7 +26,8 @@ from ...ir.aliasing import fresh_bases
 from ...runtime.codegen import GUARD_FAILED, generate
 from ...tracer import Tracer, flatten, new_trace, sync, unflatten
 from .. import grad_mode
-from ..dispatch import CAPTURE, _tensor_class
+from ..dispatch import CAPTURE
+from ..tensor import Tensor
 from .capture import Capture, GraphBreak
 from .reach import reach
 
@@ -36,6 +37,28 @@ BACKENDS = ("numpy", "jax", "inductor", "eager", "aot_eager")
 
 class InvalidBackend(RuntimeError):
     """An unknown ``backend=`` (PyTorch raises ``torch._dynamo.exc.InvalidBackend``)."""
+
+
+def _host_rng_state():
+    """Python's ``random`` and NumPy's global ``np.random`` states: a capture that draws
+    from them (dynamic_net's ``random.randint`` depth) is a graph break, as the draws of a
+    capture would otherwise be constants of the graph."""
+    import random
+    return random.getstate(), np.random.get_state()
+
+
+def _host_rng_same(saved):
+    import random
+    py, (kind, keys, pos, has_gauss, gauss) = saved
+    now = np.random.get_state()
+    return (random.getstate() == py and now[2] == pos and now[3] == has_gauss
+            and np.array_equal(now[1], keys))
+
+
+def _host_rng_restore(saved):
+    import random
+    random.setstate(saved[0])
+    np.random.set_state(saved[1])
 
 
 class Explanation:
@@ -238,7 +261,6 @@ class _TapeNode:
     def __init__(self, bw, saved, targets, seeds, bw_fn):
         from ..autograd.function import Function
         self.saved, self.targets = saved, targets
-        Tensor = _tensor_class()
         n_targets = len(targets)
 
         class CompiledFunction(Function):
@@ -306,7 +328,6 @@ class CompiledFunction:
         return [e.graph for e in self._entries]
 
     def __call__(self, *args, **kwargs):
-        Tensor = _tensor_class()
         if CAPTURE.get() is not None:       # called while another capture records
             return self._fn(*args, **kwargs)
         self._calls += 1
@@ -382,6 +403,7 @@ class CompiledFunction:
         snaps = _watch(reached)
         rng = _rng_state(default_generator)
         rng_saved = default_generator.get_state()
+        host_rng = _host_rng_state()
         gc_was = gc.isenabled()
         gc.disable()
         cap = None
@@ -460,6 +482,10 @@ class CompiledFunction:
                 if _rng_state(default_generator) != rng:
                     raise GraphBreak("the function draws random numbers other than through "
                                      "tracegrad's generator's words")
+                if not _host_rng_same(host_rng):
+                    raise GraphBreak("the function calls Python's random module or NumPy's "
+                                     "global np.random: the numbers drawn while capturing "
+                                     "would be frozen into the graph")
                 outputs, writes = [], []
                 self._writes(cap, outputs, writes, arg_slot, Tensor)
                 for d, k, t in stores:
@@ -509,6 +535,7 @@ class CompiledFunction:
                     gen.set_state(state)
             _unwatch(snaps)
             default_generator.set_state(rng_saved)
+            _host_rng_restore(host_rng)
             raise
         except BaseException as e:      # (whatever failed, eager will say it)
             if cap is not None:
@@ -517,6 +544,7 @@ class CompiledFunction:
                     gen.set_state(state)
             _unwatch(snaps)
             default_generator.set_state(rng_saved)
+            _host_rng_restore(host_rng)
             if not isinstance(e, Exception):    # KeyboardInterrupt: undone, and raised
                 raise
             from ...ir.source import user_src
@@ -788,7 +816,6 @@ def _write_grad_none(p, arg=None):
 
 
 def _write_grad_new(p, k, arg=None):
-    Tensor = _tensor_class()
 
     def write(out, leaves):
         (p if arg is None else leaves[arg])._grad = Tensor._plain(out[k])
@@ -796,7 +823,6 @@ def _write_grad_new(p, k, arg=None):
 
 
 def _write_grad_const(p, value, arg=None):
-    Tensor = _tensor_class()
 
     def write(out, leaves):
         (p if arg is None else leaves[arg])._grad = Tensor._plain(value.copy())
@@ -828,7 +854,6 @@ def _write_item(slot, k):
 
 
 def _write_store(d, key, k):
-    Tensor = _tensor_class()
 
     def write(out, leaves):
         d[key] = Tensor._plain(out[k])

@@ -33,7 +33,7 @@ from ...passes.adjoint import _pull
 from ...tracer import Tracer, sync
 from ...tracer.views import assigned
 from .. import grad_mode
-from ..dispatch import _tensor_class
+from ..tensor import Tensor
 
 _NO_GRAD = "element {i} of tensors does not require grad and does not have a grad_fn"
 
@@ -85,7 +85,7 @@ class Capture:
     def __init__(self, trace):
         self.trace = trace
         trace.keep_values()
-        self.Tensor = _tensor_class()
+        self.Tensor = Tensor
         self.slots: list[Slot] = []
         self.by_array: dict[int, Tracer] = {}     # id(ndarray) -> its input tracer
         self.keep: list = []                      # keeps those ids unique meanwhile

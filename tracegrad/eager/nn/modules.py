@@ -26,7 +26,8 @@ class Parameter(Tensor):
             from ..creation import empty
             data = empty(0)
         arr = data._data if isinstance(data, Tensor) else np.asarray(data)
-        p = cls._plain(arr)
+        p = object.__new__(cls)
+        p._set_fields(arr)
         if requires_grad:
             p.requires_grad = True
         return p

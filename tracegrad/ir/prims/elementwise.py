@@ -92,7 +92,8 @@ def _exp_partials(out, x):
 elementwise("exp", np.exp, _exp_partials, complex=True)
 elementwise("expm1", np.expm1, lambda out, x: (out + 1.0,), complex=True)
 elementwise("log", np.log, lambda out, x: (1.0 / x,), complex=True)
-elementwise("log1p", np.log1p, lambda out, x: (1.0 / (x + 1.0),), complex=True)
+elementwise("log1p", np.log1p, lambda out, x: (1.0 / (x + 1.0),), complex=True,
+            torch_name="Log1PBackward0")
 elementwise("log2", np.log2, lambda out, x: (1.0 / (x * LN2),), complex=True)
 elementwise("log10", np.log10, lambda out, x: (1.0 / (x * LN10),), complex=True)
 elementwise("sqrt", np.sqrt, lambda out, x: (0.5 / out,), complex=True)
@@ -100,17 +101,23 @@ elementwise("cbrt", np.cbrt, lambda out, x: (1.0 / (3.0 * out * out),), complex=
 elementwise("sin", np.sin, lambda out, x: (np.cos(x),), complex=True)
 elementwise("cos", np.cos, lambda out, x: (-np.sin(x),), complex=True)
 elementwise("tan", np.tan, lambda out, x: (1.0 + out * out,), complex=True)
-elementwise("arcsin", np.arcsin, lambda out, x: (1.0 / np.sqrt(1.0 - x * x),), complex=True)
-elementwise("arccos", np.arccos, lambda out, x: (-1.0 / np.sqrt(1.0 - x * x),), complex=True)
-elementwise("arctan", np.arctan, lambda out, x: (1.0 / (1.0 + x * x),), complex=True)
+# (PyTorch names the inverse functions asin, acos, ...: AsinBackward0)
+elementwise("arcsin", np.arcsin, lambda out, x: (1.0 / np.sqrt(1.0 - x * x),), complex=True,
+            torch_name="AsinBackward0")
+elementwise("arccos", np.arccos, lambda out, x: (-1.0 / np.sqrt(1.0 - x * x),), complex=True,
+            torch_name="AcosBackward0")
+elementwise("arctan", np.arctan, lambda out, x: (1.0 / (1.0 + x * x),), complex=True,
+            torch_name="AtanBackward0")
 elementwise("sinh", np.sinh, lambda out, x: (np.cosh(x),), complex=True)
 elementwise("cosh", np.cosh, lambda out, x: (np.sinh(x),), complex=True)
 elementwise("tanh", np.tanh, lambda out, x: (1.0 - out * out,), complex=True)
-elementwise("arcsinh", np.arcsinh, lambda out, x: (1.0 / np.sqrt(x * x + 1.0),), complex=True)
+elementwise("arcsinh", np.arcsinh, lambda out, x: (1.0 / np.sqrt(x * x + 1.0),), complex=True,
+            torch_name="AsinhBackward0")
 # sqrt(x-1)*sqrt(x+1) rather than sqrt(x*x-1): no cancellation near x = 1
 elementwise("arccosh", np.arccosh, lambda out, x: (1.0 / (np.sqrt(x - 1.0) * np.sqrt(x + 1.0)),),
-            complex=True)
-elementwise("arctanh", np.arctanh, lambda out, x: (1.0 / (1.0 - x * x),), complex=True)
+            complex=True, torch_name="AcoshBackward0")
+elementwise("arctanh", np.arctanh, lambda out, x: (1.0 / (1.0 - x * x),), complex=True,
+            torch_name="AtanhBackward0")
 
 
 def _abs_partials(out, x):

@@ -1,7 +1,7 @@
 """Primitives for the rest of NumPy's everyday surface. Only what cannot be composed:
 ``argsort`` (a stable sort's permutation, an integer result with no gradient). ``np.sort``,
 ``np.partition``, quantiles and the rest are composed from it by the tracer
-(``tracegrad/tracer/np_more.py``): a gather at the permutation, whose gradient scatters
+(``tracegrad/tracer/np_sorting.py``): a gather at the permutation, whose gradient scatters
 back, as JAX's sort does.
 """
 import functools

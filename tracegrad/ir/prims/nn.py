@@ -473,10 +473,44 @@ def _conv_transpose2d_jax(x, w, stride, padding, output_padding, dilation):
                                     precision=lax.Precision.HIGHEST)
 
 
+# -- batching: a batched image folds into N; a batched weight into O; both, as patches --
+def _conv2d_batch(size, args, batched, out_shape, stride, padding, dilation):
+    """conv2d under vmap. Weights unbatched: the batch folds into N (``fold_into_n``).
+    Only the weight batched: it folds into O. Both (per-sample gradients: the weight's
+    gradient is a convolution of the image with the output's gradient): the image's
+    patches gathered by one advanced index and a batched matmul with the weights."""
+    x, w = args
+    if not batched[1]:
+        return fold_into_n("conv2d")(size, args, batched, out_shape, stride=stride,
+                                     padding=padding, dilation=dilation)
+    ws = tuple(w.shape)                                   # (B, O, C, kh, kw)
+    n, o, oh, ow = out_shape
+    if not batched[0]:
+        y = apply("conv2d", x, apply("reshape", w, shape=(size * ws[1],) + ws[2:]),
+                  stride=stride, padding=padding, dilation=dilation)
+        y = apply("reshape", y, shape=(n, size, o, oh, ow))
+        return apply("transpose", y, axes=(1, 0, 2, 3, 4))
+    c, kh, kw = ws[2:]
+    if any(padding):
+        x = apply("pad", x, widths=((0, 0),) * 3 + tuple((p, p) for p in padding), value=0)
+    x = apply("transpose", x, axes=(0, 1, 3, 4, 2))       # (B, N, H, W, C)
+    rows = (np.arange(oh) * stride[0])[:, None, None, None] + \
+        (np.arange(kh) * dilation[0])[None, None, :, None]
+    cols = (np.arange(ow) * stride[1])[None, :, None, None] + \
+        (np.arange(kw) * dilation[1])[None, None, None, :]
+    full = Slice(None, None, None)
+    patches = apply("getitem", x, index=Index((full, full, rows, cols)))  # (B,N,oh,ow,kh,kw,C)
+    patches = apply("reshape", patches, shape=(size, n * oh * ow, kh * kw * c))
+    wm = apply("reshape", apply("transpose", w, axes=(0, 3, 4, 2, 1)),
+               shape=(size, kh * kw * c, o))
+    y = apply("reshape", apply("matmul", patches, wm), shape=(size, n, oh, ow, o))
+    return apply("transpose", y, axes=(0, 1, 4, 2, 3))
+
+
 register(
     "conv2d", _conv2d_impl, abstract=_conv2d_abstract, vjp=_conv2d_vjp,
     jvp=_bilinear_jvp("conv2d"), jax=_conv2d_jax, family="nn",
-    batch=fold_into_n("conv2d"), cost=_conv_cost, torch_name="ConvolutionBackward0",
+    batch=_conv2d_batch, cost=_conv_cost, torch_name="ConvolutionBackward0",
     doc="torch.nn.functional.conv2d without bias (groups=1)",
     schema=Spec({"stride": PAIR(1), "padding": PAIR(0), "dilation": PAIR(1)}, 2, _conv),
 )

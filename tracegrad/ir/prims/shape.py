@@ -57,25 +57,98 @@ def _pad_batch(size, args, batched, out_shape, widths, value):
                  value=value)
 
 
+def _batched_index(size, row_ndim, index, idx, idx_batched):
+    """A row's advanced ``index`` (with operands ``idx``, ``idx_batched`` flagging the
+    batched ones) as an index of the batched operand (batch axis in front): an
+    ``arange(size)`` index on the batch axis joins the advanced entries, each batched
+    index operand gets the batch axis broadcast against it. NumPy puts the result's
+    advanced axes (batch axis first) in front, where the row may keep them in place:
+    returns ``(index, operands, perm)``, ``perm`` the transpose from NumPy's result to
+    the batched row's layout (None when it is one already); None for a boolean index."""
+    items = []
+    for item in index:          # spell the Ellipsis out: axes are counted below
+        if item is Ellipsis:
+            used = sum(1 for i in index if i is not None and i is not Ellipsis)
+            items += [FULL] * (row_ndim - used)
+        else:
+            items.append(item)
+    shapes = []
+    for item in items:
+        if isinstance(item, np.ndarray):
+            if item.dtype == bool:
+                return None
+            shapes.append(item.shape)
+        elif isinstance(item, Arg):
+            if np.dtype(idx[item.k].dtype) == bool:
+                return None
+            s = batching.shape(idx[item.k])
+            shapes.append(s[1:] if idx_batched[item.k] else s)
+        elif isinstance(item, (int, np.integer)) and not isinstance(item, bool):
+            shapes.append(())
+    bshape = np.broadcast_shapes(*shapes)
+    rank = len(bshape)
+    ops = [lift_rank(a, rank) if b else a for a, b in zip(idx, idx_batched)]
+    out, first, pre = [np.arange(size).reshape((size,) + (1,) * rank)], None, 0
+    for k, item in enumerate(items):
+        adv = isinstance(item, (np.ndarray, Arg)) or (
+            isinstance(item, (int, np.integer)) and not isinstance(item, bool))
+        if adv and first is None:
+            first = k
+        if not adv and first is None:
+            pre += 1            # a slice or a None before the advanced block: one axis
+        out.append(np.asarray(item) if isinstance(item, (int, np.integer)) else item)
+    # the row keeps its advanced axes in place when they are side by side
+    adv_at = [k for k, i in enumerate(items) if isinstance(i, (np.ndarray, Arg)) or (
+        isinstance(i, (int, np.integer)) and not isinstance(i, bool))]
+    in_place = adv_at == list(range(adv_at[0], adv_at[-1] + 1))
+    if not in_place or pre == 0:
+        return Index(out), ops, None
+    # NumPy's result: (size, *bshape, *pre axes, *rest); the row's: (*pre, *bshape, *rest)
+    perm = ((0,) + tuple(range(1 + rank, 1 + rank + pre)) + tuple(range(1, 1 + rank)))
+    return Index(out), ops, perm
+
+
 def _getitem_batch(size, args, batched, out_shape, index):
-    if any(batched[1:]) or not index_ok(index):
+    if not any(batched[1:]) and index_ok(index):
+        return apply("getitem", args[0], *args[1:], index=Index((FULL,) + tuple(index)))
+    x = args[0] if batched[0] else bcast(args[0], size)
+    found = _batched_index(size, len(batching.shape(x)) - 1, index, args[1:], batched[1:])
+    if found is None:
         return NotImplemented
-    return apply("getitem", args[0], *args[1:], index=Index((FULL,) + tuple(index)))
+    new, ops, perm = found
+    y = apply("getitem", x, *ops, index=new)
+    if perm is not None:
+        perm = perm + tuple(range(len(perm), len(out_shape) + 1))
+        y = apply("transpose", y, axes=perm)
+    return y
 
 
 def _index_update_batch(size, args, batched, out_shape, index, mode):
-    if any(batched[2:]) or not index_ok(index):
-        return NotImplemented
     x, v, idx = args[0], args[1], args[2:]
     if not batched[0]:
         x = bcast(x, size)
+    # the slot x[index] of one row; the update broadcasts into it from the right
+    slot, _ = get("getitem").shape_dtype(
+        [Aval(out_shape, np.dtype(x.dtype))] + [
+            Aval(batching.shape(i)[1:] if b else batching.shape(i), np.dtype(i.dtype))
+            for i, b in zip(idx, batched[2:])], {"index": index})
+    if not any(batched[2:]) and index_ok(index):
+        if batched[1]:
+            v = lift_rank(v, len(slot))
+        return apply("index_update", x, v, *idx, index=Index((FULL,) + tuple(index)),
+                     mode=mode)
+    found = _batched_index(size, len(out_shape), index, idx, batched[2:])
+    if found is None:
+        return NotImplemented
+    new, ops, perm = found
     if batched[1]:
-        # the slot x[index] of one row; the update broadcasts into it from the right
-        slot, _ = get("getitem").shape_dtype(
-            [Aval(out_shape, np.dtype(x.dtype))] + [Aval(batching.shape(i), np.dtype(i.dtype))
-                                                    for i in idx], {"index": index})
-        v = lift_rank(v, len(slot))
-    return apply("index_update", x, v, *idx, index=Index((FULL,) + tuple(index)), mode=mode)
+        v = apply("broadcast_to", lift_rank(v, len(slot)), shape=(size,) + tuple(slot))
+    else:
+        v = bcast(apply("broadcast_to", v, shape=tuple(slot)), size)
+    if perm is not None:
+        perm = perm + tuple(range(len(perm), len(slot) + 1))
+        v = apply("transpose", v, axes=tuple(int(i) for i in np.argsort(perm)))
+    return apply("index_update", x, v, *ops, index=new, mode=mode)
 
 
 def _jax(fn):

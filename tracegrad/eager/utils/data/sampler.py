@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...generator import Generator, numpy_generator, torch_generator
+from ...generator import Generator, torch_generator
 from ...tensor import Tensor
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
@@ -113,10 +113,11 @@ class WeightedRandomSampler(Sampler):
         self.replacement, self.generator = replacement, generator
 
     def __iter__(self):
-        rng = numpy_generator(self.generator)      # PyTorch's multinomial: not its numbers
-        p = self.weights / self.weights.sum()
-        yield from rng.choice(self.weights.size, size=self.num_samples,
-                              replace=self.replacement, p=p).tolist()
+        # torch's own steps: multinomial of the float64 weights (its draws, eager/multinomial.py)
+        from ...multinomial import multinomial
+        draws = multinomial(Tensor._plain(self.weights), self.num_samples, self.replacement,
+                            generator=self.generator)
+        yield from draws.tolist()
 
     def __len__(self):
         return self.num_samples

@@ -1,0 +1,108 @@
+"""Constructs of the real PyTorch programs benchmarks/torch_programs.py runs, compiled.
+
+``dynamic_net`` (pytorch/tutorials) draws its depth from Python's ``random`` module inside
+``forward``: under ``torch.compile`` a capture must not freeze the number it drew into the
+graph (every compiled call would then take the capture's depth, and Python's random
+stream would stop advancing). tg.compile treats such a draw, and one from NumPy's global
+``np.random``, as a graph break: the call runs eagerly, with eager's numbers and eager's
+random streams."""
+import random
+
+import numpy as np
+import pytest
+
+import tracegrad as tg
+from tracegrad import nn
+
+
+class Dynamic(nn.Module):
+    """dynamic_net's shape: a polynomial whose degree is drawn per call."""
+
+    def __init__(self, draw):
+        super().__init__()
+        self.w = nn.Parameter(tg.tensor([0.1, -0.2, 0.05, 0.01, 0.002]))
+        self.draw = draw
+
+    def forward(self, x):
+        y = self.w[0] + self.w[1] * x + self.w[2] * x ** 2 + self.w[3] * x ** 3
+        for k in range(4, self.draw()):
+            y = y + self.w[4] * x ** k
+        return y
+
+
+DRAWS = {"python random": lambda: random.randint(4, 6),
+         "np.random": lambda: int(np.random.randint(4, 7))}
+
+
+def train(draw, compiled, steps=8):
+    random.seed(3)
+    np.random.seed(3)
+    model = Dynamic(draw)
+    run = tg.compile(model) if compiled else model
+    opt = tg.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
+    x = tg.linspace(-1.0, 1.0, 50)
+    y = tg.sin(x)
+    losses = []
+    for _ in range(steps):
+        loss = ((run(x) - y) ** 2).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    streams = (random.random(), float(np.random.random_sample()))
+    return losses, model.w.detach().numpy().copy(), streams, run
+
+
+@pytest.mark.parametrize("source", sorted(DRAWS))
+def test_host_random_draw_is_a_graph_break_with_eager_numbers(source):
+    eager_losses, eager_w, eager_streams, _ = train(DRAWS[source], compiled=False)
+    losses, w, streams, run = train(DRAWS[source], compiled=True)
+    assert losses == eager_losses                   # bit for bit, step by step
+    assert np.array_equal(w, eager_w)
+    assert streams == eager_streams                 # the host streams advanced as eager's
+    report = run.explain()
+    assert report.graph_count == 0
+    assert report.graph_break_count == 1
+    assert "random" in report.break_reasons[0]
+    # the depths drawn differ from call to call (what a frozen capture would lose)
+    random.seed(3)
+    assert len({DRAWS["python random"]() for _ in range(8)}) > 1
+
+
+def test_fixed_depth_still_compiles_bit_for_bit():
+    eager_losses, eager_w, eager_streams, _ = train(lambda: 5, compiled=False)
+    losses, w, streams, run = train(lambda: 5, compiled=True)
+    assert losses == eager_losses and np.array_equal(w, eager_w)
+    assert streams == eager_streams
+    assert run.explain().graph_count == 1 and run.explain().graph_break_count == 0
+
+
+def test_fullgraph_names_the_host_random_draw():
+    random.seed(0)
+    model = Dynamic(DRAWS["python random"])
+    run = tg.compile(model, fullgraph=True)
+    x = tg.linspace(-1.0, 1.0, 5)
+    run(x)                                          # the first call runs eagerly
+    state = random.getstate()
+    with pytest.raises(tg.TraceError, match="random"):
+        run(x)
+    assert random.getstate() == state               # the capture's draw was undone
+
+
+def test_small_randn_in_a_compiled_call_breaks_with_its_reason():
+    """The BiLSTM-CRF tutorial's ``init_hidden``: ``torch.randn(2, 1, 2)`` in the compiled
+    loss, a draw PyTorch computes in Python one number at a time."""
+    def loss_of(x):
+        h = tg.randn(2, 1, 2)
+        return (x * h).sum()
+
+    compiled = tg.compile(loss_of)
+    x = tg.ones(2, 1, 2)
+    tg.manual_seed(5)
+    got = [compiled(x).item() for _ in range(3)]
+    tg.manual_seed(5)
+    want = [loss_of(x).item() for _ in range(3)]
+    assert got == want
+    reasons = compiled.explain().break_reasons
+    assert len(reasons) == 1 and "single normal number" in reasons[0]
+    assert "test_torch_programs.py:" in reasons[0]
