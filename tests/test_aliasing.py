@@ -196,7 +196,7 @@ def check_ownership(call, fn, args, compare_sharing=True):
 # tracer/views.py): tg.jit returns a new array there, the safe side, so only "shares no more
 # than NumPy" is checked for them
 COPIES_WHERE_NUMPY_VIEWS = {"einsum_transpose", "np-np.atleast_3d", "np-np.diag",
-                            "np-np.diagonal"}
+                            "np-np.diagonal", "np-np.linalg.diagonal"}
 
 
 def _refused(e):

@@ -141,11 +141,9 @@ class Generator:
             return v
         u1, u2 = self._unit(2, np.float64)
         if not isinstance(u1, (float, np.floating)):    # words of a tg.compile capture
-            from ..ir.source import user_src
-            from .compile.capture import GraphBreak
-            raise GraphBreak("the function draws a single normal number (a randn of fewer "
-                             "than 16 elements, computed in Python as PyTorch does): it "
-                             "is drawn eagerly", user_src())
+            CAPTURE.get().refuse("the function draws a single normal number (a randn of "
+                                 "fewer than 16 elements, computed in Python as PyTorch "
+                                 "does): it is drawn eagerly")
         r = math.sqrt(-2.0 * math.log1p(-u2))
         theta = 2.0 * math.pi * u1
         self._next_normal = r * math.sin(theta)

@@ -186,6 +186,11 @@ class Capture:
         self.histories = []
 
     # -- recording ---------------------------------------------------------------------
+    def refuse(self, reason):
+        """A graph break for ``reason``, at the user's line (for the layers below this
+        package, which cannot import ``GraphBreak``)."""
+        raise GraphBreak(reason, user_src())
+
     def graph_break(self, what):
         if what.startswith(("torch.autograd.grad", "Tensor.register_hook",
                             "Tensor.retain_grad")):
