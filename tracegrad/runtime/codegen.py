@@ -26,6 +26,7 @@ import numpy as np
 from ..errors import TraceError
 from ..ir import REGISTRY, Arg, Graph, Index, Slice
 from ..ir.aliasing import own, plan
+from ..ir.lru import LRU
 from ..ir.printing import printable
 
 GUARD_FAILED = object()
@@ -505,9 +506,7 @@ def generate(graph: Graph, name="tracegrad_fn", bases=None, inplace=None) -> Com
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         code = compile(source, filename, "exec")
         if len(source) <= CODE_CACHE_CHARS:
-            if len(_CODE) >= CODE_CACHE_SIZE:
-                _CODE.clear()
-            _CODE[source] = code
+            _CODE.put(source, code)
     exec(code, gen.globals)  # noqa: S102 - our own generated code
     compiled = Compiled(gen.globals[name], source, code.co_filename, gen.globals)
     index = {x: i for i, x in enumerate(graph.inputs)}
@@ -522,4 +521,4 @@ def generate(graph: Graph, name="tracegrad_fn", bases=None, inplace=None) -> Com
 # helpers it reads are the globals each generate() binds afresh). Small sources only.
 CODE_CACHE_SIZE = 512
 CODE_CACHE_CHARS = 20_000
-_CODE: dict = {}
+_CODE = LRU(CODE_CACHE_SIZE)
