@@ -310,10 +310,12 @@ CONSUMERS = ["runtime/codegen.py", "ir/aliasing.py", "runtime/jax_backend.py",
 # Where a consumer may still name a primitive, and why. Applying a primitive
 # (``apply("sum", ...)``) is using it, not describing it, and is never reported.
 ALLOWED = {
-    # two code generation strategies that need the generator's own state: einsum's
+    # three code generation strategies that need the generator's own state: einsum's
     # contraction order found from the operand shapes at compile time, index_update
-    # written into its operand's buffer when that buffer is dead
-    "runtime/codegen.py": {"einsum", "index_update"},
+    # written into its operand's buffer when that buffer is dead, and the sum (add) of
+    # scatters of disjoint slices into zeros (a broadcast_to/reshape of a 0) added into
+    # one buffer
+    "runtime/codegen.py": {"einsum", "index_update", "add", "broadcast_to", "reshape"},
     # where PyTorch's autograd graph has no edge: a detached value and a custom Function's
     # own node (the eager tape's walk stops there, as torch's does)
     "eager/tape.py": {"stop_gradient", "custom_vjp_call"},
