@@ -1,5 +1,5 @@
-"""Lowering a graph to JAX: each node through its primitive's ``jax`` rule, the whole
-graph under one ``jax.jit``.
+"""Lowering a graph to JAX: ``ir.evaluate`` on ``Lowered`` values (jax arrays), each node
+through its primitive's ``jax`` rule, the whole graph under one ``jax.jit``.
 
 float64 stays float64: tracing, compiling and running happen inside
 ``jax.enable_x64(True)``, so users need not switch JAX's x64 mode on globally.
