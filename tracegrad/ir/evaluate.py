@@ -10,9 +10,12 @@ known; a traced value records the guard in its own trace (``__tg_guard__``).
 Its users: the NumPy interpreter (``runtime.interpreter.run``, which adds dropping dead
 values and the ownership of outputs), the tracer's ``replay`` (inlining a graph into a
 trace, which the passes build on), the eager front end's backward pass, the batching
-pass (``passes.batch``, on values whose ``__tg_bind__`` applies batching rules) and
-``call`` (``Graph.__call__``, and every rule that runs a sub-graph). The code generator and the JAX
-lowering emit the same walk as code.
+pass (``passes.batch``, on ``Batched`` values whose ``__tg_bind__`` applies batching
+rules), the JVP pass (``passes.jvp``, on ``Dual`` values whose ``__tg_bind__`` applies JVP
+rules), the JAX lowering (``runtime.jax_backend.graph_function``, on ``Lowered`` values
+whose ``__tg_bind__`` applies the entries' ``jax`` rules, the node's dtype handed over by
+``observe``) and ``call`` (``Graph.__call__``, and every rule that runs a sub-graph). The
+code generator emits the same walk as Python source.
 """
 from __future__ import annotations
 

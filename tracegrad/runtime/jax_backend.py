@@ -1,5 +1,5 @@
-"""Lowering a graph to JAX: each node through its primitive's ``jax`` rule, the whole
-graph under one ``jax.jit``.
+"""Lowering a graph to JAX: ``ir.evaluate`` on ``Lowered`` values (jax arrays), each node
+through its primitive's ``jax`` rule, the whole graph under one ``jax.jit``.
 
 float64 stays float64: tracing, compiling and running happen inside
 ``jax.enable_x64(True)``, so users need not switch JAX's x64 mode on globally.
@@ -20,6 +20,7 @@ import numpy as np
 
 from ..errors import TraceError
 from ..ir import REGISTRY, Graph
+from ..ir.evaluate import evaluate
 from ..ir.jax_checks import CHECKING as _CHECKING
 from ..ir.jax_checks import EXCEPTIONS as _EXCEPTIONS
 from ..ir.jax_checks import runtime_check  # noqa: F401  (lowerings import it from here too)
@@ -119,8 +120,80 @@ def _hidden(jax, value):
     return value * one.astype(value.dtype)
 
 
+def _cast_operands(prim, operands, dtype):
+    """``operands`` cast as the entry's ``jax_casts`` says, for a node whose NumPy result
+    has ``dtype`` (see ``registry``)."""
+    out_kind = np.dtype(dtype).kind
+    casts = prim.jax_casts
+    if out_kind in "iufc" and casts == "ufunc":
+        # JAX promotes mixed dtypes its own way (float32 with int64 stays float32, where
+        # NumPy computes in float64; uint8 ** int8 is not NumPy's int16): operands are
+        # cast to the node's dtype first, so the arithmetic happens in it, as in NumPy's
+        # ufunc loop
+        return [astype(x, dtype) if i not in prim.nondiff_args
+                and np.can_cast(x.dtype, dtype, "safe") else x
+                for i, x in enumerate(operands)]
+    if out_kind == "b" and casts == "ufunc" and len(
+            {np.dtype(x.dtype) for x in operands}) > 1:
+        # comparisons too: int32 == float16 compares in float64 in NumPy, in float16 in
+        # JAX (INT_MIN becomes -inf)
+        common = np.result_type(*(x.dtype for i, x in enumerate(operands)
+                                  if i not in prim.nondiff_args))
+        return [astype(x, common) if i not in prim.nondiff_args else x
+                for i, x in enumerate(operands)]
+    if out_kind in "iu" and casts == "accumulate":
+        # np.sum/prod/cumsum of small integers and booleans accumulate in int64/uint64
+        # (jnp.cumsum in the operand's own type, wrapping)
+        return [astype(x, dtype) if np.dtype(x.dtype).kind in "iub"
+                and np.can_cast(x.dtype, dtype, "safe") else x for x in operands]
+    if out_kind in "fc" and casts == "float":
+        # integer operands of a float matrix function are converted
+        return [astype(x, dtype) if i not in prim.nondiff_args
+                and np.dtype(x.dtype).kind in "iub" else x
+                for i, x in enumerate(operands)]
+    return operands
+
+
+class Lowered:
+    """A value of the graph being lowered, as ``ir.evaluate`` holds it: ``value``, a jax
+    array (a tuple of them for a multi-output node) inside the function ``jax.jit``
+    traces. Lowering a graph is the one evaluator run on these values, as batching and
+    forward mode run it on theirs.
+
+    ``__tg_bind__`` takes the node's primitive and operands; the node's NumPy dtype,
+    which the entry's JAX rule needs to cast its operands as NumPy would (``jax_casts``)
+    and its result to, is the graph's, so ``finish``, evaluate's ``observe`` hook, which
+    is handed the node right after, applies the rule (``pending`` until then)."""
+    __slots__ = ("value", "pending")
+
+    def __init__(self, value, pending=None):
+        self.value, self.pending = value, pending
+
+    def __repr__(self):
+        return f"Lowered({self.value!r})"
+
+    @staticmethod
+    def __tg_bind__(name, args, params, src=None):
+        operands = [a.value if isinstance(a, Lowered) else a for a in args]
+        return Lowered(None, (REGISTRY[name], operands, params))
+
+    def finish(self, dtype):
+        """Apply the pending primitive for a node of NumPy dtype ``dtype``."""
+        prim, operands, params = self.pending
+        value = prim.jax(*_cast_operands(prim, operands, dtype), **params)
+        # the graph says what NumPy gives, and that is what the node must hold (a
+        # multi-output node's tuple: its projections' dtypes, checked there)
+        if not prim.multi and value.dtype != dtype:
+            value = astype(value, dtype)
+        self.value, self.pending = value, None
+        return self
+
+
 def graph_function(graph: Graph):
-    """A Python function of jax arrays computing ``graph``'s outputs and guard values."""
+    """A Python function of jax arrays computing ``graph``'s outputs and guard values:
+    ``ir.evaluate`` on ``Lowered`` values (constants through its ``const`` hook, the
+    node's dtype through ``observe``); guards are not decided here: their nodes' values
+    are extra outputs, checked on the host."""
     jax = import_jax()
     jnp = jax.numpy
     nodes = graph.by_id
@@ -129,57 +202,23 @@ def graph_function(graph: Graph):
         if op not in ("input", "const") and REGISTRY[op].jax is None:
             raise TraceError(f"primitive {op} has no JAX lowering")
     opaque = _opaque_constants(graph)
+    # the const hook is handed a value and its line, not its node: the constants to hide
+    # are known by their values' identity (a graph's constant arrays are its own)
+    hidden = {id(nodes[n]["params"]["value"]) for n in opaque}
+
+    def const(value, src):
+        v = jnp.asarray(value)
+        return Lowered(_hidden(jax, v) if id(value) in hidden else v)
+
+    def observe(n, value):
+        return value.finish(nodes[n]["dtype"]) if value.pending is not None else value
 
     def fn(*args):
-        env = dict(zip(graph.inputs, args))
-        for n in graph:
-            d = nodes[n]
-            if d["op"] == "input":
-                continue
-            if d["op"] == "const":
-                value = jnp.asarray(d["params"]["value"])
-                env[n] = _hidden(jax, value) if n in opaque else value
-            else:
-                prim = REGISTRY[d["op"]]
-                operands = [env[a] for a in d["args"]]
-                out_kind = np.dtype(d["dtype"]).kind
-                casts = prim.jax_casts     # the entry's dtype rule (see ``registry``)
-                if out_kind in "iufc" and casts == "ufunc":
-                    # JAX promotes mixed dtypes its own way (float32 with int64 stays
-                    # float32, where NumPy computes in float64; uint8 ** int8 is not
-                    # NumPy's int16): operands are cast to the node's dtype first, so the
-                    # arithmetic happens in it, as in NumPy's ufunc loop
-                    operands = [astype(x, d["dtype"]) if i not in prim.nondiff_args
-                                and np.can_cast(x.dtype, d["dtype"], "safe") else x
-                                for i, x in enumerate(operands)]
-                elif out_kind == "b" and casts == "ufunc" and len(
-                        {np.dtype(x.dtype) for x in operands}) > 1:
-                    # comparisons too: int32 == float16 compares in float64 in NumPy,
-                    # in float16 in JAX (INT_MIN becomes -inf)
-                    common = np.result_type(*(x.dtype for i, x in enumerate(operands)
-                                              if i not in prim.nondiff_args))
-                    operands = [astype(x, common) if i not in prim.nondiff_args else x
-                                for i, x in enumerate(operands)]
-                elif out_kind in "iu" and casts == "accumulate":
-                    # np.sum/prod/cumsum of small integers and booleans accumulate in
-                    # int64/uint64 (jnp.cumsum in the operand's own type, wrapping)
-                    operands = [astype(x, d["dtype"]) if np.dtype(x.dtype).kind in "iub"
-                                and np.can_cast(x.dtype, d["dtype"], "safe") else x
-                                for x in operands]
-                elif out_kind in "fc" and casts == "float":
-                    # integer operands of a float matrix function are converted
-                    operands = [astype(x, d["dtype"]) if i not in prim.nondiff_args
-                                and np.dtype(x.dtype).kind in "iub" else x
-                                for i, x in enumerate(operands)]
-                value = prim.jax(*operands, **d["params"])
-                # the graph says what NumPy gives, and that is what the node must hold
-                # (a multi-output node's tuple: its projections' dtypes, checked there)
-                if not prim.multi and value.dtype != d["dtype"]:
-                    value = astype(value, d["dtype"])
-                env[n] = value
-        outs = [env[o] for o in graph.outputs]
+        env = evaluate(graph, {n: Lowered(a) for n, a in zip(graph.inputs, args)},
+                       const=const, observe=observe, guards=False)
+        outs = [env[o].value for o in graph.outputs]
         if graph.guards:
-            return outs, [env[g] for g, _ in graph.guards]
+            return outs, [env[g].value for g, _ in graph.guards]
         return outs
 
     return fn
