@@ -403,3 +403,17 @@ def test_an_output_the_caller_copies_into_an_input_is_computed_into_it():
     w_in = w.copy()
     compiled(w_in, g)
     np.testing.assert_array_equal(w_in, w)
+
+
+def test_jax_lowering_of_a_node_without_operands():
+    # a structural zero (made by passes) has no operand: the lowering's evaluate meets no
+    # lowered value there and must still apply the JAX rule
+    from tracegrad.ir import Graph
+    graph = Graph()
+    x = graph.add_input(shape=(3,), dtype=np.dtype(np.float64))
+    z = graph.add_node("zeros", (), {"shape": (3,), "dtype": np.dtype(np.float64)},
+                       shape=(3,), dtype=np.dtype(np.float64))
+    graph.outputs = [graph.add_node("add", (x, z), {}, shape=(3,),
+                                    dtype=np.dtype(np.float64))]
+    v = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(np.asarray(JaxCompiled(graph)(v)[0]), v)

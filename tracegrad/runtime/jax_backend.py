@@ -211,7 +211,12 @@ def graph_function(graph: Graph):
         return Lowered(_hidden(jax, v) if id(value) in hidden else v)
 
     def observe(n, value):
-        return value.finish(nodes[n]["dtype"]) if value.pending is not None else value
+        if isinstance(value, Lowered):
+            return value.finish(nodes[n]["dtype"]) if value.pending is not None else value
+        # a node without operands (zeros, iota): no Lowered value took part, so evaluate
+        # ran its NumPy implementation; the JAX rule makes the value inside the function
+        d = nodes[n]
+        return Lowered(None, (REGISTRY[d["op"]], [], d["params"])).finish(d["dtype"])
 
     def fn(*args):
         env = evaluate(graph, {n: Lowered(a) for n, a in zip(graph.inputs, args)},
