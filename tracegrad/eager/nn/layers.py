@@ -134,7 +134,9 @@ class _ConvNd(Module):
         return s
 
 
-class Conv2d(_ConvNd):
+class _Conv(_ConvNd):
+    """Conv1d, Conv2d and Conv3d: one body, the function (``_conv``) and ``_n`` theirs."""
+
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
                  groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
@@ -143,8 +145,12 @@ class Conv2d(_ConvNd):
 
     def forward(self, input):
         x, padding = self._padded(input)
-        return F.conv2d(x, self.weight, self.bias, self.stride, padding, self.dilation,
-                        self.groups)
+        return type(self)._conv(x, self.weight, self.bias, self.stride, padding,
+                                self.dilation, self.groups)
+
+
+class Conv2d(_Conv):
+    _conv = staticmethod(F.conv2d)
 
 
 class ConvTranspose2d(_ConvNd):
@@ -419,21 +425,11 @@ class MaxPool1d(MaxPool2d):
                             self.ceil_mode, self.return_indices)
 
 
-class Conv1d(_ConvNd):
+class Conv1d(_Conv):
     """1-D convolution over (N, C, L) inputs; weight (out, in / groups, k)."""
 
     _n = 1
-
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
-                 groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
-                         groups, bias, (out_channels, in_channels // groups), dtype,
-                         padding_mode)
-
-    def forward(self, input):
-        x, padding = self._padded(input)
-        return F.conv1d(x, self.weight, self.bias, self.stride, padding, self.dilation,
-                        self.groups)
+    _conv = staticmethod(F.conv1d)
 
 
 class ConstantPad2d(Module):
@@ -701,19 +697,9 @@ class GaussianNLLLoss(_Loss):
 
 
 # -- 3-D convolution and pooling (the functions: conv3d.py) ----------------------------
-class Conv3d(_ConvNd):
+class Conv3d(_Conv):
     _n = 3
-
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
-                 groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
-                         groups, bias, (out_channels, in_channels // groups), dtype,
-                         padding_mode)
-
-    def forward(self, input):
-        x, padding = self._padded(input)
-        return F.conv3d(x, self.weight, self.bias, self.stride, padding, self.dilation,
-                      self.groups)
+    _conv = staticmethod(F.conv3d)
 
 
 class ConvTranspose3d(_ConvNd):
