@@ -15,7 +15,7 @@ import numpy as np
 from ...ir import apply
 from ..dispatch import call
 from ..tensor import Tensor
-from .conv_common import _check_groups, _grouped, _same_padding, _with_bias
+from .conv_common import _check_conv, _check_groups, _grouped, _same_padding, _with_bias
 
 __all__ = ["conv3d", "conv_transpose3d", "max_pool3d", "avg_pool3d"]
 
@@ -83,26 +83,12 @@ def _conv3d_fn(stride, padding, dilation, extra):
 
 
 def _check_weight(what, x, weight, bias, groups, transposed):
-    if weight.dim() != 5:
-        raise RuntimeError(f"{what}: expected a 5-D weight, but got weight of size "
-                           f"{list(weight.shape)}")
-    cin = weight.shape[0] if transposed else weight.shape[1] * groups
-    cout = weight.shape[1] * groups if transposed else weight.shape[0]
-    if x.shape[1] != cin:
-        prefix = "transposed=1, " if transposed else ""
-        raise RuntimeError(f"Given {prefix}groups={groups}, weight of size "
-                           f"{list(weight.shape)}, expected input{list(x.shape)} to have {cin} "
-                           f"channels, but got {x.shape[1]} channels instead")
-    if weight.shape[0] % groups:
-        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} "
-                           f"at dimension 0, but got weight of size {list(weight.shape)} instead")
-    if x.dtype != weight.dtype:
-        raise RuntimeError(f"Input type ({x.dtype.name}) and weight type ({weight.dtype.name}) "
-                           "should be the same")
-    if bias is not None and tuple(bias.shape) != (cout,):
-        raise RuntimeError(f"Given weight of size {list(weight.shape)}, expected bias to be "
-                           f"1-dimensional with {cout} elements, but got bias of size "
-                           f"{list(bias.shape)} instead")
+    cin = cout = None       # (a weight of another rank is refused first)
+    if weight.dim() == 5:
+        cin = weight.shape[0] if transposed else weight.shape[1] * groups
+        cout = weight.shape[1] * groups if transposed else weight.shape[0]
+    _check_conv(what, x, weight, bias, cin, cout, transposed, groups, weight_dim=5,
+                divisible=True)
 
 
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):

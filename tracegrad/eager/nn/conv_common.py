@@ -40,6 +40,31 @@ def _same_padding(kernel, dilation, stride, what):
                  for k, d in zip(kernel, dilation))
 
 
+def _check_conv(what, x, weight, bias, in_channels, out_channels, transposed, groups=1,
+                weight_dim=4, divisible=False):
+    """PyTorch's checks of a convolution's operands, in its order: the weight's rank, the
+    input's channels, (``divisible``) the weight's first dimension by ``groups``, the
+    dtypes, the bias's shape."""
+    if weight.dim() != weight_dim:
+        raise RuntimeError(f"{what}: expected a {weight_dim}-D weight, but got weight of size "
+                           f"{list(weight.shape)}")
+    if x.shape[1] != in_channels:
+        prefix = "transposed=1, " if transposed else ""
+        raise RuntimeError(f"Given {prefix}groups={groups}, weight of size {list(weight.shape)}, expected "
+                           f"input{list(x.shape)} to have {in_channels} channels, but got "
+                           f"{x.shape[1]} channels instead")
+    if divisible and weight.shape[0] % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} "
+                           f"at dimension 0, but got weight of size {list(weight.shape)} instead")
+    if x.dtype != weight.dtype:
+        raise RuntimeError(f"Input type ({x.dtype.name}) and weight type ({weight.dtype.name}) "
+                           "should be the same")
+    if bias is not None and tuple(bias.shape) != (out_channels,):
+        raise RuntimeError(f"Given weight of size {list(weight.shape)}, expected bias to be "
+                           f"1-dimensional with {out_channels} elements, but got bias of size "
+                           f"{list(bias.shape)} instead")
+
+
 def _with_bias(fn, input, weight, bias, squeeze):
     """``fn(input, weight)`` plus the per-channel ``bias``, as one ``ConvolutionBackward0``
     node (any number of spatial dimensions); ``squeeze`` drops the batch dimension an

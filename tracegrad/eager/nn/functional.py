@@ -20,7 +20,7 @@ from ..indexing import operand_key as _operand_key
 from ..tape import EagerTracer
 from ..tensor import Tensor, _private_copy
 from .conv3d import avg_pool3d, conv3d, conv_transpose3d, max_pool3d  # noqa: F401
-from .conv_common import _check_groups, _grouped, _same_padding, _with_bias
+from .conv_common import _check_conv, _check_groups, _grouped, _same_padding, _with_bias
 from .losses import (  # noqa: F401  (part of tg.nn.functional)
     _check_reduction,
     _dtype_name,
@@ -167,24 +167,6 @@ def _batched(input, what):
         raise RuntimeError(f"Expected 3D (unbatched) or 4D (batched) input to {what}, but got "
                            f"input of size: {list(input.shape)}")
     return input, False
-
-
-def _check_conv(what, x, weight, bias, in_channels, out_channels, transposed, groups=1):
-    if weight.dim() != 4:
-        raise RuntimeError(f"{what}: expected a 4-D weight, but got weight of size "
-                           f"{list(weight.shape)}")
-    if x.shape[1] != in_channels:
-        prefix = "transposed=1, " if transposed else ""
-        raise RuntimeError(f"Given {prefix}groups={groups}, weight of size {list(weight.shape)}, expected "
-                           f"input{list(x.shape)} to have {in_channels} channels, but got "
-                           f"{x.shape[1]} channels instead")
-    if x.dtype != weight.dtype:
-        raise RuntimeError(f"Input type ({x.dtype.name}) and weight type ({weight.dtype.name}) "
-                           "should be the same")
-    if bias is not None and tuple(bias.shape) != (out_channels,):
-        raise RuntimeError(f"Given weight of size {list(weight.shape)}, expected bias to be "
-                           f"1-dimensional with {out_channels} elements, but got bias of size "
-                           f"{list(bias.shape)} instead")
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
