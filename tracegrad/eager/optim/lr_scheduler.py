@@ -255,20 +255,11 @@ class OneCycleLR(LRScheduler):
                 group["min_lr"] = group["initial_lr"] / final_div_factor
         self.cycle_momentum = cycle_momentum
         if cycle_momentum:
-            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
-                raise ValueError("optimizer must support momentum or beta1 with "
-                                 "`cycle_momentum` option enabled")
-            self.use_beta1 = "betas" in optimizer.defaults
+            self.use_beta1 = _uses_beta1(optimizer)
             maxs = self._per_group(max_momentum, groups, "max_momentum")
             bases = self._per_group(base_momentum, groups, "base_momentum")
             if last_epoch == -1:
-                for m, b, group in zip(maxs, bases, groups):
-                    if self.use_beta1:
-                        group["betas"] = (m, *group["betas"][1:])
-                    else:
-                        group["momentum"] = m
-                    group["max_momentum"] = m
-                    group["base_momentum"] = b
+                _start_momentum(groups, maxs, bases, self.use_beta1)
         super().__init__(optimizer, last_epoch)
 
     @staticmethod
@@ -304,10 +295,7 @@ class OneCycleLR(LRScheduler):
                 start = phase["end_step"]
             lrs.append(lr)
             if self.cycle_momentum:
-                if self.use_beta1:
-                    group["betas"] = (momentum, *group["betas"][1:])
-                else:
-                    group["momentum"] = momentum
+                _set_momentum(group, momentum, self.use_beta1)
         return lrs
 
 
@@ -602,6 +590,31 @@ class ChainedScheduler(LRScheduler):
     load_state_dict = SequentialLR.load_state_dict
 
 
+def _uses_beta1(optimizer):
+    """Whether a cycled momentum is ``optimizer``'s beta1 (Adam) rather than its
+    ``momentum`` (SGD); PyTorch's error for an optimizer with neither."""
+    if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+        raise ValueError("optimizer must support momentum or beta1 with "
+                         "`cycle_momentum` option enabled")
+    return "betas" in optimizer.defaults
+
+
+def _set_momentum(group, momentum, use_beta1):
+    if use_beta1:
+        group["betas"] = (momentum, *group["betas"][1:])
+    else:
+        group["momentum"] = momentum
+
+
+def _start_momentum(groups, maxs, bases, use_beta1):
+    """A momentum cycle's start (OneCycleLR, CyclicLR): each group at its maximum, both
+    bounds recorded in the group."""
+    for m, b, group in zip(maxs, bases, groups):
+        _set_momentum(group, m, use_beta1)
+        group["max_momentum"] = m
+        group["base_momentum"] = b
+
+
 def _format_param(name, optimizer, value):
     if isinstance(value, (list, tuple)):
         if len(value) != len(optimizer.param_groups):
@@ -643,21 +656,12 @@ class CyclicLR(LRScheduler):
         self._init_scale_fn()
         self.cycle_momentum = cycle_momentum
         if cycle_momentum:
-            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
-                raise ValueError("optimizer must support momentum or beta1 with "
-                                 "`cycle_momentum` option enabled")
-            self.use_beta1 = "betas" in optimizer.defaults
+            self.use_beta1 = _uses_beta1(optimizer)
             self.base_momentums = _format_param("base_momentum", optimizer, base_momentum)
             self.max_momentums = _format_param("max_momentum", optimizer, max_momentum)
             if last_epoch == -1:
-                for m, b, group in zip(self.max_momentums, self.base_momentums,
-                                       optimizer.param_groups):
-                    if self.use_beta1:
-                        group["betas"] = (m, *group["betas"][1:])
-                    else:
-                        group["momentum"] = m
-                    group["max_momentum"] = m
-                    group["base_momentum"] = b
+                _start_momentum(optimizer.param_groups, self.max_momentums,
+                                self.base_momentums, self.use_beta1)
         super().__init__(optimizer, last_epoch)
         self.base_lrs = base_lrs
 
@@ -694,10 +698,7 @@ class CyclicLR(LRScheduler):
             for base, top, group in zip(self.base_momentums, self.max_momentums,
                                         self.optimizer.param_groups):
                 momentum = top - (top - base) * scale_factor * self.scale_fn(at)
-                if self.use_beta1:
-                    group["betas"] = (momentum, *group["betas"][1:])
-                else:
-                    group["momentum"] = momentum
+                _set_momentum(group, momentum, self.use_beta1)
         return lrs
 
     def state_dict(self):
