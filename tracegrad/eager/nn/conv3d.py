@@ -15,7 +15,14 @@ import numpy as np
 from ...ir import apply
 from ..dispatch import call
 from ..tensor import Tensor
-from .conv_common import _check_conv, _check_groups, _grouped, _same_padding, _with_bias
+from .conv_common import (
+    _check_conv,
+    _check_groups,
+    _grouped,
+    _pool_output,
+    _same_padding,
+    _with_bias,
+)
 
 __all__ = ["conv3d", "conv_transpose3d", "max_pool3d", "avg_pool3d"]
 
@@ -179,23 +186,7 @@ def _pool3d_args(what, input, kernel_size, stride, padding, dilation, ceil_mode)
         _triple(stride, "stride")
     padding, dilation = _triple(padding, "padding"), _triple(dilation, "dilation")
     x, squeeze = _batched(input, what)
-    for p, k, d in zip(padding, kernel, dilation):
-        if 2 * p > d * (k - 1) + 1:
-            raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
-                               f"pad={p}, kernel_size={k} and dilation={d}")
-    out, extra = [], []
-    for n, p, k, d, s in zip(x.shape[2:], padding, kernel, dilation, stride):
-        e = d * (k - 1) + 1
-        span = n + 2 * p - e
-        o = (-(-span // s) if ceil_mode else span // s) + 1
-        if ceil_mode and (o - 1) * s >= n + p:
-            o -= 1
-        out.append(o)
-        extra.append(max((o - 1) * s + e - (n + 2 * p), 0))
-    if min(out) < 1:
-        c, dd, h, w = x.shape[1:]
-        raise RuntimeError(f"Given input size: ({c}x{dd}x{h}x{w}). Calculated output size: "
-                           f"({c}x{out[0]}x{out[1]}x{out[2]}). Output size is too small")
+    out, extra = _pool_output(x, kernel, stride, padding, dilation, ceil_mode)
     pads = ((0, 0), (0, 0)) + tuple((p, p + e) for p, e in zip(padding, extra))
     return x, squeeze, kernel, stride, padding, dilation, out, extra, pads
 

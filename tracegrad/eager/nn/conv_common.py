@@ -65,6 +65,32 @@ def _check_conv(what, x, weight, bias, in_channels, out_channels, transposed, gr
                            f"{list(bias.shape)} instead")
 
 
+
+def _pool_output(x, kernel, stride, padding, dilation, ceil_mode):
+    """A pooling window's checks and PyTorch's output size per spatial axis of the
+    batched ``x``, with the extra right padding ``ceil_mode`` needs (0 in floor mode):
+    the last window must start inside the input or its left padding."""
+    effective = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation))
+    for p, k, d, e in zip(padding, kernel, dilation, effective):
+        if 2 * p > e:
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
+                               f"pad={p}, kernel_size={k} and dilation={d}")
+    out, extra = [], []
+    for n, p, e, s in zip(x.shape[2:], padding, effective, stride):
+        span = n + 2 * p - e
+        o = (-(-span // s) if ceil_mode else span // s) + 1
+        if ceil_mode and (o - 1) * s >= n + p:
+            o -= 1
+        out.append(o)
+        extra.append(max((o - 1) * s + e - (n + 2 * p), 0))
+    if min(out) < 1:
+        c = x.shape[1]
+        size = "x".join(str(n) for n in x.shape[1:])
+        raise RuntimeError(f"Given input size: ({size}). Calculated output size: "
+                           f"({c}x{'x'.join(str(o) for o in out)}). Output size is too small")
+    return out, extra
+
+
 def _with_bias(fn, input, weight, bias, squeeze):
     """``fn(input, weight)`` plus the per-channel ``bias``, as one ``ConvolutionBackward0``
     node (any number of spatial dimensions); ``squeeze`` drops the batch dimension an

@@ -20,7 +20,14 @@ from ..indexing import operand_key as _operand_key
 from ..tape import EagerTracer
 from ..tensor import Tensor, _private_copy
 from .conv3d import avg_pool3d, conv3d, conv_transpose3d, max_pool3d  # noqa: F401
-from .conv_common import _check_conv, _check_groups, _grouped, _same_padding, _with_bias
+from .conv_common import (
+    _check_conv,
+    _check_groups,
+    _grouped,
+    _pool_output,
+    _same_padding,
+    _with_bias,
+)
 from .losses import (  # noqa: F401  (part of tg.nn.functional)
     _check_reduction,
     _dtype_name,
@@ -242,23 +249,7 @@ def _pool_args(what, input, kernel_size, stride, padding, dilation, ceil_mode):
     stride = kernel if stride is None or stride == [] or stride == () else _pair(stride, "stride")
     padding, dilation = _pair(padding, "padding"), _pair(dilation, "dilation")
     x, squeeze = _batched(input, what)
-    effective = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation))
-    for p, k, d, e in zip(padding, kernel, dilation, effective):
-        if 2 * p > e:
-            raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
-                               f"pad={p}, kernel_size={k} and dilation={d}")
-    out, extra = [], []
-    for n, p, e, s in zip(x.shape[2:], padding, effective, stride):
-        span = n + 2 * p - e
-        o = (-(-span // s) if ceil_mode else span // s) + 1
-        if ceil_mode and (o - 1) * s >= n + p:
-            o -= 1
-        out.append(o)
-        extra.append(max((o - 1) * s + e - (n + 2 * p), 0))
-    if min(out) < 1:
-        c, h, w = x.shape[1:]
-        raise RuntimeError(f"Given input size: ({c}x{h}x{w}). Calculated output size: "
-                           f"({c}x{out[0]}x{out[1]}). Output size is too small")
+    _, extra = _pool_output(x, kernel, stride, padding, dilation, ceil_mode)
     return x, squeeze, kernel, stride, padding, dilation, tuple(extra)
 
 
