@@ -528,7 +528,7 @@ class CompiledFunction:
                         returned.append(("const", x))
                 graph = trace.graph
                 graph.outputs = list(outputs)
-        except GraphBreak:
+        except BaseException as e:      # undone; whatever else failed, eager will say it
             if cap is not None:
                 cap.restore()
                 for gen, state in cap.generators.values():
@@ -536,16 +536,8 @@ class CompiledFunction:
             _unwatch(snaps)
             default_generator.set_state(rng_saved)
             _host_rng_restore(host_rng)
-            raise
-        except BaseException as e:      # (whatever failed, eager will say it)
-            if cap is not None:
-                cap.restore()
-                for gen, state in cap.generators.values():
-                    gen.set_state(state)
-            _unwatch(snaps)
-            default_generator.set_state(rng_saved)
-            _host_rng_restore(host_rng)
-            if not isinstance(e, Exception):    # KeyboardInterrupt: undone, and raised
+            # a graph break, and KeyboardInterrupt & co., are raised as they are
+            if isinstance(e, GraphBreak) or not isinstance(e, Exception):
                 raise
             from ...ir.source import user_src
             raise GraphBreak(f"{type(e).__name__}: {e}", user_src()) from e
