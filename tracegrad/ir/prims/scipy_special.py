@@ -630,6 +630,7 @@ def _poch_edges(out, z, m):
     # SciPy's (z)_m = Γ(z + m)/Γ(z) at the poles (jax.scipy: NaN there): 1 for m = 0; 0
     # where only z is a pole, inf where only z + m is; where both are, the limit
     # (-1)^m Γ(1 - z)/Γ(1 - z - m). SciPy counts a pole only below 1e13 in magnitude
+    import jax
     import jax.numpy as jnp
     from jax.scipy.special import gammaln
 
@@ -657,10 +658,10 @@ def _poch_edges(out, z, m):
     # reciprocal of (z - 1) ... (z + m) for m < 0 (but inf where only z + m is a pole)
     steps = jnp.where(jnp.isfinite(m), jnp.abs(m), 0.0)
     short = (m == jnp.round(m)) & (steps <= 40) & ~(sp & ~zp) & jnp.isfinite(z + m)
-    prod = jnp.ones_like(out)
-    for k in range(40):
+    def times(k, prod):     # (a loop, not 40 unrolled steps: XLA compiles it at once)
         factor = jnp.where(m > 0, z + k, z - (k + 1))
-        prod = prod * jnp.where(k < steps, factor, 1.0)
+        return prod * jnp.where(k < steps, factor, 1.0)
+    prod = jax.lax.fori_loop(0, 40, times, jnp.ones_like(out))
     out = jnp.where(short, jnp.where(m > 0, prod, 1.0 / prod), out)
     out = jnp.where((z == jnp.inf) & jnp.isfinite(m), jnp.where(m > 0, jnp.inf, 0.0), out)
     return jnp.where(m == 0, 1.0, out)
