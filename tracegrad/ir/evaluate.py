@@ -7,15 +7,22 @@ records the node instead, so evaluating a graph on traced values inlines it into
 active trace. Branch decisions (``graph.guards``) are checked as soon as their node is
 known; a traced value records the guard in its own trace (``__tg_guard__``).
 
-Its users: the NumPy interpreter (``runtime.interpreter.run``, which adds dropping dead
-values and the ownership of outputs), the tracer's ``replay`` (inlining a graph into a
-trace, which the passes build on), the eager front end's backward pass, the batching
-pass (``passes.batch``, on ``Batched`` values whose ``__tg_bind__`` applies batching
-rules), the JVP pass (``passes.jvp``, on ``Dual`` values whose ``__tg_bind__`` applies JVP
-rules), the JAX lowering (``runtime.jax_backend.graph_function``, on ``Lowered`` values
-whose ``__tg_bind__`` applies the entries' ``jax`` rules, the node's dtype handed over by
-``observe``) and ``call`` (``Graph.__call__``, and every rule that runs a sub-graph). The
-code generator emits the same walk as Python source.
+Its users, each an interpretation of the same walk:
+
+- on NumPy arrays: the interpreter (``runtime.interpreter.run``, which adds dropping dead
+  values and the ownership of outputs), ``call`` (``Graph.__call__``, and every rule that
+  runs a sub-graph), the eager front end's backward pass;
+- on values whose type binds (``__tg_bind__``): the tracer's ``replay`` (inlining a graph
+  into a trace, which the passes build on), the batching pass (``passes.batch``, on
+  ``Batched`` values applying batching rules) and the JVP pass (``passes.jvp``, on
+  ``Dual`` values applying JVP rules);
+- with a ``rule`` that sees the node itself: the JAX lowering (``runtime.jax_backend``,
+  each node through its entry's ``jax`` rule, on jax arrays), the code generator
+  (``runtime.codegen``, on ``Emitted`` values: a statement per node, a guard line where
+  a guard is checked), ``simplify`` and ``cse`` (each node rebuilt in a new graph), and
+  the reverse sweep of the adjoint pass (``passes.adjoint``), which walks the transposed
+  graph: the nodes last first, each one's operands its users, each one's value what its
+  VJP rule passed back to its operands.
 """
 from __future__ import annotations
 
@@ -81,7 +88,7 @@ def last_uses(graph: Graph) -> dict:
 
 
 def evaluate(graph: Graph, env: dict, *, const=None, observe=None, drops=None,
-             guards=True) -> dict:
+             guards=True, rule=None) -> dict:
     """Evaluate ``graph`` into ``env`` (node -> value, holding at least the inputs; a node
     already in it is not evaluated again) and return ``env``.
 
@@ -91,7 +98,13 @@ def evaluate(graph: Graph, env: dict, *, const=None, observe=None, drops=None,
       value to keep (hooks, anomaly checks and the profiler of the eager front end);
     - ``drops`` (``last_uses(graph)``): values removed from ``env`` once no node needs
       them, so peak memory is what the program needs;
-    - ``guards=False`` skips ``graph.guards``.
+    - ``guards=False`` skips ``graph.guards``;
+    - ``rule(n, d, args)``, when given, computes every node not in ``env`` (inputs and
+      constants included) from its attributes ``d`` and its operands' values ``args``:
+      the interpretations that need the node itself rather than its primitive's
+      implementation or its operands' ``__tg_bind__`` (the code generator emits a
+      statement, ``simplify`` and ``cse`` rebuild the node in a new graph, the JAX
+      lowering applies the entry's ``jax`` rule at the node's NumPy dtype).
     """
     checks: dict = {}
     if guards:
@@ -103,8 +116,9 @@ def evaluate(graph: Graph, env: dict, *, const=None, observe=None, drops=None,
     for n in graph:
         if n not in env:
             d = nodes[n]
-            op = d["op"]
-            if op == "const":
+            if rule is not None:
+                value = rule(n, d, [env[a] for a in d["args"]])
+            elif (op := d["op"]) == "const":
                 value = d["params"]["value"]
                 if const is not None:
                     value = const(value, d["src"])

@@ -1,5 +1,5 @@
-"""Lowering a graph to JAX: ``ir.evaluate`` on ``Lowered`` values (jax arrays), each node
-through its primitive's ``jax`` rule, the whole graph under one ``jax.jit``.
+"""Lowering a graph to JAX: ``ir.evaluate`` on jax arrays, each node through its
+primitive's ``jax`` rule (``lower_node``), the whole graph under one ``jax.jit``.
 
 float64 stays float64: tracing, compiling and running happen inside
 ``jax.enable_x64(True)``, so users need not switch JAX's x64 mode on globally.
@@ -154,46 +154,22 @@ def _cast_operands(prim, operands, dtype):
     return operands
 
 
-class Lowered:
-    """A value of the graph being lowered, as ``ir.evaluate`` holds it: ``value``, a jax
-    array (a tuple of them for a multi-output node) inside the function ``jax.jit``
-    traces. Lowering a graph is the one evaluator run on these values, as batching and
-    forward mode run it on theirs.
-
-    ``__tg_bind__`` takes the node's primitive and operands; the node's NumPy dtype,
-    which the entry's JAX rule needs to cast its operands as NumPy would (``jax_casts``)
-    and its result to, is the graph's, so ``finish``, evaluate's ``observe`` hook, which
-    is handed the node right after, applies the rule (``pending`` until then)."""
-    __slots__ = ("value", "pending")
-
-    def __init__(self, value, pending=None):
-        self.value, self.pending = value, pending
-
-    def __repr__(self):
-        return f"Lowered({self.value!r})"
-
-    @staticmethod
-    def __tg_bind__(name, args, params, src=None):
-        operands = [a.value if isinstance(a, Lowered) else a for a in args]
-        return Lowered(None, (REGISTRY[name], operands, params))
-
-    def finish(self, dtype):
-        """Apply the pending primitive for a node of NumPy dtype ``dtype``."""
-        prim, operands, params = self.pending
-        value = prim.jax(*_cast_operands(prim, operands, dtype), **params)
-        # the graph says what NumPy gives, and that is what the node must hold (a
-        # multi-output node's tuple: its projections' dtypes, checked there)
-        if not prim.multi and value.dtype != dtype:
-            value = astype(value, dtype)
-        self.value, self.pending = value, None
-        return self
+def lower_node(prim, operands, params, dtype):
+    """The entry's ``jax`` rule applied to ``operands`` (jax arrays) for a node whose NumPy
+    result has ``dtype``: operands cast as the entry's ``jax_casts`` says, the result cast
+    to ``dtype`` (a multi-output node's tuple: its projections' dtypes, checked there)."""
+    value = prim.jax(*_cast_operands(prim, operands, dtype), **params)
+    if not prim.multi and value.dtype != dtype:
+        value = astype(value, dtype)
+    return value
 
 
 def graph_function(graph: Graph):
     """A Python function of jax arrays computing ``graph``'s outputs and guard values:
-    ``ir.evaluate`` on ``Lowered`` values (constants through its ``const`` hook, the
-    node's dtype through ``observe``); guards are not decided here: their nodes' values
-    are extra outputs, checked on the host."""
+    ``ir.evaluate`` with ``lower_node`` as its rule, the values jax arrays (a tuple of them
+    for a multi-output node) inside the function ``jax.jit`` traces, as batching and
+    forward mode run the evaluator on theirs. Guards are not decided here: their nodes'
+    values are extra outputs, checked on the host."""
     jax = import_jax()
     jnp = jax.numpy
     nodes = graph.by_id
@@ -202,28 +178,18 @@ def graph_function(graph: Graph):
         if op not in ("input", "const") and REGISTRY[op].jax is None:
             raise TraceError(f"primitive {op} has no JAX lowering")
     opaque = _opaque_constants(graph)
-    # the const hook is handed a value and its line, not its node: the constants to hide
-    # are known by their values' identity (a graph's constant arrays are its own)
-    hidden = {id(nodes[n]["params"]["value"]) for n in opaque}
 
-    def const(value, src):
-        v = jnp.asarray(value)
-        return Lowered(_hidden(jax, v) if id(value) in hidden else v)
-
-    def observe(n, value):
-        if isinstance(value, Lowered):
-            return value.finish(nodes[n]["dtype"]) if value.pending is not None else value
-        # a node without operands (zeros, iota): no Lowered value took part, so evaluate
-        # ran its NumPy implementation; the JAX rule makes the value inside the function
-        d = nodes[n]
-        return Lowered(None, (REGISTRY[d["op"]], [], d["params"])).finish(d["dtype"])
+    def rule(n, d, args):
+        if d["op"] == "const":
+            v = jnp.asarray(d["params"]["value"])
+            return _hidden(jax, v) if n in opaque else v
+        return lower_node(REGISTRY[d["op"]], args, d["params"], d["dtype"])
 
     def fn(*args):
-        env = evaluate(graph, {n: Lowered(a) for n, a in zip(graph.inputs, args)},
-                       const=const, observe=observe, guards=False)
-        outs = [env[o].value for o in graph.outputs]
+        env = evaluate(graph, dict(zip(graph.inputs, args)), rule=rule, guards=False)
+        outs = [env[o] for o in graph.outputs]
         if graph.guards:
-            return outs, [env[g].value for g, _ in graph.guards]
+            return outs, [env[g] for g, _ in graph.guards]
         return outs
 
     return fn

@@ -9,7 +9,7 @@ and signed zeros in a sort, NumPy's fast paths for a scalar exponent (``x ** 0.5
 into a select (``False * inf`` is 0), and takes ``abs`` of an integer to be >= 0.
 Each function here mirrors NumPy's own C loop (numpy/_core/src/npymath, umath loops)
 step by step, so the JAX backend gives the same bits. Operands arrive already cast to
-the node's dtype (``jax_backend.Lowered.finish``). What cannot be mirrored cheaply is
+the node's dtype (``jax_backend.lower_node``). What cannot be mirrored cheaply is
 listed in docs/backends.md.
 """
 import numpy as np
