@@ -1,4 +1,5 @@
-"""NumPy code generation: one Python function per graph, one statement per node.
+"""NumPy code generation: one Python function per graph, one statement per node, written
+by ``ir.evaluate`` with a rule that emits each node's statement (``Emitted`` values).
 
 The generated function calls NumPy directly: arithmetic as Python operators,
 other ufuncs and reductions through the ufunc objects (``np.add.reduce`` costs
@@ -26,6 +27,7 @@ import numpy as np
 from ..errors import TraceError
 from ..ir import REGISTRY, Arg, Graph, Index, Slice
 from ..ir.aliasing import own, plan
+from ..ir.evaluate import evaluate
 from ..ir.lru import LRU
 from ..ir.printing import printable
 
@@ -158,6 +160,23 @@ def spell(spelling, args, params):
     return spelling.format(*args, **sources)
 
 
+class Emitted:
+    """A value of the graph being compiled, as ``ir.evaluate`` holds it: the name of the
+    variable (or global) that holds it in the generated function. A guard on it is a line
+    of that function (``__tg_guard__``, as a tracer records one in its trace)."""
+    __slots__ = ("name", "generator")
+
+    def __init__(self, name, generator):
+        self.name, self.generator = name, generator
+
+    def __repr__(self):
+        return f"Emitted({self.name})"
+
+    @staticmethod
+    def __tg_guard__(value, expected):
+        value.generator.guard(value, expected)
+
+
 class _Generator:
     def __init__(self, graph: Graph, inplace=None):
         self.graph = graph
@@ -175,6 +194,7 @@ class _Generator:
         self.buffer_end = self._buffer_ends()
         self.into = self._into(inplace or {})
         self.scatter_into, self.scatter_sum = self._scatter_sums()
+        self.guards = itertools.count()
 
     # -- sums of scatters into zeros --------------------------------------------------
     def _zeros(self, n):
@@ -235,17 +255,30 @@ class _Generator:
             if order[p] > order[q]:
                 p, q = q, p         # q, the later one, adds into p's buffer
             dp, dq = self.nodes[p], self.nodes[q]
-            if (dq["op"] != "index_update"
-                    or any(x in self.keep or users.get(x) != [n] for x in (p, q))
+            if (any(x in self.keep or users.get(x) != [n] for x in (p, q))
                     or not (dp["shape"] == dq["shape"] == d["shape"])
                     or not (dp["dtype"] == dq["dtype"] == d["dtype"])
-                    or (covered[p] & covered[q]).any()
-                    or self.root.get(dq["args"][1]) in members[p]):
-                continue        # (nor when q adds a view of p's own buffer)
-            into[q] = p
-            sums[n] = q
+                    or (covered[p] & covered[q]).any()):
+                continue
+            if dq["op"] == "index_update" and q not in into:
+                adding, holder = q, p
+            elif (dp["op"] == "index_update" and p not in into
+                  and min(order[m] for m in members[q]) < order[p]):
+                # the earlier one is a lone scatter, the later a sum whose buffer exists by
+                # then: the scatter adds into it, through the variable of the sum's latest
+                # member before it (alive there: its user is a later member, or ``n``)
+                adding = p
+                holder = max((m for m in members[q] if order[m] < order[p]),
+                             key=order.__getitem__)
+            else:
+                continue
+            other = q if adding == p else p
+            if self.root.get(self.nodes[adding]["args"][1]) in members[other]:
+                continue        # (nor when it adds a view of that buffer)
+            into[adding] = holder
+            sums[n] = adding
             covered[n] = covered[p] | covered[q]
-            members[n] = members[p] | {q, n}
+            members[n] = members[p] | members[q] | {n}
         return into, sums
 
     def _into(self, inplace):
@@ -297,32 +330,45 @@ class _Generator:
 
     # -- statements ---------------------------------------------------------------------
     def generate(self, name, bases=None):
-        body = []
-        guards_at: dict = {}
-        for k, (n, expected) in enumerate(self.graph.guards):
-            guards_at.setdefault(n, []).append((k, expected))
-        for n in self.graph:
-            d = self.nodes[n]
-            if d["op"] == "const":
-                value = d["params"]["value"]
-                if value.ndim == 0:
-                    self.scalar[n] = value[()]
-                self.var[n] = self.bind(f"c{n}", value[()] if value.ndim == 0 else value)
-            elif d["op"] != "input":
-                comment = f"  # {printable(d['src'])}" if d["src"] else ""
-                body.append(f"    v{n} = {self.expression(n, d)}{comment}")
-                self.var[n] = f"v{n}"
-                if REGISTRY[d["op"]].aliasing == "fresh":
-                    self.owned.add(n)
-            for k, expected in guards_at.get(n, ()):
-                body.append(self.guard_line(k, self.var[n], expected))
-            dead = sorted({a for a in d["args"] if self.last_use.get(a) == n
-                           and a not in self.keep and self.var[a].startswith("v")})
-            if dead:
-                body.append("    del " + ", ".join(self.var[a] for a in dead))
-        body.extend(self.returns(bases))
+        """The function's source: ``ir.evaluate`` run with ``statement`` as its rule, on
+        ``Emitted`` values (the names of the variables that will hold them), so the walk,
+        its order and where guards are checked are the evaluator's own."""
+        self.body, self.dead = [], []
+        env = {n: Emitted(self.var[n], self) for n in self.graph.inputs}
+        evaluate(self.graph, env, rule=self.statement)
+        self.release()
+        self.body.extend(self.returns(bases))
         params = ", ".join(self.var[n] for n in self.graph.inputs)
-        return f"def {name}({params}):\n" + "\n".join(body) + "\n"
+        return f"def {name}({params}):\n" + "\n".join(self.body) + "\n"
+
+    def statement(self, n, d, args):
+        """The rule: node ``n`` as a statement (a constant as a global), its operands'
+        variables deleted after their last use. Returns its ``Emitted`` value."""
+        self.release()
+        if d["op"] == "const":
+            value = d["params"]["value"]
+            if value.ndim == 0:
+                self.scalar[n] = value[()]
+            self.var[n] = self.bind(f"c{n}", value[()] if value.ndim == 0 else value)
+        else:
+            comment = f"  # {printable(d['src'])}" if d["src"] else ""
+            self.body.append(f"    v{n} = {self.expression(n, d, args)}{comment}")
+            self.var[n] = f"v{n}"
+            if REGISTRY[d["op"]].aliasing == "fresh":
+                self.owned.add(n)
+        # (deleted before the next statement: after the guards on this node's value)
+        self.dead = sorted({a for a in d["args"] if self.last_use.get(a) == n
+                            and a not in self.keep and self.var[a].startswith("v")})
+        return Emitted(self.var[n], self)
+
+    def release(self):
+        if self.dead:
+            self.body.append("    del " + ", ".join(self.var[a] for a in self.dead))
+            self.dead = []
+
+    def guard(self, value, expected):
+        """A guard on ``value``, where the evaluator checks it: right after its statement."""
+        self.body.append(self.guard_line(next(self.guards), value.name, expected))
 
     def returns(self, bases):
         """The return statement, copying each output that may share memory it must not
@@ -355,7 +401,7 @@ class _Generator:
         return f"    if not np.array_equal({value_var}, {ref}): return GUARD_FAILED"
 
     # -- expressions --------------------------------------------------------------------------
-    def expression(self, n, d):
+    def expression(self, n, d, operands):
         op, params = d["op"], d["params"]
         if n in self.scatter_sum:       # (see _scatter_sums)
             return self.var[self.scatter_sum[n]]
@@ -366,7 +412,7 @@ class _Generator:
         prim = REGISTRY[op]
         if prim.ufunc is not None:
             return self.elementwise(n, d, prim)
-        args = [self.var[a] for a in d["args"]]
+        args = [v.name for v in operands]
         if prim.reducer is not None:
             reducer = prim.reducer
             fn = self.bind(f"np_{reducer.__name__}_reduce", reducer.reduce)
