@@ -8,6 +8,7 @@ when they are the same object). Inputs are never merged.
 import numpy as np
 
 from ..ir import Graph
+from ..ir.evaluate import evaluate
 from .subgraphs import map_subgraphs
 
 _BY_VALUE_LIMIT = 4096  # elements: larger constants are compared by identity
@@ -33,19 +34,24 @@ def freeze(value):
 
 
 def cse(graph: Graph) -> Graph:
+    """A copy of ``graph`` in which nodes computing the same thing (the same primitive on
+    the same operands, with equal parameters, shape and dtype) are one node: ``ir.evaluate``
+    with a rule that looks each node up before adding it to the new graph."""
     out = Graph()
-    rename, seen = {}, {}
-    for n, d in graph.items():
-        args = tuple(rename[a] for a in d["args"])
+    seen = {}
+
+    def rule(n, d, args):
+        args = tuple(args)
         if d["op"] != "input":
             key = (d["op"], args, d["dtype"], d["shape"], freeze(d["params"]))
             hit = seen.get(key)
             if hit is not None:
-                rename[n] = hit
-                continue
+                return hit
             seen[key] = n
-        rename[n] = n
         out.put(n, d, args)
+        return n
+
+    rename = evaluate(graph, {}, rule=rule, guards=False)
     out.inputs = list(graph.inputs)
     out.outputs = [rename[o] for o in graph.outputs]
     guards = {}

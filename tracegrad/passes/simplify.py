@@ -1,4 +1,5 @@
-"""Algebraic simplification and constant folding, in one forward sweep.
+"""Algebraic simplification and constant folding, in one forward sweep: ``ir.evaluate``
+with a rule that rebuilds each node in a new graph, rewritten where an identity applies.
 
 Rewrites keep every node's shape and dtype, and every value bit for bit on
 every input, as IEEE arithmetic computes it: signed zeros, NaN, inf and
@@ -15,6 +16,7 @@ holds.
 import numpy as np
 
 from ..ir import REGISTRY, Graph
+from ..ir.evaluate import evaluate
 from .subgraphs import map_subgraphs
 
 FOLD_LIMIT = 4096  # largest constant (in elements) folding may create
@@ -25,7 +27,6 @@ class _Rewriter:
         self.src_graph = graph
         self.out = Graph()
         self.out.reserve_ids(graph.next_id)
-        self.rename = {}
 
     # -- looking at the new graph --------------------------------------------------------
     def attrs(self, n):
@@ -297,24 +298,27 @@ class _Rewriter:
         return self.out.add_const(value.astype(d["dtype"], copy=False), src=d["src"])
 
     # -- the sweep ----------------------------------------------------------------------------
+    def rule(self, n, d, args):
+        """``ir.evaluate``'s rule: node ``n`` rebuilt in the new graph from its operands'
+        new ids ``args``, replaced where a rewrite applies. Returns its new id."""
+        args = tuple(args)
+        if d["op"] in ("input", "const"):
+            return self.out.put(n, d, args)
+        new = self.rewrite(d, args)
+        if new is None:
+            new = self.fold(d, args)
+        if new is None:
+            new = self.fold_broadcast_scalars(d, args)
+        if new is None:
+            new = self.unbroadcast_scalars(d, args)
+        return new if new is not None else self.out.put(n, d, args)
+
     def run(self):
-        for n, d in self.src_graph.items():
-            args = tuple(self.rename[a] for a in d["args"])
-            if d["op"] in ("input", "const"):
-                self.rename[n] = self.out.put(n, d, args)
-                continue
-            new = self.rewrite(d, args)
-            if new is None:
-                new = self.fold(d, args)
-            if new is None:
-                new = self.fold_broadcast_scalars(d, args)
-            if new is None:
-                new = self.unbroadcast_scalars(d, args)
-            self.rename[n] = new if new is not None else self.out.put(n, d, args)
+        rename = evaluate(self.src_graph, {}, rule=self.rule, guards=False)
         g = self.out
         g.inputs = list(self.src_graph.inputs)
-        g.outputs = [self.rename[o] for o in self.src_graph.outputs]
-        g.guards = [(self.rename[n], v) for n, v in self.src_graph.guards]
+        g.outputs = [rename[o] for o in self.src_graph.outputs]
+        g.guards = [(rename[n], v) for n, v in self.src_graph.guards]
         return g
 
 
