@@ -1,7 +1,8 @@
 """Reverse mode as a graph-to-graph pass.
 
-The forward graph is replayed into a new trace; then, walking it backwards,
-each node's VJP rule is called on traced values. The rules are NumPy code, so
+The forward graph is replayed into a new trace; then ``ir.evaluate`` walks its
+transpose (the nodes last first, each one's operands its users), calling each node's
+VJP rule on traced values. The rules are NumPy code, so
 they record ordinary nodes: the result is a plain graph that this same pass
 can differentiate again (``adjoint(adjoint(g))`` gives second derivatives).
 
@@ -20,6 +21,7 @@ import numpy as np
 
 from ..errors import TraceError
 from ..ir import PROJ, REGISTRY, Aval, Graph, apply
+from ..ir.evaluate import evaluate
 from ..ir.graph import Node, dtype_name
 from ..tracer import Tracer, new_trace, replay, source_override
 from .common import abstract_inputs, at_node, at_node_error, carries_gradient, finish, fit, zeros
@@ -96,86 +98,168 @@ def _sweep(trace, graph: Graph, seeds, wrt=None, taps=(), values=None,
     return _pull(graph, env, seeds, seed_cts, wrt, taps, trace if origins else None)
 
 
+_SLOT = ((0,), (1,))
+
+
+class _Transposed:
+    """``graph`` transposed, as ``ir.evaluate`` walks it for the reverse sweep: the nodes a
+    gradient can flow through, last first, each one's operands its users (latest first).
+    A node's value in that walk is what its VJP rule passed back to its operands (one
+    cotangent per operand, None where none flows), so by the time a node is reached every
+    contribution to its cotangent is known, and ``drops`` frees each once its last
+    operand has taken it."""
+    __slots__ = ("order", "by_id", "guards", "drops")
+
+    def __init__(self, graph: Graph, flows):
+        nodes = graph.by_id
+        order = [n for n in reversed(list(graph)) if flows[n]]
+        by_id = {n: {"args": [], "slots": []} for n in order}
+        for n in order:             # (last first: each user list comes out latest first)
+            args = nodes[n].args
+            if len(args) == 1 or (len(args) == 2 and args[0] != args[1]):
+                for k, a in enumerate(args):
+                    if flows[a]:
+                        t = by_id[a]
+                        t["args"].append(n)
+                        t["slots"].append(_SLOT[k])
+                continue
+            for a in dict.fromkeys(args):
+                if flows[a]:
+                    t = by_id[a]
+                    t["args"].append(n)
+                    # where the user takes it (twice in x * x)
+                    t["slots"].append(tuple(k for k, b in enumerate(args) if b == a))
+        last = {}          # node -> the last operand to take its contributions
+        for n in order:
+            for w in by_id[n]["args"]:
+                last[w] = n
+        drops: dict = {}
+        for n in order:
+            drops.setdefault(last.get(n, n), []).append(n)
+        self.order, self.guards, self.by_id, self.drops = order, (), by_id, drops
+
+    def __iter__(self):
+        return iter(self.order)
+
+
 def _pull(graph: Graph, env, seeds, seed_cts, wrt=None, taps=(), trace=None) -> _Sweep:
-    """The backward walk: each node's rule on ``env`` (node -> its value) and its
-    cotangent. With ``trace``, ``origin`` says which rule recorded each node of it."""
+    """The backward walk: ``ir.evaluate`` on the transposed graph (``_Transposed``), whose
+    rule sums a node's cotangent from its users' contributions and applies the node's VJP
+    rule on ``env`` (node -> its forward value). With ``trace``, ``origin`` says which rule
+    recorded each node of it."""
     flows = carries_gradient(graph, None if wrt is None else set(wrt))
     wanted = set(graph.inputs) if wrt is None else set(wrt)
-    cts, final, origin, returned = {}, {}, {}, {}
-
-    def accumulate(n, ct):
-        cts[n] = ct if n not in cts else cts[n] + ct
-
-    for i, ct in zip(seeds, seed_cts):
-        if flows[graph.outputs[i]]:
-            accumulate(graph.outputs[i], ct)
-
+    final, origin, returned = {}, {}, {}
     nodes = graph.by_id
+    seeded = {}
+    for i, ct in zip(seeds, seed_cts):
+        o = graph.outputs[i]
+        if flows[o]:
+            seeded[o] = ct if o not in seeded else seeded[o] + ct
     # one override for the walk, pointed at each node's line in turn (``at_node``,
     # written out: this runs once per node of the graph)
     override = source_override(None)
-    with override:
-        for n in reversed(list(graph)):
-            if n not in cts:
+
+    def cotangent(n, t, contributions):
+        """Node ``n``'s cotangent: its seed, then each user's contribution (latest user
+        first; a user's operands in order), each sum recorded at the user's line and
+        credited to the user's rule, as the user's own sweep step would have added it."""
+        ct = seeded.get(n)
+        for w, c, slots in zip(t["args"], contributions, t["slots"]):
+            if c is None:
                 continue
-            d = nodes[n]
-            ct = cts.pop(n)
-            if n in taps:
-                # a node of its own, so that a hook replacing this cotangent changes
-                # nothing else that happens to share the value
-                with at_node(d):
-                    ct = apply("reshape", ct, shape=tuple(d.shape))
-            if n in wanted:
-                final[n] = ct
-            op = d.op
-            if op == "input":
-                continue
-            args = d.args
-            if op == PROJ:
-                # one output of a multi-output node: its cotangent takes its slot in the
-                # tuple the node's rule receives (None for outputs that get none)
-                head = args[0]
-                if flows[head]:
-                    hd = nodes[head]
-                    slots = cts.setdefault(
-                        head, [None] * REGISTRY[hd.op].n_outputs(hd.params))
-                    i = d.params["index"]
-                    if slots[i] is not None:
-                        override.retarget(override.saved)   # (the walk's own line)
-                        slots[i] = slots[i] + ct
-                    else:
-                        slots[i] = ct
-                returned[n] = []
-                continue
-            prim = REGISTRY[op]
-            if prim.multi:
-                ct = tuple(ct)
-            if trace is not None:
+            for k in slots:
+                a_ct = c[k]
+                if a_ct is None:
+                    continue
+                if ct is None:
+                    ct = a_ct
+                    continue
+                override.retarget(nodes[w].src)
+                if trace is None:
+                    ct = ct + a_ct
+                    continue
                 first = trace.graph.next_id
-            override.retarget(d.src)
-            try:
-                needed = prim.extra.get("vjp_needed")
-                if needed is None:
-                    arg_cts = prim.vjp(ct, env[n], *[env[a] for a in args], **d.params)
-                else:       # skips the cotangents of operands that carry no gradient
-                    arg_cts = needed(tuple([flows[a] for a in args]), ct, env[n],
-                                     *[env[a] for a in args], **d.params)
-                outs = []
-                for a, a_ct in zip(args, arg_cts):
-                    if a_ct is not None and flows[a]:
-                        node = nodes[a]
-                        a_ct = fit(a_ct, node.shape, node.dtype)
-                        outs.append(a_ct)
-                        accumulate(a, a_ct)
-            except TraceError as e:
-                named = at_node_error(e, d)
-                if named is e:
-                    raise
-                raise named from None
-            returned[n] = outs
-            if trace is not None:
+                ct = ct + a_ct
                 for m in range(first, trace.graph.next_id):
-                    origin[m] = n
+                    origin[m] = w
+        return ct
+
+    def projected(n, d, users, contributions):
+        """A multi-output node's cotangent: the tuple of its outputs' cotangents (None for
+        those that get none), each from its projections."""
+        slots = None
+        for w, c in zip(users, contributions):
+            if c is None or c[0] is None:
+                continue
+            if slots is None:
+                slots = [None] * REGISTRY[d.op].n_outputs(d.params)
+            i = nodes[w].params["index"]
+            if slots[i] is not None:
+                override.retarget(override.saved)   # (the walk's own line)
+                slots[i] = slots[i] + c[0]
+            else:
+                slots[i] = c[0]
+        return None if slots is None else tuple(slots)
+
+    def rule(n, t, contributions):
+        d = nodes[n]
+        op = d.op
+        if op != "input" and op != PROJ and REGISTRY[op].multi:
+            ct = projected(n, d, t["args"], contributions)
+        else:
+            ct = cotangent(n, t, contributions)
+        if ct is None:
+            return None
+        if n in taps:
+            # a node of its own, so that a hook replacing this cotangent changes
+            # nothing else that happens to share the value
+            with at_node(d):
+                ct = apply("reshape", ct, shape=tuple(d.shape))
+        if n in wanted:
+            final[n] = ct
+        if op == "input":
+            return None
+        args = d.args
+        if op == PROJ:
+            # one output of a multi-output node: its cotangent takes its slot in the
+            # tuple the node's rule receives (``projected``)
+            returned[n] = []
+            return (ct,)
+        prim = REGISTRY[op]
+        if trace is not None:
+            first = trace.graph.next_id
+        override.retarget(d.src)
+        try:
+            needed = prim.extra.get("vjp_needed")
+            if needed is None:
+                arg_cts = prim.vjp(ct, env[n], *[env[a] for a in args], **d.params)
+            else:       # skips the cotangents of operands that carry no gradient
+                arg_cts = needed(tuple([flows[a] for a in args]), ct, env[n],
+                                 *[env[a] for a in args], **d.params)
+            outs, passed = [], []
+            for a, a_ct in zip(args, arg_cts):
+                if a_ct is not None and flows[a]:
+                    node = nodes[a]
+                    a_ct = fit(a_ct, node.shape, node.dtype)
+                    outs.append(a_ct)
+                    passed.append(a_ct)
+                else:
+                    passed.append(None)
+        except TraceError as e:
+            named = at_node_error(e, d)
+            if named is e:
+                raise
+            raise named from None
+        returned[n] = outs
+        if trace is not None:
+            for m in range(first, trace.graph.next_id):
+                origin[m] = n
+        return passed
+
+    transposed = _Transposed(graph, flows)
+    with override:
+        evaluate(transposed, {}, rule=rule, drops=transposed.drops, guards=False)
     return _Sweep(env, seed_cts, final, origin, returned)
 
 
