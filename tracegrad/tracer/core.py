@@ -24,7 +24,6 @@ import numpy as np
 from ..errors import TraceError
 from ..ir import PROJ, REGISTRY, Aval, Graph
 from ..ir.evaluate import evaluate
-from ..ir.registry import binder
 from ..ir.source import source_override, user_frame, user_src, where
 from . import pytree as _pytree
 from . import samplers as _samplers
@@ -718,20 +717,23 @@ class _Inlined(dict):
             if m not in self and m not in needed:
                 needed.add(m)
                 todo.extend(nodes[m].args)
-        for m in sorted(needed):        # node ids are in evaluation order
-            d = nodes[m]
-            op = d.op
-            if op == "const":
-                value = _const_at(self.top, d.params["value"], d.src, snapshot=False)
-            elif op == "input":
-                raise TraceError(f"input %{m} of the graph was given no value")
-            else:
-                args = [self[a] for a in d.args]
-                bind = binder(args)
-                value = (REGISTRY[op].impl(*args, **d.params) if bind is None
-                         else bind(op, args, d.params, d.src))
-            self[m] = value
-        return self[n]
+        top = self.top
+        evaluate(_Nodes(nodes, sorted(needed)), self, guards=False,     # (ids are in
+                 const=lambda value, src: _const_at(top, value, src, snapshot=False))
+        return self[n]                                                 # evaluation order)
+
+
+class _Nodes:
+    """Some nodes of a graph (``order``, in evaluation order), as ``ir.evaluate`` walks
+    them: ``_Inlined`` records only the nodes someone reads."""
+    __slots__ = ("by_id", "order")
+    guards = ()
+
+    def __init__(self, by_id, order):
+        self.by_id, self.order = by_id, order
+
+    def __iter__(self):
+        return iter(self.order)
 
 
 def inlined(graph: Graph, args, known=None) -> dict:
