@@ -306,6 +306,13 @@ add(Case("cap_finite", (uniform((2, 2)).astype(np.float32),), tag="f32"))
 add(Case("cap_finite", (np.array([1.0, np.inf, -np.inf, np.finfo(np.float64).max]),),
          tag="inf", fd=False, jax_derivs=False))
 
+# sigmoid (torch.sigmoid): 1 / (1 + exp(-x)); far out, the value 0 (exp overflowed) and
+# the derivative 0, not NaN
+for _shape in [(2, 3), ()]:
+    add(Case("sigmoid", (uniform(_shape, -6.0, 6.0),), second=_shape == (2, 3)))
+add(Case("sigmoid", (uniform((2, 2)).astype(np.float32),), tag="f32"))
+add(Case("sigmoid", (np.array([-800.0, -40.0, 0.0, 40.0, 800.0]),), tag="tails"))
+
 # -- reductions -----------------------------------------------------------------------------------
 REDUCE_SHAPES = [((3, 4), (1,), False), ((3, 4), (0, 1), True), ((2, 3, 2), (0, 2), False),
                  ((), (), False), ((3, 4), (), False), ((2, 3), (0, 1), False)]

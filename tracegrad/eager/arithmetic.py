@@ -395,8 +395,9 @@ def _check_product_dtypes(a, b, form=None):
 
 # -- unary ---------------------------------------------------------------------------
 def _sigmoid(x):
-    # tanh form: no overflow for large |x|, unlike 1 / (1 + exp(-x))
-    return 0.5 * np.tanh(0.5 * x) + 0.5
+    # PyTorch's 1 / (1 + exp(-x)) (the ``sigmoid`` primitive: no overflow warning, and
+    # out * (1 - out) as its derivative)
+    return apply("sigmoid", x)
 
 
 def _relu(x):
@@ -438,7 +439,7 @@ _UNARY = {
     "tan": (np.tan, None), "sinh": (np.sinh, None),
     "cosh": (np.cosh, None), "tanh": (np.tanh, None),
     "asin": (np.arcsin, None), "acos": (np.arccos, None),
-    "atan": (np.arctan, None), "sigmoid": (_sigmoid, "SigmoidBackward0"),
+    "atan": (np.arctan, None), "sigmoid": (_sigmoid, None),
     "relu": (_relu, "ReluBackward0"), "floor": (np.floor, "FloorBackward0"),
     "ceil": (np.ceil, "CeilBackward0"), "round": (np.round, "RoundBackward0"),
     "trunc": (np.trunc, "TruncBackward0"), "sign": (_sign, "SignBackward0"),

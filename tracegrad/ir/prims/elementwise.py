@@ -312,6 +312,34 @@ register(
 )
 
 
+# -- sigmoid: the logistic function, as PyTorch computes it ------------------------------
+# 1 / (1 + exp(-x)) in x's dtype: below x = -88 (float32) exp(-x) overflows to inf and the
+# value is 0, as in PyTorch; the tanh form 0.5 * tanh(0.5 x) + 0.5 loses everything below
+# 1e-8 to cancellation (0 for sigmoid(-20) in float32, where PyTorch gives 2.06e-9).
+# Its derivative is out * (1 - out): 0 where the value is 0, not 0 * inf.
+def _sigmoid_impl(x):
+    x = np.asarray(x)
+    one = np.ones((), x.dtype) if x.dtype.kind in "fc" else 1.0
+    with np.errstate(over="ignore"):
+        return one / (one + np.exp(-x))
+
+
+def _sigmoid_jax(x):
+    import jax
+
+    return jax.nn.sigmoid(x)    # (lax.logistic: XLA's own, equal to rounding)
+
+
+register(
+    "sigmoid", _sigmoid_impl, abstract=_broadcast_rule(_sigmoid_impl),
+    vjp=lambda g, out, x: (g * (out * (1.0 - out)),),
+    jvp=lambda t, out, x: t[0] * (out * (1.0 - out)),
+    jax=_sigmoid_jax, family="elementwise",
+    doc="the logistic function 1 / (1 + exp(-x)), torch.sigmoid",
+    **elementwise_facts("sigmoid", complex=True, torch_name="SigmoidBackward0"),
+)
+
+
 # -- select: np.where(c, x, y) --------------------------------------------------
 _BITS = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
 
