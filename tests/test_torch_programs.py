@@ -106,3 +106,62 @@ def test_small_randn_in_a_compiled_call_breaks_with_its_reason():
     reasons = compiled.explain().break_reasons
     assert len(reasons) == 1 and "single normal number" in reasons[0]
     assert "test_torch_programs.py:" in reasons[0]
+
+
+class WordLM(nn.Module):
+    """word_language_model's RNNModel (pytorch/examples): embedding, dropout, a 2-layer
+    LSTM with inter-layer dropout, a linear decoder, log_softmax."""
+
+    def __init__(self, ntoken=60, ninp=32, nhid=32):
+        super().__init__()
+        self.ntoken = ntoken
+        self.drop = nn.Dropout(0.2)
+        self.encoder = nn.Embedding(ntoken, ninp)
+        self.rnn = nn.LSTM(ninp, nhid, 2, dropout=0.2)
+        self.decoder = nn.Linear(nhid, ntoken)
+
+    def forward(self, tokens, hidden):
+        emb = self.drop(self.encoder(tokens))
+        output, hidden = self.rnn(emb, hidden)
+        decoded = self.decoder(self.drop(output)).view(-1, self.ntoken)
+        return tg.nn.functional.log_softmax(decoded, dim=1), hidden
+
+
+def train_word_lm(compiled, steps=4, bptt=8, batch=6):
+    """main.py's loop: the model (compiled or not) run on detached hidden states, the loss,
+    ``backward`` (through the compiled forward's tape node), ``clip_grad_norm_`` and the
+    manual SGD update outside. The parameters and their gradients after each step."""
+    tg.manual_seed(0)
+    model = WordLM()
+    run = tg.compile(model) if compiled else model
+    rng = np.random.default_rng(0)
+    hidden = (tg.zeros(2, batch, 32), tg.zeros(2, batch, 32))
+    seen = []
+    for _ in range(steps):
+        data = tg.tensor(rng.integers(0, model.ntoken, (bptt, batch)))
+        targets = tg.tensor(rng.integers(0, model.ntoken, (bptt * batch,)))
+        model.zero_grad()
+        hidden = tuple(h.detach() for h in hidden)
+        output, hidden = run(data, hidden)
+        loss = tg.nn.functional.nll_loss(output, targets)
+        loss.backward()
+        seen.append([p.grad.numpy().copy() for p in model.parameters()])
+        tg.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
+        for p in model.parameters():
+            p.data.add_(p.grad, alpha=-20)
+        seen.append([p.detach().numpy().copy() for p in model.parameters()])
+    return seen, run
+
+
+def test_word_language_model_compiled_forward_is_eager_bit_for_bit():
+    """The compiled forward saves ``weight.t()`` (``F.linear``'s operand) for its backward
+    as a graph output; the copy that keeps it from sharing the parameter's memory must
+    keep the transposed layout eager's saved view has: NumPy's matrix products add in an
+    order that depends on the operands' layout, so a C-ordered copy gave the recurrent
+    gradients other last bits than eager's from the captured call on."""
+    eager, _ = train_word_lm(compiled=False)
+    got, run = train_word_lm(compiled=True)
+    assert run.explain().graph_count == 1 and run.explain().graph_break_count == 0
+    for step, (want, have) in enumerate(zip(eager, got)):
+        for k, (a, b) in enumerate(zip(want, have)):
+            assert np.array_equal(a, b), f"entry {step}, parameter {k}"
