@@ -165,3 +165,47 @@ def test_word_language_model_compiled_forward_is_eager_bit_for_bit():
     for step, (want, have) in enumerate(zip(eager, got)):
         for k, (a, b) in enumerate(zip(want, have)):
             assert np.array_equal(a, b), f"entry {step}, parameter {k}"
+
+
+def train_clipped_conv(compiled, steps=6):
+    """A whole step compiled (``loss.backward()``, ``clip_grad_norm_``, ``SGD.step()``
+    inside) on a convolution, whose weight gradient is a transposed array."""
+    tg.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.Flatten(), nn.Linear(8 * 14 * 14, 4))
+    opt = tg.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-4)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = ((model(x) - y) ** 2).sum()
+        loss.backward()
+        norm = nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        return loss, norm
+
+    run = tg.compile(step) if compiled else step
+    rng = np.random.default_rng(1)
+    seen = []
+    for _ in range(steps):
+        x = tg.tensor(rng.standard_normal((4, 3, 16, 16)).astype(np.float32))
+        y = tg.tensor(rng.standard_normal((4, 4)).astype(np.float32))
+        loss, norm = run(x, y)
+        seen.append([loss.detach().numpy().copy(), norm.detach().numpy().copy()]
+                    + [p.grad.numpy().copy() for p in model.parameters()]
+                    + [p.detach().numpy().copy() for p in model.parameters()]
+                    + [np.array(s["momentum_buffer"]) for s in opt.state_dict()["state"].values()])
+    return seen, run
+
+
+def test_clip_grad_norm_in_a_compiled_step_is_eager_bit_for_bit():
+    """clip_grad_norm_ sums each gradient in C order whatever its layout, eagerly and in
+    the captured graph alike (flattened first): the conv weight's gradient is a
+    transposed array, and the graph summed it in its memory order where eager summed a
+    C-ordered copy, so the norm's last bits, the clip factor and every update after it
+    differed from the second compiled call on."""
+    eager, _ = train_clipped_conv(compiled=False)
+    got, run = train_clipped_conv(compiled=True)
+    assert run.explain().graph_count == 1 and run.explain().graph_break_count == 0
+    assert all(float(s[1]) > 1.0 for s in eager)        # the clipping acts on every step
+    for step, (want, have) in enumerate(zip(eager, got)):
+        for k, (a, b) in enumerate(zip(want, have)):
+            assert np.array_equal(a, b), f"step {step}, entry {k}"
