@@ -209,3 +209,40 @@ def test_clip_grad_norm_in_a_compiled_step_is_eager_bit_for_bit():
     for step, (want, have) in enumerate(zip(eager, got)):
         for k, (a, b) in enumerate(zip(want, have)):
             assert np.array_equal(a, b), f"step {step}, entry {k}"
+
+
+LAYOUT_CASES = {
+    # a transformer's head split: permuted, then contiguous(), then reduced
+    "contiguous": lambda x, w: (x.t().contiguous().sum(0) ** 2).sum(),
+    # a permuted batch times a matrix: eager folds the batch into rows only when the
+    # batch is contiguous, else multiplies it as a batch
+    "batched matmul": lambda x, w: ((x.reshape(8, 8, 64).permute(1, 0, 2) @ w) ** 2).sum(),
+    # a flip is no view in PyTorch: contiguous as it is
+    "flip": lambda x, w: (x.flip(0).contiguous().view(-1)[:512] @ w.reshape(-1)[:512]) ** 2,
+}
+
+
+@pytest.mark.parametrize("case", sorted(LAYOUT_CASES))
+def test_layout_choices_are_eagers_under_compile(case):
+    """Eager decides on a tensor's strides (``contiguous()`` copies a strided tensor into
+    C order, ``matmul`` folds a contiguous batch into rows), and NumPy's sums then add in
+    that layout's order. Under tg.compile the captured values' strides decide the same:
+    ``is_contiguous`` was always True there, so the graph summed a transposed array in its
+    memory order where eager summed a C-ordered copy, in the forward and the backward."""
+    f = LAYOUT_CASES[case]
+    compiled = tg.compile(f)
+    rng = np.random.default_rng(2)
+    w0 = rng.standard_normal((64, 48)).astype(np.float32)
+    for _ in range(4):
+        x0 = rng.standard_normal((64, 64)).astype(np.float32)
+        got = []
+        for fn in (f, compiled):
+            x = tg.tensor(x0, requires_grad=True)
+            w = tg.tensor(w0, requires_grad=True)
+            out = fn(x, w)
+            out.backward()
+            got.append([out.detach().numpy(), x.grad.numpy(),
+                        None if w.grad is None else w.grad.numpy()])
+        for a, b in zip(*got):
+            assert (a is None and b is None) or np.array_equal(a, b)
+    assert compiled.explain().graph_count == 1 and compiled.explain().graph_break_count == 0
