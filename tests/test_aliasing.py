@@ -295,3 +295,24 @@ def test_derived_values_never_hand_back_an_argument():
         assert not np.shares_memory(out, ct) and not np.shares_memory(out, x)
         out *= 0
     np.testing.assert_array_equal(ct, np.ones(3))
+
+
+def test_an_owned_copy_keeps_the_layout_of_the_view_it_copies():
+    """An output copied only so that it shares no memory with an input keeps the view's
+    layout (a transposed view: a Fortran-ordered copy), as NumPy's ``np.copy`` does: the
+    layout decides the order in which later sums and matrix products add, so a C-ordered
+    copy of a compiled forward's saved ``w.T`` changed its backward's last bits against
+    eager's view (tests/test_torch_programs.py's word_language_model)."""
+    from tracegrad.ir.aliasing import fresh_bases
+    from tracegrad.runtime.codegen import generate
+    from tracegrad.runtime.interpreter import run
+
+    w = np.arange(12.0).reshape(3, 4)
+    graph = tg.trace(lambda w: (w.T, w[:, ::2]), w)
+    bases = fresh_bases(graph)
+    for outs in (generate(graph, bases=bases)(w), run(graph, [w], bases=bases)):
+        for o, view in zip(outs, (w.T, w[:, ::2])):
+            assert not np.shares_memory(o, w)
+            np.testing.assert_array_equal(o, view)
+        assert outs[0].flags.f_contiguous and not outs[0].flags.c_contiguous
+        assert outs[1].flags.c_contiguous

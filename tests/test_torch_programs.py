@@ -106,3 +106,143 @@ def test_small_randn_in_a_compiled_call_breaks_with_its_reason():
     reasons = compiled.explain().break_reasons
     assert len(reasons) == 1 and "single normal number" in reasons[0]
     assert "test_torch_programs.py:" in reasons[0]
+
+
+class WordLM(nn.Module):
+    """word_language_model's RNNModel (pytorch/examples): embedding, dropout, a 2-layer
+    LSTM with inter-layer dropout, a linear decoder, log_softmax."""
+
+    def __init__(self, ntoken=60, ninp=32, nhid=32):
+        super().__init__()
+        self.ntoken = ntoken
+        self.drop = nn.Dropout(0.2)
+        self.encoder = nn.Embedding(ntoken, ninp)
+        self.rnn = nn.LSTM(ninp, nhid, 2, dropout=0.2)
+        self.decoder = nn.Linear(nhid, ntoken)
+
+    def forward(self, tokens, hidden):
+        emb = self.drop(self.encoder(tokens))
+        output, hidden = self.rnn(emb, hidden)
+        decoded = self.decoder(self.drop(output)).view(-1, self.ntoken)
+        return tg.nn.functional.log_softmax(decoded, dim=1), hidden
+
+
+def train_word_lm(compiled, steps=4, bptt=8, batch=6):
+    """main.py's loop: the model (compiled or not) run on detached hidden states, the loss,
+    ``backward`` (through the compiled forward's tape node), ``clip_grad_norm_`` and the
+    manual SGD update outside. The parameters and their gradients after each step."""
+    tg.manual_seed(0)
+    model = WordLM()
+    run = tg.compile(model) if compiled else model
+    rng = np.random.default_rng(0)
+    hidden = (tg.zeros(2, batch, 32), tg.zeros(2, batch, 32))
+    seen = []
+    for _ in range(steps):
+        data = tg.tensor(rng.integers(0, model.ntoken, (bptt, batch)))
+        targets = tg.tensor(rng.integers(0, model.ntoken, (bptt * batch,)))
+        model.zero_grad()
+        hidden = tuple(h.detach() for h in hidden)
+        output, hidden = run(data, hidden)
+        loss = tg.nn.functional.nll_loss(output, targets)
+        loss.backward()
+        seen.append([p.grad.numpy().copy() for p in model.parameters()])
+        tg.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
+        for p in model.parameters():
+            p.data.add_(p.grad, alpha=-20)
+        seen.append([p.detach().numpy().copy() for p in model.parameters()])
+    return seen, run
+
+
+def test_word_language_model_compiled_forward_is_eager_bit_for_bit():
+    """The compiled forward saves ``weight.t()`` (``F.linear``'s operand) for its backward
+    as a graph output; the copy that keeps it from sharing the parameter's memory must
+    keep the transposed layout eager's saved view has: NumPy's matrix products add in an
+    order that depends on the operands' layout, so a C-ordered copy gave the recurrent
+    gradients other last bits than eager's from the captured call on."""
+    eager, _ = train_word_lm(compiled=False)
+    got, run = train_word_lm(compiled=True)
+    assert run.explain().graph_count == 1 and run.explain().graph_break_count == 0
+    for step, (want, have) in enumerate(zip(eager, got)):
+        for k, (a, b) in enumerate(zip(want, have)):
+            assert np.array_equal(a, b), f"entry {step}, parameter {k}"
+
+
+def train_clipped_conv(compiled, steps=6):
+    """A whole step compiled (``loss.backward()``, ``clip_grad_norm_``, ``SGD.step()``
+    inside) on a convolution, whose weight gradient is a transposed array."""
+    tg.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.Flatten(), nn.Linear(8 * 14 * 14, 4))
+    opt = tg.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-4)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = ((model(x) - y) ** 2).sum()
+        loss.backward()
+        norm = nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        return loss, norm
+
+    run = tg.compile(step) if compiled else step
+    rng = np.random.default_rng(1)
+    seen = []
+    for _ in range(steps):
+        x = tg.tensor(rng.standard_normal((4, 3, 16, 16)).astype(np.float32))
+        y = tg.tensor(rng.standard_normal((4, 4)).astype(np.float32))
+        loss, norm = run(x, y)
+        seen.append([loss.detach().numpy().copy(), norm.detach().numpy().copy()]
+                    + [p.grad.numpy().copy() for p in model.parameters()]
+                    + [p.detach().numpy().copy() for p in model.parameters()]
+                    + [np.array(s["momentum_buffer"]) for s in opt.state_dict()["state"].values()])
+    return seen, run
+
+
+def test_clip_grad_norm_in_a_compiled_step_is_eager_bit_for_bit():
+    """clip_grad_norm_ sums each gradient in C order whatever its layout, eagerly and in
+    the captured graph alike (flattened first): the conv weight's gradient is a
+    transposed array, and the graph summed it in its memory order where eager summed a
+    C-ordered copy, so the norm's last bits, the clip factor and every update after it
+    differed from the second compiled call on."""
+    eager, _ = train_clipped_conv(compiled=False)
+    got, run = train_clipped_conv(compiled=True)
+    assert run.explain().graph_count == 1 and run.explain().graph_break_count == 0
+    assert all(float(s[1]) > 1.0 for s in eager)        # the clipping acts on every step
+    for step, (want, have) in enumerate(zip(eager, got)):
+        for k, (a, b) in enumerate(zip(want, have)):
+            assert np.array_equal(a, b), f"step {step}, entry {k}"
+
+
+LAYOUT_CASES = {
+    # a transformer's head split: permuted, then contiguous(), then reduced
+    "contiguous": lambda x, w: (x.t().contiguous().sum(0) ** 2).sum(),
+    # a permuted batch times a matrix: eager folds the batch into rows only when the
+    # batch is contiguous, else multiplies it as a batch
+    "batched matmul": lambda x, w: ((x.reshape(8, 8, 64).permute(1, 0, 2) @ w) ** 2).sum(),
+    # a flip is no view in PyTorch: contiguous as it is
+    "flip": lambda x, w: (x.flip(0).contiguous().view(-1)[:512] @ w.reshape(-1)[:512]) ** 2,
+}
+
+
+@pytest.mark.parametrize("case", sorted(LAYOUT_CASES))
+def test_layout_choices_are_eagers_under_compile(case):
+    """Eager decides on a tensor's strides (``contiguous()`` copies a strided tensor into
+    C order, ``matmul`` folds a contiguous batch into rows), and NumPy's sums then add in
+    that layout's order. Under tg.compile the captured values' strides decide the same:
+    ``is_contiguous`` was always True there, so the graph summed a transposed array in its
+    memory order where eager summed a C-ordered copy, in the forward and the backward."""
+    f = LAYOUT_CASES[case]
+    compiled = tg.compile(f)
+    rng = np.random.default_rng(2)
+    w0 = rng.standard_normal((64, 48)).astype(np.float32)
+    for _ in range(4):
+        x0 = rng.standard_normal((64, 64)).astype(np.float32)
+        got = []
+        for fn in (f, compiled):
+            x = tg.tensor(x0, requires_grad=True)
+            w = tg.tensor(w0, requires_grad=True)
+            out = fn(x, w)
+            out.backward()
+            got.append([out.detach().numpy(), x.grad.numpy(),
+                        None if w.grad is None else w.grad.numpy()])
+        for a, b in zip(*got):
+            assert (a is None and b is None) or np.array_equal(a, b)
+    assert compiled.explain().graph_count == 1 and compiled.explain().graph_break_count == 0

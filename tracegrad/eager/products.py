@@ -11,16 +11,37 @@ from __future__ import annotations
 import numpy as np
 
 from .dispatch import call, unviewed
+from .tensor_base import CAPTURE
+
+
+def layout(t):
+    """The array whose memory layout ``t`` has: its data, or under tg.compile the value
+    the capture computed (the graph's code computes it the same way, so with the same
+    strides); None where no value is known."""
+    data = t._data
+    if type(data) is np.ndarray:
+        return data
+    if CAPTURE.get() is None:       # (a transform's tracer: no layout to follow)
+        return None
+    value = getattr(data, "_value", None)
+    if type(value) is not np.ndarray or value.shape != tuple(t.shape):
+        return None
+    return value
 
 
 def is_contiguous(t):
     """PyTorch's ``is_contiguous``. Only PyTorch's views (``t._base``) can be strided:
     where NumPy returns a view and PyTorch a copy (``flip``), the tensor counts as
-    contiguous whatever the array's strides."""
+    contiguous whatever the array's strides. Under tg.compile, the captured value's
+    layout: eager's choices made on it (``contiguous()`` copying, ``matmul`` folding a
+    batch into rows) are the graph's, and so are NumPy's summation orders after them."""
     data = t._data
-    if type(data) is not np.ndarray:    # a tg.compile tracer: NumPy's layout is its own
-        return True
-    return data.flags.c_contiguous or (t._base is None and data.base is not None)
+    if type(data) is np.ndarray:
+        return data.flags.c_contiguous or (t._base is None and data.base is not None)
+    data = layout(t)
+    # (a capture records no ``_base``: the NumPy views PyTorch copies instead, ``flip``,
+    # are told by their negative strides, which no PyTorch view has)
+    return data is None or data.flags.c_contiguous or min(data.strides, default=0) < 0
 
 
 def _product(a, b, name):

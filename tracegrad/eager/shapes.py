@@ -7,13 +7,14 @@ import builtins
 
 import numpy as np
 
+from ..tracer import Tracer
 from . import dispatch as _dispatch
 from .arithmetic import _err
 from .dispatch import call
 from .grad_mode import is_grad_enabled as _grad_enabled
 from .indexing import getitem_name, is_basic
 from .indexing import operand_key as _operand_key
-from .products import is_contiguous
+from .products import is_contiguous, layout
 from .reductions import _check_dim
 from .tape import EagerTracer
 from .tensor_base import TensorBase, _index_key, _private_copy
@@ -46,6 +47,10 @@ def _c_order(x):
         snap = _private_copy(x)
         snap._value = snap._handle._value = np.ascontiguousarray(snap._value)
         return snap
+    if isinstance(x, Tracer):
+        # tg.compile: the graph has no layouts, but NumPy's reshape of a strided array
+        # into one dimension copies it in C order (its reshape back is a view of that)
+        return np.reshape(np.reshape(x, (-1,)), x.shape)
     return np.array(x, order="C", copy=True)
 def _clone(x):
     # a node of its own holding a private copy: the tape must not share the operand's
@@ -126,7 +131,7 @@ class ShapeMethods:
         shape = _resolve_shape(_sizes(shape), self.numel())
         if self._data is not None and not is_contiguous(self):
             try:
-                np.reshape(self._data, shape, copy=False)
+                np.reshape(layout(self), shape, copy=False)
             except ValueError:
                 raise _err("view size is not compatible with input tensor's size and stride (at "
                            "least one dimension spans across two contiguous subspaces). Use "
@@ -142,7 +147,7 @@ class ShapeMethods:
         if data is None or is_contiguous(self):
             return _view(self, shape)
         try:
-            np.reshape(data, shape, copy=False)
+            np.reshape(layout(self), shape, copy=False)
         except ValueError:
             t = _dispatch.unviewed(_view(self.clone(), shape))
             name = "UnsafeViewBackward0"

@@ -86,14 +86,18 @@ def writeable(v):
 
 def own(value, others=(), from_constant=False):
     """``value``, or a copy of it when it may share memory with one of ``others`` (or is a
-    read-only array made from a constant)."""
+    read-only array made from a constant). The copy keeps the layout of what it copies
+    (``order="K"``: a transposed view gives a Fortran-ordered array, not a C-ordered
+    one), since NumPy's sums and matrix products add in an order that depends on the
+    layout: a compiled forward's saved ``w.t()`` must feed its backward's products as
+    eager's view does, bit for bit."""
     if not isinstance(value, np.ndarray):
         return value
     if from_constant and not value.flags.writeable:
-        return value.copy()
+        return value.copy(order="K")
     for other in others:
         if isinstance(other, np.ndarray) and np.may_share_memory(value, other):
-            return value.copy()
+            return value.copy(order="K")
     return value
 
 

@@ -32,12 +32,11 @@ def _writable(g):
 
 
 def _vector_norm(a, p):
-    if type(a) is np.ndarray and not a.flags.c_contiguous:
-        # summed in C order whatever the gradient's layout (a transposed matmul result
-        # accumulated in place): the norm does not depend on how the array was made
-        # (tg.compile's graph makes it C-ordered), and neither do the clipped numbers
-        a = np.ascontiguousarray(a)
-    a = np.abs(a)
+    # summed in C order whatever the gradient's layout (a transposed matmul or conv
+    # result): flattened first, eagerly and under tg.compile alike (a tracer's reshape is
+    # the generated code's np.reshape, a C-ordered copy of a non-contiguous value), so
+    # the norm, and the clipped numbers, do not depend on how the array was made
+    a = np.abs(a.reshape(-1))
     if p == math.inf:
         return np.max(a) if a.size else np.zeros((), a.dtype)
     if p == -math.inf:
