@@ -48,18 +48,20 @@ def _lstm_activation(hidden, dtype):
     return from_numpy(got[0]), from_numpy(got[1])
 
 
-def _lstm_step(gates, c, activation):
-    """One LSTM step from its summed gates (i, f, g, o along the last axis)."""
+def _lstm_step(scaled, c, activation):
+    """One LSTM step from its summed gates (i, f, g, o along the last axis) times the
+    activation's scale; ``c`` None is a zero cell state."""
     scale, shift = activation
-    i, f, g, o = ((gates * scale).tanh() * scale + shift).chunk(4, -1)
-    c = f * c + i * g
+    i, f, g, o = (scaled.tanh() * scale + shift).chunk(4, -1)
+    c = i * g if c is None else f * c + i * g
     return o * c.tanh(), c
 
 
 def _lstm_cell(x_part, hc, w_hh, b_hh):
     h, c = hc
     gates = x_part + F.linear(h, w_hh, b_hh)
-    return _lstm_step(gates, c, _lstm_activation(w_hh.shape[1], gates.dtype))
+    activation = _lstm_activation(w_hh.shape[1], gates.dtype)
+    return _lstm_step(gates * activation[0], c, activation)
 
 
 def _gru_cell(x_part, h, w_hh, b_hh):
@@ -255,16 +257,19 @@ class LSTM(RNNBase):
         super().__init__("LSTM", *args, **kwargs)
 
     def forward(self, input, hx=None):
+        zero = hx is None
         input, hx, batched = self._prepare(input, hx, 2)
-        out, finals = self._run_lstm(input, hx)
+        out, finals = self._run_lstm(input, hx, zero)
         return self._finish(out, finals, batched, 2)
 
-    def _run_lstm(self, input, hx):
+    def _run_lstm(self, input, hx, zero):
         """``_run`` for the LSTM, in fewer operations: both biases added to the input's
-        part once for the whole sequence, the hidden weight transposed once, and the two
-        directions of a bidirectional layer stepped together (the reverse one on the
-        time-reversed sequence, with the weights and states of both directions stacked,
-        one batched product a step)."""
+        part, and the activation's scale multiplied in, once for the whole sequence
+        (the scale, 0.5 or 1, multiplies exactly), the hidden weight transposed and
+        scaled once, the two directions of a bidirectional layer stepped together (the
+        reverse one on the time-reversed sequence, with the weights and states of both
+        directions stacked, one batched product a step), and with ``zero`` initial
+        states the first step without them."""
         dirs = 2 if self.bidirectional else 1
         finals = []
         layer_input = input
@@ -283,9 +288,13 @@ class LSTM(RNNBase):
                 parts, w, h, c = parts[0], w_t[0], h[0], c[0]
             else:
                 parts, w = stack(parts, 1), stack(w_t, 0)
+            parts, w = parts * activation[0], w * activation[0]
             seq = []
             for t in range(parts.shape[0]):
-                h, c = _lstm_step(parts[t] + h.matmul(w), c, activation)
+                if zero and t == 0:
+                    h, c = _lstm_step(parts[0], None, activation)
+                else:
+                    h, c = _lstm_step(parts[t] + h.matmul(w), c, activation)
                 seq.append(h)
             if dirs == 1:
                 layer_input = stack(seq, 0)
