@@ -44,6 +44,7 @@ def _lstm_activation(hidden, dtype):
         scale[2 * hidden:3 * hidden] = 1
         shift = np.full(4 * hidden, 0.5, key[1])
         shift[2 * hidden:3 * hidden] = 0
+        scale.flags.writeable = shift.flags.writeable = False     # shared by every call
         got = _ACTIVATION.setdefault(key, (scale, shift))
     return from_numpy(got[0]), from_numpy(got[1])
 
