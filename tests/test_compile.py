@@ -775,3 +775,33 @@ def test_lstm_training_compiled_is_eager_bit_for_bit(opt):
                 np.testing.assert_array_equal(u, v)
     explained = compiled[3].explain()
     assert explained.graph_count == 1 and explained.graph_break_count == 0, str(explained)
+
+
+def test_compiled_lstm_forward_differentiated_outside():
+    """``tg.compile(model)`` with the backward outside (one tape node): gradients and
+    updates are eager's bit for bit, and the constants the backward reads (the LSTM's
+    gate scale) are handed to it as they are, not returned by every forward call."""
+    def run(compiled):
+        tg.manual_seed(0)
+        m = Recurrent()
+        o = OPTIMIZERS["adam"](m.parameters())
+        f = tg.compile(m) if compiled else m
+        rng = np.random.RandomState(2)
+        losses = []
+        for _ in range(STEPS):
+            x, h0, c0, y = (tg.tensor(rng.randn(*s).astype(np.float32))
+                            for s in ((2, 5, 3), (4, 2, 4), (4, 2, 4), (2, 2)))
+            o.zero_grad()
+            out, h_n, _ = f(x, (h0, c0))
+            loss = F.mse_loss(out, y) + (h_n ** 2).mean()
+            loss.backward()
+            o.step()
+            losses.append(loss.item())
+        return m, losses, f
+    (ma, la, _), (mb, lb, f) = run(False), run(True)
+    assert la == lb
+    for (name, p), q in zip(ma.named_parameters(), mb.parameters()):
+        np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy(), err_msg=name)
+        np.testing.assert_array_equal(p.grad.numpy(), q.grad.numpy(), err_msg=name)
+    (graph,) = f.__dict__["_compiled"].graphs
+    assert not [n for n in graph.outputs if graph.op(n) == "const"]
