@@ -718,3 +718,87 @@ def test_updates_are_written_into_the_parameters_own_arrays():
         np.testing.assert_array_equal(a, b)
     # parameters, gradients (accumulated in place) and momentum buffers: all in place
     assert len(f._entries[0].inplace) >= 3 * len(list(mlp().parameters()))
+
+
+class Recurrent(nn.Module):
+    """A 2-layer bidirectional LSTM (the directions stepped together) and an LSTMCell loop
+    side by side, a linear head on both."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(3, 4, num_layers=2, bidirectional=True, batch_first=True)
+        self.cell = nn.LSTMCell(3, 4)
+        self.head = nn.Linear(12, 2)
+
+    def forward(self, x, hc):
+        out, (h_n, c_n) = self.lstm(x, hc)
+        h = c = tg.zeros(x.shape[0], 4)
+        for t in range(x.shape[1]):
+            h, c = self.cell(x[:, t], (h, c))
+        return self.head(tg.cat([out[:, -1], h], 1)), h_n, c_n
+
+
+@pytest.mark.parametrize("opt", ["sgd-momentum", "adam"])
+def test_lstm_training_compiled_is_eager_bit_for_bit(opt):
+    def run(compiled):
+        tg.manual_seed(0)
+        m = Recurrent()
+        o = OPTIMIZERS[opt](m.parameters())
+        rng = np.random.RandomState(1)
+
+        def step(x, h0, c0, y):
+            o.zero_grad()
+            out, h_n, c_n = m(x, (h0, c0))
+            value = F.mse_loss(out, y)
+            value.backward()
+            o.step()
+            return value, h_n, c_n
+        f = tg.compile(step) if compiled else step
+        outs = []
+        for _ in range(STEPS):
+            args = [tg.tensor(rng.randn(*s).astype(np.float32))
+                    for s in ((2, 5, 3), (4, 2, 4), (4, 2, 4), (2, 2))]
+            outs.append([t.detach().numpy().copy() for t in f(*args)])
+        return m, o, outs, f
+    eager, compiled = run(False), run(True)
+    for (ma, oa, outs_a, _), (mb, ob, outs_b, _) in [(eager, compiled)]:
+        for (name, p), q in zip(ma.named_parameters(), mb.parameters()):
+            np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy(), err_msg=name)
+            np.testing.assert_array_equal(p.grad.numpy(), q.grad.numpy(), err_msg=name)
+        for (name, u), (_, v) in zip(leaves_of(oa.state_dict())[0],
+                                     leaves_of(ob.state_dict())[0]):
+            np.testing.assert_array_equal(u, v, err_msg=name)
+        for a, b in zip(outs_a, outs_b):
+            for u, v in zip(a, b):
+                np.testing.assert_array_equal(u, v)
+    explained = compiled[3].explain()
+    assert explained.graph_count == 1 and explained.graph_break_count == 0, str(explained)
+
+
+def test_compiled_lstm_forward_differentiated_outside():
+    """``tg.compile(model)`` with the backward outside (one tape node): gradients and
+    updates are eager's bit for bit, and the constants the backward reads (the LSTM's
+    gate scale) are handed to it as they are, not returned by every forward call."""
+    def run(compiled):
+        tg.manual_seed(0)
+        m = Recurrent()
+        o = OPTIMIZERS["adam"](m.parameters())
+        f = tg.compile(m) if compiled else m
+        rng = np.random.RandomState(2)
+        losses = []
+        for _ in range(STEPS):
+            x, y = (tg.tensor(rng.randn(*s).astype(np.float32)) for s in ((2, 5, 3), (2, 2)))
+            o.zero_grad()
+            out, h_n, _ = f(x, None)        # zero initial states: their own first step
+            loss = F.mse_loss(out, y) + (h_n ** 2).mean()
+            loss.backward()
+            o.step()
+            losses.append(loss.item())
+        return m, losses, f
+    (ma, la, _), (mb, lb, f) = run(False), run(True)
+    assert la == lb
+    for (name, p), q in zip(ma.named_parameters(), mb.parameters()):
+        np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy(), err_msg=name)
+        np.testing.assert_array_equal(p.grad.numpy(), q.grad.numpy(), err_msg=name)
+    (graph,) = f.__dict__["_compiled"].graphs
+    assert not [n for n in graph.outputs if graph.op(n) == "const"]

@@ -289,7 +289,8 @@ class _TapeNode:
     def apply(self, out, leaves):
         tensors = [leaves[a] if kind == "arg" else a for _, (kind, a) in self.targets]
         return self.function.apply(_Call([out[k] for k in self.result_index],
-                                         [out[k] for k in self.saved]), *tensors)
+                                         [out[v] if kind == "out" else v
+                                          for kind, v in self.saved]), *tensors)
 
 
 class CompiledFunction:
@@ -586,10 +587,15 @@ class CompiledFunction:
                              "parameter or argument it could differentiate")
         bw = backward_graph(g, [local[n] for n in wrt], origins=False)
         inv = {m: n for n, m in local.items()}
-        saved = []
+        records = cap.trace.records
+        saved = []      # per saved value: ("out", output position) or ("const", array)
         for m in bw.saved:
+            op, _, params = records[inv[m]][:3]
+            if op == "const":   # passed as it is, not returned by every forward call
+                saved.append(("const", params["value"]))
+                continue
             outputs.append(inv[m])
-            saved.append(len(outputs) - 1)
+            saved.append(("out", len(outputs) - 1))
         targets = []        # (position in wrt, how to find the tensor at call time)
         for j, n in enumerate(wrt):
             for t in wrt_of[n]:

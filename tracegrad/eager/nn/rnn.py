@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import math
 
-from ..creation import empty, zeros
+import numpy as np
+
+from ..creation import empty, from_numpy, zeros
 from ..functions import cat, stack
 from . import functional as F
 from . import init
@@ -27,12 +29,40 @@ def _rnn_cell(x_part, h, w_hh, b_hh, relu):
     return g.relu() if relu else g.tanh()
 
 
+_ACTIVATION: dict = {}     # (hidden, dtype) -> the gates' scale and shift, see _lstm_step
+
+
+def _lstm_activation(hidden, dtype):
+    """Per gate column: the scale ``s`` (0.5 for i, f, o; 1 for g) and shift (0.5; 0) with
+    which ``tanh(gates * s) * s + shift`` is sigmoid(i), sigmoid(f), tanh(g), sigmoid(o)
+    (the sigmoid as ``0.5 * tanh(0.5 x) + 0.5``, as ``Tensor.sigmoid``): three operations
+    on the whole gate block instead of a dozen on its quarters."""
+    key = (hidden, np.dtype(dtype))
+    got = _ACTIVATION.get(key)
+    if got is None:
+        scale = np.full(4 * hidden, 0.5, key[1])
+        scale[2 * hidden:3 * hidden] = 1
+        shift = np.full(4 * hidden, 0.5, key[1])
+        shift[2 * hidden:3 * hidden] = 0
+        scale.flags.writeable = shift.flags.writeable = False     # shared by every call
+        got = _ACTIVATION.setdefault(key, (scale, shift))
+    return from_numpy(got[0]), from_numpy(got[1])
+
+
+def _lstm_step(scaled, c, activation):
+    """One LSTM step from its summed gates (i, f, g, o along the last axis) times the
+    activation's scale; ``c`` None is a zero cell state."""
+    scale, shift = activation
+    i, f, g, o = (scaled.tanh() * scale + shift).chunk(4, -1)
+    c = i * g if c is None else f * c + i * g
+    return o * c.tanh(), c
+
+
 def _lstm_cell(x_part, hc, w_hh, b_hh):
     h, c = hc
     gates = x_part + F.linear(h, w_hh, b_hh)
-    i, f, g, o = gates.chunk(4, -1)
-    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
-    return o.sigmoid() * c.tanh(), c
+    activation = _lstm_activation(w_hh.shape[1], gates.dtype)
+    return _lstm_step(gates * activation[0], c, activation)
 
 
 def _gru_cell(x_part, h, w_hh, b_hh):
@@ -228,10 +258,55 @@ class LSTM(RNNBase):
         super().__init__("LSTM", *args, **kwargs)
 
     def forward(self, input, hx=None):
+        zero = hx is None
         input, hx, batched = self._prepare(input, hx, 2)
-        states = list(zip(hx[0].unbind(0), hx[1].unbind(0)))
-        out, finals = self._run(input, states, _lstm_cell)
+        out, finals = self._run_lstm(input, hx, zero)
         return self._finish(out, finals, batched, 2)
+
+    def _run_lstm(self, input, hx, zero):
+        """``_run`` for the LSTM, in fewer operations: both biases added to the input's
+        part, and the activation's scale multiplied in, once for the whole sequence
+        (the scale, 0.5 or 1, multiplies exactly), the hidden weight transposed and
+        scaled once, the two directions of a bidirectional layer stepped together (the
+        reverse one on the time-reversed sequence, with the weights and states of both
+        directions stacked, one batched product a step), and with ``zero`` initial
+        states the first step without them."""
+        dirs = 2 if self.bidirectional else 1
+        finals = []
+        layer_input = input
+        activation = _lstm_activation(self.hidden_size, input.dtype)
+        for layer in range(self.num_layers):
+            parts, w_t = [], []
+            for d in range(dirs):
+                w_ih, w_hh, b_ih, b_hh = self._weights(layer, d)
+                x_part = F.linear(layer_input, w_ih, b_ih)
+                if b_hh is not None:
+                    x_part = x_part + b_hh
+                parts.append(x_part if d == 0 else x_part.flip(0))
+                w_t.append(w_hh.t())
+            h, c = (s[layer * dirs:(layer + 1) * dirs] for s in hx)
+            if dirs == 1:
+                parts, w, h, c = parts[0], w_t[0], h[0], c[0]
+            else:
+                parts, w = stack(parts, 1), stack(w_t, 0)
+            parts, w = parts * activation[0], w * activation[0]
+            seq = []
+            for t in range(parts.shape[0]):
+                if zero and t == 0:
+                    h, c = _lstm_step(parts[0], None, activation)
+                else:
+                    h, c = _lstm_step(parts[t] + h.matmul(w), c, activation)
+                seq.append(h)
+            if dirs == 1:
+                layer_input = stack(seq, 0)
+                finals.append((h, c))
+            else:
+                both = stack(seq, 0)
+                layer_input = cat([both[:, 0], both[:, 1].flip(0)], -1)
+                finals += [(h[0], c[0]), (h[1], c[1])]
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                layer_input = F.dropout(layer_input, self.dropout, True)
+        return layer_input, finals
 
 
 class GRU(RNNBase):
