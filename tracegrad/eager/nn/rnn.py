@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
-from ..creation import empty, from_numpy, zeros
+from ..creation import empty, zeros
 from ..functions import cat, stack
 from . import functional as F
 from . import init
@@ -29,40 +27,20 @@ def _rnn_cell(x_part, h, w_hh, b_hh, relu):
     return g.relu() if relu else g.tanh()
 
 
-_ACTIVATION: dict = {}     # (hidden, dtype) -> the gates' scale and shift, see _lstm_step
-
-
-def _lstm_activation(hidden, dtype):
-    """Per gate column: the scale ``s`` (0.5 for i, f, o; 1 for g) and shift (0.5; 0) with
-    which ``tanh(gates * s) * s + shift`` is sigmoid(i), sigmoid(f), tanh(g), sigmoid(o)
-    (the sigmoid as ``0.5 * tanh(0.5 x) + 0.5``, as ``Tensor.sigmoid``): three operations
-    on the whole gate block instead of a dozen on its quarters."""
-    key = (hidden, np.dtype(dtype))
-    got = _ACTIVATION.get(key)
-    if got is None:
-        scale = np.full(4 * hidden, 0.5, key[1])
-        scale[2 * hidden:3 * hidden] = 1
-        shift = np.full(4 * hidden, 0.5, key[1])
-        shift[2 * hidden:3 * hidden] = 0
-        scale.flags.writeable = shift.flags.writeable = False     # shared by every call
-        got = _ACTIVATION.setdefault(key, (scale, shift))
-    return from_numpy(got[0]), from_numpy(got[1])
-
-
-def _lstm_step(scaled, c, activation):
-    """One LSTM step from its summed gates (i, f, g, o along the last axis) times the
-    activation's scale; ``c`` None is a zero cell state."""
-    scale, shift = activation
-    i, f, g, o = (scaled.tanh() * scale + shift).chunk(4, -1)
+def _lstm_step(gates, c):
+    """One LSTM step from its summed gates (i, f, g, o along the last axis): one sigmoid
+    over the whole block (PyTorch's, ``Tensor.sigmoid``) of which the i, f and o quarters
+    are kept, and tanh of the g quarter; ``c`` None is a zero cell state."""
+    hidden = gates.shape[-1] // 4
+    i, f, _, o = gates.sigmoid().chunk(4, -1)
+    g = gates[..., 2 * hidden:3 * hidden].tanh()
     c = i * g if c is None else f * c + i * g
     return o * c.tanh(), c
 
 
 def _lstm_cell(x_part, hc, w_hh, b_hh):
     h, c = hc
-    gates = x_part + F.linear(h, w_hh, b_hh)
-    activation = _lstm_activation(w_hh.shape[1], gates.dtype)
-    return _lstm_step(gates * activation[0], c, activation)
+    return _lstm_step(x_part + F.linear(h, w_hh, b_hh), c)
 
 
 def _gru_cell(x_part, h, w_hh, b_hh):
@@ -265,16 +243,14 @@ class LSTM(RNNBase):
 
     def _run_lstm(self, input, hx, zero):
         """``_run`` for the LSTM, in fewer operations: both biases added to the input's
-        part, and the activation's scale multiplied in, once for the whole sequence
-        (the scale, 0.5 or 1, multiplies exactly), the hidden weight transposed and
-        scaled once, the two directions of a bidirectional layer stepped together (the
-        reverse one on the time-reversed sequence, with the weights and states of both
-        directions stacked, one batched product a step), and with ``zero`` initial
-        states the first step without them."""
+        part once for the whole sequence, the hidden weight transposed once, the two
+        directions of a bidirectional layer stepped together (the reverse one on the
+        time-reversed sequence, with the weights and states of both directions stacked,
+        one batched product a step), and with ``zero`` initial states the first step
+        without them."""
         dirs = 2 if self.bidirectional else 1
         finals = []
         layer_input = input
-        activation = _lstm_activation(self.hidden_size, input.dtype)
         for layer in range(self.num_layers):
             parts, w_t = [], []
             for d in range(dirs):
@@ -289,13 +265,12 @@ class LSTM(RNNBase):
                 parts, w, h, c = parts[0], w_t[0], h[0], c[0]
             else:
                 parts, w = stack(parts, 1), stack(w_t, 0)
-            parts, w = parts * activation[0], w * activation[0]
             seq = []
             for t in range(parts.shape[0]):
                 if zero and t == 0:
-                    h, c = _lstm_step(parts[0], None, activation)
+                    h, c = _lstm_step(parts[0], None)
                 else:
-                    h, c = _lstm_step(parts[t] + h.matmul(w), c, activation)
+                    h, c = _lstm_step(parts[t] + h.matmul(w), c)
                 seq.append(h)
             if dirs == 1:
                 layer_input = stack(seq, 0)
