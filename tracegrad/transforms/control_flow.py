@@ -17,8 +17,10 @@ from typing import Any
 import numpy as np
 
 from .._typing import PyTree
+from ..autodiff.keys import Uncacheable, freeze_params
 from ..errors import TraceError
 from ..ir import Aval, apply
+from ..ir.lru import LRU
 from ..passes.prune import prune
 from ..tracer import Tracer, flatten, new_trace, unflatten, where
 from . import randomness
@@ -37,6 +39,47 @@ def _arrays(leaves):
     """Plain leaves as arrays of their own dtype: a Python 0 in a carry is an int64 counter,
     not a number to be promoted to the dtype of the traced operands beside it."""
     return [x if isinstance(x, Tracer) else np.asarray(x) for x in leaves]
+
+
+# structure -> the one graph object standing for it (see ``_shared``)
+_GRAPHS = LRU(256)
+
+
+def _structure(graph):
+    """A key equal for two graphs exactly when they are the same computation: each node's
+    operation, operands, shape, dtype, parameters (constants by value) and line, and the
+    inputs and outputs; None where a parameter cannot be keyed (a large constant) or the
+    graph carries more than its nodes (guards, extra node attributes). A sub-graph or
+    custom rule parameter is keyed by identity (the cache entry holds it, so that its id
+    is not reused while the entry lives)."""
+    if graph.guards:
+        return None
+    parts = []
+    try:
+        for n, node in graph.items():
+            if node._extra:
+                return None
+            parts.append((n, node.op, node.args, tuple(node.shape), str(node.dtype),
+                          freeze_params(node.params, objects=True), node.src))
+    except Uncacheable:
+        return None
+    return tuple(parts), tuple(graph.inputs), tuple(graph.outputs)
+
+
+def _shared(graph):
+    """The graph made before for the same structure, if any (else ``graph``, kept for the
+    next time): a loop or branch traced again (each call of an un-jitted derivative
+    traces its loops again) gets the same graph object, whose generated code and
+    derived graphs (``higher.subgraph.derived``, cached by graph object) are made once.
+    Sub-graphs are never changed once made, so one object can serve every trace."""
+    key = _structure(graph)
+    if key is None:
+        return graph
+    hit = _GRAPHS.get(key)
+    if hit is not None:
+        return hit
+    _GRAPHS.put(key, graph)
+    return graph
 
 
 def _trace(fn, avals, what, prints=None):
@@ -79,7 +122,9 @@ def _trace(fn, avals, what, prints=None):
                           trace.lift(v) if isinstance(v, Tracer) else
                           trace.const(np.asarray(v)))._node for v in leaves]
         captured = trace.captured_outer
-    return prune(graph), captured, tree
+        printing = sink is not None and sink.records
+    graph = prune(graph)
+    return (graph if printing else _shared(graph)), captured, tree
 
 
 def _apply(name, outputs, *operands, **params):
