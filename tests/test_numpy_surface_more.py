@@ -334,6 +334,10 @@ def test_float32_stays_float32():
     (lambda x: np.quantile(x, 0.5, method="weibull"), "weibull"),
     (lambda x: np.sort(x, order="f"), "order"),
     (lambda x: np.quantile(x, x[0, 0] * 0 + 0.5), "constant q"),
+    (lambda x: np.quantile(x, [0.2, x[0, 0] * 0 + 0.5]), "np.quantile on traced values needs a "
+                                                          "constant q"),
+    (lambda x: np.nanquantile(x, [0.2, x[0, 0] * 0 + 0.5]), "np.nanquantile on traced values "
+                                                             "needs a constant q"),
 ])
 def test_unsupported_raise_trace_error(call, name):
     with pytest.raises(tg.TraceError, match=name):

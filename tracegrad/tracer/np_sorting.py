@@ -247,20 +247,26 @@ def _axes_of(axis, nd):
     return sorted(_single_axis(operator_index(x), nd) for x in axes)
 
 
+def _constant_q(name, q, scale):
+    """``(q / scale as float64, q's own dtype)`` for a quantile function's constant ``q``
+    (a traced one is refused); the dtype is None for a Python number, which NumPy's
+    result dtype does not promote with (weak, NEP 50)."""
+    if isinstance(q, Tracer) or (isinstance(q, (list, tuple)) and builtins.any(
+            isinstance(e, Tracer) for e in q)):
+        raise TraceError(f"{name} on traced values needs a constant q{where()}")
+    q_dtype = None if isinstance(q, (int, float)) else np.asarray(q).dtype
+    q = np.asarray(q, dtype=np.float64) / scale
+    if np.any((q < 0) | (q > 1)):
+        raise TraceError(f"{name}: quantiles must be in the range [0, 1]{where()}")
+    return q, q_dtype
+
+
 def _quantile(name, a, q, axis, out, overwrite_input, method, keepdims, weights=None,
               interpolation=None, scale=1.0):
     _reject(name, out=out, weights=weights, interpolation=interpolation)
     if method == "median" and name != "np.median":     # the name median's own path uses
         raise TraceError(f"{name}: method 'median' is not a quantile method{where()}")
-    if isinstance(q, Tracer) or (isinstance(q, (list, tuple)) and builtins.any(
-            isinstance(e, Tracer) for e in q)):
-        raise TraceError(f"{name} on traced values needs a constant q{where()}")
-    # NumPy's result dtype: the data's float dtype, promoted with q's unless q is a
-    # Python number (weak, NEP 50); integers give float64
-    q_dtype = None if isinstance(q, (int, float)) else np.asarray(q).dtype
-    q = np.asarray(q, dtype=np.float64) / scale
-    if np.any((q < 0) | (q > 1)):
-        raise TraceError(f"{name}: quantiles must be in the range [0, 1]{where()}")
+    q, q_dtype = _constant_q(name, q, scale)
     a = _arr(a)
     if dtype_of(a).kind == "c" and method != "median":
         raise TraceError(f"{name} of complex values: NumPy refuses to order them here "

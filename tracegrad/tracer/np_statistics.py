@@ -35,7 +35,7 @@ from .np_base import (
     ndim_of,
     shape_of,
 )
-from .np_sorting import _segment_sum
+from .np_sorting import _constant_q, _segment_sum
 
 _arr = as_array
 
@@ -274,12 +274,7 @@ def _nan_quantile(name, a, q, axis, out, overwrite_input, method, keepdims, weig
     then NumPy's quantile of what is left: sort (NaN last) and interpolate at positions
     that depend on each slice's count."""
     _reject(name, weights=weights)
-    if isinstance(q, Tracer):
-        raise TraceError(f"{name} on traced values needs a constant q{where()}")
-    q_dtype = None if isinstance(q, (int, float)) else np.asarray(q).dtype
-    q = np.asarray(q, dtype=np.float64) / scale
-    if np.any((q < 0) | (q > 1)):
-        raise TraceError(f"{name}: quantiles must be in the range [0, 1]{where()}")
+    q, q_dtype = _constant_q(name, q, scale)
     a = _arr(a)
     if dtype_of(a).kind not in "fc":
         if dtype_of(a).kind == "b" and name != "np.nanmedian":
