@@ -39,6 +39,20 @@ if TYPE_CHECKING:     # graph.py imports this module (Graph.__call__)
     from .graph import Graph
 
 
+class Nodes:
+    """Nodes for ``evaluate`` to walk that are not a whole ``Graph``: ``by_id`` (node -> its
+    attributes, at least ``"args"``, and ``"op"`` unless a ``rule`` computes every node)
+    and ``order``, the order to visit them in. No guards."""
+    __slots__ = ("by_id", "order")
+    guards = ()
+
+    def __init__(self, by_id, order):
+        self.by_id, self.order = by_id, order
+
+    def __iter__(self):
+        return iter(self.order)
+
+
 def guard_holds(value, expected):
     """The check the code generator writes (``codegen.guard_line``): a branch decided by
     ``bool(t)`` holds while ``bool(value)`` is the same, ``int(t)`` while the int is."""

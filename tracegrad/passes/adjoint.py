@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import TraceError
 from ..ir import PROJ, REGISTRY, Aval, Graph, apply
-from ..ir.evaluate import evaluate
+from ..ir.evaluate import Nodes, evaluate
 from ..ir.graph import Node, dtype_name
 from ..tracer import Tracer, new_trace, replay, source_override
 from .common import abstract_inputs, at_node, at_node_error, carries_gradient, finish, fit, zeros
@@ -101,14 +101,14 @@ def _sweep(trace, graph: Graph, seeds, wrt=None, taps=(), values=None,
 _SLOT = ((0,), (1,))
 
 
-class _Transposed:
+class _Transposed(Nodes):
     """``graph`` transposed, as ``ir.evaluate`` walks it for the reverse sweep: the nodes a
     gradient can flow through, last first, each one's operands its users (latest first).
     A node's value in that walk is what its VJP rule passed back to its operands (one
     cotangent per operand, None where none flows), so by the time a node is reached every
     contribution to its cotangent is known, and ``drops`` frees each once its last
     operand has taken it."""
-    __slots__ = ("order", "by_id", "guards", "drops")
+    __slots__ = ("drops",)
 
     def __init__(self, graph: Graph, flows):
         nodes = graph.by_id
@@ -136,10 +136,8 @@ class _Transposed:
         drops: dict = {}
         for n in order:
             drops.setdefault(last.get(n, n), []).append(n)
-        self.order, self.guards, self.by_id, self.drops = order, (), by_id, drops
-
-    def __iter__(self):
-        return iter(self.order)
+        super().__init__(by_id, order)
+        self.drops = drops
 
 
 def _pull(graph: Graph, env, seeds, seed_cts, wrt=None, taps=(), trace=None) -> _Sweep:

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..errors import TraceError
 from ..ir import PROJ, REGISTRY, Aval, Graph
-from ..ir.evaluate import evaluate
+from ..ir.evaluate import Nodes, evaluate
 from ..ir.source import source_override, user_frame, user_src, where
 from . import pytree as _pytree
 from . import samplers as _samplers
@@ -718,22 +718,9 @@ class _Inlined(dict):
                 needed.add(m)
                 todo.extend(nodes[m].args)
         top = self.top
-        evaluate(_Nodes(nodes, sorted(needed)), self, guards=False,     # (ids are in
+        evaluate(Nodes(nodes, sorted(needed)), self, guards=False,     # (ids are in
                  const=lambda value, src: _const_at(top, value, src, snapshot=False))
         return self[n]                                                 # evaluation order)
-
-
-class _Nodes:
-    """Some nodes of a graph (``order``, in evaluation order), as ``ir.evaluate`` walks
-    them: ``_Inlined`` records only the nodes someone reads."""
-    __slots__ = ("by_id", "order")
-    guards = ()
-
-    def __init__(self, by_id, order):
-        self.by_id, self.order = by_id, order
-
-    def __iter__(self):
-        return iter(self.order)
 
 
 def inlined(graph: Graph, args, known=None) -> dict:
