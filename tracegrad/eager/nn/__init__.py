@@ -84,6 +84,7 @@ from .layers import (
     Upsample,
     ZeroPad2d,
 )
+from .fold import Fold, Unfold
 from .modules import Module, Parameter
 from .normalization import (
     BatchNorm1d,
@@ -128,4 +129,4 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "Sequential", "
            "TransformerDecoder", "TransformerDecoderLayer", "Softmax2d", "Hardshrink",
            "Softshrink", "RReLU", "Bilinear", "PixelUnshuffle", "GaussianNLLLoss"]
 __all__ += ["parallel", "DataParallel", "Conv3d", "ConvTranspose3d", "MaxPool3d", "AvgPool3d", "CTCLoss",
-            "MultiMarginLoss"]
+            "MultiMarginLoss", "Fold", "Unfold"]

@@ -51,6 +51,7 @@ from .losses import (  # noqa: F401  (part of tg.nn.functional)
     soft_margin_loss,
     triplet_margin_loss,
 )
+from .fold import fold, unfold  # noqa: F401  (part of tg.nn.functional)
 from .sampling import affine_grid, grid_sample  # noqa: F401  (part of tg.nn.functional)
 from .sequence_losses import ctc_loss, multi_margin_loss  # noqa: F401
 
@@ -71,7 +72,7 @@ __all__ = ["relu", "relu_", "leaky_relu", "sigmoid", "tanh", "softmax", "log_sof
            "margin_ranking_loss", "hinge_embedding_loss", "cosine_embedding_loss",
            "pairwise_distance", "triplet_margin_loss", "multilabel_soft_margin_loss"]
 __all__ += ["affine_grid", "grid_sample", "conv3d", "conv_transpose3d", "max_pool3d",
-            "avg_pool3d", "ctc_loss", "multi_margin_loss"]
+            "avg_pool3d", "ctc_loss", "multi_margin_loss", "fold", "unfold"]
 
 
 # -- activations ------------------------------------------------------------------------
