@@ -121,23 +121,30 @@ def _summary(value):
 
 
 def _fixed_point(f, a, x0, distance, tol):
-    """autograd's ``fixed_point`` with autograd's derivative, on ``tg.custom_vjp``: the
-    iteration as a ``tg.while_loop``; the reverse rule iterates the adjoint
-    ``u = vjp_x(u) + g`` from zero until ``distance`` of two iterates is under ``tol``
-    (itself a ``fixed_point``, so derivatives of any order are autograd's), then pulls
-    ``u`` back to ``a``. Not the implicit derivative at the root (``tg.custom_root``):
-    that one differs from autograd's by about ``tol``, not roundoff. ``x0`` gets no
-    derivative, as in autograd, and is an argument (not closed over) so that a rule
-    run in a later backward pass sees no traced value of a finished trace."""
+    """autograd's ``fixed_point`` with autograd's derivative, on ``tg.custom_vjp``. As in
+    autograd, where ``fixed_point`` is a primitive, the forward iteration is a plain
+    Python loop on NumPy values (``tg.pure_callback``: nothing of it is traced); the
+    reverse rule iterates the adjoint ``u = vjp_x(u) + g`` from zero until ``distance`` of
+    two iterates is under ``tol`` (itself a ``fixed_point``, so derivatives of any order
+    are autograd's), with ``vjp_x`` formed once per solve as autograd's ``rev_iter``
+    does, then pulls ``u`` back to ``a``. Not the implicit derivative at the root
+    (``tg.custom_root``): that one differs from autograd's by about ``tol``, not roundoff.
+    ``x0`` gets no derivative, as in autograd, and is an argument (not closed over) so
+    that a rule run in a later backward pass sees no traced value of a finished trace."""
     import numpy as np
 
     import tracegrad as tg
 
-    def solve(a, guess):
+    def iterate(a, guess):
         step = f(a)
-        x, _ = tg.while_loop(lambda c: distance(c[0], c[1]) > tol,
-                             lambda c: (step(c[0]), c[0]), (step(guess), guess))
-        return x
+        x, prev = step(guess), guess
+        while distance(x, prev) > tol:
+            x, prev = step(x), x
+        return np.asarray(x, dtype=np.result_type(x0, float))
+
+    def solve(a, guess):
+        shape = tg.ShapeDtypeStruct(np.shape(x0), np.result_type(x0, float))
+        return tg.pure_callback(iterate, shape, a, guess)
 
     fp = tg.custom_vjp(solve)
 
@@ -148,7 +155,8 @@ def _fixed_point(f, a, x0, distance, tol):
 
         def adjoint_step(params):
             a_, x_, g_ = params
-            return lambda u: tg.vjp(f(a_), x_)[1](u)[0] + g_
+            pull = tg.vjp(f(a_), x_)[1]
+            return lambda u: pull(u)[0] + g_
         u = _fixed_point(adjoint_step, (a, x, g), np.zeros(np.shape(x)), distance, tol)
         return tg.vjp(lambda a_: f(a_)(x), a)[1](u)[0], None
 
