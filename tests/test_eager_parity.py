@@ -641,6 +641,7 @@ EXCLUDED.update(dict.fromkeys(("affine_grid", "grid_sample"), "tests/test_eager_
 EXCLUDED.update(dict.fromkeys(("conv3d", "conv_transpose3d", "max_pool3d", "avg_pool3d",
                                "ctc_loss", "multi_margin_loss"), "tests/test_eager_nn_extra.py"))
 EXCLUDED.update(dict.fromkeys(("to_sparse", "to_sparse_coo"), "tests/test_eager_sparse.py"))
+EXCLUDED.update(dict.fromkeys(("fold",), "tests/test_eager_fold.py (F.unfold and F.fold)"))
 # nn.functional's layers and losses: compared with torch in tests/test_eager_nn_torch.py
 EXCLUDED.update(dict.fromkeys(FUNCTIONAL_COVERED, "tests/test_eager_nn_torch.py"))
 
