@@ -28,7 +28,6 @@ from ...tracer import Tracer, flatten, new_trace, sync, unflatten
 from .. import grad_mode
 from ..dispatch import CAPTURE
 from ..tensor import Tensor
-from ..tensor_base import BROKEN
 from .capture import Capture, GraphBreak
 from .reach import reach
 from .region import module_function, run_broken
@@ -357,14 +356,6 @@ class CompiledFunction:
         self._children[id(module)] = (module, None)
 
     def __call__(self, *args, **kwargs):
-        if BROKEN.get() is not None:
-            # called from another compiled function's broken call: its modules are this
-            # function's to compile (or capture), not that call's
-            token = BROKEN.set(None)
-            try:
-                return self(*args, **kwargs)
-            finally:
-                BROKEN.reset(token)
         if CAPTURE.get() is not None:       # called while another capture records
             return self._fn(*args, **kwargs)
         self._calls += 1
