@@ -33,11 +33,6 @@ _MODES = grad_mode._state       # this thread's grad and inference modes (per th
 # one runs, every operation goes to it (``eager/compile/capture.py``), so that tensors
 # whose values are its tracers are recorded into its graph
 CAPTURE: contextvars.ContextVar = contextvars.ContextVar("tracegrad_capture", default=None)
-# the graph-break region of a ``tg.compile``d call running eagerly in this thread after a
-# graph break, else None: while one runs, the modules the call reaches run through their
-# own compiled captures (``eager/compile/region.py``), the rest of the call eagerly
-BROKEN: contextvars.ContextVar = contextvars.ContextVar("tracegrad_broken_region",
-                                                        default=None)
 
 
 def _leaving_capture(what):

@@ -30,7 +30,6 @@ from ..dispatch import CAPTURE
 from ..tensor import Tensor
 from .capture import Capture, GraphBreak
 from .reach import reach
-from .region import module_function, run_broken
 
 RECOMPILE_LIMIT = 8
 BACKENDS = ("numpy", "jax", "inductor", "eager", "aot_eager")
@@ -72,15 +71,10 @@ class Explanation:
         self.break_reasons: list[str] = []
         self.recompile_reasons: list[str] = []
         self.capture_seconds: list[float] = []
-        # the explanations of the modules compiled on their own while a broken call ran
-        # eagerly (partial graph breaks, region.py)
-        self.children: list[Explanation] = []
 
     @property
     def graph_count(self):
-        """The graphs captured: this function's and those of the modules it compiled
-        under a graph break."""
-        return len(self.graphs) + sum(c.graph_count for c in self.children)
+        return len(self.graphs)
 
     @property
     def graph_break_count(self):
@@ -99,10 +93,6 @@ class Explanation:
         for k, (g, s) in enumerate(zip(self.graphs, self.capture_seconds)):
             lines.append(f"Graph {k}: {len(g)} nodes, {len(g.inputs)} inputs, "
                          f"{len(g.outputs)} outputs, captured and compiled in {s * 1e3:.1f} ms")
-        if self.children:
-            lines.append("Compiled on their own under the graph break:")
-            for c in self.children:
-                lines += ["  " + line for line in str(c).splitlines()]
         return "\n".join(lines)
 
     __repr__ = __str__
@@ -322,7 +312,6 @@ class CompiledFunction:
         self._broken: dict = {}         # arg key -> reason: it runs eagerly
         self._value_fails: dict = {}    # arg key -> failed value guards
         self._lock = threading.Lock()
-        self._children: dict = {}       # id(module) -> (module, its CompiledFunction)
 
     def __get__(self, obj, objtype=None):
         if obj is None:
@@ -338,22 +327,6 @@ class CompiledFunction:
         """The optimised graphs captured (a ``tg.Graph`` each: ``print``, ``.to_dot()``,
         ``.to_json()``)."""
         return [e.graph for e in self._entries]
-
-    def _child(self, module):
-        """The compiled capture of ``module``'s calls made while this function's call
-        runs eagerly after a graph break (``region.py``)."""
-        entry = self._children.get(id(module))
-        if entry is None or entry[0] is not module:
-            child = CompiledFunction(module_function(module), backend=self.backend,
-                                     mode=self.mode, options=self.options)
-            child._explain.name = type(module).__name__
-            entry = self._children[id(module)] = (module, child)
-            self._explain.children.append(child._explain)
-        return entry[1]
-
-    def _eager_child(self, module):
-        """``module`` runs eagerly under this function's graph breaks from now on."""
-        self._children[id(module)] = (module, None)
 
     def __call__(self, *args, **kwargs):
         if CAPTURE.get() is not None:       # called while another capture records
@@ -381,10 +354,8 @@ class CompiledFunction:
                 self._explain.break_reasons.append(
                     "the graph branches on tensor values that change from call to call "
                     "(a boolean mask, a value-dependent shape): these arguments run eagerly")
-        if self._calls == 1:
+        if self._calls == 1 or key in self._broken:
             return self._fn(*args, **kwargs)
-        if key in self._broken:     # eagerly, the modules it calls compiled (region.py)
-            return run_broken(self, self._fn, args, kwargs)
         if len(self._entries) >= RECOMPILE_LIMIT:
             if not self._warned:
                 self._warned = True
@@ -409,7 +380,7 @@ class CompiledFunction:
                                  f"{self._explain.name}: {e.reason}"
                                  + (f" (at {e.src})" if e.src else "")) from None
             self._broken[key] = str(e)
-            return run_broken(self, self._fn, args, kwargs)
+            return self._fn(*args, **kwargs)
         self._explain.capture_seconds.append(time.perf_counter() - started)
         self._explain.graphs.append(entry.graph)
         self._entries.insert(0, entry)

@@ -25,7 +25,6 @@ from .activation import (
     Threshold,
 )
 from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
-from .fold import Fold, Unfold
 from .layers import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
@@ -85,6 +84,7 @@ from .layers import (
     Upsample,
     ZeroPad2d,
 )
+from .fold import Fold, Unfold
 from .modules import Module, Parameter
 from .normalization import (
     BatchNorm1d,

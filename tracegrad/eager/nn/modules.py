@@ -11,7 +11,6 @@ from collections import OrderedDict, namedtuple
 import numpy as np
 
 from ..tensor import Tensor
-from ..tensor_base import BROKEN
 
 __all__ = ["Parameter", "Module"]
 
@@ -73,15 +72,6 @@ class Module:
                                   '"forward" function')
 
     def __call__(self, *args, **kwargs):
-        region = BROKEN.get()
-        if region is not None:      # a compiled call broke: this module may run compiled
-            routed = region.module_call(self, args, kwargs)
-            if routed is not None:      # (the result, in a 1-tuple)
-                return routed[0]
-        return self._call_impl(*args, **kwargs)
-
-    def _call_impl(self, *args, **kwargs):
-        """The call itself: the forward pre-hooks, ``forward``, the forward hooks."""
         d = self.__dict__
         pre, post = d.get("_forward_pre_hooks"), d.get("_forward_hooks")
         if not pre and not post:
