@@ -47,14 +47,13 @@ class Region:
         if hit is not None and hit[0] is obj:
             return hit[1]
         from ..nn.modules import Module
-        from .api import CompiledFunction
         with self.lock:
             hit = self.children.get(id(obj))
             if hit is not None and hit[0] is obj:
                 return hit[1]
             is_module = isinstance(obj, Module)
             owner = self.owner
-            cf = CompiledFunction(_Plain(obj, is_module), backend=owner.backend)
+            cf = type(owner)(_Plain(obj, is_module), backend=owner.backend)
             cf._explain.name = type(obj).__name__ + ("" if is_module else ".step")
             self.children[id(obj)] = (obj, cf)
             owner._explain.children.append(cf._explain)
