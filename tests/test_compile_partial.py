@@ -73,7 +73,7 @@ def _run(make, data, steps, compiled, opt_cls=tg.optim.Adam, seed=0, **kw):
         opt.step()
         return loss
 
-    fn = tg.compile(step, **kw) if compiled else step
+    fn = tg.compile(step, options={"break_children": "compiled"}, **kw) if compiled else step
     losses = [fn(data(i)).detach().numpy().copy() for i in range(steps)]
     params = [p.detach().numpy().copy() for p in model.parameters()]
     grads = [p.grad.numpy().copy() for p in model.parameters()]
@@ -155,7 +155,7 @@ def _step_many(models, xs, compiled):
         opt.step()
         return loss
 
-    fn = tg.compile(step) if compiled else step
+    fn = tg.compile(step, options={"break_children": "compiled"}) if compiled else step
     out = [fn(x).detach().numpy().copy() for x in xs]
     return fn, out, [p.detach().numpy().copy() for p in params]
 
@@ -186,7 +186,8 @@ def test_child_parameters_replaced_between_calls():
     def run(compiled):
         tg.manual_seed(4)
         model = Printer()
-        fn = tg.compile(lambda x: model(x).sum()) if compiled else (lambda x: model(x).sum())
+        f = lambda x: model(x).sum()      # noqa: E731
+        fn = tg.compile(f, options={"break_children": "compiled"}) if compiled else f
         x = tg.randn(3, 4)
         outs = [fn(x).detach().numpy().copy() for _ in range(3)]
         model.b.weight = nn.Parameter(tg.randn(2, 6))      # a new parameter object
@@ -203,7 +204,7 @@ def test_child_parameters_replaced_between_calls():
     assert fn.explain().graph_count >= 2
 
 
-def _train(model, data, steps, compiled):
+def _train(model, data, steps, compiled, policy="compiled"):
     opt = tg.optim.Adam(model.parameters(), lr=0.05)
 
     def step(x):
@@ -213,7 +214,7 @@ def _train(model, data, steps, compiled):
         opt.step()
         return loss
 
-    fn = tg.compile(step) if compiled else step
+    fn = tg.compile(step, options={"break_children": policy}) if compiled else step
     vals = [fn(data(i)).detach().numpy().copy() for i in range(steps)]
     vals += [p.detach().numpy().copy() for p in model.parameters()]
     vals += [p.grad.numpy().copy() for p in model.parameters()]
@@ -250,3 +251,23 @@ def test_two_threads_two_broken_models(capsys):
         for a, b in zip(vals, want[k]):
             np.testing.assert_array_equal(a, b)
         assert "Adam.step" in fn.explain().compiled_under_breaks
+
+
+@pytest.mark.parametrize("policy", ["timed", "eager"])
+def test_timed_and_eager_children_policies(policy, capsys):
+    def make():
+        tg.manual_seed(6)
+        return CRFTagger()
+    want = _train(make(), _data((6, 1, 5)), 12, False)[1]
+    fn, got = _train(make(), _data((6, 1, 5)), 12, True, policy)
+    assert len(got) == len(want)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+    crf = [c for c in fn.explain().children if c.name == "CRFTagger"]
+    if policy == "eager":       # nothing under the break is compiled
+        assert fn.explain().graph_count == 0
+    else:                       # each child: compiled, or eager with the timing as reason
+        for c in fn.explain().children + crf[0].children:
+            assert c.graph_count >= 1
+            mode = [r for r in c.break_reasons if "took longer" in r]
+            assert len(mode) <= 1

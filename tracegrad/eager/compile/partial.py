@@ -11,6 +11,7 @@ patched. A child's backward goes through its compiled forward's tape node, as fo
 from __future__ import annotations
 
 import threading
+import time
 
 from ..tensor_base import BROKEN
 
@@ -53,7 +54,8 @@ class Region:
                 return hit[1]
             is_module = isinstance(obj, Module)
             owner = self.owner
-            cf = type(owner)(_Plain(obj, is_module), backend=owner.backend)
+            cf = type(owner)(_Plain(obj, is_module), backend=owner.backend,
+                             options=owner.options)
             cf._explain.name = type(obj).__name__ + ("" if is_module else ".step")
             self.children[id(obj)] = (obj, cf)
             owner._explain.children.append(cf._explain)
@@ -63,9 +65,43 @@ class Region:
         cf = self.child(obj)
         token = BROKEN.set(None)        # its capture, or its first (eager) call: plain
         try:
-            return cf(*args, **kwargs)
+            return _timed(cf, args, kwargs)
         finally:
             BROKEN.reset(token)
+
+
+# A child compiled alone can be slower than run eagerly: an optimizer's step (NumPy
+# updates in place, one pass per parameter; measured 1.3-2x for SGD/Adam on 2-32
+# parameters), a single nn.Linear (the compiled call's guards cost what one op saves), see
+# docs/compile.md. So each child is compiled, timed against its eager call, and kept only
+# where it is not slower: calls 1 (eager) and 2 (capture) as any compiled function,
+# 3..2+_SAMPLES compiled and the next _SAMPLES eager, timed (the forward call for a
+# module: its backward is one generated function against one per operation); then the
+# faster way for good. ``tg.compile(..., options={"break_children": "compiled"})``
+# compiles every child, ``"eager"`` none (the one run's setting: no global switch).
+_SAMPLES = 3
+
+
+def _timed(cf, args, kwargs):
+    fn = cf._fn
+    mode = fn.__dict__.get("mode") or cf.options.get("break_children", "timed")
+    if mode == "eager":
+        return fn(*args, **kwargs)
+    if mode == "compiled" or cf._calls < 2:
+        return cf(*args, **kwargs)
+    times = fn.__dict__.setdefault("times", ([], []))
+    compiled = len(times[0]) < _SAMPLES
+    started = time.perf_counter()
+    out = cf(*args, **kwargs) if compiled else fn(*args, **kwargs)
+    times[0 if compiled else 1].append(time.perf_counter() - started)
+    if len(times[1]) >= _SAMPLES:
+        fn.mode = "compiled" if min(times[0]) <= min(times[1]) else "eager"
+        if fn.mode == "eager":
+            cf._explain.break_reasons.append(
+                "its compiled call took longer than its eager call "
+                f"({min(times[0]) * 1e6:.0f} us against {min(times[1]) * 1e6:.0f} us): it "
+                "runs eagerly from now on")
+    return out
 
 
 def run_broken(compiled, args, kwargs):
