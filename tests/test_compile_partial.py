@@ -271,3 +271,26 @@ def test_timed_and_eager_children_policies(policy, capsys):
             assert c.graph_count >= 1
             mode = [r for r in c.break_reasons if "took longer" in r]
             assert len(mode) <= 1
+
+
+def test_compiled_function_called_under_a_break_keeps_its_own_graph(capsys):
+    def run(compiled):
+        tg.manual_seed(7)
+        model = Printer()
+        inner = (lambda x: model.a(x) * 2)
+        inner = tg.compile(inner) if compiled else inner
+
+        def outer(x):
+            h = inner(x)
+            print(h.sum())                  # a graph break
+            return model.b(h).sum()
+        outer_c = tg.compile(outer, options={"break_children": "compiled"}) if compiled else outer
+        x = tg.randn(3, 4)
+        return outer_c, inner, [outer_c(x).detach().numpy().copy() for _ in range(4)]
+    _, _, want = run(False)
+    outer, inner, got = run(True)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+    assert inner.explain().graph_count == 1 and not inner.explain().break_reasons
+    assert outer.explain().compiled_under_breaks == ["Linear"]      # model.b; model.a is
+    assert [c.name for c in outer.explain().children] == ["Linear"]  # inside inner's graph

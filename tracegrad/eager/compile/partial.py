@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import time
 
-from ..tensor_base import BROKEN
+from ..tensor_base import BROKEN, CAPTURE
 
 _LOCK = threading.Lock()
 
@@ -62,9 +62,11 @@ class Region:
             return cf
 
     def call(self, obj, args, kwargs):
-        cf = self.child(obj)
         token = BROKEN.set(None)        # its capture, or its first (eager) call: plain
         try:
+            if CAPTURE.get() is not None:   # inside another compiled function's capture
+                return _Plain(obj, not hasattr(obj, "param_groups"))(*args, **kwargs)
+            cf = self.child(obj)
             return _timed(cf, args, kwargs)
         finally:
             BROKEN.reset(token)
