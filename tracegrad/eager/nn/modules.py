@@ -13,6 +13,8 @@ import numpy as np
 from ..tensor import Tensor
 from ..tensor_base import BROKEN
 
+_broken = BROKEN.get     # (bound once: Module.__call__ is hot)
+
 __all__ = ["Parameter", "Module"]
 
 
@@ -73,7 +75,7 @@ class Module:
                                   '"forward" function')
 
     def __call__(self, *args, **kwargs):
-        region = BROKEN.get()
+        region = _broken()
         if region is not None and region.obj is not self:   # under a tg.compile graph break
             return region.call(self, args, kwargs)
         d = self.__dict__
