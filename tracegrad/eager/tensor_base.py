@@ -34,6 +34,11 @@ _MODES = grad_mode._state       # this thread's grad and inference modes (per th
 # whose values are its tracers are recorded into its graph
 CAPTURE: contextvars.ContextVar = contextvars.ContextVar("tracegrad_capture", default=None)
 
+# the ``tg.compile`` call running eagerly after a graph break in this thread (or task), else
+# None: while it runs, the submodules it calls and ``optimizer.step()`` run through their
+# own compiled captures (``eager/compile/partial.py``)
+BROKEN: contextvars.ContextVar = contextvars.ContextVar("tracegrad_broken", default=None)
+
 
 def _leaving_capture(what):
     """Under a ``tg.compile`` capture, a tensor's value leaving for Python or NumPy code is a

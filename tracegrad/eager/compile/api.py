@@ -28,6 +28,7 @@ from ...tracer import Tracer, flatten, new_trace, sync, unflatten
 from .. import grad_mode
 from ..dispatch import CAPTURE
 from ..tensor import Tensor
+from . import partial as _partial
 from .capture import Capture, GraphBreak
 from .reach import reach
 
@@ -71,10 +72,17 @@ class Explanation:
         self.break_reasons: list[str] = []
         self.recompile_reasons: list[str] = []
         self.capture_seconds: list[float] = []
+        self.children: list = []    # the Explanations of callees compiled under its breaks
 
     @property
     def graph_count(self):
-        return len(self.graphs)
+        """The graphs captured, counting those of callees compiled under its breaks."""
+        return len(self.graphs) + sum(c.graph_count for c in self.children)
+
+    @property
+    def compiled_under_breaks(self):
+        """The names of the submodules / optimizer steps compiled under graph breaks."""
+        return [c.name for c in self.children if c.graph_count]
 
     @property
     def graph_break_count(self):
@@ -93,6 +101,9 @@ class Explanation:
         for k, (g, s) in enumerate(zip(self.graphs, self.capture_seconds)):
             lines.append(f"Graph {k}: {len(g)} nodes, {len(g.inputs)} inputs, "
                          f"{len(g.outputs)} outputs, captured and compiled in {s * 1e3:.1f} ms")
+        for c in self.children:
+            lines.append("Compiled under a graph break: "
+                         + str(c).replace("\n", "\n  "))
         return "\n".join(lines)
 
     __repr__ = __str__
@@ -354,7 +365,9 @@ class CompiledFunction:
                 self._explain.break_reasons.append(
                     "the graph branches on tensor values that change from call to call "
                     "(a boolean mask, a value-dependent shape): these arguments run eagerly")
-        if self._calls == 1 or key in self._broken:
+        if key in self._broken:     # eagerly, its submodules and optimizer.step compiled
+            return _partial.run_broken(self, args, kwargs)
+        if self._calls == 1:
             return self._fn(*args, **kwargs)
         if len(self._entries) >= RECOMPILE_LIMIT:
             if not self._warned:
@@ -380,7 +393,7 @@ class CompiledFunction:
                                  f"{self._explain.name}: {e.reason}"
                                  + (f" (at {e.src})" if e.src else "")) from None
             self._broken[key] = str(e)
-            return self._fn(*args, **kwargs)
+            return _partial.run_broken(self, args, kwargs)
         self._explain.capture_seconds.append(time.perf_counter() - started)
         self._explain.graphs.append(entry.graph)
         self._entries.insert(0, entry)

@@ -11,6 +11,9 @@ from collections import OrderedDict, namedtuple
 import numpy as np
 
 from ..tensor import Tensor
+from ..tensor_base import BROKEN
+
+_broken = BROKEN.get     # (bound once: Module.__call__ is hot)
 
 __all__ = ["Parameter", "Module"]
 
@@ -72,6 +75,9 @@ class Module:
                                   '"forward" function')
 
     def __call__(self, *args, **kwargs):
+        region = _broken()
+        if region is not None and region.obj is not self:   # under a tg.compile graph break
+            return region.call(self, args, kwargs)
         d = self.__dict__
         pre, post = d.get("_forward_pre_hooks"), d.get("_forward_hooks")
         if not pre and not post:
