@@ -294,3 +294,37 @@ def test_compiled_function_called_under_a_break_keeps_its_own_graph(capsys):
     assert inner.explain().graph_count == 1 and not inner.explain().break_reasons
     assert outer.explain().compiled_under_breaks == ["Linear"]      # model.b; model.a is
     assert [c.name for c in outer.explain().children] == ["Linear"]  # inside inner's graph
+
+
+def test_a_broken_compiled_function_called_under_another_break_owns_its_modules(capsys):
+    """``inner`` breaks too (a print): its eager runs, its first call included, compile
+    its own modules, not ``outer``'s, whose region is set while ``inner`` is called."""
+    def run(compiled):
+        tg.manual_seed(8)
+        body = nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 4))
+
+        def inner(x):
+            h = body(x)
+            print(h.sum())                  # inner's own break
+            return h * 2
+
+        calls = []
+
+        def outer(x):
+            calls.append(1)
+            # inner's first (eager) call comes while outer's broken call runs eagerly
+            h = inner(x) if len(calls) > 2 else x
+            return h.sum() if h.sum().item() > 0 else -h.sum()     # outer's break
+        if compiled:
+            inner = tg.compile(inner, options={"break_children": "compiled"})
+            outer_c = tg.compile(outer, options={"break_children": "compiled"})
+        else:
+            outer_c = outer
+        x = tg.randn(3, 4)
+        return outer_c, inner, [outer_c(x).detach().numpy().copy() for _ in range(5)]
+    _, _, want = run(False)
+    outer, inner, got = run(True)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+    assert not outer.explain().children
+    assert inner.explain().compiled_under_breaks == ["Sequential"]

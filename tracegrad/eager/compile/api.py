@@ -28,6 +28,7 @@ from ...tracer import Tracer, flatten, new_trace, sync, unflatten
 from .. import grad_mode
 from ..dispatch import CAPTURE
 from ..tensor import Tensor
+from ..tensor_base import BROKEN
 from . import partial as _partial
 from .capture import Capture, GraphBreak
 from .reach import reach
@@ -340,6 +341,14 @@ class CompiledFunction:
         return [e.graph for e in self._entries]
 
     def __call__(self, *args, **kwargs):
+        if BROKEN.get() is not None:
+            # called from another compiled function's broken call: the modules this one
+            # reaches are its own to capture (or, when it breaks, its own children)
+            token = BROKEN.set(None)
+            try:
+                return self(*args, **kwargs)
+            finally:
+                BROKEN.reset(token)
         if CAPTURE.get() is not None:       # called while another capture records
             return self._fn(*args, **kwargs)
         self._calls += 1

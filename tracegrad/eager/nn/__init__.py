@@ -25,6 +25,7 @@ from .activation import (
     Threshold,
 )
 from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
+from .fold import Fold, Unfold
 from .layers import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
@@ -84,7 +85,6 @@ from .layers import (
     Upsample,
     ZeroPad2d,
 )
-from .fold import Fold, Unfold
 from .modules import Module, Parameter
 from .normalization import (
     BatchNorm1d,

@@ -28,6 +28,7 @@ from .conv_common import (
     _same_padding,
     _with_bias,
 )
+from .fold import fold, unfold  # noqa: F401  (part of tg.nn.functional)
 from .losses import (  # noqa: F401  (part of tg.nn.functional)
     _check_reduction,
     _dtype_name,
@@ -51,7 +52,6 @@ from .losses import (  # noqa: F401  (part of tg.nn.functional)
     soft_margin_loss,
     triplet_margin_loss,
 )
-from .fold import fold, unfold  # noqa: F401  (part of tg.nn.functional)
 from .sampling import affine_grid, grid_sample  # noqa: F401  (part of tg.nn.functional)
 from .sequence_losses import ctc_loss, multi_margin_loss  # noqa: F401
 
