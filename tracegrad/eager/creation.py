@@ -215,7 +215,9 @@ def _float_dtype(dtype, what):
 
 
 def _torch_name(dt):
+    """PyTorch's scalar type name of ``dt`` in its error messages (``Long``, ``UInt16``)."""
     return {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+            "uint16": "UInt16", "uint32": "UInt32", "uint64": "UInt64",
             "bool": "Bool"}.get(np.dtype(dt).name, np.dtype(dt).name)
 
 

@@ -31,6 +31,12 @@ class _Plain:
             return self.obj(*args, **kwargs)
         return self.obj.step()
 
+    @classmethod
+    def of(cls, obj):
+        """The plain call of a module or an optimizer."""
+        from ..nn.modules import Module
+        return cls(obj, isinstance(obj, Module))
+
 
 class Region:
     """The children compiled under one ``CompiledFunction``'s graph breaks."""
@@ -47,16 +53,14 @@ class Region:
         hit = self.children.get(id(obj))
         if hit is not None and hit[0] is obj:
             return hit[1]
-        from ..nn.modules import Module
         with self.lock:
             hit = self.children.get(id(obj))
             if hit is not None and hit[0] is obj:
                 return hit[1]
-            is_module = isinstance(obj, Module)
+            plain = _Plain.of(obj)
             owner = self.owner
-            cf = type(owner)(_Plain(obj, is_module), backend=owner.backend,
-                             options=owner.options)
-            cf._explain.name = type(obj).__name__ + ("" if is_module else ".step")
+            cf = type(owner)(plain, backend=owner.backend, options=owner.options)
+            cf._explain.name = type(obj).__name__ + ("" if plain.is_module else ".step")
             self.children[id(obj)] = (obj, cf)
             owner._explain.children.append(cf._explain)
             return cf
@@ -65,7 +69,7 @@ class Region:
         token = BROKEN.set(None)        # its capture, or its first (eager) call: plain
         try:
             if CAPTURE.get() is not None:   # inside another compiled function's capture
-                return _Plain(obj, not hasattr(obj, "param_groups"))(*args, **kwargs)
+                return _Plain.of(obj)(*args, **kwargs)
             cf = self.child(obj)
             return _timed(cf, args, kwargs)
         finally:

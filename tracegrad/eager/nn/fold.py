@@ -12,16 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..creation import _torch_name
 from ..dispatch import call
 from ..tensor import Tensor
 from .modules import Module
 
 __all__ = ["unfold", "fold", "Unfold", "Fold"]
-
-_TORCH_INT_NAMES = {"int8": "Char", "uint8": "Byte", "int16": "Short", "int32": "Int",
-                    "int64": "Long", "uint16": "UInt16", "uint32": "UInt32",
-                    "uint64": "UInt64"}
-
 
 def _pair(value, what):
     if isinstance(value, (tuple, list)):
@@ -48,11 +44,10 @@ def _options(kernel_size, dilation, padding, stride):
 
 
 def _check_dtype(input, op):
-    kind = input.dtype.kind if hasattr(input.dtype, "kind") else np.dtype(str(input.dtype)).kind
-    name = str(input.dtype).replace("torch.", "")
-    if name in _TORCH_INT_NAMES or kind in "iu":
+    dtype = np.dtype(input.dtype)
+    if dtype.kind in "iu":
         raise NotImplementedError(f'"{op}_out_cpu" not implemented for '
-                                  f"'{_TORCH_INT_NAMES.get(name, name)}'")
+                                  f"'{_torch_name(dtype)}'")
 
 
 def _blocks(size, kernel, dilation, padding, stride):
