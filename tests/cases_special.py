@@ -53,15 +53,43 @@ SPECIAL = {
     "erfcx": (_in(-2.0, 3.0),),
     "poch": (_in(0.5, 3.0), _in(0.2, 2.0)),
 }
+
+
+def _lgammas(*signed):
+    """sum_k s_k log Γ(args...): jax.scipy's gammaln, whose derivatives are its digamma and
+    polygamma rules (positive operands only)."""
+    def fn(*ops):
+        import jax.scipy.special as jsp
+        return sum(s * jsp.gammaln(sum(ops[i] for i in idx)) for s, idx in signed)
+    return fn
+
+
+# The derivative references where JAX's derivatives of the lowering (SciPy's every-branch
+# Cephes algorithm, all branches computed and selected) take seconds to compile: the
+# textbook formulas on these cases' positive domains, through JAX's own derivative rules.
+_LBETA = _lgammas((1, (0,)), (1, (1,)), (-1, (0, 1)))
+_LPOCH = _lgammas((1, (0, 1)), (-1, (0,)))
+
+
+def _exp(fn):
+    def exp_fn(*ops):
+        import jax.numpy as jnp
+        return jnp.exp(fn(*ops))
+    return exp_fn
+
+
+DERIV_REFS = {"beta": _exp(_LBETA), "betaln": _LBETA, "poch": _exp(_LPOCH)}
 UNARY = [(2, 3), ()]
 BINARY = [((2, 1), (1, 3)), ((), (2, 3))]
 
 for _name, _domains in SPECIAL.items():
     for _k, _shapes in enumerate(UNARY if len(_domains) == 1 else BINARY):
         _shapes = (_shapes,) if len(_domains) == 1 else _shapes
-        add(Case(_name, tuple(d(s) for d, s in zip(_domains, _shapes)), second=_k == 0))
+        add(Case(_name, tuple(d(s) for d, s in zip(_domains, _shapes)), second=_k == 0,
+                 jax_deriv_fn=DERIV_REFS.get(_name)))
     if _name != "polygamma":    # an integer order with float32 x: SciPy computes in float64
-        add(Case(_name, tuple(d((2,)).astype(np.float32) for d in _domains), tag="f32"))
+        add(Case(_name, tuple(d((2,)).astype(np.float32) for d in _domains), tag="f32",
+                 jax_deriv_fn=DERIV_REFS.get(_name)))
 
 # the tails: log_ndtr far below zero (where log(ndtr(x)) underflows), ndtri near 0 and 1
 add(Case("log_ndtr", (np.array([-30.0, -12.0, 6.0]),), tag="tails"))

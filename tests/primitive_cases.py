@@ -40,6 +40,9 @@ class Case:
     known_failure: tuple = ()
     fn: Callable | None = None       # function under test; default: apply(prim, ...)
     jax_fn: Callable | None = None   # its JAX twin; default: the primitive's lowering
+    # the JAX function whose derivatives are the reference; default: jax_fn (another where
+    # JAX's derivatives of the lowering compile slowly, e.g. beta's every-branch Cephes)
+    jax_deriv_fn: Callable | None = None
     fd_fn: Callable | None = None    # NumPy function to difference; default: fn
     ref_fn: Callable | None = None   # NumPy reference value; default: the primitive's impl
 
@@ -49,6 +52,8 @@ class Case:
             self.fn = lambda *ops: apply(self.prim, *ops, **self.params)
         if self.jax_fn is None:
             self.jax_fn = lambda *ops: REGISTRY[self.prim].jax(*ops, **self.params)
+        if self.jax_deriv_fn is None:
+            self.jax_deriv_fn = self.jax_fn
         if self.fd_fn is None:
             self.fd_fn = self.fn
         if self.ref_fn is None:

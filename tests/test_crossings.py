@@ -166,7 +166,7 @@ def _jax_first(case, wrt, xs, ct, ts):
     import jax
     import jax.numpy as jnp
     # the constants as JAX arrays too (a lowering may call JAX methods on them)
-    f = _partial(case, lambda *ops: case.jax_fn(*map(jnp.asarray, ops)), wrt)
+    f = _partial(case, lambda *ops: case.jax_deriv_fn(*map(jnp.asarray, ops)), wrt)
 
     # under one jax.jit: one XLA compile, where JAX run op by op compiles every operation
     # of the lowering and of its derivatives anew for each shape

@@ -222,7 +222,7 @@ def example_case(case, variant, draw):
         return Case(case.prim, tuple(args), case.params, tag=case.tag, diff=case.diff, derivs=case.derivs,
                     fd=case.fd, second=case.second, forward_mode=case.forward_mode,
                     jax_derivs=case.jax_derivs, fn=case.fn, jax_fn=case.jax_fn, fd_fn=case.fd_fn,
-                    ref_fn=case.ref_fn)
+                    ref_fn=case.ref_fn, jax_deriv_fn=case.jax_deriv_fn)
 
 
 def _graph(ex):
@@ -297,7 +297,7 @@ def check_first_order(ex, use_jax):
         with pytest.raises(tg.TraceError, match="forward mode"):
             tg.jvp(ex.partial(ex.fn), xs, ts)
     if use_jax and ex.jax_derivs and f64:
-        want, wants = _jax_first_order(ex.partial(ex.jax_fn), xs, ts, ct, ex.forward_mode)
+        want, wants = _jax_first_order(ex.partial(ex.jax_deriv_fn), xs, ts, ct, ex.forward_mode)
         if ex.forward_mode:
             assert_close(tangent, np.asarray(want).astype(tangent.dtype), RTOL_JAX, "tangent vs jax.jvp")
         for k, (g, w) in enumerate(zip(got, wants or ())):

@@ -96,7 +96,7 @@ def _jax_case(case, args, p):
     ref = {"value": case.jax_fn(*args)}
     if not case.differentiable or not case.jax_derivs:
         return ref
-    f = case.partial(case.jax_fn)
+    f = case.partial(case.jax_deriv_fn)
     xs, an = tuple(p["xs"]), _argnums(case)
     if case.complex:
         # jacfwd and hessian refuse complex inputs: the products themselves, then
