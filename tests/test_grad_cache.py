@@ -8,6 +8,9 @@ import pytest
 import tracegrad as tg
 from tracegrad.autodiff import plans, runner
 
+# calls of one structure: its plan runs interpreted, then compiled (runner.py)
+USES = runner.PLAN_COMPILE_AFTER + 2
+
 
 def fresh(transform, *args):
     """``transform(*args)`` with no plan cached (the uncached path's first use)."""
@@ -154,7 +157,7 @@ def test_value_and_grad_and_has_aux_repeat():
     rng = np.random.default_rng(3)
     vg = tg.value_and_grad(f, has_aux=True)
     g = tg.grad(f, has_aux=True)
-    for _ in range(4):
+    for _ in range(USES):
         w, x = rng.standard_normal(3), rng.standard_normal((5, 3))
         (value, aux), grad = vg(w, x)
         assert_same(((value, aux), grad), fresh(vg, w, x))
@@ -200,7 +203,7 @@ def test_results_are_fresh_writeable_arrays_on_repeated_calls():
         g = tg.grad(f)
         first = g(x)
         want = first.copy()
-        for _ in range(3):
+        for _ in range(USES):
             out = g(x)
             assert out.flags.writeable and not np.shares_memory(out, x)
             np.testing.assert_array_equal(out, want)
@@ -212,7 +215,7 @@ def test_results_are_fresh_writeable_arrays_on_repeated_calls():
 def test_two_arguments_that_are_one_array():
     g = tg.grad(lambda a, b: np.sum(a * b), argnums=(0, 1))
     x = np.array([1.0, 2.0])
-    for _ in range(3):
+    for _ in range(USES):
         ga, gb = g(x, x)
         assert not np.shares_memory(ga, gb) and not np.shares_memory(ga, x)
         np.testing.assert_array_equal(ga, x)
@@ -251,7 +254,7 @@ def test_custom_vjp_repeats():
 
     clip_grad.defvjp(lambda x: (x, None), lambda _, g: (np.clip(g, -1.0, 1.0),))
     g = tg.grad(lambda x: np.sum(clip_grad(x) * 3.0))
-    for _ in range(3):
+    for _ in range(USES):
         np.testing.assert_array_equal(g(np.ones(2)), [1.0, 1.0])
 
 
@@ -277,7 +280,7 @@ def test_a_repeated_structure_runs_compiled_code():
 
     plans.clear()
     x = np.array([0.1, 0.2])
-    for _ in range(runner.COMPILE_AFTER + 1):
+    for _ in range(runner.PLAN_COMPILE_AFTER + 1):
         np.testing.assert_allclose(tg.grad(f)(x), np.cos(x) - x * np.sin(x), rtol=1e-12)
     (plan,) = [p for p in plans.PLANS.values() if isinstance(p, plans.Plan)]
     assert plan.run.compiled is not None and "tracegrad_backward" in plan.run.compiled.source
@@ -308,7 +311,7 @@ def test_vjp_with_traced_cotangents_inlines():
         return np.sum(pull(x)[0])
 
     x = np.array([0.2, 0.9])
-    for _ in range(3):
+    for _ in range(USES):
         np.testing.assert_allclose(tg.grad(through_vjp)(x), numeric_grad(through_vjp, x),
                                    rtol=1e-6)
         ct = np.array([1.0, -2.0])
@@ -437,7 +440,7 @@ def test_inlined_value_and_grad_with_aux_repeats():
 
     rng = np.random.default_rng(5)
     g = tg.grad(outer)
-    for _ in range(3):
+    for _ in range(USES):
         w, x = rng.standard_normal(3), rng.standard_normal((4, 3))
         got = g(w, x)
         assert_same(got, uncached(g, w, x))

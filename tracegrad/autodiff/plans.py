@@ -39,7 +39,7 @@ from ..passes.adjoint import adjoint, backward_graph, cotangent_values, inline_a
 from ..passes.prune import live_nodes, prune
 from ..tracer.core import Tracer, as_operand, inlined, innermost, is_constant
 from .keys import Uncacheable, freeze_params
-from .runner import Runner
+from .runner import PLAN_COMPILE_AFTER, Runner
 
 # every backward plan of both front ends (the eager engine's too), keyed by
 # ("functional", ...) or ("eager", ...) and the structure
@@ -51,10 +51,21 @@ def clear():
     PLANS.clear()
 
 
+def _exponent(records, op, args):
+    """The node of a one-element constant exponent of a ``pow`` record, else None."""
+    if op == "pow":
+        a = args[1]
+        record = records[a]
+        if record[0] == "const" and record[2]["value"].size == 1:
+            return a
+    return None
+
+
 def structure_key(records, outputs, extra=()):
     """The cache key of a trace's ``records`` (see ``Trace.records``) with these outputs,
     or None when some parameter cannot be part of a key. Constants are keyed by shape
-    and dtype only."""
+    and dtype only, but for a one-element constant exponent (``x ** 2``), keyed by its
+    value too (see ``kept_constants``)."""
     parts = []
     append = parts.append
     try:
@@ -65,17 +76,38 @@ def structure_key(records, outputs, extra=()):
                 append((op, shape, dtype, src))
             else:
                 append((op, args, shape, dtype, freeze_params(params) if params else (), src))
+                if op == "pow":
+                    a = _exponent(records, op, args)
+                    if a is not None:
+                        append(("exponent", a, records[a][2]["value"].tobytes()))
     except Uncacheable:
         return None
     return "functional", tuple(parts), tuple(outputs), extra
 
 
-def forward_graph(records, outputs) -> Graph:
+def kept_constants(records):
+    """The constants a plan keeps as constants of its graph, not inputs: the one-element
+    exponents of ``pow``, whose values ``structure_key`` holds. Their derivative rule
+    is the plain one (``2 * x`` for ``x ** 2``, not the rule guarded for an exponent
+    that may be 0, whose selects every backward run would compute)."""
+    kept = set()
+    for op, args, _, _, _, _ in records:
+        if op == "pow":
+            a = _exponent(records, op, args)
+            if a is not None:
+                kept.add(a)
+    return kept
+
+
+def forward_graph(records, outputs, kept=()) -> Graph:
     """The traced graph with every constant made an input (after the traced inputs,
-    in node order), so that no rule can read a constant's value into the plan."""
+    in node order), so that no rule can read a constant's value into the plan, but the
+    constants ``kept`` (see ``kept_constants``)."""
     g = Graph()
     for n, (op, args, params, shape, dtype, src) in enumerate(records):
-        if op == "input" or op == "const":
+        if op == "const" and n in kept:
+            m = g.add_const(params["value"], src=src)
+        elif op == "input" or op == "const":
             m = g.add_input(shape, dtype, src=src)
         else:
             m = g.add_node(op, args, params, shape=shape, dtype=dtype, src=src)
@@ -101,14 +133,15 @@ class Plan:
         ``ValueDependent`` where that cannot make a plan. ``backward``: the backward
         graph made already (``once``), no sweep."""
         bw = backward if backward is not None else backward_graph(
-            forward_graph(records, outputs), wrt, seeds=seeds, values=values,
+            forward_graph(records, outputs, kept_constants(records)), wrt, seeds=seeds,
+            values=values,
             seed_values=seed_values, origins=False)
         self.graph = bw.graph
         self.saved = bw.saved
         self.seeds = bw.seeds
         self.outputs = bw.outputs
         self.avals = [(records[n][3], records[n][4]) for n in wrt]
-        self.run = Runner(self.graph, owned=True)
+        self.run = Runner(self.graph, owned=True, after=PLAN_COMPILE_AFTER)
         self.first = None
         if values is not None:
             self.run.uses = 1
@@ -255,8 +288,8 @@ def once(key, records, outputs, wrt, seeds, values, seed_values):
     gives), keeping what makes the plan's graph later (``Seen``, stored under ``key``).
     None where that sweep cannot give them (the caller makes the plan: ``first_use``)."""
     try:
-        cts, later = cotangent_values(forward_graph(records, outputs), wrt, seeds, values,
-                                      seed_values)
+        cts, later = cotangent_values(forward_graph(records, outputs, kept_constants(records)),
+                                      wrt, seeds, values, seed_values)
     except Exception:   # ValueDependent, or a rule that cannot run on these values
         return None
     PLANS.put(key, Seen(later))

@@ -79,6 +79,9 @@ class _Saved(dict):
                         self.projections.setdefault(e["args"][0], {})[e["params"]["index"]] = m
             outs = self.projections.get(n, {})
             value = tuple(self[outs[i]] for i in range(len(outs)))
+        elif op == "const":     # (a constant the graph keeps: a constant of the sweep too)
+            with at_node(d):
+                value = self.trace.const(d["params"]["value"], snapshot=False)
         else:
             value = _valued_input(self.trace, d, self.values[n])
         self[n] = value

@@ -810,6 +810,17 @@ def disown(t):
         owned.pop(t._node, None)
 
 
+def snapshot_tracer(t):
+    """A tracer of ``t``'s node as it is now, for a reader that must not see later writes
+    into ``t`` (an assignment rebinds ``t`` to a new node; a view is brought up to date
+    first). ``t``'s node is nobody's to write in place from now on."""
+    sync(t)
+    disown(t)
+    alias = Tracer(t._trace, t._node, t.shape, t.dtype, t._value)
+    alias._weak = t._weak
+    return alias
+
+
 def write_in_place(x, key, value):
     """``x[key] = value`` (``key is None``: ``value`` is the whole new array, computed by
     NumPy in ``x``'s memory) done by NumPy on ``x``'s value, where that changes no

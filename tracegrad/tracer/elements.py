@@ -355,6 +355,7 @@ _WRAPPERS.update({name: _wrapped_creator(name) for name in _CREATORS})
 _ORIGINALS = {**_CONSTRUCTORS, **_REDUCTIONS, **_CREATORS}
 _LOCK = threading.Lock()
 _TRACING = [0]      # threads tracing now
+_NP_DICT = vars(np)
 
 
 def wrap_constructors(on):
@@ -364,5 +365,4 @@ def wrap_constructors(on):
     with _LOCK:
         _TRACING[0] += 1 if on else -1
         if _TRACING[0] == (1 if on else 0):
-            for name, fn in (_WRAPPERS if on else _ORIGINALS).items():
-                setattr(np, name, fn)
+            _NP_DICT.update(_WRAPPERS if on else _ORIGINALS)    # (setattr, all at once)

@@ -19,6 +19,7 @@ from ..ir.evaluate import call, check_guard
 from ..tracer import (
     Tracer,
     flatten,
+    snapshot_tracer,
     unflatten,
     user_src,
 )
@@ -311,9 +312,13 @@ def vjp(fun: Callable[..., Any], *primals: PyTree, has_aux: bool = False) -> tup
     else:
         fwd_graph = passes.prune(t.graph)
         outs = call(fwd_graph, t.eval_args, owned=True, keep=recorded)
-        for o in fwd_graph.outputs:     # (handed out: the caller may write into them)
-            recorded.pop(o, None)
         recorded = {n: v for n, v in recorded.items() if isinstance(v, Tracer)}
+        for o in fwd_graph.outputs:
+            # handed out: the caller may write into them before calling vjp_fn (a write
+            # rebinds the tracer to a new node), so the adjoint keeps the node as it is now
+            v = recorded.get(o)
+            if v is not None:
+                recorded[o] = snapshot_tracer(v)
     out_leaves = [writeable(np.asarray(v)) if not isinstance(v, Tracer) else v
                   for v in outs[:t.n_out]]
     if t.concrete:

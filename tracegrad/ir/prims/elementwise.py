@@ -154,10 +154,27 @@ elementwise("sub", np.subtract, lambda out, x, y: (1.0, -1.0), complex=True,
 elementwise("mul", np.multiply, lambda out, x, y: (y, x), complex=True, spelling="{0} * {1}",
             zeros="any", extra={"vjp_needed": lambda needed, g, out, x, y: (
                 g * y if needed[0] else None, g * x if needed[1] else None)})
+
+
+def _div_vjp_needed(needed, g, out, x, y):
+    # g / y, and -(g / y) * out for y: three operations for both (g * (1 / y) and
+    # g * (-out / y) from the partials take five), which every higher order differentiates
+    q = g / y
+    return q if needed[0] else None, -(q * out) if needed[1] else None
+
+
+def _div_jvp(t, out, x, y):
+    # (tx - ty * out) / y
+    tx, ty = t
+    if ty is None:
+        return tx / y
+    return (-(ty * out) if tx is None else tx - ty * out) / y
+
+
 elementwise("div", np.true_divide, lambda out, x, y: (1.0 / y, -out / y), complex=True,
             spelling="{0} / {1}", zeros="first", jax=jax_numpy.true_divide,
-            extra={"vjp_needed": lambda needed, g, out, x, y: (
-                g * (1.0 / y) if needed[0] else None, g * (-out / y) if needed[1] else None)})
+            vjp=lambda g, out, x, y: _div_vjp_needed((True, True), g, out, x, y),
+            jvp=_div_jvp, extra={"vjp_needed": _div_vjp_needed})
 
 
 def _pow_partials(out, x, y):
