@@ -135,6 +135,50 @@ def test_changing_exponents_and_parameters():
         np.testing.assert_allclose(got, numeric_grad(f, x), rtol=1e-6, atol=1e-8)
 
 
+def test_a_constant_exponent_changing_between_calls_of_one_structure():
+    # a one-element constant exponent is part of the plan's key and a constant of its
+    # graph (x ** 2's plain rule); every exponent, zero and -0.0 among them, through the
+    # interpreted and the compiled plan
+    box = [2.0]
+
+    def f(x):
+        return np.sum(x ** box[0] * 1.5) + np.sum(x ** np.array([box[0]]))
+
+    g = tg.grad(f)
+    x = np.array([0.5, 1.5, 2.0, 0.0])
+    exps = [2.0, 3.0, 0.0, -0.0, 1.0, 0.5, 2.0, -1.0, 2.0, 3.0]
+    for _ in range(2):
+        for p in exps * 2:
+            box[0] = p
+            with np.errstate(all="ignore"):
+                got = g(x)
+                want = np.where(p == 0, 0.0, 2.5 * p * x ** (p - 1.0))
+            np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+            np.testing.assert_allclose(got, want, rtol=1e-14, err_msg=f"exponent {p}")
+            assert_same(got, fresh(g, x))
+    box[0] = 2.0
+    for _ in range(USES):
+        g(x)
+    plan = next(v for v in plans.PLANS.values()
+                if isinstance(v, plans.Plan) and v.run.uses >= USES)
+    assert "select" not in plan.graph.ops() and plan.run.compiled is not None
+
+
+def test_writing_into_a_vjp_output_before_pulling_back_inside_a_trace():
+    # the adjoint reads the output as tg.vjp handed it out, not as written afterwards
+    def f(x):
+        out, pull = tg.vjp(lambda v: np.exp(np.sin(v) * v), x)   # (exp's rule reads out)
+        before = out.copy()
+        out[0] = 10.0           # (rebinds the tracer handed out to a new node)
+        out += 3.0
+        return np.sum(pull(out)[0] * before) + np.sum(out)
+
+    x = np.array([0.3, -0.8, 1.2])
+    for _ in range(USES):
+        np.testing.assert_allclose(tg.grad(f)(x), numeric_grad(f, x), rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(tg.jit(f)(x), f(x), rtol=1e-14)
+
+
 def test_constant_index_arrays_change_between_calls():
     x = np.arange(5.0) + 1.0
     for idx in ([0, 1, 1], [4, 2, 0], [3, 3, 3], [0, 1, 1]):
