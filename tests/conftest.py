@@ -1,6 +1,8 @@
 """Shared test set-up: JAX in float64, and the numerical oracles the tests compare against."""
 import os
+import sys
 from importlib.metadata import version
+from pathlib import Path
 
 
 def _xla_flags():
@@ -22,6 +24,22 @@ if "XLA_FLAGS" not in os.environ:
     os.environ["XLA_FLAGS"] = _xla_flags()
 
 import pytest  # noqa: E402
+
+
+def pytest_configure(config):
+    """Byte-compile the package once, in the main process, where the environment says
+    not to write bytecode (``PYTHONDONTWRITEBYTECODE``, set on these machines): each
+    xdist worker and each command-line subprocess the tests start would otherwise
+    compile tracegrad's sources again on import (about 0.4 s a process). Python still
+    reads what is written, and checks it against the sources' timestamps."""
+    if hasattr(config, "workerinput") or not sys.dont_write_bytecode:
+        return
+    import compileall
+    package = Path(__file__).resolve().parent.parent / "tracegrad"
+    try:
+        compileall.compile_dir(str(package), quiet=2)
+    except OSError:         # a read-only checkout: every process compiles, as before
+        pass
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -25,7 +25,8 @@ cases with ``second=True``) against central differences of the first-order VJP, 
 VJP against ``jax.vjp`` of the primitive's lowering; in float32, the derivatives keep
 float32 and agree with the float64 ones at the same point.
 
-``TRACEGRAD_LONG_PROPERTIES=N`` multiplies the number of examples by N (CI runs 1).
+Each primitive gets 4 examples by default; ``TRACEGRAD_LONG_PROPERTIES=N`` multiplies
+that by N (CI runs 1), ``TRACEGRAD_EXHAUSTIVE=1`` by 8.
 """
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ import zlib
 import jax
 import numpy as np
 import pytest
-from conftest import assert_close, fd_jvp, fd_vjp
+from conftest import EXHAUSTIVE, assert_close, fd_jvp, fd_vjp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -50,7 +51,9 @@ import primitive_cases
 from primitive_cases import BINARY_DOMAINS, CASES, UNARY_DOMAINS, Case
 
 LONG = max(1, int(os.environ.get("TRACEGRAD_LONG_PROPERTIES", "1") or 1))
-EXAMPLES = 6 * LONG          # per primitive
+# examples per primitive: a bounded slice by default (the suite's time budget); a long
+# run (TRACEGRAD_LONG_PROPERTIES=N, or TRACEGRAD_EXHAUSTIVE=1 for 8 times as many) draws more
+EXAMPLES = 4 * (8 if EXHAUSTIVE and LONG == 1 else LONG)
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
                     suppress_health_check=list(HealthCheck))
 
