@@ -87,8 +87,9 @@ def _kind(code):
     kind = _KINDS.get(code)
     if kind is None:
         name = code.co_filename
-        if name.startswith(_TRACEGRAD) or name.startswith(("<tracegrad", "<__array_function__")):
-            kind = _OURS
+        if (name.startswith(("<tracegrad", "<__array_function__")) or
+                (os.path.isabs(name) and os.path.normpath(name).startswith(_TRACEGRAD))):
+            kind = _OURS        # (normalised: tracegrad imported as ".../tests/../tracegrad")
         elif name == "<stringsource>" or (not os.path.isabs(name) and name.endswith(
                 (".pyx", ".pxd", ".pxi"))):
             kind = _CYTHON          # the frames Cython makes up for its tracebacks

@@ -264,6 +264,8 @@ def _kind(code):
     kind = _KINDS.get(code)
     if kind is None:
         name = code.co_filename
+        if os.path.isabs(name):     # (tracegrad imported as ".../tests/../tracegrad/...")
+            name = os.path.normpath(name)
         kind = _KINDS[code] = (
             2 if name.startswith(_RUNNERS) or name.startswith("<tracegrad-generated") else
             3 if name.startswith(_TRACEGRAD) else
