@@ -134,8 +134,7 @@ class Plan:
         graph made already (``once``), no sweep."""
         bw = backward if backward is not None else backward_graph(
             forward_graph(records, outputs, kept_constants(records)), wrt, seeds=seeds,
-            values=values,
-            seed_values=seed_values, origins=False)
+            values=values, seed_values=seed_values, origins=False)
         self.graph = bw.graph
         self.saved = bw.saved
         self.seeds = bw.seeds

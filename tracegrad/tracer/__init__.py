@@ -9,5 +9,5 @@ from .numpy_api import coerce
 from .pytree import flatten, tree_map, unflatten
 from .views import sync
 
-__all__ = ["Trace", "Tracer", "bind", "new_trace", "replay", "snapshot_tracer", "coerce", "flatten",
-           "unflatten", "tree_map", "source_override", "user_src", "where", "sync"]
+__all__ = ["Trace", "Tracer", "bind", "new_trace", "replay", "snapshot_tracer", "coerce",
+           "flatten", "unflatten", "tree_map", "source_override", "user_src", "where", "sync"]
