@@ -427,8 +427,6 @@ def test_second_derivative_against_autograd(c):
 
 # Under tg.jit every array argument is traced, the constant ones too
 KNOWN_JIT = {
-    "special.betainc (x)": "under tg.jit, betainc with traced a and b is refused although only x is "
-                           "differentiated",
     "stats.multivariate_normal.logpdf (x, mean)": "under tg.jit the covariance is traced: scipy.linalg "
                                                   "inside multivariate_normal, ValueError: object arrays",
 }
