@@ -324,6 +324,7 @@ class CompiledFunction:
         self._broken: dict = {}         # arg key -> reason: it runs eagerly
         self._value_fails: dict = {}    # arg key -> failed value guards
         self._lock = threading.Lock()
+        self._region = None             # its callees compiled under breaks (partial.py)
 
     def __get__(self, obj, objtype=None):
         if obj is None:

@@ -44,8 +44,8 @@ class Region:
     def __init__(self, owner):
         self.owner = owner
         fn = owner._fn
-        fn = fn.obj if isinstance(fn, _Plain) else getattr(fn, "__self__", None)
-        self.obj = fn          # the object compiled itself (its own call runs plainly)
+        # the object compiled itself (a child's, or a bound method's): its own call runs plainly
+        self.obj = fn.obj if isinstance(fn, _Plain) else getattr(fn, "__self__", None)
         self.children: dict = {}        # id(obj) -> (obj, CompiledFunction)
         self.lock = threading.Lock()
 
@@ -113,12 +113,12 @@ def _timed(cf, args, kwargs):
 def run_broken(compiled, args, kwargs):
     """Run ``compiled``'s function eagerly (its call broke), the submodules and optimizer
     steps it reaches compiled."""
-    region = compiled.__dict__.get("_region")
+    region = compiled._region
     if region is None:
         with _LOCK:
-            region = compiled.__dict__.get("_region")
-            if region is None:
-                region = compiled.__dict__["_region"] = Region(compiled)
+            if compiled._region is None:
+                compiled._region = Region(compiled)
+            region = compiled._region
     token = BROKEN.set(region)
     try:
         return compiled._fn(*args, **kwargs)

@@ -19,6 +19,7 @@ from .modules import Module
 
 __all__ = ["unfold", "fold", "Unfold", "Fold"]
 
+
 def _pair(value, what):
     if isinstance(value, (tuple, list)):
         if len(value) != 2:
