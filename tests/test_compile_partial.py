@@ -60,12 +60,9 @@ class Printer(nn.Module):
         return self.b(h)
 
 
-def _run(make, data, steps, compiled, opt_cls=tg.optim.Adam, seed=0, **kw):
-    tg.manual_seed(seed)
-    random.seed(seed)
-    model = make()
-    opt = opt_cls(model.parameters(), lr=0.05)
-
+def _step(model, opt, compiled, policy="compiled", **kw):
+    """A training step of ``model`` on the mean square of its output, compiled (its
+    children under breaks by ``policy``) or not."""
     def step(x):
         opt.zero_grad()
         loss = (model(x) ** 2).mean()
@@ -73,7 +70,15 @@ def _run(make, data, steps, compiled, opt_cls=tg.optim.Adam, seed=0, **kw):
         opt.step()
         return loss
 
-    fn = tg.compile(step, options={"break_children": "compiled"}, **kw) if compiled else step
+    return tg.compile(step, options={"break_children": policy}, **kw) if compiled else step
+
+
+def _run(make, data, steps, compiled, opt_cls=tg.optim.Adam, seed=0, **kw):
+    tg.manual_seed(seed)
+    random.seed(seed)
+    model = make()
+    opt = opt_cls(model.parameters(), lr=0.05)
+    fn = _step(model, opt, compiled, **kw)
     losses = [fn(data(i)).detach().numpy().copy() for i in range(steps)]
     params = [p.detach().numpy().copy() for p in model.parameters()]
     grads = [p.grad.numpy().copy() for p in model.parameters()]
@@ -206,15 +211,7 @@ def test_child_parameters_replaced_between_calls():
 
 def _train(model, data, steps, compiled, policy="compiled"):
     opt = tg.optim.Adam(model.parameters(), lr=0.05)
-
-    def step(x):
-        opt.zero_grad()
-        loss = (model(x) ** 2).mean()
-        loss.backward()
-        opt.step()
-        return loss
-
-    fn = tg.compile(step, options={"break_children": policy}) if compiled else step
+    fn = _step(model, opt, compiled, policy)
     vals = [fn(data(i)).detach().numpy().copy() for i in range(steps)]
     vals += [p.detach().numpy().copy() for p in model.parameters()]
     vals += [p.grad.numpy().copy() for p in model.parameters()]

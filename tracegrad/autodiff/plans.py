@@ -51,13 +51,12 @@ def clear():
     PLANS.clear()
 
 
-def _exponent(records, op, args):
-    """The node of a one-element constant exponent of a ``pow`` record, else None."""
-    if op == "pow":
-        a = args[1]
-        record = records[a]
-        if record[0] == "const" and record[2]["value"].size == 1:
-            return a
+def _exponent(records, args):
+    """The node of a ``pow`` record's exponent (``args``: its operands) when that is a
+    one-element constant, else None."""
+    record = records[args[1]]
+    if record[0] == "const" and record[2]["value"].size == 1:
+        return args[1]
     return None
 
 
@@ -77,7 +76,7 @@ def structure_key(records, outputs, extra=()):
             else:
                 append((op, args, shape, dtype, freeze_params(params) if params else (), src))
                 if op == "pow":
-                    a = _exponent(records, op, args)
+                    a = _exponent(records, args)
                     if a is not None:
                         append(("exponent", a, records[a][2]["value"].tobytes()))
     except Uncacheable:
@@ -93,7 +92,7 @@ def kept_constants(records):
     kept = set()
     for op, args, _, _, _, _ in records:
         if op == "pow":
-            a = _exponent(records, op, args)
+            a = _exponent(records, args)
             if a is not None:
                 kept.add(a)
     return kept
