@@ -21,7 +21,7 @@ over, so they reach the graph as constants without tangents or cotangents):
 Oracles: central finite differences of the case's NumPy function (``case.fd_fn``) for
 float64 cases where they are valid (first order: the full VJP and the JVP; second order:
 the mixed difference <v, H u> of the projection); JAX (``jax.vjp``/``jax.jvp`` of
-``case.jax_fn``, the same operands closed over) for every case with JAX's convention,
+``case.jax_deriv_fn``, the same operands closed over) for every case with JAX's convention,
 and in place of finite differences where those cannot check (ties, float32); the modes
 against each other everywhere (the only check at a kink where neither applies). A
 primitive added to the registry with cases is covered here without an edit. The

@@ -22,8 +22,8 @@ Each example is checked for: the traced graph run by the interpreter against the
 interpreter (inputs left unchanged); in float64, where the case's flags allow, the VJP
 and the JVP against central differences, reverse-over-reverse (the VJP of the VJP, for
 cases with ``second=True``) against central differences of the first-order VJP, and the
-VJP against ``jax.vjp`` of the primitive's lowering; in float32, the derivatives keep
-float32 and agree with the float64 ones at the same point.
+VJP against ``jax.vjp`` of the primitive's lowering (or of the case's ``jax_deriv_fn``);
+in float32, the derivatives keep float32 and agree with the float64 ones at the same point.
 
 Each primitive gets 4 examples by default; ``TRACEGRAD_LONG_PROPERTIES=N`` multiplies
 that by N (CI runs 1), ``TRACEGRAD_EXHAUSTIVE=1`` by 8.
