@@ -13,6 +13,9 @@ from them.
 from __future__ import annotations
 
 import inspect
+import os
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -689,9 +692,6 @@ def test_tracegrad_imported_through_a_path_with_dot_dot(tmp_path):
     # sys.path entry it was imported through names them ("<repo>/tests/.."): taking
     # its view bookkeeping's np.zeros for the user's once made that a traced array
     # (NumPy's as_strided then failed on it, an AttributeError)
-    import os
-    import subprocess
-    import sys
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     r = subprocess.run([sys.executable, "-c", _DOT_DOT, os.path.join(repo, "tests", "..")],
