@@ -905,6 +905,15 @@ class Tracer:
         value = self._printable("formatting")
         return format(value if spec else str(value), spec)
 
+    def _made_by(self):
+        """``(op, params)`` of the record that made this value in its trace."""
+        trace = self._trace
+        if trace.graph_backed:
+            d = trace.graph.node(self._node)
+            return d["op"], d["params"]
+        op, _, params, _, _, _ = trace.records[self._node]
+        return op, params
+
     def _printable(self, what):
         sync(self)
         if self._value is None:

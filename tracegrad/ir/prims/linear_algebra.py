@@ -10,7 +10,7 @@ from . import batching
 from .batching import lift_rank, reshape
 from .batching import shape as shape_of
 from .spectral import from_lower, is_complex, lower_cotangent, mH, stacked_multi
-from .util import cubic, mT, square, unbroadcast
+from .util import cubic, mT, square, transposed_matrix, unbroadcast
 
 # None of these is an elementwise ufunc, a reduction or a structural-zero source of its
 # own; the JAX lowering converts integer operands to the floating result dtype.
@@ -55,6 +55,14 @@ def _matmul_abstract(a, b):
 
 
 def _matmul_vjp(g, out, a, b):
+    if len(a.shape) == 2 and len(b.shape) == 2:
+        # PyTorch's mm backward: an operand laid out transposed (``x @ w.T``, a linear
+        # layer's weight) gets its cotangent in that layout too, computed as the
+        # transpose of a product in C order. Its memory is then the layout of the array
+        # the operand was transposed from, and an update of that array walks both alike.
+        ga = mT(b @ mT(g)) if transposed_matrix(a) else g @ mT(b)
+        gb = mT(mT(g) @ a) if transposed_matrix(b) else mT(a) @ g
+        return ga, gb
     a2s, b2s, out2 = _as_matrices(a.shape, b.shape)
     a2, b2 = np.reshape(a, a2s), np.reshape(b, b2s)
     g2 = np.reshape(g, out2)

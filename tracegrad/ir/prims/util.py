@@ -63,6 +63,20 @@ def mT(x):
     return np.swapaxes(x, -1, -2)
 
 
+def transposed_matrix(x):
+    """Whether the matrix ``x`` is laid out transposed: a NumPy array in column-major
+    order, or a traced value made by transposing a matrix (its memory is its operand's,
+    read with the axes swapped). Read off the record, not the value, so that a rule
+    choosing by it makes the same graph for every value of one structure."""
+    if isinstance(x, np.ndarray):
+        return x.ndim == 2 and x.flags.f_contiguous and not x.flags.c_contiguous
+    made_by = getattr(x, "_made_by", None)
+    if made_by is None or len(getattr(x, "shape", ())) != 2:
+        return False
+    op, params = made_by()
+    return op == "transpose" and tuple(params["axes"]) == (1, 0)
+
+
 def norm_axes(axis, ndim):
     """``axis`` as a sorted tuple of non-negative ints (``None``: every axis)."""
     if axis is None:
