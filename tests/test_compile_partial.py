@@ -12,7 +12,9 @@ from tracegrad import nn
 
 
 class DynamicNet(nn.Module):
-    """PyTorch's dynamic_net example: a random number (Python's random) of middle layers."""
+    """PyTorch's dynamic_net example: a random number of middle layers, drawn with
+    ``random.random()`` (a C method, which tg.compile does not replay: a graph break;
+    ``random.randint``'s draws are replayed, see test_compile_draws.py)."""
 
     def __init__(self, d_in=6, h=8, d_out=3):
         super().__init__()
@@ -22,7 +24,7 @@ class DynamicNet(nn.Module):
 
     def forward(self, x):
         y = self.input_linear(x)
-        for _ in range(random.randint(0, 3)):
+        for _ in range(int(random.random() * 4)):
             y = self.middle(y)
         return self.output_linear(y)
 

@@ -31,6 +31,7 @@ class Dynamic(nn.Module):
 
 
 DRAWS = {"python random": lambda: random.randint(4, 6),
+         "python random.random": lambda: 4 + int(random.random() * 3),
          "np.random": lambda: int(np.random.randint(4, 7))}
 
 
@@ -53,7 +54,19 @@ def train(draw, compiled, steps=8):
     return losses, model.w.detach().numpy().copy(), streams, run
 
 
-@pytest.mark.parametrize("source", sorted(DRAWS))
+def test_python_randint_depth_is_replayed_with_eager_numbers():
+    """dynamic_net's ``random.randint`` depth: one graph per depth, the draw made again
+    by each compiled call (``eager/compile/draws.py``)."""
+    eager_losses, eager_w, eager_streams, _ = train(DRAWS["python random"], compiled=False)
+    losses, w, streams, run = train(DRAWS["python random"], compiled=True)
+    assert losses == eager_losses
+    assert np.array_equal(w, eager_w)
+    assert streams == eager_streams
+    report = run.explain()
+    assert report.graph_break_count == 0 and 2 <= report.graph_count <= 6, str(report)
+
+
+@pytest.mark.parametrize("source", ["python random.random", "np.random"])
 def test_host_random_draw_is_a_graph_break_with_eager_numbers(source):
     eager_losses, eager_w, eager_streams, _ = train(DRAWS[source], compiled=False)
     losses, w, streams, run = train(DRAWS[source], compiled=True)
@@ -79,7 +92,7 @@ def test_fixed_depth_still_compiles_bit_for_bit():
 
 def test_fullgraph_names_the_host_random_draw():
     random.seed(0)
-    model = Dynamic(DRAWS["python random"])
+    model = Dynamic(DRAWS["python random.random"])
     run = tg.compile(model, fullgraph=True)
     x = tg.linspace(-1.0, 1.0, 5)
     run(x)                                          # the first call runs eagerly

@@ -29,11 +29,13 @@ from .. import grad_mode
 from ..dispatch import CAPTURE
 from ..tensor import Tensor
 from ..tensor_base import BROKEN
+from . import draws as _draws
 from . import partial as _partial
 from .capture import Capture, GraphBreak
 from .reach import reach
 
 RECOMPILE_LIMIT = 8
+DRAW_MISSED = object()      # an entry's replayed Python random draw gave another number
 BACKENDS = ("numpy", "jax", "inductor", "eager", "aot_eager")
 
 
@@ -61,6 +63,41 @@ def _host_rng_restore(saved):
     import random
     random.setstate(saved[0])
     np.random.set_state(saved[1])
+
+
+class _DrawsSeen(GraphBreak):
+    """A capture drew from Python's random module while not recording its draws."""
+
+
+def _recorded_draws(recorder, host_rng, captured):
+    """The Python ``random`` draws of a capture that changed the host generators' states,
+    to replay on each call (``draws.py``); the module's state is put back to where the
+    capture started. Raises a graph break where they cannot be replayed: NumPy's global
+    ``np.random`` drawn from, a draw the recorder did not see or cannot make again, or
+    graphs already captured for ``RECOMPILE_LIMIT // 2`` other outcomes of the draws
+    (``captured``: their numbers keep changing)."""
+    import random
+    reason = ("the function calls Python's random module or NumPy's global np.random: the "
+              "numbers drawn while capturing would be frozen into the graph")
+    now = np.random.get_state()
+    saved = host_rng[1]
+    numpy_same = now[2] == saved[2] and now[3] == saved[3] and np.array_equal(now[1], saved[1])
+    if not numpy_same:
+        raise GraphBreak(reason)
+    if recorder is None:
+        raise _DrawsSeen(reason)
+    if not recorder.active:
+        raise GraphBreak(reason + " (another profiler is active: its draws are not recorded)")
+    if recorder.refused is not None:
+        raise GraphBreak(f"the function calls {recorder.refused}, whose draws tg.compile does "
+                         f"not replay (it replays random.randint and random.randrange)")
+    if not _draws.replays(recorder.draws, host_rng[0], random.getstate()):
+        raise GraphBreak(reason + " (other than through random.randint or random.randrange)")
+    if len(captured | {tuple(recorder.draws)}) > RECOMPILE_LIMIT // 2:
+        raise GraphBreak(f"the function's draws from Python's random module gave more than "
+                         f"{RECOMPILE_LIMIT // 2} different outcomes: one graph each would "
+                         f"be too many")
+    return list(recorder.draws)
 
 
 class Explanation:
@@ -148,8 +185,15 @@ def _stores(snaps, Tensor):
         else:
             if d.keys() != saved.keys():
                 k = next(iter(d.keys() ^ saved.keys()))
-                raise GraphBreak(f"the function adds or removes {k!r} in a dict, module, "
-                                 f"optimizer or scheduler it can reach")
+                # (a key may be a parameter, whose repr would read a traced value)
+                what = repr(k) if type(k) in (str, int, float, bool) else \
+                    f"a {type(k).__name__}"
+                e = GraphBreak(f"the function adds or removes {what} in a dict, module, "
+                               f"optimizer or scheduler it can reach (an optimizer's state "
+                               f"made for a parameter's first gradient): it runs eagerly "
+                               f"this time and is captured again on a later call")
+                e.transient = True
+                raise e
             items = [(k, v, d[k]) for k, v in saved.items()]
         for k, v, w in items:
             if w is v or type(v) in (int, float, bool, str) and type(w) is type(v) and w == v:
@@ -216,8 +260,17 @@ class _Entry:
         self.getters, self.writes, self.returned, self.tree = getters, writes, returned, tree
         self.tape = None
         self.inplace: list = []     # (input position, the array its output is copied into)
+        self.draws: list = []       # Python random draws replayed first (draws.py)
+        self.calls = self.results = ()
 
-    def __call__(self, leaves, Tensor):
+    def set_draws(self, draws):
+        self.draws = draws
+        self.calls = tuple((name, args) for name, args, _ in draws)
+        self.results = tuple(result for _, _, result in draws)
+
+    def __call__(self, leaves, Tensor, outcome):
+        if self.draws and not outcome.matches(self.calls, self.results):
+            return DRAW_MISSED
         arrays = [g(leaves) for g in self.getters]
         if self.inplace:
             _fence(arrays, leaves, self.inplace)
@@ -323,6 +376,8 @@ class CompiledFunction:
         self._warned = False
         self._broken: dict = {}         # arg key -> reason: it runs eagerly
         self._value_fails: dict = {}    # arg key -> failed value guards
+        self._records_draws = False     # its captures record Python random draws
+        self._transient = 0             # breaks on state made lazily: captured again
         self._lock = threading.Lock()
         self._region = None             # its callees compiled under breaks (partial.py)
 
@@ -356,6 +411,7 @@ class CompiledFunction:
         leaves, tree = flatten((args, kwargs))
         key = (_arg_key(leaves, Tensor), grad_mode.is_grad_enabled())
         reasons = []
+        outcome = _draws.Outcome()      # the Python random draws the graphs replay
         for entry in self._entries:
             if entry.arg_key != key:
                 reasons.append("the arguments' shapes, dtypes, requires_grad or values "
@@ -365,7 +421,11 @@ class CompiledFunction:
             if state != entry.state:
                 reasons.append(_why(entry.state, state))
                 continue
-            out = entry(leaves, Tensor)
+            out = entry(leaves, Tensor, outcome)
+            if out is DRAW_MISSED:
+                reasons.append("a draw from Python's random module gave a number the graph "
+                               "was not captured for")
+                continue
             if out is not GUARD_FAILED:
                 return out
             reasons.append("a value the graph branched on changed")
@@ -375,6 +435,7 @@ class CompiledFunction:
                 self._explain.break_reasons.append(
                     "the graph branches on tensor values that change from call to call "
                     "(a boolean mask, a value-dependent shape): these arguments run eagerly")
+        outcome.undo()      # no graph ran: the function draws its own numbers
         if key in self._broken:     # eagerly, its submodules and optimizer.step compiled
             return _partial.run_broken(self, args, kwargs)
         if self._calls == 1:
@@ -395,26 +456,34 @@ class CompiledFunction:
         started = time.perf_counter()
         try:
             with self._lock:        # one capture at a time (each changes what it reaches)
-                entry = self._capture(args, kwargs, leaves, tree, key, Tensor)
+                try:
+                    entry = self._capture(args, kwargs, leaves, tree, key, Tensor,
+                                          self._records_draws)
+                except _DrawsSeen:      # again, recording its Python random draws
+                    self._records_draws = True
+                    entry = self._capture(args, kwargs, leaves, tree, key, Tensor, True)
         except GraphBreak as e:
             self._explain.break_reasons.append(str(e))
             if self.fullgraph:
                 raise TraceError(f"tg.compile(fullgraph=True): graph break in "
                                  f"{self._explain.name}: {e.reason}"
                                  + (f" (at {e.src})" if e.src else "")) from None
-            self._broken[key] = str(e)
+            if getattr(e, "transient", False) and self._transient < 2:
+                self._transient += 1        # (the eager run makes what it made)
+            else:
+                self._broken[key] = str(e)
             return _partial.run_broken(self, args, kwargs)
         self._explain.capture_seconds.append(time.perf_counter() - started)
         self._explain.graphs.append(entry.graph)
         self._entries.insert(0, entry)
-        out = entry(leaves, Tensor)
-        if out is GUARD_FAILED:
+        out = entry(leaves, Tensor, _draws.Outcome())
+        if out is GUARD_FAILED or out is DRAW_MISSED:
             raise TraceError(f"{self._explain.name} takes a different branch each time it "
                              "is captured on these inputs")
         return out
 
     # -- capturing ---------------------------------------------------------------------
-    def _capture(self, args, kwargs, leaves, tree, key, Tensor):
+    def _capture(self, args, kwargs, leaves, tree, key, Tensor, record_draws=False):
         Module, Optimizer, Scheduler = _classes()
         from ..random import default_generator
         arg_ids = {id(x) for x in leaves if isinstance(x, Tensor)}
@@ -484,8 +553,13 @@ class CompiledFunction:
                                 owners.append(None)
                                 keys.append(item_key)
                 token = CAPTURE.set(cap)
+                recorder = _draws.Recorder() if record_draws else None
                 try:
-                    result = self._fn(*args, **kwargs)
+                    if recorder is None:
+                        result = self._fn(*args, **kwargs)
+                    else:
+                        with recorder:
+                            result = self._fn(*args, **kwargs)
                 finally:
                     CAPTURE.reset(token)
                 stores = _stores(snaps, Tensor)
@@ -506,10 +580,10 @@ class CompiledFunction:
                 if _rng_state(default_generator) != rng:
                     raise GraphBreak("the function draws random numbers other than through "
                                      "tracegrad's generator's words")
+                draws = []
                 if not _host_rng_same(host_rng):
-                    raise GraphBreak("the function calls Python's random module or NumPy's "
-                                     "global np.random: the numbers drawn while capturing "
-                                     "would be frozen into the graph")
+                    draws = _recorded_draws(recorder, host_rng,
+                                            {tuple(e.draws) for e in self._entries if e.draws})
                 outputs, writes = [], []
                 self._writes(cap, outputs, writes, arg_slot, Tensor)
                 for d, k, t in stores:
@@ -588,6 +662,7 @@ class CompiledFunction:
         state_of = _state_function(reached, params, Module)
         entry = _Entry(graph, fn, key, state_of, state_of(), getters, writes, returned,
                        res_tree)
+        entry.set_draws(draws)
         entry.inplace = [(i, next(w.target for w in writes if getattr(w, "k", None) == k
                                   and getattr(w, "key", None) is not None))
                          for k, i in done.items()]
