@@ -336,7 +336,34 @@ def _power(a, b):
         # PyTorch's kernel computes these powers by multiplying (its numbers, and faster
         # than pow): x ** 3 is x * x * x, x ** -2 is 1 / (x * x)
         return a * a * a if b == 3 else 1 / (a * a)
+    if type(b) in (int, float) and b in _BY_PRODUCTS and da == np.float32:
+        return _float32_power(a, int(b))
     return np.power(a, b)
+
+
+_BY_PRODUCTS = (4, 5, 6, 7, 8)
+
+
+def _float32_power(a, n):
+    """``a ** n`` for float32 ``a`` and n in 4..8, by products in float64 rounded once to
+    float32. PyTorch's kernel calls a vectorised ``pow`` (1 ulp); NumPy's float32
+    ``power`` is about 60 ns an element on x86-64, 20x PyTorch's. A float32 square is exact
+    in float64, and the at most three more float64 products each err by 2**-53 of their
+    value, so the result rounds to the float32 nearest the exact power but where that
+    lies within about 2**-51 of the value of a halfway point between two float32s:
+    float32's ``power`` correctly rounded, but for such rare cases."""
+    w = a.astype(np.float64)
+    sq = w * w
+    p = sq * sq                                      # n = 4
+    if n == 5:
+        p = p * w
+    elif n == 6:
+        p = p * sq
+    elif n == 7:
+        p = p * sq * w
+    elif n == 8:
+        p = p * p
+    return p.astype(np.float32)
 
 
 def _check_pow(base, exponent):
@@ -754,7 +781,7 @@ class ArithmeticMethods:
                 if out is not None and out._tracer is not None:
                     handle = out._tracer._handle
                     handle._inputs = handle._parents[:1]    # PowBackward0's one edge
-            elif exponent == 3 or exponent == -2:
+            elif exponent == 3 or exponent == -2 or exponent in _BY_PRODUCTS:
                 out = _fast_binary(_power, self, exponent, "PowBackward0")
             else:
                 out = _fast_binary(np.power, self, exponent, "PowBackward0")
