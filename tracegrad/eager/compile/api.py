@@ -35,7 +35,6 @@ from .capture import Capture, GraphBreak
 from .reach import reach
 
 RECOMPILE_LIMIT = 8
-DRAW_MISSED = object()      # an entry's replayed Python random draw gave another number
 BACKENDS = ("numpy", "jax", "inductor", "eager", "aot_eager")
 
 
@@ -215,13 +214,16 @@ def _unwatch(snaps):
             d.update(saved)
 
 
+_ATOMS = frozenset({float, int, bool, str, type(None)})
+
+
 def _hyper(optimizers):
     """The hyper-parameters of the optimizers' groups (everything but the parameters)."""
     out = []
     for opt in optimizers:
         for g in opt.param_groups:
-            out.append(tuple((k, v if _hashable(v) else id(v)) for k, v in g.items()
-                             if k != "params"))
+            out.append(tuple((k, v if type(v) in _ATOMS or _hashable(v) else id(v))
+                             for k, v in g.items() if k != "params"))
     return tuple(out)
 
 
@@ -268,9 +270,11 @@ class _Entry:
         self.calls = tuple((name, args) for name, args, _ in draws)
         self.results = tuple(result for _, _, result in draws)
 
-    def __call__(self, leaves, Tensor, outcome):
-        if self.draws and not outcome.matches(self.calls, self.results):
-            return DRAW_MISSED
+    def drawn(self, outcome):
+        """Whether this call's Python random draws (``outcome``) are the capture's."""
+        return not self.draws or outcome.matches(self.calls, self.results)
+
+    def __call__(self, leaves, Tensor):
         arrays = [g(leaves) for g in self.getters]
         if self.inplace:
             _fence(arrays, leaves, self.inplace)
@@ -378,6 +382,7 @@ class CompiledFunction:
         self._value_fails: dict = {}    # arg key -> failed value guards
         self._records_draws = False     # its captures record Python random draws
         self._transient = 0             # breaks on state made lazily: captured again
+        self._state_fns: dict = {}      # what the graphs' guards read -> its reader
         self._lock = threading.Lock()
         self._region = None             # its callees compiled under breaks (partial.py)
 
@@ -412,20 +417,23 @@ class CompiledFunction:
         key = (_arg_key(leaves, Tensor), grad_mode.is_grad_enabled())
         reasons = []
         outcome = _draws.Outcome()      # the Python random draws the graphs replay
+        states: dict = {}               # state reader -> the state it read this call
         for entry in self._entries:
             if entry.arg_key != key:
                 reasons.append("the arguments' shapes, dtypes, requires_grad or values "
                                "changed")
                 continue
-            state = entry.state_of()
-            if state != entry.state:
-                reasons.append(_why(entry.state, state))
-                continue
-            out = entry(leaves, Tensor, outcome)
-            if out is DRAW_MISSED:
+            if not entry.drawn(outcome):
                 reasons.append("a draw from Python's random module gave a number the graph "
                                "was not captured for")
                 continue
+            state = states.get(entry.state_of)
+            if state is None:
+                state = states[entry.state_of] = entry.state_of()
+            if state != entry.state:
+                reasons.append(_why(entry.state, state))
+                continue
+            out = entry(leaves, Tensor)
             if out is not GUARD_FAILED:
                 return out
             reasons.append("a value the graph branched on changed")
@@ -476,8 +484,10 @@ class CompiledFunction:
         self._explain.capture_seconds.append(time.perf_counter() - started)
         self._explain.graphs.append(entry.graph)
         self._entries.insert(0, entry)
-        out = entry(leaves, Tensor, _draws.Outcome())
-        if out is GUARD_FAILED or out is DRAW_MISSED:
+        outcome = _draws.Outcome()
+        out = entry(leaves, Tensor) if entry.drawn(outcome) else GUARD_FAILED
+        if out is GUARD_FAILED:
+            outcome.undo()
             raise TraceError(f"{self._explain.name} takes a different branch each time it "
                              "is captured on these inputs")
         return out
@@ -659,7 +669,7 @@ class CompiledFunction:
         into = {w.k: position[w.key] for w in writes
                 if getattr(w, "key", None) in position}
         fn, done = self._compile(graph, into)
-        state_of = _state_function(reached, params, Module)
+        state_of = _state_function(reached, params, Module, self._state_fns)
         entry = _Entry(graph, fn, key, state_of, state_of(), getters, writes, returned,
                        res_tree)
         entry.set_draws(draws)
@@ -824,10 +834,17 @@ def _why(old, new):
     return "guards failed"
 
 
-def _state_function(reached, params, Module):
+def _state_function(reached, params, Module, known):
+    """The function reading the state a graph's guards compare (``_Entry.state``). Graphs
+    of one compiled function that read the same objects share one (``known``, keyed by
+    their identities), so that a call computes it once whichever graph it tries."""
     tensors = list(reached.tensors)
     modules = list(reached.modules)
     optimizers = list(reached.optimizers)
+    key = (tuple(id(t) for t, _ in tensors), tuple(id(p) for t, p in tensors),
+           tuple(map(id, modules)), tuple(map(id, optimizers)), tuple(map(id, params)))
+    if key in known:
+        return known[key][0]
 
     def state_of():
         return (grad_mode.is_grad_enabled(),
@@ -840,6 +857,8 @@ def _state_function(reached, params, Module):
                       for t, path in tensors),
                 tuple((id(st), tuple(sorted(st))) for opt in optimizers
                       for st in opt.state.values()))
+    # (the objects are held with it: an id is not reused while the key is known)
+    known[key] = (state_of, tensors, modules, optimizers, params)
     return state_of
 
 
