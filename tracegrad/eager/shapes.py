@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import builtins
+import math
 
 import numpy as np
 
@@ -33,7 +34,7 @@ def _view(self, shape):
 
 def _resolve_shape(shape, size):
     """``shape`` with a ``-1`` worked out; PyTorch's error if it cannot hold ``size``."""
-    known = int(np.prod([s for s in shape if s != -1], dtype=np.int64))
+    known = math.prod(s for s in shape if s != -1)
     holes = shape.count(-1)
     if holes > 1 or any(s < -1 for s in shape) or (
             holes and (known == 0 or size % known)) or (not holes and known != size):
