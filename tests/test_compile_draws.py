@@ -153,3 +153,63 @@ def test_a_guard_failing_after_the_draws_puts_the_state_back():
     got = [f(x).item() for x in xs]
     assert got == want
     assert random.getstate() == state
+
+
+HELD = {
+    "random.Random": lambda: random.Random(5),
+    "Generator": lambda: np.random.default_rng(5),
+    "RandomState": lambda: np.random.RandomState(5),
+}
+
+
+def _draw_from(gen):
+    if isinstance(gen, random.Random):
+        return gen.random()
+    if isinstance(gen, np.random.Generator):
+        return float(gen.standard_normal())
+    return float(gen.randn())
+
+
+@pytest.mark.parametrize("kind", list(HELD))
+@pytest.mark.parametrize("where", ["global", "closure", "argument"])
+def test_a_generator_the_function_holds_breaks_the_graph(kind, where):
+    """A draw from a generator object the function reaches (not the module's own) would
+    be a constant of the graph: the capture sees its state change and breaks instead."""
+    def program(compiled):
+        gen = HELD[kind]()
+        w = tg.nn.Parameter(tg.tensor([1.0, 2.0]))
+        opt = tg.optim.SGD([w], lr=0.1)
+        GLOBAL_GEN[0] = gen
+
+        def body(x, g):
+            opt.zero_grad()
+            noise = _draw_from(g)
+            loss = ((w * x + noise) ** 2).sum()
+            loss.backward()
+            opt.step()
+            return loss
+
+        if where == "global":
+            def step(x):
+                return body(x, GLOBAL_GEN[0])
+        elif where == "closure":
+            def step(x):
+                return body(x, gen)
+        else:
+            step = body
+        run = tg.compile(step) if compiled else step
+        x = tg.tensor([0.5, -1.0])
+        args = (x, gen) if where == "argument" else (x,)
+        losses = [run(*args).item() for _ in range(5)]
+        return losses, w.detach().numpy().copy(), _draw_from(gen), run
+
+    eager = program(False)
+    compiled = program(True)
+    assert eager[0] == compiled[0]
+    assert np.array_equal(eager[1], compiled[1])
+    assert eager[2] == compiled[2]          # the generator advanced as eagerly
+    reasons = compiled[3].explain().break_reasons
+    assert any("it holds" in r and type(HELD[kind]()).__name__ in r for r in reasons), reasons
+
+
+GLOBAL_GEN = [None]

@@ -1,9 +1,10 @@
-"""NumPy random numbers drawn inside traced functions: tg.jit does not freeze them (each
-call draws fresh numbers, and the streams and the generators' states are, bit for bit,
-what the same uncompiled NumPy code gives), derivatives treat them as constants, a traced
-parameter being differentiated of a sampler that is no transform of a standard one is
-refused (the reparameterised ones: test_random_reparameterised.py), and a loop body that
-draws is refused."""
+"""NumPy random numbers (and Python's ``random``) drawn inside traced functions: tg.jit
+does not freeze them (each call draws fresh numbers, and the streams and the generators'
+states are, bit for bit, what the same uncompiled NumPy code gives), derivatives treat
+them as constants, a traced parameter being differentiated of a sampler that is no
+transform of a standard one is refused (the reparameterised ones:
+test_random_reparameterised.py), and a loop body that draws is refused."""
+import random
 import warnings
 
 import numpy as np
@@ -228,3 +229,44 @@ def test_a_loop_body_that_draws_is_refused():
         tg.jit(lambda x: tg.scan(lambda c, _: (c + np.random.rand(), None), x, None,
                                  length=3)[0])(0.0)
     assert same_state(np.random.get_state(legacy=False), state)
+
+
+PYTHON_DRAWS = {
+    "module random": lambda r: (lambda x: x * random.random(), None),
+    "module randint": lambda r: (lambda x: x[: random.randint(1, 4)].sum() + 0 * x, None),
+    "module gauss": lambda r: (lambda x: x + random.gauss(0.0, 1.0), None),
+    "held Random": lambda r: (lambda x: x * r.random(), r),
+    "held Random uniform": lambda r: (lambda x: x + r.uniform(-1, 1), r),
+}
+
+
+@pytest.mark.parametrize("name", list(PYTHON_DRAWS))
+def test_python_random_draws_are_fresh_each_call_bit_for_bit(name):
+    """Python's ``random`` (the module's generator, or a ``random.Random`` the function
+    holds) is watched as NumPy's generators are: tg.jit runs such a function uncompiled,
+    so every call draws fresh numbers and leaves the generator where plain code does."""
+    x = np.linspace(0.1, 0.9, 4)
+    outs, states = [], []
+    for compiled in (True, False):
+        random.seed(5)
+        f, held = PYTHON_DRAWS[name](random.Random(9))
+        g = tg.jit(f) if compiled else f
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", tg.RetraceWarning)
+            outs.append([np.asarray(g(x)) for _ in range(4)])
+        states.append((random.getstate(), held.getstate() if held is not None else None))
+    for a, b in zip(*outs):
+        np.testing.assert_array_equal(a, b)
+    assert states[0] == states[1]
+    assert any(not np.array_equal(outs[0][0], o) for o in outs[0][1:])
+    f, _ = PYTHON_DRAWS[name](random.Random(9))
+    with pytest.warns(tg.RetraceWarning, match="Python's random module|a Random"):
+        tg.jit(f)(x)
+
+
+def test_a_loop_body_drawing_with_python_random_is_refused():
+    random.seed(2)
+    state = random.getstate()
+    with pytest.raises(tg.TraceError, match="drew random numbers"):
+        tg.fori_loop(0, 3, lambda i, c: c + random.random(), np.zeros(2))
+    assert random.getstate() == state

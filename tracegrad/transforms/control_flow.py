@@ -22,8 +22,7 @@ from ..errors import TraceError
 from ..ir import Aval, apply
 from ..ir.lru import LRU
 from ..passes.prune import prune
-from ..tracer import Tracer, flatten, new_trace, unflatten, where
-from . import randomness
+from ..tracer import Tracer, flatten, new_trace, randomness, unflatten, where
 
 
 def _aval(x):

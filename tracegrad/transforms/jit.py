@@ -21,9 +21,9 @@ from .._typing import P
 from ..errors import RetraceWarning, TraceError
 from ..ir import Graph
 from ..runtime.codegen import GUARD_FAILED, generate
-from ..tracer import Tracer, flatten, unflatten, user_src
+from ..tracer import Tracer, flatten, randomness, unflatten, user_src
 from ..tracer.core import current_trace
-from . import debug, randomness
+from . import debug
 
 MAX_SPECIALIZATIONS = 16
 
@@ -327,9 +327,9 @@ class Jitted(Generic[P]):
         graph, out_tree, _, effects = traced
         if not self._drawing:
             warnings.warn(
-                f"tg.jit: {self.__name__} draws random numbers with NumPy ({drawn[0]}), so it "
+                f"tg.jit: {self.__name__} draws random numbers ({drawn[0]}), so it "
                 f"is not compiled: it runs as plain NumPy on every call, drawing fresh numbers "
-                f"as NumPy code does (compiled, it would return the same numbers every "
+                f"as the plain function does (compiled, it would return the same numbers every "
                 f"time). To compile it, draw the numbers outside and pass them in as an "
                 f"argument{_where()}", RetraceWarning, stacklevel=_user_stacklevel())
         self._drawing.add(key)
@@ -393,7 +393,8 @@ class Jitted(Generic[P]):
         """
         key, leaves = self._split(args, kwargs)
         if key in self._drawing:
-            raise TraceError(f"{self.__name__} draws random numbers with NumPy, so it is not "
+            raise TraceError(f"{self.__name__} draws random numbers (NumPy's or Python's "
+                             f"random), so it is not "
                              f"compiled (it runs as plain NumPy on every call){_where()}")
         arrays = [self._as_input(x) for x in leaves]
         entry = next((e for e in self._cache.get(key, ())
@@ -404,7 +405,8 @@ class Jitted(Generic[P]):
             raise TraceError(f"{self.__name__} closes over values traced by an enclosing "
                              f"transform, so it has no compiled form of its own{_where()}")
         if entry.compiled is None:
-            raise TraceError(f"{self.__name__} draws random numbers with NumPy, so it is not "
+            raise TraceError(f"{self.__name__} draws random numbers (NumPy's or Python's "
+                             f"random), so it is not "
                              f"compiled (it runs as plain NumPy on every call){_where()}")
         if self.backend == "numpy":
             text = entry.compiled.text()      # the source, then the constants it reads

@@ -24,7 +24,7 @@ from ... import passes
 from ...errors import TraceError
 from ...ir.aliasing import fresh_bases
 from ...runtime.codegen import GUARD_FAILED, generate
-from ...tracer import Tracer, flatten, new_trace, sync, unflatten
+from ...tracer import Tracer, flatten, new_trace, randomness, sync, unflatten
 from .. import grad_mode
 from ..dispatch import CAPTURE
 from ..tensor import Tensor
@@ -507,6 +507,9 @@ class CompiledFunction:
         rng = _rng_state(default_generator)
         rng_saved = default_generator.get_state()
         host_rng = _host_rng_state()
+        # the generators it holds (the random module's and NumPy's global: host_rng)
+        held = randomness.Watch([g for g in reached.generators
+                                 if g is not randomness.PYTHON and g is not np.random.mtrand._rand])
         gc_was = gc.isenabled()
         gc.disable()
         cap = None
@@ -590,6 +593,11 @@ class CompiledFunction:
                 if _rng_state(default_generator) != rng:
                     raise GraphBreak("the function draws random numbers other than through "
                                      "tracegrad's generator's words")
+                moved = held.moved()
+                if moved:
+                    raise GraphBreak(f"the function draws from {randomness.describe(moved[0])} "
+                                     f"it holds: the numbers drawn while capturing would be "
+                                     f"frozen into the graph")
                 draws = []
                 if not _host_rng_same(host_rng):
                     draws = _recorded_draws(recorder, host_rng,
@@ -644,6 +652,7 @@ class CompiledFunction:
             _unwatch(snaps)
             default_generator.set_state(rng_saved)
             _host_rng_restore(host_rng)
+            held.restore()
             # a graph break, and KeyboardInterrupt & co., are raised as they are
             if isinstance(e, GraphBreak) or not isinstance(e, Exception):
                 raise

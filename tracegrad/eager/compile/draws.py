@@ -104,3 +104,4 @@ class Outcome:
         if self.before is not None:
             random.setstate(self.before)
             self.before = self.calls = None
+

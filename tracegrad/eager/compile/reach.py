@@ -6,11 +6,15 @@ optimizers and schedulers found are guarded (``training``, hyper-parameters) and
 watched for Python state the capture would lose."""
 from __future__ import annotations
 
+import random
 import types
 
 import numpy as np
 
 _DEPTH = 6
+# random number generators a function may hold (draws from them are no graph operation)
+_GENERATORS = (random.Random, np.random.Generator, np.random.RandomState,
+               np.random.BitGenerator)
 
 
 class Reached:
@@ -20,6 +24,7 @@ class Reached:
         self.optimizers: list = []
         self.schedulers: list = []
         self.containers: list = []      # the lists and dicts reached (their stores replay)
+        self.generators: list = []      # random.Random, np.random Generator / RandomState
         self._seen: set[int] = set()
 
     def tensor_ids(self):
@@ -43,6 +48,11 @@ def reach(fn, args, kwargs, Tensor, Module, Optimizer, Scheduler) -> Reached:
         if isinstance(obj, Tensor):
             out.tensors.append((obj, path))     # (its .grad is lifted through it)
             return
+        if isinstance(obj, _GENERATORS):
+            out.generators.append(obj)
+            return
+        if type(obj).__module__ == "tracegrad.eager.random":
+            return      # tracegrad's own generator: its draws are the capture's (capture.py)
         if isinstance(obj, Module):
             out.modules.append(obj)
             d = obj.__dict__

@@ -1,15 +1,18 @@
-"""Noticing that a traced function drew random numbers with NumPy.
+"""Noticing that a traced function drew random numbers with NumPy or Python's ``random``.
 
-``np.random.rand(3)`` or ``rng.normal(size=3)`` inside a traced function is NumPy's own C
-code: no traced value takes part, so the tracer never sees the call, and the numbers it
+``np.random.rand(3)``, ``rng.normal(size=3)`` or ``random.random()`` inside a traced
+function is code the tracer never sees (no traced value takes part), and the numbers it
 returns are constants of the graph. Compiled (``tg.jit``), such a function would return
-the same numbers on every call, where NumPy code draws fresh ones. tracegrad does not
-patch ``np.random`` (other threads share it), so it notices the draw by its effect: the
-state of the random source moved while the function was traced. The sources watched:
+the same numbers on every call, where the plain function draws fresh ones. tracegrad does
+not patch ``np.random`` or ``random`` (other threads share them), so it notices the draw by
+its effect: the state of the random source moved while the function was traced. The
+sources watched:
 
 - NumPy's global ``RandomState`` (``np.random.rand``, ``np.random.normal``, ...: bound
-  methods of ``np.random.mtrand._rand``), whoever called it;
-- every ``np.random.Generator``, ``RandomState`` or bit generator the function can reach
+  methods of ``np.random.mtrand._rand``) and Python's ``random`` module's generator
+  (``random.random``, ``random.randint``, ...), whoever called them;
+- every ``np.random.Generator``, ``RandomState``, bit generator or ``random.Random`` (not
+  ``SystemRandom``, which has no state to compare) the function can reach
   directly: among its arguments (static ones included), in its closure or its parameters'
   default values, in the globals its code names, on the object of a bound method or callable object, following
   ``functools.partial``, ``functools.wraps`` (``__wrapped__``) and the functions those
@@ -25,11 +28,13 @@ and ``tg.cond``, whose bodies are traced once for all their steps, refuse it.
 from __future__ import annotations
 
 import functools
+import random
 import types
 
 import numpy as np
 
-_KINDS = (np.random.Generator, np.random.RandomState, np.random.BitGenerator)
+_KINDS = (np.random.Generator, np.random.RandomState, np.random.BitGenerator, random.Random)
+PYTHON = random.randint.__self__        # the generator behind the ``random`` module
 
 
 def _global_state():
@@ -45,7 +50,8 @@ def _collect(obj, out, seen, depth, receiver=False):
     seen[id(obj)] = depth
     if isinstance(obj, _KINDS):
         seen[id(obj)] = 99
-        out.append(obj)
+        if not isinstance(obj, random.SystemRandom):
+            out.append(obj)
         return
     if depth <= 0 or isinstance(obj, _SKIP):
         return
@@ -109,8 +115,8 @@ def _names(code):
 
 def sources(fun, args=(), kwargs=None) -> list:
     """The random sources ``fun`` called with ``args`` and ``kwargs`` may draw from."""
-    out = [_global_state()]
-    seen = {id(out[0]): 99}
+    out = [_global_state(), PYTHON]
+    seen = {id(out[0]): 99, id(PYTHON): 99}
     _collect(fun, out, seen, 3)
     _collect(tuple(args), out, seen, 3, True)
     _collect(kwargs or {}, out, seen, 3, True)
@@ -118,6 +124,8 @@ def sources(fun, args=(), kwargs=None) -> list:
 
 
 def _state(source):
+    if isinstance(source, random.Random):
+        return source.getstate()
     if isinstance(source, np.random.RandomState):
         return source.get_state(legacy=False)      # with the cached Gaussian
     if isinstance(source, np.random.Generator):
@@ -143,7 +151,9 @@ class Watch:
     def restore(self):
         """Put every source back in the state it had."""
         for source, state in zip(self.sources, self.states):
-            if isinstance(source, np.random.RandomState):
+            if isinstance(source, random.Random):
+                source.setstate(state)
+            elif isinstance(source, np.random.RandomState):
                 source.set_state(state)
             elif isinstance(source, np.random.Generator):
                 source.bit_generator.state = state
@@ -152,7 +162,11 @@ class Watch:
 
     def drawn(self) -> list:
         """The sources whose state moved, described for a message."""
-        return [_describe(s) for s, before in zip(self.sources, self.states)
+        return [describe(s) for s in self.moved()]
+
+    def moved(self) -> list:
+        """The sources whose state moved."""
+        return [s for s, before in zip(self.sources, self.states)
                 if not _same(_state(s), before)]
 
 
@@ -160,7 +174,9 @@ def watch(fun, args=(), kwargs=None) -> Watch:
     return Watch(sources(fun, args, kwargs))
 
 
-def _describe(source):
+def describe(source):
     if source is _global_state():
         return "NumPy's global random state (np.random.*)"
+    if source is PYTHON:
+        return "Python's random module (random.*)"
     return f"a {type(source).__name__}"
