@@ -444,8 +444,14 @@ class _Generator:
         """Write into the operand's own buffer when it is dead, else into a copy."""
         index, mode = d["params"]["index"], d["params"]["mode"]
         a = d["args"][0]
-        target = args[0] if a in self.owned and self.buffer_end.get(a) == n \
-            else f"{args[0]}.copy()"
+        if a in self.owned and self.buffer_end.get(a) == n:
+            target = args[0]
+        elif self._zeros(a):    # (a gradient scattered into zeros: a fresh buffer of them)
+            zeros, dtype = self.bind("np_zeros", np.zeros), np.dtype(self.nodes[a]["dtype"])
+            target = f"{zeros}({tuple(self.nodes[a]['shape'])!r}, " \
+                     f"{self.bind(f'dtype_{dtype.name}', dtype)})"
+        else:
+            target = f"{args[0]}.copy()"
         helper = _set_at if mode == "set" else (_add_at if index.is_basic else _add_at_repeated)
         fn = self.bind(helper.__name__.lstrip("_"), helper)
         return f"{fn}({target}, {self.bind(f'index{n}', index.to_numpy())}, {args[1]})"
