@@ -850,7 +850,8 @@ def _state_function(reached, params, Module, known):
     tensors = list(reached.tensors)
     modules = list(reached.modules)
     optimizers = list(reached.optimizers)
-    key = (tuple(id(t) for t, _ in tensors), tuple(id(p) for t, p in tensors),
+    key = (tuple(id(t) for t, _ in tensors),
+           tuple(None if p is None else (id(p[0]), p[1]) for _, p in tensors),
            tuple(map(id, modules)), tuple(map(id, optimizers)), tuple(map(id, params)))
     if key in known:
         return known[key][0]
