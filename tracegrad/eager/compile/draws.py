@@ -5,10 +5,11 @@ PyTorch's ``dynamic_net`` tutorial picks its depth with ``random.randint(4, 6)``
 next call, and the module's state must advance as the eager function advances it. So
 while a capture runs, a profile hook of the capturing thread (``sys.setprofile``: no
 module is patched, other threads are untouched) records each call into the module-level
-generator's integer draws (``randint``, ``randrange``), with its arguments and result. The capture is
-kept only if those calls, made again from the state it started at, leave the module's state
-exactly where the function left it (no draw was missed: ``random.random()``, a C method,
-is not seen by the hook, and breaks the graph as before).
+generator's integer draws (``randint``, ``randrange``), with its arguments and result.
+The capture is kept only if those calls, made again from the state it started at, leave
+the module's state exactly where the function left it (no draw was missed:
+``random.random()``, a C method, is not seen by the hook, and breaks the graph as
+before).
 
 A compiled call makes the recorded calls first, in their order, and runs its graph only if
 each returns what the capture saw; the module's state is then where the eager function
