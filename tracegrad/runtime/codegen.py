@@ -90,6 +90,8 @@ def _definition(name, value) -> str:
     owner = getattr(value, "__self__", None)
     if isinstance(owner, np.ufunc):
         return f"{name} = np.{owner.__name__}.{value.__name__}"
+    if callable(value) and getattr(np, getattr(value, "__name__", ""), None) is value:
+        return f"{name} = np.{value.__name__}"      # a NumPy function (np.zeros)
     if name.startswith("_impl_") and name[6:] in REGISTRY and REGISTRY[name[6:]].impl is value:
         return f"from tracegrad.ir import REGISTRY\n{name} = REGISTRY[{name[6:]!r}].impl"
     if callable(value):
@@ -448,8 +450,7 @@ class _Generator:
             target = args[0]
         elif self._zeros(a):    # (a gradient scattered into zeros: a fresh buffer of them)
             zeros, dtype = self.bind("np_zeros", np.zeros), np.dtype(self.nodes[a]["dtype"])
-            target = f"{zeros}({tuple(self.nodes[a]['shape'])!r}, " \
-                     f"{self.bind(f'dtype_{dtype.name}', dtype)})"
+            target = f"{zeros}({tuple(self.nodes[a]['shape'])!r}, {dtype.name!r})"
         else:
             target = f"{args[0]}.copy()"
         helper = _set_at if mode == "set" else (_add_at if index.is_basic else _add_at_repeated)
