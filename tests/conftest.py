@@ -184,3 +184,31 @@ def fd_jvp(f, xs, tangents, h=1e-6):
     plus = [x + h * t for x, t in zip(xs, tangents)]
     minus = [x - h * t for x, t in zip(xs, tangents)]
     return (np.asarray(f(*plus)) - np.asarray(f(*minus))) / (2 * h)
+
+
+def sgd_step(params, loss_fn, **options):
+    """A training step of the eager API: zero the gradients, ``loss_fn()``, backward,
+    ``tg.optim.SGD(params, **options).step()``; it returns the loss."""
+    import tracegrad as tg
+    opt = tg.optim.SGD(params, **options)
+
+    def step():
+        opt.zero_grad()
+        loss = loss_fn()
+        loss.backward()
+        opt.step()
+        return loss
+    return step
+
+
+def eager_and_compiled(build, calls=4):
+    """``build() -> (state, step)`` twice: one step run eagerly, the other under
+    ``tg.compile``, ``calls`` times each, their losses equal bit for bit. Returns the
+    eager state, the compiled state and the compiled step."""
+    import tracegrad as tg
+    state1, step1 = build()
+    state2, step2 = build()
+    step2 = tg.compile(step2)
+    for _ in range(calls):
+        assert step1().item() == step2().item()
+    return state1, state2, step2

@@ -4,6 +4,7 @@ of torch's numbers, with torch's dtype, inf and NaN, and its gradient; compiled,
 bits as eager."""
 import numpy as np
 import pytest
+from conftest import eager_and_compiled, sgd_step
 
 import tracegrad as tg
 
@@ -57,20 +58,11 @@ def test_compiled_step_is_eager_bit_for_bit():
     def build():
         w = tg.nn.Parameter(tg.tensor([0.3, -0.2, 0.1], dtype=tg.float32))
         x = tg.tensor(X[:500].clip(-3, 3))
-        opt = tg.optim.SGD([w], lr=1e-4, momentum=0.9)
 
-        def step():
-            opt.zero_grad()
-            loss = (w[0] * x ** 4 + w[1] * x ** 5 + w[2] * x ** 8).square().mean()
-            loss.backward()
-            opt.step()
-            return loss
-        return w, step
+        def loss():
+            return (w[0] * x ** 4 + w[1] * x ** 5 + w[2] * x ** 8).square().mean()
+        return w, sgd_step([w], loss, lr=1e-4, momentum=0.9)
 
-    w1, s1 = build()
-    w2, s2 = build()
-    s2 = tg.compile(s2)
-    for _ in range(4):
-        assert s1().item() == s2().item()
+    w1, w2, compiled = eager_and_compiled(build)
     assert np.array_equal(w1.detach().numpy(), w2.detach().numpy())
-    assert s2.explain().graph_count == 1
+    assert compiled.explain().graph_count == 1

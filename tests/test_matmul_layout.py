@@ -6,6 +6,7 @@ import itertools
 
 import numpy as np
 import pytest
+from conftest import eager_and_compiled, sgd_step
 
 import tracegrad as tg
 
@@ -79,22 +80,11 @@ def test_sgd_step_on_a_linear_layer_compiled_is_eager_bit_for_bit():
     def build():
         tg.manual_seed(0)
         model = tg.nn.Sequential(tg.nn.Linear(7, 5), tg.nn.Tanh(), tg.nn.Linear(5, 2))
-        opt = tg.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
         x = tg.tensor(np.linspace(-1, 1, 21, dtype=np.float32).reshape(3, 7))
+        return model, sgd_step(model.parameters(), lambda: model(x).square().mean(), lr=0.1,
+                               momentum=0.9)
 
-        def step():
-            opt.zero_grad()
-            loss = model(x).square().mean()
-            loss.backward()
-            opt.step()
-            return loss
-        return model, step
-
-    m1, s1 = build()
-    m2, s2 = build()
-    s2 = tg.compile(s2)
-    for _ in range(4):
-        assert s1().item() == s2().item()
+    m1, m2, _ = eager_and_compiled(build)
     for p, q in zip(m1.parameters(), m2.parameters()):
         assert np.array_equal(p.detach().numpy(), q.detach().numpy())
         assert np.array_equal(p.grad.numpy(), q.grad.numpy())
