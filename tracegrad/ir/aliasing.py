@@ -133,8 +133,12 @@ def plan(graph: Graph, bases=None):
         for n in mine:
             near.update(holders.get(n, ()))
         earlier = tuple(j for j in sorted(near) if bases[j] != base)
-        for n in mine:
-            holders.setdefault(n, []).append(k)
+        # memory of inputs alone, each checked: the output is copied, or shares nothing
+        # (no later output need be checked against it: a sequence split into its steps
+        # would otherwise check each step against every earlier one)
+        if not (mine <= index.keys() and len(inputs) == len(mine)):
+            for n in mine:
+                holders.setdefault(n, []).append(k)
         result.append((None, inputs, consts, earlier, bool(consts)))
     return result
 
