@@ -174,6 +174,14 @@ class Trace:
         from ``records``."""
         return type(self) is not Trace
 
+    def record(self, n):
+        """``(op, operand ids, params, shape, dtype)`` of node ``n``, wherever it is kept
+        (``records``, or the tape's ``graph``)."""
+        if self.graph_backed:
+            d = self.graph.node(n)
+            return d.op, d.args, d.params, d.shape, d.dtype
+        return self.records[n][:5]
+
     @property
     def graph(self) -> Graph:
         """The recorded graph. Once read, it is kept up to date: a caller holding it sees
@@ -907,11 +915,7 @@ class Tracer:
 
     def _made_by(self):
         """``(op, params)`` of the record that made this value in its trace."""
-        trace = self._trace
-        if trace.graph_backed:
-            d = trace.graph.node(self._node)
-            return d["op"], d["params"]
-        op, _, params, _, _, _ = trace.records[self._node]
+        op, _, params, _, _ = self._trace.record(self._node)
         return op, params
 
     def _printable(self, what):

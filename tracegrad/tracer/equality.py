@@ -48,25 +48,15 @@ _MESSAGE = (
 
 def _node(trace, n):
     """(op, operand ids, dtype) of node ``n`` of ``trace``."""
-    if trace.graph_backed:
-        g = trace.graph
-        return g.op(n), g.args(n), np.dtype(g.node(n)["dtype"])
-    op, args, _, _, dtype, _ = trace.records[n]
+    op, args, _, _, dtype = trace.record(n)
     return op, args, np.dtype(dtype)
 
 
 def _is_zero_const(trace, n):
-    if trace.graph_backed:
-        g = trace.graph
-        if g.op(n) != "const":
-            return False
-        value = g.node(n)["params"]["value"]
-    else:
-        op, _, params, _, _, _ = trace.records[n]
-        if op != "const":
-            return False
-        value = params["value"]
-    value = np.asarray(value)
+    op, _, params, _, _ = trace.record(n)
+    if op != "const":
+        return False
+    value = np.asarray(params["value"])
     return value.shape == () and value == 0
 
 
