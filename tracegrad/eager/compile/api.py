@@ -50,12 +50,16 @@ def _host_rng_state():
     return random.getstate(), np.random.get_state()
 
 
+def _numpy_rng_same(saved):
+    """Whether NumPy's global ``np.random`` state is still ``saved``."""
+    _, keys, pos, has_gauss, _ = saved
+    now = np.random.get_state()
+    return now[2] == pos and now[3] == has_gauss and np.array_equal(now[1], keys)
+
+
 def _host_rng_same(saved):
     import random
-    py, (kind, keys, pos, has_gauss, gauss) = saved
-    now = np.random.get_state()
-    return (random.getstate() == py and now[2] == pos and now[3] == has_gauss
-            and np.array_equal(now[1], keys))
+    return random.getstate() == saved[0] and _numpy_rng_same(saved[1])
 
 
 def _host_rng_restore(saved):
@@ -70,18 +74,15 @@ class _DrawsSeen(GraphBreak):
 
 def _recorded_draws(recorder, host_rng, captured):
     """The Python ``random`` draws of a capture that changed the host generators' states,
-    to replay on each call (``draws.py``); the module's state is put back to where the
-    capture started. Raises a graph break where they cannot be replayed: NumPy's global
-    ``np.random`` drawn from, a draw the recorder did not see or cannot make again, or
-    graphs already captured for ``RECOMPILE_LIMIT // 2`` other outcomes of the draws
-    (``captured``: their numbers keep changing)."""
+    to replay on each call (``draws.py``), as ``(calls, results)``; the module's state is
+    put back to where the capture started. Raises a graph break where they cannot be
+    replayed: NumPy's global ``np.random`` drawn from, a draw the recorder did not see or
+    cannot make again, or graphs already captured for ``RECOMPILE_LIMIT // 2`` other
+    outcomes of the draws (``captured``: their numbers keep changing)."""
     import random
     reason = ("the function calls Python's random module or NumPy's global np.random: the "
               "numbers drawn while capturing would be frozen into the graph")
-    now = np.random.get_state()
-    saved = host_rng[1]
-    numpy_same = now[2] == saved[2] and now[3] == saved[3] and np.array_equal(now[1], saved[1])
-    if not numpy_same:
+    if not _numpy_rng_same(host_rng[1]):
         raise GraphBreak(reason)
     if recorder is None:
         raise _DrawsSeen(reason)
@@ -92,11 +93,12 @@ def _recorded_draws(recorder, host_rng, captured):
                          f"not replay (it replays random.randint and random.randrange)")
     if not _draws.replays(recorder.draws, host_rng[0], random.getstate()):
         raise GraphBreak(reason + " (other than through random.randint or random.randrange)")
-    if len(captured | {tuple(recorder.draws)}) > RECOMPILE_LIMIT // 2:
+    outcome = _draws.outcome_of(recorder.draws)
+    if len(captured | {outcome}) > RECOMPILE_LIMIT // 2:
         raise GraphBreak(f"the function's draws from Python's random module gave more than "
                          f"{RECOMPILE_LIMIT // 2} different outcomes: one graph each would "
                          f"be too many")
-    return list(recorder.draws)
+    return outcome
 
 
 class Explanation:
@@ -262,17 +264,12 @@ class _Entry:
         self.getters, self.writes, self.returned, self.tree = getters, writes, returned, tree
         self.tape = None
         self.inplace: list = []     # (input position, the array its output is copied into)
-        self.draws: list = []       # Python random draws replayed first (draws.py)
+        # the Python random draws replayed first (draws.py) and the numbers they gave
         self.calls = self.results = ()
-
-    def set_draws(self, draws):
-        self.draws = draws
-        self.calls = tuple((name, args) for name, args, _ in draws)
-        self.results = tuple(result for _, _, result in draws)
 
     def drawn(self, outcome):
         """Whether this call's Python random draws (``outcome``) are the capture's."""
-        return not self.draws or outcome.matches(self.calls, self.results)
+        return not self.calls or outcome.matches(self.calls, self.results)
 
     def __call__(self, leaves, Tensor):
         arrays = [g(leaves) for g in self.getters]
@@ -598,10 +595,10 @@ class CompiledFunction:
                     raise GraphBreak(f"the function draws from {randomness.describe(moved[0])} "
                                      f"it holds: the numbers drawn while capturing would be "
                                      f"frozen into the graph")
-                draws = []
+                draws = ((), ())
                 if not _host_rng_same(host_rng):
-                    draws = _recorded_draws(recorder, host_rng,
-                                            {tuple(e.draws) for e in self._entries if e.draws})
+                    outcomes = {(e.calls, e.results) for e in self._entries if e.calls}
+                    draws = _recorded_draws(recorder, host_rng, outcomes)
                 outputs, writes = [], []
                 self._writes(cap, outputs, writes, arg_slot, Tensor)
                 for d, k, t in stores:
@@ -681,7 +678,7 @@ class CompiledFunction:
         state_of = _state_function(reached, params, Module, self._state_fns)
         entry = _Entry(graph, fn, key, state_of, state_of(), getters, writes, returned,
                        res_tree)
-        entry.set_draws(draws)
+        entry.calls, entry.results = draws
         entry.inplace = [(i, next(w.target for w in writes if getattr(w, "k", None) == k
                                   and getattr(w, "key", None) is not None))
                          for k, i in done.items()]

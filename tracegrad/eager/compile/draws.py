@@ -81,6 +81,13 @@ def replays(draws, before, after) -> bool:
         random.setstate(before)
 
 
+def outcome_of(draws):
+    """Recorded ``draws`` as ``(calls, results)``: the calls to make again, ``(name, args)``
+    each, and the numbers they gave."""
+    return (tuple((name, args) for name, args, _ in draws),
+            tuple(result for _, _, result in draws))
+
+
 class Outcome:
     """One compiled call's draws, made once and compared with each graph's: graphs whose
     captures made the same calls share the numbers drawn. ``undo()`` puts the module's
