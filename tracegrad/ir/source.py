@@ -28,6 +28,8 @@ SCIPY_FOLDER = _scipy_folder()
 _SKIP = tuple(os.path.dirname(path) + os.sep
               for path in (os.path.dirname(__file__), np.__file__)) + (
     (SCIPY_FOLDER,) if SCIPY_FOLDER else ())
+# tracegrad's own folder, normalised (compare it with ``code_path``)
+TRACEGRAD_FOLDER = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _internal: dict = {}  # code object -> bool, so the walk costs a dict lookup per frame
 _basenames: dict = {}  # code object -> its file's base name
 _sources: dict = {}    # (code object, instruction offset) -> "file.py:LINE"
@@ -35,6 +37,14 @@ _MAX_SOURCES = 100_000
 _local = threading.local()
 _OVERRIDES = [0]       # source_override blocks open now, in any thread (0: none to look up)
 _COUNTING = threading.Lock()
+
+
+def code_path(code):
+    """``code``'s file name, normalised where it is a path: tracegrad imported through
+    ``.../tests/../tracegrad`` names its files so, and ``TRACEGRAD_FOLDER`` is
+    normalised. Callers cache what they make of it per code object."""
+    name = code.co_filename
+    return os.path.normpath(name) if os.path.isabs(name) else name
 
 
 def _is_internal(code):

@@ -49,10 +49,10 @@ import numpy as np
 
 from ..errors import TraceError
 from ..ir.printing import printable
+from ..ir.source import TRACEGRAD_FOLDER, code_path
 from .calls import _MISSING, _call_node, _lookup
 from .scipy_calls import ALTERNATIVES
 
-_TRACEGRAD = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _LIBRARIES = tuple({os.path.abspath(sysconfig.get_paths()[k]) + os.sep
                     for k in ("purelib", "platlib", "stdlib", "platstdlib")} |
                    {os.path.dirname(os.path.dirname(np.__file__)) + os.sep})
@@ -86,10 +86,9 @@ def _traceback(exc):
 def _kind(code):
     kind = _KINDS.get(code)
     if kind is None:
-        name = code.co_filename
-        if (name.startswith(("<tracegrad", "<__array_function__")) or
-                (os.path.isabs(name) and os.path.normpath(name).startswith(_TRACEGRAD))):
-            kind = _OURS        # (normalised: tracegrad imported as ".../tests/../tracegrad")
+        name = code_path(code)
+        if name.startswith(("<tracegrad", "<__array_function__", TRACEGRAD_FOLDER)):
+            kind = _OURS
         elif name == "<stringsource>" or (not os.path.isabs(name) and name.endswith(
                 (".pyx", ".pxd", ".pxi"))):
             kind = _CYTHON          # the frames Cython makes up for its tracebacks

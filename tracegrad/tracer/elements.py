@@ -18,6 +18,7 @@ import threading
 
 import numpy as np
 
+from ..ir.source import TRACEGRAD_FOLDER, code_path
 from . import samplers as _samplers
 from . import scipy_sparse as _sparse
 from .calls import calling
@@ -246,12 +247,11 @@ def _traced_fill(name, args, kwargs):
     return api.copy(api.broadcast_to(fill, shape))
 
 
-_TRACEGRAD = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _NUMPY = os.path.dirname(np.__file__) + os.sep
 # tracegrad's code that runs NumPy and SciPy on concrete values (a primitive's
 # implementation, a graph run by the interpreter or as generated code, a callback): what it
 # calls makes NumPy's own arrays, even while a trace is active
-_RUNNERS = tuple(_TRACEGRAD + p for p in (
+_RUNNERS = tuple(TRACEGRAD_FOLDER + p for p in (
     "ir" + os.sep, "runtime" + os.sep, os.path.join("transforms", "pure_callback.py"),
     os.path.join("tracer", "core.py")))
 # installed packages and the standard library: code the user did not write
@@ -263,12 +263,10 @@ _KINDS: dict = {}   # code object -> 0 user, 1 NumPy, 2 a runner, 3 tracegrad, 4
 def _kind(code):
     kind = _KINDS.get(code)
     if kind is None:
-        name = code.co_filename
-        if os.path.isabs(name):     # (tracegrad imported as ".../tests/../tracegrad/...")
-            name = os.path.normpath(name)
+        name = code_path(code)
         kind = _KINDS[code] = (
             2 if name.startswith(_RUNNERS) or name.startswith("<tracegrad-generated") else
-            3 if name.startswith(_TRACEGRAD) else
+            3 if name.startswith(TRACEGRAD_FOLDER) else
             1 if name.startswith(_NUMPY) or name.startswith("<__array_function__") else
             4 if os.path.abspath(name).startswith(_LIBRARIES) else 0)
     return kind
