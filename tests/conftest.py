@@ -212,3 +212,9 @@ def eager_and_compiled(build, calls=4):
     for _ in range(calls):
         assert step1().item() == step2().item()
     return state1, state2, step2
+
+
+def zero_buffers(source):
+    """Fresh buffers of zeros generated code makes: ``np.zeros``, or copies of broadcast
+    zeros."""
+    return source.count(".copy()") + source.count("_np_zeros(")

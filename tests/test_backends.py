@@ -4,7 +4,7 @@ import linecache
 
 import numpy as np
 import pytest
-from conftest import bounded
+from conftest import bounded, zero_buffers
 
 import tracegrad as tg
 from tracegrad.runtime import run
@@ -355,11 +355,6 @@ def _bits(a):
     return a.view(np.dtype(f"u{a.dtype.itemsize}"))
 
 
-def _zero_buffers(source):
-    """Fresh buffers of zeros the code makes: np.zeros, or copies of broadcast zeros."""
-    return source.count(".copy()") + source.count("_np_zeros(")
-
-
 def test_gradient_of_disjoint_slices_is_added_into_one_buffer_with_the_same_bits():
     # the adjoint of slicing: each slice's gradient scattered into zeros, then summed;
     # for disjoint slices the code adds them all into one buffer of zeros. -0.0 in a
@@ -371,7 +366,7 @@ def test_gradient_of_disjoint_slices_is_added_into_one_buffer_with_the_same_bits
     x = np.array([[-0.0, 1.0, np.nan, 2.0, 5.0, -0.0], [0.5, -0.0, 3.0, np.inf, 1.0, 2.0]])
     graph = tg.trace(tg.grad(f), x)
     compiled = generate(graph)
-    assert _zero_buffers(compiled.source) == 1, compiled.source
+    assert zero_buffers(compiled.source) == 1, compiled.source
     out, ref = compiled(x)[0], run(graph, [x])[0]
     np.testing.assert_array_equal(_bits(out), _bits(ref))
     assert out[0, 0] == 0 and not np.signbit(out[0, 0]) and not np.signbit(out[1, 1])
@@ -381,7 +376,7 @@ def test_gradient_of_disjoint_slices_is_added_into_one_buffer_with_the_same_bits
 
     graph = tg.trace(tg.grad(overlapping), x)
     compiled = generate(graph)
-    assert _zero_buffers(compiled.source) == 2, compiled.source
+    assert zero_buffers(compiled.source) == 2, compiled.source
     np.testing.assert_array_equal(_bits(compiled(x)[0]), _bits(run(graph, [x])[0]))
 
 
