@@ -155,6 +155,7 @@ def test_a_guard_failing_after_the_draws_puts_the_state_back():
     assert random.getstate() == state
 
 
+GLOBAL_GEN = [None]     # the generator a "global" case's step reads
 HELD = {
     "random.Random": lambda: random.Random(5),
     "Generator": lambda: np.random.default_rng(5),
@@ -210,6 +211,3 @@ def test_a_generator_the_function_holds_breaks_the_graph(kind, where):
     assert eager[2] == compiled[2]          # the generator advanced as eagerly
     reasons = compiled[3].explain().break_reasons
     assert any("it holds" in r and type(HELD[kind]()).__name__ in r for r in reasons), reasons
-
-
-GLOBAL_GEN = [None]
