@@ -122,7 +122,11 @@ class Generator:
         if n >= 16:
             out = self._normal_filled(n, dtype, mean, std)
         else:
-            out = np.array([self._one_normal() * std + mean for _ in range(n)])
+            def make():
+                return np.array([self._one_normal() * std + mean for _ in range(n)],
+                                dtype=np.float64)
+            capture = CAPTURE.get()
+            out = make() if capture is None else capture.drawn(self, make)
         return out.astype(dtype).reshape(shape)
 
     def _normal_filled(self, n, dtype, mean, std):
@@ -139,11 +143,9 @@ class Generator:
         if self._next_normal is not None:
             v, self._next_normal = self._next_normal, None
             return v
-        u1, u2 = self._unit(2, np.float64)
-        if not isinstance(u1, (float, np.floating)):    # words of a tg.compile capture
-            CAPTURE.get().refuse("the function draws a single normal number (a randn of "
-                                 "fewer than 16 elements, computed in Python as PyTorch "
-                                 "does): it is drawn eagerly")
+        w = self.words(4)       # two random64 words, drawn here even while capturing
+        u1, u2 = ((((w[0::2] << np.uint64(32)) | w[1::2]) & _MASK53).astype(np.float64)
+                  * 2.0 ** -53).tolist()
         r = math.sqrt(-2.0 * math.log1p(-u2))
         theta = 2.0 * math.pi * u1
         self._next_normal = r * math.sin(theta)

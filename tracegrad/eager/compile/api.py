@@ -518,6 +518,7 @@ class CompiledFunction:
                 owners = []     # per getter: the tensor whose value it reads, if any
                 keys = []       # per getter: what it reads, as the write-backs name it
                 arg_slot = {}
+                drawing = set()     # the getters that draw random numbers
                 for i, x in enumerate(leaves):
                     if isinstance(x, Tensor):
                         n = len(trace.records)
@@ -574,6 +575,8 @@ class CompiledFunction:
                     CAPTURE.reset(token)
                 stores = _stores(snaps, Tensor)
                 for getter, t, kind in cap.late:     # draws, tensors lifted late
+                    if kind == "draw":      # drawn on every call, read or not
+                        drawing.add(len(getters))
                     getters.append(getter)
                     owners.append(t if kind == "data" else None)
                     keys.append((kind, id(t)) if kind in ("data", "grad") else None)
@@ -582,10 +585,6 @@ class CompiledFunction:
                     elif kind == "grad":        # its .grad is read: guarded
                         params.append(t)
                 for gen, state in cap.generators.values():
-                    if gen.get_state()["next_normal"] != state["next_normal"]:
-                        raise GraphBreak("the function draws a single normal number (a "
-                                         "randn of fewer than 16 elements): it is drawn "
-                                         "eagerly")
                     gen.set_state(state)        # the compiled call draws them again
                 if _rng_state(default_generator) != rng:
                     raise GraphBreak("the function draws random numbers other than through "
@@ -663,7 +662,7 @@ class CompiledFunction:
         graph = _optimize(graph)
         # the inputs nothing reads (tensors the function can reach but did not touch, a
         # dataset held in a global) are dropped: not read, not guarded on each call
-        kept = _drop_unused_inputs(graph)
+        kept = _drop_unused_inputs(graph, drawing)
         getters = [getters[k] for k in kept]
         keys = [keys[k] for k in kept]
         used = {id(owners[k]) for k in kept if owners[k] is not None} | cap.written
@@ -800,9 +799,11 @@ def _rng_state(gen):
     return (s["seed"], s["next_normal"], bits["pos"], bits["key"].tobytes())
 
 
-def _drop_unused_inputs(graph):
-    """Remove the inputs no node, output or guard reads; the positions of those kept."""
-    used = set(graph.outputs) | {n for n, _ in graph.guards}
+def _drop_unused_inputs(graph, keep=()):
+    """Remove the inputs no node, output or guard reads, but those at the positions
+    ``keep`` (random draws: unread, the generator must still move on); the positions of
+    those kept."""
+    used = set(graph.outputs) | {n for n, _ in graph.guards} | {graph.inputs[k] for k in keep}
     for n in graph:
         used.update(graph.args(n))
     kept = [k for k, n in enumerate(graph.inputs) if n in used]

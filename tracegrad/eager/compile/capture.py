@@ -341,6 +341,19 @@ class Capture:
         self.late.append((lambda leaves: gen.words(n), None, "draw"))
         return t
 
+    def drawn(self, gen, make):
+        """``make()``, numbers drawn from ``gen`` by eager Python code (PyTorch's normals
+        of a tensor under 16 elements, one Box-Muller pair at a time with a number kept
+        for the next draw), as an input of the graph: each compiled call runs ``make``
+        again at this point of its draws, so the numbers and the generator's state are
+        eager's."""
+        if id(gen) not in self.generators:
+            self.generators[id(gen)] = (gen, gen.get_state())
+        t = self.trace.new_input(make())
+        self.draws.append((gen, make))
+        self.late.append((lambda leaves: make(), None, "draw"))
+        return t
+
     # -- backward ----------------------------------------------------------------------
     def subgraph(self, roots, targets):
         """The part of the trace the gradient of ``roots`` flows through, as a graph: the
