@@ -112,6 +112,9 @@ class ShapeMethods:
     __slots__ = ()
 
     def __getitem__(self, key):
+        capture = _dispatch.CAPTURE.get()
+        if capture is not None and capture.reads_item(key):
+            return capture.getitem(self, key)       # tg.compile: compile/scalars.py
         if _traced_index(key):
             return _traced_getitem(self, key)
         key = _index_key(key)

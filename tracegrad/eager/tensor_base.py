@@ -312,7 +312,9 @@ class TensorBase:
         return self._concrete("numpy()")
 
     def item(self) -> Any:
-        _leaving_capture("Tensor.item()")
+        capture = CAPTURE.get()
+        if capture is not None:     # an integer stays in the graph (compile/scalars.py)
+            return capture.item(self)
         data = self._concrete("item()")
         if data.size != 1:
             raise RuntimeError(f"a Tensor with {data.size} elements cannot be converted to "
@@ -320,7 +322,9 @@ class TensorBase:
         return data.item()
 
     def tolist(self) -> Any:
-        _leaving_capture("Tensor.tolist()")
+        capture = CAPTURE.get()
+        if capture is not None:     # integers stay in the graph (compile/scalars.py)
+            return capture.tolist(self)
         return self._concrete("tolist()").tolist()
 
     def _one_element(self):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import gc
 import threading
+import types
 import warnings
 from typing import Any
 
@@ -33,6 +34,7 @@ from . import draws as _draws
 from . import partial as _partial
 from .capture import Capture, GraphBreak
 from .reach import reach
+from .scalars import TracedInt
 
 RECOMPILE_LIMIT = 8
 BACKENDS = ("numpy", "jax", "inductor", "eager", "aot_eager")
@@ -199,12 +201,18 @@ def _stores(snaps, Tensor):
         for k, v, w in items:
             if w is v or type(v) in (int, float, bool, str) and type(w) is type(v) and w == v:
                 continue
-            if type(w) is Tensor:
-                stores.append((d, k, w))
+            if type(w) is Tensor or _tensors_only(w, Tensor):
+                stores.append((d, k, w))    # (a tuple of them: an LSTM's hidden state)
                 continue
             raise GraphBreak(f"the function changes Python state the graph cannot hold "
                              f"({k!r}: {type(v).__name__} -> {type(w).__name__})")
     return stores
+
+
+def _tensors_only(value, Tensor):
+    """Whether ``value`` is a tuple or list (nested) of tensors and nothing else."""
+    return type(value) in (tuple, list) and all(
+        type(v) is Tensor or _tensors_only(v, Tensor) for v in value)
 
 
 def _unwatch(snaps):
@@ -600,13 +608,17 @@ class CompiledFunction:
                     draws = _recorded_draws(recorder, host_rng, outcomes)
                 outputs, writes = [], []
                 self._writes(cap, outputs, writes, arg_slot, Tensor)
-                for d, k, t in stores:
-                    if type(t._data) is Tracer:
-                        sync(t._data)
-                        outputs.append(t._data._node)
-                        writes.append(_write_store(d, k, len(outputs) - 1))
-                    else:
-                        writes.append(_write_store_const(d, k, t))
+                for d, k, stored in stores:
+                    parts, tree = flatten(stored)
+                    made = []       # per tensor: its output's position, or the tensor
+                    for t in parts:
+                        if type(t._data) is Tracer:
+                            sync(t._data)
+                            outputs.append(t._data._node)
+                            made.append(len(outputs) - 1)
+                        else:
+                            made.append(t)
+                    writes.append(_write_store(d, k, made, tree))
                 res_leaves, res_tree = flatten(result)
                 returned = []
                 rg_out = [x for x in res_leaves if isinstance(x, Tensor) and
@@ -636,6 +648,10 @@ class CompiledFunction:
                             returned.append(("const", Tensor._plain(np.array(x._data))))
                     elif isinstance(x, (Tracer, np.ndarray)):
                         raise GraphBreak("the function returns an array")
+                    elif type(x) is TracedInt:
+                        raise GraphBreak("the function returns a number read by "
+                                         "Tensor.item() (a Python int known only when the "
+                                         "graph runs)")
                     else:
                         returned.append(("const", x))
                 graph = trace.graph
@@ -667,6 +683,13 @@ class CompiledFunction:
         keys = [keys[k] for k in kept]
         used = {id(owners[k]) for k in kept if owners[k] is not None} | cap.written
         reached.tensors = [(t, path) for t, path in reached.tensors if id(t) in used]
+        # a place the function stores into is not guarded (it reads what it stored), unless
+        # it reads the tensors of the tuple or list that was there (a carried hidden state)
+        stored = {(id(d), k) for d, k, _ in stores}
+        read_from = {(id(r[0]), r[1]) for r in (reached.roots.get(id(t))
+                                                for t, _ in reached.tensors) if r is not None}
+        reached.places = [p for p in reached.places
+                          if (id(p[0]), p[1]) not in stored or (id(p[0]), p[1]) in read_from]
         params = [p for p in params if id(p) in used or p._grad is not None and
                   id(p._grad) in used or any(w is p for w in cap.leaves)]
         # a parameter's update is written straight into its array where the code can
@@ -678,6 +701,8 @@ class CompiledFunction:
         entry = _Entry(graph, fn, key, state_of, state_of(), getters, writes, returned,
                        res_tree)
         entry.calls, entry.results = draws
+        # the objects whose identities the guards compare, held so no id is reused
+        entry.held = [_at(p) for p in state_of.places]
         entry.inplace = [(i, next(w.target for w in writes if getattr(w, "k", None) == k
                                   and getattr(w, "key", None) is not None))
                          for k, i in done.items()]
@@ -834,7 +859,8 @@ def _safe(name):
 def _why(old, new):
     names = ("grad mode", "module training flags", "optimizer hyper-parameters",
              "which parameters have a .grad", "the tensors' shapes, dtypes, requires_grad or "
-             "identity", "optimizer state")
+             "identity", "optimizer state", "a Python value the function can reach (an "
+             "attribute, a global, a closure variable)")
     for name, a, b in zip(names, old, new):
         if a != b:
             return f"{name} changed"
@@ -848,26 +874,54 @@ def _state_function(reached, params, Module, known):
     tensors = list(reached.tensors)
     modules = list(reached.modules)
     optimizers = list(reached.optimizers)
+    places = list(reached.places)
     key = (tuple(id(t) for t, _ in tensors),
            tuple(None if p is None else (id(p[0]), p[1]) for _, p in tensors),
-           tuple(map(id, modules)), tuple(map(id, optimizers)), tuple(map(id, params)))
+           tuple(map(id, modules)), tuple(map(id, optimizers)), tuple(map(id, params)),
+           tuple((id(c), k) for c, k in places))
     if key in known:
         return known[key][0]
 
     def state_of():
+        values = [_at(p) for p in places]
         return (grad_mode.is_grad_enabled(),
                 tuple(m.training for m in modules),
                 _hyper(optimizers),
                 tuple(p._grad is None or (p._grad._data.shape, p._grad._data.dtype)
                       for p in params),
                 tuple((t._data.shape, t._data.dtype, t._requires_grad, t._tracer is None,
-                       path is None or path[0].get(path[1]) is t)
+                       path is None or _at(path) is t)
                       for t, path in tensors),
                 tuple((id(st), tuple(sorted(st))) for opt in optimizers
-                      for st in opt.state.values()))
+                      for st in opt.state.values()),
+                # Python state: the types first (so that the values compared with == are
+                # numbers, strings and None), then those values, then the others' ids
+                (tuple(map(type, values)),
+                 tuple(v for v in values if type(v) in _VALUES),
+                 tuple(id(v) for v in values if type(v) not in _VALUES)))
+    state_of.places = places
     # (the objects are held with it: an id is not reused while the key is known)
-    known[key] = (state_of, tensors, modules, optimizers, params)
+    known[key] = (state_of, tensors, modules, optimizers, params, places)
     return state_of
+
+
+# Python values a guard compares by value (others by identity)
+_VALUES = frozenset({bool, int, float, complex, str, bytes, type(None), np.float64,
+                     np.float32, np.int64, np.int32, np.bool_})
+
+
+def _at(place):
+    """The value at a place of ``Reached.places``: ``d[key]`` or a closure cell's."""
+    c, k = place
+    if type(c) is types.CellType:
+        try:
+            return c.cell_contents
+        except ValueError:      # emptied
+            return _MISSING
+    return c.get(k, _MISSING)
+
+
+_MISSING = object()
 
 
 # -- reading inputs and writing outputs back -----------------------------------------------
@@ -976,17 +1030,23 @@ def _write_item(slot, k):
     return write
 
 
-def _write_store(d, key, k):
+def _write_store(d, key, made, tree):
+    """``d[key] = `` the stored tensor (or tuple or list of them, ``tree``): per tensor,
+    the graph's output at a position, or a tensor the capture made from constants."""
+    if tree.kind == "leaf":
+        k = made[0]
+        if type(k) is int:
+            def write(out, leaves):
+                d[key] = Tensor._plain(out[k])
+        else:
+            def write(out, leaves):
+                d[key] = k
+        return write
 
-    def write(out, leaves):
-        d[key] = Tensor._plain(out[k])
-    return write
-
-
-def _write_store_const(d, key, t):
-    def write(out, leaves):
-        d[key] = t
-    return write
+    def write_tree(out, leaves):
+        d[key] = unflatten(tree, [Tensor._plain(out[k]) if type(k) is int else k
+                                  for k in made])
+    return write_tree
 
 
 def explain(fn: Any) -> Any:

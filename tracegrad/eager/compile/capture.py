@@ -34,6 +34,7 @@ from ...tracer import Tracer, sync
 from ...tracer.views import assigned
 from .. import grad_mode
 from ..tensor import Tensor
+from .scalars import TracedInt, holds_traced_int
 
 _NO_GRAD = "element {i} of tensors does not require grad and does not have a grad_fn"
 
@@ -306,6 +307,90 @@ class Capture:
             return o
         return tuple(back(o) for o in out) if isinstance(out, tuple) else back(out)
 
+    def item(self, t):
+        """``t.item()`` while capturing: a ``TracedInt`` for a one-element integer tensor
+        whose value is traced (``scalars.py``); a graph break for anything else (a float
+        or bool feeds Python code)."""
+        const = self._constant(t)
+        if const is not None:
+            return const.item()
+        data = self._integers(t)
+        if data is None or data.size != 1:
+            self.graph_break("Tensor.item()")
+        if data.shape != ():
+            data = data.reshape(())
+        return TracedInt(self, data, int(np.asarray(data._value)))
+
+    # a tolist() of more integers than this breaks the graph (one node per number)
+    TOLIST_LIMIT = 64
+
+    def tolist(self, t):
+        """``t.tolist()`` while capturing: nested lists of ``TracedInt`` for an integer
+        tensor of at most ``TOLIST_LIMIT`` elements (the BiLSTM-CRF tutorial's
+        ``argmax`` reads ``idx.view(-1).data.tolist()[0]``); a graph break otherwise."""
+        const = self._constant(t)
+        if const is not None:
+            return const.tolist()
+        data = self._integers(t)
+        if data is None or data.ndim == 0 or data.size > self.TOLIST_LIMIT:
+            self.graph_break("Tensor.tolist()")
+
+        def nest(x):
+            if x.ndim == 0:
+                return TracedInt(self, x, int(np.asarray(x._value)))
+            return [nest(x[i]) for i in range(x.shape[0])]
+        return nest(data)
+
+    def _constant(self, t):
+        """``t``'s value if ``t`` was made by the function from constants (the same on
+        every call, like any constant of the graph); else None."""
+        data = self._value(t, False, self.Tensor)
+        if type(data) is np.ndarray and id(t) in self.created:
+            return data
+        return None
+
+    def _integers(self, t):
+        """``t``'s traced value as a tracer of its own (an in-place change of ``t`` later
+        must not reach a number read from it) when ``t`` holds integers; else None."""
+        data = self._value(t, False, self.Tensor)
+        if type(data) is not Tracer or data.dtype.kind not in "iu":
+            return None
+        sync(data)
+        return Tracer(data._trace, data._node, tuple(data.shape), data.dtype, data._value)
+
+    @staticmethod
+    def reads_item(key):
+        """Whether the index ``key`` holds a number read by ``item()`` (a ``TracedInt``)."""
+        return holds_traced_int(key)
+
+    def getitem(self, t, key):
+        """``t[key]`` where ``key`` holds ``TracedInt``s: the selection PyTorch makes
+        with those ints (a view, for basic indexing), with their tracers as the index's
+        operands, so that each compiled call selects by that call's values."""
+        from ...ir import apply
+        from ...tracer.indexing import normalize
+        from ...tracer.views import mark_view
+        items = key if isinstance(key, tuple) else (key,)
+        plain = (int, slice, type(None), type(Ellipsis), TracedInt)
+        if not all(isinstance(k, plain) and not isinstance(k, bool) for k in items):
+            self.graph_break("indexing with a number read by Tensor.item() beside a tensor "
+                             "or list index")
+        if not any(k is Ellipsis for k in items):
+            items = items + (Ellipsis,)     # PyTorch's x[0] of a vector is a 0-d view
+        traced = tuple(k.tracer if type(k) is TracedInt else k for k in items)
+        concrete = tuple(k.value if type(k) is TracedInt else k for k in items)
+
+        def select(x):
+            index, operands = normalize(traced)
+            where = normalize(concrete)[0].to_numpy()
+            result = apply("getitem", x, *operands, index=index)
+            return mark_view(
+                result, x, lambda base: apply("getitem", base, *operands, index=index),
+                lambda base, view: apply("index_update", base, view, *operands, index=index,
+                                         mode="set"),
+                lambda arr: arr[where])
+        return self.call(select, (t,), {})
+
     def setitem(self, t, key, value):
         """``t[key] = value``: an in-place update of the tracer. A boolean mask of a
         traced value selects with ``where`` (``x[mask]`` itself would be a shape that
@@ -314,6 +399,8 @@ class Capture:
         Tensor = self.Tensor
 
         def raw(k):
+            if type(k) is TracedInt:
+                return k.tracer
             if isinstance(k, Tensor):
                 return k._tracer if type(k._tracer) is Tracer else k._data
             if isinstance(k, tuple):

@@ -6,6 +6,8 @@ optimizers and schedulers found are guarded (``training``, hyper-parameters) and
 watched for Python state the capture would lose."""
 from __future__ import annotations
 
+import dis
+import functools
 import random
 import types
 
@@ -25,6 +27,13 @@ class Reached:
         self.schedulers: list = []
         self.containers: list = []      # the lists and dicts reached (their stores replay)
         self.generators: list = []      # random.Random, np.random Generator / RandomState
+        # the places holding the Python state reached: (dict, key), or (cell, None) for a
+        # closure's cell; guarded on each call (``guards.py``): a number, string, None or
+        # bool by value, any other object (a submodule, a config object) by identity
+        self.places: list = []
+        # id(tensor) -> the place its tuple or list hangs from (an LSTM's hidden state
+        # kept as a module attribute), for the tensors found inside one
+        self.roots: dict = {}
         self._seen: set[int] = set()
 
     def tensor_ids(self):
@@ -35,11 +44,13 @@ def reach(fn, args, kwargs, Tensor, Module, Optimizer, Scheduler) -> Reached:
     out = Reached()
     seen = out._seen
 
-    def visit(obj, depth, path=None):
-        if depth > _DEPTH or obj is None:
+    def visit(obj, depth, path=None, root=None):
+        if depth > _DEPTH:
             return
-        if isinstance(obj, (bool, int, float, complex, str, bytes, np.ndarray, np.generic,
-                            type, types.ModuleType)):
+        if path is not None and not isinstance(obj, Tensor):
+            out.places.append(path)
+        if obj is None or isinstance(obj, (bool, int, float, complex, str, bytes,
+                                           np.ndarray, np.generic, type, types.ModuleType)):
             return
         i = id(obj)
         if i in seen:
@@ -47,6 +58,8 @@ def reach(fn, args, kwargs, Tensor, Module, Optimizer, Scheduler) -> Reached:
         seen.add(i)
         if isinstance(obj, Tensor):
             out.tensors.append((obj, path))     # (its .grad is lifted through it)
+            if path is None and root is not None:
+                out.roots[i] = root
             return
         if isinstance(obj, _GENERATORS):
             out.generators.append(obj)
@@ -60,8 +73,9 @@ def reach(fn, args, kwargs, Tensor, Module, Optimizer, Scheduler) -> Reached:
                 store = d.get(key) or {}
                 for name, t in store.items():
                     visit(t, depth + 1, (store, name))
-            for m in (d.get("_modules") or {}).values():
-                visit(m, depth + 1)
+            subs = d.get("_modules") or {}
+            for name, m in subs.items():
+                visit(m, depth + 1, (subs, name))
             for k, v in d.items():
                 if k not in ("_parameters", "_buffers", "_modules"):
                     visit(v, depth + 1, (d, k))
@@ -87,7 +101,7 @@ def reach(fn, args, kwargs, Tensor, Module, Optimizer, Scheduler) -> Reached:
             if isinstance(obj, list):
                 out.containers.append(obj)
             for v in obj:
-                visit(v, depth + 1)
+                visit(v, depth + 1, None, path or root)
             return
         if isinstance(obj, types.MethodType):
             visit(obj.__self__, depth)
@@ -103,6 +117,7 @@ def reach(fn, args, kwargs, Tensor, Module, Optimizer, Scheduler) -> Reached:
             return
         d = getattr(obj, "__dict__", None)
         if isinstance(d, dict) and type(obj).__module__ != "builtins":
+            out.containers.append(d)    # its attributes: a store into one replays or breaks
             for k, v in list(d.items()):
                 visit(v, depth + 1, (d, k))
 
@@ -112,10 +127,13 @@ def reach(fn, args, kwargs, Tensor, Module, Optimizer, Scheduler) -> Reached:
         if f.__closure__:
             for cell in f.__closure__:
                 try:
-                    visit(cell.cell_contents, depth + 1)
+                    visit(cell.cell_contents, depth + 1, (cell, None))
                 except ValueError:      # an empty cell
                     pass
         g = f.__globals__
+        if _stores_globals(f.__code__) and id(g) not in seen:
+            seen.add(id(g))
+            out.containers.append(g)    # ``global n; n += 1``: replayed or a graph break
         for name in _names(f.__code__):
             if name in g:
                 visit(g[name], depth + 1, (g, name))
@@ -130,9 +148,25 @@ def reach(fn, args, kwargs, Tensor, Module, Optimizer, Scheduler) -> Reached:
     return out
 
 
+@functools.lru_cache(maxsize=1024)
 def _names(code):
-    names = set(code.co_names)
+    """The global names ``code`` (and the code inside it) reads or writes: not
+    ``co_names``, which holds attribute names too (``opt.step()`` is no read of a global
+    ``step``, a training loop's counter that changes on every call)."""
+    names = set()
+    for ins in dis.get_instructions(code):
+        if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL", "DELETE_GLOBAL"):
+            names.add(ins.argval)
     for c in code.co_consts:
         if isinstance(c, types.CodeType):
             names |= _names(c)
-    return names
+    return frozenset(names)
+
+
+@functools.lru_cache(maxsize=1024)
+def _stores_globals(code):
+    """Whether ``code`` (or a function or class body inside it) assigns a global name."""
+    for ins in dis.get_instructions(code):
+        if ins.opname in ("STORE_GLOBAL", "DELETE_GLOBAL"):
+            return True
+    return any(isinstance(c, types.CodeType) and _stores_globals(c) for c in code.co_consts)
