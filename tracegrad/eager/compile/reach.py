@@ -115,6 +115,8 @@ def reach(fn, args, kwargs, Tensor, Module, Optimizer, Scheduler) -> Reached:
             visit(obj.args, depth + 1)
             visit(obj.keywords, depth + 1)
             return
+        if type(obj).__module__.startswith("tracegrad.eager.compile"):
+            return      # a compiled function (a model's method replaced by one): its counts
         d = getattr(obj, "__dict__", None)
         if isinstance(d, dict) and type(obj).__module__ != "builtins":
             out.containers.append(d)    # its attributes: a store into one replays or breaks
