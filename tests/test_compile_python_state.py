@@ -182,3 +182,34 @@ def test_a_plain_objects_number_changed_inside_breaks_and_counts_every_call():
     f = tg.compile(fn)
     outs = [f(tg.ones(1)).item() for _ in range(4)]
     assert outs == [1.0, 2.0, 3.0, 4.0] and box.n == 4
+
+
+class Hidden:
+    __slots__ = ("model", "opt")        # where tg.compile's walk does not look
+
+
+@pytest.mark.parametrize("opt_cls", [tg.optim.Adam, tg.optim.SGD])
+def test_an_optimizer_the_walk_misses_breaks_before_changing_its_state(opt_cls):
+    """A capture must not update an optimizer's state arrays in place when they are not
+    inputs of the graph: the call would then run eagerly on moments already moved."""
+    def run(compiled):
+        tg.manual_seed(0)
+        h = Hidden()
+        h.model = nn.Sequential(nn.Linear(4, 6), nn.Tanh(), nn.Linear(6, 2))
+        h.opt = opt_cls(h.model.parameters(), lr=0.05, **(
+            {"momentum": 0.9} if opt_cls is tg.optim.SGD else {}))
+
+        def step(x):
+            h.opt.zero_grad()
+            loss = (h.model(x) ** 2).mean()
+            loss.backward()
+            h.opt.step()
+            return loss
+        f = tg.compile(step) if compiled else step
+        losses = [f(tg.ones(3, 4) * (i + 1) * 0.1).item() for i in range(6)]
+        return losses, [p.detach().numpy().copy() for p in h.model.parameters()], f
+    (a, pa, _), (b, pb, f) = run(False), run(True)
+    assert a == b
+    for u, v in zip(pa, pb):
+        np.testing.assert_array_equal(u, v)
+    assert "did not reach" in f.explain().break_reasons[0]

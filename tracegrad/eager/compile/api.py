@@ -571,6 +571,7 @@ class CompiledFunction:
                                 getters.append(_item_getter(st, k))
                                 owners.append(None)
                                 keys.append(item_key)
+                cap.optimizers = {id(o) for o in reached.optimizers}
                 token = CAPTURE.set(cap)
                 recorder = _draws.Recorder() if record_draws else None
                 try:

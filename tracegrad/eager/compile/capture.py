@@ -101,6 +101,7 @@ class Capture:
         # inputs made while the function runs, in order: (getter, tensor or None, kind)
         self.late: list = []
         self.generators: dict = {}                # id -> (generator, state before)
+        self.optimizers: set[int] = set()         # ids of the optimizers lifted
 
     # -- lifting ---------------------------------------------------------------------
     def lift_array(self, value):
@@ -185,6 +186,15 @@ class Capture:
         for t, history, rg in self.histories:
             t._tracer, t._requires_grad = history, rg
         self.histories = []
+
+    def optimizer_step(self, opt):
+        """``opt.step()`` while capturing: an optimizer the walk before the capture did
+        not reach (held in ``__slots__``, say) has its state outside the graph, updated
+        in place by NumPy and counted in Python: a graph break, before it changes any."""
+        if id(opt) not in self.optimizers:
+            raise GraphBreak(f"{type(opt).__name__}.step() of an optimizer tg.compile's walk "
+                             "did not reach (its state would be changed outside the graph)",
+                             user_src())
 
     # -- recording ---------------------------------------------------------------------
     def refuse(self, reason):

@@ -115,7 +115,7 @@ def reach(fn, args, kwargs, Tensor, Module, Optimizer, Scheduler) -> Reached:
             visit(obj.args, depth + 1)
             visit(obj.keywords, depth + 1)
             return
-        if type(obj).__module__.startswith("tracegrad.eager.compile"):
+        if type(obj).__module__ == "tracegrad.eager.compile.api":
             return      # a compiled function (a model's method replaced by one): its counts
         d = getattr(obj, "__dict__", None)
         if isinstance(d, dict) and type(obj).__module__ != "builtins":

@@ -18,7 +18,7 @@ import numpy as np
 from ..creation import get_default_dtype
 from ..grad_mode import enable_grad
 from ..tensor import Tensor
-from ..tensor_base import BROKEN
+from ..tensor_base import BROKEN, CAPTURE
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta"]
 
@@ -119,6 +119,9 @@ class Optimizer:
         region = BROKEN.get()
         if region is not None and closure is None and region.obj is not self:
             return region.call(self, (), {})     # under a tg.compile graph break
+        capture = CAPTURE.get()
+        if capture is not None:
+            capture.optimizer_step(self)
         loss = None
         if closure is not None:
             with enable_grad():
