@@ -196,6 +196,7 @@ class _Generator:
         self.buffer_end = self._buffer_ends()
         self.into = self._into(inplace or {})
         self.scatter_into, self.scatter_sum = self._scatter_sums()
+        self.unread = self._unread_zeros()
         self.guards = itertools.count()
 
     # -- sums of scatters into zeros --------------------------------------------------
@@ -210,6 +211,29 @@ class _Generator:
         value = d["params"]["value"]
         return (value.dtype.kind == "f" and value.size <= 64 and not value.any()
                 and not np.signbit(value).any())
+
+    def _unread_zeros(self):
+        """The broadcasts and reshapes of zeros that only scatters start from (the adjoint
+        of indexing: ``index_update(broadcast_to(0, shape), g, index)``): each scatter
+        starts from a fresh ``np.zeros`` buffer instead, so no statement computes them
+        (NumPy's ``broadcast_to`` costs microseconds of Python per call)."""
+        users: dict = {}
+        for n in self.graph:
+            for a in set(self.nodes[n]["args"]):
+                users.setdefault(a, []).append(n)
+        unread: set = set()
+        for n in reversed(list(self.graph)):
+            d = self.nodes[n]
+            if d["op"] not in ("broadcast_to", "reshape") or n in self.keep or \
+                    not self._zeros(n):
+                continue
+            us = users.get(n, [])
+            if us and all(u in unread or (
+                    self.nodes[u]["op"] == "index_update" and self.nodes[u]["args"][0] == n
+                    and n not in self.nodes[u]["args"][1:] and u not in self.scatter_sum)
+                    for u in us):
+                unread.add(n)
+        return unread
 
     def _scatter_sums(self):
         """The adjoint of slicing a value into pieces (an LSTM's gates): each piece's
@@ -347,7 +371,9 @@ class _Generator:
         """The rule: node ``n`` as a statement (a constant as a global), its operands'
         variables deleted after their last use. Returns its ``Emitted`` value."""
         self.release()
-        if d["op"] == "const":
+        if n in self.unread:
+            self.var[n] = f"_unread{n}"     # never read: see _unread_zeros
+        elif d["op"] == "const":
             value = d["params"]["value"]
             if value.ndim == 0:
                 self.scalar[n] = value[()]
@@ -428,7 +454,7 @@ class _Generator:
         # from the shapes at compile time; index_update written into a dead buffer
         if op == "einsum":
             return self.einsum(n, d, args)
-        if op == "index_update" and len(args) == 2:
+        if op == "index_update":
             return self.index_update(n, d, args)
         fn = self.bind(f"impl_{op}", prim.impl)
         for k in params:   # a parameter's name is written into the source as a keyword
@@ -455,7 +481,11 @@ class _Generator:
             target = f"{args[0]}.copy()"
         helper = _set_at if mode == "set" else (_add_at if index.is_basic else _add_at_repeated)
         fn = self.bind(helper.__name__.lstrip("_"), helper)
-        return f"{fn}({target}, {self.bind(f'index{n}', index.to_numpy())}, {args[1]})"
+        if len(args) > 2:       # integer index arrays computed by the graph: operands
+            where = f"{self.bind(f'index{n}', index.to_numpy)}(({', '.join(args[2:])},))"
+        else:
+            where = self.bind(f"index{n}", index.to_numpy())
+        return f"{fn}({target}, {where}, {args[1]})"
 
     def einsum(self, n, d, args):
         # the contraction order is found once here, not on every call

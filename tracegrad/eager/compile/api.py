@@ -24,6 +24,7 @@ import numpy as np
 from ... import passes
 from ...errors import TraceError
 from ...ir.aliasing import fresh_bases
+from ...passes.broadcasts import elide_broadcasts
 from ...runtime.codegen import GUARD_FAILED, generate
 from ...tracer import Tracer, flatten, new_trace, randomness, sync, unflatten
 from .. import grad_mode
@@ -803,6 +804,7 @@ class CompiledFunction:
         if self.backend == "jax":
             from ...runtime.jax_backend import JaxCompiled
             return _JaxRun(JaxCompiled(graph)), {}
+        graph = elide_broadcasts(graph)     # np.broadcast_to costs more than the ufunc's
         compiled = generate(graph, name=_safe(self._explain.name), bases=fresh_bases(graph),
                             inplace=inplace)
         return compiled.fn, compiled.inplace
