@@ -241,3 +241,22 @@ def test_python_random_index_with_traced_item_stays_eager_on_break():
     want = [bits(fn(tg.tensor([1.0, 2.0]), tg.tensor(1))) for _ in range(3)]
     for a, b in zip(got, want):
         np.testing.assert_array_equal(a, b)
+
+
+def test_the_forward_algorithm_on_the_jax_backend_to_rounding():
+    pytest.importorskip("jax")
+    tg.manual_seed(0)
+    w = tg.randn(5, 5, requires_grad=True)
+    f = tg.compile(forward_alg, backend="jax")
+    for _ in range(4):
+        x = tg.randn(3, 5) * 3
+        w.grad = None
+        a = forward_alg(w, x, argmax)
+        a.backward()
+        ga = w.grad.numpy().copy()
+        w.grad = None
+        b = f(w, x, argmax)
+        b.backward()
+        np.testing.assert_allclose(b.detach().numpy(), a.detach().numpy(), rtol=1e-5)
+        np.testing.assert_allclose(w.grad.numpy(), ga, rtol=1e-5, atol=1e-6)
+    assert f.explain().graph_count == 1
