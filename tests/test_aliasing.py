@@ -347,3 +347,25 @@ def test_views_of_an_input_split_into_many_outputs_are_each_the_callers():
             assert not np.shares_memory(o, x)
             for p in outs[:i]:
                 assert not np.shares_memory(o, p)
+
+
+def test_an_indexed_write_into_a_transposed_view_keeps_its_layout_and_sums():
+    """``t = np.exp(x).T; t[0, 0] = 1.0; t.sum(axis=0)``: the generated code copied the
+    view C-ordered before writing, NumPy writes into the Fortran-ordered view itself, and
+    a sum along its contiguous axis then added in another order (last bits differed from
+    NumPy's and the interpreter's)."""
+    from tracegrad.runtime.codegen import generate
+    from tracegrad.runtime.interpreter import run
+
+    def f(x):
+        t = np.exp(x).T
+        t[0, 0] = 1.0
+        return t.sum(axis=0), t
+
+    x = np.random.RandomState(0).randn(3, 5000)
+    graph = tg.trace(f, x)
+    want = f(x.copy())
+    for got in (generate(graph).fn(x), run(graph, [x]), tg.jit(f)(x)):
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+        assert got[1].flags.f_contiguous

@@ -477,8 +477,8 @@ class _Generator:
         elif self._zeros(a):    # (a gradient scattered into zeros: a fresh buffer of them)
             zeros, dtype = self.bind("np_zeros", np.zeros), np.dtype(self.nodes[a]["dtype"])
             target = f"{zeros}({tuple(self.nodes[a]['shape'])!r}, {dtype.name!r})"
-        else:
-            target = f"{args[0]}.copy()"
+        else:       # (in its own layout, as the primitive's np.array(x, copy=True))
+            target = f"{args[0]}.copy(order='K')"
         helper = _set_at if mode == "set" else (_add_at if index.is_basic else _add_at_repeated)
         fn = self.bind(helper.__name__.lstrip("_"), helper)
         if len(args) > 2:       # integer index arrays computed by the graph: operands
