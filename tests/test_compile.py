@@ -659,7 +659,17 @@ BLOCKS = [
     ("layer-norm", lambda m, h: m.norm(h)),
     ("log1p", lambda m, h: h.abs().log1p()),
     ("setitem", lambda m, h: _set_column(h)),
+    # an index read by .item() (a number of the graph), a view of it, a write through it
+    ("item-select", lambda m, h: h + h[:, h.sum(0).argmax().item()].view(-1, 1) * m.v),
+    ("item-write", lambda m, h: _zero_column(h, tg.max(h.detach().sum(0), 0)[1].item())),
+    ("small-randn", lambda m, h: h + tg.randn(4) * 0.1),
 ]
+
+
+def _zero_column(h, k):
+    h = h.clone()
+    h[:, k] = 0.0
+    return h
 
 
 def _set_column(h):
