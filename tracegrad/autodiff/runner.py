@@ -17,6 +17,7 @@ a higher-order derivative, a fixed point's adjoint iterations).
 from __future__ import annotations
 
 from ..ir.aliasing import fresh_bases
+from ..passes.broadcasts import elide_broadcasts
 from ..runtime.codegen import generate
 from ..runtime.interpreter import run
 
@@ -58,7 +59,7 @@ class Runner:
         self.uses += 1
         if self.compiled is None and self.uses >= self.after:
             g = self.graph if self.prepare is None else self.prepare(self.graph)
-            self.compiled = generate(g, self.name, bases=self.bases)
+            self.compiled = generate(elide_broadcasts(g), self.name, bases=self.bases)
         if self.compiled is not None:
             return self.compiled(*args)
         return run(self.graph, args, bases=self.bases)

@@ -262,7 +262,9 @@ class Jitted(Generic[P]):
             graph, out_tree, bases, effects = traced
             graph = optimize(graph)
             if self.backend == "numpy":
-                compiled = generate(graph, name=_safe_name(self.__name__), bases=bases)
+                # (a broadcast an arithmetic ufunc makes itself is left to it: the same bits)
+                compiled = generate(passes.elide_broadcasts(graph), name=_safe_name(self.__name__),
+                                    bases=bases)
             else:
                 from ..runtime.jax_backend import JaxCompiled
                 compiled = JaxCompiled(graph, **self.jax_options)
