@@ -81,6 +81,13 @@ def test_a_python_value_changed_between_calls_is_a_guard(where, kind):
     for a, b in zip(eager, comp):
         np.testing.assert_array_equal(a, b)
     assert f.explain().graph_count >= 2 and not f.explain().break_reasons
+    # the recompile says which place changed
+    named = {"plain object attribute": "'v'", "module attribute": "'scale'",
+             "module global": "'SCALE'", "global object's attribute": "'v'",
+             "global dict entry": "'k'",
+             "closure variable": "a variable the function closes over"}[where]
+    assert any(r.endswith("changed: " + named) for r in f.explain().recompile_reasons), \
+        f.explain().recompile_reasons
 
 
 def test_an_attribute_rebound_to_another_object_is_a_guard():

@@ -437,7 +437,7 @@ class CompiledFunction:
             if state is None:
                 state = states[entry.state_of] = entry.state_of()
             if state != entry.state:
-                reasons.append(_why(entry.state, state))
+                reasons.append(_why(entry.state, state, entry.state_of.places))
                 continue
             out = entry(leaves, Tensor)
             if out is not GUARD_FAILED:
@@ -859,15 +859,41 @@ def _safe(name):
     return name if name and not name[0].isdigit() else f"fn_{name}"
 
 
-def _why(old, new):
+def _why(old, new, places=()):
     names = ("grad mode", "module training flags", "optimizer hyper-parameters",
              "which parameters have a .grad", "the tensors' shapes, dtypes, requires_grad or "
              "identity", "optimizer state", "a Python value the function can reach (an "
              "attribute, a global, a closure variable)")
-    for name, a, b in zip(names, old, new):
+    for k, (name, a, b) in enumerate(zip(names, old, new)):
         if a != b:
+            if k == 6:
+                place = _changed_place(a, b, places)
+                if place is not None:
+                    return f"{name} changed: {place}"
             return f"{name} changed"
     return "guards failed"
+
+
+def _changed_place(old, new, places):
+    """The first place of ``places`` whose value differs between two readings of the
+    Python state (``(types, values, ids)``, see ``_state_function``), described."""
+    types_old, types_new = old[0], new[0]
+    values = ids = 0        # positions in the values and ids parts
+    for i, (t, u) in enumerate(zip(types_old, types_new)):
+        by_value = t in _VALUES
+        if t is not u or (old[1][values] != new[1][values] if by_value
+                          else old[2][ids] != new[2][ids]):
+            if i >= len(places):
+                return None
+            c, key = places[i]
+            if type(c) is types.CellType:
+                return "a variable the function closes over"
+            return f"{key!r}" if type(key) in (str, int) else "an entry of a dict"
+        if by_value:
+            values += 1
+        else:
+            ids += 1
+    return None
 
 
 def _state_function(reached, params, Module, known):
