@@ -42,6 +42,16 @@ def _size(shape) -> int:
     return math.prod(shape)
 
 
+def _pairs64(words):
+    """64-bit words made of pairs of 32-bit ``words``, the first of each pair high."""
+    return (words[0::2] << np.uint64(32)) | words[1::2]
+
+
+def _doubles(words64):
+    """Uniforms in [0, 1) from the low 53 bits of 64-bit words."""
+    return (words64 & _MASK53).astype(np.float64) * 2.0 ** -53
+
+
 class Generator:
     """A random number generator with PyTorch's streams (``torch.Generator``)."""
 
@@ -98,14 +108,13 @@ class Generator:
 
     def random64(self, n: int) -> np.ndarray:
         """``n`` 64-bit words made of two 32-bit ones each, the first one high."""
-        w = self.random(2 * int(n))
-        return (w[0::2] << np.uint64(32)) | w[1::2]
+        return _pairs64(self.random(2 * int(n)))
 
     # -- distributions ----------------------------------------------------------------
     def _unit(self, n, dtype) -> np.ndarray:
         """``n`` uniforms in [0, 1) as doubles, with ``dtype``'s number of bits."""
         if np.dtype(dtype) == np.float64:
-            return (self.random64(n) & _MASK53).astype(np.float64) * 2.0 ** -53
+            return _doubles(self.random64(n))
         return (self.random(n) & _MASK24).astype(np.float64) * 2.0 ** -24
 
     def uniform(self, shape, dtype=np.float32, low=0.0, high=1.0) -> np.ndarray:
@@ -143,9 +152,8 @@ class Generator:
         if self._next_normal is not None:
             v, self._next_normal = self._next_normal, None
             return v
-        w = self.words(4)       # two random64 words, drawn here even while capturing
-        u1, u2 = ((((w[0::2] << np.uint64(32)) | w[1::2]) & _MASK53).astype(np.float64)
-                  * 2.0 ** -53).tolist()
+        # two 53-bit uniforms, from words drawn here even while capturing (capture.drawn)
+        u1, u2 = _doubles(_pairs64(self.words(4))).tolist()
         r = math.sqrt(-2.0 * math.log1p(-u2))
         theta = 2.0 * math.pi * u1
         self._next_normal = r * math.sin(theta)

@@ -217,17 +217,13 @@ class _Generator:
         of indexing: ``index_update(broadcast_to(0, shape), g, index)``): each scatter
         starts from a fresh ``np.zeros`` buffer instead, so no statement computes them
         (NumPy's ``broadcast_to`` costs microseconds of Python per call)."""
-        users: dict = {}
-        for n in self.graph:
-            for a in set(self.nodes[n]["args"]):
-                users.setdefault(a, []).append(n)
         unread: set = set()
         for n in reversed(list(self.graph)):
             d = self.nodes[n]
             if d["op"] not in ("broadcast_to", "reshape") or n in self.keep or \
                     not self._zeros(n):
                 continue
-            us = users.get(n, [])
+            us = self.graph.users(n)
             if us and all(u in unread or (
                     self.nodes[u]["op"] == "index_update" and self.nodes[u]["args"][0] == n
                     and n not in self.nodes[u]["args"][1:] and u not in self.scatter_sum)

@@ -225,15 +225,12 @@ def _unwatch(snaps):
             d.update(saved)
 
 
-_ATOMS = frozenset({float, int, bool, str, type(None)})
-
-
 def _hyper(optimizers):
     """The hyper-parameters of the optimizers' groups (everything but the parameters)."""
     out = []
     for opt in optimizers:
         for g in opt.param_groups:
-            out.append(tuple((k, v if type(v) in _ATOMS or _hashable(v) else id(v))
+            out.append(tuple((k, v if type(v) in _VALUES or _hashable(v) else id(v))
                              for k, v in g.items() if k != "params"))
     return tuple(out)
 

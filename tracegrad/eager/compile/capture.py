@@ -327,9 +327,7 @@ class Capture:
         data = self._integers(t)
         if data is None or data.size != 1:
             self.graph_break("Tensor.item()")
-        if data.shape != ():
-            data = data.reshape(())
-        return TracedInt(self, data, int(np.asarray(data._value)))
+        return self._number(data.reshape(()) if data.shape != () else data)
 
     # a tolist() of more integers than this breaks the graph (one node per number)
     TOLIST_LIMIT = 64
@@ -346,10 +344,12 @@ class Capture:
             self.graph_break("Tensor.tolist()")
 
         def nest(x):
-            if x.ndim == 0:
-                return TracedInt(self, x, int(np.asarray(x._value)))
-            return [nest(x[i]) for i in range(x.shape[0])]
+            return self._number(x) if x.ndim == 0 else [nest(x[i]) for i in range(x.shape[0])]
         return nest(data)
+
+    def _number(self, x):
+        """The ``TracedInt`` standing for the 0-d integer tracer ``x``."""
+        return TracedInt(self, x, int(np.asarray(x._value)))
 
     def _constant(self, t):
         """``t``'s value if ``t`` was made by the function from constants (the same on

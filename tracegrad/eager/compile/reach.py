@@ -28,8 +28,9 @@ class Reached:
         self.containers: list = []      # the lists and dicts reached (their stores replay)
         self.generators: list = []      # random.Random, np.random Generator / RandomState
         # the places holding the Python state reached: (dict, key), or (cell, None) for a
-        # closure's cell; guarded on each call (``guards.py``): a number, string, None or
-        # bool by value, any other object (a submodule, a config object) by identity
+        # closure's cell; guarded on each call (``api._state_function``): a number,
+        # string, None or bool by value, any other object (a submodule, a config object)
+        # by identity
         self.places: list = []
         # id(tensor) -> the place its tuple or list hangs from (an LSTM's hidden state
         # kept as a module attribute), for the tensors found inside one

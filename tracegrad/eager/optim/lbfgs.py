@@ -11,7 +11,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..grad_mode import enable_grad
-from ..tensor_base import CAPTURE
 from .optimizer import Optimizer
 
 __all__ = ["LBFGS"]
@@ -149,9 +148,7 @@ class LBFGS(Optimizer):
         computes the loss, calls ``backward()`` and returns the loss."""
         if closure is None:
             raise RuntimeError("LBFGS requires a closure: optimizer.step(closure)")
-        capture = CAPTURE.get()
-        if capture is not None:
-            capture.optimizer_step(self)
+        self._captured()
         group = self.param_groups[0]
         lr, max_iter, max_eval = group["lr"], group["max_iter"], group["max_eval"]
         tol_grad, tol_change = group["tolerance_grad"], group["tolerance_change"]

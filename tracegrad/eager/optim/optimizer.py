@@ -119,9 +119,7 @@ class Optimizer:
         region = BROKEN.get()
         if region is not None and closure is None and region.obj is not self:
             return region.call(self, (), {})     # under a tg.compile graph break
-        capture = CAPTURE.get()
-        if capture is not None:
-            capture.optimizer_step(self)
+        self._captured()
         loss = None
         if closure is not None:
             with enable_grad():
@@ -134,6 +132,13 @@ class Optimizer:
                 self._update(p, grad, group, self.state.setdefault(p, {}))
                 p._vc.v += 1
         return loss
+
+    def _captured(self):
+        """Under a ``tg.compile`` capture, a step of an optimizer its walk did not reach
+        is a graph break, before the step changes any state (``Capture.optimizer_step``)."""
+        capture = CAPTURE.get()
+        if capture is not None:
+            capture.optimizer_step(self)
 
     def _update(self, p, grad, group, state):
         raise NotImplementedError
