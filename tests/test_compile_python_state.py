@@ -220,3 +220,34 @@ def test_an_optimizer_the_walk_misses_breaks_before_changing_its_state(opt_cls):
     for u, v in zip(pa, pb):
         np.testing.assert_array_equal(u, v)
     assert "did not reach" in f.explain().break_reasons[0]
+
+
+def test_threads_guard_their_own_state_and_items_at_once():
+    """Captures in several threads at once (reach's cached code scans, the guards, the
+    numbers read by .item()): every value is each thread's own."""
+    import threading
+    errors, results = [], {}
+
+    def work(i):
+        try:
+            box = Holder()
+
+            def fn(v, idx):
+                return v[idx.item()] * box.scale
+            f = tg.compile(fn)
+            out = []
+            for k in range(6):
+                box.scale = float(i + k // 2)
+                v = tg.arange(4.0) + i
+                out.append(f(v, tg.tensor([k % 4])).item())
+            results[i] = out
+        except Exception as e:      # noqa: BLE001
+            errors.append(e)
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for i in range(4):
+        assert results[i] == [float((k % 4 + i) * (i + k // 2)) for k in range(6)]
