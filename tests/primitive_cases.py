@@ -805,3 +805,42 @@ for _xs, _k, _s, _p, _second in [
              tag=f"k{_k}-s{_s}-p{_p}".replace(" ", ""), second=_second))
 add(Case("avg_pool2d", (uniform((1, 2, 4, 4)).astype(np.float32),),
          {"kernel": (2, 2), "stride": (2, 2), "padding": (1, 1)}))
+
+
+# -- lstm_cell, lstm_cell_grad: one LSTM step and its VJP, each one node --------------------
+# Reference values: the step composed of NumPy's elementary operations. lstm_cell_grad's
+# inputs are independent here (c' need not be f c + i g), so its reference is its impl;
+# lstm_cell's derivative cases (first and second order, against JAX and differences)
+# check that it is lstm_cell's VJP, and test_lstm_cell.py against the composite's.
+def lstm_composite(gates, c):
+    n = gates.shape[-1] // 4
+    act = 1.0 / (1.0 + np.exp(-gates))
+    i, f, o = act[..., :n], act[..., n:2 * n], act[..., 3 * n:]
+    g = np.tanh(gates[..., 2 * n:3 * n])
+    c_new = f * c + i * g
+    return o * np.tanh(c_new), c_new, np.concatenate([i, f, g, o], axis=-1)
+
+
+def _jax_lstm(prim, which):
+    def fn(*ops):
+        return REGISTRY[prim].jax(*ops)[which]
+    return fn
+
+
+for _lead, _dtype, _second in [((3,), np.float64, True), ((2, 2), np.float64, False),
+                               ((), np.float64, True), ((4,), np.float32, False)]:
+    _hidden = 2
+    _g = uniform(_lead + (4 * _hidden,)).astype(_dtype)
+    _c = uniform(_lead + (_hidden,)).astype(_dtype)
+    for _w, _tag in ((0, "h"), (1, "c"), (2, "act")):
+        add(Case("lstm_cell", (_g, _c), tag=_tag, second=_second,
+                 fn=lambda g, c, w=_w: apply("lstm_cell", g, c)[w],
+                 ref_fn=lambda g, c, w=_w: lstm_composite(g, c)[w],
+                 jax_fn=_jax_lstm("lstm_cell", _w)))
+    _h, _cn, _act = lstm_composite(_g, _c)
+    _gh, _gc = uniform(_lead + (_hidden,)).astype(_dtype), uniform(_lead + (_hidden,)).astype(_dtype)
+    for _w, _tag in ((0, "gates"), (1, "c")):
+        add(Case("lstm_cell_grad", (_gh, _gc, _act, _c, _cn), tag=_tag, second=_second,
+                 fn=lambda *ops, w=_w: apply("lstm_cell_grad", *ops)[w],
+                 ref_fn=lambda *ops, w=_w: REGISTRY["lstm_cell_grad"].impl(*ops)[w],
+                 jax_fn=_jax_lstm("lstm_cell_grad", _w)))

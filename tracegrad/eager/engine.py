@@ -445,9 +445,15 @@ def _staged(root_nodes, seeds, targets, create_graph, scan, Tensor):
             if not waiting:
                 break
             top = max(waiting)
-            if top not in functions:        # a Function's input: start from it
-                released.add(top)
-                pending = [(top, waiting.pop(top))]
+            if top not in functions:
+                # Function inputs later than every waiting Function: their gradients are
+                # complete (what is left to run comes before them). One stage from all of
+                # them, so that a node below several (an LSTM cell below its h and c) runs
+                # once, with its whole gradient, not once per input
+                last = max((n for n in waiting if n in functions), default=-1)
+                ready = sorted((n for n in waiting if n > last), reverse=True)
+                released.update(ready)
+                pending = [(n, waiting.pop(n)) for n in ready]
                 continue
             rule = functions[top]
             rules.append(rule)

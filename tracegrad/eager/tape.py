@@ -313,7 +313,7 @@ class Tape(threading.local, Trace):
                 and args[0]._view is None and args[1]._view is None:
             # the common case: two tape tracers (the loop below, unrolled)
             a, b = args
-            if not params:
+            if not params and not prim.multi:
                 src = self.src
                 return self.add2(prim, a, b, src if src is not None else user_src())
             ids, vals, parents = (a._node, b._node), (a._value, b._value), (a._handle, b._handle)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ir import REGISTRY, Graph
+from ...ir import PROJ, REGISTRY, Graph
 from ...ir.source import user_src
 from ...passes.adjoint import _pull
 from ...tracer import Tracer, sync
@@ -480,6 +480,14 @@ class Capture:
                 todo.extend(records[n][1])
             else:
                 boundary.add(n)
+        # every output of a multi-output node inside, used or not: the backward's rules read
+        # them (lstm_cell's activations), and a missing one would be computed again there
+        multi = [n for n in inside if getattr(REGISTRY.get(records[n][0]), "multi", False)]
+        for n in multi:
+            k = n + 1
+            while k < len(records) and records[k][0] == PROJ and records[k][1][0] == n:
+                inside.add(k)
+                k += 1
         g = Graph()
         local = {}
         for n in sorted(inside | boundary):

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import math
 
+from ...ir import apply
 from ..creation import empty, zeros
+from ..dispatch import call as _call
 from ..functions import cat, stack
 from . import functional as F
 from . import init
@@ -27,10 +29,19 @@ def _rnn_cell(x_part, h, w_hh, b_hh, relu):
     return g.relu() if relu else g.tanh()
 
 
+def _fused_step(gates, c):
+    h, c, _ = apply("lstm_cell", gates, c)   # the activations are the backward's
+    return h, c
+
+
 def _lstm_step(gates, c):
     """One LSTM step from its summed gates (i, f, g, o along the last axis): one sigmoid
     over the whole block (PyTorch's, ``Tensor.sigmoid``) of which the i, f and o quarters
-    are kept, and tanh of the g quarter; ``c`` None is a zero cell state."""
+    are kept, and tanh of the g quarter; ``c`` None is a zero cell state. With a state, one
+    ``lstm_cell`` node (the same values to the bit, and one node for the backward)."""
+    if c is not None and c.dtype == gates.dtype and gates.shape[:-1] == c.shape[:-1] \
+            and gates.shape[-1] == 4 * c.shape[-1]:
+        return _call(_fused_step, gates, c)
     hidden = gates.shape[-1] // 4
     i, f, _, o = gates.sigmoid().chunk(4, -1)
     g = gates[..., 2 * hidden:3 * hidden].tanh()

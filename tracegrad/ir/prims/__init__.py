@@ -12,6 +12,7 @@ from . import (  # noqa: F401
     more,
     multi,
     nn,
+    recurrent,
     reduce,
     scipy_linalg,
     scipy_special,

@@ -25,6 +25,7 @@ register(
     PROJ, lambda head, index: head[index], abstract=_abstract,
     vjp=_no_rule, jvp=_no_rule, jax=lambda head, index: head[index],
     batch=None,     # passes.batch picks the output of its batched multi-output node
+    spelling="{0}[{index}]",
 
     cost=lambda out_shape, arg_shapes, params: 0,
     torch_name="ProjBackward0", family="multi",
