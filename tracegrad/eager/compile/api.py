@@ -34,7 +34,7 @@ from ..tensor_base import BROKEN
 from . import draws as _draws
 from . import partial as _partial
 from .capture import Capture, GraphBreak
-from .reach import reach
+from .reach import LENGTH, reach
 from .scalars import TracedInt
 
 RECOMPILE_LIMIT = 8
@@ -250,7 +250,8 @@ def _arg_key(leaves, Tensor):
             d = x._data
             g = x._grad
             key.append(("T", d.shape, d.dtype, x._requires_grad, x._tracer is not None,
-                        None if g is None else (g._data.shape, g._data.dtype)))
+                        None if g is None else (g._data.shape, g._data.dtype),
+                        not x._hooks))      # (a gradient hook: a backward inside breaks)
         elif isinstance(x, np.ndarray):
             key.append(("A", x.shape, x.dtype, x.tobytes()))
         elif _hashable(x):
@@ -288,7 +289,12 @@ class _Entry:
         for w in self.writes:
             w(out, leaves)
         result = []
-        tape = self.tape.apply(out, leaves) if self.tape is not None else None
+        tape = None
+        if self.tape is not None:
+            # its results require grad as captured (grad mode on there, the entry's key),
+            # though the call may be under no_grad (the function enabling grad itself)
+            with grad_mode.enable_grad():
+                tape = self.tape.apply(out, leaves)
         for kind, v in self.returned:
             if kind == "out":
                 result.append(Tensor._plain(out[v]))
@@ -296,6 +302,10 @@ class _Entry:
                 result.append(tape[v[1]])
             elif kind == "arg":
                 result.append(leaves[v])
+            elif kind == "same":
+                result.append(result[v])
+            elif kind == "view":
+                result.append(Tensor._plain(_view_array(v, out, leaves, result)))
             else:
                 result.append(v)
         return unflatten(self.tree, result)
@@ -354,6 +364,8 @@ class _TapeNode:
                 for j, _ in targets:
                     k = bw.outputs[j]
                     res.append(None if k is None else Tensor._plain(np.asarray(outs[k])))
+                if grad_mode.is_grad_enabled():     # backward(create_graph=True)
+                    res[1:] = _no_double_backward(res[1:])
                 return tuple(res) + (None,) * (1 + n_targets - len(res))
         self.function = CompiledFunction
         self.result_index: list = []     # per result: its position among the outputs
@@ -363,6 +375,39 @@ class _TapeNode:
         return self.function.apply(_Call([out[k] for k in self.result_index],
                                          [out[v] if kind == "out" else v
                                           for kind, v in self.saved]), *tensors)
+
+
+_DOUBLE = ("torch.compile with aot_autograd does not currently support double backward "
+           "(tg.compile: the backward of a compiled forward is not differentiated again)")
+
+
+def _no_double_backward(grads):
+    """The gradients a compiled forward's backward gives under ``create_graph=True``, as
+    PyTorch's: they require grad (they depend on what the forward saved) through a node
+    whose backward raises, so that differentiating them again is a clear error instead of
+    a silently missing second-order term."""
+    from ..autograd.function import Function
+
+    class CompiledFunctionBackward(Function):
+        @staticmethod
+        def forward(ctx, *xs):
+            return tuple(Tensor._plain(np.array(x._data)) for x in xs)
+
+        @staticmethod
+        def backward(ctx, *gs):
+            raise RuntimeError(_DOUBLE)
+
+    live = [g for g in grads if g is not None]
+    if not live:
+        return grads
+    marked = []
+    for g in live:
+        g = g.detach()
+        g.requires_grad_(True)
+        marked.append(g)
+    out = CompiledFunctionBackward.apply(*marked)
+    out = iter(out if isinstance(out, tuple) else (out,))
+    return [None if g is None else next(out) for g in grads]
 
 
 class CompiledFunction:
@@ -436,6 +481,10 @@ class CompiledFunction:
             if state != entry.state:
                 reasons.append(_why(entry.state, state, entry.state_of.places))
                 continue
+            if entry.alias_of(leaves) != entry.alias:
+                reasons.append("which tensors share memory (the same tensor or array passed "
+                               "twice, views of one array) changed")
+                continue
             out = entry(leaves, Tensor)
             if out is not GUARD_FAILED:
                 return out
@@ -504,6 +553,9 @@ class CompiledFunction:
                         Tensor, Module, Optimizer, Scheduler)
         # (a tensor with a recorded history, say the last step's loss kept in a list, is
         # not lifted: an operation reading it is a graph break, storing over it is fine)
+        # (a tensor reached that is also an argument is lifted as the argument; its array is
+        # still compared with the arguments' on each call, see ``_alias_sources``)
+        also_args = [t for t, _ in reached.tensors if id(t) in arg_ids]
         reached.tensors = [(t, p) for t, p in reached.tensors
                            if id(t) not in arg_ids and t._tracer is None]
         snaps = _watch(reached)
@@ -620,15 +672,28 @@ class CompiledFunction:
                     writes.append(_write_store(d, k, made, tree))
                 res_leaves, res_tree = flatten(result)
                 returned = []
-                rg_out = [x for x in res_leaves if isinstance(x, Tensor) and
-                          x._requires_grad and type(x._data) is Tracer]
+                rg_out = list({id(x): x for x in res_leaves if isinstance(x, Tensor) and
+                               x._requires_grad and type(x._data) is Tracer}.values())
                 tape = None
                 if rg_out and cap.backwards == 0:
                     # a compiled forward whose results are differentiated later, outside:
                     # one tape node whose backward is the compiled adjoint
                     tape = self._tape(cap, rg_out, outputs, arg_slot, Tensor)
+                first = {}      # id(tensor) -> its first place among the results
+                # the arrays a returned view may be a view of: the tracers the lifted tensors
+                # still hold (an argument's, a parameter's), and the results before it
+                bases = {}
+                for slot in cap.slots:
+                    if slot.kind == "data" and slot.owner._data is slot.input:
+                        t = slot.owner
+                        bases[id(slot.input)] = ("arg", arg_slot[id(t)]) if id(t) in \
+                            arg_slot else ("obj", t)
                 for x in res_leaves:
+                    if isinstance(x, Tensor) and id(x) in first:
+                        returned.append(("same", first[id(x)]))     # (one tensor, as eager)
+                        continue
                     if isinstance(x, Tensor):
+                        first[id(x)] = len(returned)
                         if tape is not None and x._requires_grad and type(x._data) is Tracer:
                             sync(x._data)
                             outputs.append(x._data._node)
@@ -642,7 +707,12 @@ class CompiledFunction:
                         elif type(x._data) is Tracer:
                             sync(x._data)
                             outputs.append(x._data._node)
-                            returned.append(("out", len(outputs) - 1))
+                            view = _view_of(x._data, bases)
+                            if view is None:
+                                returned.append(("out", len(outputs) - 1))
+                            else:   # a view of an argument, parameter or result, as eager's
+                                returned.append(("view", (len(outputs) - 1,) + view))
+                            bases[id(x._data)] = ("result", len(returned) - 1)
                         else:
                             returned.append(("const", Tensor._plain(np.array(x._data))))
                     elif isinstance(x, (Tracer, np.ndarray)):
@@ -691,6 +761,23 @@ class CompiledFunction:
                           if (id(p[0]), p[1]) not in stored or (id(p[0]), p[1]) in read_from]
         params = [p for p in params if id(p) in used or p._grad is not None and
                   id(p._grad) in used or any(w is p for w in cap.leaves)]
+        # which of the arrays read share memory: a graph holds one input per array, so it is
+        # right only for the sharing it was captured with (guarded on each call); a write
+        # into one of two arrays that overlap (views of one array) it cannot follow
+        groups: dict = {}   # the tensors lifted as one input (one array: w and w.data)
+        for slot in cap.slots:
+            if slot.kind == "data":
+                groups.setdefault(id(slot.input), []).append(slot.owner)
+        shared = [t for g in groups.values() if len(g) > 1 for t in g if id(t) not in arg_slot]
+        alias_of = _alias_sources(leaves, list({id(t): t for t in [
+            t for t, _ in reached.tensors] + also_args + shared}.values()), Tensor)
+        alias = alias_of(leaves)
+        overlapping = {i for a in alias if a[0] == "overlap" for i in a[1:]}
+        if overlapping and any(id(alias_of.tensors(leaves)[i]) in cap.written
+                               for i in overlapping):
+            raise GraphBreak("the function writes in place into a tensor that shares memory "
+                             "with another tensor it reads (views of one array passed or "
+                             "reached separately): a graph reads them as separate values")
         # a parameter's update is written straight into its array where the code can
         position = {k: i for i, k in enumerate(keys) if k is not None}
         into = {w.k: position[w.key] for w in writes
@@ -699,6 +786,7 @@ class CompiledFunction:
         state_of = _state_function(reached, params, Module, self._state_fns)
         entry = _Entry(graph, fn, key, state_of, state_of(), getters, writes, returned,
                        res_tree)
+        entry.alias_of, entry.alias = alias_of, alias
         entry.calls, entry.results = draws
         # the objects whose identities the guards compare, held so no id is reused
         entry.held = [_at(p) for p in state_of.places]
@@ -818,6 +906,91 @@ class _JaxRun:
         return [np.asarray(o) for o in out]
 
 
+def _view_of(tracer, bases):
+    """How to take the returned ``tracer`` as a NumPy view of the array one of ``bases``
+    (id(tracer) -> ("arg", i) / ("obj", tensor) / ("result", j)) holds after a call:
+    ``(base, steps)``, each step a ``views.View`` whose ``on_layout`` takes it of its base's
+    array; None where ``tracer`` is no view of them (a view taken with a number read by
+    ``item()``, whose capture-time index ``on_layout`` would hold, is not followed)."""
+    hit = bases.get(id(tracer))
+    if hit is not None:         # the array itself (``p.detach()``, ``p.data``)
+        return hit, ()
+    steps = []
+    v = tracer._view
+    while v is not None:
+        if "Capture.getitem" in getattr(v.on_layout, "__qualname__", ""):
+            return None
+        steps.append(v)
+        hit = bases.get(id(v.base))
+        if hit is not None:
+            return hit, tuple(reversed(steps))
+        v = v.base._view
+    return None
+
+
+def _view_array(spec, out, leaves, result):
+    """A returned view (``_view_of``) taken of the array its base holds after this call;
+    the graph's output for it (a copy) where the view taken does not give its values."""
+    from ...tracer.views import _no_copy_reshape
+    k, (kind, where), steps = spec
+    value = out[k]
+    if kind == "arg":
+        arr = leaves[where]._data
+    elif kind == "obj":
+        arr = where._data
+    else:
+        arr = result[where]._data
+    try:
+        for v in steps:
+            arr = v.on_layout(_no_copy_reshape(arr, v.base_shape))
+    except (ValueError, AttributeError, TypeError, IndexError):
+        return value
+    if type(arr) is not np.ndarray or arr.shape != value.shape or arr.dtype != value.dtype \
+            or not np.array_equal(arr, value):
+        return value
+    return arr
+
+
+def _alias_sources(leaves, tensors, Tensor):
+    """The function giving, for a call's ``leaves``, which of the tensor arguments' and the
+    ``tensors``' arrays share memory: ``("same", i, j)`` where source ``i``'s array is
+    source ``j``'s, ``("overlap", j, i)`` where two arrays overlap (views of one array).
+    Empty when no two do (the usual case: one pass of dictionary lookups)."""
+    positions = [i for i, x in enumerate(leaves) if isinstance(x, Tensor)]
+    tensors = list(tensors)
+
+    def sources(leaves):
+        return [leaves[i] for i in positions] + tensors
+
+    def alias_of(leaves):
+        arrays = [t._data for t in sources(leaves)]
+        if len({id(_root(a)) for a in arrays}) == len(arrays):
+            return ()       # (every array its own memory: no two share any)
+        objects, roots, out = {}, {}, []
+        for i, a in enumerate(arrays):
+            if type(a) is not np.ndarray:
+                continue
+            j = objects.setdefault(id(a), i)
+            if j != i:
+                out.append(("same", i, j))
+                continue
+            seen = roots.setdefault(id(_root(a)), [])
+            for j, b in seen:
+                if np.may_share_memory(a, b):
+                    out.append(("overlap", j, i))
+            seen.append((i, a))
+        return tuple(out)
+    alias_of.tensors = sources
+    return alias_of
+
+
+def _root(a):
+    """The array whose memory the NumPy array ``a`` is a view of, or ``a``."""
+    while type(a) is np.ndarray and type(a.base) is np.ndarray:
+        a = a.base
+    return a
+
+
 def _rng_state(gen):
     s = gen.get_state()
     bits = s["bits"]["state"]
@@ -858,9 +1031,11 @@ def _safe(name):
 
 def _why(old, new, places=()):
     names = ("grad mode", "module training flags", "optimizer hyper-parameters",
-             "which parameters have a .grad", "the tensors' shapes, dtypes, requires_grad or "
-             "identity", "optimizer state", "a Python value the function can reach (an "
-             "attribute, a global, a closure variable)")
+             "which parameters have a .grad", "the tensors' shapes, dtypes, requires_grad, "
+             "gradient hooks or identity", "optimizer state", "a Python value the function "
+             "can reach (an attribute, a global, a closure variable)",
+             "the length of a list, or the keys of a dict or the attributes of an object, the "
+             "function can reach (a hook, an attribute, a submodule or an element added)")
     for k, (name, a, b) in enumerate(zip(names, old, new)):
         if a != b:
             if k == 6:
@@ -885,6 +1060,14 @@ def _changed_place(old, new, places):
             c, key = places[i]
             if type(c) is types.CellType:
                 return "a variable the function closes over"
+            if key is LENGTH:
+                return ("the length of a list" if isinstance(c, list) else
+                        "the keys of a dict or the attributes of an object (one added: a "
+                        "hook, an attribute, a submodule)")
+            if type(c) is types.FunctionType:
+                return f"the default arguments of {c.__qualname__}"
+            if isinstance(c, list):
+                return f"element {key} of a list"
             return f"{key!r}" if type(key) in (str, int) else "an entry of a dict"
         if by_value:
             values += 1
@@ -907,6 +1090,9 @@ def _state_function(reached, params, Module, known):
            tuple((id(c), k) for c, k in places))
     if key in known:
         return known[key][0]
+    # the lists and dicts whose lengths are guarded (reach.LENGTH): one len() each
+    sized = [c for c, k in places if k is LENGTH]
+    places = [p for p in places if p[1] is not LENGTH]
 
     def state_of():
         values = [_at(p) for p in places]
@@ -916,7 +1102,7 @@ def _state_function(reached, params, Module, known):
                 tuple(p._grad is None or (p._grad._data.shape, p._grad._data.dtype)
                       for p in params),
                 tuple((t._data.shape, t._data.dtype, t._requires_grad, t._tracer is None,
-                       path is None or _at(path) is t)
+                       path is None or _at(path) is t, not t._hooks)
                       for t, path in tensors),
                 tuple((id(st), tuple(sorted(st))) for opt in optimizers
                       for st in opt.state.values()),
@@ -924,7 +1110,8 @@ def _state_function(reached, params, Module, known):
                 # numbers, strings and None), then those values, then the others' ids
                 (tuple(map(type, values)),
                  tuple(v for v in values if type(v) in _VALUES),
-                 tuple(id(v) for v in values if type(v) not in _VALUES)))
+                 tuple(id(v) for v in values if type(v) not in _VALUES)),
+                tuple(map(len, sized)))
     state_of.places = places
     # (the objects are held with it: an id is not reused while the key is known)
     known[key] = (state_of, tensors, modules, optimizers, params, places)
@@ -937,14 +1124,21 @@ _VALUES = frozenset({bool, int, float, complex, str, bytes, type(None), np.float
 
 
 def _at(place):
-    """The value at a place of ``Reached.places``: ``d[key]`` or a closure cell's."""
+    """The value at a place of ``Reached.places``: ``d[key]``, ``lst[index]``, a dict's or
+    list's length (``LENGTH``), a function's defaults or a closure cell's value."""
     c, k = place
+    if isinstance(c, dict):
+        return len(c) if k is LENGTH else c.get(k, _MISSING)
+    if k is LENGTH:
+        return len(c)
     if type(c) is types.CellType:
         try:
             return c.cell_contents
         except ValueError:      # emptied
             return _MISSING
-    return c.get(k, _MISSING)
+    if isinstance(c, list):
+        return c[k] if k < len(c) else _MISSING
+    return getattr(c, k)        # a function's __defaults__ or __kwdefaults__
 
 
 _MISSING = object()

@@ -89,20 +89,22 @@ _SAMPLES = 3
 
 
 def _timed(cf, args, kwargs):
+    # (the timings and the choice are kept on the CompiledFunction, not on the _Plain
+    # function it captures: that one's attributes are Python state its guards compare)
     fn = cf._fn
-    mode = fn.__dict__.get("mode") or cf.options.get("break_children", "timed")
+    mode = cf.__dict__.get("_child_mode") or cf.options.get("break_children", "timed")
     if mode == "eager":
         return fn(*args, **kwargs)
     if mode == "compiled" or cf._calls < 2:
         return cf(*args, **kwargs)
-    times = fn.__dict__.setdefault("times", ([], []))
+    times = cf.__dict__.setdefault("_child_times", ([], []))
     compiled = len(times[0]) < _SAMPLES
     started = time.perf_counter()
     out = cf(*args, **kwargs) if compiled else fn(*args, **kwargs)
     times[0 if compiled else 1].append(time.perf_counter() - started)
     if len(times[1]) >= _SAMPLES:
-        fn.mode = "compiled" if min(times[0]) <= min(times[1]) else "eager"
-        if fn.mode == "eager":
+        cf._child_mode = "compiled" if min(times[0]) <= min(times[1]) else "eager"
+        if cf._child_mode == "eager":
             cf._explain.break_reasons.append(
                 "its compiled call took longer than its eager call "
                 f"({min(times[0]) * 1e6:.0f} us against {min(times[1]) * 1e6:.0f} us): it "

@@ -19,6 +19,19 @@ _GENERATORS = (random.Random, np.random.Generator, np.random.RandomState,
                np.random.BitGenerator)
 
 
+class _Length:
+    """The key of a place holding a list's length or a dict's number of keys
+    (``(container, LENGTH)``): a hook, an attribute, a dict entry or a list element added
+    between calls changes it, as a replaced one changes the value at its own place."""
+    __slots__ = ()
+
+    def __repr__(self):
+        return "LENGTH"
+
+
+LENGTH = _Length()
+
+
 class Reached:
     def __init__(self):
         self.tensors: list = []         # (tensor, path) in order found; path: (dict, key)
@@ -27,8 +40,9 @@ class Reached:
         self.schedulers: list = []
         self.containers: list = []      # the lists and dicts reached (their stores replay)
         self.generators: list = []      # random.Random, np.random Generator / RandomState
-        # the places holding the Python state reached: (dict, key), or (cell, None) for a
-        # closure's cell; guarded on each call (``api._state_function``): a number,
+        # the places holding the Python state reached: (dict, key), (list, index), (dict or
+        # list, LENGTH) for its length, (function, "__defaults__" / "__kwdefaults__"), or
+        # (cell, None) for a closure's cell; guarded on each call (``api._state_function``): a number,
         # string, None or bool by value, any other object (a submodule, a config object)
         # by identity
         self.places: list = []
@@ -59,7 +73,7 @@ def reach(fn, args, kwargs, Tensor, Module, Optimizer, Scheduler) -> Reached:
         seen.add(i)
         if isinstance(obj, Tensor):
             out.tensors.append((obj, path))     # (its .grad is lifted through it)
-            if path is None and root is not None:
+            if root is not None:
                 out.roots[i] = root
             return
         if isinstance(obj, _GENERATORS):
@@ -70,13 +84,18 @@ def reach(fn, args, kwargs, Tensor, Module, Optimizer, Scheduler) -> Reached:
         if isinstance(obj, Module):
             out.modules.append(obj)
             d = obj.__dict__
+            out.places.append((d, LENGTH))      # (a hook or an attribute added)
             for key in ("_parameters", "_buffers"):
-                store = d.get(key) or {}
-                for name, t in store.items():
-                    visit(t, depth + 1, (store, name))
-            subs = d.get("_modules") or {}
-            for name, m in subs.items():
-                visit(m, depth + 1, (subs, name))
+                store = d.get(key)
+                if isinstance(store, dict):
+                    out.places.append((store, LENGTH))
+                    for name, t in store.items():
+                        visit(t, depth + 1, (store, name))
+            subs = d.get("_modules")
+            if isinstance(subs, dict):
+                out.places.append((subs, LENGTH))   # (a ModuleList appended to)
+                for name, m in subs.items():
+                    visit(m, depth + 1, (subs, name))
             for k, v in d.items():
                 if k not in ("_parameters", "_buffers", "_modules"):
                     visit(v, depth + 1, (d, k))
@@ -95,12 +114,19 @@ def reach(fn, args, kwargs, Tensor, Module, Optimizer, Scheduler) -> Reached:
             return
         if isinstance(obj, dict):
             out.containers.append(obj)
+            out.places.append((obj, LENGTH))
             for k, v in list(obj.items()):
                 visit(v, depth + 1, (obj, k))
             return
-        if isinstance(obj, (list, tuple)):
-            if isinstance(obj, list):
-                out.containers.append(obj)
+        if isinstance(obj, list):
+            # its elements and length are guarded (``scales[0] = 3.0``, an appended
+            # tensor between calls), as a dict's entries
+            out.containers.append(obj)
+            out.places.append((obj, LENGTH))
+            for k, v in enumerate(list(obj)):
+                visit(v, depth + 1, (obj, k), path or root)
+            return
+        if isinstance(obj, tuple):
             for v in obj:
                 visit(v, depth + 1, None, path or root)
             return
@@ -121,6 +147,7 @@ def reach(fn, args, kwargs, Tensor, Module, Optimizer, Scheduler) -> Reached:
         d = getattr(obj, "__dict__", None)
         if isinstance(d, dict) and type(obj).__module__ != "builtins":
             out.containers.append(d)    # its attributes: a store into one replays or breaks
+            out.places.append((d, LENGTH))      # (an attribute added)
             for k, v in list(d.items()):
                 visit(v, depth + 1, (d, k))
 
@@ -140,8 +167,9 @@ def reach(fn, args, kwargs, Tensor, Module, Optimizer, Scheduler) -> Reached:
         for name in _names(f.__code__):
             if name in g:
                 visit(g[name], depth + 1, (g, name))
-        if f.__defaults__:
-            visit(f.__defaults__, depth + 1)
+        # the default arguments: ``f.__defaults__ = (3.0,)`` between calls is guarded
+        visit(f.__defaults__, depth + 1, (f, "__defaults__"))
+        visit(f.__kwdefaults__, depth + 1, (f, "__kwdefaults__"))
 
     visit(fn, 0)
     for a in args:
