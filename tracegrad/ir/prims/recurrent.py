@@ -164,22 +164,23 @@ def _lstm_cell_grad_impl(gh, gc, act, c, c_new):
     # d c' = gc + gh * o * (1 - tanh(c')^2)
     d_cn = tc * tc
     np.subtract(1.0, d_cn, out=d_cn)
-    d_cn *= so
     d_cn *= gh
+    d_cn *= so
     d_cn += gc
+    # d gates = the activations' slopes (s (1 - s); 1 - t^2 on g) times, per quarter,
+    # d c' g, d c' c, d c' i and gh tanh(c'): two products over the whole block, the rest
+    # on quarters (strided, the slower kind)
     slope = np.subtract(1.0, act)
-    slope *= act                                          # s (1 - s), right on i, f, o
-    di, df, dg, do = (slope[..., :n], slope[..., n:2 * n], slope[..., 2 * n:3 * n],
-                      slope[..., 3 * n:])
-    np.multiply(tg, tg, out=dg)
-    np.subtract(1.0, dg, out=dg)                          # 1 - t^2 on g
-    di *= tg
-    df *= c
-    dg *= si
-    # the three quarters that take d c', at once: (..., 4, H) (a view of the new array)
-    slope.reshape(slope.shape[:-1] + (4, n))[..., :3, :] *= d_cn[..., None, :]
-    do *= tc
-    do *= gh
+    slope *= act
+    slope_g = slope[..., 2 * n:3 * n]
+    np.multiply(tg, tg, out=slope_g)
+    np.subtract(1.0, slope_g, out=slope_g)
+    other = np.empty_like(slope)
+    np.multiply(tg, d_cn, out=other[..., :n])
+    np.multiply(c, d_cn, out=other[..., n:2 * n])
+    np.multiply(si, d_cn, out=other[..., 2 * n:3 * n])
+    np.multiply(tc, gh, out=other[..., 3 * n:])
+    slope *= other
     return slope, d_cn * sf
 
 
