@@ -78,7 +78,17 @@ def _exp(fn):
     return exp_fn
 
 
-DERIV_REFS = {"beta": _exp(_LBETA), "betaln": _LBETA, "poch": _exp(_LPOCH)}
+def _ei(sign):
+    """jax.scipy's Ei(x), or E1(x) = -Ei(-x) (x > 0): the lowerings run SciPy on the host,
+    which JAX does not differentiate."""
+    def fn(x):
+        import jax.scipy.special as jsp
+        return sign * jsp.expi(sign * x)
+    return fn
+
+
+DERIV_REFS = {"beta": _exp(_LBETA), "betaln": _LBETA, "poch": _exp(_LPOCH),
+              "expi": _ei(1.0), "exp1": _ei(-1.0)}
 UNARY = [(2, 3), ()]
 BINARY = [((2, 1), (1, 3)), ((), (2, 3))]
 

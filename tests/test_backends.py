@@ -301,6 +301,21 @@ def test_jax_backend_checks_only_graphs_that_can_fail():
     np.testing.assert_allclose(f(x), np.sin(x[1:]) * 2.0, rtol=1e-15)
 
 
+def test_jax_backend_exponential_integrals_in_a_checked_graph():
+    """Ei and E1 where the graph carries checks (an integer index): jax.scipy's expi, a
+    vmap over branches with while loops, is refused by checkify there; the lowering runs
+    SciPy's on the host, with SciPy's values at the edges too."""
+    scipy_special = pytest.importorskip("scipy.special")
+    x = np.array([-700.0, -3.0, -1e-8, 0.0, 1e-9, 0.5, 40.0, np.inf, -np.inf, np.nan])
+    i = np.array([1, 5])
+
+    def f(x, i):
+        return scipy_special.expi(x) + scipy_special.exp1(np.abs(x))[i].sum()
+    got = tg.jit(f, backend="jax")(x, i)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(got, f(x, i))
+
+
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint64])
 def test_jax_backend_small_integer_indices_on_a_long_axis(dtype):
     # JAX wraps a negative index in the index's own dtype: int8 cannot hold 300

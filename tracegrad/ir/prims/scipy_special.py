@@ -31,6 +31,7 @@ from ...errors import TraceError
 from ..registry import apply, register
 from .elementwise import _broadcast_rule, elementwise_facts
 from .incomplete_gamma import gammainc_da
+from .spectral import host_lowering
 
 SQRT_PI = math.sqrt(math.pi)
 SQRT_2PI = math.sqrt(2.0 * math.pi)
@@ -566,31 +567,11 @@ _register("kl_div", 2, lambda out, x, y: (np.log(x / y), 1.0 - x / y),
           "x·log(x/y) - x + y, the Kullback-Leibler divergence's summand")
 
 
-def _expi_jax(x):
-    # jax.scipy.special.expi evaluates every branch of its piecewise definition on every
-    # element of an array: its continued fraction for large |x| never ends on a tiny one
-    # (|x| < 1e-6) or a non-finite one. Those get 1.0; a tiny x gets Ei(x) = γ + ln|x| + x +
-    # x²/4 (the next term, x³/18, is below float64's rounding); SciPy's Ei(0) = -inf,
-    # Ei(inf) = inf, Ei(-inf) = -0, Ei(nan) = nan
-    import jax.numpy as jnp
-    import jax.scipy.special as jsp
-    x = x.astype(_result_dtype((x,)))
-    ax = jnp.abs(x)
-    tiny = (ax < 1e-6) & (x != 0)
-    safe = jnp.isfinite(x) & ~tiny & (x != 0)
-    out = jsp.expi(jnp.where(safe, x, 1.0))
-    series = np.euler_gamma + jnp.log(jnp.where(tiny, ax, 1.0)) + x + 0.25 * x * x
-    out = jnp.where(tiny, series, jnp.where(jnp.isnan(x), jnp.nan, out))
-    return jnp.where(x == 0, -jnp.inf, jnp.where(x == jnp.inf, jnp.inf,
-                                                 jnp.where(x == -jnp.inf, -0.0, out)))
-
-
-def _exp1_jax(x):
-    # jax.scipy.special.exp1 does not lower under jit: E₁(x) = -Ei(-x) for x > 0; SciPy's
-    # E₁(0) = inf, E₁(inf) = 0, NaN for x < 0
-    import jax.numpy as jnp
-    x = x.astype(_result_dtype((x,)))
-    return jnp.where(x >= 0, -_expi_jax(-x), jnp.nan)
+# Ei and E1 lower to SciPy's own on the host (jax.pure_callback): jax.scipy.special's
+# expi is a jnp.piecewise (a vmap of lax.switch) over branches with while loops, which
+# jax.experimental.checkify refuses ("checkify-of-vmap-of-while") in any graph that carries
+# a check (a cond, a guard), and which needed its own edge cases besides; on the host the
+# values are SciPy's, as the NumPy backends give them.
 
 
 def _entropy_edges(kl):
@@ -672,9 +653,9 @@ _JAX_EDGES.update({"poch": _poch_edges, "rel_entr": _entropy_edges(False),
 
 
 _register("exp1", 1, lambda out, x: (-np.exp(-x) / x,), "the exponential integral E₁(x)",
-          jax=_exp1_jax)
+          jax=host_lowering("exp1"))
 _register("expi", 1, lambda out, x: (np.exp(x) / x,), "the exponential integral Ei(x)",
-          jax=_expi_jax)
+          jax=host_lowering("expi"))
 _register("erfcx", 1, lambda out, x: (2.0 * x * out - 2.0 / SQRT_PI,),
           "the scaled complementary error function exp(x²)·erfc(x)")
 
