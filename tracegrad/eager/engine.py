@@ -622,7 +622,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     grads = _as_list(grad_tensors) or [None] * len(tensors)
     capture = CAPTURE.get()
     if capture is not None:     # tg.compile recording: the adjoint into its graph
-        return capture.backward(tensors, grads, _as_list(inputs), create_graph)
+        retain = create_graph if retain_graph is None else bool(retain_graph)
+        return capture.backward(tensors, grads, _as_list(inputs), create_graph, retain)
     if len(grads) != len(tensors):
         raise RuntimeError("grad can be implicitly created only for scalar outputs"
                            if not grads else f"got {len(grads)} gradients for {len(tensors)} "

@@ -23,12 +23,14 @@ import numpy as np
 
 from ... import passes
 from ...errors import TraceError
+from ...ir import REGISTRY
 from ...ir.aliasing import fresh_bases
 from ...passes.broadcasts import elide_broadcasts
 from ...runtime.codegen import GUARD_FAILED, generate
 from ...tracer import Tracer, flatten, new_trace, randomness, sync, unflatten
 from .. import grad_mode
 from ..dispatch import CAPTURE
+from ..tape import _IDS, TAPE, EagerTracer, GradFn
 from ..tensor import Tensor
 from ..tensor_base import BROKEN
 from . import draws as _draws
@@ -271,6 +273,7 @@ class _Entry:
         self.getters, self.writes, self.returned, self.tree = getters, writes, returned, tree
         self.tape = None
         self.inplace: list = []     # (input position, the array its output is copied into)
+        self.histories: list = []   # (result position, _Freed)
         # the Python random draws replayed first (draws.py) and the numbers they gave
         self.calls = self.results = ()
 
@@ -308,7 +311,87 @@ class _Entry:
                 result.append(Tensor._plain(_view_array(v, out, leaves, result)))
             else:
                 result.append(v)
+        for i, h in self.histories:     # a backward inside freed their graphs
+            h.attach(result[i])
         return unflatten(self.tree, result)
+
+
+def _freed_histories(cap, rg_out, arg_slot):
+    """The results of a capture that called ``backward`` which require grad: each one's
+    ``_Freed`` history (id(result) -> it), where eager's backward from it after the call
+    raises "Trying to backward through the graph a second time" (the backward inside
+    freed its graph). A result whose graph is still live in eager (``retain_graph=True``,
+    or made apart from the backward) would need a history a compiled call cannot give it:
+    a graph break, the call runs eagerly."""
+    out = {}
+    for r in rg_out:
+        if not cap.raises_again(r):
+            raise GraphBreak("the function calls backward() and returns a tensor that "
+                             "requires grad through a graph that backward did not free "
+                             "(retain_graph=True, or computed apart from it): a compiled "
+                             "call cannot give it that autograd history")
+        history = cap.history([r])
+        read = {a for n in history for a in cap.trace.records[n][1]}
+        targets = {id(s.owner): s.owner for s in cap.slots if s.kind == "data" and
+                   s.node in read and s.owner._requires_grad and id(s.owner) not in arg_slot}
+        out[id(r)] = _Freed(list(targets.values()), r._data.dtype)
+    return out
+
+
+_new = object.__new__
+
+
+class _Freed:
+    """The autograd history of a result of a compiled call whose graph a ``backward``
+    inside the function freed, as eager leaves it: the result requires grad, its
+    ``grad_fn`` (a ``CompiledFunctionBackward``, as ``torch.compile``'s) has been freed, so
+    a backward through it raises PyTorch's "Trying to backward through the graph a
+    second time" and ``.numpy()`` asks for ``detach()``. One freed custom Function node is
+    made at the first call (``template``); each call gives its results a copy of it of
+    their own (a new node id, the tensor's value and version counter), a few objects."""
+
+    def __init__(self, targets, dtype):
+        self.targets = targets      # the parameters its graph reaches (next_functions)
+        self.dtype = dtype
+        self.template = None
+
+    def _make(self, t):
+        from ..autograd.function import Function
+
+        class CompiledFunction(Function):
+            @staticmethod
+            def forward(ctx, x, *params):
+                return Tensor._plain(np.array(x._data))
+
+            @staticmethod
+            def backward(ctx, *grads):     # (never called: the node is freed)
+                from ..engine import _FREED
+                raise RuntimeError(_FREED)
+        leaves = self.targets or [Tensor._plain(np.zeros((), self.dtype), requires_grad=True)]
+        with grad_mode.enable_grad():
+            out = CompiledFunction.apply(Tensor._plain(t._data), *leaves)
+        rule = out._tracer._handle._rule
+        rule.ctx._freed = True
+        out._tracer._handle._name = "CompiledFunctionBackward"
+        return out._tracer
+
+    def attach(self, t):
+        tmpl = self.template
+        if tmpl is None:
+            tmpl = self.template = self._make(t)
+        th = tmpl._handle
+        value = t._data
+        n = next(_IDS)
+        # (GradFn's fields set directly: its IR record is the template's, the engine
+        # keys the nodes by ``_id``; shapes are specialised, so the record's shape holds)
+        h = _new(GradFn)
+        h._id, h._ir, h._parents, h._pver = n, th._ir, th._parents, th._pver
+        h._name, h._inputs, h._rule = th._name, th._inputs, th._rule
+        h._value, h._counter, h._saved_version = value, t._vc, t._vc.v
+        h._freed, h._hooks, h._retain, h._metadata = True, None, None, None
+        tracer = EagerTracer(TAPE, n, value.shape, value.dtype, value)
+        tracer._handle = h
+        t._tracer = tracer
 
 
 def _fence(arrays, leaves, inplace):
@@ -329,10 +412,11 @@ def _fence(arrays, leaves, inplace):
 
 class _Call:
     """What one call's tape node holds: the forward results, the saved values."""
-    __slots__ = ("results", "saved")
+    __slots__ = ("results", "saved", "checked", "versions")
 
     def __init__(self, results, saved):
         self.results, self.saved = results, saved
+        self.versions = None    # the versions of the tensors ``checked`` at the call
 
 
 class _TapeNode:
@@ -340,9 +424,9 @@ class _TapeNode:
     ``CompiledFunctionBackward``): its backward runs the compiled adjoint graph on the
     forward values the graph saved, and hands the leaves their gradients."""
 
-    def __init__(self, bw, saved, targets, seeds, bw_fn):
+    def __init__(self, bw, saved, targets, seeds, checked, bw_fn):
         from ..autograd.function import Function
-        self.saved, self.targets = saved, targets
+        self.saved, self.targets, self.checked = saved, targets, checked
         n_targets = len(targets)
 
         class CompiledFunction(Function):
@@ -354,6 +438,8 @@ class _TapeNode:
             @staticmethod
             def backward(ctx, *grads):
                 call = ctx.call
+                if call.versions:
+                    _check_versions(call.versions, call.checked)
                 given = [g._data if g is not None else np.zeros(shape, dtype)
                          for g, (shape, dtype) in zip(grads, seeds)]
                 outs = bw_fn(*call.saved, *[given[i] for i in bw.seeds])
@@ -372,9 +458,35 @@ class _TapeNode:
 
     def apply(self, out, leaves):
         tensors = [leaves[a] if kind == "arg" else a for _, (kind, a) in self.targets]
-        return self.function.apply(_Call([out[k] for k in self.result_index],
-                                         [out[v] if kind == "out" else v
-                                          for kind, v in self.saved]), *tensors)
+        call = _Call([out[k] for k in self.result_index],
+                     [out[v] if kind == "out" else v for kind, v in self.saved])
+        if self.checked:
+            call.checked = [leaves[a] if kind == "arg" else a for kind, a in self.checked]
+            call.versions = [t._vc.v for t in call.checked]
+        return self.function.apply(call, *tensors)
+
+
+def _is_view(op):
+    """Whether primitive ``op``'s result is a view of its first operand (the registry's
+    ``aliasing`` fact): a saved value that is one (a linear layer's ``w.t()``) reads the
+    tensor it views."""
+    prim = REGISTRY.get(op)
+    return prim is not None and prim.aliasing == "view"
+
+
+def _check_versions(versions, tensors):
+    """The version check of PyTorch's saved variables: a tensor whose value a compiled
+    forward's backward reads was changed in place after the forward (eager's backward, and
+    ``torch.compile``'s, raise; the values saved are the old ones)."""
+    from ..promotion import type_name
+    for v, t in zip(versions, tensors):
+        if t._vc.v != v:
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by "
+                f"an inplace operation: [torch.{type_name(t.dtype)} {list(t.shape)}] is at "
+                f"version {t._vc.v}; expected version {v} instead. Hint: enable anomaly "
+                "detection to find the operation that failed to compute its gradient, with "
+                "torch.autograd.set_detect_anomaly(True).")
 
 
 _DOUBLE = ("torch.compile with aot_autograd does not currently support double backward "
@@ -675,11 +787,17 @@ class CompiledFunction:
                 rg_out = list({id(x): x for x in res_leaves if isinstance(x, Tensor) and
                                x._requires_grad and type(x._data) is Tracer}.values())
                 tape = None
+                freed = {}      # id(result) -> the _Freed history it is given each call
                 if rg_out and cap.backwards == 0:
                     # a compiled forward whose results are differentiated later, outside:
                     # one tape node whose backward is the compiled adjoint
                     tape = self._tape(cap, rg_out, outputs, arg_slot, Tensor)
+                else:       # (a parameter or argument returned is itself)
+                    freed = _freed_histories(cap, [x for x in rg_out if id(x) not in
+                                                   cap.lifted and id(x) not in arg_slot],
+                                             arg_slot)
                 first = {}      # id(tensor) -> its first place among the results
+                histories = []  # (place among the results, its _Freed)
                 # the arrays a returned view may be a view of: the tracers the lifted tensors
                 # still hold (an argument's, a parameter's), and the results before it
                 bases = {}
@@ -723,6 +841,8 @@ class CompiledFunction:
                                          "graph runs)")
                     else:
                         returned.append(("const", x))
+                    if id(x) in freed:
+                        histories.append((len(returned) - 1, freed[id(x)]))
                 graph = trace.graph
                 graph.outputs = list(outputs)
         except BaseException as e:      # undone; whatever else failed, eager will say it
@@ -787,12 +907,18 @@ class CompiledFunction:
         entry = _Entry(graph, fn, key, state_of, state_of(), getters, writes, returned,
                        res_tree)
         entry.alias_of, entry.alias = alias_of, alias
+        entry.histories = histories
         entry.calls, entry.results = draws
         # the objects whose identities the guards compare, held so no id is reused
         entry.held = [_at(p) for p in state_of.places]
         entry.inplace = [(i, next(w.target for w in writes if getattr(w, "k", None) == k
                                   and getattr(w, "key", None) is not None))
                          for k, i in done.items()]
+        if type(fn) is _JaxRun:     # (outputs copied into arrays, or saved: not copied)
+            kept = {w.k for w in writes if getattr(w, "target", None) is not None}
+            if tape is not None:
+                kept |= {v for kind, v in tape[1] if kind == "out"}
+            fn.fresh = [i for i in range(len(graph.outputs)) if i not in kept]
         if tape is not None:
             entry.tape = _TapeNode(*tape, self._compile(tape[0].graph)[0])
             index = {}
@@ -814,6 +940,18 @@ class CompiledFunction:
         inv = {m: n for n, m in local.items()}
         records = cap.trace.records
         saved = []      # per saved value: ("out", output position) or ("const", array)
+        # the tensors from outside whose values (or views of them: a linear layer's w.t())
+        # the backward reads: an in-place change of one of them between the call and the
+        # backward makes eager's backward raise (its saved variable's version check)
+        owner = {s.node: s.owner for s in cap.slots if s.kind == "data"}
+        checked = {}
+        for m in bw.saved:
+            n = inv[m]
+            while _is_view(records[n][0]) and records[n][1]:
+                n = records[n][1][0]
+            t = owner.get(n) if records[n][0] == "input" else None
+            if t is not None and id(t) not in checked:
+                checked[id(t)] = ("arg", arg_slot[id(t)]) if id(t) in arg_slot else ("obj", t)
         for m in bw.saved:
             op, _, params = records[inv[m]][:3]
             if op == "const":   # passed as it is, not returned by every forward call
@@ -827,7 +965,7 @@ class CompiledFunction:
                 targets.append((j, ("arg", arg_slot[id(t)]) if id(t) in arg_slot
                                 else ("obj", t)))
         seeds = [(tuple(r.shape), r.dtype) for r in rg_out]
-        return bw, saved, targets, seeds
+        return bw, saved, targets, seeds, list(checked.values())
 
     def _writes(self, cap, outputs, writes, arg_slot, Tensor):
         """The graph outputs and the write-backs for the slots the capture changed."""
@@ -896,14 +1034,25 @@ class CompiledFunction:
 
 
 class _JaxRun:
+    """A graph compiled by XLA, called on NumPy arrays. The arrays its outputs come back
+    as are read-only views of XLA's buffers: those handed on (returned tensors, new
+    ``.grad``s and state entries) are copied, as eager's are arrays of their own that
+    in-place operations write into; ``fresh`` names them (None: every output), the others
+    are only copied into existing arrays or read by a backward."""
+
     def __init__(self, compiled):
         self.compiled = compiled
+        self.fresh = None
 
     def __call__(self, *arrays):
         out = self.compiled(*arrays)
         if out is GUARD_FAILED:
             return out
-        return [np.asarray(o) for o in out]
+        out = [np.asarray(o) for o in out]
+        for i in range(len(out)) if self.fresh is None else self.fresh:
+            if not out[i].flags.writeable:
+                out[i] = out[i].copy()
+        return out
 
 
 def _view_of(tracer, bases):
@@ -1237,7 +1386,7 @@ def _write_item(slot, k):
             if type(cur) is np.ndarray and cur.shape == out[k].shape:
                 np.copyto(cur, out[k])
             else:
-                d[key] = out[k]
+                d[key] = out[k] if out[k].flags.writeable else out[k].copy()
         write.k, write.key, write.target = k, ("item", id(d), key), lambda leaves: d.get(key)
     elif type(original) in (int, float):
         kind = type(original)

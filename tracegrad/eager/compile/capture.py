@@ -94,6 +94,11 @@ class Capture:
         self.leaves: list = []                    # lifted tensors that require grad
         self.diff: set[int] = set()
         self.backwards = 0
+        # trace nodes the backward passes went through: without retain_graph (``freed``:
+        # eager frees them, and a later backward through them raises), or with it (or
+        # with its retain_graph unknown: ``kept``)
+        self.freed: set[int] = set()
+        self.kept: set[int] = set()
         self.draws: list = []                     # (generator, n) per draw, in order
         self.histories: list = []                 # (argument, its history, requires_grad)
         self.written: set[int] = set()            # ids of the tensors written back
@@ -501,7 +506,9 @@ class Capture:
         wrt = [n for n in wrt_of if n in boundary and records[n][4].kind in "fc"]
         return g, local, wrt, wrt_of
 
-    def backward(self, roots, grads, inputs, create_graph):
+    def backward(self, roots, grads, inputs, create_graph, retain_graph=True):
+        """``loss.backward()`` while capturing (``engine.backward``); ``retain_graph``:
+        whether eager would keep the graph (False: the nodes walked are freed)."""
         if create_graph:
             raise GraphBreak("backward(create_graph=True)", user_src())
         Tensor = self.Tensor
@@ -517,6 +524,9 @@ class Capture:
                              "captured", user_src())
         trace = self.trace
         records, values = trace.records, trace.values
+        # eager frees every node this backward walks (unless it retains the graph)
+        history = self.history(roots)
+        (self.kept if retain_graph else self.freed).update(history)
         g, local, wrt, wrt_of = self.subgraph(roots, targets)
         if not wrt:
             return
@@ -550,6 +560,55 @@ class Capture:
                     continue
                 for t in wrt_of[n]:
                     self._accumulate(t, ct)
+
+    def history(self, roots):
+        """The trace nodes recorded by operations that required grad which the tensors
+        ``roots`` depend on (what eager's backward from them walks)."""
+        records, diff = self.trace.records, self.diff
+        todo = []
+        for r in roots:
+            sync(r._data)
+            todo.append(r._data._node)
+        seen = set()
+        while todo:
+            n = todo.pop()
+            if n in seen or n not in diff:
+                continue
+            seen.add(n)
+            todo.extend(records[n][1])
+        return seen
+
+    def raises_again(self, r):
+        """Whether eager's backward from the returned tensor ``r``, after the function
+        returned, raises PyTorch's "Trying to backward through the graph a second time"
+        (a value its backward reads was saved by a node, or is the output of a node, that
+        a backward inside the function freed), as the engine's ``_check_saved`` finds."""
+        from ...passes.adjoint import backward_graph
+        history = self.history([r])
+        if not history & self.freed:
+            return False
+        # (its inputs: the leaves' values it read, which the function may have updated
+        # since, and the values that need no gradient)
+        g, local, _, _ = self.subgraph([r], ())
+        wrt = [m for m in g.inputs if np.dtype(g.node(m).dtype).kind in "fc"]
+        if not wrt:
+            return False
+        bw = backward_graph(g, wrt)
+        inv = {m: n for n, m in local.items()}
+        users: dict = {}
+        for m in bw.graph:
+            for a in bw.graph.args(m):
+                users.setdefault(a, set()).add(m)
+        own = r._data._node     # (a backward restores the root's own value)
+        for k, m in enumerate(bw.graph.inputs[:len(bw.saved)]):
+            value = inv.get(bw.saved[k])
+            if value is not None and value != own and value in self.freed:
+                return True
+            for u in users.get(m, ()):
+                f = bw.origin.get(u)
+                if f is not None and inv.get(f) in self.freed:
+                    return True
+        return False
 
     def _accumulate(self, t, ct):
         if ct.dtype != t.dtype:
