@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .registry import REGISTRY
+from .registry import PROJ, REGISTRY
 
 if TYPE_CHECKING:     # graph.py (Graph.__call__) imports evaluate, which imports this
     from .graph import Graph
@@ -46,7 +46,9 @@ def sources(graph: Graph) -> dict:
     for n in graph:
         d = nodes[n]
         op = d["op"]
-        if op in ("input", "const") or makes_fresh(op) or not d["args"]:
+        if op in ("input", "const") or makes_fresh(op) or not d["args"] or (
+                op == PROJ and makes_fresh(nodes[d["args"][0]]["op"])):
+            # (each output of a fresh multi-output node is an array of its own)
             out[n] = frozenset((n,))
         else:
             out[n] = frozenset().union(*(out[a] for a in d["args"]))

@@ -33,7 +33,8 @@ differs):
     not marked through complex values raises ``TraceError``, never a wrong number;
   - ``aliasing``: what memory ``impl``'s result may share (the generated code
     writes into buffers it owns, and copies outputs that would alias the caller's):
-      ``"fresh"``: always a new array (every ufunc, ``matmul``, reductions);
+      ``"fresh"``: always a new array (every ufunc, ``matmul``, reductions; each
+      output of a multi-output one an array of its own);
       ``"view"``: NumPy's own result is a view of operand 0 (or operand 0 itself),
       as a user's program sees it (``reshape``, ``transpose``, basic indexing);
       ``"identity"``: may be operand 0 itself (``stop_gradient``, a cast to the

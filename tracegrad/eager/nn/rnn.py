@@ -270,7 +270,9 @@ class LSTM(RNNBase):
                 if b_hh is not None:
                     x_part = x_part + b_hh
                 parts.append(x_part if d == 0 else x_part.flip(0))
-                w_t.append(w_hh.t())
+                # (C-ordered: OpenBLAS multiplies a small state by a transposed view
+                # at half the speed)
+                w_t.append(w_hh.t().contiguous())
             h, c = (s[layer * dirs:(layer + 1) * dirs] for s in hx)
             if dirs == 1:
                 parts, w, h, c = parts[0], w_t[0], h[0], c[0]
