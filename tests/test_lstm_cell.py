@@ -170,3 +170,19 @@ def test_compiled_backward_reads_the_saved_activations(monkeypatch):
         out.sum().backward()
     assert len(calls) == 8
     assert run.explain().graph_count == 1
+
+
+def test_jit_outputs_of_a_fresh_multi_output_node_are_arrays_of_their_own():
+    """The outputs of lstm_cell (and np.modf, np.frexp) are fresh arrays: returned from a
+    compiled function without copies, yet none shares memory with another or an input."""
+    gates, c = _operands((3,), 2, np.float64)
+    outs = tg.jit(fused)(gates, c)
+    for w, g in zip(fused(gates, c), outs):
+        np.testing.assert_array_equal(g, w)
+    x = np.linspace(-2.5, 2.5, 7)
+    for fn in (np.modf, np.frexp):
+        outs = outs + tuple(tg.jit(fn)(x))
+    arrays = list(outs) + [gates, c, x]
+    for i, a in enumerate(arrays):
+        for b in arrays[i + 1:]:
+            assert not np.shares_memory(a, b)
