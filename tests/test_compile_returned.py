@@ -253,3 +253,33 @@ def test_in_place_change_before_backward_of_a_compiled_forward():
         if ga is not None:
             np.testing.assert_array_equal(ga, gc)
     assert [e for e, _ in compiled] == [False, True, False, True]
+
+
+def test_a_stored_and_returned_result_is_one_tensor():
+    """``state["last"] = loss; return loss``: eager stores and returns one tensor; the
+    compiled call stored a second tensor of the same value (no autograd state, another
+    identity)."""
+    def run(compiled):
+        tg.manual_seed(0)
+        m = nn.Linear(3, 1)
+        opt = tg.optim.SGD(m.parameters(), lr=0.1)
+        state = {}
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.mse_loss(m(x), y)
+            loss.backward()
+            opt.step()
+            state["last"] = loss
+            return loss
+        f = tg.compile(step) if compiled else step
+        x, y = tg.randn(4, 3), tg.randn(4, 1)
+        seen = []
+        for _ in range(4):
+            r = f(x, y)
+            last = state["last"]
+            seen.append((r is last, last.requires_grad, _error(last.numpy), r.item()))
+        return seen, f
+    (eager, _), (compiled, f) = run(False), run(True)
+    assert compiled == eager
+    assert f.explain().graph_count == 1 and f.explain().graph_break_count == 0

@@ -289,8 +289,12 @@ class _Entry:
         if out is GUARD_FAILED:
             return GUARD_FAILED
         out = [np.asarray(o) for o in out]
+        made: dict = {}     # output position -> the tensor a store made of it
         for w in self.writes:
-            w(out, leaves)
+            if w.__class__ is _Store:
+                w(out, made)
+            else:
+                w(out, leaves)
         result = []
         tape = None
         if self.tape is not None:
@@ -307,6 +311,8 @@ class _Entry:
                 result.append(leaves[v])
             elif kind == "same":
                 result.append(result[v])
+            elif kind == "stored":
+                result.append(made[v])
             elif kind == "view":
                 result.append(Tensor._plain(_view_array(v, out, leaves, result)))
             else:
@@ -771,6 +777,7 @@ class CompiledFunction:
                     draws = _recorded_draws(recorder, host_rng, outcomes)
                 outputs, writes = [], []
                 self._writes(cap, outputs, writes, arg_slot, Tensor)
+                stored_at = {}      # id(stored tensor) -> its output's position
                 for d, k, stored in stores:
                     parts, tree = flatten(stored)
                     made = []       # per tensor: its output's position, or the tensor
@@ -779,9 +786,10 @@ class CompiledFunction:
                             sync(t._data)
                             outputs.append(t._data._node)
                             made.append(len(outputs) - 1)
+                            stored_at.setdefault(id(t), len(outputs) - 1)
                         else:
                             made.append(t)
-                    writes.append(_write_store(d, k, made, tree))
+                    writes.append(_Store(d, k, made, tree))
                 res_leaves, res_tree = flatten(result)
                 returned = []
                 rg_out = list({id(x): x for x in res_leaves if isinstance(x, Tensor) and
@@ -822,6 +830,9 @@ class CompiledFunction:
                             returned.append(("const", x))   # a parameter: itself
                         elif id(x) in arg_slot:
                             returned.append(("arg", arg_slot[id(x)]))
+                        elif id(x) in stored_at:
+                            # also stored (``self.last = loss; return loss``): one tensor
+                            returned.append(("stored", stored_at[id(x)]))
                         elif type(x._data) is Tracer:
                             sync(x._data)
                             outputs.append(x._data._node)
@@ -1399,23 +1410,28 @@ def _write_item(slot, k):
     return write
 
 
-def _write_store(d, key, made, tree):
+class _Store:
     """``d[key] = `` the stored tensor (or tuple or list of them, ``tree``): per tensor,
-    the graph's output at a position, or a tensor the capture made from constants."""
-    if tree.kind == "leaf":
-        k = made[0]
-        if type(k) is int:
-            def write(out, leaves):
-                d[key] = Tensor._plain(out[k])
-        else:
-            def write(out, leaves):
-                d[key] = k
-        return write
+    the graph's output at a position, or a tensor the capture made from constants. The
+    tensors it makes are noted by output position (``made``), so that a result that is
+    the stored tensor is that same object, as in eager."""
+    __slots__ = ("d", "key", "parts", "tree")
 
-    def write_tree(out, leaves):
-        d[key] = unflatten(tree, [Tensor._plain(out[k]) if type(k) is int else k
-                                  for k in made])
-    return write_tree
+    def __init__(self, d, key, parts, tree):
+        self.d, self.key, self.parts, self.tree = d, key, parts, tree
+
+    def __call__(self, out, made):
+        tensors = []
+        for k in self.parts:
+            if type(k) is int:
+                t = made.get(k)
+                if t is None:
+                    t = made[k] = Tensor._plain(out[k])
+                k = t
+            tensors.append(k)
+        self.d[self.key] = tensors[0] if self.tree.kind == "leaf" else \
+            unflatten(self.tree, tensors)
+
 
 
 def explain(fn: Any) -> Any:
