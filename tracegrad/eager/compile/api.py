@@ -913,7 +913,8 @@ class CompiledFunction:
         position = {k: i for i, k in enumerate(keys) if k is not None}
         into = {w.k: position[w.key] for w in writes
                 if getattr(w, "key", None) in position}
-        fn, done = self._compile(graph, into)
+        fn, done = self._compile(graph, into, () if tape is None else
+                                 [v for kind, v in tape[1] if kind == "out"])
         state_of = _state_function(reached, params, Module, self._state_fns)
         entry = _Entry(graph, fn, key, state_of, state_of(), getters, writes, returned,
                        res_tree)
@@ -1032,14 +1033,19 @@ class CompiledFunction:
                     raise GraphBreak(f"optimizer state {slot.key!r} changed to a "
                                      f"{type(final).__name__}")
 
-    def _compile(self, graph, inplace=None):
+    def _compile(self, graph, inplace=None, saved=()):
         """The graph's function, and which outputs it writes into which inputs' arrays
-        (output position -> input position)."""
+        (output position -> input position). ``saved``: the output positions only a
+        compiled backward reads (which never writes into its inputs): they may share memory
+        with one another, not with an input or another output."""
         if self.backend == "jax":
             from ...runtime.jax_backend import JaxCompiled
             return _JaxRun(JaxCompiled(graph)), {}
         graph = elide_broadcasts(graph)     # np.broadcast_to costs more than the ufunc's
-        compiled = generate(graph, name=_safe(self._explain.name), bases=fresh_bases(graph),
+        bases = fresh_bases(graph)
+        for k in saved:
+            bases[k] = ("saved", None)
+        compiled = generate(graph, name=_safe(self._explain.name), bases=bases,
                             inplace=inplace)
         return compiled.fn, compiled.inplace
 
