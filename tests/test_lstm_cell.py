@@ -186,3 +186,41 @@ def test_jit_outputs_of_a_fresh_multi_output_node_are_arrays_of_their_own():
     for i, a in enumerate(arrays):
         for b in arrays[i + 1:]:
             assert not np.shares_memory(a, b)
+
+
+def test_torch_func_transforms_through_an_lstm_cell_are_torchs():
+    """torch.func's grad, jacrev, jacfwd and hessian of a function running an LSTMCell
+    through functional_call, against torch.func itself; vmap of grad against a loop
+    (torch has no batching rule for its lstm_cell)."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(1)
+    x, h0, c0 = (rng.standard_normal(s) for s in ((4, 2, 3), (2, 4), (2, 4)))
+    torch.manual_seed(0)
+    state = {k: v.numpy() for k, v in torch.nn.LSTMCell(3, 4).double().state_dict().items()}
+
+    def run(lib):
+        cell = lib.nn.LSTMCell(3, 4).double()
+        cell.load_state_dict({k: lib.tensor(v) for k, v in state.items()})
+        params = {k: v.detach() for k, v in cell.named_parameters()}
+        h_0, c_0 = lib.tensor(h0), lib.tensor(c0)
+
+        def f(p, x):
+            h, c = h_0, c_0
+            for t in range(x.shape[0]):
+                h, c = lib.func.functional_call(cell, p, (x[t], (h, c)))
+            return (h ** 2).sum() + (c * h).sum()
+        xs = lib.tensor(x)
+        g = lib.func.grad(f)(params, xs)
+        out = [g[k].numpy() for k in sorted(g)]
+        for transform in (lib.func.jacrev, lib.func.jacfwd, lib.func.hessian):
+            out.append(transform(f, argnums=1)(params, xs).detach().numpy())
+        return out, f, params
+    (want, _, _), (got, f, params) = run(torch), run(tg)
+    for w, g in zip(want, got):
+        np.testing.assert_allclose(g, w, rtol=1e-11, atol=1e-13)
+    batch = tg.tensor(rng.standard_normal((3, 4, 2, 3)))
+    batched = tg.func.vmap(tg.func.grad(f), in_dims=(None, 0))(params, batch)
+    for i in range(3):
+        one = tg.func.grad(f)(params, batch[i])
+        for k in one:
+            np.testing.assert_array_equal(batched[k][i].numpy(), one[k].numpy())
