@@ -21,6 +21,12 @@ gradient), ``cond``, ``cross``, ``vecdot``, ``tensorinv``, ``tensorsolve``, ``va
 the factors of the permuted matrix are built by elimination without pivoting, so their
 gradients are those of the elimination.
 
+``ldl_factor`` / ``ldl_factor_ex`` / ``ldl_solve`` are LAPACK's ``sytrf`` / ``hetrf`` and
+``sytrs`` / ``hetrs`` (through SciPy), called as torch calls them: ``LD`` is the lower
+triangle of the factor, the pivots are LAPACK's (1-based, a 2x2 block marked by a negative
+pair), and, as in torch, they have no derivative: a backward through them raises torch's
+``derivative for aten::linalg_ldl_factor_ex is not implemented``.
+
 Singular inputs raise ``tg.linalg.LinAlgError`` (a ``RuntimeError``, as torch's) with
 torch's message; the ``_ex`` forms return LAPACK's ``info`` instead.
 """
@@ -44,7 +50,8 @@ __all__ = ["LinAlgError", "norm", "vector_norm", "matrix_norm", "det", "slogdet"
            "eigh", "eigvalsh", "eig", "eigvals", "svd", "svdvals", "lstsq", "pinv",
            "matrix_rank", "cond", "cross", "multi_dot", "matrix_power", "matrix_exp",
            "lu_factor", "lu_factor_ex", "lu", "lu_solve", "vecdot", "diagonal", "tensorinv",
-           "tensorsolve", "vander", "householder_product", "matmul"]
+           "tensorsolve", "vander", "householder_product", "matmul", "ldl_factor",
+           "ldl_factor_ex", "ldl_solve"]
 
 
 class LinAlgError(RuntimeError):
@@ -873,6 +880,224 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False):  # noqa: N803
             return _mH(_permuted(y, inv_perm))
         return _mH(np.linalg.solve(U, np.linalg.solve(L, _permuted(bt, perm))))
     return call(fn, LU, B, name="LinalgLuSolveBackward0")
+
+
+# -- LDL (Bunch-Kaufman) ------------------------------------------------------------------------
+_ldl_factor_result = _rt._result("linalg_ldl_factor", ["LD", "pivots"])
+_ldl_factor_ex_result = _rt._result("linalg_ldl_factor_ex", ["LD", "pivots", "info"])
+
+
+def _tensor_arg(what, arg, pos, x):
+    """``x``, which torch's binding takes only as a tensor (torch's TypeError otherwise)."""
+    if not isinstance(x, TensorBase):
+        t = type(x)
+        name = t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+        raise TypeError(f"{what}(): argument '{arg}' (position {pos}) must be Tensor, not {name}")
+    return x
+
+
+class _NoDerivative:
+    """A ``pure_callback`` (``ir/prims/callback.py``) giving a result LAPACK computed from
+    the operands' values, whose derivative rules raise torch's error for the ATen
+    operation ``op`` it stands for."""
+    vectorized = False
+
+    def __init__(self, op, value):
+        self.op, self.value, self.name = op, value, f"torch.linalg.{op}"
+        self.out_avals = ((value.shape, value.dtype),)
+
+    def run(self, operands):
+        return (self.value,)
+
+    def vjp(self, *args):
+        raise RuntimeError(f"derivative for aten::{self.op} is not implemented")
+
+    jvp = vjp
+
+
+def _without_derivative(op, value, *operands):
+    """``value`` (an array) as the result of ``operands``: when one of them is
+    differentiated (it requires grad, or stands for a transform's traced value), a backward
+    through the result raises torch's ``derivative for aten::{op} is not implemented``."""
+    from ..ir import apply
+    callback = _NoDerivative(op, value)
+
+    def fn(*xs):
+        if any(isinstance(x, Tracer) for x in xs):
+            out = apply("pure_callback", *xs, callback=callback)
+            return out[0] if isinstance(out, (tuple, list)) else out
+        return value
+    return call(fn, *operands, name="NotImplemented")
+
+
+def _ldl_routine(kind, dtype, hermitian):
+    return ("he" if hermitian and np.dtype(dtype).kind == "c" else "sy") + kind
+
+
+def _sytrf(a, hermitian):
+    """LAPACK's ``sytrf`` (``hetrf``), lower triangle, of each matrix of the batch ``a``
+    (with the optimal workspace, as torch queries it): ``(LD, pivots, info)``."""
+    from scipy.linalg import lapack
+    n = a.shape[-1]
+    flat = a.reshape((-1, n, n))
+    ld = np.zeros(flat.shape, a.dtype)
+    piv = np.zeros(flat.shape[:-1], np.int32)
+    info = np.zeros(flat.shape[0], np.int32)
+    routine = _ldl_routine("trf", a.dtype, hermitian)
+    for k, m in enumerate(flat):
+        trf, trf_lwork = lapack.get_lapack_funcs((routine, routine + "_lwork"), (m,))
+        work, _ = trf_lwork(n, lower=1)
+        lwork = builtins.max(int(np.real(work)), 1)
+        out, piv[k], info[k] = trf(np.tril(m), lower=1, lwork=lwork)
+        ld[k] = np.tril(out)
+    batch = a.shape[:-2]
+    return ld.reshape(a.shape), piv.reshape(batch + (n,)), info.reshape(batch)
+
+
+_LDL_UNKNOWN = "{name}: Unknown error code: {info}."
+
+
+def ldl_factor_ex(input, *, hermitian=False, check_errors=False):  # noqa: A002
+    """``(LD, pivots, info)``: LAPACK's ``sytrf`` (``hetrf`` for a complex ``A`` with
+    ``hermitian``) of the lower triangle of ``A``, ``A = P L D L^H P^T`` with ``D`` of 1x1
+    and 2x2 blocks. ``LD`` holds ``L`` below the diagonal (its unit diagonal implied) and
+    ``D``'s lower triangle; ``pivots`` (int32, 1-based) are LAPACK's (``pivots[k] < 0``: a
+    2x2 block); ``info`` (int32) the index of a zero diagonal of ``D``, or 0."""
+    return _ldl_factor("torch.linalg.ldl_factor_ex", "linalg_ldl_factor_ex", input,
+                       hermitian, check_errors)
+
+
+def _ldl_factor(name, binding, A, hermitian, check_errors):
+    A = _tensor_arg(binding, "input", 1, A)
+    what = "torch.linalg.ldl_factor_ex"
+    if A.dim() < 2:
+        raise _err(f"{what}: The input tensor A must have at least 2 dimensions.")
+    if A.shape[-1] != A.shape[-2]:
+        raise _err(f"{what}: A must be batches of square matrices, but they are "
+                   f"{A.shape[-2]} by {A.shape[-1]} matrices")
+    _floating(what, A)
+    batch, n = tuple(A.shape[:-2]), A.shape[-1]
+    if A.numel() == 0:
+        ld = np.zeros(tuple(A.shape), A.dtype)
+        piv = np.zeros(batch + (n,), np.int32)
+        info = np.zeros(batch, np.int32)
+    else:
+        if A.dtype == np.float16:
+            raise NotImplementedError('"ldl_factor_kernel_cpu" not implemented for \'Half\'')
+        ld, piv, info = _sytrf(np.asarray(A._concrete(binding)), hermitian)
+    if check_errors:
+        _ldl_check(name, info)
+    LD = _without_derivative("linalg_ldl_factor_ex", ld, A)  # noqa: N806
+    return _ldl_factor_ex_result(LD, A._plain(piv), A._plain(info))
+
+
+def _ldl_check(name, info):
+    """torch's ``_linalg_check_errors`` for an API it has no message for: an internal
+    assert naming the first nonzero ``info`` (no batch element)."""
+    bad = np.flatnonzero(info.reshape(-1))
+    if bad.size:
+        code = int(info.reshape(-1)[bad[0]])
+        raise RuntimeError(_LDL_UNKNOWN.format(name=name, info=code))
+
+
+def ldl_factor(input, *, hermitian=False):  # noqa: A002
+    """``(LD, pivots)`` of ``ldl_factor_ex``; a zero diagonal of ``D`` raises torch's
+    ``RuntimeError`` (``torch.linalg.ldl_factor: Unknown error code: k.``)."""
+    LD, pivots, info = _ldl_factor("torch.linalg.ldl_factor", "linalg_ldl_factor", input,  # noqa: N806
+                                   hermitian, False)
+    _ldl_check("torch.linalg.ldl_factor", info._data)
+    return _ldl_factor_result(LD, pivots)
+
+
+def _broadcast_batch(a, b):
+    """torch's ``infer_size`` of two batch shapes (``a`` is B's, ``b`` LD's)."""
+    n = builtins.max(len(a), len(b))
+    out = []
+    for i in range(n):
+        da = a[i - n + len(a)] if i - n + len(a) >= 0 else 1
+        db = b[i - n + len(b)] if i - n + len(b) >= 0 else 1
+        if da != db and da != 1 and db != 1:
+            raise _err(f"The size of tensor a ({da}) must match the size of tensor b ({db}) at "
+                       f"non-singleton dimension {i}")
+        out.append(db if da == 1 else da)
+    return tuple(out)
+
+
+def _valid_pivots(p):
+    """Whether ``p`` (one matrix's, each ``1 <= |p| <= n``) pair their 2x2 blocks as
+    LAPACK's ``sytrs`` reads them (a negative pivot at the end makes it read out of
+    bounds: torch's kernel crashes there)."""
+    n, k = len(p), 0
+    while k < n:
+        if p[k] > 0:
+            k += 1
+        elif k + 1 == n or p[k + 1] > 0:
+            return False
+        else:
+            k += 2
+    return True
+
+
+def ldl_solve(LD, pivots, B, *, hermitian=False):  # noqa: N803
+    """``X`` with ``A X = B`` from ``ldl_factor(A)``'s ``(LD, pivots)`` (LAPACK's ``sytrs``,
+    ``hetrs`` for a complex ``LD`` with ``hermitian``); batches broadcast."""
+    name = "torch.linalg.ldl_solve"
+    LD = _tensor_arg("linalg_ldl_solve", "LD", 1, LD)  # noqa: N806
+    pivots = _tensor_arg("linalg_ldl_solve", "pivots", 2, pivots)
+    B = _tensor_arg("linalg_ldl_solve", "B", 3, B)  # noqa: N806
+    if LD.dim() < 2:
+        raise _err(f"{name}: The input tensor A must have at least 2 dimensions.")
+    n = LD.shape[-1]
+    if n != LD.shape[-2]:
+        raise _err(f"{name}: A must be batches of square matrices, but they are "
+                   f"{LD.shape[-2]} by {n} matrices")
+    _floating(name, LD)
+    if B.dtype != LD.dtype:
+        raise _err(f"Expected b and A to have the same dtype, but found b of type "
+                   f"{_scalar_name(B.dtype)} and A of type {_scalar_name(LD.dtype)} instead.")
+    if B.dim() == 0:
+        raise IndexError("Dimension specified as -2 but tensor has no dimensions")
+    if B.dim() == 1:
+        raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got -2)")
+    if B.shape[-2] != n:
+        raise _err(f"Incompatible matrix sizes for {name}: each A matrix is {n} by {n} but each "
+                   f"b matrix is {B.shape[-2]} by {B.shape[-1]}")
+    if tuple(pivots.shape) != tuple(LD.shape[:-1]):
+        shape = ", ".join(str(d) for d in pivots.shape)
+        raise _err(f"{name}: Expected LD.shape[:-1] and pivots.shape to be the same, but got "
+                   f"pivots with shape [{shape}] instead")
+    if pivots.dtype.kind not in "iu":
+        raise _err(f"{name}: Expected pivots to be integers. Got {_scalar_name(pivots.dtype)}")
+    batch = _broadcast_batch(tuple(B.shape[:-2]), tuple(LD.shape[:-2]))
+    size = np.abs(np.asarray(pivots._concrete(name), np.int64))
+    for bad, bound in ((size < 1, ">= 1"), (size > n, "<= LD.size(-2)")):
+        if bad.any():
+            raise _err(f"Pivots given to ldl_solve must all satisfy |pivot| {bound}. Did you "
+                       "properly pass the result of ldl_factor?")
+    k = B.shape[-1]
+    shape = batch + (n, k)
+    if LD.numel() == 0 or pivots.numel() == 0 or B.numel() == 0 or not builtins.all(shape):
+        x = np.zeros(shape, B.dtype)
+    else:
+        if LD.dtype == np.float16:
+            raise NotImplementedError('"ldl_solve_kernel_cpu" not implemented for \'Half\'')
+        ld = np.broadcast_to(np.asarray(LD._concrete(name)), batch + (n, n)).reshape(-1, n, n)
+        piv = np.broadcast_to(np.asarray(pivots._concrete(name)), batch + (n,)).reshape(-1, n)
+        b = np.broadcast_to(np.asarray(B._concrete(name)), shape).reshape((-1, n, k))
+        from scipy.linalg import lapack
+        routine = _ldl_routine("trs", LD.dtype, hermitian)
+        x = np.empty(b.shape, B.dtype)
+        for i in range(b.shape[0]):
+            p = piv[i].astype(np.int32)
+            if not _valid_pivots(p):
+                raise _err(f"{name}: pivots {p.tolist()} do not pair their 2x2 blocks as "
+                           "LAPACK's sytrf does (a negative pivot without its partner: LAPACK "
+                           "would read out of bounds). Did you properly pass the result of "
+                           "ldl_factor?")
+            trs = lapack.get_lapack_funcs(routine, (ld[i],))
+            x[i] = trs(ld[i], p, b[i], lower=1)[0]
+        x = x.reshape(shape)
+    return _without_derivative("linalg_ldl_solve", x, LD, B)
 
 
 # -- torch's older names (torch.det, torch.inverse, ...) -----------------------------------------

@@ -1,7 +1,9 @@
 """``torch.func`` over eager tensors and modules: ``grad``, ``grad_and_value``, ``vjp``,
 ``jvp``, ``linearize``, ``jacrev``, ``jacfwd``, ``hessian``, ``vmap``,
-``functional_call`` and ``stack_module_state``, with torch 2.13's signatures, results and
-error messages (``import tracegrad as torch; from torch.func import grad, vmap``).
+``functional_call``, ``stack_module_state``, ``functionalize``,
+``replace_all_batch_norm_modules_``, ``debug_unwrap`` and ``rearrange``, with torch 2.13's
+signatures, results and error messages (``import tracegrad as torch; from torch.func import
+grad, vmap``).
 
 Each transform is a second front door to tracegrad's functional transforms
 (``tracegrad/transforms``): the user's eager function is traced by ``tg.grad``,
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import os
 import sys
 import warnings
@@ -52,7 +55,8 @@ from ..transforms import reverse as _reverse
 from ..transforms import vmap as _vmap
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd",
-           "hessian", "vmap", "functional_call", "stack_module_state"]
+           "hessian", "vmap", "functional_call", "stack_module_state", "functionalize",
+           "replace_all_batch_norm_modules_", "debug_unwrap", "rearrange"]
 
 
 # -- eager tensors <-> the functional transforms' values ---------------------------------------
@@ -919,3 +923,319 @@ def _stacked_leaf(tensors, name):
     if all(grads):
         out.requires_grad_()
     return out
+
+
+# -- functionalize, replace_all_batch_norm_modules_, debug_unwrap ------------------------------
+_REMOVE = ("functionalize(f, remove='mutations'): received invalid argument for remove={}."
+           " Valid options are:\n"
+           "     remove='mutations': all inplace and out= operators will be removed from the "
+           "program, and replaced with their out-of-place equivalents.\n"
+           "     remove='mutations_and_views': In addition to the above, all aliasing operators "
+           "{{view}} will be replaced with their non-aliasing counterparts, {{view}}_copy.\n")
+
+
+def _storage(t):
+    """The NumPy array at the root of tensor ``t``'s value (its storage), or None."""
+    a = t._data
+    if type(a) is not np.ndarray:
+        return None
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
+
+
+def functionalize(func: Callable[..., Any], *, remove: str = "mutations") -> Callable[..., Any]:
+    """``torch.func.functionalize``: ``func`` with its mutations (``remove=
+    'mutations_and_views'``: and views) removed, the same results. tracegrad's transforms
+    already trace functions functionally, so ``func`` runs as it is, with torch's observable
+    behaviour: inputs it changes in place are changed, and a result that shares storage
+    with such an input comes back as a copy of its own (torch's unwrapped result), while
+    one aliasing an input left unchanged is that input (or, with ``remove='mutations'``,
+    its view; ``'mutations_and_views'`` gives a copy instead), as in torch. Works under
+    ``grad``/``vmap`` and around them."""
+    if remove not in ("mutations", "mutations_and_views"):
+        raise RuntimeError(_REMOVE.format(remove))
+
+    views = remove == "mutations"
+
+    @functools.wraps(func)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        inputs = [t for t in flatten((args, kwargs))[0] if isinstance(t, Tensor)]
+        versions = [t._version for t in inputs]
+        out = func(*args, **kwargs)
+        changed = [t._version != v for t, v in zip(inputs, versions)]
+        if views and not any(changed):
+            return out
+
+        def copied(x):
+            # torch's unwrapped result: its own storage when it aliases an input that was
+            # changed, or (views removed too) any input it is not itself
+            if not isinstance(x, Tensor) or _storage(x) is None:
+                return False
+            for t, c in zip(inputs, changed):
+                if _storage(t) is _storage(x) and (c or not views and x is not t):
+                    return True
+            return False
+        leaves, tree = flatten(out)
+        return unflatten(tree, [x.clone() if copied(x) else x for x in leaves])
+    return wrapped
+
+
+def replace_all_batch_norm_modules_(root: Any) -> Any:
+    """``torch.func.replace_all_batch_norm_modules_``: every BatchNorm module of ``root``
+    (``root`` included) that tracks running statistics stops doing so (``running_mean``,
+    ``running_var`` and ``num_batches_tracked`` set to None, ``track_running_stats`` to
+    False), so that it normalises with the batch's statistics in training and in eval
+    mode; ``root`` is changed in place and returned. InstanceNorm modules are left alone,
+    as torch's (they are not its ``_BatchNorm``)."""
+    _without_running_stats(root)
+    for module in root.modules():
+        _without_running_stats(module)
+    return root
+
+
+def _without_running_stats(module):
+    from ..eager.nn.normalization import _BatchNorm, _InstanceNorm
+    if isinstance(module, _BatchNorm) and not isinstance(module, _InstanceNorm) \
+            and module.track_running_stats:
+        module.running_mean = None
+        module.running_var = None
+        module.num_batches_tracked = None
+        module.track_running_stats = False
+
+
+def debug_unwrap(tensor: Tensor, *, recurse: bool = True) -> Tensor:
+    """``torch.func.debug_unwrap``: ``tensor`` without a transform's wrapping, for
+    debugging. A tensor outside any transform is returned as it is. Inside ``grad``,
+    ``jvp``, ``jacrev``..., it is the traced value as a plain tensor (torch's unwrapped
+    tensor: the values, not requiring grad); under ``vmap``, which traces one example, it
+    is the example's traced value detached (torch's has the batch dimension); ``recurse``
+    changes nothing (tracegrad's transforms wrap nothing)."""
+    if not isinstance(tensor, Tensor):
+        raise TypeError("is_functorch_wrapped_tensor(): incompatible function arguments. The "
+                        "following argument types are supported:\n    1. (arg0: torch.Tensor)"
+                        f" -> bool\n\nInvoked with: {tensor!r}")
+    tracer = tensor._tracer
+    if tracer is None or isinstance(tracer, EagerTracer):
+        return tensor
+    from ..tracer.core import BATCHING
+    if BATCHING.get() or tensor._data is None:
+        return tensor.detach()      # vmap traces one example: stay its traced value
+    return Tensor._plain(np.array(tensor._data, copy=True))
+
+
+# -- rearrange ----------------------------------------------------------------------------------
+_ELLIPSIS = "\u2026"    # one character for "...", as torch's (and einops') parser
+
+
+class _DimensionBindError(Exception):
+    """``functorch.dim.DimensionBindError``: the sizes of a pattern's axes do not fit."""
+
+
+_DimensionBindError.__name__ = _DimensionBindError.__qualname__ = "DimensionBindError"
+
+
+class _Anonymous:
+    """An axis given by a number in a pattern (only 1 is allowed in ``rearrange``)."""
+
+    def __init__(self, value):
+        self.value = int(value)
+        if self.value < 1:
+            raise ValueError(f"Anonymous axis should have positive length, not {self.value}")
+
+
+def _axis_name_reason(name):
+    if not str.isidentifier(name):
+        return False, "not a valid python identifier"
+    if name[0] == "_" or name[-1] == "_":
+        return False, "axis name should should not start or end with underscore"
+    import keyword
+    if keyword.iskeyword(name):
+        warnings.warn(f"It is discouraged to use axes names that are keywords: {name}",
+                      RuntimeWarning, stacklevel=_user_stacklevel())
+    if name == "axis":
+        warnings.warn("It is discouraged to use 'axis' as an axis name and will raise an error "
+                      "in future", FutureWarning, stacklevel=_user_stacklevel())
+    return True, ""
+
+
+class _Side:
+    """One side of an einops pattern, parsed as torch's ``ParsedExpression`` parses it:
+    ``composition`` holds a list of names per axis (empty for an axis ``1`` or ``()``) or
+    the ellipsis."""
+
+    def __init__(self, expression):
+        self.has_ellipsis, self.parenthesized, self.non_unitary = False, None, False
+        self.identifiers, self.composition = set(), []
+        if "." in expression:
+            if "..." not in expression:
+                raise ValueError("Expression may contain dots only inside ellipsis (...)")
+            if expression.count("...") != 1 or expression.count(".") != 3:
+                raise ValueError("Expression may contain dots only inside ellipsis (...); only "
+                                 "one ellipsis for tensor ")
+            expression = expression.replace("...", _ELLIPSIS)
+            self.has_ellipsis = True
+        group, name = None, None
+        for char in expression + " ":
+            if char in "() ":
+                if name is not None:
+                    self._add(name, group)
+                name = None
+                if char == "(":
+                    if group is not None:
+                        raise ValueError("Axis composition is one-level (brackets inside "
+                                         "brackets not allowed)")
+                    group = []
+                elif char == ")":
+                    if group is None:
+                        raise ValueError("Brackets are not balanced")
+                    self.composition.append(group)
+                    group = None
+            elif str.isalnum(char) or char in ("_", _ELLIPSIS):
+                name = char if name is None else name + char
+            else:
+                raise ValueError(f"Unknown character '{char}'")
+        if group is not None:
+            raise ValueError(f"Imbalanced parentheses in expression: '{expression}'")
+
+    def _add(self, x, group):
+        if x in self.identifiers:
+            raise ValueError(f"Indexing expression contains duplicate dimension '{x}'")
+        if x == _ELLIPSIS:
+            self.identifiers.add(_ELLIPSIS)
+            (self.composition if group is None else group).append(_ELLIPSIS)
+            self.parenthesized = group is not None
+            return
+        number = str.isdecimal(x)
+        if number and int(x) == 1:
+            if group is None:
+                self.composition.append([])
+            return
+        ok, reason = _axis_name_reason(x)
+        if not (number or ok):
+            raise ValueError(f"Invalid axis identifier: {x}\n{reason}")
+        axis = _Anonymous(x) if number else x
+        self.identifiers.add(axis)
+        self.non_unitary |= number
+        if group is None:
+            self.composition.append([axis])
+        else:
+            group.append(axis)
+
+
+def _rearrange_plan(ndim, pattern, axes_lengths):
+    """torch's checks of ``pattern`` for a tensor of ``ndim`` dims, and what it does: the
+    left side's groups (each a list of axis numbers, or an int: an ellipsis dim), the
+    axis numbers of the right side's groups, the anonymous axes (summed, as torch does),
+    the number of axes, and each given length by axis number."""
+    try:
+        left_str, right_str = pattern.split("->")
+    except ValueError:
+        raise ValueError("Pattern must contain a single '->' separator") from None
+    if _ELLIPSIS in axes_lengths:
+        raise ValueError(f"'{_ELLIPSIS}' is not an allowed axis identifier")
+    left, right = _Side(left_str), _Side(right_str)
+    if not left.has_ellipsis and right.has_ellipsis:
+        raise ValueError(f"Ellipsis found in right side, but not left side of a pattern {pattern}")
+    if left.has_ellipsis and left.parenthesized:
+        raise ValueError(f"Ellipsis is parenthesis in the left side is not allowed: {pattern}")
+    for length in axes_lengths.values():
+        if type(length) is not int:
+            raise TypeError(f"rearrange axis lengths must be integers, got: {type(length)}")
+    if left.non_unitary or right.non_unitary:
+        raise ValueError("rearrange only supports unnamed axes of size 1")
+    difference = left.identifiers ^ right.identifiers
+    if difference:
+        raise ValueError("Identifiers only on one side of rearrange expression (should be on "
+                         f"both): {difference}")
+    unmatched = axes_lengths.keys() - left.identifiers
+    if unmatched:
+        raise ValueError(f"Identifiers not found in rearrange expression: {unmatched}")
+    n_anon = sum(not g for g in left.composition)
+    if left.has_ellipsis:
+        n_ellipsis = ndim - (len(left.composition) - 1)
+        if (pattern_ndim := n_anon + len(left.identifiers) - 1) > ndim:
+            raise ValueError(f"Number of dimensions in pattern ({pattern_ndim}) must be less "
+                             f"than or equal to the number of dimensions in the tensor ({ndim})")
+    else:
+        n_ellipsis = 0
+        if (pattern_ndim := len(left.composition)) != ndim:
+            raise ValueError(f"Number of dimensions in pattern ({pattern_ndim}) must be equal to "
+                             f"the number of dimensions in the tensor ({ndim})")
+    axes, anon, groups, k = {}, [], [], 0
+    for g in left.composition:
+        if g == _ELLIPSIS:
+            axes[_ELLIPSIS] = list(range(k, k + n_ellipsis))
+            groups.extend(range(k, k + n_ellipsis))
+            k += n_ellipsis
+            continue
+        if not g:
+            anon.append(k)
+            groups.append([k])
+            k += 1
+            continue
+        groups.append(list(range(k, k + len(g))))
+        for name in g:
+            axes[name] = [k]
+            k += 1
+    right_groups = []
+    for g in right.composition:
+        if g == _ELLIPSIS:
+            right_groups.extend([a] for a in axes[_ELLIPSIS])
+        else:
+            right_groups.append([a for name in g for a in axes[name]])
+    lengths = {axes[name][0]: n for name, n in axes_lengths.items()}
+    return groups, right_groups, anon, k, lengths
+
+
+def _bind(size, dims, lengths, sizes):
+    """functorch.dim's binding of a dimension pack ``dims`` (axis numbers) to a tensor dim
+    of ``size``: at most one size unknown, inferred; its errors."""
+    prod = 1
+    for i, d in enumerate(dims):
+        if d not in lengths:
+            for e in dims[i + 1:]:
+                if e not in lengths:
+                    raise _DimensionBindError(f"cannot infer the sizes of two dimensions at "
+                                              f"once d{d} and d{e}")
+                prod *= lengths[e]
+            if size % prod != 0:
+                tup = tuple(lengths.get(e, "?") for e in dims)
+                raise _DimensionBindError("inferred dimension does not evenly fit into larger "
+                                          f"dimension: {size} vs {tup}")
+            lengths[d] = size // prod
+            prod = size
+            break
+        prod *= lengths[d]
+    if prod != size:
+        names = ", ".join(f"d{d}" for d in dims) + ("," if len(dims) == 1 else "")
+        raise _DimensionBindError(f"Dimension sizes to do not match ({size} != {prod}) when "
+                                  f"matching dimension pack ({names})")
+    sizes.extend(lengths[d] for d in dims)
+
+
+def rearrange(tensor: Any, pattern: str, **axes_lengths: int) -> Tensor:
+    """``torch.func.rearrange``: torch's own implementation of ``einops.rearrange`` (it
+    needs no einops): ``tensor`` (a sequence of tensors is stacked first) with its axes
+    split, permuted and merged as ``pattern`` says (``"b (h w) c -> b c h w"``, ``h=4``),
+    with torch's checks and messages (``DimensionBindError`` when the sizes do not fit). An
+    axis ``1`` (or ``()``) on the left is summed, as torch's implementation does (a
+    squeeze when its size is 1; integer tensors then become int64)."""
+    if not isinstance(tensor, Tensor):
+        tensor = FUNCTIONS["stack"](tensor)
+    groups, right_groups, anon, n_axes, lengths = _rearrange_plan(tensor.dim(), pattern,
+                                                                  axes_lengths)
+    if n_axes == 0:
+        return tensor
+    sizes = []
+    for dim, g in enumerate(groups):
+        if isinstance(g, int):
+            sizes.append(int(tensor.shape[dim]))
+        else:
+            _bind(int(tensor.shape[dim]), g, lengths, sizes)
+    order = [a for g in right_groups for a in g]
+    x = tensor.reshape(tuple(sizes)).permute(tuple(order + anon))
+    if anon:
+        x = x.sum(tuple(range(len(order), n_axes)))
+    shape = tuple(math.prod(sizes[a] for a in g) for g in right_groups)
+    return x.reshape(shape)
