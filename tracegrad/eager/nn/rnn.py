@@ -39,8 +39,8 @@ def _lstm_step(gates, c):
     over the whole block (PyTorch's, ``Tensor.sigmoid``) of which the i, f and o quarters
     are kept, and tanh of the g quarter; ``c`` None is a zero cell state. With a state, one
     ``lstm_cell`` node (the same values to the bit, and one node for the backward)."""
-    if c is not None and c.dtype == gates.dtype and gates.shape[:-1] == c.shape[:-1] \
-            and gates.shape[-1] == 4 * c.shape[-1]:
+    if c is not None and c.dtype == gates.dtype and gates.dtype.kind == "f" \
+            and gates.shape[:-1] == c.shape[:-1] and gates.shape[-1] == 4 * c.shape[-1]:
         return _call(_fused_step, gates, c)
     hidden = gates.shape[-1] // 4
     i, f, _, o = gates.sigmoid().chunk(4, -1)
