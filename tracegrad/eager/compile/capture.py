@@ -94,11 +94,9 @@ class Capture:
         self.leaves: list = []                    # lifted tensors that require grad
         self.diff: set[int] = set()
         self.backwards = 0
-        # trace nodes the backward passes went through: without retain_graph (``freed``:
-        # eager frees them, and a later backward through them raises), or with it (or
-        # with its retain_graph unknown: ``kept``)
+        # trace nodes a backward without retain_graph went through: eager frees them, and a
+        # later backward through them raises
         self.freed: set[int] = set()
-        self.kept: set[int] = set()
         self.draws: list = []                     # (generator, n) per draw, in order
         self.histories: list = []                 # (argument, its history, requires_grad)
         self.written: set[int] = set()            # ids of the tensors written back
@@ -524,9 +522,8 @@ class Capture:
                              "captured", user_src())
         trace = self.trace
         records, values = trace.records, trace.values
-        # eager frees every node this backward walks (unless it retains the graph)
-        history = self.history(roots)
-        (self.kept if retain_graph else self.freed).update(history)
+        if not retain_graph:    # eager frees every node this backward walks
+            self.freed.update(self.history(roots))
         g, local, wrt, wrt_of = self.subgraph(roots, targets)
         if not wrt:
             return
