@@ -224,3 +224,29 @@ def test_torch_func_transforms_through_an_lstm_cell_are_torchs():
         one = tg.func.grad(f)(params, batch[i])
         for k in one:
             np.testing.assert_array_equal(batched[k][i].numpy(), one[k].numpy())
+
+
+def test_lstm_cell_c_is_an_ancestor_of_h_as_in_torch():
+    """PyTorch's LSTMCell computes h = o * tanh(c) from the c it returns: the gradient by c
+    (autograd.grad, retain_grad) includes the path through h. nn.LSTM's h_n and c_n are
+    sibling outputs in both libraries (PyTorch's layer is one node)."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    x, h0, c0 = (rng.standard_normal(s) for s in ((2, 3), (2, 4), (2, 4)))
+    torch.manual_seed(0)
+    state = {k: v.numpy() for k, v in torch.nn.LSTMCell(3, 4).double().state_dict().items()}
+    out = []
+    for lib in (torch, tg):
+        cell = lib.nn.LSTMCell(3, 4).double()
+        cell.load_state_dict({k: lib.tensor(v) for k, v in state.items()})
+        def loss_of():
+            h, c = cell(lib.tensor(x), (lib.tensor(h0), lib.tensor(c0)))
+            return (h ** 2).sum() + (c * 0.5).sum(), c
+        loss, c = loss_of()
+        (by_c,) = lib.autograd.grad(loss, c)
+        loss, c = loss_of()
+        c.retain_grad()
+        loss.backward()
+        out.append((by_c.numpy(), c.grad.numpy()))
+    for w, g in zip(*out):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14)

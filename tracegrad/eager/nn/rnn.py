@@ -38,9 +38,9 @@ def _lstm_step(gates, c):
     """One LSTM step from its summed gates (i, f, g, o along the last axis): one sigmoid
     over the whole block (PyTorch's, ``Tensor.sigmoid``) of which the i, f and o quarters
     are kept, and tanh of the g quarter; ``c`` None is a zero cell state. With a state, one
-    ``lstm_cell`` node (the same values to the bit, and one node for the backward)."""
-    if c is not None and c.dtype == gates.dtype and gates.dtype.kind == "f" \
-            and gates.shape[:-1] == c.shape[:-1] and gates.shape[-1] == 4 * c.shape[-1]:
+    ``lstm_cell`` node (the same values to the bit, and one node for the backward); its
+    ``h`` and ``c'`` are sibling outputs, as those of PyTorch's fused LSTM layer are."""
+    if _fusable(gates, c):
         return _call(_fused_step, gates, c)
     hidden = gates.shape[-1] // 4
     i, f, _, o = gates.sigmoid().chunk(4, -1)
@@ -49,9 +49,27 @@ def _lstm_step(gates, c):
     return o * c.tanh(), c
 
 
+def _cell_state(gates, c):
+    _, c, act = apply("lstm_cell", gates, c)
+    return c, act
+
+
 def _lstm_cell(x_part, hc, w_hh, b_hh):
+    """``LSTMCell``'s step. PyTorch composes it on the CPU, so its ``h = o * tanh(c)``
+    reads the returned ``c``: a hook on ``c``, its ``retain_grad`` and ``autograd.grad``
+    by it see the gradient through ``h`` too. The fused node gives ``c'`` and the
+    activations; ``h`` is computed from that ``c'`` (the same values, to the bit)."""
     h, c = hc
-    return _lstm_step(x_part + F.linear(h, w_hh, b_hh), c)
+    gates = x_part + F.linear(h, w_hh, b_hh)
+    if not _fusable(gates, c):
+        return _lstm_step(gates, c)
+    c, act = _call(_cell_state, gates, c)
+    return act[..., 3 * c.shape[-1]:] * c.tanh(), c
+
+
+def _fusable(gates, c):
+    return c is not None and c.dtype == gates.dtype and gates.dtype.kind == "f" \
+        and gates.shape[:-1] == c.shape[:-1] and gates.shape[-1] == 4 * c.shape[-1]
 
 
 def _gru_cell(x_part, h, w_hh, b_hh):
