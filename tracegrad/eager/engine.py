@@ -410,6 +410,12 @@ def _staged(root_nodes, seeds, targets, create_graph, scan, Tensor):
     # backward graphs stop there too, until every part has arrived
     inputs = {m for r in functions.values() for m in r.operand_nodes
               if m in needed and m not in functions and handles[m]._parents}
+    # so do nodes with hooks below a Function: a hook sees its node's whole gradient once
+    # (not one part per stage: a hook that clips would change the sum)
+    if functions:
+        last = max(functions)
+        inputs |= {n for n in needed if n < last and n not in functions
+                   and handles[n]._hooks and handles[n]._parents}
     result, given, sent = {}, [], []
     waiting = {}                    # a stopping node -> its cotangent so far
     released = set()                # Function inputs whose gradient is complete
