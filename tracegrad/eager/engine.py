@@ -21,8 +21,7 @@ from ..passes.cse import cse
 from ..runtime.interpreter import run as interpret
 from ..tracer import source_override
 from . import anomaly, grad_mode, profiler
-from .promotion import type_name
-from .tape import TAPE, AccumulateGrad, EagerTracer, Saved, walk
+from .tape import TAPE, AccumulateGrad, EagerTracer, Saved, modified_error, walk
 from .tensor_base import CAPTURE, TensorBase
 
 _FREED = ("Trying to backward through the graph a second time (or directly access saved "
@@ -118,10 +117,6 @@ def _plan(order, roots, wrt, taps, cut, handles, functions=_NONE):
     return plan
 
 
-def _type_str(value):
-    return f"[torch.{type_name(value.dtype)} {list(np.shape(value))}]"
-
-
 def _check_saved(plan, order, handles):
     """Every saved value the backward graph reads is there, and at the version its reader
     saw when it was recorded (as PyTorch's saved variables check)."""
@@ -144,16 +139,9 @@ def _check_saved(plan, order, handles):
             if seen != now:
                 stale = seen
         if stale is not None:
-            if isinstance(h, (AccumulateGrad, Saved)):
-                what = f"{_type_str(h._value)} is at version {h._counter.v}"
-            else:
-                what = (f"{_type_str(h._value)}, which is output 0 of {h.name()}, is at version "
-                        f"{h._counter.v}")
-            raise RuntimeError(
-                "one of the variables needed for gradient computation has been modified by an "
-                f"inplace operation: {what}; expected version {stale} instead. Hint: "
-                "enable anomaly detection to find the operation that failed to compute its "
-                "gradient, with torch.autograd.set_detect_anomaly(True).")
+            v = h._value
+            raise modified_error(v.dtype, np.shape(v), None if isinstance(
+                h, (AccumulateGrad, Saved)) else h.name(), h._counter.v, stale)
 
 
 def _seed(root, grad, i, Tensor, shared=False):

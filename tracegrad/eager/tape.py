@@ -49,6 +49,21 @@ class Version:
 _IDS = itertools.count()
 
 
+def modified_error(dtype, shape, grad_fn_name, now, expected) -> RuntimeError:
+    """PyTorch's error for a saved variable changed in place since it was saved: a tensor of
+    ``dtype`` and ``shape`` (``grad_fn_name``: the node it is output 0 of, or None for a
+    leaf), now at version ``now`` where its reader saw ``expected``."""
+    from .promotion import type_name
+    what = f"[torch.{type_name(dtype)} {list(shape)}]"
+    if grad_fn_name is not None:
+        what += f", which is output 0 of {grad_fn_name},"
+    return RuntimeError(
+        "one of the variables needed for gradient computation has been modified by an "
+        f"inplace operation: {what} is at version {now}; expected version {expected} "
+        "instead. Hint: enable anomaly detection to find the operation that failed to "
+        "compute its gradient, with torch.autograd.set_detect_anomaly(True).")
+
+
 class GradFn:
     """The ``grad_fn`` of a tensor: one node of the tape (PyTorch's autograd ``Node``)."""
     __slots__ = ("_id", "_ir", "_parents", "_pver", "_name", "_inputs", "_value", "_counter",
@@ -80,6 +95,18 @@ class GradFn:
         self._retain = None          # weakref to a tensor that retain_grad()-ed this node
         self._metadata = None        # made when first read
         self._rule = None            # a custom Function's output: its apply's rule
+
+    def copied(self, value, counter) -> GradFn:
+        """This node again, under an id of its own, for another tensor (``value``, version
+        ``counter``): the same record, parents, name and rule (a compiled call gives each
+        of its results a copy of one freed node)."""
+        h = GradFn.__new__(GradFn)
+        h._id = next(_IDS)
+        h._ir, h._parents, h._pver = self._ir, self._parents, self._pver
+        h._name, h._inputs, h._rule = self._name, self._inputs, self._rule
+        h._value, h._counter, h._saved_version = value, counter, counter.v
+        h._freed, h._hooks, h._retain, h._metadata = self._freed, None, None, None
+        return h
 
     @property
     def metadata(self) -> dict:

@@ -27,8 +27,7 @@ from ...ir import apply as apply_primitive
 from ...tracer import Tracer, user_src
 from .. import anomaly, grad_mode, profiler
 from ..dispatch import _SYMBOLIC, CAPTURE, mode_of
-from ..promotion import type_name
-from ..tape import TAPE, EagerTracer, RuleRef, Version
+from ..tape import TAPE, EagerTracer, RuleRef, Version, modified_error
 from ..tensor import Tensor, _relabelled, is_floating
 
 
@@ -265,14 +264,7 @@ def _check_versions(ctx, name):
     for t, v in zip(ctx._saved, ctx._saved_versions):
         if t is not None and t._vc.v != v:
             fn = t.grad_fn
-            what = f"[torch.{type_name(t.dtype)} {list(t.shape)}]"
-            if fn is not None:
-                what += f", which is output 0 of {fn.name()},"
-            raise RuntimeError(
-                "one of the variables needed for gradient computation has been modified by an "
-                f"inplace operation: {what} is at version {t._vc.v}; expected version {v} "
-                "instead. Hint: enable anomaly detection to find the operation that failed to "
-                "compute its gradient, with torch.autograd.set_detect_anomaly(True).")
+            raise modified_error(t.dtype, t.shape, None if fn is None else fn.name(), t._vc.v, v)
 
 
 def _fit(r, a, pos, name):

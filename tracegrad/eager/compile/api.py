@@ -23,14 +23,13 @@ import numpy as np
 
 from ... import passes
 from ...errors import TraceError
-from ...ir import REGISTRY
-from ...ir.aliasing import fresh_bases
+from ...ir.aliasing import fresh_bases, is_view
 from ...passes.broadcasts import elide_broadcasts
 from ...runtime.codegen import GUARD_FAILED, generate
 from ...tracer import Tracer, flatten, new_trace, randomness, sync, unflatten
 from .. import grad_mode
 from ..dispatch import CAPTURE
-from ..tape import _IDS, TAPE, EagerTracer, GradFn
+from ..tape import TAPE, EagerTracer, modified_error
 from ..tensor import Tensor
 from ..tensor_base import BROKEN
 from . import draws as _draws
@@ -344,9 +343,6 @@ def _freed_histories(cap, rg_out, arg_slot):
     return out
 
 
-_new = object.__new__
-
-
 class _Freed:
     """The autograd history of a result of a compiled call whose graph a ``backward``
     inside the function freed, as eager leaves it: the result requires grad, its
@@ -385,17 +381,10 @@ class _Freed:
         tmpl = self.template
         if tmpl is None:
             tmpl = self.template = self._make(t)
-        th = tmpl._handle
         value = t._data
-        n = next(_IDS)
-        # (GradFn's fields set directly: its IR record is the template's, the engine
-        # keys the nodes by ``_id``; shapes are specialised, so the record's shape holds)
-        h = _new(GradFn)
-        h._id, h._ir, h._parents, h._pver = n, th._ir, th._parents, th._pver
-        h._name, h._inputs, h._rule = th._name, th._inputs, th._rule
-        h._value, h._counter, h._saved_version = value, t._vc, t._vc.v
-        h._freed, h._hooks, h._retain, h._metadata = True, None, None, None
-        tracer = EagerTracer(TAPE, n, value.shape, value.dtype, value)
+        h = tmpl._handle.copied(value, t._vc)
+        h._freed = True     # (as eager's after the backward inside: a second one raises)
+        tracer = EagerTracer(TAPE, h._id, value.shape, value.dtype, value)
         tracer._handle = h
         t._tracer = tracer
 
@@ -472,27 +461,13 @@ class _TapeNode:
         return self.function.apply(call, *tensors)
 
 
-def _is_view(op):
-    """Whether primitive ``op``'s result is a view of its first operand (the registry's
-    ``aliasing`` fact): a saved value that is one (a linear layer's ``w.t()``) reads the
-    tensor it views."""
-    prim = REGISTRY.get(op)
-    return prim is not None and prim.aliasing == "view"
-
-
 def _check_versions(versions, tensors):
     """The version check of PyTorch's saved variables: a tensor whose value a compiled
     forward's backward reads was changed in place after the forward (eager's backward, and
     ``torch.compile``'s, raise; the values saved are the old ones)."""
-    from ..promotion import type_name
     for v, t in zip(versions, tensors):
         if t._vc.v != v:
-            raise RuntimeError(
-                "one of the variables needed for gradient computation has been modified by "
-                f"an inplace operation: [torch.{type_name(t.dtype)} {list(t.shape)}] is at "
-                f"version {t._vc.v}; expected version {v} instead. Hint: enable anomaly "
-                "detection to find the operation that failed to compute its gradient, with "
-                "torch.autograd.set_detect_anomaly(True).")
+            raise modified_error(t.dtype, t.shape, None, t._vc.v, v)
 
 
 _DOUBLE = ("torch.compile with aot_autograd does not currently support double backward "
@@ -959,7 +934,7 @@ class CompiledFunction:
         checked = {}
         for m in bw.saved:
             n = inv[m]
-            while _is_view(records[n][0]) and records[n][1]:
+            while is_view(records[n][0]) and records[n][1]:
                 n = records[n][1][0]
             t = owner.get(n) if records[n][0] == "input" else None
             if t is not None and id(t) not in checked:
