@@ -47,6 +47,7 @@ from ..eager.random import default_generator
 from ..eager.tape import EagerTracer
 from ..eager.tensor import Tensor
 from ..errors import TraceError
+from ..ir.aliasing import storage_root
 from ..tracer import Tracer
 from ..tracer.pytree import flatten, unflatten
 from ..transforms import forward as _forward
@@ -937,11 +938,7 @@ _REMOVE = ("functionalize(f, remove='mutations'): received invalid argument for 
 def _storage(t):
     """The NumPy array at the root of tensor ``t``'s value (its storage), or None."""
     a = t._data
-    if type(a) is not np.ndarray:
-        return None
-    while isinstance(a.base, np.ndarray):
-        a = a.base
-    return a
+    return storage_root(a) if type(a) is np.ndarray else None
 
 
 def functionalize(func: Callable[..., Any], *, remove: str = "mutations") -> Callable[..., Any]:

@@ -39,6 +39,14 @@ def is_view(op: str) -> bool:
     return prim is not None and prim.aliasing == "view"
 
 
+def storage_root(a):
+    """The array whose memory the NumPy array ``a`` is a view of (following ``base``), or
+    ``a`` itself (also anything that is no view of an array)."""
+    while isinstance(getattr(a, "base", None), np.ndarray):
+        a = a.base
+    return a
+
+
 def sources(graph: Graph) -> dict:
     """node -> the inputs, constants and fresh results whose memory its value may share."""
     nodes = graph.by_id

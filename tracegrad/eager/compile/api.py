@@ -23,7 +23,7 @@ import numpy as np
 
 from ... import passes
 from ...errors import TraceError
-from ...ir.aliasing import fresh_bases, is_view
+from ...ir.aliasing import fresh_bases, is_view, storage_root
 from ...passes.broadcasts import elide_broadcasts
 from ...runtime.codegen import GUARD_FAILED, generate
 from ...tracer import Tracer, flatten, new_trace, randomness, sync, unflatten
@@ -1105,7 +1105,7 @@ def _alias_sources(leaves, tensors, Tensor):
 
     def alias_of(leaves):
         arrays = [t._data for t in sources(leaves)]
-        if len({id(_root(a)) for a in arrays}) == len(arrays):
+        if len({id(storage_root(a)) for a in arrays}) == len(arrays):
             return ()       # (every array its own memory: no two share any)
         objects, roots, out = {}, {}, []
         for i, a in enumerate(arrays):
@@ -1115,7 +1115,7 @@ def _alias_sources(leaves, tensors, Tensor):
             if j != i:
                 out.append(("same", i, j))
                 continue
-            seen = roots.setdefault(id(_root(a)), [])
+            seen = roots.setdefault(id(storage_root(a)), [])
             for j, b in seen:
                 if np.may_share_memory(a, b):
                     out.append(("overlap", j, i))
@@ -1123,13 +1123,6 @@ def _alias_sources(leaves, tensors, Tensor):
         return tuple(out)
     alias_of.tensors = sources
     return alias_of
-
-
-def _root(a):
-    """The array whose memory the NumPy array ``a`` is a view of, or ``a``."""
-    while type(a) is np.ndarray and type(a.base) is np.ndarray:
-        a = a.base
-    return a
 
 
 def _rng_state(gen):
