@@ -117,7 +117,7 @@ def _lstm_cell_jax(gates, c):
     n = gates.shape[-1] // 4
     act = jax.nn.sigmoid(gates)
     act = act.at[..., 2 * n:3 * n].set(jnp.tanh(gates[..., 2 * n:3 * n]))
-    i, f, g, o = act[..., :n], act[..., n:2 * n], act[..., 2 * n:3 * n], act[..., 3 * n:]
+    i, f, g, o = _quarters(act)
     c_new = f * c + i * g
     return o * jnp.tanh(c_new), c_new, act
 
@@ -159,7 +159,7 @@ def _lstm_cell_grad_impl(gh, gc, act, c, c_new):
     n = c.shape[-1]
     if act.shape[-1] != 4 * n:
         _grad_check(gh, gc, act, c, c_new)
-    si, sf, tg, so = act[..., :n], act[..., n:2 * n], act[..., 2 * n:3 * n], act[..., 3 * n:]
+    si, sf, tg, so = _quarters(act)
     tc = np.tanh(c_new)
     # d c' = gc + gh * o * (1 - tanh(c')^2)
     d_cn = tc * tc
@@ -176,10 +176,11 @@ def _lstm_cell_grad_impl(gh, gc, act, c, c_new):
     np.multiply(tg, tg, out=slope_g)
     np.subtract(1.0, slope_g, out=slope_g)
     other = np.empty_like(slope)
-    np.multiply(tg, d_cn, out=other[..., :n])
-    np.multiply(c, d_cn, out=other[..., n:2 * n])
-    np.multiply(si, d_cn, out=other[..., 2 * n:3 * n])
-    np.multiply(tc, gh, out=other[..., 3 * n:])
+    oi, of, og, oo = _quarters(other)
+    np.multiply(tg, d_cn, out=oi)
+    np.multiply(c, d_cn, out=of)
+    np.multiply(si, d_cn, out=og)
+    np.multiply(tc, gh, out=oo)
     slope *= other
     return slope, d_cn * sf
 
@@ -246,8 +247,7 @@ def _lstm_cell_grad_jvp(tangents, outs, gh, gc, act, c, c_new):
 def _lstm_cell_grad_jax(gh, gc, act, c, c_new):
     import jax.numpy as jnp
 
-    n = act.shape[-1] // 4
-    si, sf, tg, so = act[..., :n], act[..., n:2 * n], act[..., 2 * n:3 * n], act[..., 3 * n:]
+    si, sf, tg, so = _quarters(act)
     tc = jnp.tanh(c_new)
     d_cn = gc + gh * so * (1 - tc * tc)
     d_gates = jnp.concatenate([d_cn * tg * (si * (1 - si)), d_cn * c * (sf * (1 - sf)),
