@@ -401,8 +401,8 @@ def _staged(root_nodes, seeds, targets, create_graph, scan, Tensor):
     # so do nodes with hooks below a Function: a hook sees its node's whole gradient once
     # (not one part per stage: a hook that clips would change the sum)
     if functions:
-        last = max(functions)
-        inputs |= {n for n in needed if n < last and n not in functions
+        newest = max(functions)
+        inputs |= {n for n in needed if n < newest and n not in functions
                    and handles[n]._hooks and handles[n]._parents}
     result, given, sent = {}, [], []
     waiting = {}                    # a stopping node -> its cotangent so far
