@@ -50,8 +50,7 @@ def _lstm_step(gates, c):
 
 
 def _cell_state(gates, c):
-    _, c, act = apply("lstm_cell", gates, c)
-    return c, act        # (act: the activations; kept on the tape for the backward)
+    return apply("lstm_cell", gates, c)[1]      # c' (the node keeps h and the activations)
 
 
 def _lstm_cell(x_part, hc, w_hh, b_hh):
@@ -63,7 +62,7 @@ def _lstm_cell(x_part, hc, w_hh, b_hh):
     gates = x_part + F.linear(h, w_hh, b_hh)
     if not _fusable(gates, c):
         return _lstm_step(gates, c)
-    c, _ = _call(_cell_state, gates, c)
+    c = _call(_cell_state, gates, c)
     # (o taken again from the gates, not from the activations: its gradient then goes
     # straight to the gates, and the fused backward gets no cotangent for them)
     return gates[..., 3 * c.shape[-1]:].sigmoid() * c.tanh(), c
