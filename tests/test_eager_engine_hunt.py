@@ -390,14 +390,9 @@ _BUGS = {
     "F": "hooks on several outputs of one node run in output order, not registration order",
     "G": "a None from a backward reaches a materialize_grads=False backward as zeros",
 }
-_KNOWN = {0: 'B', 2: 'C', 5: 'F', 9: 'B', 11: 'B', 15: 'B', 16: 'B', 17: 'H', 20: 'E',
-          22: 'B', 23: 'C', 24: 'C', 26: 'H', 28: 'D', 31: 'B', 32: 'D', 34: 'E', 38: 'B',
-          42: 'E', 44: 'HB', 45: 'D', 48: 'H', 50: 'C', 52: 'B', 58: 'C', 63: 'D',
-          66: 'BF', 67: 'D', 68: 'G', 71: 'C', 79: 'C', 82: 'H', 83: 'E', 84: 'D', 85: 'E',
-          87: 'E', 92: 'H', 93: 'C', 95: 'E', 96: 'B', 99: 'B', 101: 'B', 103: 'B',
-          104: 'E', 109: 'E', 110: 'H', 112: 'H', 113: 'C', 114: 'E', 115: 'C', 118: 'H',
-          126: 'D', 127: 'EG', 128: 'E', 136: 'C', 141: 'C', 142: 'D', 146: 'B', 149: 'E',
-          154: 'C', 155: 'F', 157: 'H'}
+_KNOWN = {0: 'B', 5: 'F', 9: 'B', 11: 'B', 15: 'B', 16: 'B', 22: 'B', 31: 'B', 38: 'B',
+          44: 'HB', 50: 'B', 52: 'B', 58: 'B', 66: 'BF', 68: 'G', 96: 'B', 99: 'B',
+          101: 'B', 103: 'B', 114: 'E', 127: 'EG', 146: 'B', 155: 'F'}
 SEEDS = [pytest.param(s, marks=pytest.mark.xfail(
     strict=True, reason="; ".join(_BUGS[c] for c in _KNOWN[s]))) if s in _KNOWN else s
     for s in range(160)]
@@ -492,7 +487,6 @@ def program_constant_gradient(lib, log):
     (g * g).sum().backward()            # PyTorch: element 0 ... does not require grad
 
 
-@pytest.mark.xfail(strict=True, reason=_BUGS["C"])
 def test_create_graph_constant_gradient_does_not_require_grad():
     _check(program_constant_gradient)
 
@@ -515,7 +509,6 @@ def program_unneeded_backward(lib, log):
     log.append(("d", _v(gd)))
 
 
-@pytest.mark.xfail(strict=True, reason=_BUGS["D"])
 def test_backward_not_needed_is_not_called():
     _check(program_unneeded_backward)
 
@@ -528,7 +521,6 @@ def program_retain_grad_in_grad(lib, log):
     log.append(("y", _v(y.grad)))
 
 
-@pytest.mark.xfail(strict=True, reason=_BUGS["E"])
 def test_retain_grad_filled_by_autograd_grad():
     _check(program_retain_grad_in_grad)
 

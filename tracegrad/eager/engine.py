@@ -168,11 +168,16 @@ def _seed(root, grad, i, Tensor, shared=False):
     return grad
 
 
-def _run(roots, grads, targets, retain_graph, create_graph, scan):
+def _run(roots, grads, targets, retain_graph, create_graph, scan, everything=False,
+         marks=(), retained=None):
     """Cotangents of the tape nodes ``targets`` from the roots, whose history is
     ``scan`` (a ``tape.Walk``): node -> array (a Tensor with create_graph) for those
     reached, the arrays the backward graph was given, and the nodes a custom Function's
-    backward sent a gradient to."""
+    backward sent a gradient to. ``everything``: PyTorch runs every node of the graph
+    (``backward()`` without ``inputs``), else only those on a path to a target (its
+    ``exec_info``): hooks elsewhere are not called, custom backwards elsewhere not run;
+    ``marks``: more nodes that count as targets there (and get no gradient).
+    ``retained``: retain_grad()-ed nodes, left holding those that run (made targets)."""
     Tensor = type(roots[0])     # (its constructors make a tg.Tensor, whatever subclass)
     tracers = []
     for i, r in enumerate(roots):
@@ -183,20 +188,57 @@ def _run(roots, grads, targets, retain_graph, create_graph, scan):
     shared = not hooked and not create_graph
     seeds = [_seed(r, g, i, Tensor, shared) for i, (r, g) in enumerate(zip(roots, grads))]
     root_nodes = [t._node for t in tracers]
+    needed = None
+    if not everything and (hooked or functions or retained):
+        # (PyTorch's node of a custom Function is one for all its outputs: when one is a
+        # target, what leads to the others is needed too)
+        marks = set(targets).union(marks)
+        for n, r in functions.items():
+            if n in marks:
+                marks.update(m for m in r.nodes if m is not None)
+        needed = scan.leading_to(marks)
+    if retained:
+        retained[:] = [n for n in retained if needed is None or n in needed]
+        asked = set(targets)
+        targets = list(targets) + [n for n in retained if n not in asked]
+    idle = frozenset()
+    if needed is not None and functions:
+        # a Function's backward runs when one of its inputs leads to a target (a Function
+        # whose output is a target, and no more, only hands that output's gradient on):
+        # the others' nodes are where the backward graphs stop
+        dropped = {n for n in functions
+                   if not any(p._id in needed for p in handles[n]._parents)}
+        if dropped:
+            functions = {n: r for n, r in functions.items() if n not in dropped}
+            idle = frozenset(n for n in dropped if n in needed)
+            if idle:
+                # their gradients are asked for (the Functions that lead to them run)
+                targets = list(targets) + sorted(idle.difference(targets))
+    else:
+        dropped = frozenset()
     if not functions:
         result, given = _stage(root_nodes, seeds, targets, create_graph, handles, handles,
-                               functions, Tensor, hooked=hooked, order=scan.order)
+                               dropped, Tensor, hooked=hooked, order=scan.order,
+                               needed=needed, idle=idle)
         sent, ran, rules = (), handles, ()
     elif FUSED.get() and not create_graph and _fusable(functions):
-        result, given, sent, rules = _fused(root_nodes, seeds, targets, scan, Tensor)
-        ran = handles
-        if len(rules) < len(functions):
-            # a Function whose backward did not run (no input needed it) keeps its values
-            called = {id(r) for r in rules}
-            ran = [n for n in handles if n not in functions or id(functions[n]) in called]
+        try:
+            result, given, sent, rules = _fused(root_nodes, seeds, targets, scan, Tensor,
+                                                functions, needed, dropped, idle)
+            ran = handles
+        except _Stale:
+            result, given, sent, ran, rules = _staged(root_nodes, seeds, targets, False,
+                                                      scan, Tensor, functions, needed, idle,
+                                                      dropped)
     else:
         result, given, sent, ran, rules = _staged(root_nodes, seeds, targets, create_graph,
-                                                  scan, Tensor)
+                                                  scan, Tensor, functions, needed, idle,
+                                                  dropped)
+    if len(rules) < len(scan.functions) and ran is handles:
+        # a Function whose backward did not run (no input needed it) keeps its values
+        called = {id(r) for r in rules}
+        every = scan.functions
+        ran = [n for n in handles if n not in every or id(every[n]) in called]
     if not retain_graph:
         # values only this graph held go now; a tensor used again gives its value back
         # (Tensor._traced)
@@ -209,19 +251,27 @@ def _run(roots, grads, targets, retain_graph, create_graph, scan):
     return result, given, sent
 
 
+class _Stale(Exception):
+    """A fused backward graph reads a freed or changed saved value: the error is raised
+    where PyTorch raises it, by running the backward in stages."""
+
+
 def _stage(root_nodes, seeds, targets, create_graph, handles, nodes, cut, Tensor,
-           functions=_NONE, run=None, hooked=True, order=None):
+           functions=_NONE, run=None, hooked=True, order=None, needed=None, idle=()):
     """One backward graph over ``nodes`` (a part of ``handles``; the nodes in ``cut``
     taken as inputs) from ``seeds`` at ``root_nodes``: node -> cotangent for the
     ``targets`` among ``nodes``, and the arrays the graph was given. The custom
     Functions' nodes in ``functions`` are in the graph, their backwards called while it
-    runs (``_fused``: ``run``). ``order``: ``nodes``' ids sorted, when known."""
+    runs (``_fused``: ``run``). ``order``: ``nodes``' ids sorted, when known. ``needed``:
+    the nodes whose hooks run (all when None); ``idle``: nodes in ``cut`` whose hooks
+    run all the same (a custom Function's outputs whose backward does not run)."""
     if order is None:
         order = sorted(nodes)
     if run is not None:
         run.order = order
     taps = [n for n in order if nodes[n]._hooks and type(nodes[n]) is not AccumulateGrad
-            and n not in cut] if hooked else []
+            and (n not in cut or n in idle) and (needed is None or n in needed)] \
+        if hooked else []
     for n in taps:
         if np.dtype(nodes[n]._ir.dtype).kind == "c":
             raise RuntimeError("hooks on complex tensors are not supported by tracegrad's "
@@ -229,7 +279,14 @@ def _stage(root_nodes, seeds, targets, create_graph, handles, nodes, cut, Tensor
                                "are not implemented)")
     wrt = [n for n in dict.fromkeys(list(targets) + taps) if n in nodes]
     plan = _plan(order, root_nodes, wrt, taps, cut, handles, functions)
-    _check_saved(plan, order, handles)
+    try:
+        _check_saved(plan, order, handles)
+    except RuntimeError:
+        if functions:
+            # PyTorch finds a freed or changed saved value when the node reading it runs,
+            # after the custom backwards above it: those run first (``_staged``)
+            raise _Stale from None
+        raise
     saved = [handles[order[i]] for i in plan.saved]
     seed_args = [seeds[k] for k in plan.seeds]
     if create_graph:
@@ -353,9 +410,9 @@ class _Fused:
         return tuple(outs)
 
 
-def _fused(root_nodes, seeds, targets, scan, Tensor):
+def _fused(root_nodes, seeds, targets, scan, Tensor, functions, needed, dropped, idle):
     """``_run`` through custom Functions whose nodes stay in the backward graph."""
-    handles, functions = scan.nodes, scan.functions
+    handles = scan.nodes
     run = _Fused(handles, functions)
     runs = _RUNNING.runs
     if runs is None:
@@ -365,7 +422,8 @@ def _fused(root_nodes, seeds, targets, scan, Tensor):
     grad_mode._set(False)
     try:
         result, given = _stage(root_nodes, seeds, targets, False, handles, handles,
-                               _NONE, Tensor, functions, run, scan.hooked, scan.order)
+                               dropped, Tensor, functions, run, scan.hooked, scan.order,
+                               needed, idle)
     finally:
         grad_mode._set(enabled)
         runs.pop()
@@ -381,7 +439,8 @@ def _add(total, part):
     return part if total is None else total + part
 
 
-def _staged(root_nodes, seeds, targets, create_graph, scan, Tensor):
+def _staged(root_nodes, seeds, targets, create_graph, scan, Tensor, functions, needed,
+            idle=frozenset(), dropped=frozenset()):
     """``_run`` through custom Functions, as PyTorch's engine runs them: a backward graph
     from the roots down to the Functions' outputs and inputs (and the targets), then
     the latest of those: a Function's ``backward`` on concrete tensors, or a Function's
@@ -392,8 +451,9 @@ def _staged(root_nodes, seeds, targets, create_graph, scan, Tensor):
         seeds = [s if isinstance(s, TensorBase) else Tensor._plain(s) for s in seeds]
     handles = scan.nodes
     wanted = set(targets)
-    needed = scan.leading_to(wanted)
-    functions = {n: r for n, r in scan.functions.items() if n in needed}
+    if needed is None:
+        needed = scan.leading_to(wanted)
+    functions = {n: r for n, r in functions.items() if n in needed}
     # a Function's inputs get gradients from its backward and maybe from elsewhere: the
     # backward graphs stop there too, until every part has arrived
     inputs = {m for r in functions.values() for m in r.operand_nodes
@@ -408,6 +468,7 @@ def _staged(root_nodes, seeds, targets, create_graph, scan, Tensor):
     waiting = {}                    # a stopping node -> its cotangent so far
     released = set()                # Function inputs whose gradient is complete
     ran, rules = set(), []
+    uncalled = set(functions)       # the Functions' nodes whose backward has not run
     pending = list(zip(root_nodes, seeds))
     with grad_mode.set_grad_enabled(create_graph):
         while True:
@@ -417,6 +478,16 @@ def _staged(root_nodes, seeds, targets, create_graph, scan, Tensor):
                     continue
                 if n in functions or (n in inputs and n not in released):
                     waiting[n] = _add(waiting.get(n), v)
+                elif n in idle:     # a Function's output that is a target, and no more
+                    if n in released:
+                        h = handles[n]
+                        if h._hooks:
+                            v = _run_hooks(h._hooks, v if isinstance(v, TensorBase) else
+                                           Tensor._plain(v), Tensor)
+                            v = v if create_graph else v._data
+                        result[n] = v
+                    else:
+                        waiting[n] = _add(waiting.get(n), v)
                 elif not handles[n]._parents:         # a leaf or a saved value
                     if n in wanted:
                         result[n] = _add(result.get(n), v)
@@ -424,12 +495,12 @@ def _staged(root_nodes, seeds, targets, create_graph, scan, Tensor):
                     stage_roots.append(n)
                     stage_seeds.append(v)
             if stage_roots:
-                cut = functions.keys() | (inputs - released)
+                cut = functions.keys() | (inputs - released) | (dropped - released)
                 nodes = scan.below(stage_roots, cut)
                 ran.update(nodes)
                 outs, args = _stage(stage_roots, stage_seeds,
                                     list(targets) + [n for n in nodes if n in cut],
-                                    create_graph, handles, nodes, cut, Tensor)
+                                    create_graph, handles, nodes, cut, Tensor, needed=needed)
                 given.extend(args)
                 for n, v in outs.items():
                     if n in cut:
@@ -440,17 +511,19 @@ def _staged(root_nodes, seeds, targets, create_graph, scan, Tensor):
                 break
             top = max(waiting)
             if top not in functions:
-                # Function inputs later than every waiting Function: their gradients are
-                # complete (what is left to run comes before them). One stage from all of
-                # them, so that a node below several (an LSTM cell below its h and c) runs
-                # once, with its whole gradient, not once per input
-                last = max((n for n in waiting if n in functions), default=-1)
+                # Function inputs later than every Function yet to run (one not waiting
+                # now may be reached from them): their gradients are complete (what is
+                # left to run comes before them). One stage from all of them, so that a
+                # node below several (an LSTM cell below its h and c) runs once, with its
+                # whole gradient, not once per input
+                last = max((n for n in uncalled if n < top), default=-1)
                 ready = sorted((n for n in waiting if n > last), reverse=True)
                 released.update(ready)
                 pending = [(n, waiting.pop(n)) for n in ready]
                 continue
             rule = functions[top]
             rules.append(rule)
+            uncalled.difference_update(rule.nodes)
             cts = {}
             for n in rule.nodes:
                 if n is None or n not in waiting:
@@ -534,6 +607,7 @@ def _replay(plan, saved, seed_args, order, handles, Tensor):
         env[n] = s._traced() if isinstance(s, TensorBase) and s.requires_grad else (
             s._data if isinstance(s, TensorBase) else s)
     checking = anomaly.is_anomaly_enabled()
+    seen: dict = {}
 
     def const(value, src):
         with source_override(src):
@@ -545,23 +619,54 @@ def _replay(plan, saved, seed_args, order, handles, Tensor):
             anomaly.check(_value(value), handles[order[f]], k)
         f = plan.taps.get(n)
         if f is not None:
-            out = _run_hooks(handles[order[f]]._hooks, _as_tensor(value, Tensor), Tensor)
+            out = _run_hooks(handles[order[f]]._hooks, _as_tensor(value, Tensor, seen), Tensor)
             value = out._traced() if out.requires_grad else out._data
         return value
 
     with grad_mode.enable_grad():
         evaluate(g, env, const=const, observe=observe, guards=False)
-    return [_as_tensor(env[o], Tensor) for o in g.outputs]
+    return [_as_tensor(env[o], Tensor, seen) for o in g.outputs]
 
 
 def _value(v):
     return v._value if isinstance(v, EagerTracer) else v
 
 
-def _as_tensor(v, Tensor):
+def _as_tensor(v, Tensor, seen=None):
+    """A value the backward graph's replay computed, as a tensor: recorded when it depends
+    on a tensor that requires grad (a gradient that is a constant, ``(x * -0.5).sum()``'s,
+    does not require grad, as in PyTorch). ``seen``: what is known of the nodes so far."""
     if isinstance(v, EagerTracer):
-        return Tensor._recorded(v) if v.dtype.kind in "fc" else Tensor._plain(v._value)
+        if v.dtype.kind in "fc" and _requires_grad(v._handle, {} if seen is None else seen):
+            return Tensor._recorded(v)
+        return Tensor._plain(v._value)
     return Tensor._plain(np.asarray(v))
+
+
+def _requires_grad(handle, seen):
+    """Whether the node ``handle`` depends on a leaf that requires grad (``seen``: node id
+    -> the answer, for the nodes already looked at)."""
+    known = seen.get(handle._id)
+    if known is not None:
+        return known
+    stack = [(handle, False)]
+    while stack:
+        h, done = stack.pop()
+        n = h._id
+        if done:
+            seen[n] = any(seen[p._id] for p in h._parents)
+            continue
+        if n in seen:
+            continue
+        if type(h) is AccumulateGrad:
+            seen[n] = True
+            continue
+        if not h._parents:
+            seen[n] = False
+            continue
+        stack.append((h, True))
+        stack.extend((p, False) for p in h._parents if p._id not in seen)
+    return seen[handle._id]
 
 
 def _fresh(value, Tensor, inputs=()):
@@ -655,13 +760,40 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
             receivers[id(t)] = (t, _tensor_nodes(handles, t))
     targets = [n for _, nodes in receivers.values() for n in nodes] + dead
+    retained = _retained(scan) if inputs is not None else []
     reached = _Reached(scan, [r._traced()._node for r in tensors])
-    result, inputs, sent = _run(tensors, grads, targets, retain_graph, create_graph, scan)
+    result, inputs, sent = _run(tensors, grads, targets, retain_graph, create_graph, scan,
+                                everything=inputs is None, retained=retained)
     reached.sent = sent
     with grad_mode.set_grad_enabled(create_graph):
         for t, nodes in receivers.values():
             g = _gradient_of(t, nodes, result, inputs, Tensor, reached)
             if g is not None:
+                _accumulate(t, g, create_graph)
+        _fill_retained(retained, handles, result, inputs, Tensor, create_graph)
+
+
+def _retained(scan):
+    """The nodes in ``scan`` that a live tensor retain_grad()-ed (it stands for them)."""
+    out = []
+    for n, h in scan.receiving:
+        if type(h) is not AccumulateGrad:
+            t = h._retain()
+            if t is not None and t._tracer is not None and t._tracer._node == n:
+                out.append(n)
+    return out
+
+
+def _fill_retained(retained, handles, result, handed, Tensor, create_graph):
+    """``.grad`` of the retain_grad()-ed tensors whose node ran (``retained``, as ``_run``
+    left it), from their gradient after their hooks (PyTorch's retains_grad hook runs
+    when its node does, for ``autograd.grad`` and ``backward(inputs=...)`` too)."""
+    for n in retained:
+        if n in result:
+            t = handles[n]._retain()
+            if t is not None:
+                g = _fresh(result[n], Tensor, handed)
+                handed.append(g._data)
                 _accumulate(t, g, create_graph)
 
 
@@ -734,16 +866,21 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             raise RuntimeError(_NO_GRAD.format(i=i))
     scan = walk([r._traced()._handle for r in outputs])
     handles = scan.nodes
-    wanted = []
+    wanted, marks = [], []
     for t in inputs:
         if not isinstance(t, TensorBase):
             raise TypeError(f"inputs must be Tensors, got {type(t).__name__}")
         if not t.requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
         wanted.append(_tensor_nodes(handles, t))
+        if not wanted[-1] and t._tracer is not None and t._tracer._handle._rule is not None:
+            # an output of a custom Function that is not in the graph, another one is: to
+            # PyTorch the Function's node is, and what leads to it runs
+            marks.extend(m for m in t._tracer._handle._rule.nodes if m in handles)
+    retained = _retained(scan)
     reached = _Reached(scan, [r._traced()._node for r in outputs])
     result, ins, sent = _run(outputs, grads, [n for nodes in wanted for n in nodes],
-                             retain_graph, create_graph, scan)
+                             retain_graph, create_graph, scan, marks=marks, retained=retained)
     reached.sent = sent
     out = []
     with grad_mode.set_grad_enabled(create_graph):
@@ -758,4 +895,5 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                            if materialize_grads else None)
                 continue
             out.append(g)
+        _fill_retained(retained, handles, result, ins, Tensor, create_graph)
     return tuple(out)
