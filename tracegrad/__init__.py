@@ -99,3 +99,10 @@ __all__ = ["TraceError", "RetraceWarning", "Graph", "jit", "passes", "grad", "va
 from .transforms.implicit_diff import custom_linear_solve, custom_root  # noqa: E402
 
 __all__ += ["custom_root", "custom_linear_solve"]
+# torch.conv2d, torch.layer_norm, torch.dropout, ...: the nn operations torch exports at its
+# top level, with its native functions' signatures (tracegrad/eager/nn/natives.py)
+from .eager.nn.natives import NATIVES as _NATIVES  # noqa: E402
+
+globals().update({k: v for k, v in _NATIVES.items() if k not in globals()})
+__all__ += [k for k in _NATIVES if k not in __all__]
+

@@ -773,15 +773,11 @@ class ArithmeticMethods:
         if FAST.get() and (type(exponent) is int or type(exponent) is float) and \
                 type(self._data) is np.ndarray and \
                 self._data.dtype.kind == "f":
-            # a floating tensor to a Python number's power: one ufunc (what _power comes to);
-            # the square as x * x, which NumPy's power computes for it too (the same values,
-            # and the gradient 2 * x * g is two products instead of pow's general rule)
-            if exponent == 2:
-                out = _fast_binary(np.multiply, self, self, "PowBackward0")
-                if out is not None and out._tracer is not None:
-                    handle = out._tracer._handle
-                    handle._inputs = handle._parents[:1]    # PowBackward0's one edge
-            elif exponent == 3 or exponent == -2 or exponent in _BY_PRODUCTS:
+            # a floating tensor to a Python number's power: one ufunc (what _power comes to).
+            # (The square stays a power, NumPy's x * x: recorded as a product of x with
+            # itself, its gradient would be two terms g x + g x summed with x's other
+            # cotangents, where PyTorch's and a compiled step's is one, g (2 x).)
+            if exponent == 3 or exponent == -2 or exponent in _BY_PRODUCTS:
                 out = _fast_binary(_power, self, exponent, "PowBackward0")
             else:
                 out = _fast_binary(np.power, self, exponent, "PowBackward0")

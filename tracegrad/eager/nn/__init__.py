@@ -130,3 +130,63 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "Sequential", "
            "Softshrink", "RReLU", "Bilinear", "PixelUnshuffle", "GaussianNLLLoss"]
 __all__ += ["parallel", "DataParallel", "Conv3d", "ConvTranspose3d", "MaxPool3d", "AvgPool3d", "CTCLoss",
             "MultiMarginLoss", "Fold", "Unfold"]
+from .layers_more import (  # noqa: E402
+    AdaptiveMaxPool1d,
+    ChannelShuffle,
+    CircularPad1d,
+    CircularPad2d,
+    CircularPad3d,
+    ConstantPad1d,
+    ConstantPad3d,
+    ConvTranspose1d,
+    Dropout3d,
+    FeatureAlphaDropout,
+    InstanceNorm3d,
+    LocalResponseNorm,
+    LPPool1d,
+    LPPool2d,
+    LPPool3d,
+    MaxUnpool1d,
+    MaxUnpool2d,
+    MaxUnpool3d,
+    MultiLabelMarginLoss,
+    NLLLoss2d,
+    ReflectionPad3d,
+    ReplicationPad3d,
+    RMSNorm,
+    TripletMarginWithDistanceLoss,
+    UpsamplingBilinear2d,
+    UpsamplingNearest2d,
+    ZeroPad1d,
+    ZeroPad3d,
+)
+
+__all__ += ["AdaptiveMaxPool1d", "ChannelShuffle", "CircularPad1d", "CircularPad2d",
+            "CircularPad3d", "ConstantPad1d", "ConstantPad3d", "ConvTranspose1d", "Dropout3d",
+            "FeatureAlphaDropout", "InstanceNorm3d", "LocalResponseNorm", "LPPool1d",
+            "LPPool2d", "LPPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
+            "MultiLabelMarginLoss", "NLLLoss2d", "ReflectionPad3d", "ReplicationPad3d",
+            "RMSNorm", "TripletMarginWithDistanceLoss", "UpsamplingBilinear2d",
+            "UpsamplingNearest2d", "ZeroPad1d", "ZeroPad3d"]
+
+# -- lazy modules, nn.parameter (Buffer, UninitializedParameter/Buffer) ---------------------
+from . import parameter  # noqa: E402
+from .lazy import (  # noqa: E402
+    LazyBatchNorm1d,
+    LazyBatchNorm2d,
+    LazyBatchNorm3d,
+    LazyConv1d,
+    LazyConv2d,
+    LazyConv3d,
+    LazyConvTranspose2d,
+    LazyConvTranspose3d,
+    LazyInstanceNorm1d,
+    LazyInstanceNorm2d,
+    LazyLinear,
+)
+from .parameter import Buffer, UninitializedBuffer, UninitializedParameter  # noqa: E402
+
+__all__ += ["parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer", "LazyLinear",
+            "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose2d",
+            "LazyConvTranspose3d", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d",
+            "LazyInstanceNorm1d", "LazyInstanceNorm2d"]

@@ -1086,3 +1086,41 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, True)
     return weights.matmul(value)
+
+
+from .functional_more import (  # noqa: E402,F401  (part of tg.nn.functional)
+    adaptive_max_pool1d,
+    adaptive_max_pool1d_with_indices,
+    adaptive_max_pool2d_with_indices,
+    alpha_dropout,
+    celu_,
+    channel_shuffle,
+    conv_tbc,
+    conv_transpose1d,
+    dropout3d,
+    elu_,
+    feature_alpha_dropout,
+    hardtanh_,
+    leaky_relu_,
+    local_response_norm,
+    lp_pool1d,
+    lp_pool2d,
+    lp_pool3d,
+    max_pool1d_with_indices,
+    max_pool2d_with_indices,
+    max_pool3d_with_indices,
+    max_unpool1d,
+    max_unpool2d,
+    max_unpool3d,
+    multilabel_margin_loss,
+    native_channel_shuffle,
+    pdist,
+    rms_norm,
+    rrelu_,
+    selu_,
+    threshold_,
+    triplet_margin_with_distance_loss,
+    upsample,
+    upsample_bilinear,
+    upsample_nearest,
+)

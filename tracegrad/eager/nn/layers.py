@@ -351,10 +351,10 @@ class Dropout2d(Dropout):
 
 
 class AlphaDropout(Dropout):
+    """Dropout for SELU networks (``F.alpha_dropout``): mean and variance are kept."""
+
     def forward(self, input):
-        if not self.training or self.p == 0:
-            return input
-        raise NotImplementedError("AlphaDropout is not supported in training mode")
+        return F.alpha_dropout(input, self.p, self.training)
 
 
 class Unflatten(Module):
