@@ -7,6 +7,7 @@ and ``parameters()``, ``state_dict()`` and ``repr`` find everything in definitio
 from __future__ import annotations
 
 from collections import OrderedDict, namedtuple
+from functools import partial
 
 import numpy as np
 
@@ -117,6 +118,10 @@ class Module:
                 raise TypeError(f"cannot assign '{type(value).__name__}' as child module "
                                 f"'{name}' (torch.nn.Module or None expected)")
             d["_modules"][name] = None
+        elif getattr(value, "_is_buffer", False):     # nn.Buffer(t): registered as a buffer
+            if d.get("_buffers") is None:
+                raise AttributeError("cannot assign buffer before Module.__init__() call")
+            self.register_buffer(name, value, persistent=value.persistent)
         elif d.get("_buffers") is not None and name in d["_buffers"]:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' "
@@ -165,6 +170,8 @@ class Module:
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer "
                             f"'{name}' (torch Tensor or None required)")
+        if getattr(tensor, "_is_buffer", False) and type(tensor).__name__ == "Buffer":
+            tensor = tensor._as_tensor()     # nn.Buffer: kept as the plain tensor it wraps
         self._forget(name, keep="_buffers")
         self._buffers[name] = tensor
         if persistent:
@@ -337,6 +344,14 @@ class Module:
         output."""
         return _add_hook(self, "_forward_hooks", hook, prepend)
 
+    def _register_load_state_dict_pre_hook(self, hook, with_module=False):
+        """``hook(state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs)`` (``module`` first with ``with_module``) before
+        ``load_state_dict`` reads the state dict (a copy, which the hook may change)."""
+        if with_module:
+            hook = partial(hook, self)
+        return _add_hook(self, "_load_state_dict_pre_hooks", hook, False)
+
         # -- state ----------------------------------------------------------------------------------
     def state_dict(self, destination=None, prefix="", keep_vars=False):
         """Parameters and persistent buffers by dotted name; the tensors share memory with
@@ -345,14 +360,15 @@ class Module:
         for mod_prefix, m in self.named_modules(prefix=prefix.rstrip(".")):
             dot = mod_prefix + ("." if mod_prefix else "")
             for name, p in m._parameters.items():
-                if p is not None:
-                    out[dot + name] = p if keep_vars else p.detach()
+                if p is not None:      # (an uninitialized lazy parameter: itself)
+                    out[dot + name] = p if keep_vars or _lazy(p) else p.detach()
             for name, b in m._buffers.items():
                 if b is not None and name not in m._non_persistent:
-                    out[dot + name] = b if keep_vars else b.detach()
+                    out[dot + name] = b if keep_vars or _lazy(b) else b.detach()
         return out
 
     def load_state_dict(self, state_dict, strict=True, assign=False):
+        state_dict = _run_load_pre_hooks(self, state_dict, strict)
         own = self.state_dict(keep_vars=True)
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
@@ -445,6 +461,26 @@ def _add_hook(module, attr, hook, prepend):
     if prepend:
         hooks.move_to_end(handle.id, last=False)
     return handle
+
+
+def _lazy(t):
+    return getattr(type(t), "_uninitialized", False)
+
+
+def _run_load_pre_hooks(module, state_dict, strict):
+    """The modules' load_state_dict pre-hooks, run (outermost first) on a copy of
+    ``state_dict``; the error messages they add are raised as load_state_dict's."""
+    if not any(m.__dict__.get("_load_state_dict_pre_hooks") for m in module.modules()):
+        return state_dict
+    state_dict = OrderedDict(state_dict)
+    errors = []
+    for prefix, m in module.named_modules():
+        for hook in list(m.__dict__.get("_load_state_dict_pre_hooks", {}).values()):
+            hook(state_dict, prefix + ("." if prefix else ""), {}, strict, [], [], errors)
+    if errors:
+        raise RuntimeError(f"Error(s) in loading state_dict for {module._get_name()}:\n\t"
+                           + "\n\t".join(errors))
+    return state_dict
 
 
 def _requested_dtype(args, kwargs):

@@ -9,7 +9,8 @@ from ...functions import cat
 from ...grad_mode import no_grad
 from ...tensor import Tensor
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "get_total_norm", "parameters_to_vector",
+__all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grads_with_norm_", "clip_grad_value_",
+           "get_total_norm", "parameters_to_vector",
            "vector_to_parameters"]
 
 
@@ -115,3 +116,30 @@ def vector_to_parameters(vec, parameters):
                       casting="unsafe")
             p._vc.v += 1
             offset += n
+
+
+def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
+    """Scale the gradients of ``parameters`` in place by ``min(max_norm / (total_norm +
+    1e-6), 1)``, computed in ``total_norm``'s dtype as PyTorch computes it."""
+    grads = _grads(parameters)
+    if not grads:
+        return
+    total = total_norm._data if isinstance(total_norm, Tensor) else np.asarray(total_norm)
+    dt = total.dtype if total.dtype.kind == "f" else np.dtype(np.float32)
+    coef = np.asarray(max_norm, dt) / (total.astype(dt) + np.asarray(1e-6, dt))
+    coef = np.minimum(coef, np.asarray(1.0, dt))
+    for g in grads:
+        data = _writable(g)
+        if type(data) is not np.ndarray:    # a tg.compile tracer: written in place
+            data[...] = data * coef.astype(data.dtype)
+            continue
+        np.multiply(data, coef.astype(data.dtype), out=data)
+        g._vc.v += 1
+
+
+def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
+    """Deprecated alias of ``clip_grad_norm_`` (with PyTorch's FutureWarning)."""
+    import warnings
+    warnings.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of "
+                  "`torch.nn.utils.clip_grad_norm_`.", FutureWarning, stacklevel=2)
+    return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
