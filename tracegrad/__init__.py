@@ -48,11 +48,11 @@ def _alias_eager_modules():
         if name.startswith(prefix):
             short = __name__ + "." + name[len(prefix):]
             if short.split(".")[1] in ("autograd", "nn", "optim", "utils", "onnx", "linalg",
-                                       "return_types"):
+                                       "return_types", "distributions"):
                 sys.modules.setdefault(short, module)
 
 
-from .eager import linalg, nn, onnx, optim, return_types, utils  # noqa: E402
+from .eager import distributions, linalg, nn, onnx, optim, return_types, utils  # noqa: E402
 from .eager.compile import compile  # noqa: E402,A001  (torch.compile)
 
 _alias_eager_modules()
@@ -92,7 +92,7 @@ __all__ = ["TraceError", "RetraceWarning", "Graph", "jit", "passes", "grad", "va
            "jvp", "jacobian", "hessian", "trace", "stop_gradient", "custom_vjp", "checkpoint",
            "cond", "fori_loop", "while_loop", "scan", "vmap", "autograd", "bool", "float", "double", "int",
            "long", "func", "nn", "onnx", "optim", "utils", "compile", "linalg", "return_types",
-           "pure_callback", "ShapeDtypeStruct", "scipy",
+           "pure_callback", "ShapeDtypeStruct", "scipy", "distributions",
            "tree_util", "flatten_util", "debug", "optimizers", *_eager.__all__]
 
 # implicit differentiation (issue 15): roots and linear solves
