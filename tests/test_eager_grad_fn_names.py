@@ -68,6 +68,8 @@ KNOWN = {
     ("floor_divide", (0.7,)): "torch records no derivative (NotImplemented)",
     ("logical_and_", ("T",)): "torch computes a float logical_and_ as a product",
     ("logical_or_", ("T",)): "torch computes a float logical_or_ as a product",
+    ("logical_not_", ()): "torch computes a float logical_not_ as a product",
+    ("logical_xor_", ("T",)): "torch computes a float logical_xor_ as a product",
     ("unique", ()): "tracegrad's unique records no node (its values are not differentiable)",
 }
 

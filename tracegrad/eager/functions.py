@@ -252,3 +252,9 @@ FUNCTIONS.update(index_add=indexed_ops.index_add, scatter_reduce=indexed_ops.sca
 
 def _default():
     return default_dtype()
+
+
+# erf, lgamma, xlogy, hypot, cummax, ... (math_ops.py): torch's math names
+from . import math_ops  # noqa: E402
+
+FUNCTIONS.update(math_ops.FUNCTIONS)

@@ -24,6 +24,7 @@ from .arithmetic import (
 from .dispatch import call
 from .grad_mode import is_grad_enabled as _grad_enabled
 from .indexing import getitem_name, index_update, is_basic
+from .promotion import result_type
 from .random import draw_dtype, generator_of
 from .tape import EagerTracer
 from .tensor_base import (
@@ -34,6 +35,7 @@ from .tensor_base import (
     _private_copy,
     _relabelled,
     _scalar_name,
+    default_dtype,
 )
 
 _LEAF_INPLACE = "a leaf Variable that requires grad is being used in an in-place operation."
@@ -172,6 +174,10 @@ class InplaceMethods:
 
     def div_(self, other, *, rounding_mode=None):
         if rounding_mode is None:
+            dtype = result_type(self, other, default_float=default_dtype())
+            if dtype.kind in "biu":     # true division of integers: the default float dtype
+                raise RuntimeError(f"result type {_scalar_name(default_dtype())} can't be cast "
+                                   f"to the desired output type {_scalar_name(self.dtype)}")
             return _binary_(self, other, 1, np.true_divide, "DivBackward0")
         return self.copy_(self.div(other, rounding_mode=rounding_mode))
 

@@ -23,7 +23,8 @@ class bodies (``def softmax`` is in reductions.py):
 - ``LinalgMethods`` (linalg.py): torch's older linear-algebra names (``det``, ``svd``,
   ``cholesky``, ``inverse``, ...);
 - ``MultinomialMethods`` (multinomial.py): ``multinomial``;
-- ``InferenceMethods`` (inference.py): ``is_inference``.
+- ``InferenceMethods`` (inference.py): ``is_inference``;
+- ``MathMethods`` (math_ops.py): ``erf``, ``lgamma``, ``xlogy``, ``hypot``, ``cummax``, ...
 
 Nothing assigns methods onto ``Tensor`` after this class statement
 (``tests/test_eager_tensor_layout.py`` checks it).
@@ -42,6 +43,7 @@ from .indexed_ops import IndexedMethods
 from .inference import InferenceMethods
 from .inplace import InplaceMethods
 from .linalg import LinalgMethods
+from .math_ops import MathMethods
 from .multinomial import MultinomialMethods
 from .reductions import ReductionMethods
 from .shapes import ShapeMethods
@@ -73,7 +75,7 @@ _COMPLEX_GRAD = ("complex tensors cannot require grad in tracegrad's eager autog
 
 class Tensor(ArithmeticMethods, ReductionMethods, ShapeMethods, ViewMethods, InplaceMethods,
              ConversionMethods, MoreMethods, IndexedMethods, LinalgMethods, MultinomialMethods,
-             InferenceMethods, TensorBase):
+             InferenceMethods, MathMethods, TensorBase):
     """A NumPy array with PyTorch's autograd semantics (``tg.tensor`` makes one).
 
     Operations on tensors that require grad are recorded; ``backward()`` runs the
