@@ -106,3 +106,16 @@ from .eager.nn.natives import NATIVES as _NATIVES  # noqa: E402
 globals().update({k: v for k, v in _NATIVES.items() if k not in globals()})
 __all__ += [k for k in _NATIVES if k not in __all__]
 
+# torch.lu, torch.triangular_solve, torch.addmv, ... (and the removed names' errors)
+from .eager.linalg import LEGACY_FUNCTIONS as _LEGACY_LINALG  # noqa: E402
+
+globals().update({k: v for k, v in _LEGACY_LINALG.items() if k not in globals()})
+__all__ += [k for k in _LEGACY_LINALG if k not in __all__]
+
+# implicit differentiation (issue 15): roots and linear solves
+from .transforms.implicit_diff import custom_linear_solve, custom_root  # noqa: E402
+
+__all__ += ["custom_root", "custom_linear_solve"]
+
+# torch.fft (tracegrad/eager/fft.py): tg.fft.rfft, ``from tracegrad.fft import rfft``
+from .eager import fft  # noqa: E402

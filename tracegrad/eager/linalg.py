@@ -1180,6 +1180,289 @@ def _matrix_exp(input):  # noqa: A002
     return matrix_exp(input)
 
 
+# -- torch's deprecated factorisation names (torch.lu, torch.triangular_solve, ...) ---------------
+_lu_unpack_result = _rt._result("lu_unpack", ["P", "L", "U"])
+_triangular_solve_result = _rt._result("triangular_solve", ["solution", "cloned_coefficient"])
+_geqrf_result = _rt._result("geqrf", ["a", "tau"])
+
+
+def _deprecated(message):
+    import warnings
+    warnings.warn(message, UserWarning, stacklevel=3)
+
+
+def _lu(A, pivot=True, get_infos=False, out=None):  # noqa: N803
+    """``torch.lu``: ``(LU, pivots)`` (and ``infos``) as ``linalg.lu_factor_ex``'s; a
+    singular matrix is no error."""
+    _deprecated("torch.lu is deprecated in favor of torch.linalg.lu_factor / "
+                "torch.linalg.lu_factor_ex and will be removed in a future PyTorch release.")
+    LU, pivots, info = lu_factor_ex(A, pivot=pivot)  # noqa: N806
+    return (LU, pivots, info) if get_infos else (LU, pivots)
+
+
+def _lu_solve(input, LU_data, LU_pivots):  # noqa: A002, N803
+    """``torch.lu_solve(b, LU, pivots)``: ``linalg.lu_solve(LU, pivots, b)``."""
+    _deprecated("torch.lu_solve is deprecated in favor of torch.linalg.lu_solveand will be "
+                "removed in a future PyTorch release.")
+    return lu_solve(LU_data, LU_pivots, input)
+
+
+def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):  # noqa: N803
+    """``(P, L, U)`` from ``lu_factor``'s packed result: ``L`` unit lower (m x k), ``U``
+    upper (k x n), ``P`` the permutation of the pivots; an unpacked part left out is
+    empty."""
+    LU = _matrix("lu_unpack", LU_data, "LU_data")  # noqa: N806
+    m, n = LU.shape[-2:]
+    k = min(m, n)
+    batch = tuple(LU.shape[:-2])
+    empty = LU._plain(np.zeros(0, LU.dtype))
+    P = empty  # noqa: N806
+    if unpack_pivots:
+        piv = np.asarray(_value(LU_pivots), np.int64) - 1
+        if piv.shape[-1:] != (k,):
+            raise _err(f"torch.lu_unpack: Expected LU_pivots.size(-1) == min(LU_data.size(-1), "
+                       f"LU_data.size(-2)), but got {piv.shape[-1]} and {k}")
+        perm = _permutation(piv, m)
+        p = np.zeros(batch + (m, m), LU.dtype)
+        np.put_along_axis(p, perm[..., :, None], 1, axis=-1)
+        P = LU._plain(np.ascontiguousarray(np.swapaxes(p, -1, -2)))  # noqa: N806
+    if not unpack_data:
+        return _lu_unpack_result(P, empty, empty)
+    low = np.tril(np.ones((m, k), bool), -1)
+    eye = np.eye(m, k, dtype=LU.dtype)
+    up = np.triu(np.ones((k, n), bool))
+    L, U = call(lambda a: (np.where(low, a[..., :, :k], 0) + eye,  # noqa: N806
+                           np.where(up, a[..., :k, :], 0)), LU, name="LuUnpackBackward0")
+    return _lu_unpack_result(P, L, U)
+
+
+def triangular_solve(input, A, upper=True, transpose=False, unitriangular=False):  # noqa: A002, N803
+    """``(X, A.clone())`` with ``op(A) X = input``, ``op`` the transpose when ``transpose``
+    (``torch.linalg.solve_triangular`` with its arguments the other way round)."""
+    _deprecated("torch.triangular_solve is deprecated in favor of "
+                "torch.linalg.solve_triangularand will be removed in a future PyTorch "
+                "release.\ntorch.linalg.solve_triangular has its arguments reversed and does "
+                "not return a copy of one of the inputs.\nX = torch.triangular_solve(B, "
+                "A).solution\nshould be replaced with\nX = torch.linalg.solve_triangular(A, "
+                "B).")
+    A, B = _as_tensor(A), _as_tensor(input)  # noqa: N806
+    coefficient = _mT(A) if transpose else A
+    X = solve_triangular(coefficient, B, upper=upper != transpose,  # noqa: N806
+                         unitriangular=unitriangular)
+    return _triangular_solve_result(_named(X, "TriangularSolveBackward0"),
+                                    _named(A.clone(), "TriangularSolveBackward0"))
+
+
+def geqrf(input):  # noqa: A002
+    """LAPACK's ``geqrf``: ``R`` on and above the diagonal of ``a``, the Householder vectors
+    below it, their scales ``tau``; no derivative, as in torch."""
+    from scipy.linalg import lapack
+    A = _matrix("geqrf", input, "input")  # noqa: N806
+    a = A._concrete("geqrf")
+    m, n = a.shape[-2:]
+    flat = a.reshape((-1, m, n))
+    qr_ = np.empty_like(flat)
+    tau = np.zeros((flat.shape[0], min(m, n)), a.dtype)
+    for b, mat in enumerate(flat):
+        if mat.size:
+            routine = lapack.get_lapack_funcs("geqrf", (mat,))
+            qr_[b], tau[b] = routine(mat)[:2]
+    qr_ = qr_.reshape(a.shape)
+    tau = tau.reshape(a.shape[:-2] + (min(m, n),))
+    return _geqrf_result(_without_derivative("geqrf", qr_, A),
+                         _without_derivative("geqrf", tau, A))
+
+
+def orgqr(input, tau):  # noqa: A002
+    """``torch.orgqr``: ``linalg.householder_product``."""
+    return householder_product(input, tau)
+
+
+def ormqr(input, tau, other, left=True, transpose=False):  # noqa: A002
+    """``Q other`` (``other Q`` when not ``left``; ``Q^H`` when ``transpose``) with the
+    m x m ``Q = H_1 ... H_k`` of ``geqrf``'s reflectors, without forming it in LAPACK."""
+    A, tau, C = _as_tensor(input), _as_tensor(tau, input), _as_tensor(other, input)  # noqa: N806
+    _floating("torch.ormqr", A)
+    if A.dim() < 2 or C.dim() < 2:
+        raise _err("torch.ormqr: input and other must have at least 2 dimensions.")
+    m = A.shape[-2]
+    k = tau.shape[-1]
+    if (C.shape[-2] if left else C.shape[-1]) != m:
+        raise _err(f"torch.ormqr: other.shape[{-2 if left else -1}] must be equal to "
+                   f"input.shape[-2]")
+    if k > A.shape[-1]:
+        raise _err("torch.ormqr: input.shape[-1] must be greater than or equal to "
+                   "tau.shape[-1]")
+    _same_dtype("torch.ormqr", A, tau)
+    _same_dtype("torch.ormqr", A, C)
+    low = np.tril(np.ones((m, k), bool), -1)
+    eye = np.eye(m, k, dtype=A.dtype)
+
+    def fn(a, t, c):
+        v = np.where(low, a[..., :, :k], 0) + eye
+        q = np.broadcast_to(np.eye(m, dtype=a.dtype), a.shape[:-2] + (m, m))
+        for i in range(k):
+            vi = v[..., :, i:i + 1]
+            q = q - ((q @ vi) * t[..., i][..., None, None]) @ _mH(vi)
+        if transpose:
+            q = _mH(q)
+        return q @ c if left else c @ q
+    return call(fn, A, tau, C, name="OrmqrBackward0")
+
+
+def nuclear_norm(input, dim=None, keepdim=False):  # noqa: A002
+    """The sum of the singular values (deprecated: ``linalg.matrix_norm(A, "nuc")``)."""
+    _deprecated("at::nuclear_norm is deprecated and it is just left for JIT compatibility. It "
+                "will be removed in a future PyTorch release. Please use "
+                "`linalg.matrix_norm(A, 'nuc', dim, keepdim)` instead")
+    if isinstance(dim, bool):           # nuclear_norm(input, keepdim)
+        dim, keepdim = None, dim
+    return matrix_norm(input, "nuc", (-2, -1) if dim is None else tuple(dim), keepdim)
+
+
+def frobenius_norm(input, dim, keepdim=False):  # noqa: A002
+    """The 2-norm over ``dim`` (deprecated: ``linalg.vector_norm(A, 2, dim, keepdim)``)."""
+    _deprecated("at::frobenius_norm is deprecated and it is just left for JIT compatibility. "
+                "It will be removed in a future PyTorch release. Please use "
+                "`linalg.vector_norm(A, 2., dim, keepdim)` instead")
+    dim = (dim,) if isinstance(dim, int) else tuple(dim)
+    return _named(vector_norm(input, 2, dim, keepdim), "NormBackward1")
+
+
+def chain_matmul(*matrices, out=None):
+    """The product of the matrices (deprecated: ``linalg.multi_dot``)."""
+    _deprecated("torch.chain_matmul is deprecated and will be removed in a future PyTorch "
+                "release. Use torch.linalg.multi_dot instead, which accepts a list of two or "
+                "more tensors rather than multiple parameters.")
+    if len(matrices) == 1 and isinstance(matrices[0], (list, tuple)):
+        matrices = tuple(matrices[0])
+    if not matrices:
+        raise _err("chain_matmul(): Expected one or more matrices")
+    if len(matrices) == 1:
+        m = _as_tensor(matrices[0])
+        if m.dim() != 2:
+            raise _err(f"Tensor dimension is {m.dim()}, expected 2 instead.")
+        return m.clone()
+    return multi_dot(list(matrices))
+
+
+_REMOVED = {
+    "lstsq": "`torch.lstsq` is deprecated in favor of `torch.linalg.lstsq`.\n"
+             "`torch.linalg.lstsq` has reversed arguments and does not return the QR "
+             "decomposition in the returned tuple (although it returns other information "
+             "about the problem).",
+    "solve": "`torch.solve` is deprecated in favor of `torch.linalg.solve`. "
+             "`torch.linalg.solve` has its arguments reversed and does not return the LU "
+             "factorization.",
+    "eig": "`torch.linalg.eig` returns complex tensors of dtype `cfloat` or `cdouble` rather "
+           "than real tensors mimicking complex tensors.",
+    "symeig": "The default behavior has changed from using the upper triangular portion of "
+              "the matrix by default to using the lower triangular portion.",
+    "matrix_rank": "\nPlease use the `torch.linalg.matrix_rank` function instead. The parameter "
+                   "'symmetric' was renamed in `torch.linalg.matrix_rank()` to 'hermitian'.",
+}
+
+
+def _removed(name):
+    def fn(*args, **kwargs):
+        detail = _REMOVED[name]
+        raise RuntimeError("This function was deprecated since version 1.9 and is now removed."
+                           + ("" if detail.startswith("\n") else " ") + detail)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"``torch.{name}``: removed in PyTorch 1.9; raises its error."
+    return fn
+
+
+def _scaled(input, prod_fn, beta, alpha, shape):  # noqa: A002
+    """``fn(input, *operands) = beta * input + alpha * prod_fn(*operands)`` as torch's
+    ``addmm`` family computes it: with ``beta == 0`` the input is not read (its NaNs do not
+    reach the result; its gradient is zeros), integer tensors take the scalars as
+    integers."""
+    if input.dtype.kind in "iub":
+        beta, alpha = int(beta), int(alpha)
+    try:
+        np.broadcast_shapes(tuple(input.shape), shape)
+    except ValueError:
+        raise _err(f"The expanded size of the tensor ({shape[-1]}) must match the existing "
+                   f"size ({input.shape[-1]}) at non-singleton dimension {len(shape) - 1}.  "
+                   f"Target sizes: {list(shape)}.  Tensor sizes: {list(input.shape)}") from None
+
+    def fn(i, *xs):
+        prod = prod_fn(*xs)
+        if alpha != 1:
+            prod = prod * np.asarray(alpha, prod.dtype)
+        if beta == 0:
+            return np.where(np.zeros(shape, bool), i, prod)
+        return (i if beta == 1 else i * np.asarray(beta, i.dtype)) + prod
+    return fn
+
+
+def _scaled_sum(name, input, prod_fn, operands, beta, alpha, shape, inplace=False):  # noqa: A002
+    input = _as_tensor(input, operands[0])  # noqa: A002
+    fn = _scaled(input, prod_fn, beta, alpha, shape)
+    if inplace:
+        return input._inplace(fn, *operands, name=name)
+    return call(fn, input, *operands, name=name)
+
+
+def addmv(input, mat, vec, *, beta=1, alpha=1, out=None, _inplace=False):  # noqa: A002
+    """``beta * input + alpha * (mat @ vec)``."""
+    mat, vec = _as_tensor(mat), _as_tensor(vec)
+    inp = _as_tensor(input, mat)
+    if mat.dim() != 2 or vec.dim() != 1 or inp.dim() > 1:
+        raise _err(f"vector + matrix @ vector expected, got {inp.dim()}, {mat.dim()}, "
+                   f"{vec.dim()}")
+    if mat.shape[1] != vec.shape[0] or (inp.dim() == 1 and inp.shape[0] not in (1,
+                                                                                mat.shape[0])):
+        raise _err(f"size mismatch, got input ({inp.shape[0] if inp.dim() else 1}), mat "
+                   f"({mat.shape[0]}x{mat.shape[1]}), vec ({vec.shape[0]})")
+    return _scaled_sum("AddmvBackward0", inp, np.matmul, (mat, vec), beta, alpha,
+                       (mat.shape[0],), _inplace)
+
+
+def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None, _inplace=False):  # noqa: A002
+    """``beta * input + alpha * outer(vec1, vec2)``."""
+    vec1, vec2 = _as_tensor(vec1), _as_tensor(vec2)
+    for k, v in ((1, vec1), (2, vec2)):
+        if v.dim() != 1:
+            raise _err(f"addr: Expected 1-D argument vec{k}, but got {v.dim()}-D")
+    return _scaled_sum("AddrBackward0", input, np.outer, (vec1, vec2), beta, alpha,
+                       (vec1.shape[0], vec2.shape[0]), _inplace)
+
+
+def _bmm_check(b1, b2):
+    for k, b in ((1, b1), (2, b2)):
+        if b.dim() != 3:
+            raise _err(f"batch{k} must be a 3D tensor")
+    if b1.shape[0] != b2.shape[0] or b1.shape[2] != b2.shape[1]:
+        raise _err(f"Incompatible matrix sizes for bmm ({b1.shape[1]}x{b1.shape[2]} and "
+                   f"{b2.shape[1]}x{b2.shape[2]})")
+
+
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None, _inplace=False):  # noqa: A002
+    """``beta * input + alpha * sum_b batch1[b] @ batch2[b]``."""
+    b1, b2 = _as_tensor(batch1), _as_tensor(batch2)
+    _bmm_check(b1, b2)
+    return _scaled_sum("AddbmmBackward0", input, lambda x, y: np.sum(np.matmul(x, y), axis=0),
+                       (b1, b2), beta, alpha, (b1.shape[1], b2.shape[2]), _inplace)
+
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None, _inplace=False):  # noqa: A002
+    """``beta * input + alpha * (batch1 @ batch2)``, batch by batch."""
+    b1, b2 = _as_tensor(batch1), _as_tensor(batch2)
+    _bmm_check(b1, b2)
+    return _scaled_sum("BaddbmmBackward0", input, np.matmul, (b1, b2), beta, alpha,
+                       (b1.shape[0], b1.shape[1], b2.shape[2]), _inplace)
+
+
+LEGACY_FUNCTIONS = {"lu": _lu, "lu_solve": _lu_solve, "lu_unpack": lu_unpack,
+                    "triangular_solve": triangular_solve, "geqrf": geqrf, "orgqr": orgqr,
+                    "ormqr": ormqr, "nuclear_norm": nuclear_norm,
+                    "frobenius_norm": frobenius_norm, "chain_matmul": chain_matmul,
+                    "addmv": addmv, "addr": addr, "addbmm": addbmm, "baddbmm": baddbmm,
+                    **{name: _removed(name) for name in _REMOVED}}
+
+
 # torch.det & co. (functions.py puts them in tg's namespace), with torch's names
 OLD_FUNCTIONS = {"det": _det, "logdet": logdet, "slogdet": _slogdet, "inverse": inverse,
                  "cholesky": _cholesky, "cholesky_solve": cholesky_solve,
@@ -1235,3 +1518,62 @@ class LinalgMethods:
 
     def matrix_exp(self):
         return matrix_exp(self)
+
+    def lu(self, pivot=True, get_infos=False):
+        return _lu(self, pivot, get_infos)
+
+    def lu_solve(self, LU_data, LU_pivots):  # noqa: N803
+        return _lu_solve(self, LU_data, LU_pivots)
+
+    def triangular_solve(self, A, upper=True, transpose=False, unitriangular=False):  # noqa: N803
+        return triangular_solve(self, A, upper, transpose, unitriangular)
+
+    def geqrf(self):
+        return geqrf(self)
+
+    def orgqr(self, input2):
+        return orgqr(self, input2)
+
+    def ormqr(self, input2, input3, left=True, transpose=False):
+        return ormqr(self, input2, input3, left, transpose)
+
+    def lstsq(self, A):  # noqa: N803
+        return _removed("lstsq")()
+
+    def solve(self, A):  # noqa: N803
+        return _removed("solve")()
+
+    def eig(self, eigenvectors=False):
+        return _removed("eig")()
+
+    def symeig(self, eigenvectors=False, upper=True):
+        return _removed("symeig")()
+
+    def addmv(self, mat, vec, *, beta=1, alpha=1):
+        return addmv(self, mat, vec, beta=beta, alpha=alpha)
+
+    def addr(self, vec1, vec2, *, beta=1, alpha=1):
+        return addr(self, vec1, vec2, beta=beta, alpha=alpha)
+
+    def addbmm(self, batch1, batch2, *, beta=1, alpha=1):
+        return addbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+
+    def baddbmm(self, batch1, batch2, *, beta=1, alpha=1):
+        return baddbmm(self, batch1, batch2, beta=beta, alpha=alpha)
+
+    def addmm_(self, mat1, mat2, *, beta=1, alpha=1):
+        mat1, mat2 = _as_tensor(mat1), _as_tensor(mat2)
+        return _scaled_sum("AddmmBackward0", self, np.matmul, (mat1, mat2), beta, alpha,
+                           (mat1.shape[0], mat2.shape[-1]), True)
+
+    def addmv_(self, mat, vec, *, beta=1, alpha=1):
+        return addmv(self, mat, vec, beta=beta, alpha=alpha, _inplace=True)
+
+    def addr_(self, vec1, vec2, *, beta=1, alpha=1):
+        return addr(self, vec1, vec2, beta=beta, alpha=alpha, _inplace=True)
+
+    def addbmm_(self, batch1, batch2, *, beta=1, alpha=1):
+        return addbmm(self, batch1, batch2, beta=beta, alpha=alpha, _inplace=True)
+
+    def baddbmm_(self, batch1, batch2, *, beta=1, alpha=1):
+        return baddbmm(self, batch1, batch2, beta=beta, alpha=alpha, _inplace=True)
