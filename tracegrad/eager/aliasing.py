@@ -32,7 +32,9 @@ NO_GRAD_VIEW = ("A view was created in no_grad mode and is being modified inplac
 def overlapping(data):
     """PyTorch's test before writing to a tensor: some dimension of more than one element
     has stride 0 (an expanded dimension). Other overlaps (``unfold`` with a step below its
-    size) are let through, as PyTorch lets them."""
+    size) are let through, as PyTorch lets them. An empty tensor has no element to share."""
+    if data.size == 0:
+        return False
     for n, s in zip(data.shape, data.strides):
         if s == 0 and n > 1:
             return True

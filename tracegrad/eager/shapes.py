@@ -56,6 +56,11 @@ def _c_order(x):
 def _clone(x):
     # a node of its own holding a private copy: the tape must not share the operand's
     # node (its grad_fn, hooks and in-place history are the clone's own, as in PyTorch)
+    value = x._value if isinstance(x, EagerTracer) else x
+    if isinstance(value, np.ndarray) and any(s == 0 and n > 1 for n, s in
+                                             zip(value.shape, value.strides)):
+        # an expanded tensor is no dense layout to preserve: PyTorch's copy is contiguous
+        return _c_order(x)
     if isinstance(x, EagerTracer):
         return _private_copy(x)
     return np.copy(x)
@@ -179,7 +184,8 @@ class ShapeMethods:
         return self.reshape(new)
 
     def ravel(self):
-        return self.reshape(-1)
+        # PyTorch's: contiguous() then view(-1) (a view of the copy for a strided tensor)
+        return self.contiguous().view(-1)
 
     def unflatten(self, dim, sizes):
         shape = tuple(self.shape)
