@@ -644,6 +644,15 @@ EXCLUDED.update(dict.fromkeys(("to_sparse", "to_sparse_coo"), "tests/test_eager_
 EXCLUDED.update(dict.fromkeys(("fold",), "tests/test_eager_fold.py (F.unfold and F.fold)"))
 # nn.functional's layers and losses: compared with torch in tests/test_eager_nn_torch.py
 EXCLUDED.update(dict.fromkeys(FUNCTIONAL_COVERED, "tests/test_eager_nn_torch.py"))
+# torch's shape, indexing, creation and random names: compared with torch (values, dtypes,
+# views, gradients, errors, and the random ones bit for bit) in tests/test_torch_names_shapes.py
+from tracegrad.eager import sampling as _sampling  # noqa: E402
+from tracegrad.eager import shape_extras as _shape_extras  # noqa: E402
+from tracegrad.eager.creation import FACTORIES as _FACTORIES  # noqa: E402
+
+EXCLUDED.update(dict.fromkeys(
+    [*_shape_extras.FUNCTIONS, *vars(_shape_extras.ShapeExtraMethods), *_sampling.FUNCTIONS,
+     *vars(_sampling.SamplingMethods), *_FACTORIES], "tests/test_torch_names_shapes.py"))
 
 
 def _universe():

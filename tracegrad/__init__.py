@@ -57,6 +57,11 @@ from .eager.compile import compile  # noqa: E402,A001  (torch.compile)
 
 _alias_eager_modules()
 
+# torch.random (tracegrad/eager/random.py): get_rng_state, set_rng_state, fork_rng, ...
+from .eager import random  # noqa: E402
+
+__import__("sys").modules.setdefault(__name__ + ".random", random)
+
 # the JAX surface (issue 15): pytrees, ravel_pytree, debug printing, optimizers
 from .transforms import debug, flatten_util, optimizers, tree_util  # noqa: E402
 

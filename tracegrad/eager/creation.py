@@ -8,7 +8,7 @@ import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
 from .device import resolve as _device
-from .random import Generator, default_generator
+from .random import Generator, default_generator, get_rng_state, set_rng_state  # noqa: F401  (nn.utils.skip_init's)
 from .random import generator_of as _generator_of
 from .tensor import Tensor, _default_float, as_array, default_dtype, is_floating
 
@@ -28,24 +28,6 @@ def manual_seed(seed: int) -> Generator:
     """Seed the generator behind ``rand``, ``randn``, dropout, shuffling and the ``nn``
     initialisers; it draws PyTorch's numbers (``eager/random.py``). Returns it."""
     return default_generator.manual_seed(seed)
-
-
-def initial_seed() -> int:
-    return default_generator.initial_seed()
-
-
-def seed() -> int:
-    """Seed the default generator from the operating system's entropy."""
-    return default_generator.seed()
-
-
-def get_rng_state():
-    return default_generator.get_state()
-
-
-def set_rng_state(state) -> None:
-    default_generator.set_state(state)
-
 
 generator = _generator_of     # the name nn and ops use
 
@@ -366,3 +348,161 @@ def finfo(dtype: DTypeLike = None) -> np.finfo:
 def iinfo(dtype: DTypeLike) -> np.iinfo:
     """Limits of an integer dtype (``min``, ``max``, ``bits``)."""
     return np.iinfo(dtype)
+
+
+# -- more of torch's factories: logspace, range, scalar_tensor, empty_strided, windows --------
+def logspace(start: float, end: float, steps: int, base: float = 10.0, dtype: DTypeLike = None,
+             requires_grad: bool = False, device: Any = None, layout: Any = None) -> Tensor:
+    """``steps`` values from ``base ** start`` to ``base ** end``, evenly spaced in the
+    exponent (computed in double, then rounded to ``dtype``)."""
+    _device(device)
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    arr = np.logspace(float(start), float(end), int(steps), base=float(base))
+    return _finish(arr.astype(_dtype(dtype)), requires_grad)
+
+
+def range_(start: float = 0, end: float | None = None, step: float = 1,
+          dtype: DTypeLike = None, requires_grad: bool = False, device: Any = None,
+          layout: Any = None) -> Tensor:
+    """torch's deprecated ``range``: ``start, start + step, ...`` up to ``end``
+    *included*, in the default float dtype unless ``dtype`` is given (a UserWarning, as
+    PyTorch's)."""
+    import warnings
+    warnings.warn("torch.range is deprecated and will be removed in a future release because "
+                  "its behavior is inconsistent with Python's range builtin. Instead, use "
+                  "torch.arange, which produces values in [start, end).", UserWarning,
+                  stacklevel=2)
+    _device(device)
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if not all(np.isfinite(float(v)) for v in (start, end)):
+        raise RuntimeError(f"unsupported range: {float(start):g} -> {float(end):g}")
+    if step > 0 and end < start or step < 0 and end > start:
+        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+    n = int(np.floor((float(end) - float(start)) / float(step))) + 1
+    dt = _dtype(dtype)
+    if dt.kind in "iu":
+        arr = (int(start) + np.arange(n, dtype=np.int64) * int(step)).astype(dt)
+    else:
+        arr = (float(start) + np.arange(n, dtype=np.float64) * float(step)).astype(dt)
+    return _finish(arr, requires_grad)
+
+
+def scalar_tensor(s: Any, dtype: DTypeLike = None, requires_grad: bool = False,
+                  device: Any = None, layout: Any = None, pin_memory: bool = False) -> Tensor:
+    """A 0-d tensor holding ``s``, in the default float dtype unless ``dtype`` is given."""
+    _device(device)
+    if isinstance(s, Tensor):
+        s = s.item()
+    if not isinstance(s, (int, float, complex, bool, np.number, np.bool_)):
+        raise TypeError(f"scalar_tensor(): argument 's' (position 1) must be Number, not "
+                        f"{type(s).__name__}")
+    return _finish(np.asarray(s, _dtype(dtype)).copy(), requires_grad)
+
+
+def empty_strided(size: Sequence[int], stride: Sequence[int], dtype: DTypeLike = None,
+                  requires_grad: bool = False, device: Any = None, layout: Any = None,
+                  pin_memory: bool = False) -> Tensor:
+    """A tensor of shape ``size`` laid out with ``stride`` (in elements) over storage of
+    its own (zero-filled here)."""
+    from numpy.lib.stride_tricks import as_strided
+    _device(device)
+    size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
+    if len(size) != len(stride):
+        raise RuntimeError("mismatch in length of strides and shape")
+    if any(s < 0 for s in size):
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(size)}: "
+                           f"{list(size)}")
+    if any(s < 0 for s in stride):
+        raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, got "
+                           f"strides: {list(stride)}")
+    dt = _dtype(dtype)
+    need = 1 + sum((n - 1) * s for n, s in zip(size, stride)) if all(size) else 0
+    store = np.zeros(need, dt)
+    arr = as_strided(store, size, tuple(s * dt.itemsize for s in stride)) if need else \
+        np.zeros(size, dt)
+    return _finish(arr, requires_grad)
+
+
+def _window_length(name, window_length, dtype):
+    if window_length < 0:
+        raise RuntimeError(f"{name} requires non-negative window_length, got "
+                           f"window_length={window_length}")
+    dt = _dtype(dtype)
+    if dt.kind != "f":
+        raise RuntimeError(f"{name} expects floating point dtypes, got: {_torch_name(dt)}")
+    return dt
+
+
+def _window(name, window_length, periodic, dtype, requires_grad, device, make):
+    _device(device)
+    dt = _window_length(name, window_length, dtype)
+    if window_length <= 1:
+        return _finish(np.ones(window_length, dt), requires_grad)
+    n = window_length + 1 if periodic else window_length
+    w = make(np.arange(n, dtype=np.float64), n)[:window_length]
+    return _finish(w.astype(dt), requires_grad)
+
+
+def hann_window(window_length: int, periodic: bool = True, *, dtype: DTypeLike = None,
+                layout: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """The Hann window ``0.5 - 0.5 cos(2 pi n / (N - 1))`` (``N = window_length + 1``
+    when ``periodic``, the last point dropped). Computed in double: a float32 window can
+    differ from PyTorch's (computed in float32) in the last bit."""
+    return _window("hann_window", window_length, periodic, dtype, requires_grad, device,
+                   lambda i, n: 0.5 - 0.5 * np.cos(i * (2 * np.pi / (n - 1))))
+
+
+def hamming_window(window_length: int, periodic: bool = True, alpha: float = 0.54,
+                   beta: float = 0.46, *, dtype: DTypeLike = None, layout: Any = None,
+                   device: Any = None, requires_grad: bool = False) -> Tensor:
+    """The Hamming window ``alpha - beta cos(2 pi n / (N - 1))`` (see ``hann_window``)."""
+    return _window("hamming_window", window_length, periodic, dtype, requires_grad, device,
+                   lambda i, n: alpha - beta * np.cos(i * (2 * np.pi / (n - 1))))
+
+
+def blackman_window(window_length: int, periodic: bool = True, *, dtype: DTypeLike = None,
+                    layout: Any = None, device: Any = None,
+                    requires_grad: bool = False) -> Tensor:
+    """The Blackman window ``0.42 - 0.5 cos(2 pi n / (N - 1)) + 0.08 cos(4 pi n / (N - 1))``
+    (see ``hann_window``)."""
+    def make(i, n):
+        a = i * (np.pi / (n - 1))
+        return 0.08 * np.cos(4 * a) - 0.5 * np.cos(2 * a) + 0.42
+    return _window("blackman_window", window_length, periodic, dtype, requires_grad, device,
+                   make)
+
+
+def bartlett_window(window_length: int, periodic: bool = True, *, dtype: DTypeLike = None,
+                    layout: Any = None, device: Any = None,
+                    requires_grad: bool = False) -> Tensor:
+    """The triangular Bartlett window ``1 - |2 n / (N - 1) - 1|`` (see ``hann_window``)."""
+    def make(i, n):
+        w = i * (2.0 / (n - 1))
+        half = ((n - 1) >> 1) + 1
+        w[half:] = 2 - w[half:]
+        return w
+    return _window("bartlett_window", window_length, periodic, dtype, requires_grad, device,
+                   make)
+
+
+def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0, *,
+                  dtype: DTypeLike = None, layout: Any = None, device: Any = None,
+                  requires_grad: bool = False) -> Tensor:
+    """The Kaiser window ``I0(beta sqrt(1 - (2 n / (N - 1) - 1) ** 2)) / I0(beta)`` (see
+    ``hann_window``)."""
+    def make(i, n):
+        alpha = (n - 1) / 2.0
+        r = np.clip(1 - ((i - alpha) / alpha) ** 2, 0, None)
+        return np.i0(beta * np.sqrt(r)) / np.i0(beta)
+    return _window("kaiser_window", window_length, periodic, dtype, requires_grad, device,
+                   make)
+
+
+range_.__name__ = range_.__qualname__ = "range"   # (a def named range would hide the builtin here)
+FACTORIES = {f.__name__: f for f in (logspace, range_, scalar_tensor, empty_strided,
+                                     hann_window, hamming_window, blackman_window,
+                                     bartlett_window, kaiser_window)}

@@ -258,3 +258,13 @@ def _default():
 from . import math_ops  # noqa: E402
 
 FUNCTIONS.update(math_ops.FUNCTIONS)
+
+# repeat_interleave, tensor_split, take, index_put, rot90, kron, ... (shape_extras.py), normal,
+# bernoulli, poisson, ... (sampling.py), logspace, windows, ... (creation.py): torch's names
+from . import creation as _creation  # noqa: E402
+from . import sampling as _sampling  # noqa: E402
+from . import shape_extras as _shape_extras  # noqa: E402
+
+FUNCTIONS.update(_shape_extras.FUNCTIONS)
+FUNCTIONS.update(_sampling.FUNCTIONS)
+FUNCTIONS.update(_creation.FACTORIES)

@@ -26,13 +26,15 @@ vectorised SIMD functions).
 """
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numpy as np
 
 from .dispatch import CAPTURE
 
-__all__ = ["Generator", "default_generator"]
+__all__ = ["Generator", "default_generator", "get_rng_state", "set_rng_state", "manual_seed",
+           "seed", "initial_seed", "fork_rng"]
 
 _MASK24 = np.uint64((1 << 24) - 1)
 _MASK53 = np.uint64((1 << 53) - 1)
@@ -190,6 +192,180 @@ class Generator:
         """``Tensor.bernoulli_(p)`` for a scalar ``p``: booleans."""
         return (self._unit(_size(shape), np.float64) < float(p)).reshape(shape)
 
+    # -- the serial samplers of PyTorch's CPU kernels: one 53-bit uniform at a time -------
+    def _uniform53(self) -> float:
+        return float(_doubles(self.random64(1))[0])
+
+    def exponential(self, shape, lambd) -> np.ndarray:
+        """``Tensor.exponential_(lambd)``: ``-log1p(-u) / lambd`` of 53-bit uniforms, as
+        doubles."""
+        return (-np.log1p(-self._unit(_size(shape), np.float64)) / lambd).reshape(shape)
+
+    def geometric(self, shape, p) -> np.ndarray:
+        """``Tensor.geometric_(p)``: ``ceil(log(u) / log1p(-p))`` of 53-bit uniforms."""
+        u = self._unit(_size(shape), np.float64)
+        with np.errstate(divide="ignore"):
+            return np.ceil(np.log(u) / math.log1p(-p)).reshape(shape)
+
+    def cauchy(self, shape, median, sigma) -> np.ndarray:
+        """``Tensor.cauchy_(median, sigma)``: ``median + sigma tan(pi (u - 1/2))``."""
+        u = self._unit(_size(shape), np.float64)
+        return (median + sigma * np.tan(np.pi * (u - 0.5))).reshape(shape)
+
+    def log_normal(self, shape, mean, std) -> np.ndarray:
+        """``Tensor.log_normal_(mean, std)``: ``exp`` of one serial double normal per
+        element (whatever the size: no 16-wide fill)."""
+        n = _size(shape)
+        return np.array([math.exp(self._one_normal() * std + mean) for _ in range(n)],
+                        dtype=np.float64).reshape(shape)
+
+    def poisson(self, rates) -> np.ndarray:
+        """``torch.poisson(rates)``: PyTorch's ``sample_poisson`` (after NumPy's: Hormann's
+        transformed rejection for rates of 10 or more, products of uniforms below), element
+        by element in C order."""
+        flat = np.asarray(rates, np.float64).reshape(-1)
+        return np.array([_sample_poisson(float(lam), self._uniform53) for lam in flat],
+                        np.float64).reshape(np.shape(rates))
+
+    def binomial(self, count, prob, dtype) -> np.ndarray:
+        """``torch.binomial(count, prob)``: PyTorch's ``sample_binomial`` (BTRS when the
+        mean is 10 or more, inversion below), element by element in C order, with its
+        arithmetic in ``dtype`` where PyTorch's is the tensor's scalar type."""
+        c, p = np.broadcast_arrays(np.asarray(count), np.asarray(prob))
+        scalar = np.dtype(dtype).type
+        out = [_sample_binomial(scalar(a), scalar(b), scalar, self._uniform53)
+               for a, b in zip(c.reshape(-1), p.reshape(-1))]
+        return np.array(out, np.float64).reshape(c.shape)
+
+
+def _sample_poisson(lam, uniform):
+    if lam >= 10:
+        slam, loglam = math.sqrt(lam), math.log(lam)
+        b = 0.931 + 2.53 * slam
+        a = -0.059 + 0.02483 * b
+        invalpha = 1.1239 + 1.1328 / (b - 3.4)
+        vr = 0.9277 - 3.6224 / (b - 2)
+        while True:
+            u = uniform() - 0.5
+            v = uniform()
+            us = 0.5 - abs(u)
+            k = math.floor((2 * a / us + b) * u + lam + 0.43)
+            if us >= 0.07 and v <= vr:
+                return k
+            if k < 0 or (us < 0.013 and v > us):
+                continue
+            if (math.log(v) + math.log(invalpha) - math.log(a / (us * us) + b)) <= \
+                    (-lam + k * loglam - math.lgamma(k + 1.0)):
+                return k
+    if lam == 0:
+        return 0
+    enlam, x, prod = math.exp(-lam), 0, 1.0
+    while True:
+        prod *= uniform()
+        if prod > enlam:
+            x += 1
+        else:
+            return x
+
+
+_STIRLING_TAIL = (0.0810614667953272, 0.0413406959554092, 0.0276779256849983,
+                  0.02079067210376509, 0.0166446911898211, 0.0138761288230707,
+                  0.0118967099458917, 0.0104112652619720, 0.00925546218271273,
+                  0.00833056343336287)
+
+
+def _stirling_tail(k):
+    if k <= 9:
+        return _STIRLING_TAIL[int(k)]
+    kp1sq = (k + 1) * (k + 1)
+    return (1.0 / 12 - (1.0 / 360 - 1.0 / 1260 / kp1sq) / kp1sq) / (k + 1)
+
+
+def _btrs(count, prob, scalar, uniform):
+    stddev = math.sqrt(float(scalar(count * prob * (scalar(1) - prob))))
+    b = 1.15 + 2.53 * stddev
+    a = -0.0873 + 0.0248 * b + 0.01 * float(prob)
+    c = float(count * prob) + 0.5
+    v_r = 0.92 - 4.2 / b
+    r = float(prob) / float(scalar(1) - prob)
+    alpha = (2.83 + 5.1 / b) * stddev
+    m = math.floor(float(count + 1) * float(prob))
+    n = float(count)
+    while True:
+        u = uniform() - 0.5
+        v = uniform()
+        us = 0.5 - abs(u)
+        k = float(scalar(math.floor((2 * a / us + b) * u + c)))
+        if k < 0 or k > n:
+            continue
+        if us >= 0.07 and v <= v_r:
+            return k
+        v = math.log(v * alpha / (a / (us * us) + b))
+        bound = ((m + 0.5) * math.log((m + 1) / (r * (n - m + 1))) +
+                 (n + 1) * math.log((n - m + 1) / (n - k + 1)) +
+                 (k + 0.5) * math.log(r * (n - k + 1) / (k + 1)) +
+                 _stirling_tail(m) + _stirling_tail(n - m) - _stirling_tail(k) -
+                 _stirling_tail(n - k))
+        if v <= bound:
+            return k
+
+
+def _binomial_inversion(count, prob, uniform):
+    geom_sum, num = 0.0, 0
+    logprob = math.log1p(-float(prob))
+    while True:
+        geom = math.ceil(math.log(uniform()) / logprob)
+        geom_sum += geom
+        if geom_sum > float(count):
+            return float(num)
+        num += 1
+
+
+def _sample_binomial(count, prob, scalar, uniform):
+    if count <= 0 or prob <= 0:
+        return 0.0
+    if prob >= 1:
+        return float(count)
+    if prob <= 0.5:
+        if count * prob >= 10:
+            return _btrs(count, prob, scalar, uniform)
+        return _binomial_inversion(count, prob, uniform)
+    q = scalar(1) - prob
+    if count * q >= 10:
+        return float(count) - _btrs(count, q, scalar, uniform)
+    return float(count) - _binomial_inversion(count, q, uniform)
+
+
+# -- the generator's state as bytes (tg.get_rng_state) -------------------------------------
+_STATE_SIZE = 624 * 4 + 4 + 8 + 1 + 8
+
+
+def state_bytes(gen) -> np.ndarray:
+    """``gen``'s state as ``uint8`` bytes (tracegrad's layout, not PyTorch's): the
+    Mersenne Twister's 624 words and position, the seed, and the cached normal."""
+    bits = gen._bits.state["state"]
+    normal = gen._next_normal
+    parts = [np.asarray(bits["key"], "<u4").tobytes(), np.int32(bits["pos"]).tobytes(),
+             np.uint64(gen._seed).tobytes(), bytes([normal is not None]),
+             np.float64(0.0 if normal is None else normal).tobytes()]
+    return np.frombuffer(b"".join(parts), np.uint8).copy()
+
+
+def set_state_bytes(gen, data) -> None:
+    """Restore what ``state_bytes`` gave."""
+    data = np.ascontiguousarray(data, np.uint8).reshape(-1)
+    if data.size != _STATE_SIZE:
+        raise RuntimeError(f"Expected a tracegrad generator state of size {_STATE_SIZE} but "
+                           f"found the input RNG state size to be {data.size}")
+    raw = data.tobytes()
+    key = np.frombuffer(raw[:2496], "<u4").astype(np.uint32)
+    pos = int(np.frombuffer(raw[2496:2500], np.int32)[0])
+    seed = int(np.frombuffer(raw[2500:2508], np.uint64)[0])
+    normal = float(np.frombuffer(raw[2509:2517], np.float64)[0]) if raw[2508] else None
+    gen.set_state({"seed": seed, "bits": {"bit_generator": "MT19937",
+                                          "state": {"key": key, "pos": pos}},
+                   "next_normal": normal})
+
 
 def draw_dtype(dtype) -> np.dtype:
     """The dtype PyTorch's float draws are made in for a tensor of ``dtype``: its own for
@@ -218,3 +394,48 @@ def generator_of(which=None) -> Generator:
     if not isinstance(which, Generator):
         raise TypeError(f"generator must be a tracegrad.Generator, not {type(which).__name__}")
     return which
+
+
+# -- torch.random's functions (``tg.random`` is this module) -------------------------------
+def get_rng_state():
+    """The default generator's state as a ``uint8`` tensor (tracegrad's layout of
+    ``state_bytes``, not PyTorch's 5056 bytes) that ``set_rng_state`` takes back."""
+    from .tensor import Tensor
+    return Tensor._plain(state_bytes(default_generator))
+
+
+def set_rng_state(new_state) -> None:
+    """Restore the default generator's state from ``get_rng_state``'s tensor."""
+    from .tensor_base import TensorBase
+    if not isinstance(new_state, TensorBase) or new_state.dtype != np.uint8:
+        raise TypeError("RNG state must be a torch.ByteTensor")
+    set_state_bytes(default_generator, new_state._concrete("set_rng_state"))
+
+
+def manual_seed(seed) -> Generator:
+    """Seed the default generator (PyTorch's stream for the same seed); returns it."""
+    return default_generator.manual_seed(seed)
+
+
+def seed() -> int:
+    """Seed the default generator from the operating system's entropy; returns the seed."""
+    return default_generator.seed()
+
+
+def initial_seed() -> int:
+    """The seed the default generator was last seeded with."""
+    return default_generator.initial_seed()
+
+
+@contextlib.contextmanager
+def fork_rng(devices=None, enabled=True, _caller="fork_rng", _devices_kw="devices",
+             device_type="cuda"):
+    """Run the block with the default generator's state put back afterwards."""
+    if not enabled:
+        yield
+        return
+    saved = default_generator.get_state()
+    try:
+        yield
+    finally:
+        default_generator.set_state(saved)

@@ -24,7 +24,10 @@ class bodies (``def softmax`` is in reductions.py):
   ``cholesky``, ``inverse``, ...);
 - ``MultinomialMethods`` (multinomial.py): ``multinomial``;
 - ``InferenceMethods`` (inference.py): ``is_inference``;
-- ``MathMethods`` (math_ops.py): ``erf``, ``lgamma``, ``xlogy``, ``hypot``, ``cummax``, ...
+- ``MathMethods`` (math_ops.py): ``erf``, ``lgamma``, ``xlogy``, ``hypot``, ``cummax``, ...;
+- ``ShapeExtraMethods`` (shape_extras.py): ``repeat_interleave``, ``tensor_split``,
+  ``take``, ``index_put``, ``masked_scatter``, ``rot90``, ``unsqueeze_``, ...;
+- ``SamplingMethods`` (sampling.py): ``bernoulli``, ``exponential_``, ``cauchy_``, ...
 
 Nothing assigns methods onto ``Tensor`` after this class statement
 (``tests/test_eager_tensor_layout.py`` checks it).
@@ -46,6 +49,8 @@ from .linalg import LinalgMethods
 from .math_ops import MathMethods
 from .multinomial import MultinomialMethods
 from .reductions import ReductionMethods
+from .sampling import SamplingMethods
+from .shape_extras import ShapeExtraMethods
 from .shapes import ShapeMethods
 from .tape import EagerTracer, Version
 from .tensor_base import (  # noqa: F401  (re-exported: the modules above import them here)
@@ -75,7 +80,7 @@ _COMPLEX_GRAD = ("complex tensors cannot require grad in tracegrad's eager autog
 
 class Tensor(ArithmeticMethods, ReductionMethods, ShapeMethods, ViewMethods, InplaceMethods,
              ConversionMethods, MoreMethods, IndexedMethods, LinalgMethods, MultinomialMethods,
-             InferenceMethods, MathMethods, TensorBase):
+             InferenceMethods, MathMethods, ShapeExtraMethods, SamplingMethods, TensorBase):
     """A NumPy array with PyTorch's autograd semantics (``tg.tensor`` makes one).
 
     Operations on tensors that require grad are recorded; ``backward()`` runs the
