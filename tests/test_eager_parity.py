@@ -623,6 +623,13 @@ EXCLUDED.update({n: "tests/test_eager_methods.py" for n in (
 # reductions added with issue 23: values, dtypes, errors and gradients over every dim form
 EXCLUDED.update(dict.fromkeys(("nansum", "nanmean", "std_mean", "var_mean"),
                               "tests/test_eager_reductions_torch.py"))
+# torch's math names (eager/math_ops.py): every name of its table, the same way against torch
+def _math_names():
+    from tracegrad.eager import math_ops
+    return set(math_ops.FUNCTIONS) | {n for n in vars(math_ops.MathMethods) if n[0] != "_"}
+
+
+EXCLUDED.update(dict.fromkeys(_math_names(), "tests/test_torch_names_math.py"))
 # views and fills of issue 23: tests/test_eager_views_inplace.py (x every in-place operation)
 EXCLUDED.update({n: "tests/test_eager_views_inplace.py" for n in (
     "adjoint", "as_strided", "conj", "imag", "index_fill", "index_fill_", "real", "select",
