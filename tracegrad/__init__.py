@@ -124,3 +124,6 @@ __all__ += ["custom_root", "custom_linear_solve"]
 
 # torch.fft (tracegrad/eager/fft.py): tg.fft.rfft, ``from tracegrad.fft import rfft``
 from .eager import fft  # noqa: E402
+
+__import__("sys").modules.setdefault(__name__ + ".fft", fft)
+__all__ += ["fft"]

@@ -268,3 +268,9 @@ from . import shape_extras as _shape_extras  # noqa: E402
 FUNCTIONS.update(_shape_extras.FUNCTIONS)
 FUNCTIONS.update(_sampling.FUNCTIONS)
 FUNCTIONS.update(_creation.FACTORIES)
+
+# torch.stft / torch.istft (fft.py), also as Tensor methods
+from . import fft as _fft  # noqa: E402
+
+FUNCTIONS.update(stft=_fft.stft, istft=_fft.istft)
+Tensor.stft, Tensor.istft = _fft.stft, _fft.istft
