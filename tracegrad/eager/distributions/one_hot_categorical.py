@@ -1,0 +1,90 @@
+"""The categorical distribution with one-hot encoded values."""
+from __future__ import annotations
+
+import tracegrad as tg
+
+from ..nn import functional as F
+from . import constraints
+from .categorical import Categorical
+from .distribution import Distribution
+
+
+class OneHotCategorical(Distribution):
+    """``Categorical`` whose values are one-hot vectors of length ``K`` (event shape
+    ``(K,)``) instead of indices. Everything is delegated to an inner ``Categorical``."""
+
+    arg_constraints = {"probs": constraints.simplex,
+                       "logits": constraints.independent(constraints.real, 1)}
+    support = constraints.one_hot
+    has_enumerate_support = True
+
+    def __init__(self, probs=None, logits=None, validate_args=None):
+        self._categorical = Categorical(probs, logits, validate_args=validate_args)
+        batch = self._categorical.batch_shape
+        super().__init__(batch, self._categorical.param_shape[-1:], validate_args=False)
+        if validate_args is not None:
+            self._validate_args = bool(validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = type(self).__new__(type(self))
+        new._categorical = self._categorical.expand(batch_shape)
+        Distribution.__init__(new, batch_shape, self._event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @property
+    def probs(self):
+        return self._categorical.probs
+
+    @property
+    def logits(self):
+        return self._categorical.logits
+
+    @property
+    def param_shape(self):
+        return self._categorical.param_shape
+
+    @property
+    def mean(self):
+        return self.probs
+
+    @property
+    def mode(self):
+        return F.one_hot(self.probs.argmax(-1), self._event_shape[0]).to(self.probs.dtype)
+
+    @property
+    def variance(self):
+        return self.probs * (1 - self.probs)
+
+    def sample(self, sample_shape=()):
+        index = self._categorical.sample(sample_shape)
+        return F.one_hot(index, self._event_shape[0]).to(self.probs.dtype)
+
+    def log_prob(self, value):
+        value = self._checked(value)
+        return self._categorical.log_prob(value.argmax(-1))
+
+    def entropy(self):
+        return self._categorical.entropy()
+
+    def enumerate_support(self, expand=True):
+        k = self._event_shape[0]
+        values = tg.eye(k, dtype=self.probs.dtype).reshape(
+            (k,) + (1,) * len(self._batch_shape) + (k,))
+        return values.expand((k,) + tuple(self._batch_shape) + (k,)) if expand else values
+
+    def __repr__(self):
+        return f"OneHotCategorical(probs: {self.probs.shape})"
+
+
+class OneHotCategoricalStraightThrough(OneHotCategorical):
+    """``OneHotCategorical`` with a straight-through gradient: ``rsample`` returns the
+    one-hot draw in value, but differentiates as ``probs`` (``draw + probs -
+    probs.detach()``)."""
+
+    has_rsample = True
+
+    def rsample(self, sample_shape=()):
+        draw = self.sample(sample_shape)
+        probs = self.probs
+        return draw + (probs - probs.detach())
