@@ -175,6 +175,28 @@ CASES = {
     "F.hardtanh_": (lambda L, x: L.nn.functional.hardtanh_(x * 1.0, -0.5, 0.5), (_data(6),)),
     "F.upsample_bilinear": (lambda L, x: L.nn.functional.upsample_bilinear(x, scale_factor=2),
                             (_data(1, 2, 3, 3),)),
+    "F.embedding_bag mean offsets": (
+        lambda L, w: L.nn.functional.embedding_bag(L.tensor([1, 2, 4, 5, 4, 3, 2, 9]), w,
+                                                   L.tensor([0, 4])), (_data(10, 3),)),
+    "F.embedding_bag sum per_sample_weights": (
+        lambda L, w, p: L.nn.functional.embedding_bag(L.tensor([1, 2, 4, 5, 4, 3, 2, 9]), w,
+                                                      L.tensor([0, 3, 3]), mode="sum",
+                                                      per_sample_weights=p),
+        (_data(10, 3), _data(8))),
+    "F.embedding_bag max 2-D": (
+        lambda L, w: L.nn.functional.embedding_bag(L.tensor([[1, 2, 4], [5, 4, 3]]), w,
+                                                   mode="max"), (_data(10, 3),)),
+    "F.embedding_bag padding include_last_offset": (
+        lambda L, w: L.nn.functional.embedding_bag(L.tensor([1, 2, 2, 5, 2, 3]), w,
+                                                   L.tensor([0, 0, 3, 6]), padding_idx=2,
+                                                   include_last_offset=True), (_data(10, 3),)),
+    "F.adaptive_avg_pool3d": (lambda L, x: L.nn.functional.adaptive_avg_pool3d(x, (2, 3, None)),
+                              (_data(2, 2, 5, 4, 3),)),
+    "F.adaptive_max_pool3d": (lambda L, x: L.nn.functional.adaptive_max_pool3d(x, 2, True),
+                              (_data(2, 3, 5, 4),)),
+    "nn.EmbeddingBag": (lambda L, i: L.nn.EmbeddingBag(10, 3, mode="sum", dtype=L.float64)(
+        i, L.tensor([0, 2])), (np.array([1, 2, 4, 5, 4]),)),
+    "nn.AdaptiveAvgPool3d": (lambda L, x: L.nn.AdaptiveAvgPool3d(2)(x), (_data(1, 2, 3, 4, 5),)),
     # modules (their parameters initialised under one seed)
     "nn.RMSNorm": (lambda L, x: L.nn.RMSNorm([4])(x), (_data(3, 4),)),
     "nn.ConvTranspose1d": (lambda L, x: L.nn.ConvTranspose1d(4, 2, 3, stride=2,
@@ -230,6 +252,9 @@ DRAWS = {
     "nn.FeatureAlphaDropout": lambda L, x: L.nn.FeatureAlphaDropout(0.5)(x.reshape(3, 4, 2)),
     "nn.Dropout3d": lambda L, x: L.nn.Dropout3d(0.5)(x.reshape(1, 6, 2, 2)),
     "torch.rrelu train": lambda L, x: L.rrelu(x, 0.1, 0.3, True),
+    "F.gumbel_softmax": lambda L, x: L.nn.functional.gumbel_softmax(x.reshape(4, 6), 0.5),
+    "F.gumbel_softmax hard": lambda L, x: L.nn.functional.gumbel_softmax(x.reshape(4, 6),
+                                                                          hard=True, dim=0),
 }
 
 
@@ -276,6 +301,18 @@ ERRORS = {
         L.ones(1, 1, 2), L.zeros(1, 1, 2, dtype=L.int64), 2, output_size=[9]),
     "multilabel shape": lambda L: L.nn.functional.multilabel_margin_loss(
         L.ones(2, 3), L.zeros(2, 4, dtype=L.int64)),
+    "embedding_bag no offsets": lambda L: L.nn.functional.embedding_bag(
+        L.tensor([1, 2]), L.ones(4, 2)),
+    "embedding_bag 2-D with offsets": lambda L: L.nn.functional.embedding_bag(
+        L.tensor([[1, 2]]), L.ones(4, 2), L.tensor([0])),
+    "embedding_bag max weights": lambda L: L.nn.functional.embedding_bag(
+        L.tensor([1, 2]), L.ones(4, 2), L.tensor([0]), mode="max",
+        per_sample_weights=L.ones(2)),
+    "embedding_bag mode": lambda L: L.nn.functional.embedding_bag(
+        L.tensor([1, 2]), L.ones(4, 2), L.tensor([0]), mode="foo"),
+    "embedding_bag first offset": lambda L: L.nn.functional.embedding_bag(
+        L.tensor([1, 2]), L.ones(4, 2), L.tensor([1])),
+    "adaptive_avg_pool3d 3-D": lambda L: L.nn.functional.adaptive_avg_pool3d(L.ones(2, 3, 4), 2),
 }
 
 

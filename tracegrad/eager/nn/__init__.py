@@ -131,15 +131,19 @@ __all__ = ["functional", "init", "utils", "Module", "Parameter", "Sequential", "
 __all__ += ["parallel", "DataParallel", "Conv3d", "ConvTranspose3d", "MaxPool3d", "AvgPool3d", "CTCLoss",
             "MultiMarginLoss", "Fold", "Unfold"]
 from .layers_more import (  # noqa: E402
+    AdaptiveAvgPool3d,
     AdaptiveMaxPool1d,
+    AdaptiveMaxPool3d,
     ChannelShuffle,
     CircularPad1d,
     CircularPad2d,
     CircularPad3d,
     ConstantPad1d,
     ConstantPad3d,
+    Container,
     ConvTranspose1d,
     Dropout3d,
+    EmbeddingBag,
     FeatureAlphaDropout,
     InstanceNorm3d,
     LocalResponseNorm,
@@ -160,7 +164,10 @@ from .layers_more import (  # noqa: E402
     ZeroPad1d,
     ZeroPad3d,
 )
+from .rnn import _CellBase as RNNCellBase  # noqa: E402  (the base of RNNCell, LSTMCell, GRUCell)
 
+__all__ += ["AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "Container", "EmbeddingBag",
+            "RNNCellBase"]
 __all__ += ["AdaptiveMaxPool1d", "ChannelShuffle", "CircularPad1d", "CircularPad2d",
             "CircularPad3d", "ConstantPad1d", "ConstantPad3d", "ConvTranspose1d", "Dropout3d",
             "FeatureAlphaDropout", "InstanceNorm3d", "LocalResponseNorm", "LPPool1d",

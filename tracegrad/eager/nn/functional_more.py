@@ -429,3 +429,165 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
             return np.reshape(per, ())
         return _reduce(per, reduction)
     return call(fn, input, name="MultilabelMarginLossBackward0")
+
+
+# -- embedding bags -------------------------------------------------------------------------------
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,
+                  mode="mean", sparse=False, per_sample_weights=None, include_last_offset=False,
+                  padding_idx=None):
+    """Sums, means or maxima of bags of ``weight``'s rows without materialising the
+    looked-up rows per bag: a 2-D ``input`` is one bag per row; a 1-D one is cut into bags
+    at ``offsets`` (the last bag runs to the end, or ``offsets`` ends with the end when
+    ``include_last_offset``). Entries equal to ``padding_idx`` are left out (an empty bag
+    is zeros); ``per_sample_weights`` scales each entry (mode "sum" only)."""
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError("mode has to be one of sum, mean or max")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
+                                  f"per_sample_weights is only supported for mode='sum' (got "
+                                  f"mode='{mode}'). Please open a feature request on GitHub.")
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding_bag: scale_grad_by_freq and sparse are not "
+                                  "supported")
+    if weight.dim() != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension "
+                         f"{weight.dim()}")
+    idx = input._concrete("embedding_bag") if isinstance(input, Tensor) else np.asarray(input)
+    if idx.dtype.kind not in "iu":
+        raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the "
+                           "following scalar types: Long, Int")
+    if idx.ndim == 2:
+        if offsets is not None:
+            raise ValueError(f"if input is 2D, then offsets has to be None, as input is treated "
+                             f"is a mini-batch of fixed length sequences. However, found offsets "
+                             f"of type {type(offsets)}")
+        starts = np.arange(0, idx.size, max(idx.shape[1], 1))[:idx.shape[0]]
+        ends = starts + idx.shape[1]
+        idx = idx.reshape(-1)
+    elif idx.ndim == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        off = offsets._concrete("embedding_bag") if isinstance(offsets, Tensor) else \
+            np.asarray(offsets)
+        if off.ndim != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+        if off.size and off[0] != 0:
+            raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the "
+                               f"mini-batch has to start from position 0. However, got "
+                               f"{int(off[0])}")
+        off = off.astype(np.int64)
+        if include_last_offset:
+            starts, ends = off[:-1], off[1:]
+        else:
+            starts, ends = off, np.append(off[1:], idx.size)
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
+                         f"{idx.ndim}")
+    rows = weight.shape[0]
+    if idx.size and (idx.min() < 0 or idx.max() >= rows):
+        raise IndexError("index out of range in self")
+    idx = idx.astype(np.int64)
+    if padding_idx is not None and padding_idx < 0:
+        padding_idx += rows
+    keep = np.ones(idx.size, bool) if padding_idx is None else idx != padding_idx
+    if max_norm is not None:
+        F._embedding_renorm(weight, idx, max_norm, norm_type)
+    n_bags = len(starts)
+    # owner[b, k]: entry k counts in bag b
+    position = np.arange(idx.size)
+    owner = (position[None, :] >= starts[:, None]) & (position[None, :] < ends[:, None]) & \
+        keep[None, :]
+    counts = owner.sum(axis=1)
+    operands = [weight] + ([per_sample_weights] if per_sample_weights is not None else [])
+
+    def fn(w, *psw):
+        picked = w[idx]                                     # (entries, dim)
+        if psw:
+            picked = picked * np.reshape(psw[0], (-1, 1))
+        if mode == "max":
+            dim = w.shape[1]
+            bags = [np.max(picked[owner[b]], axis=0) if counts[b] else
+                    np.zeros(dim, w.dtype) for b in range(n_bags)]
+            return np.stack(bags) if bags else np.zeros((0, dim), w.dtype)
+        out = np.matmul(owner.astype(w.dtype), picked)
+        if mode == "mean":
+            out = out / np.maximum(counts, 1).astype(w.dtype)[:, None]
+        return out
+    return call(fn, *operands, name="EmbeddingBagBackward0")
+
+
+# -- 3-D adaptive pooling ---------------------------------------------------------------------------
+def _adaptive_windows(n, o):
+    return [((i * n) // o, -(-(i + 1) * n // o)) for i in range(o)]
+
+
+def _three(output_size, spatial):
+    size = (output_size,) * 3 if isinstance(output_size, int) else tuple(output_size)
+    return tuple(n if s is None else int(s) for s, n in zip(size, spatial))
+
+
+def adaptive_avg_pool3d(input, output_size):
+    """The mean over PyTorch's adaptive windows of the last three dimensions."""
+    if input.dim() not in (4, 5):
+        raise RuntimeError(f"adaptive_avg_pool3d(): Expected 4D or 5D tensor, but got "
+                           f"{list(input.shape)}")
+    spatial = tuple(input.shape[-3:])
+    out = _three(output_size, spatial)
+    mats = [F._adaptive_matrix(n, o, input.dtype) for n, o in zip(spatial, out)]
+
+    def fn(x):
+        for axis, m in enumerate(mats):
+            x = np.moveaxis(np.matmul(m, np.moveaxis(x, axis - 3, -2)), -2, axis - 3)
+        return x
+    return call(fn, input, name="AdaptiveAvgPool3DBackward0")
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    """The maximum over PyTorch's adaptive windows of the last three dimensions (indices
+    flat over D * H * W)."""
+    if input.dim() not in (4, 5):
+        raise RuntimeError(f"adaptive_max_pool3d(): Expected 4D or 5D tensor, but got "
+                           f"{list(input.shape)}")
+    d, h, w = spatial = tuple(input.shape[-3:])
+    out = _three(output_size, spatial)
+    wins = [_adaptive_windows(n, o) for n, o in zip(spatial, out)]
+    lead = tuple(input.shape[:-3])
+
+    def fn(x):
+        cells = [np.max(x[..., a0:a1, b0:b1, c0:c1], axis=(-3, -2, -1))
+                 for a0, a1 in wins[0] for b0, b1 in wins[1] for c0, c1 in wins[2]]
+        return np.reshape(np.stack(cells, axis=-1), lead + out)
+    values = call(fn, input, name="AdaptiveMaxPool3DBackward0")
+    if not return_indices:
+        return values
+    x = input._data
+    idx = np.empty(lead + out, np.int64)
+    for i, (a0, a1) in enumerate(wins[0]):
+        for j, (b0, b1) in enumerate(wins[1]):
+            for k, (c0, c1) in enumerate(wins[2]):
+                win = x[..., a0:a1, b0:b1, c0:c1].reshape(lead + (-1,))
+                flat = np.argmax(win, axis=-1)
+                da, rest = np.divmod(flat, (b1 - b0) * (c1 - c0))
+                db, dc = np.divmod(rest, c1 - c0)
+                idx[..., i, j, k] = ((a0 + da) * h + b0 + db) * w + c0 + dc
+    return values, Tensor._plain(idx)
+
+
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
+    return adaptive_max_pool3d(input, output_size, True)
+
+
+# -- Gumbel-softmax ---------------------------------------------------------------------------------
+def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
+    """A differentiable sample of a categorical: softmax of ``(logits + g) / tau`` with
+    ``g = -log(e)``, ``e`` standard exponential draws (the generator's); ``hard``: the
+    one-hot of its argmax in the forward, the soft sample's gradient in the backward."""
+    if eps != 1e-10:
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+    gumbels = -logits.new_empty(tuple(logits.shape)).exponential_().log()
+    soft = ((logits + gumbels) / tau).softmax(dim)
+    if not hard:
+        return soft
+    index = soft.max(dim, keepdim=True)[1]
+    one_hot = logits.new_zeros(tuple(logits.shape)).scatter_(dim, index, 1.0)
+    return one_hot - soft.detach() + soft
