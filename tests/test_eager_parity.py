@@ -662,6 +662,12 @@ EXCLUDED.update(dict.fromkeys(
      *vars(_sampling.SamplingMethods), *_FACTORIES], "tests/test_torch_names_shapes.py"))
 # torch.stft / torch.istft: against torch (values, dtypes, gradients, errors) in tests/test_torch_fft.py
 EXCLUDED.update(dict.fromkeys(("stft", "istft"), "tests/test_torch_fft.py"))
+# torch's older linear-algebra names and the addmv family: against torch (values, dtypes,
+# gradients, grad_fn names, warnings, errors) in tests/test_torch_linalg_legacy.py
+from tracegrad.eager.linalg import LEGACY_FUNCTIONS as _LEGACY_LINALG  # noqa: E402
+
+EXCLUDED.update(dict.fromkeys([*_LEGACY_LINALG, "addmm_", "addmv_", "addr_", "addbmm_",
+                               "baddbmm_"], "tests/test_torch_linalg_legacy.py"))
 
 
 def _universe():
