@@ -312,3 +312,27 @@ def test_compile_captures_rsample_and_log_prob():
     np.testing.assert_allclose(out.detach().numpy(), eager.detach().numpy(), rtol=1e-6)
     out.backward()
     assert loc.grad is not None and scale.grad is not None
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_gamma_family_bits_more_shapes(dtype):
+    # Marsaglia-Tsang draws over a wide range of shapes (boosted ones below 1 included)
+    a = (np.random.default_rng(5).random((6, 3)) * 4 + 0.05).astype(dtype)
+    b = (np.random.default_rng(6).random((6, 3)) * 2 + 0.1).astype(dtype)
+    for make in (lambda L, M: M.Gamma(L.tensor(a), L.tensor(b)),
+                 lambda L, M: M.Beta(L.tensor(a), L.tensor(b)),
+                 lambda L, M: M.Dirichlet(L.tensor(a))):
+        torch.manual_seed(12)
+        ts, tn = make(torch, TD).sample((2,)), torch.rand(3)
+        tg.manual_seed(12)
+        gs, gn = make(tg, GD).sample((2,)), tg.rand(3)
+        np.testing.assert_array_equal(gs.numpy(), ts.numpy())
+        np.testing.assert_array_equal(gn.numpy(), tn.numpy())
+
+
+def test_validation_before_factorising_and_one_hot_values():
+    for lib, mod in ((torch, TD), (tg, GD)):
+        with pytest.raises(ValueError, match="Expected parameter covariance_matrix"):
+            mod.MultivariateNormal(lib.zeros(2), lib.tensor([[1.0, 2.0], [2.0, 1.0]]))
+        with pytest.raises(ValueError, match="Expected value argument"):
+            mod.OneHotCategorical(lib.tensor([0.5, 0.5])).log_prob(lib.tensor([1.0, 1.0]))

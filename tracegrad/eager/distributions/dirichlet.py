@@ -13,7 +13,9 @@ class Dirichlet(Distribution):
     """Dirichlet distribution with ``concentration`` ``alpha`` (last dimension: the ``K``
     components): density ``prod x_i^(alpha_i - 1) / B(alpha)`` on the simplex.
 
-    Draws normalise independent gamma variates (PyTorch's numbers for the same seed).
+    Draws normalise independent gamma variates: PyTorch's numbers for the same seed,
+    except that for float64 with five or more components the sum may be rounded
+    differently from PyTorch's vectorised one (a last-bit difference).
     There is no ``rsample``: this package does not provide a reparameterised gradient
     for Dirichlet draws."""
 

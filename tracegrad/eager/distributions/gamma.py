@@ -48,10 +48,6 @@ class Gamma(Distribution):
         a, b = self.concentration, self.rate
         return tg.xlogy(a, b) + tg.xlogy(a - 1, value) - b * value - tg.lgamma(a)
 
-    def cdf(self, value):
-        raise NotImplementedError("Gamma.cdf needs the regularised incomplete gamma "
-                                  "function, which is not differentiable here")
-
     def entropy(self):
         a = self.concentration
         return a - tg.log(self.rate) + tg.lgamma(a) + (1.0 - a) * tg.digamma(a)

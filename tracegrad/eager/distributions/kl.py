@@ -41,7 +41,7 @@ def register_kl(type_p, type_q):
     ``KL(p || q)`` for instances of ``P`` and ``Q`` (and their subclasses, unless a
     closer registration exists)."""
     for t in (type_p, type_q):
-        if not (isinstance(t, type) and issubclass(t, object)):
+        if not isinstance(t, type):
             raise TypeError(f"register_kl expects classes, got {t!r}")
 
     def decorate(fn):

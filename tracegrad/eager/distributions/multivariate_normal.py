@@ -55,14 +55,17 @@ class MultivariateNormal(Distribution):
         self.loc = loc.expand(batch + (k,))
         if scale_tril is not None:
             self.scale_tril = scale_tril.expand(batch + (k, k))
-            self._scale_tril = scale_tril
         elif covariance_matrix is not None:
             self.covariance_matrix = covariance_matrix.expand(batch + (k, k))
-            self._scale_tril = tg.linalg.cholesky(covariance_matrix)
         else:
             self.precision_matrix = precision_matrix.expand(batch + (k, k))
+        super().__init__(batch, (k,), validate_args)      # checks the matrix first
+        if scale_tril is not None:
+            self._scale_tril = scale_tril
+        elif covariance_matrix is not None:
+            self._scale_tril = tg.linalg.cholesky(covariance_matrix)
+        else:
             self._scale_tril = _tril_from_precision(precision_matrix)
-        super().__init__(batch, (k,), validate_args)
 
     def expand(self, batch_shape, _instance=None):
         k = self._event_shape[0]

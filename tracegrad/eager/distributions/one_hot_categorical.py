@@ -21,9 +21,10 @@ class OneHotCategorical(Distribution):
     def __init__(self, probs=None, logits=None, validate_args=None):
         self._categorical = Categorical(probs, logits, validate_args=validate_args)
         batch = self._categorical.batch_shape
-        super().__init__(batch, self._categorical.param_shape[-1:], validate_args=False)
-        if validate_args is not None:
-            self._validate_args = bool(validate_args)
+        super().__init__(batch, self._categorical.param_shape[-1:], validate_args)
+
+    def _check_parameters(self):
+        pass                    # the inner Categorical has checked them
 
     def expand(self, batch_shape, _instance=None):
         new = type(self).__new__(type(self))
