@@ -390,9 +390,7 @@ _BUGS = {
     "F": "hooks on several outputs of one node run in output order, not registration order",
     "G": "a None from a backward reaches a materialize_grads=False backward as zeros",
 }
-_KNOWN = {0: 'B', 5: 'F', 9: 'B', 11: 'B', 15: 'B', 16: 'B', 22: 'B', 31: 'B', 38: 'B',
-          44: 'HB', 50: 'B', 52: 'B', 58: 'B', 66: 'BF', 68: 'G', 96: 'B', 99: 'B',
-          101: 'B', 103: 'B', 114: 'E', 127: 'EG', 146: 'B', 155: 'F'}
+_KNOWN = {5: 'F', 68: 'G', 114: 'E', 127: 'EG', 155: 'F'}
 SEEDS = [pytest.param(s, marks=pytest.mark.xfail(
     strict=True, reason="; ".join(_BUGS[c] for c in _KNOWN[s]))) if s in _KNOWN else s
     for s in range(160)]
@@ -475,7 +473,6 @@ def program_leaf_hook_timing(lib, log):
     (Sin.apply(x * 2) * w).sum().backward()     # w's gradient is complete before Sin's
 
 
-@pytest.mark.xfail(strict=True, reason=_BUGS["B"])
 def test_leaf_hook_runs_when_its_gradient_is_complete():
     _check(program_leaf_hook_timing)
 

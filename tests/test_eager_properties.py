@@ -465,6 +465,11 @@ def test_retain_grad_on_intermediates_equals_autograd_grad(prog):
     for t in inter:
         t.retain_grad()
     expected = tg.autograd.grad(loss, inter, retain_graph=True)
+    for k, (t, e) in enumerate(zip(inter, expected)):
+        # as in PyTorch, autograd.grad runs the retain_grad hooks of the nodes it reaches
+        assert t.grad is not None, f"intermediate {k} ({t.grad_fn}): autograd.grad kept no grad"
+        close(values(t.grad), values(e), what=f"autograd.grad's retained grad {k}")
+        t.grad = None
     loss.backward()
     for k, (t, e) in enumerate(zip(inter, expected)):
         assert t.grad is not None, f"intermediate {k} ({t.grad_fn}) kept no grad"

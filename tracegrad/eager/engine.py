@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextvars
 import threading
 import time
+from itertools import chain
 
 import numpy as np
 
@@ -169,7 +170,7 @@ def _seed(root, grad, i, Tensor, shared=False):
 
 
 def _run(roots, grads, targets, retain_graph, create_graph, scan, everything=False,
-         marks=(), retained=None):
+         marks=(), retained=None, tapped=None):
     """Cotangents of the tape nodes ``targets`` from the roots, whose history is
     ``scan`` (a ``tape.Walk``): node -> array (a Tensor with create_graph) for those
     reached, the arrays the backward graph was given, and the nodes a custom Function's
@@ -177,7 +178,9 @@ def _run(roots, grads, targets, retain_graph, create_graph, scan, everything=Fal
     (``backward()`` without ``inputs``), else only those on a path to a target (its
     ``exec_info``): hooks elsewhere are not called, custom backwards elsewhere not run;
     ``marks``: more nodes that count as targets there (and get no gradient).
-    ``retained``: retain_grad()-ed nodes, left holding those that run (made targets)."""
+    ``retained``: retain_grad()-ed nodes, left holding those that run (made targets).
+    ``tapped``: gets the leaves whose hooks ran while the backward ran (when a leaf's
+    gradient is complete, as PyTorch's AccumulateGrad runs as soon as it is ready)."""
     Tensor = type(roots[0])     # (its constructors make a tg.Tensor, whatever subclass)
     tracers = []
     for i, r in enumerate(roots):
@@ -185,11 +188,11 @@ def _run(roots, grads, targets, retain_graph, create_graph, scan, everything=Fal
             raise RuntimeError(_NO_GRAD.format(i=i))
         tracers.append(r._traced())
     handles, functions, hooked = scan.nodes, scan.functions, scan.hooked
-    shared = not hooked and not create_graph
+    shared = not hooked and not scan.leaf_hooks and not create_graph
     seeds = [_seed(r, g, i, Tensor, shared) for i, (r, g) in enumerate(zip(roots, grads))]
     root_nodes = [t._node for t in tracers]
     needed = None
-    if not everything and (hooked or functions or retained):
+    if not everything and (hooked or functions or retained or scan.leaf_hooks):
         # (PyTorch's node of a custom Function is one for all its outputs: when one is a
         # target, what leads to the others is needed too)
         marks = set(targets).union(marks)
@@ -216,24 +219,35 @@ def _run(roots, grads, targets, retain_graph, create_graph, scan, everything=Fal
                 targets = list(targets) + sorted(idle.difference(targets))
     else:
         dropped = frozenset()
+    leaves = _NONE
+    if scan.leaf_hooks and tapped is not None and (hooked or functions or len(
+            scan.leaf_hooks) > 1):
+        # (a leaf with one node in this graph: one with several versions gets its hooks
+        # after the backward)
+        count: dict = {}
+        for t in scan.leaf_hooks.values():
+            count[id(t)] = count.get(id(t), 0) + 1
+        leaves = {n: t for n, t in scan.leaf_hooks.items() if count[id(t)] == 1
+                  and (needed is None or n in needed)}
     if not functions:
         result, given = _stage(root_nodes, seeds, targets, create_graph, handles, handles,
                                dropped, Tensor, hooked=hooked, order=scan.order,
-                               needed=needed, idle=idle)
+                               needed=needed, idle=idle, leaves=leaves, tapped=tapped)
         sent, ran, rules = (), handles, ()
     elif FUSED.get() and not create_graph and _fusable(functions):
         try:
             result, given, sent, rules = _fused(root_nodes, seeds, targets, scan, Tensor,
-                                                functions, needed, dropped, idle)
+                                                functions, needed, dropped, idle, leaves,
+                                                tapped)
             ran = handles
         except _Stale:
             result, given, sent, ran, rules = _staged(root_nodes, seeds, targets, False,
                                                       scan, Tensor, functions, needed, idle,
-                                                      dropped)
+                                                      dropped, leaves, tapped)
     else:
         result, given, sent, ran, rules = _staged(root_nodes, seeds, targets, create_graph,
                                                   scan, Tensor, functions, needed, idle,
-                                                  dropped)
+                                                  dropped, leaves, tapped)
     if len(rules) < len(scan.functions) and ran is handles:
         # a Function whose backward did not run (no input needed it) keeps its values
         called = {id(r) for r in rules}
@@ -251,27 +265,71 @@ def _run(roots, grads, targets, retain_graph, create_graph, scan, everything=Fal
     return result, given, sent
 
 
+def _leaves_at_use(order, nodes, leaves):
+    """``order`` with each of the ``leaves`` moved to just before its first user: the
+    backward sweep, which goes through the nodes last first, comes to a leaf as soon as
+    its gradient is complete, as PyTorch runs a leaf's AccumulateGrad as soon as it is
+    ready (leaves of one user in the order of its operands)."""
+    lt = set(leaves)
+    before: dict = {}
+    placed = set()
+    for m in order:
+        if m in lt:
+            continue
+        for p in nodes[m]._parents:
+            i = p._id
+            if i in lt and i not in placed:
+                placed.add(i)
+                before.setdefault(m, []).append(i)
+    out = []
+    for m in order:
+        if m in lt:
+            if m not in placed:
+                out.append(m)
+            continue
+        b = before.get(m)
+        if b is not None:
+            out.extend(reversed(b))
+        out.append(m)
+    return out
+
+
+def _hooks_of(h):
+    """The hooks on node ``h``'s gradient: a leaf's are its tensor's."""
+    if type(h) is AccumulateGrad:
+        t = h._tensor()
+        return t._hooks if t is not None else None
+    return h._hooks
+
+
 class _Stale(Exception):
     """A fused backward graph reads a freed or changed saved value: the error is raised
     where PyTorch raises it, by running the backward in stages."""
 
 
 def _stage(root_nodes, seeds, targets, create_graph, handles, nodes, cut, Tensor,
-           functions=_NONE, run=None, hooked=True, order=None, needed=None, idle=()):
+           functions=_NONE, run=None, hooked=True, order=None, needed=None, idle=(),
+           leaves=_NONE, tapped=None):
     """One backward graph over ``nodes`` (a part of ``handles``; the nodes in ``cut``
     taken as inputs) from ``seeds`` at ``root_nodes``: node -> cotangent for the
     ``targets`` among ``nodes``, and the arrays the graph was given. The custom
     Functions' nodes in ``functions`` are in the graph, their backwards called while it
     runs (``_fused``: ``run``). ``order``: ``nodes``' ids sorted, when known. ``needed``:
     the nodes whose hooks run (all when None); ``idle``: nodes in ``cut`` whose hooks
-    run all the same (a custom Function's outputs whose backward does not run)."""
+    run all the same (a custom Function's outputs whose backward does not run);
+    ``leaves``: leaves whose hooks run in the graph (``tapped`` gets those that ran)."""
     if order is None:
         order = sorted(nodes)
-    if run is not None:
-        run.order = order
     taps = [n for n in order if nodes[n]._hooks and type(nodes[n]) is not AccumulateGrad
             and (n not in cut or n in idle) and (needed is None or n in needed)] \
         if hooked else []
+    if leaves:
+        at = [n for n in leaves if n in nodes]
+        if at:
+            order = _leaves_at_use(order, nodes, at)
+            taps = taps + at
+    if run is not None:
+        run.order = order
     for n in taps:
         if np.dtype(nodes[n]._ir.dtype).kind == "c":
             raise RuntimeError("hooks on complex tensors are not supported by tracegrad's "
@@ -290,12 +348,12 @@ def _stage(root_nodes, seeds, targets, create_graph, handles, nodes, cut, Tensor
     saved = [handles[order[i]] for i in plan.saved]
     seed_args = [seeds[k] for k in plan.seeds]
     if create_graph:
-        outs = _replay(plan, saved, seed_args, order, handles, Tensor)
+        outs = _replay(plan, saved, seed_args, order, handles, Tensor, tapped)
         args = []
     else:
         args = [h._value for h in saved] + [s._data if isinstance(s, TensorBase) else s
                                            for s in seed_args]
-        observe = _observer(plan, order, handles, Tensor)
+        observe = _observer(plan, order, handles, Tensor, tapped)
         if observe is None:
             outs = plan.run(args)
         else:
@@ -410,7 +468,8 @@ class _Fused:
         return tuple(outs)
 
 
-def _fused(root_nodes, seeds, targets, scan, Tensor, functions, needed, dropped, idle):
+def _fused(root_nodes, seeds, targets, scan, Tensor, functions, needed, dropped, idle,
+           leaves=_NONE, tapped=None):
     """``_run`` through custom Functions whose nodes stay in the backward graph."""
     handles = scan.nodes
     run = _Fused(handles, functions)
@@ -423,7 +482,7 @@ def _fused(root_nodes, seeds, targets, scan, Tensor, functions, needed, dropped,
     try:
         result, given = _stage(root_nodes, seeds, targets, False, handles, handles,
                                dropped, Tensor, functions, run, scan.hooked, scan.order,
-                               needed, idle)
+                               needed, idle, leaves, tapped)
     finally:
         grad_mode._set(enabled)
         runs.pop()
@@ -440,7 +499,7 @@ def _add(total, part):
 
 
 def _staged(root_nodes, seeds, targets, create_graph, scan, Tensor, functions, needed,
-            idle=frozenset(), dropped=frozenset()):
+            idle=frozenset(), dropped=frozenset(), leaves=_NONE, tapped=None):
     """``_run`` through custom Functions, as PyTorch's engine runs them: a backward graph
     from the roots down to the Functions' outputs and inputs (and the targets), then
     the latest of those: a Function's ``backward`` on concrete tensors, or a Function's
@@ -458,10 +517,25 @@ def _staged(root_nodes, seeds, targets, create_graph, scan, Tensor, functions, n
     # backward graphs stop there too, until every part has arrived
     inputs = {m for r in functions.values() for m in r.operand_nodes
               if m in needed and m not in functions and handles[m]._parents}
-    # so do nodes with hooks below a Function: a hook sees its node's whole gradient once
-    # (not one part per stage: a hook that clips would change the sum)
-    if functions:
-        newest = max(functions)
+    # leaves with hooks too: PyTorch runs a leaf's hooks as soon as its gradient is
+    # complete, after its first user (in the order of its operands); ``key`` places them
+    key = {}
+    if leaves:
+        placed = set()
+        for m in scan.order:
+            if m not in needed:
+                continue
+            for k, p in enumerate(handles[m]._parents):
+                i = p._id
+                if i in leaves and i not in placed and i in needed:
+                    placed.add(i)
+                    key[i] = m - 0.5 - 0.001 * k
+    at = key.get
+    # so do nodes with hooks below a Function or a hooked leaf: a hook sees its node's
+    # whole gradient once (not one part per stage: a hook that clips would change the
+    # sum), in PyTorch's order
+    if functions or key:
+        newest = max(list(functions) + list(key.values()))
         inputs |= {n for n in needed if n < newest and n not in functions
                    and handles[n]._hooks and handles[n]._parents}
     result, given, sent = {}, [], []
@@ -488,6 +562,14 @@ def _staged(root_nodes, seeds, targets, create_graph, scan, Tensor, functions, n
                         result[n] = v
                     else:
                         waiting[n] = _add(waiting.get(n), v)
+                elif n in key:      # a leaf with hooks
+                    if n in released:
+                        v = _run_hooks(_hooks_of(handles[n]), v if isinstance(v, TensorBase)
+                                       else Tensor._plain(v), Tensor)
+                        result[n] = v if create_graph else v._data
+                        tapped.add(n)
+                    else:
+                        waiting[n] = _add(waiting.get(n), v)
                 elif not handles[n]._parents:         # a leaf or a saved value
                     if n in wanted:
                         result[n] = _add(result.get(n), v)
@@ -503,21 +585,29 @@ def _staged(root_nodes, seeds, targets, create_graph, scan, Tensor, functions, n
                                     create_graph, handles, nodes, cut, Tensor, needed=needed)
                 given.extend(args)
                 for n, v in outs.items():
-                    if n in cut:
+                    if n in cut or n in key:
                         waiting[n] = _add(waiting.get(n), v)
                     else:
                         result[n] = _add(result.get(n), v)
             if not waiting:
                 break
-            top = max(waiting)
+            top = max(waiting, key=lambda n: at(n, n))
+            if top in key:
+                released.add(top)
+                pending = [(top, waiting.pop(top))]
+                continue
             if top not in functions:
-                # Function inputs later than every Function yet to run (one not waiting
-                # now may be reached from them): their gradients are complete (what is
-                # left to run comes before them). One stage from all of them, so that a
-                # node below several (an LSTM cell below its h and c) runs once, with its
-                # whole gradient, not once per input
-                last = max((n for n in uncalled if n < top), default=-1)
-                ready = sorted((n for n in waiting if n > last), reverse=True)
+                # Function inputs later than every Function yet to run and every stop
+                # nothing reached yet (the stage from them may reach it): their gradients
+                # are complete (what is left to run comes before them). One stage from
+                # all of them, so that a node below several (an LSTM cell below its h and
+                # c) runs once, with its whole gradient, not once per input
+                last = max((at(n, n) for n in chain(uncalled, inputs, idle, key)
+                            if at(n, n) < top and n not in released and (
+                                n in key or n in uncalled or n not in waiting)),
+                           default=-1)
+                ready = sorted((n for n in waiting if n > last and n not in key),
+                               reverse=True)
                 released.update(ready)
                 pending = [(n, waiting.pop(n)) for n in ready]
                 continue
@@ -547,7 +637,7 @@ def _staged(root_nodes, seeds, targets, create_graph, scan, Tensor, functions, n
     return result, given, sent, ran, rules
 
 
-def _observer(plan, order, handles, Tensor):
+def _observer(plan, order, handles, Tensor, tapped=None):
     """The per-node callback for hooks, anomaly checks and the profiler, or None."""
     checking = anomaly.is_anomaly_enabled()
     prof = profiler.current()
@@ -568,7 +658,10 @@ def _observer(plan, order, handles, Tensor):
             anomaly.check(value, handles[order[f]], k)
         f = plan.taps.get(n)
         if f is not None:
-            value = _run_hooks(handles[order[f]]._hooks, Tensor._plain(value), Tensor)._data
+            h = handles[order[f]]
+            if type(h) is AccumulateGrad and tapped is not None:
+                tapped.add(h._id)
+            value = _run_hooks(_hooks_of(h), Tensor._plain(value), Tensor)._data
         if prof is not None:
             clock[0] = time.perf_counter()
         return value
@@ -594,7 +687,7 @@ def _run_hooks(hooks, grad, Tensor):
     return grad
 
 
-def _replay(plan, saved, seed_args, order, handles, Tensor):
+def _replay(plan, saved, seed_args, order, handles, Tensor, tapped=None):
     """Run the backward graph through the tape, so the gradients are recorded too: the
     IR's evaluator on tape tracers records every node (``ir.evaluate``)."""
     g = plan.graph
@@ -619,7 +712,10 @@ def _replay(plan, saved, seed_args, order, handles, Tensor):
             anomaly.check(_value(value), handles[order[f]], k)
         f = plan.taps.get(n)
         if f is not None:
-            out = _run_hooks(handles[order[f]]._hooks, _as_tensor(value, Tensor, seen), Tensor)
+            h = handles[order[f]]
+            if type(h) is AccumulateGrad and tapped is not None:
+                tapped.add(h._id)
+            out = _run_hooks(_hooks_of(h), _as_tensor(value, Tensor, seen), Tensor)
             value = out._traced() if out.requires_grad else out._data
         return value
 
@@ -762,12 +858,13 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     targets = [n for _, nodes in receivers.values() for n in nodes] + dead
     retained = _retained(scan) if inputs is not None else []
     reached = _Reached(scan, [r._traced()._node for r in tensors])
+    tapped: set = set()
     result, inputs, sent = _run(tensors, grads, targets, retain_graph, create_graph, scan,
-                                everything=inputs is None, retained=retained)
+                                everything=inputs is None, retained=retained, tapped=tapped)
     reached.sent = sent
     with grad_mode.set_grad_enabled(create_graph):
         for t, nodes in receivers.values():
-            g = _gradient_of(t, nodes, result, inputs, Tensor, reached)
+            g = _gradient_of(t, nodes, result, inputs, Tensor, reached, tapped)
             if g is not None:
                 _accumulate(t, g, create_graph)
         _fill_retained(retained, handles, result, inputs, Tensor, create_graph)
@@ -812,7 +909,7 @@ class _Reached:
         return n in self._seen
 
 
-def _gradient_of(t, nodes, result, handed, Tensor, reached=()):
+def _gradient_of(t, nodes, result, handed, Tensor, reached=(), tapped=()):
     """``t``'s gradient from the cotangents of its ``nodes`` (a leaf may have one per
     version), after its hooks; None if no path reached it, zeros if every path has a
     zero derivative (PyTorch's FloorBackward0 hands on zeros). ``handed`` holds the
@@ -829,7 +926,7 @@ def _gradient_of(t, nodes, result, handed, Tensor, reached=()):
         parts = [np.zeros(tuple(t.shape), t.dtype)]
     g = _fresh(_sum(parts) if len(parts) > 1 else parts[0], Tensor, handed)
     handed.append(g._data)
-    if t._tracer is None and t._hooks:
+    if t._tracer is None and t._hooks and not any(n in tapped for n in nodes):
         g = _run_hooks(t._hooks, g, Tensor)
     return g
 
@@ -879,13 +976,15 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             marks.extend(m for m in t._tracer._handle._rule.nodes if m in handles)
     retained = _retained(scan)
     reached = _Reached(scan, [r._traced()._node for r in outputs])
+    tapped: set = set()
     result, ins, sent = _run(outputs, grads, [n for nodes in wanted for n in nodes],
-                             retain_graph, create_graph, scan, marks=marks, retained=retained)
+                             retain_graph, create_graph, scan, marks=marks, retained=retained,
+                             tapped=tapped)
     reached.sent = sent
     out = []
     with grad_mode.set_grad_enabled(create_graph):
         for i, (t, nodes) in enumerate(zip(inputs, wanted)):
-            g = _gradient_of(t, nodes, result, ins, Tensor, reached)
+            g = _gradient_of(t, nodes, result, ins, Tensor, reached, tapped)
             if g is None:
                 if not allow_unused:
                     raise RuntimeError(f"The differentiated Tensor at index {i} appears to "

@@ -450,13 +450,14 @@ class Walk:
     topological order: parents first); classified on the way: ``receiving``, the
     (id, GradFn) of the leaves that require grad and of the nodes a tensor
     retain_grad()-ed; ``functions``, the outputs of custom Functions applied eagerly
-    (id -> the ``apply``'s rule); ``hooked``, whether a node has hooks.
+    (id -> the ``apply``'s rule); ``hooked``, whether a node has hooks; ``leaf_hooks``,
+    the leaves whose tensor has hooks (id -> the tensor).
 
     The other questions a backward asks of this part are answered over ``order``
     (one sweep each, no further traversal): ``reached`` (from some nodes, along
     PyTorch's edges or the recorded operands, down to some ops or a cut), and
     ``leading_to`` (the nodes with a path to some targets)."""
-    __slots__ = ("nodes", "order", "receiving", "functions", "hooked")
+    __slots__ = ("nodes", "order", "receiving", "functions", "hooked", "leaf_hooks")
 
     def reached(self, starts, ends=EDGE_ENDS, cut=(), edges=True) -> set:
         """The nodes reached from the node ids ``starts`` (those in this part): along
@@ -510,7 +511,7 @@ def walk(roots) -> Walk:
     """The part of the tape the ``GradFn`` objects ``roots`` depend on (``Walk``), in one
     depth-first traversal of the parents."""
     found = {}
-    receiving, functions = [], {}
+    receiving, functions, leaf_hooks = [], {}, {}
     hooked = False
     stack = list(roots)
     while stack:
@@ -521,6 +522,9 @@ def walk(roots) -> Walk:
         found[n] = h
         if type(h) is AccumulateGrad:
             receiving.append((n, h))
+            t = h._tensor()
+            if t is not None and t._hooks:
+                leaf_hooks[n] = t
         else:
             if h._retain is not None:
                 receiving.append((n, h))
@@ -532,5 +536,5 @@ def walk(roots) -> Walk:
             hooked = True
     w = Walk()
     w.nodes, w.order, w.receiving = found, sorted(found), receiving
-    w.functions, w.hooked = functions, hooked
+    w.functions, w.hooked, w.leaf_hooks = functions, hooked, leaf_hooks
     return w
