@@ -426,3 +426,40 @@ def test_math_names_work_under_torch_func_and_compile():
     _close(g, gt, 1e-12, "torch.func.grad")
     assert math.isclose(float(tg.compile(f)(tg.tensor(x))), float(ft(torch.tensor(x))),
                         rel_tol=1e-12)
+
+
+# -- complex inputs: the values torch gives, or the error its kernels raise ---------------------
+def _math_method_names():
+    from tracegrad.eager import math_ops
+    return sorted(n for n in vars(math_ops.MathMethods) if n[0] != "_")
+
+
+@pytest.mark.parametrize("dtype", [np.complex128, np.complex64])
+def test_complex_inputs_give_torchs_values_or_errors(dtype):
+    """Every unary math method on a complex tensor: torch's result (values, dtype) or its
+    exception type. (``angle`` of a complex tensor gave a complex tensor of 0 and pi, and
+    ``isreal`` was True everywhere; erf, digamma, mode, ... computed what torch refuses.)"""
+    import warnings
+    z = np.array([1 + 2j, -3 - 0.5j, 0.5j, -0.25 + 0j], dtype)
+    wrong = []
+    for name in _math_method_names():
+        got = []
+        for L in (tg, torch):
+            t = L.tensor(z.copy())
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    r = getattr(t, name)()
+                got.append(("ok", r if isinstance(r, tuple) else (r,)))
+            except Exception as e:  # noqa: BLE001 - compared by type
+                got.append((type(e), None))
+        (k1, a), (k2, b) = got
+        if k1 is not k2 and not (k1 in (TypeError,) and k2 is TypeError):
+            wrong.append((name, k1, k2))
+        elif k1 == "ok":
+            for x, y in zip(a, b):
+                x, y = x.numpy(), y.numpy()
+                if x.dtype != y.dtype or x.shape != y.shape or not np.allclose(
+                        x, y, rtol=1e-6, equal_nan=True):
+                    wrong.append((name, x, y))
+    assert not wrong, wrong

@@ -72,7 +72,16 @@ def _prim(name):
     return _keep_dtype(lambda *xs: apply(name, *xs))
 
 
+# torch's CPU kernels of these refuse complex tensors (SciPy's would compute something)
+_REAL_KERNELS = {"ErfBackward0": "erf_vml_cpu", "ErfcBackward0": "erfc_vml_cpu",
+                 "ErfinvBackward0": "erfinv_vml_cpu", "LgammaBackward0": "lgamma_vml_cpu",
+                 "DigammaBackward0": "digamma", "I0Backward0": "i0_vml_cpu",
+                 "LogitBackward0": "logit_cpu"}
+
+
 def _float_unary(self, fn, name):
+    if name in _REAL_KERNELS:
+        _no_kernel(_REAL_KERNELS[name], self.dtype, "c")
     return call(fn, _floating(self), name=name)
 
 
@@ -85,6 +94,8 @@ def _float_unary_(self, fn, name):
     """The in-place form: an integer or bool tensor cannot hold the float result."""
     if self.dtype.kind in "biu":
         raise _cast_error(default_dtype(), self.dtype)
+    if name in _REAL_KERNELS:
+        _no_kernel(_REAL_KERNELS[name], self.dtype, "c")
     return self._inplace(fn, name=name)
 
 
@@ -254,6 +265,8 @@ def _signbit(x):
 
 
 def _isreal(x):
+    if np.iscomplexobj(x):
+        return np.imag(x) == 0
     return np.ones(np.shape(x), bool) if not isinstance(x, Tracer) else x == x
 
 
@@ -482,20 +495,26 @@ class MathMethods:
         return _float_unary_(self, np.exp2, "Exp2Backward0")
 
     def deg2rad(self):
-        _no_kernel("deg2rad", self.dtype, "c")
+        if self.dtype.kind == "c":
+            raise RuntimeError("deg2rad is not supported for complex tensors.")
         return _float_unary(self, lambda x: x * np.asarray(math.pi / 180, x.dtype),
                             "Deg2RadBackward0")
 
     def deg2rad_(self):
+        if self.dtype.kind == "c":
+            raise RuntimeError("deg2rad is not supported for complex tensors.")
         return _float_unary_(self, lambda x: x * np.asarray(math.pi / 180, x.dtype),
                              "Deg2RadBackward0")
 
     def rad2deg(self):
-        _no_kernel("rad2deg", self.dtype, "c")
+        if self.dtype.kind == "c":
+            raise RuntimeError("rad2deg is not supported for complex tensors.")
         return _float_unary(self, lambda x: x * np.asarray(180 / math.pi, x.dtype),
                             "Rad2DegBackward0")
 
     def rad2deg_(self):
+        if self.dtype.kind == "c":
+            raise RuntimeError("rad2deg is not supported for complex tensors.")
         return _float_unary_(self, lambda x: x * np.asarray(180 / math.pi, x.dtype),
                              "Rad2DegBackward0")
 
@@ -537,10 +556,14 @@ class MathMethods:
 
     def fix(self):
         _no_kernel("trunc_vml_cpu", self.dtype, "b")
+        if self.dtype.kind == "c":
+            raise NotImplementedError("trunc is not supported for complex inputs")
         return self.trunc()
 
     def fix_(self):
         _no_kernel("trunc_vml_cpu", self.dtype, "b")
+        if self.dtype.kind == "c":
+            raise NotImplementedError("trunc is not supported for complex inputs")
         return self.trunc_()
 
     def positive(self):
@@ -549,6 +572,9 @@ class MathMethods:
         return self
 
     def angle(self):
+        if self.dtype.kind == "c":     # the argument, in the real dtype of the complex one
+            return call(lambda z: np.arctan2(np.imag(z), np.real(z)), self,
+                        name="AngleBackward0")
         return _float_unary(self, _angle, "AngleBackward0")
 
     def isreal(self):
@@ -977,6 +1003,7 @@ class MathMethods:
         return _rt.nanmedian(values, self._plain(np.ascontiguousarray(idx)))
 
     def mode(self, dim=-1, keepdim=False):
+        _no_kernel("mode_cpu", self.dtype, "c")
         if self.dim() == 0:
             wrap_dim(self, dim)
             return _rt.mode(call(lambda x: x + np.zeros((), x.dtype), self,
@@ -993,6 +1020,7 @@ class MathMethods:
         return _rt.mode(values, self._plain(np.ascontiguousarray(idx)))
 
     def aminmax(self, *, dim=None, keepdim=False):
+        _no_kernel("aminmax_cpu", self.dtype, "c")
         if self.numel() == 0:
             _check_nonempty(self, "aminmax", dim)
         lo, hi = self.amin(dim, keepdim) if dim is not None else self.amin(), \
