@@ -100,17 +100,12 @@ __all__ = ["TraceError", "RetraceWarning", "Graph", "jit", "passes", "grad", "va
            "pure_callback", "ShapeDtypeStruct", "scipy", "distributions",
            "tree_util", "flatten_util", "debug", "optimizers", *_eager.__all__]
 
-# implicit differentiation (issue 15): roots and linear solves
-from .transforms.implicit_diff import custom_linear_solve, custom_root  # noqa: E402
-
-__all__ += ["custom_root", "custom_linear_solve"]
 # torch.conv2d, torch.layer_norm, torch.dropout, ...: the nn operations torch exports at its
 # top level, with its native functions' signatures (tracegrad/eager/nn/natives.py)
 from .eager.nn.natives import NATIVES as _NATIVES  # noqa: E402
 
 globals().update({k: v for k, v in _NATIVES.items() if k not in globals()})
 __all__ += [k for k in _NATIVES if k not in __all__]
-
 # torch.lu, torch.triangular_solve, torch.addmv, ... (and the removed names' errors)
 from .eager.linalg import LEGACY_FUNCTIONS as _LEGACY_LINALG  # noqa: E402
 
