@@ -110,8 +110,13 @@ def _cached_run(traced, positions, size, moved):
     call (its Python runs, a branch picks the structure): only the batching pass and
     its compiling are saved."""
     if any(isinstance(a, Tracer) for a in traced.eval_args) or \
+            any(isinstance(a, Tracer) for a in moved) or \
             len(traced.eval_args) != traced.n_in or traced.trace._guards:
-        return None     # (a branch taken: the pass checks it does not read a mapped value)
+        # (a branch taken: the pass checks it does not read a mapped value). Mapped
+        # arguments an enclosing transform traces (tg.jacobian of a vmap) must go through
+        # the batched graph itself: the cached plan runs the forward graph, which has no
+        # stop_gradient left, so a derivative would leak through ``detach``
+        return None
     records = traced.trace.records
     key = plans.structure_key(records, traced.outputs, ("vmap", tuple(positions), size))
     if key is None:

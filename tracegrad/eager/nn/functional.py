@@ -675,11 +675,20 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         def norm(x):
             return _standardize(x, axes, eps)
     else:
-        m = running_mean._data.reshape(bshape).astype(input.dtype, copy=False)
-        inv = 1.0 / np.sqrt(running_var._data.reshape(bshape).astype(input.dtype, copy=False)
-                            + eps)
+        m = _statistic(running_mean, bshape, input.dtype)
+        inv = 1.0 / np.sqrt(_statistic(running_var, bshape, input.dtype) + eps)
         norm = lambda x: (x - m) * inv
     return _affine(norm, input, weight, bias, bshape, "NativeBatchNormBackward0")
+
+
+def _statistic(t, shape, dtype):
+    """A running statistic as the normalisation reads it: its value, or (a tensor a
+    torch.func transform traces: ``vmap`` over the statistics) its traced value, with no
+    derivative (PyTorch differentiates through neither)."""
+    tracer = t._tracer
+    if tracer is not None and not isinstance(tracer, EagerTracer):
+        return np.reshape(apply("stop_gradient", tracer), shape).astype(dtype)
+    return t._data.reshape(shape).astype(dtype, copy=False)
 
 
 def _standardize(x, axes, eps):
