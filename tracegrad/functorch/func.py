@@ -501,12 +501,15 @@ def _jacobian(func, argnums, has_aux, chunk_size, mode, randomness="error"):
             _check_tensors(args[i], forward=mode == "fwd")
         inner, mask = _to_inner(args)
 
+        out_dtypes = []
+
         def traced(*a):
             out = func(*_to_outer(a, mask), **kwargs)
             aux = None
             if has_aux:
                 out, aux = _split_aux(out, api)
             out = _unwrap_out(out, _only_tensors(api))
+            out_dtypes[:] = [np.dtype(o.dtype) for o in flatten(out)[0]]
             return (out, _aux_inner(aux)) if has_aux else out
 
         mark, saved = _draw_mark(), default_generator.get_state()
@@ -522,10 +525,25 @@ def _jacobian(func, argnums, has_aux, chunk_size, mode, randomness="error"):
             raise RuntimeError("jacfwd(randomness='different'): tracegrad computes every "
                                "column from one trace, so the columns share their random "
                                "numbers; pass randomness='same'")
+        if mode == "fwd":
+            # torch's forward mode: each block has its output's dtype (the tangents are
+            # cast with the primals), where reverse mode's has its input's
+            n_in = len(flatten(tuple(args[i] for i in nums))[0])
+            jac = res[0] if has_aux else res
+            leaves, tree = flatten(jac)
+            leaves = [j if np.dtype(j.dtype) == out_dtypes[k // n_in] else
+                      _cast(j, out_dtypes[k // n_in]) for k, j in enumerate(leaves)]
+            jac = unflatten(tree, leaves)
+            res = (jac, res[1]) if has_aux else jac
         if has_aux:
             return _tensors_out(res[0]), _tensors_out(res[1])
         return _tensors_out(res)
     return _bridged(wrapper)
+
+
+def _cast(v, dtype):
+    """A transform's value (an array or a tracer) in ``dtype``."""
+    return v.astype(dtype)
 
 
 def jacrev(func: Callable[..., Any], argnums: int | tuple[int, ...] = 0, *,
