@@ -236,3 +236,9 @@ add(Case("conv_transpose2d", (uniform((1, 2, 3, 2)), cuniform((2, 1, 2, 2))),
          tag="mixed"))
 add(Case("avg_pool2d", (cuniform((2, 1, 5, 6)),),
          {"kernel": (3, 2), "stride": (2, 1), "padding": (1, 0)}, tag="complex", second=True))
+
+# complex numbers from their parts: broadcast, and in float32
+add(Case("complex", (uniform((2, 3)), uniform((2, 3))), second=True))
+add(Case("complex", (uniform((2, 3)), uniform((3,)))))
+add(Case("complex", (uniform((4,)).astype(np.float32), uniform((4,)).astype(np.float32))))
+add(Case("complex", (cuniform((2, 3)), uniform((3,))), tag="complex-operand"))

@@ -254,7 +254,7 @@ SKIPPED = {
                      "tolist", "numpy", "cpu", "cuda", "new_empty", "new_full", "new_ones",
                      "new_tensor", "new_zeros", "to_sparse", "to_sparse_coo", "flatten_fn"),
                     "not an operation on values (the engine, conversion, creation)"),
-    **dict.fromkeys(("cfloat", "cdouble", "view_as_complex", "view_as_real", "imag"),
+    **dict.fromkeys(("cfloat", "cdouble", "view_as_complex", "view_as_real", "imag", "complex"),
                     "complex results"),
     **dict.fromkeys((
         "argwhere", "bitwise_and", "bitwise_and_", "bitwise_left_shift", "bitwise_left_shift_",

@@ -238,7 +238,7 @@ for _fn, _of in ((_view_as_real, views.view_as_real), (_view_as_complex, views.v
 del _fn, _of
 FUNCTIONS.update(select=_select, as_strided=_as_strided, adjoint=_adjoint, real=_real,
                  imag=_imag, conj=_conj, view_as_real=_view_as_real,
-                 view_as_complex=_view_as_complex)
+                 view_as_complex=_view_as_complex, complex=views.complex)
 FUNCTIONS.update(index_fill=lambda input, dim, index, value: _as_tensor(input).index_fill(
     dim, index, value))
 

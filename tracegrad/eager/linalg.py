@@ -915,7 +915,7 @@ class _NoDerivative:
     jvp = vjp
 
 
-def _without_derivative(op, value, *operands):
+def _without_derivative(op, value, *operands, name="NotImplemented"):
     """``value`` (an array) as the result of ``operands``: when one of them is
     differentiated (it requires grad, or stands for a transform's traced value), a backward
     through the result raises torch's ``derivative for aten::{op} is not implemented``."""
@@ -927,7 +927,7 @@ def _without_derivative(op, value, *operands):
             out = apply("pure_callback", *xs, callback=callback)
             return out[0] if isinstance(out, (tuple, list)) else out
         return value
-    return call(fn, *operands, name="NotImplemented")
+    return call(fn, *operands, name=name)
 
 
 def _ldl_routine(kind, dtype, hermitian):
@@ -1269,8 +1269,8 @@ def geqrf(input):  # noqa: A002
             qr_[b], tau[b] = routine(mat)[:2]
     qr_ = qr_.reshape(a.shape)
     tau = tau.reshape(a.shape[:-2] + (min(m, n),))
-    return _geqrf_result(_without_derivative("geqrf", qr_, A),
-                         _without_derivative("geqrf", tau, A))
+    return _geqrf_result(_without_derivative("geqrf", qr_, A, name="GeqrfBackward0"),
+                         _without_derivative("geqrf", tau, A, name="GeqrfBackward0"))
 
 
 def orgqr(input, tau):  # noqa: A002

@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import as_strided as _np_as_strided
 
+from ..ir import apply
+from ..tracer import Tracer
 from . import aliasing
 from .arithmetic import _err
 from .dispatch import call
@@ -44,6 +46,8 @@ def view_as_real(input):
         raise _err("view_as_real is only supported for complex tensors")
 
     def fn(x):
+        if isinstance(x, Tracer):       # recorded: the parts stacked (the value is the view)
+            return np.stack([np.real(x), np.imag(x)], axis=-1)
         parts = np.real(x)
         return _np_as_strided(parts, x.shape + (2,), x.strides + (parts.itemsize,))
     return call(fn, input, name="ViewAsRealBackward0", view_of=input)
@@ -74,11 +78,33 @@ def view_as_complex(input):
     dtype = np.dtype(np.complex64 if data.dtype == np.float32 else np.complex128)
 
     def fn(x):
+        if isinstance(x, Tracer):       # recorded: the complex of the two parts
+            return apply("complex", x[..., 0], x[..., 1])
         face = {"shape": x.shape[:-1], "typestr": dtype.str, "strides": x.strides[:-1],
                 "data": (x.__array_interface__["data"][0], not x.flags.writeable),
                 "version": 3}
         return np.asarray(_Memory(face, x))
     return call(fn, input, name="ViewAsComplexBackward0", view_of=input)
+
+
+def complex(real, imag):  # noqa: A001
+    """``torch.complex(real, imag)``: the complex tensor of two real ones of one floating
+    dtype (float32 -> complex64, float64 -> complex128), broadcast."""
+    from .tensor_base import TensorBase as _T
+    for k, (what, t) in enumerate((("real", real), ("imag", imag))):
+        if not isinstance(t, _T):
+            raise TypeError(f"complex(): argument '{what}' (position {k + 1}) must be Tensor, "
+                            f"not {type(t).__name__}")
+    if real.dtype not in (np.float32, np.float64, np.float16) or \
+            imag.dtype not in (np.float32, np.float64, np.float16):
+        raise _err(f"Expected both inputs to be Half, Float or Double tensors but got "
+                   f"{_scalar_name(real.dtype)} and {_scalar_name(imag.dtype)}")
+    if real.dtype != imag.dtype:
+        raise _err(f"Expected object of scalar type {_scalar_name(real.dtype)} but got scalar "
+                   f"type {_scalar_name(imag.dtype)} for second argument")
+    if real.dtype == np.float16:
+        raise _err("tracegrad has no complex32 dtype for torch.complex of half tensors")
+    return call(lambda re, im: apply("complex", re, im), real, imag, name="ComplexBackward0")
 
 
 def _index_fill_mask(self, dim, index):
