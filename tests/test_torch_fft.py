@@ -430,7 +430,14 @@ def test_module_imports():
     import tracegrad.fft
     from tracegrad.fft import rfft
     assert tracegrad.fft is tg.fft and rfft is tg.fft.rfft
-    assert tg.stft is tg.fft.stft and tg.Tensor.istft is tg.fft.istft
+    assert tg.stft is tg.fft.stft and tg.istft is tg.fft.istft
+    x = tg.tensor(np.sin(np.arange(64.0)))
+    window = tg.tensor(np.hanning(16))
+    via_method = x.stft(16, 4, window=window, return_complex=True)
+    np.testing.assert_array_equal(via_method.numpy(),
+                                  tg.stft(x, 16, 4, window=window, return_complex=True).numpy())
+    np.testing.assert_array_equal(via_method.istft(16, 4, window=window).numpy(),
+                                  tg.istft(via_method, 16, 4, window=window).numpy())
 
 
 def test_compile_matches_eager():

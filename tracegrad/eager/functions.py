@@ -272,5 +272,4 @@ FUNCTIONS.update(_creation.FACTORIES)
 # torch.stft / torch.istft (fft.py), also as Tensor methods
 from . import fft as _fft  # noqa: E402
 
-FUNCTIONS.update(stft=_fft.stft, istft=_fft.istft)
-Tensor.stft, Tensor.istft = _fft.stft, _fft.istft
+FUNCTIONS.update(stft=_fft.stft, istft=_fft.istft)     # (the methods: tensor.SpectralMethods)

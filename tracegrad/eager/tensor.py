@@ -78,9 +78,25 @@ _COMPLEX_GRAD = ("complex tensors cannot require grad in tracegrad's eager autog
                  "tg.grad(f)(z), tg.grad(f, holomorphic=True)(z)")
 
 
+class SpectralMethods:
+    """``Tensor.stft`` / ``Tensor.istft``: ``torch.stft(self, ...)`` of fft.py (which imports
+    this module, so it is looked up when called)."""
+
+    __slots__ = ()
+
+    def stft(self, n_fft, *args, **kwargs):
+        from .fft import stft
+        return stft(self, n_fft, *args, **kwargs)
+
+    def istft(self, n_fft, *args, **kwargs):
+        from .fft import istft
+        return istft(self, n_fft, *args, **kwargs)
+
+
 class Tensor(ArithmeticMethods, ReductionMethods, ShapeMethods, ViewMethods, InplaceMethods,
              ConversionMethods, MoreMethods, IndexedMethods, LinalgMethods, MultinomialMethods,
-             InferenceMethods, MathMethods, ShapeExtraMethods, SamplingMethods, TensorBase):
+             InferenceMethods, MathMethods, ShapeExtraMethods, SamplingMethods, SpectralMethods,
+             TensorBase):
     """A NumPy array with PyTorch's autograd semantics (``tg.tensor`` makes one).
 
     Operations on tensors that require grad are recorded; ``backward()`` runs the
