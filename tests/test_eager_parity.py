@@ -653,13 +653,17 @@ EXCLUDED.update(dict.fromkeys(("fold",), "tests/test_eager_fold.py (F.unfold and
 EXCLUDED.update(dict.fromkeys(FUNCTIONAL_COVERED, "tests/test_eager_nn_torch.py"))
 # torch's shape, indexing, creation and random names: compared with torch (values, dtypes,
 # views, gradients, errors, and the random ones bit for bit) in tests/test_torch_names_shapes.py
-from tracegrad.eager import sampling as _sampling  # noqa: E402
+from tracegrad.eager import sampling_methods as _sampling  # noqa: E402
 from tracegrad.eager import shape_extras as _shape_extras  # noqa: E402
+from tracegrad.eager import stacking as _stacking  # noqa: E402
+from tracegrad.eager import torch_random as _torch_random  # noqa: E402
 from tracegrad.eager.creation import FACTORIES as _FACTORIES  # noqa: E402
 
 EXCLUDED.update(dict.fromkeys(
     [*_shape_extras.FUNCTIONS, *vars(_shape_extras.ShapeExtraMethods), *_sampling.FUNCTIONS,
-     *vars(_sampling.SamplingMethods), *_FACTORIES], "tests/test_torch_names_shapes.py"))
+     *vars(_sampling.SamplingMethods), *_FACTORIES,
+     *(set(_stacking.FUNCTIONS) - {"cat", "stack", "hstack", "vstack", "meshgrid"}),
+     *_torch_random.FUNCTIONS], "tests/test_torch_names_shapes.py"))
 # torch.stft / torch.istft: against torch (values, dtypes, gradients, errors) in tests/test_torch_fft.py
 EXCLUDED.update(dict.fromkeys(("stft", "istft"), "tests/test_torch_fft.py"))
 # torch's older linear-algebra names and the addmv family: against torch (values, dtypes,

@@ -298,6 +298,7 @@ SHARED_NAMES = {
     "linalg.py": "scipy.linalg and scipy.sparse.linalg, by SciPy's module names",
     "functional.py": "torch.nn.functional and torch.autograd.functional, by torch's names",
     "rnn.py": "torch.nn's RNN modules and torch.nn.utils.rnn, by torch's names",
+    "fft.py": "NumPy's FFT primitives (ir) and torch.fft (eager), by the libraries' names",
 }
 
 

@@ -1,5 +1,5 @@
 """torch's top-level nn operations (``torch.conv2d``, ``torch.layer_norm``, ...), the
-``nn.functional`` additions of functional_more.py and the modules of layers_more.py, each
+``nn.functional`` additions (functional.py's last part) and the modules of layers_more.py, each
 against torch 2.13: values, dtypes, gradients of the inputs (and parameters), the random
 draws of the dropouts under one seed, and torch's errors."""
 from __future__ import annotations

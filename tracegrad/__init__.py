@@ -57,8 +57,8 @@ from .eager.compile import compile  # noqa: E402,A001  (torch.compile)
 
 _alias_eager_modules()
 
-# torch.random (tracegrad/eager/random.py): get_rng_state, set_rng_state, fork_rng, ...
-from .eager import random  # noqa: E402
+# torch.random (tracegrad/eager/torch_random.py): get_rng_state, set_rng_state, fork_rng, ...
+from .eager import torch_random as random  # noqa: E402
 
 __import__("sys").modules.setdefault(__name__ + ".random", random)
 

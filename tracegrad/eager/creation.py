@@ -1,6 +1,7 @@
 """Making tensors: ``tg.tensor``, ``tg.ones``, ``tg.rand``, ... and the default dtype."""
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -8,8 +9,9 @@ import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
 from .device import resolve as _device
-from .random import Generator, default_generator, get_rng_state, set_rng_state  # noqa: F401  (nn.utils.skip_init's)
+from .random import Generator, default_generator  # noqa: F401
 from .random import generator_of as _generator_of
+from .shape_extras import legacy_new
 from .tensor import Tensor, _default_float, as_array, default_dtype, is_floating
 
 float32 = np.dtype(np.float32)
@@ -282,31 +284,7 @@ class _LegacyType(type):
 
     def __call__(cls, *args, device=None):
         _device(device)
-        dtype = cls._dtype
-        if not args:
-            return Tensor._plain(np.zeros((0,), dtype))
-        from .tensor import Size
-        first = args[0]
-        if len(args) == 1 and isinstance(first, Tensor):
-            if first.dtype != dtype:
-                raise TypeError(f"expected {_scalar(dtype)} (got {_scalar(first.dtype)})")
-            return first.detach()
-        if len(args) == 1 and not isinstance(first, Size) and not _is_int(first):
-            return Tensor._plain(as_array(first, dtype))
-        sizes = tuple(first) if len(args) == 1 and isinstance(first, Size) else args
-        if not all(_is_int(s) for s in sizes):
-            raise TypeError(f"new() received an invalid combination of arguments - got "
-                            f"({', '.join(type(a).__name__ for a in args)})")
-        return Tensor._plain(np.zeros(tuple(int(s) for s in sizes), dtype))
-
-
-def _is_int(x):
-    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
-
-
-def _scalar(dtype):
-    from .tensor import _scalar_name
-    return _scalar_name(dtype)
+        return legacy_new(cls._dtype, args, Tensor._plain)
 
 
 def _legacy(name, dtype):
@@ -503,6 +481,36 @@ def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0,
 
 
 range_.__name__ = range_.__qualname__ = "range"   # (a def named range would hide the builtin here)
-FACTORIES = {f.__name__: f for f in (logspace, range_, scalar_tensor, empty_strided,
+def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None,
+           layout=None, device=None, pin_memory=False, requires_grad=False):
+    """Normal samples: ``normal(mean, std)`` with tensors (or one tensor and a float) of
+    the broadcast shape (sampling_methods.py's ``normal_of_tensors``); ``normal(mean, std, size)``
+    with floats. PyTorch's numbers for the same seed."""
+    from .sampling_methods import normal_of_tensors
+    from .tensor_base import TensorBase
+    if isinstance(mean, TensorBase) or isinstance(std, TensorBase):
+        if size is not None:
+            raise TypeError("normal() received an invalid combination of arguments: a size "
+                            "goes with a float mean and std")
+        return normal_of_tensors(mean, std, generator)
+    if size is None:
+        raise TypeError("normal() received an invalid combination of arguments - got "
+                        "(float, float), but expected (float mean, float std, tuple of "
+                        "ints size, *, torch.Generator generator, ...)")
+    _device(device)
+    if std < 0:
+        from .arithmetic import _err
+        raise _err(f"normal expects std >= 0.0, but found std {std:g}")
+    from .random import draw_dtype
+    dt = _float_dtype(dtype, "normal")
+    shape = _shape((size,)) if not isinstance(size, numbers.Integral) else (int(size),)
+    g = _generator_of(generator)
+    t = Tensor._plain(g.normal(shape, draw_dtype(dt), float(mean), float(std)).astype(dt))
+    if requires_grad:
+        t.requires_grad = True
+    return t
+
+
+FACTORIES = {f.__name__: f for f in (normal, logspace, range_, scalar_tensor, empty_strided,
                                      hann_window, hamming_window, blackman_window,
                                      bartlett_window, kaiser_window)}

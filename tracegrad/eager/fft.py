@@ -486,8 +486,8 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
 
 def _as_real(spec):
     """``view_as_real``'s values and gradient (a stack of the real and imaginary parts)."""
-    from .functions import FUNCTIONS
-    return FUNCTIONS["stack"]([spec.real, spec.imag], -1)
+    from .stacking import stack
+    return stack([spec.real, spec.imag], -1)
 
 
 def _overlap_add(frames, hop_length, length):

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 
 from . import arithmetic, indexed_ops, linalg, multinomial, tensor_methods, views
-from .arithmetic import _UNARY, _elementwise, _err
+from .arithmetic import _UNARY, _elementwise
 from .dispatch import call
-from .promotion import cast, result_type
+from .stacking import cat, hstack, meshgrid, stack, vstack
 from .tensor import Tensor, default_dtype
 
 
@@ -38,52 +38,6 @@ for _name in ["add", "sub", "subtract", "mul", "multiply", "div", "divide", "tru
               "floor_divide", "remainder", "fmod",
               *_UNARY]:
     FUNCTIONS[_name] = _method_function(_name)
-
-
-def _tensor_list(tensors):
-    tensors = list(tensors)
-    for k, t in enumerate(tensors):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"expected Tensor as element {k} in argument 0, but got "
-                            f"{type(t).__name__}")
-    return tensors
-
-
-def cat(tensors, dim=0):
-    tensors = _tensor_list(tensors)
-    if not tensors:
-        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
-    ref = tuple(tensors[0].shape)
-    for k, t in enumerate(tensors):
-        if t.dim() == 0:
-            raise _err(f"zero-dimensional tensor (at position {k}) cannot be concatenated")
-    for k, t in enumerate(tensors[1:], 1):
-        s = tuple(t.shape)
-        if len(s) != len(ref):
-            raise _err(f"Tensors must have same number of dimensions: got {len(ref)} and "
-                               f"{len(s)}")
-        d = dim % len(ref)
-        for i, (a, b) in enumerate(zip(ref, s)):
-            if i != d and a != b:
-                raise _err(f"Sizes of tensors must match except in dimension {d}. "
-                                   f"Expected size {a} but got size {b} for tensor number {k} in "
-                                   "the list.")
-    dtype = result_type(*tensors, default_float=default_dtype())   # torch's, not NumPy's
-    return call(lambda ts: np.concatenate([cast(t, dtype) for t in ts], axis=dim), tensors,
-                name="CatBackward0")
-
-
-def stack(tensors, dim=0):
-    tensors = _tensor_list(tensors)
-    if not tensors:
-        raise _err("stack expects a non-empty TensorList")
-    for k, t in enumerate(tensors[1:], 1):
-        if tuple(t.shape) != tuple(tensors[0].shape):
-            raise _err(f"stack expects each tensor to be equal size, but got "
-                       f"{list(tensors[0].shape)} at entry 0 and {list(t.shape)} at entry {k}")
-    dtype = result_type(*tensors, default_float=default_dtype())
-    return call(lambda ts: np.stack([cast(t, dtype) for t in ts], axis=dim), tensors,
-                name="StackBackward0")
 
 
 def where(condition, input=None, other=None):
@@ -161,31 +115,6 @@ FUNCTIONS.update(equal=lambda input, other: _as_tensor(input).equal(other),
                  _as_tensor(input).isclose(other, rtol, atol, equal_nan))
 
 
-def hstack(tensors):
-    tensors = [_as_tensor(t) for t in tensors]
-    return cat(tensors, 0 if tensors[0].dim() == 1 else 1)
-
-
-def vstack(tensors):
-    return cat([t if t.dim() >= 2 else t.reshape(1, -1) for t in
-                (_as_tensor(t) for t in tensors)], 0)
-
-
-def meshgrid(*tensors, indexing="ij"):
-    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
-        tensors = tuple(tensors[0])
-    shape = tuple(t.numel() for t in tensors)
-    if indexing == "xy" and len(shape) >= 2:
-        shape = (shape[1], shape[0]) + shape[2:]
-    out = []
-    for k, t in enumerate(tensors):
-        axis = k if indexing == "ij" or len(shape) < 2 else {0: 1, 1: 0}.get(k, k)
-        view = [1] * len(shape)
-        view[axis] = t.numel()
-        out.append(t.reshape(view).expand(*shape))
-    return tuple(out)
-
-
 def broadcast_tensors(*tensors):
     shape = np.broadcast_shapes(*(tuple(t.shape) for t in tensors))
     return tuple(t.expand(*shape) for t in tensors)
@@ -260,16 +189,26 @@ from . import math_ops  # noqa: E402
 FUNCTIONS.update(math_ops.FUNCTIONS)
 
 # repeat_interleave, tensor_split, take, index_put, rot90, kron, ... (shape_extras.py), normal,
-# bernoulli, poisson, ... (sampling.py), logspace, windows, ... (creation.py): torch's names
+# bernoulli, poisson, ... (sampling_methods.py), logspace, windows, ... (creation.py): torch's names
 from . import creation as _creation  # noqa: E402
-from . import sampling as _sampling  # noqa: E402
+from . import sampling_methods as _sampling  # noqa: E402
 from . import shape_extras as _shape_extras  # noqa: E402
 
 FUNCTIONS.update(_shape_extras.FUNCTIONS)
+
+
+from . import stacking as _stacking  # noqa: E402
+
+FUNCTIONS.update(_stacking.FUNCTIONS)       # column_stack, cartesian_prod, block_diag, ...
 FUNCTIONS.update(_sampling.FUNCTIONS)
+from . import torch_random as _torch_random  # noqa: E402
+
+FUNCTIONS.update(_torch_random.FUNCTIONS)     # get_rng_state, set_rng_state, seed, initial_seed
 FUNCTIONS.update(_creation.FACTORIES)
 
 # torch.stft / torch.istft (fft.py), also as Tensor methods
 from . import fft as _fft  # noqa: E402
 
-FUNCTIONS.update(stft=_fft.stft, istft=_fft.istft)     # (the methods: tensor.SpectralMethods)
+# (no Tensor.stft / istft methods: fft.py sits above tensor.py, whose class body holds every
+# method; torch.stft(x, ...) is the spelling)
+FUNCTIONS.update(stft=_fft.stft, istft=_fft.istft)

@@ -33,8 +33,8 @@ import numpy as np
 
 from .dispatch import CAPTURE
 
-__all__ = ["Generator", "default_generator", "get_rng_state", "set_rng_state", "manual_seed",
-           "seed", "initial_seed", "fork_rng"]
+__all__ = ["Generator", "default_generator", "set_rng_state", "manual_seed", "seed",
+           "initial_seed", "fork_rng"]
 
 _MASK24 = np.uint64((1 << 24) - 1)
 _MASK53 = np.uint64((1 << 53) - 1)
@@ -396,14 +396,7 @@ def generator_of(which=None) -> Generator:
     return which
 
 
-# -- torch.random's functions (``tg.random`` is this module) -------------------------------
-def get_rng_state():
-    """The default generator's state as a ``uint8`` tensor (tracegrad's layout of
-    ``state_bytes``, not PyTorch's 5056 bytes) that ``set_rng_state`` takes back."""
-    from .tensor import Tensor
-    return Tensor._plain(state_bytes(default_generator))
-
-
+# -- torch.random's functions (``tg.random`` is torch_random.py, which adds get_rng_state) ----
 def set_rng_state(new_state) -> None:
     """Restore the default generator's state from ``get_rng_state``'s tensor."""
     from .tensor_base import TensorBase

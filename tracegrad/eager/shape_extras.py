@@ -15,7 +15,6 @@ share memory with their base); copies are copies.
 """
 from __future__ import annotations
 
-import itertools
 import math
 import numbers
 import warnings
@@ -29,10 +28,10 @@ from .arithmetic import _tensor_operand as _as_tensor
 from .dispatch import call
 from .indexed_ops import scatter_reduce as _scatter_reduce
 from .indexing import operand_key as _operand_key
-from .promotion import cast, result_type
+from .promotion import result_type
 from .reductions import wrap_dim as _dim
 from .shapes import _sizes
-from .tensor_base import Size, TensorBase, _scalar_name, default_dtype
+from .tensor_base import Size, TensorBase, _scalar_name, as_array, default_dtype
 from .tensor_methods import _update
 
 
@@ -854,139 +853,6 @@ def atleast_3d(*tensors):
     return _atleast(tensors, 3)
 
 
-def _cat(tensors, dim):
-    from .functions import cat
-    return cat(tensors, dim)
-
-
-def column_stack(tensors):
-    """The tensors side by side as columns (vectors and numbers as ``(n, 1)``)."""
-    ts = [_as_tensor(t) for t in tensors]
-    if not ts:
-        raise _err("column_stack expects a non-empty TensorList")
-    return _cat([t.reshape(t.numel(), 1) if t.dim() <= 1 else t for t in ts], 1)
-
-
-def row_stack(tensors):
-    from .functions import vstack
-    return vstack(tensors)
-
-
-def dstack(tensors):
-    """The tensors stacked along a third dimension (each made at least 3-d)."""
-    ts = [_as_tensor(t) for t in tensors]
-    if not ts:
-        raise _err("dstack expects a non-empty TensorList")
-    return _cat(list(_atleast([ts], 3)), 2)
-
-
-def _vectors(tensors, what):
-    ts, _ = _tensors(tensors, what)
-    ts = [_as_tensor(t) for t in ts]
-    for t in ts:
-        if t.dim() != 1:
-            raise _err(f"Expect a 1D vector, but got shape {list(t.shape)}")
-    return ts
-
-
-def cartesian_prod(*tensors):
-    """Every combination of one element of each vector, as rows."""
-    ts = _vectors(tensors, "cartesian_prod")
-    if len(ts) == 1:
-        return ts[0]
-    from .functions import meshgrid, stack
-    grids = meshgrid(*ts, indexing="ij")
-    return stack([g.flatten() for g in grids], 1)
-
-
-def combinations(input, r=2, with_replacement=False):  # noqa: A002
-    """The length-``r`` combinations of the elements of a vector, as rows (as
-    ``itertools.combinations``, or ``combinations_with_replacement``)."""
-    (x,) = _vectors((input,), "combinations")
-    if r < 0:
-        raise _err(f"Expect a non-negative number, but got {r}")
-    if r == 0:
-        return x._plain(np.zeros((0,), x.dtype))
-    pick = itertools.combinations_with_replacement if with_replacement else \
-        itertools.combinations
-    idx = np.array(list(pick(range(x.shape[0]), r)), np.int64).reshape(-1, r)
-    from .functions import stack
-    return stack([x.index_select(0, x._plain(np.ascontiguousarray(idx[:, k])))
-                  for k in range(r)], 1)
-
-
-def block_diag(*tensors):
-    """The tensors (0-d, 1-d as a row, 2-d) along the diagonal of a matrix of zeros."""
-    ts = [_as_tensor(t) for t in tensors]
-    for k, t in enumerate(ts):
-        if t.dim() > 2:
-            raise _err(f"torch.block_diag: Input tensors must have 2 or fewer dimensions. Input "
-                       f"{k} has {t.dim()} dimensions")
-    if not ts:
-        from .tensor import Tensor
-        return Tensor._plain(np.zeros((0, 0), default_dtype()))
-    dtype = result_type(*ts, default_float=default_dtype())
-    shapes = []
-    for t in ts:
-        s = tuple(t.shape)
-        shapes.append((1, 1) if len(s) == 0 else (1, s[0]) if len(s) == 1 else s)
-    rows, cols = sum(s[0] for s in shapes), sum(s[1] for s in shapes)
-    keys = []
-    r = c = 0
-    for s in shapes:
-        keys.append((slice(r, r + s[0]), slice(c, c + s[1])))
-        r, c = r + s[0], c + s[1]
-
-    def fn(*xs):
-        out = np.zeros((rows, cols), dtype)
-        for x, s, key in zip(xs, shapes, keys):
-            out = _update(out, key, np.reshape(cast(x, dtype), s), "set")
-        return out
-    return call(fn, *ts, name="BlockDiagBackward0")
-
-
-def _triangle_indices(row, col, offset, dtype, lower):
-    if row < 0 or col < 0:
-        raise _err(f"row must be non-negative, got{row}" if row < 0 else
-                   f"col must be non-negative, got{col}")
-    dtype = np.dtype(np.int64 if dtype is None else dtype)
-    if dtype not in (np.int32, np.int64):
-        raise NotImplementedError(f"\"{'tril' if lower else 'triu'}_indices\" not implemented for "
-                   f"'{_scalar_name(dtype)}'")
-    r, c = (np.tril_indices if lower else np.triu_indices)(row, offset, col)
-    from .tensor import Tensor
-    return Tensor._plain(np.stack([r, c]).astype(dtype).reshape(2, -1))
-
-
-def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
-    """The ``(2, N)`` coordinates of the lower triangle of a ``row`` x ``col`` matrix."""
-    return _triangle_indices(row, col, offset, dtype, True)
-
-
-def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
-    """The ``(2, N)`` coordinates of the upper triangle of a ``row`` x ``col`` matrix."""
-    return _triangle_indices(row, col, offset, dtype, False)
-
-
-def unravel_index(indices, shape):
-    """The coordinates in ``shape`` of flat ``indices`` (a tuple of tensors; indices out
-    of range wrap around, as PyTorch's)."""
-    from .tensor import Tensor
-    idx = indices._concrete("unravel_index") if isinstance(indices, TensorBase) else \
-        np.asarray(indices)
-    if idx.dtype.kind not in "iu":
-        raise TypeError(f"expected 'indices' to be integer dtype, but got torch.{idx.dtype.name}")
-    shape = (int(shape),) if isinstance(shape, numbers.Integral) else tuple(int(s) for s in shape)
-    if any(s < 0 for s in shape):
-        raise ValueError("'shape' cannot have negative values, but got " + str(shape))
-    idx = idx.astype(np.int64)
-    out = []
-    for k in range(len(shape)):
-        inner = math.prod(shape[k + 1:])
-        out.append(np.floor_divide(idx, inner) % shape[k] if shape[k] else idx * 0)
-    return tuple(Tensor._plain(np.asarray(o, np.int64)) for o in out)
-
-
 def broadcast_shapes(*shapes):
     """The shape tensors of these shapes broadcast to (a ``Size``)."""
     norm = []
@@ -1255,8 +1121,9 @@ class ShapeExtraMethods:
     def new(self, *args, device=None):
         """The legacy constructor in this tensor's dtype: ``t.new(data)``, ``t.new(*sizes)``
         (zero-filled here), ``t.new()`` (empty)."""
-        from .creation import _legacy
-        return _legacy("Tensor", self.dtype)(*args, device=device)
+        from .device import resolve
+        resolve(device)
+        return legacy_new(self.dtype, args, self._plain)
 
     # -- in-place view operations -------------------------------------------------------
     def unsqueeze_(self, dim):
@@ -1317,13 +1184,37 @@ def _triangle_(self, diagonal, lower):
                          name="TrilBackward0" if lower else "TriuBackward0")
 
 
+def legacy_new(dtype, args, plain):
+    """PyTorch's legacy constructors (``tg.FloatTensor(...)``, ``t.new(...)``) in ``dtype``:
+    no arguments, an empty tensor; a tensor of that dtype, itself detached; data, a tensor
+    of it; sizes (ints or a ``Size``), zeros of that shape. ``plain`` makes the tensor."""
+    if not args:
+        return plain(np.zeros((0,), dtype))
+    first = args[0]
+    if len(args) == 1 and isinstance(first, TensorBase):
+        if first.dtype != dtype:
+            raise TypeError(f"expected {_scalar_name(dtype)} (got {_scalar_name(first.dtype)})")
+        return first.detach()
+    if len(args) == 1 and not isinstance(first, Size) and not _is_int(first):
+        return plain(as_array(first, dtype))
+    sizes = tuple(first) if len(args) == 1 and isinstance(first, Size) else args
+    if not all(_is_int(s) for s in sizes):
+        raise TypeError(f"new() received an invalid combination of arguments - got "
+                        f"({', '.join(type(a).__name__ for a in args)})")
+    return plain(np.zeros(tuple(int(s) for s in sizes), dtype))
+
+
+def _is_int(x):
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
 # the module-level functions of this module (functions.py adds them to the table)
 FUNCTIONS = {f.__name__: f for f in (
     repeat_interleave, tensor_split, hsplit, vsplit, dsplit, split_with_sizes, unsafe_split,
     unsafe_chunk, take, take_along_dim, ravel, swapdims, put, index_copy, index_put, index_put_, index_reduce,
     masked_scatter, select_scatter, slice_scatter, diagonal_scatter, diag_embed, diagflat,
-    rot90, fliplr, flipud, atleast_1d, atleast_2d, atleast_3d, column_stack, row_stack,
-    dstack, cartesian_prod, combinations, block_diag, kron, tensordot, inner, outer, vdot,
-    tril_indices, triu_indices, unravel_index, argwhere, unique_consecutive,
+    rot90, fliplr, flipud, atleast_1d, atleast_2d, atleast_3d,
+    kron, tensordot, inner, outer, vdot,
+    argwhere, unique_consecutive,
     broadcast_shapes, vander, trapezoid, trapz, cumulative_trapezoid)}
 FUNCTIONS["ger"] = outer

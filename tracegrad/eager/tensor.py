@@ -27,7 +27,7 @@ class bodies (``def softmax`` is in reductions.py):
 - ``MathMethods`` (math_ops.py): ``erf``, ``lgamma``, ``xlogy``, ``hypot``, ``cummax``, ...;
 - ``ShapeExtraMethods`` (shape_extras.py): ``repeat_interleave``, ``tensor_split``,
   ``take``, ``index_put``, ``masked_scatter``, ``rot90``, ``unsqueeze_``, ...;
-- ``SamplingMethods`` (sampling.py): ``bernoulli``, ``exponential_``, ``cauchy_``, ...
+- ``SamplingMethods`` (sampling_methods.py): ``bernoulli``, ``exponential_``, ``cauchy_``, ...
 
 Nothing assigns methods onto ``Tensor`` after this class statement
 (``tests/test_eager_tensor_layout.py`` checks it).
@@ -49,7 +49,7 @@ from .linalg import LinalgMethods
 from .math_ops import MathMethods
 from .multinomial import MultinomialMethods
 from .reductions import ReductionMethods
-from .sampling import SamplingMethods
+from .sampling_methods import SamplingMethods
 from .shape_extras import ShapeExtraMethods
 from .shapes import ShapeMethods
 from .tape import EagerTracer, Version
@@ -78,25 +78,9 @@ _COMPLEX_GRAD = ("complex tensors cannot require grad in tracegrad's eager autog
                  "tg.grad(f)(z), tg.grad(f, holomorphic=True)(z)")
 
 
-class SpectralMethods:
-    """``Tensor.stft`` / ``Tensor.istft``: ``torch.stft(self, ...)`` of fft.py (which imports
-    this module, so it is looked up when called)."""
-
-    __slots__ = ()
-
-    def stft(self, n_fft, *args, **kwargs):
-        from .fft import stft
-        return stft(self, n_fft, *args, **kwargs)
-
-    def istft(self, n_fft, *args, **kwargs):
-        from .fft import istft
-        return istft(self, n_fft, *args, **kwargs)
-
-
 class Tensor(ArithmeticMethods, ReductionMethods, ShapeMethods, ViewMethods, InplaceMethods,
              ConversionMethods, MoreMethods, IndexedMethods, LinalgMethods, MultinomialMethods,
-             InferenceMethods, MathMethods, ShapeExtraMethods, SamplingMethods, SpectralMethods,
-             TensorBase):
+             InferenceMethods, MathMethods, ShapeExtraMethods, SamplingMethods, TensorBase):
     """A NumPy array with PyTorch's autograd semantics (``tg.tensor`` makes one).
 
     Operations on tensors that require grad are recorded; ``backward()`` runs the

@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-import tracegrad as tg
+import tracegrad.eager as tg
 
 from ..creation import _finish
 from ..dispatch import CAPTURE

@@ -1,7 +1,7 @@
 """The Bernoulli distribution over {0, 1}."""
 from __future__ import annotations
 
-import tracegrad as tg
+import tracegrad.eager as tg
 
 from ..nn import functional as F
 from . import constraints

@@ -1,7 +1,7 @@
 """The categorical distribution over ``{0, ..., K-1}``."""
 from __future__ import annotations
 
-import tracegrad as tg
+import tracegrad.eager as tg
 
 from . import constraints
 from .distribution import Distribution, lazy_property, probs_to_logits

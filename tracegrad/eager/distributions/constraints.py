@@ -8,7 +8,7 @@ supports.
 """
 from __future__ import annotations
 
-import tracegrad as tg
+import tracegrad.eager as tg
 
 __all__ = [
     "Constraint", "boolean", "dependent", "dependent_property", "greater_than",

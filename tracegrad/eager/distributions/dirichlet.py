@@ -1,7 +1,7 @@
 """The Dirichlet distribution over the probability simplex."""
 from __future__ import annotations
 
-import tracegrad as tg
+import tracegrad.eager as tg
 
 from ..nn import functional as F
 from . import constraints

@@ -15,7 +15,7 @@ import numbers
 
 import numpy as np
 
-import tracegrad as tg
+import tracegrad.eager as tg
 
 from . import constraints
 

@@ -1,7 +1,7 @@
 """The gamma distribution."""
 from __future__ import annotations
 
-import tracegrad as tg
+import tracegrad.eager as tg
 
 from . import constraints
 from ._sampling import standard_gamma_rsample

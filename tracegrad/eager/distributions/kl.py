@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-import tracegrad as tg
+import tracegrad.eager as tg
 
 from ..nn import functional as F
 from .bernoulli import Bernoulli

@@ -1,7 +1,7 @@
 """The log-normal distribution."""
 from __future__ import annotations
 
-import tracegrad as tg
+import tracegrad.eager as tg
 
 from . import constraints
 from .normal import Normal

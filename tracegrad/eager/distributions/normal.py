@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-import tracegrad as tg
+import tracegrad.eager as tg
 
 from . import constraints
 from .distribution import Distribution, broadcast_all

@@ -1,7 +1,7 @@
 """Distributions of transformed random variables."""
 from __future__ import annotations
 
-import tracegrad as tg
+import tracegrad.eager as tg
 
 from . import constraints
 from .distribution import Distribution, sum_rightmost

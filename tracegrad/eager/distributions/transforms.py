@@ -7,7 +7,7 @@ every transform in this module acts on each entry separately, or, for
 """
 from __future__ import annotations
 
-import tracegrad as tg
+import tracegrad.eager as tg
 
 from ..nn import functional as F
 from . import constraints

@@ -1,7 +1,7 @@
 """The continuous uniform distribution on ``[low, high)``."""
 from __future__ import annotations
 
-import tracegrad as tg
+import tracegrad.eager as tg
 
 from . import constraints
 from .distribution import Distribution, broadcast_all

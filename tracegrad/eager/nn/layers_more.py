@@ -1,7 +1,7 @@
 """More ``torch.nn`` modules: ``RMSNorm``, ``ConvTranspose1d``, ``Dropout3d``,
 ``FeatureAlphaDropout``, the 1-D and 3-D pads, ``ChannelShuffle``, ``LocalResponseNorm``,
 the power-average and unpooling layers, ``AdaptiveMaxPool1d``, ``InstanceNorm3d``, the
-deprecated ``Upsampling*2d``, and the losses of ``functional_more``. Each forwards to its
+deprecated ``Upsampling*2d``, and the losses added to ``nn.functional``. Each forwards to its
 function in ``tg.nn.functional``, as PyTorch's modules do."""
 from __future__ import annotations
 

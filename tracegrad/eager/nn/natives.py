@@ -8,7 +8,6 @@ functional form is the same function, the name is the same function here too."""
 from __future__ import annotations
 
 from . import functional as F
-from . import functional_more as FM
 from . import rnn as _rnn
 
 
@@ -33,29 +32,29 @@ def dropout_(input, p, train):
 
 
 def feature_dropout(input, p, train):
-    FM._check_p(p)
-    return F._feature_dropout(input, p, train, False, FM._feature_shape(input))
+    F._check_p(p)
+    return F._feature_dropout(input, p, train, False, F._feature_shape(input))
 
 
 def feature_dropout_(input, p, train):
-    FM._check_p(p)
-    return F._feature_dropout(input, p, train, True, FM._feature_shape(input))
+    F._check_p(p)
+    return F._feature_dropout(input, p, train, True, F._feature_shape(input))
 
 
 def alpha_dropout(input, p, train):
-    return FM.alpha_dropout(input, p, train)
+    return F.alpha_dropout(input, p, train)
 
 
 def alpha_dropout_(input, p, train):
-    return FM.alpha_dropout(input, p, train, inplace=True)
+    return F.alpha_dropout(input, p, train, inplace=True)
 
 
 def feature_alpha_dropout(input, p, train):
-    return FM.feature_alpha_dropout(input, p, train)
+    return F.feature_alpha_dropout(input, p, train)
 
 
 def feature_alpha_dropout_(input, p, train):
-    return FM.feature_alpha_dropout(input, p, train, inplace=True)
+    return F.feature_alpha_dropout(input, p, train, inplace=True)
 
 
 # -- embedding and normalisation ----------------------------------------------------------------
@@ -85,7 +84,7 @@ def instance_norm(input, weight, bias, running_mean, running_var, use_input_stat
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):
-    return FM.rms_norm(input, normalized_shape, weight, eps)
+    return F.rms_norm(input, normalized_shape, weight, eps)
 
 
 # -- pooling and padding -------------------------------------------------------------------------
@@ -108,7 +107,7 @@ def max_pool1d_with_indices(input, kernel_size, stride=(), padding=0, dilation=1
 
 def adaptive_max_pool1d(input, output_size):
     """``torch.adaptive_max_pool1d``: the values and their indices."""
-    return FM.adaptive_max_pool1d(input, output_size, True)
+    return F.adaptive_max_pool1d(input, output_size, True)
 
 
 def constant_pad_nd(input, pad, value=0):

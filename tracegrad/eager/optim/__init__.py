@@ -7,7 +7,7 @@ from .optimizer import SGD, Adadelta, Adagrad, Adam, AdamW, Optimizer, RMSprop
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "LBFGS",
            "lr_scheduler"]
 
-from .more import ASGD, Adafactor, Adamax, NAdam, RAdam, Rprop  # noqa: E402
+from .more_optimizers import ASGD, Adafactor, Adamax, NAdam, RAdam, Rprop  # noqa: E402
 
 __all__ += ["Adamax", "NAdam", "RAdam", "Rprop", "ASGD", "Adafactor"]
 from .sparse_adam import SparseAdam  # noqa: E402

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..grad_mode import enable_grad
 from ..tensor import Tensor
-from .more import _lr_value
+from .more_optimizers import _lr_value
 from .optimizer import Optimizer
 
 

@@ -16,7 +16,7 @@ from ..grad_mode import no_grad
 from ..nn.modules import Module
 from ..tensor import Tensor
 from .lr_scheduler import LRScheduler, _format_param
-from .more import _fma, _lerp_
+from .more_optimizers import _fma, _lerp_
 
 __all__ = ["AveragedModel", "update_bn", "SWALR", "get_ema_multi_avg_fn",
            "get_swa_multi_avg_fn", "get_ema_avg_fn", "get_swa_avg_fn"]

@@ -2,7 +2,7 @@
 and the module-level functions): ``normal`` (its four overloads), ``bernoulli``,
 ``poisson``, ``binomial``, ``randint_like``; ``exponential_``, ``geometric_``,
 ``cauchy_``, ``log_normal_``; and the default generator's state
-(``get_rng_state``/``set_rng_state``/``seed``/``initial_seed``: random.py, also
+(``get_rng_state``/``set_rng_state``/``seed``/``initial_seed``: torch_random.py, also
 ``tg.random.*``).
 
 Each draws from tracegrad's copy of PyTorch's CPU generator (random.py) with the
@@ -25,11 +25,8 @@ tests/test_torch_names_shapes.py):
 """
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
-from . import random as _random
 from .arithmetic import _err
 from .arithmetic import _tensor_operand as _as_tensor
 from .device import resolve as _device
@@ -65,32 +62,12 @@ def _float_kind(dtype, what):
         raise NotImplementedError(f"\"{what}\" not implemented for '{_scalar_name(dtype)}'")
 
 
-# -- normal ---------------------------------------------------------------------------------
-def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None,
-           layout=None, device=None, pin_memory=False, requires_grad=False):
-    """Normal samples: ``normal(mean, std)`` with tensors (or one tensor and a float) of
-    the broadcast shape; ``normal(mean, std, size)`` with floats. PyTorch's numbers for
-    the same seed (see the module's notes)."""
+# -- normal (the tensor overloads; creation.py's ``normal`` also takes floats and a size) -------
+def normal_of_tensors(mean, std, generator=None):
+    """``normal(mean, std)`` with tensors (or one tensor and a float) of the broadcast
+    shape: PyTorch's numbers for the same seed (see the module's notes)."""
     g = generator_of(generator)
     tm, ts = isinstance(mean, TensorBase), isinstance(std, TensorBase)
-    if not tm and not ts:
-        if size is None:
-            raise TypeError("normal() received an invalid combination of arguments - got "
-                            "(float, float), but expected (float mean, float std, tuple of "
-                            "ints size, *, torch.Generator generator, ...)")
-        _device(device)
-        if std < 0:
-            raise _err(f"normal expects std >= 0.0, but found std {std:g}")
-        from .creation import _float_dtype, _shape
-        dt = _float_dtype(dtype, "normal")
-        shape = _shape((size,)) if not isinstance(size, numbers.Integral) else (int(size),)
-        t = _new(g.normal(shape, draw_dtype(dt), float(mean), float(std)).astype(dt))
-        if requires_grad:
-            t.requires_grad = True
-        return t
-    if size is not None:
-        raise TypeError("normal() received an invalid combination of arguments: a size "
-                        "goes with a float mean and std")
     if tm and ts:
         m, s = mean, std
         if s._data is not None and s._data.size and (s._data < 0).any():
@@ -119,11 +96,6 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
     with np.errstate(all="ignore"):
         values = eps * s._concrete("normal") + np.asarray(mean, dt)
     return _drawn(values, name="NormalBackward2", operands=(s,))
-
-
-def _new(arr):  # noqa: N802
-    from .tensor import Tensor
-    return Tensor._plain(arr)
 
 
 # -- bernoulli, poisson, binomial --------------------------------------------------------------
@@ -240,6 +212,4 @@ class SamplingMethods:
         return _fill(self, generator_of(generator).log_normal(tuple(self.shape), mean, std))
 
 
-FUNCTIONS = {f.__name__: f for f in (normal, bernoulli, poisson, binomial, randint_like)}
-FUNCTIONS.update(get_rng_state=_random.get_rng_state, set_rng_state=_random.set_rng_state,
-                 initial_seed=_random.initial_seed, seed=_random.seed)
+FUNCTIONS = {f.__name__: f for f in (bernoulli, poisson, binomial, randint_like)}

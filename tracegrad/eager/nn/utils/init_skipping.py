@@ -18,7 +18,7 @@ def skip_init(module_cls, *args, **kwargs):
         raise RuntimeError(f"Expected a Module; got {module_cls}")
     if "device" not in inspect.signature(module_cls).parameters:
         raise RuntimeError("Module must support a 'device' arg to skip initialization")
-    from ... import creation as _random
+    from ... import torch_random as _random
     state = _random.get_rng_state()
     try:
         return module_cls(*args, **kwargs)
