@@ -122,3 +122,10 @@ from .eager import fft  # noqa: E402
 
 __import__("sys").modules.setdefault(__name__ + ".fft", fft)
 __all__ += ["fft"]
+
+# torch.special (tracegrad/eager/torch_special.py): tg.special.erfcx,
+# ``from tracegrad.special import expit``
+from .eager import torch_special as special  # noqa: E402
+
+__import__("sys").modules.setdefault(__name__ + ".special", special)
+__all__ += ["special"]
