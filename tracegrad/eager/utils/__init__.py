@@ -1,4 +1,5 @@
-"""``tg.utils``: ``tg.utils.data`` (datasets, samplers and ``DataLoader``)."""
-from . import data
+"""``tg.utils``: ``tg.utils.data`` (datasets, samplers and ``DataLoader``) and
+``tg.utils.checkpoint`` (activation checkpointing)."""
+from . import checkpoint, data
 
-__all__ = ["data"]
+__all__ = ["data", "checkpoint"]
