@@ -2,7 +2,7 @@
 from .. import profiler
 from ..anomaly import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
 from ..engine import backward, grad
-from . import functional
+from . import functional, graph
 from .function import Function, FunctionCtx, once_differentiable
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 
@@ -16,4 +16,4 @@ def Variable(tensor, requires_grad=False, volatile=False):  # noqa: N802 - PyTor
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "gradcheck",
            "gradgradcheck", "GradcheckError", "functional", "profiler", "detect_anomaly",
-           "set_detect_anomaly", "is_anomaly_enabled", "Variable"]
+           "set_detect_anomaly", "is_anomaly_enabled", "Variable", "graph"]
