@@ -129,3 +129,13 @@ from .eager import torch_special as special  # noqa: E402
 
 __import__("sys").modules.setdefault(__name__ + ".special", special)
 __all__ += ["special"]
+
+# torch.testing, torch.amp / torch.autocast / torch.GradScaler, torch.cuda.amp
+# (tracegrad/eager/testing.py, tracegrad/eager/amp.py)
+from .eager import amp, testing  # noqa: E402
+
+autocast, GradScaler, is_autocast_enabled = amp.autocast, amp.GradScaler, amp.is_autocast_enabled
+for _m, _name in ((testing, "testing"), (amp, "amp"), (amp.cuda_amp, "cuda.amp")):
+    __import__("sys").modules.setdefault(__name__ + "." + _name, _m)
+del _m, _name
+__all__ += ["testing", "amp", "autocast", "GradScaler", "is_autocast_enabled"]
