@@ -299,6 +299,9 @@ SHARED_NAMES = {
     "functional.py": "torch.nn.functional and torch.autograd.functional, by torch's names",
     "rnn.py": "torch.nn's RNN modules and torch.nn.utils.rnn, by torch's names",
     "fft.py": "NumPy's FFT primitives (ir) and torch.fft (eager), by the libraries' names",
+    "checkpoint.py": "the functional remat (transforms) and torch.utils.checkpoint (eager), "
+                     "by the libraries' names",
+    "graph.py": "the IR Graph (ir) and torch.autograd.graph (eager), by torch's name",
 }
 
 
