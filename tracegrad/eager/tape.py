@@ -35,6 +35,21 @@ from ..tracer.core import _as_const
 from ..tracer.numpy_api import DIRECT, handle_ufunc
 
 
+class HookList(list):
+    """The hooks on one tensor's gradient. ``at``: when the first was registered (one
+    count for all tensors): PyTorch runs the hooks of a node's several outputs tensor by
+    tensor in that order (each tensor's hooks are one pre-hook of the node, added by its
+    first ``register_hook``), each tensor's in registration order."""
+    __slots__ = ("at",)
+
+    def __init__(self):
+        super().__init__()
+        self.at = next(_HOOK_COUNT)
+
+
+_HOOK_COUNT = itertools.count()
+
+
 class Version:
     """An in-place change counter, shared by a tensor, its views and its detach()."""
     __slots__ = ("v",)

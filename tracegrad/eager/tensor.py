@@ -52,7 +52,7 @@ from .reductions import ReductionMethods
 from .sampling_methods import SamplingMethods
 from .shape_extras import ShapeExtraMethods
 from .shapes import ShapeMethods
-from .tape import EagerTracer, Version
+from .tape import EagerTracer, HookList, Version
 from .tensor_base import (  # noqa: F401  (re-exported: the modules above import them here)
     _MODES,
     CAPTURE,
@@ -217,12 +217,12 @@ class Tensor(ArithmeticMethods, ReductionMethods, ShapeMethods, ViewMethods, Inp
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self._tracer is None:
             if self._hooks is None:
-                self._hooks = []
+                self._hooks = HookList()
             hooks = self._hooks
         else:
             h = self._tracer._handle
             if h._hooks is None:
-                h._hooks = []
+                h._hooks = HookList()
             hooks = h._hooks
         hooks.append(hook)
         return RemovableHandle(hooks, hook)
