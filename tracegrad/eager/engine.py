@@ -169,8 +169,24 @@ def _seed(root, grad, i, Tensor, shared=False):
     return grad
 
 
+class _Capture(dict):
+    """What ``autograd.grad`` returns for targets whose own node runs (it leads to another
+    target): node -> the gradient before the node's hooks (PyTorch captures it before it
+    calls the node, whose hooks then run; a target whose node does not run is captured
+    after its hooks). ``want``: those targets (None: an undefined gradient)."""
+    __slots__ = ("want",)
+
+    def __init__(self):
+        super().__init__()
+        self.want = set()
+
+    def take(self, n, value):
+        if n in self.want:
+            self[n] = value
+
+
 def _run(roots, grads, targets, retain_graph, create_graph, scan, everything=False,
-         marks=(), retained=None, tapped=None):
+         marks=(), retained=None, tapped=None, capture=None):
     """Cotangents of the tape nodes ``targets`` from the roots, whose history is
     ``scan`` (a ``tape.Walk``): node -> array (a Tensor with create_graph) for those
     reached, the arrays the backward graph was given, and the nodes a custom Function's
@@ -180,7 +196,9 @@ def _run(roots, grads, targets, retain_graph, create_graph, scan, everything=Fal
     ``marks``: more nodes that count as targets there (and get no gradient).
     ``retained``: retain_grad()-ed nodes, left holding those that run (made targets).
     ``tapped``: gets the leaves whose hooks ran while the backward ran (when a leaf's
-    gradient is complete, as PyTorch's AccumulateGrad runs as soon as it is ready)."""
+    gradient is complete, as PyTorch's AccumulateGrad runs as soon as it is ready).
+    ``capture``: a ``_Capture`` for ``autograd.grad``, filled with the gradients of the
+    targets whose node runs, as they were before its hooks."""
     Tensor = type(roots[0])     # (its constructors make a tg.Tensor, whatever subclass)
     tracers = []
     for i, r in enumerate(roots):
@@ -200,6 +218,7 @@ def _run(roots, grads, targets, retain_graph, create_graph, scan, everything=Fal
             if n in marks:
                 marks.update(m for m in r.nodes if m is not None)
         needed = scan.leading_to(marks)
+    first = targets             # (those asked for)
     if retained:
         retained[:] = [n for n in retained if needed is None or n in needed]
         asked = set(targets)
@@ -219,6 +238,16 @@ def _run(roots, grads, targets, retain_graph, create_graph, scan, everything=Fal
                 targets = list(targets) + sorted(idle.difference(targets))
     else:
         dropped = frozenset()
+    if capture is not None and needed is not None and hooked:
+        every = scan.functions
+        for n in first:
+            h = handles.get(n)
+            if h is None or type(h) is AccumulateGrad or not h._hooks:
+                continue
+            if n in functions if n in every else any(p._id in needed for p in h._parents):
+                capture.want.add(n)
+    if capture is not None and not capture.want:
+        capture = None
     leaves = _NONE
     if scan.leaf_hooks and tapped is not None and (hooked or functions or len(
             scan.leaf_hooks) > 1):
@@ -232,22 +261,25 @@ def _run(roots, grads, targets, retain_graph, create_graph, scan, everything=Fal
     if not functions:
         result, given = _stage(root_nodes, seeds, targets, create_graph, handles, handles,
                                dropped, Tensor, hooked=hooked, order=scan.order,
-                               needed=needed, idle=idle, leaves=leaves, tapped=tapped)
+                               needed=needed, idle=idle, leaves=leaves, tapped=tapped,
+                               capture=capture)
         sent, ran, rules = (), handles, ()
     elif FUSED.get() and not create_graph and _fusable(functions):
         try:
             result, given, sent, rules = _fused(root_nodes, seeds, targets, scan, Tensor,
                                                 functions, needed, dropped, idle, leaves,
-                                                tapped)
+                                                tapped, capture)
             ran = handles
         except _Stale:
+            if capture is not None:
+                capture.clear()
             result, given, sent, ran, rules = _staged(root_nodes, seeds, targets, False,
                                                       scan, Tensor, functions, needed, idle,
-                                                      dropped, leaves, tapped)
+                                                      dropped, leaves, tapped, capture)
     else:
         result, given, sent, ran, rules = _staged(root_nodes, seeds, targets, create_graph,
                                                   scan, Tensor, functions, needed, idle,
-                                                  dropped, leaves, tapped)
+                                                  dropped, leaves, tapped, capture)
     if len(rules) < len(scan.functions) and ran is handles:
         # a Function whose backward did not run (no input needed it) keeps its values
         called = {id(r) for r in rules}
@@ -309,7 +341,7 @@ class _Stale(Exception):
 
 def _stage(root_nodes, seeds, targets, create_graph, handles, nodes, cut, Tensor,
            functions=_NONE, run=None, hooked=True, order=None, needed=None, idle=(),
-           leaves=_NONE, tapped=None):
+           leaves=_NONE, tapped=None, capture=None):
     """One backward graph over ``nodes`` (a part of ``handles``; the nodes in ``cut``
     taken as inputs) from ``seeds`` at ``root_nodes``: node -> cotangent for the
     ``targets`` among ``nodes``, and the arrays the graph was given. The custom
@@ -317,7 +349,8 @@ def _stage(root_nodes, seeds, targets, create_graph, handles, nodes, cut, Tensor
     runs (``_fused``: ``run``). ``order``: ``nodes``' ids sorted, when known. ``needed``:
     the nodes whose hooks run (all when None); ``idle``: nodes in ``cut`` whose hooks
     run all the same (a custom Function's outputs whose backward does not run);
-    ``leaves``: leaves whose hooks run in the graph (``tapped`` gets those that ran)."""
+    ``leaves``: leaves whose hooks run in the graph (``tapped`` gets those that ran);
+    ``capture``: a ``_Capture`` (``_run``)."""
     if order is None:
         order = sorted(nodes)
     taps = [n for n in order if nodes[n]._hooks and type(nodes[n]) is not AccumulateGrad
@@ -348,12 +381,12 @@ def _stage(root_nodes, seeds, targets, create_graph, handles, nodes, cut, Tensor
     saved = [handles[order[i]] for i in plan.saved]
     seed_args = [seeds[k] for k in plan.seeds]
     if create_graph:
-        outs = _replay(plan, saved, seed_args, order, handles, Tensor, tapped)
+        outs = _replay(plan, saved, seed_args, order, handles, Tensor, tapped, capture)
         args = []
     else:
         args = [h._value for h in saved] + [s._data if isinstance(s, TensorBase) else s
                                            for s in seed_args]
-        observe = _observer(plan, order, handles, Tensor, tapped)
+        observe = _observer(plan, order, handles, Tensor, tapped, run, capture)
         if observe is None:
             outs = plan.run(args)
         else:
@@ -435,22 +468,36 @@ class _FunctionCall:
 
 class _Fused:
     """What a fused backward's callbacks need: the recorded graph, and what they did."""
-    __slots__ = ("handles", "functions", "order", "sent", "rules", "dropped")
+    __slots__ = ("handles", "functions", "order", "sent", "rules", "dropped", "scan",
+                 "roots", "_seen")
 
-    def __init__(self, handles, functions):
+    def __init__(self, handles, functions, scan=None, roots=()):
         self.handles, self.functions = handles, functions
         self.order = None
         self.sent, self.rules = [], []
         self.dropped = False        # some backward returned None for an input needing grad
+        self.scan, self.roots, self._seen = scan, roots, None
+
+    def defined(self, n):
+        """Whether node ``n``'s gradient is defined in PyTorch's sense: reached from the
+        roots, or from where a custom backward sent a gradient, not only along the paths
+        of the Nones (which reach the nodes below as undefined: the graph sums zeros)."""
+        if not self.dropped:
+            return True
+        seen = self._seen
+        if seen is None or seen[0] != len(self.sent):
+            seen = self._seen = (len(self.sent),
+                                 self.scan.reached(list(self.roots) + self.sent))
+        return n in seen[1]
 
     def call(self, slot, ct, avals):
         n = self.order[slot]
         h = self.handles[n]
-        if h._freed:
-            raise RuntimeError(_FREED)
         rule = self.functions[n]
         self.rules.append(rule)     # (hooks on its output ran on ``ct``: a tap)
-        pending = rule.run({n: ct}, False, h)
+        # (a freed graph: the backward finds it when it reads ``ctx.saved_tensors``, as
+        # PyTorch's; one that saved nothing runs again)
+        pending = rule.run({n: ct} if self.defined(n) else {}, False, h)
         operands = rule.operand_nodes
         outs = [None] * len(operands)
         for m, v in pending:
@@ -469,10 +516,10 @@ class _Fused:
 
 
 def _fused(root_nodes, seeds, targets, scan, Tensor, functions, needed, dropped, idle,
-           leaves=_NONE, tapped=None):
+           leaves=_NONE, tapped=None, capture=None):
     """``_run`` through custom Functions whose nodes stay in the backward graph."""
     handles = scan.nodes
-    run = _Fused(handles, functions)
+    run = _Fused(handles, functions, scan, root_nodes)
     runs = _RUNNING.runs
     if runs is None:
         runs = _RUNNING.runs = []
@@ -482,7 +529,7 @@ def _fused(root_nodes, seeds, targets, scan, Tensor, functions, needed, dropped,
     try:
         result, given = _stage(root_nodes, seeds, targets, False, handles, handles,
                                dropped, Tensor, functions, run, scan.hooked, scan.order,
-                               needed, idle, leaves, tapped)
+                               needed, idle, leaves, tapped, capture)
     finally:
         grad_mode._set(enabled)
         runs.pop()
@@ -495,17 +542,30 @@ def _fused(root_nodes, seeds, targets, scan, Tensor, functions, needed, dropped,
 
 
 def _add(total, part):
-    return part if total is None else total + part
+    """A gradient with one more part (None: an undefined one, PyTorch's undefined tensor,
+    which adds nothing)."""
+    return part if total is None else total if part is None else total + part
+
+
+def _hooked(hooks, v, Tensor, create_graph):
+    """``v`` (an array, a tensor with ``create_graph``, or None) after ``hooks``."""
+    out = _run_hooks(hooks, v if v is None or isinstance(v, TensorBase) else Tensor._plain(v),
+                     Tensor)
+    return None if out is None else out if create_graph else out._data
 
 
 def _staged(root_nodes, seeds, targets, create_graph, scan, Tensor, functions, needed,
-            idle=frozenset(), dropped=frozenset(), leaves=_NONE, tapped=None):
+            idle=frozenset(), dropped=frozenset(), leaves=_NONE, tapped=None, capture=None):
     """``_run`` through custom Functions, as PyTorch's engine runs them: a backward graph
     from the roots down to the Functions' outputs and inputs (and the targets), then
     the latest of those: a Function's ``backward`` on concrete tensors, or a Function's
     input whose gradient is complete, from which the next backward graph starts; and so
     on until nothing is left waiting. Everything recorded after a node is handled before
-    it, so each is handled once, with its whole gradient (a hook sees it once)."""
+    it, so each is handled once, with its whole gradient (a hook sees it once).
+
+    A backward's None is PyTorch's undefined gradient: it goes on to the nodes below as
+    None (``pending``/``waiting`` values), so the Functions there run all the same (with
+    zeros, or None without materialize_grads) and the hooks there are called with None."""
     if create_graph:
         seeds = [s if isinstance(s, TensorBase) else Tensor._plain(s) for s in seeds]
     handles = scan.nodes
@@ -546,7 +606,7 @@ def _staged(root_nodes, seeds, targets, create_graph, scan, Tensor, functions, n
     pending = list(zip(root_nodes, seeds))
     with grad_mode.set_grad_enabled(create_graph):
         while True:
-            stage_roots, stage_seeds = [], []
+            stage_roots, stage_seeds, undefined = [], [], []
             for n, v in pending:
                 if n not in needed:
                     continue
@@ -556,39 +616,58 @@ def _staged(root_nodes, seeds, targets, create_graph, scan, Tensor, functions, n
                     if n in released:
                         h = handles[n]
                         if h._hooks:
-                            v = _run_hooks(h._hooks, v if isinstance(v, TensorBase) else
-                                           Tensor._plain(v), Tensor)
-                            v = v if create_graph else v._data
-                        result[n] = v
+                            v = _hooked(h._hooks, v, Tensor, create_graph)
+                        if v is not None:
+                            result[n] = v
                     else:
                         waiting[n] = _add(waiting.get(n), v)
                 elif n in key:      # a leaf with hooks
                     if n in released:
-                        v = _run_hooks(_hooks_of(handles[n]), v if isinstance(v, TensorBase)
-                                       else Tensor._plain(v), Tensor)
-                        result[n] = v if create_graph else v._data
+                        v = _hooked(_hooks_of(handles[n]), v, Tensor, create_graph)
+                        if v is not None:
+                            result[n] = v
                         tapped.add(n)
                     else:
                         waiting[n] = _add(waiting.get(n), v)
                 elif not handles[n]._parents:         # a leaf or a saved value
-                    if n in wanted:
+                    if n in wanted and v is not None:
                         result[n] = _add(result.get(n), v)
+                elif v is None:
+                    undefined.append(n)
                 else:
                     stage_roots.append(n)
                     stage_seeds.append(v)
+            cut = functions.keys() | (inputs - released) | (dropped - released)
+            nodes = ()
             if stage_roots:
-                cut = functions.keys() | (inputs - released) | (dropped - released)
                 nodes = scan.below(stage_roots, cut)
                 ran.update(nodes)
                 outs, args = _stage(stage_roots, stage_seeds,
                                     list(targets) + [n for n in nodes if n in cut],
-                                    create_graph, handles, nodes, cut, Tensor, needed=needed)
+                                    create_graph, handles, nodes, cut, Tensor, needed=needed,
+                                    capture=capture)
                 given.extend(args)
                 for n, v in outs.items():
                     if n in cut or n in key:
                         waiting[n] = _add(waiting.get(n), v)
                     else:
                         result[n] = _add(result.get(n), v)
+            if undefined:
+                # what only undefined gradients reach: the stops wait with None, the hooks
+                # are called with None
+                region = scan.below(undefined, cut)
+                ran.update(region)
+                for n in sorted(region, reverse=True):
+                    if n in nodes or n not in needed:
+                        continue
+                    h = handles[n]
+                    if n in cut or n in key:
+                        if n not in waiting:
+                            waiting[n] = None
+                    elif h._hooks and h._parents:
+                        v = _hooked(h._hooks, None, Tensor, create_graph)
+                        if v is not None and n in wanted:
+                            result[n] = v
             if not waiting:
                 break
             top = max(waiting, key=lambda n: at(n, n))
@@ -614,31 +693,59 @@ def _staged(root_nodes, seeds, targets, create_graph, scan, Tensor, functions, n
             rule = functions[top]
             rules.append(rule)
             uncalled.difference_update(rule.nodes)
-            cts = {}
-            for n in rule.nodes:
-                if n is None or n not in waiting:
-                    continue
-                h = handles[n]
-                if h._freed:
-                    raise RuntimeError(_FREED)
-                ct = waiting.pop(n)
-                if h._hooks:
-                    out = _run_hooks(h._hooks, ct if isinstance(ct, TensorBase) else Tensor._plain(ct),
-                                     Tensor)
-                    ct = out if create_graph else out._data
-                if n in wanted:
+            outputs = [n for n in rule.nodes if n is not None]
+            cts = {n: waiting.pop(n) for n in outputs if n in waiting}
+            # the hooks of every output (with None where it got no gradient, one not in
+            # this graph too), tensor by tensor in the order of their first registration,
+            # as PyTorch's pre-hooks of the Function's node; a target's gradient is taken
+            # before them
+            for n, hooks in sorted(_output_hooks(rule, handles), key=lambda e: e[1].at):
+                ct = cts.get(n)
+                if capture is not None:
+                    capture.take(n, ct)
+                ct = _hooked(hooks, ct, Tensor, create_graph)
+                if ct is not None or n in cts:
+                    cts[n] = ct
+            for n, ct in cts.items():
+                if n in wanted and ct is not None:
                     result[n] = ct
-                cts[n] = ct
-            pending = rule.run(cts, create_graph, handles[max(cts)])
+            # (a freed graph: the backward finds it when it reads ``ctx.saved_tensors``,
+            # as PyTorch's; one that saved nothing runs again)
+            pending = rule.run(cts, create_graph, handles[max(cts) if cts else top])
+            got = set()
             for n, v in pending:
                 sent.append(n)
+                got.add(n)
                 if not create_graph:
                     given.append(v)
+            # a None for an input that requires grad goes on, undefined
+            pending.extend((m, None) for m in dict.fromkeys(rule.operand_nodes)
+                           if m not in got and type(handles[m]) is not Saved)
     return result, given, sent, ran, rules
 
 
-def _observer(plan, order, handles, Tensor, tapped=None):
-    """The per-node callback for hooks, anomaly checks and the profiler, or None."""
+def _output_hooks(rule, handles):
+    """(node, hooks) for the outputs of a custom Function's ``rule`` with hooks."""
+    out = []
+    for k, n in enumerate(rule.nodes):
+        if n is None:
+            continue
+        h = handles.get(n)
+        if h is None:
+            t = rule.outputs[k] if k < len(rule.outputs) else None
+            tracer = getattr(t, "_tracer", None)
+            h = getattr(tracer, "_handle", None)
+            if h is None or h._id != n:
+                continue
+        if h._hooks:
+            out.append((n, h._hooks))
+    return out
+
+
+def _observer(plan, order, handles, Tensor, tapped=None, run=None, capture=None):
+    """The per-node callback for hooks, anomaly checks and the profiler, or None. ``run``:
+    a fused backward's ``_Fused`` (a gradient it finds undefined reaches the hooks as
+    None); ``capture``: a ``_Capture``."""
     checking = anomaly.is_anomaly_enabled()
     prof = profiler.current()
     if not plan.taps and not checking and prof is None:
@@ -661,7 +768,17 @@ def _observer(plan, order, handles, Tensor, tapped=None):
             h = handles[order[f]]
             if type(h) is AccumulateGrad and tapped is not None:
                 tapped.add(h._id)
-            value = _run_hooks(_hooks_of(h), Tensor._plain(value), Tensor)._data
+            if run is not None and run.dropped and not run.defined(h._id):
+                # undefined (a custom backward returned None): the graph carries zeros
+                if capture is not None:
+                    capture.take(h._id, None)
+                out = _run_hooks(_hooks_of(h), None, Tensor)
+                if out is not None:
+                    value = out._data
+            else:
+                if capture is not None:
+                    capture.take(h._id, value)
+                value = _run_hooks(_hooks_of(h), Tensor._plain(value), Tensor)._data
         if prof is not None:
             clock[0] = time.perf_counter()
         return value
@@ -675,19 +792,21 @@ def _observer(plan, order, handles, Tensor, tapped=None):
 
 
 def _run_hooks(hooks, grad, Tensor):
+    """``grad`` after the ``hooks``; None (an undefined gradient, PyTorch calls the hooks
+    with None) stays None unless a hook returns a tensor."""
     for hook in list(hooks):
         out = hook(grad)
         if out is not None:
             if not isinstance(out, TensorBase):
                 raise TypeError(f"a hook must return a Tensor or None, got {type(out).__name__}")
-            if tuple(out.shape) != tuple(grad.shape):
+            if grad is not None and tuple(out.shape) != tuple(grad.shape):
                 raise RuntimeError(f"hook returned a gradient of shape {list(out.shape)} for a "
                                    f"tensor of shape {list(grad.shape)}")
             grad = out
     return grad
 
 
-def _replay(plan, saved, seed_args, order, handles, Tensor, tapped=None):
+def _replay(plan, saved, seed_args, order, handles, Tensor, tapped=None, capture=None):
     """Run the backward graph through the tape, so the gradients are recorded too: the
     IR's evaluator on tape tracers records every node (``ir.evaluate``)."""
     g = plan.graph
@@ -715,7 +834,10 @@ def _replay(plan, saved, seed_args, order, handles, Tensor, tapped=None):
             h = handles[order[f]]
             if type(h) is AccumulateGrad and tapped is not None:
                 tapped.add(h._id)
-            out = _run_hooks(_hooks_of(h), _as_tensor(value, Tensor, seen), Tensor)
+            grad = _as_tensor(value, Tensor, seen)
+            if capture is not None:
+                capture.take(h._id, grad)
+            out = _run_hooks(_hooks_of(h), grad, Tensor)
             value = out._traced() if out.requires_grad else out._data
         return value
 
@@ -977,14 +1099,24 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     retained = _retained(scan)
     reached = _Reached(scan, [r._traced()._node for r in outputs])
     tapped: set = set()
+    capture = _Capture()
     result, ins, sent = _run(outputs, grads, [n for nodes in wanted for n in nodes],
                              retain_graph, create_graph, scan, marks=marks, retained=retained,
-                             tapped=tapped)
+                             tapped=tapped, capture=capture)
     reached.sent = sent
+    found = result
+    if capture:
+        # (``result`` stays as it is for retain_grad(): its hook runs after the others)
+        found = dict(result)
+        for n, v in capture.items():
+            if v is None:
+                found.pop(n, None)
+            else:
+                found[n] = v
     out = []
     with grad_mode.set_grad_enabled(create_graph):
         for i, (t, nodes) in enumerate(zip(inputs, wanted)):
-            g = _gradient_of(t, nodes, result, ins, Tensor, reached, tapped)
+            g = _gradient_of(t, nodes, found, ins, Tensor, reached, tapped)
             if g is None:
                 if not allow_unused:
                     raise RuntimeError(f"The differentiated Tensor at index {i} appears to "

@@ -161,8 +161,8 @@ class _Rule:
         operands as ``[(tape node, value)]``. ``node_of`` is the handle that names this
         backward (errors, anomaly checks, the profiler)."""
         ctx = self.ctx
-        if ctx._freed:
-            raise RuntimeError(_FREED)
+        # (a freed ``ctx`` raises when the backward reads ``saved_tensors``, as PyTorch's:
+        # one that reads nothing saved runs again)
         _check_versions(ctx, self.name)
         grads = []
         for meta, n in zip(self._meta(), self.nodes):
