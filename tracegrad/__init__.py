@@ -139,3 +139,10 @@ for _m, _name in ((testing, "testing"), (amp, "amp"), (amp.cuda_amp, "cuda.amp")
     __import__("sys").modules.setdefault(__name__ + "." + _name, _m)
 del _m, _name
 __all__ += ["testing", "amp", "autocast", "GradScaler", "is_autocast_enabled"]
+
+# torch.pi, torch.set_num_threads, torch.isin, torch.asarray, torch.exp_(t), ...
+# (tracegrad/eager/torch_misc.py)
+from .eager.torch_misc import FUNCTIONS as _MISC  # noqa: E402
+
+globals().update({k: v for k, v in _MISC.items() if k not in globals()})
+__all__ += [k for k in _MISC if k not in __all__]

@@ -108,6 +108,8 @@ for _name in ["sort", "argsort", "msort", "topk", "median", "isnan", "isinf", "i
               "is_signed", "expand_as"]:       # (not trace: tg.trace is the IR's)
     FUNCTIONS[_name] = _method_function(_name)
 del _name
+FUNCTIONS.update(quantile=_method_function("quantile"),
+                 nanquantile=_method_function("nanquantile"))
 FUNCTIONS.update(equal=lambda input, other: _as_tensor(input).equal(other),
                  allclose=lambda input, other, rtol=1e-05, atol=1e-08, equal_nan=False:
                  _as_tensor(input).allclose(other, rtol, atol, equal_nan),

@@ -319,6 +319,17 @@ class ReductionMethods:
 
     __slots__ = ()
 
+    # -- quantiles ----------------------------------------------------------------------------
+    def quantile(self, q, dim=None, keepdim=False, *, interpolation="linear"):
+        """The ``q``-th quantiles along ``dim`` (all elements when None), as PyTorch computes
+        them: the sorted values at rank ``q * (n - 1)`` (in the input's dtype), between two
+        of them by ``interpolation``; NaN where the slice holds one."""
+        return _quantile(self, q, dim, keepdim, interpolation, "quantile", False)
+
+    def nanquantile(self, q, dim=None, keepdim=False, *, interpolation="linear"):
+        """``quantile`` of the values that are not NaN (NaN for a slice of NaNs only)."""
+        return _quantile(self, q, dim, keepdim, interpolation, "nanquantile", True)
+
     def sum(self, dim=_OMITTED, keepdim=False, *, dtype=None, axis=None):
         if (dim is _OMITTED or dim is None) and axis is None and dtype is None and FAST.get():
             out = _fast_sum(self)
@@ -439,3 +450,88 @@ class ReductionMethods:
             x = x.to(np.int64)                  # PyTorch accumulates integers in int64
         return call(_along(_cumulative(np.cumsum), dim), x,
                     name="CumsumBackward0")     # (a 0-d tensor: reshapes around it)
+
+
+_INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile(x, q, dim, keepdim, interpolation, what, ignore_nan):
+    """PyTorch's ``quantile_compute``: sort along the (last) dimension; ranks ``q * (n - 1)``
+    (the count of non-NaN values less one, at least 0, when ``ignore_nan``; the last index
+    where a slice holds a NaN otherwise), floored, ceiled or rounded (half to even) by
+    ``interpolation``; the values at those ranks, and for "linear" and "midpoint" the value
+    above them mixed in as ``lerp`` does (``a + w (b - a)`` below w = 0.5, ``b - (b - a)
+    (1 - w)`` from it). Gradients reach the picked values through ``sort`` and ``gather``."""
+    if x.numel() == 0:
+        raise _err(f"{what}() input tensor must be non-empty")
+    if x.dtype not in (np.float32, np.float64):
+        raise _err(f"{what}() input tensor must be either float or double dtype")
+    if interpolation not in _INTERPOLATIONS:
+        raise _err(f"{what}() interpolation must be one of linear, lower, higher, midpoint or "
+                   f"nearest. Got {interpolation}")
+    if isinstance(q, TensorBase):
+        if q.dim() > 1:
+            raise _err(f"{what}() q must be a scalar or 1D tensor")
+        if q.dtype != x.dtype:
+            raise _err(f"{what}() q tensor must be same dtype as the input tensor")
+        qs = np.asarray(q._concrete(what), x.dtype)
+        vector = q.dim() == 1
+    else:
+        qs = np.asarray(q, x.dtype)
+        vector = False
+    if qs.size and (np.any(qs < 0) or np.any(qs > 1) or np.any(np.isnan(qs))):
+        raise _err(f"{what}() q values must be in the range [0, 1]")
+    if dim is None:
+        src = x.reshape(-1)
+        axis = 0
+    else:
+        axis = wrap_dim(x, dim)
+        src = x.movedim(axis, -1) if x.dim() else x.reshape(1)
+    if dim is None:
+        src = src.reshape(1, -1)            # one slice
+    sorted_ = src.sort(-1)[0]
+    data = sorted_._concrete(what)
+    n = data.shape[-1]
+    nan = np.isnan(data)
+    qv = qs.reshape(-1)
+    if ignore_nan:
+        counts = (~nan).sum(-1, keepdims=True).astype(x.dtype)
+        ranks = qv.reshape((-1,) + (1,) * data.ndim) * (counts - np.asarray(1, x.dtype))
+        ranks = np.where(ranks < 0, np.asarray(0, x.dtype), ranks)
+    else:
+        last = np.asarray(n - 1, x.dtype)
+        ranks = np.broadcast_to(qv.reshape((-1,) + (1,) * data.ndim) * last,
+                                (qv.size,) + data.shape[:-1] + (1,)).copy()
+        ranks[:, nan.any(-1, keepdims=True)] = last
+    if interpolation == "lower":
+        ranks = np.floor(ranks)
+    elif interpolation == "higher":
+        ranks = np.ceil(ranks)
+    elif interpolation == "nearest":
+        ranks = np.round(ranks)
+    below = ranks.astype(np.int64)
+    outs = []
+    for k in range(qv.size):
+        idx = x._plain(np.ascontiguousarray(np.broadcast_to(below[k], data.shape[:-1] + (1,))))
+        v = sorted_.gather(-1, idx)
+        if interpolation in ("linear", "midpoint"):
+            w = np.full(ranks[k].shape, 0.5, x.dtype) if interpolation == "midpoint" else \
+                (ranks[k] - below[k]).astype(x.dtype)
+            above = x._plain(np.ascontiguousarray(np.broadcast_to(
+                np.ceil(ranks[k]).astype(np.int64), data.shape[:-1] + (1,))))
+            v_hi = sorted_.gather(-1, above)
+            wt = x._plain(w)
+            low = w < 0.5
+            v = (v + wt * (v_hi - v)).where(x._plain(low),
+                                            v_hi - (v_hi - v) * (1 - wt))
+        outs.append(v)
+    result = call(lambda *vs: np.stack(vs), *outs, name="StackBackward0")   # (q, ..., 1)
+    if dim is None:
+        result = result.reshape(qv.size)
+        if keepdim:
+            result = result.reshape((qv.size,) + (1,) * x.dim())
+    else:
+        result = result.squeeze(-1)                      # (q, rest...)
+        if keepdim:
+            result = result.unsqueeze(axis + 1) if x.dim() else result
+    return result if vector else result.reshape(tuple(result.shape[1:]))

@@ -18,7 +18,7 @@ from . import (  # noqa: F401
     scipy_special,
     shape,
     softmax,
-    special_more,
     sparse_ops,
+    special_more,
     spectral,
 )
