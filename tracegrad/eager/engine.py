@@ -408,6 +408,10 @@ def _stage(root_nodes, seeds, targets, create_graph, handles, nodes, cut, Tensor
 # ``_staged``. ``FUSED.set(False)`` sends every case there, in the calling thread (the
 # differential test compares both).
 FUSED: contextvars.ContextVar = contextvars.ContextVar("tracegrad_eager_fused", default=True)
+# False while a backward of autograd.grad or backward(inputs=...) runs, and in the backwards
+# nested in it (torch.autograd._is_checkpoint_valid: the reentrant checkpoint refuses those)
+CHECKPOINT_VALID: contextvars.ContextVar = contextvars.ContextVar(
+    "tracegrad_checkpoint_valid", default=True)
 
 
 class _Running(threading.local):
@@ -981,8 +985,14 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     retained = _retained(scan) if inputs is not None else []
     reached = _Reached(scan, [r._traced()._node for r in tensors])
     tapped: set = set()
-    result, inputs, sent = _run(tensors, grads, targets, retain_graph, create_graph, scan,
-                                everything=inputs is None, retained=retained, tapped=tapped)
+    token = CHECKPOINT_VALID.set(False) if inputs is not None else None
+    try:
+        result, inputs, sent = _run(tensors, grads, targets, retain_graph, create_graph, scan,
+                                    everything=inputs is None, retained=retained,
+                                    tapped=tapped)
+    finally:
+        if token is not None:
+            CHECKPOINT_VALID.reset(token)
     reached.sent = sent
     with grad_mode.set_grad_enabled(create_graph):
         for t, nodes in receivers.values():
@@ -1100,9 +1110,13 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     reached = _Reached(scan, [r._traced()._node for r in outputs])
     tapped: set = set()
     capture = _Capture()
-    result, ins, sent = _run(outputs, grads, [n for nodes in wanted for n in nodes],
-                             retain_graph, create_graph, scan, marks=marks, retained=retained,
-                             tapped=tapped, capture=capture)
+    token = CHECKPOINT_VALID.set(False)
+    try:
+        result, ins, sent = _run(outputs, grads, [n for nodes in wanted for n in nodes],
+                                 retain_graph, create_graph, scan, marks=marks,
+                                 retained=retained, tapped=tapped, capture=capture)
+    finally:
+        CHECKPOINT_VALID.reset(token)
     reached.sent = sent
     found = result
     if capture:

@@ -24,7 +24,6 @@ program: nothing is recomputed; values and gradients are those of eager).
 from __future__ import annotations
 
 import contextlib
-import sys
 import warnings
 
 from .. import engine, grad_mode
@@ -69,18 +68,9 @@ def check_backward_validity(inputs):
 
 def _checkpoint_valid():
     """torch.autograd._is_checkpoint_valid: False inside a backward started by
-    ``autograd.grad`` or by ``backward(inputs=...)`` (at any depth of nesting: torch
-    propagates the flag to nested backwards). Read off the engine's frames on this
-    thread's stack."""
-    f = sys._getframe(1)
-    grad_code, backward_code = engine.grad.__code__, engine.backward.__code__
-    while f is not None:
-        if f.f_code is grad_code:
-            return False
-        if f.f_code is backward_code and f.f_locals.get("inputs") is not None:
-            return False
-        f = f.f_back
-    return True
+    ``autograd.grad`` or by ``backward(inputs=...)``, at any depth of nesting (the engine's
+    ``CHECKPOINT_VALID``)."""
+    return engine.CHECKPOINT_VALID.get()
 
 
 _REENTRANT_GRAD = ("When use_reentrant=True, torch.utils.checkpoint is incompatible with "
