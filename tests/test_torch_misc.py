@@ -123,3 +123,26 @@ def test_isin_asarray_typename_and_predicates():
         with pytest.raises(RuntimeError, match="more than one value is ambiguous"):
             L.is_nonzero(L.tensor([1, 2]))
         assert not L.is_conj(L.ones(2)) and not L.is_neg(L.ones(2))
+
+
+def test_memory_formats_are_accepted_checked_and_reported_truthfully():
+    """tracegrad makes C-order tensors whatever the memory format asked for: the values are
+    torch's, and is_contiguous(memory_format=channels_last) tells the real layout."""
+    x0 = RNG.standard_normal((2, 3, 4, 5))
+    xt, xg = torch.tensor(x0), tg.tensor(x0)
+    for fmt in ("contiguous_format", "channels_last", "preserve_format"):
+        a = xg.contiguous(memory_format=getattr(tg, fmt))
+        b = xt.contiguous(memory_format=getattr(torch, fmt))
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+        assert repr(getattr(tg, fmt)) == repr(getattr(torch, fmt))
+    y = xg.contiguous(memory_format=tg.channels_last)
+    assert y.is_contiguous() and not y.is_contiguous(memory_format=tg.channels_last)
+    assert tg.ones(1, 1, 1, 1).is_contiguous(memory_format=tg.channels_last)
+    assert not tg.ones(2, 3).is_contiguous(memory_format=tg.channels_last)
+    np.testing.assert_array_equal(tg.zeros_like(xg, memory_format=tg.preserve_format).numpy(),
+                                  np.zeros_like(x0))
+    conv = tg.nn.Conv2d(3, 4, 3).to(memory_format=tg.channels_last)
+    assert tuple(conv(xg.float()).shape) == (2, 4, 2, 3)
+    for L in (tg, torch):
+        with pytest.raises(TypeError, match="must be torch.memory_format, not str"):
+            L.ones(2).contiguous(memory_format="channels_last")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import memory_format as _memory_format
 from .device import CPU as _CPU
 from .device import is_device as _is_device
 from .device import resolve as _resolve
@@ -55,6 +56,7 @@ class ConversionMethods:
     def to(self, *args, **kwargs):
         """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)``: this tensor when
         nothing changes (unless ``copy=True``), else a converted copy (``ToCopyBackward0``)."""
+        _memory_format.check(kwargs.pop("memory_format", None), "to")
         _, dtype, copy = to_args(args, kwargs)
         if dtype is None or dtype == self.dtype:
             return call(_clone, self, name="ToCopyBackward0") if copy else self

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike
 
+from . import memory_format as _memory_format
 from .device import resolve as _device
 from .random import Generator, default_generator  # noqa: F401
 from .random import generator_of as _generator_of
@@ -127,9 +128,10 @@ def ones(*size: int | Sequence[int], dtype: DTypeLike = None, requires_grad: boo
 
 
 def empty(*size: int | Sequence[int], dtype: DTypeLike = None, requires_grad: bool = False,
-          device: Any = None, **size_kw: Any) -> Tensor:
-    """A tensor of shape ``size`` (zero-filled here)."""
+          device: Any = None, memory_format: Any = None, **size_kw: Any) -> Tensor:
+    """A tensor of shape ``size`` (zero-filled here; C order whatever ``memory_format``)."""
     _device(device)
+    _memory_format.check(memory_format, "empty")
     return _finish(np.zeros(_shape(size, size_kw), _dtype(dtype)), requires_grad)
 
 
@@ -207,8 +209,9 @@ def _torch_name(dt):
 
 def _like(fn: Callable[..., np.ndarray]) -> Callable[..., Tensor]:
     def like(t: Tensor | ArrayLike, dtype: DTypeLike = None, requires_grad: bool = False,
-             device: Any = None) -> Tensor:
+             device: Any = None, layout: Any = None, memory_format: Any = None) -> Tensor:
         _device(device)
+        _memory_format.check(memory_format, like.__name__)
         shape = tuple(t.shape) if isinstance(t, Tensor) else np.shape(t)
         dt = np.dtype(dtype) if dtype is not None else (
             t.dtype if isinstance(t, Tensor) else np.asarray(t).dtype)

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..tracer import Tracer
 from . import dispatch as _dispatch
+from . import memory_format as _memory_format
 from .arithmetic import _err
 from .dispatch import call
 from .grad_mode import is_grad_enabled as _grad_enabled
@@ -275,12 +276,16 @@ class ShapeMethods:
         sizes = _sizes(sizes)
         return call(lambda x: np.tile(x, sizes), self, name="RepeatBackward0")
 
-    def contiguous(self, *args, **kwargs):
+    def contiguous(self, memory_format=None):
+        """This tensor in C order (itself when it is already; any ``memory_format`` gives C
+        order: memory_format.py)."""
+        _memory_format.check(memory_format, "contiguous")
         if self._data is None or is_contiguous(self):
             return self
         return call(_c_order, self, name="CloneBackward0")    # PyTorch copies a strided tensor
 
-    def clone(self, *args, **kwargs):
+    def clone(self, *, memory_format=None):
+        _memory_format.check(memory_format, "clone")
         return call(_clone, self, name="CloneBackward0")
 
     def flip(self, *dims):

@@ -16,6 +16,7 @@ import numpy as np
 from ..ir import apply
 from ..tracer import Tracer, coerce
 from ..tracer.indexing import normalize
+from . import memory_format as _memory_format
 from .arithmetic import _as_tensor, _check_broadcast, _elementwise, _err
 from .dispatch import call
 from .indexing import operand_key as _operand_key
@@ -466,6 +467,13 @@ class MoreMethods:
         return self.dtype.kind in "ifc"
 
     def is_contiguous(self, memory_format=None):
+        """PyTorch's ``is_contiguous``; for ``torch.channels_last`` (``_3d``), whether the
+        memory really is laid out so (tracegrad makes C-order tensors: memory_format.py)."""
+        fmt = _memory_format.check(memory_format, "is_contiguous")
+        if fmt in (_memory_format.channels_last, _memory_format.channels_last_3d):
+            data = self._data
+            return type(data) is np.ndarray and _memory_format.is_contiguous_as(
+                data.shape, data.strides, data.itemsize, fmt)
         return self._data is None or bool(is_contiguous(self))
 
     @property

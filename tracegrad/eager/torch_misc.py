@@ -23,6 +23,7 @@ import numpy as np
 from . import anomaly
 from .arithmetic import _err
 from .creation import as_tensor
+from .memory_format import MEMORY_FORMATS
 from .random import default_generator  # noqa: F401  (torch.default_generator)
 from .tensor import Tensor
 from .tensor_base import TensorBase, _scalar_name
@@ -256,3 +257,4 @@ FUNCTIONS = {f.__name__: f for f in (
 FUNCTIONS.update({name: _inplace_function(name) for name in _INPLACE})
 FUNCTIONS.update(pi=pi, e=e, inf=inf, nan=nan, newaxis=newaxis, dtype=dtype,
                  default_generator=default_generator)
+FUNCTIONS.update(MEMORY_FORMATS)        # torch.channels_last & co. (memory_format.py)
