@@ -520,6 +520,11 @@ def _clamp_fn(lo, hi, x, what):
         kernel = what + ("_scalar_cpu" if not isinstance(lo if lo is not None else hi, TensorBase)
                          else "_cpu")
         raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
+    tensors = [b for b in (lo, hi) if isinstance(b, TensorBase)]
+    if tensors:
+        # tensor bounds are operands (``fn.operands``, passed after x): differentiated
+        # and batched as x is (their concrete values would be constants)
+        return _clamp_tensor_fn(lo, hi, dtype, tensors)
     lo, hi = (_clamp_bound(b, dtype) for b in (lo, hi))
 
     def fn(x):
@@ -534,6 +539,50 @@ def _clamp_fn(lo, hi, x, what):
         if isinstance(x, Tracer) and x.dtype.kind == "f":
             y = np.where(np.isnan(x), apply("stop_gradient", x), y)
         return y
+    fn.operands = ()
+    return fn
+
+
+def _clamp_tensor_fn(lo, hi, dtype, tensors):
+    """``clamp`` with tensor bounds, ``fn(x, *bounds)``: min(max(x, lo), hi) with torch's
+    derivative (clamp_backward_min_max): x's where lo <= x <= hi; lo's where x < lo < hi;
+    hi's where x > hi or hi < lo; none where lo == hi > x (nor at a NaN x)."""
+    lo_t, hi_t = isinstance(lo, TensorBase), isinstance(hi, TensorBase)
+    lo_c = None if lo_t else _clamp_bound(lo, dtype)
+    hi_c = None if hi_t else _clamp_bound(hi, dtype)
+
+    def fn(x, *bounds):
+        x = cast(x, dtype)
+        it = iter(bounds)
+        lo_v = cast(next(it), dtype) if lo_t else lo_c
+        hi_v = cast(next(it), dtype) if hi_t else hi_c
+        value = x
+        if lo_v is not None:
+            value = np.where(value < lo_v, lo_v, value)
+        if hi_v is not None:
+            value = np.where(value > hi_v, hi_v, value)
+        if not any(isinstance(v, Tracer) for v in (x, lo_v, hi_v)):
+            return value
+        keep = None
+        y = apply("stop_gradient", value) if isinstance(value, Tracer) else value
+        if hi_v is not None:
+            above = ~(x <= hi_v)
+            if lo_v is not None:
+                above = above | (hi_v < lo_v)
+            y = np.where(above, hi_v, y)
+            keep = x <= hi_v
+        if lo_v is not None:
+            below = ~(x >= lo_v)
+            if hi_v is not None:
+                below = below & (lo_v < hi_v)
+            y = np.where(below, lo_v, y)
+            keep = (x >= lo_v) if keep is None else keep & (x >= lo_v)
+        y = np.where(keep, x, y)
+        if x.dtype.kind == "f":
+            y = np.where(np.isnan(x), apply("stop_gradient", value) if isinstance(
+                value, Tracer) else value, y)
+        return y
+    fn.operands = tuple(tensors)
     return fn
 
 
@@ -1020,20 +1069,24 @@ class ArithmeticMethods:
     def clamp(self, min=None, max=None):
         if min is None and max is None:
             raise _err("torch.clamp: At least one of 'min' or 'max' must not be None")
-        return call(_clamp_fn(min, max, self, "clamp"), self, name=_clamp_name(min, max))
+        fn = _clamp_fn(min, max, self, "clamp")
+        return call(fn, self, *fn.operands, name=_clamp_name(min, max))
 
     def clamp_(self, min=None, max=None):
-        return self._inplace(_clamp_fn(min, max, self, "clamp"), name=_clamp_name(min, max))
+        fn = _clamp_fn(min, max, self, "clamp")
+        return self._inplace(fn, *fn.operands, name=_clamp_name(min, max))
 
     clip, clip_ = clamp, clamp_
 
     def clamp_min(self, min):
-        return call(_clamp_fn(min, None, self, "clamp_min"), self,
+        fn = _clamp_fn(min, None, self, "clamp_min")
+        return call(fn, self, *fn.operands,
                     name="ClampMinBackward1" if isinstance(min, TensorBase) else
                     "ClampMinBackward0")
 
     def clamp_max(self, max):
-        return call(_clamp_fn(None, max, self, "clamp_max"), self,
+        fn = _clamp_fn(None, max, self, "clamp_max")
+        return call(fn, self, *fn.operands,
                     name="ClampMaxBackward1" if isinstance(max, TensorBase) else
                     "ClampMaxBackward0")
 

@@ -118,16 +118,23 @@ def _overwrite(x, v):
     return np.where(np.ones(tuple(x.shape), bool), v, x)
 
 
-def _fill_plain(self, value):
+def _fill_plain(self, value, name=None):
+    """``self`` filled with ``value``; a sampler's fill (``name``: its node) of a tensor
+    with history is recorded, its derivative an exact zero (torch's ``NormalBackward0``
+    & co.): written into the data, the history kept ``self``'s old values' derivative."""
+    if name is not None and self.requires_grad:
+        v = np.asarray(value._data if isinstance(value, TensorBase) else value)
+        return self._inplace(lambda x: _overwrite(x, v.astype(x.dtype)), name=name,
+                             reads_self=False, cast=True, fills=True)
     self._check_inplace(fills=True)
     self._data[...] = value._data if isinstance(value, TensorBase) else value
     self._vc.v += 1
     return self
 
 
-def _random_fill(self, sample, generator, *args, **kwargs):
+def _random_fill(self, sample, generator, *args, name=None, **kwargs):
     return _fill_plain(self, sample(generator_of(generator), tuple(self.shape),
-                                    np.dtype(self.dtype), *args, **kwargs))
+                                    np.dtype(self.dtype), *args, **kwargs), name)
 
 
 def _uniform(g, shape, dtype, a=0.0, b=1.0):
@@ -222,16 +229,20 @@ class InplaceMethods:
                              cast=True)
 
     def uniform_(self, *args, generator=None, **kwargs):
-        return _random_fill(self, _uniform, generator, *args, **kwargs)
+        return _random_fill(self, _uniform, generator, *args, name="UniformBackward0", **kwargs)
 
     def normal_(self, *args, generator=None, **kwargs):
-        return _random_fill(self, _normal, generator, *args, **kwargs)
+        return _random_fill(self, _normal, generator, *args, name="NormalBackward0", **kwargs)
 
     def bernoulli_(self, *args, generator=None, **kwargs):
-        return _random_fill(self, _bernoulli_fill, generator, *args, **kwargs)
+        p = args[0] if args else kwargs.get("p", 0.5)
+        return _random_fill(self, _bernoulli_fill, generator, *args, **kwargs, name=(
+            "BernoulliBackward1" if isinstance(p, TensorBase) else "BernoulliBackward2"))
 
     def random_(self, *args, generator=None, **kwargs):
-        return _random_fill(self, _random_ints, generator, *args, **kwargs)
+        n = len(args) + len(kwargs)
+        return _random_fill(self, _random_ints, generator, *args, **kwargs,
+                            name=f"RandomBackward{2 - min(n, 2)}")
 
     def masked_fill(self, mask, value):
         return call(_fill_where, self, mask, value, name="MaskedFillBackward0")
@@ -293,6 +304,15 @@ class InplaceMethods:
             mode = dispatch.mode_of((self,) + others)
         if mode == dispatch._SYMBOLIC:
             new = call(fn, self, *others)
+            if new.dtype != self.dtype:
+                # (as recorded below: the tensor keeps its dtype, x.logical_not_() of a
+                # float tensor under a transform stays float)
+                if not cast and _kind_rank(new.dtype) > _kind_rank(self.dtype):
+                    raise RuntimeError(f"result type {_scalar_name(new.dtype)} can't be cast "
+                                       f"to the desired output type "
+                                       f"{_scalar_name(self.dtype)}")
+                dtype = self.dtype
+                new = call(lambda v: v.astype(dtype), new)
             self._tracer, self._data = new._tracer, new._data
             return self
         _RECORD = dispatch._RECORD

@@ -902,25 +902,29 @@ class _NoDerivative:
     operation ``op`` it stands for."""
     vectorized = False
 
-    def __init__(self, op, value):
+    def __init__(self, op, value, error=None):
         self.op, self.value, self.name = op, value, f"torch.linalg.{op}"
         self.out_avals = ((value.shape, value.dtype),)
+        self.error = error
 
     def run(self, operands):
         return (self.value,)
 
     def vjp(self, *args):
+        if self.error is not None:
+            raise self.error
         raise RuntimeError(f"derivative for aten::{self.op} is not implemented")
 
     jvp = vjp
 
 
-def _without_derivative(op, value, *operands, name="NotImplemented"):
+def _without_derivative(op, value, *operands, name="NotImplemented", error=None):
     """``value`` (an array) as the result of ``operands``: when one of them is
     differentiated (it requires grad, or stands for a transform's traced value), a backward
-    through the result raises torch's ``derivative for aten::{op} is not implemented``."""
+    through the result raises torch's ``derivative for aten::{op} is not implemented``
+    (or ``error``, where torch's differs)."""
     from ..ir import apply
-    callback = _NoDerivative(op, value)
+    callback = _NoDerivative(op, value, error)
 
     def fn(*xs):
         if any(isinstance(x, Tracer) for x in xs):
@@ -1269,8 +1273,11 @@ def geqrf(input):  # noqa: A002
             qr_[b], tau[b] = routine(mat)[:2]
     qr_ = qr_.reshape(a.shape)
     tau = tau.reshape(a.shape[:-2] + (min(m, n),))
-    return _geqrf_result(_without_derivative("geqrf", qr_, A, name="GeqrfBackward0"),
-                         _without_derivative("geqrf", tau, A, name="GeqrfBackward0"))
+    # (torch: NotImplementedError, geqrf's derivatives.yaml entry is not_implemented)
+    error = NotImplementedError("the derivative for 'geqrf' is not implemented.")
+    return _geqrf_result(
+        _without_derivative("geqrf", qr_, A, name="GeqrfBackward0", error=error),
+        _without_derivative("geqrf", tau, A, name="GeqrfBackward0", error=error))
 
 
 def orgqr(input, tau):  # noqa: A002

@@ -135,16 +135,21 @@ def _binary_(self, other, fn, name, dtype, cast_result=False):
 
 class _Refused:
     """A ``pure_callback`` (``ir/prims/callback.py``) giving a value computed from the
-    operands, whose derivative rules raise torch's error ``message``."""
+    operands (``compute(*operands)``; a fixed ``value`` where none is given), whose
+    derivative rules raise torch's error ``message``. The value is computed from the
+    operands it is run on: under vmap, each example's own (not the traced ones')."""
     vectorized = False
 
-    def __init__(self, value, message, error=RuntimeError):
+    def __init__(self, value, message, error=RuntimeError, compute=None):
         self.value, self.message, self.error = value, message, error
+        self.compute = compute
         self.name = "torch (no derivative)"
         self.out_avals = ((value.shape, value.dtype),)
 
     def run(self, operands):
-        return (self.value,)
+        if self.compute is None:
+            return (self.value,)
+        return (np.asarray(self.compute(*operands)).astype(self.value.dtype, copy=False),)
 
     def vjp(self, *args):
         raise self.error(self.message)
@@ -152,9 +157,11 @@ class _Refused:
     jvp = vjp
 
 
-def _refused(value, message, error, *xs):
-    """``value`` (an array), as a function of the tracers ``xs``, with no derivative."""
-    out = apply("pure_callback", *xs, callback=_Refused(np.asarray(value), message, error))
+def _refused(value, message, error, *xs, compute=None):
+    """``value`` (an array), as a function of the tracers ``xs``, with no derivative
+    (``compute``: the value as a function of them)."""
+    out = apply("pure_callback", *xs,
+                callback=_Refused(np.asarray(value), message, error, compute))
     return out[0] if isinstance(out, (tuple, list)) else out
 
 
@@ -164,8 +171,15 @@ def _no_derivative(fn, message, error=RuntimeError):
         if not any(isinstance(x, Tracer) for x in xs):
             return fn(*xs)
         concrete = [getattr(x, "_value", x) for x in xs]
-        return _refused(fn(*concrete), message, error,
-                        *(x for x in xs if isinstance(x, Tracer)))
+        traced = [k for k, x in enumerate(xs) if isinstance(x, Tracer)]
+
+        def compute(*operands):
+            args = list(concrete)
+            for k, o in zip(traced, operands):
+                args[k] = o
+            return fn(*args)
+        return _refused(fn(*concrete), message, error, *(xs[k] for k in traced),
+                        compute=compute)
     return run
 
 
@@ -175,14 +189,19 @@ def _stop(x):
 
 # -- elementwise NumPy code ------------------------------------------------------------------
 def _xlogy(x, y):
-    """x·log(y), 0 where x == 0 (NaN for a NaN y); torch's derivatives: log(y) for x, but
-    0 where y == 0 (xlogy(y != 0, y)), and x / y for y."""
+    """x·log(y), 0 where x == 0 (NaN for a NaN y), with torch's derivatives: xlogy(g, y)
+    for x (the primitive's rule: a zero cotangent gives zero where log(y) is NaN), but 0
+    where x == 0 and y <= 0 (its masked_fill); g·x / y for y (NaN at x == y == 0)."""
     if not isinstance(x, Tracer) and not isinstance(y, Tracer):
         return _prim("xlogy")(x, y)
-    y = y if isinstance(y, Tracer) else np.asarray(y, x.dtype)
-    zero = y == 0
-    safe = np.where(zero, np.ones((), y.dtype), y)
-    return np.where(zero, _stop(apply("xlogy", x, y)), apply("xlogy", x, safe))
+    if not isinstance(y, Tracer):
+        y = np.asarray(y, x.dtype)
+        if not np.any(y <= 0):
+            return apply("xlogy", x, y)     # (no mask: a derivative free of x's values)
+    if not isinstance(x, Tracer):
+        x = np.asarray(x, y.dtype)
+    masked = (x == 0) & (y <= 0)
+    return apply("xlogy", np.where(masked, _stop(x), x), y)
 
 
 def _nextafter(x, y):
@@ -829,9 +848,14 @@ class MathMethods:
         if shape != tuple(self.shape):
             raise _err(f"output with shape {list(self.shape)} doesn't match the broadcast "
                        f"shape {list(shape)}")
-        return self._inplace(lambda a, b: np.where(fn(a, b), np.ones((), a.dtype),
-                                                   np.zeros((), a.dtype)) + a * 0
-                             if isinstance(a, Tracer) else fn(a, b),
+        def compared(a, b):
+            if not isinstance(a, Tracer) and not isinstance(b, Tracer):
+                return fn(a, b)
+            # 1.0 / 0.0 in a's dtype, a node of a (its derivative an exact zero, and no
+            # NaN of a * 0 at an infinite a)
+            value = np.where(fn(a, b), np.ones((), a.dtype), np.zeros((), a.dtype))
+            return np.where(np.ones(tuple(np.shape(value)), bool), value, a)
+        return self._inplace(compared,
                              other, cast=True, name=_COMPARE_NAMES[fn] + (
                                  "Backward1" if isinstance(other, TensorBase) else "Backward0"))
 
@@ -902,13 +926,15 @@ class MathMethods:
 
     def clamp_min_(self, min):
         _clamp_cast(self, min)
-        return self._inplace(_clamp_fn(min, None, self, "clamp_min"),
+        fn = _clamp_fn(min, None, self, "clamp_min")
+        return self._inplace(fn, *fn.operands,
                              name="ClampMinBackward1" if isinstance(min, TensorBase) else
                              "ClampMinBackward0")
 
     def clamp_max_(self, max):
         _clamp_cast(self, max)
-        return self._inplace(_clamp_fn(None, max, self, "clamp_max"),
+        fn = _clamp_fn(None, max, self, "clamp_max")
+        return self._inplace(fn, *fn.operands,
                              name="ClampMaxBackward1" if isinstance(max, TensorBase) else
                              "ClampMaxBackward0")
 
@@ -1052,9 +1078,9 @@ class MathMethods:
         pos = ((inside - lo) * bins / (hi - lo)).astype(np.int64)
         pos[pos == bins] = bins - 1
         counts = np.bincount(pos, minlength=bins).astype(data.dtype)
-        return call(_no_derivative(lambda x: counts,
-                                   "the derivative for 'histc' is not implemented."),
-                    self, name="NotImplemented") if self.requires_grad else self._plain(counts)
+        # torch's histc is not differentiable: its result does not require grad (a
+        # transform's derivative of it is zero, not an error)
+        return self._plain(counts)
 
     def cov(self, *, correction=1, fweights=None, aweights=None):
         return _cov(self, correction, fweights, aweights)

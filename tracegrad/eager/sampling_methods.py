@@ -168,8 +168,8 @@ def randint_like(input, low=0, high=None, *, dtype=None, layout=None, device=Non
 
 
 # -- in-place samplers -----------------------------------------------------------------------
-def _fill(self, values):
-    return _fill_plain(self, values)
+def _fill(self, values, name):
+    return _fill_plain(self, values, name)
 
 
 class SamplingMethods:
@@ -188,12 +188,14 @@ class SamplingMethods:
                        f"{_scalar_name(self.dtype)}")
         if not lambd > 0:
             raise _err(f"exponential_ expects lambda > 0.0, but found lambda={lambd:g}")
-        return _fill(self, generator_of(generator).exponential(tuple(self.shape), lambd))
+        return _fill(self, generator_of(generator).exponential(tuple(self.shape), lambd),
+                     "ExponentialBackward0")
 
     def geometric_(self, p, *, generator=None):
         if not 0 < p < 1:
             raise _err(f"geometric_ expects p to be in (0, 1), but got p={p:g}")
-        return _fill(self, generator_of(generator).geometric(tuple(self.shape), p))
+        return _fill(self, generator_of(generator).geometric(tuple(self.shape), p),
+                     "GeometricBackward0")
 
     def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
         if self.dtype.kind != "f":
@@ -201,7 +203,8 @@ class SamplingMethods:
                        f"must be a floating point but you specified {_scalar_name(self.dtype)}")
         if not sigma > 0:
             raise _err(f"cauchy_ expects sigma > 0.0, but found sigma={sigma:g}")
-        return _fill(self, generator_of(generator).cauchy(tuple(self.shape), median, sigma))
+        return _fill(self, generator_of(generator).cauchy(tuple(self.shape), median, sigma),
+                     "CauchyBackward0")
 
     def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
         if self.dtype.kind != "f":
@@ -209,7 +212,8 @@ class SamplingMethods:
                        f"floating point but you specified {_scalar_name(self.dtype)}")
         if not std > 0:
             raise _err(f"log_normal_ expects std > 0.0, but found std={std:g}")
-        return _fill(self, generator_of(generator).log_normal(tuple(self.shape), mean, std))
+        return _fill(self, generator_of(generator).log_normal(tuple(self.shape), mean, std),
+                     "LogNormalBackward0")
 
 
 FUNCTIONS = {f.__name__: f for f in (bernoulli, poisson, binomial, randint_like)}

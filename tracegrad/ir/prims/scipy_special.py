@@ -327,9 +327,10 @@ def _rules(partials):
 
 
 def _register(name, nin, partials, doc, jax=None, nondiff_args=(), scipy=True, impl=None,
-              **facts):
+              rules=None, **facts):
     impl = impl or _impl(name, nin)
-    vjp, jvp = _rules(partials) if partials is not None else (None, None)
+    vjp, jvp = rules if rules is not None else \
+        _rules(partials) if partials is not None else (None, None)
     prim = register(
         name, impl, abstract=_broadcast_rule(impl), vjp=vjp, jvp=jvp,
         jax=jax or _jax(name), nondiff_args=nondiff_args, family="elementwise",
@@ -418,9 +419,27 @@ _register("expit", 1, lambda out, x: (out * (1.0 - out),), "the logistic sigmoid
 _register("logit", 1, lambda out, x: (1.0 / (x * (1.0 - x)),), "log(p / (1 - p))")
 
 # -- x log y ----------------------------------------------------------------------------------
-_register("xlogy", 2, lambda out, x, y: (np.log(y), x / y), "x·log(y), 0 where x == 0")
-_register("xlog1py", 2, lambda out, x, y: (np.log1p(y), x / (1.0 + y)),
-          "x·log1p(y), 0 where x == 0")
+def _x_log_rules(name, shift):
+    """``name``(x, y) = x·log(y + shift) is linear in x: its derivative for x is
+    ``name``(t, y), not t·log(y + shift), so that a zero tangent or cotangent gives zero
+    where log(y + shift) is NaN or infinite (torch's xlogy derivative:
+    ``at::xlogy(grad, other)``; a Jacobian's other rows stay finite)."""
+    def vjp(g, out, x, y):
+        return apply(name, g, y), g * (x / (y + shift) if shift else x / y)
+
+    def jvp(tangents, out, x, y):
+        tx, ty = tangents
+        total = None if tx is None else apply(name, tx, y)
+        if ty is not None:
+            term = ty * (x / (y + shift) if shift else x / y)
+            total = term if total is None else total + term
+        return total
+    return vjp, jvp
+
+
+_register("xlogy", 2, None, "x·log(y), 0 where x == 0", rules=_x_log_rules("xlogy", 0))
+_register("xlog1py", 2, None, "x·log1p(y), 0 where x == 0",
+          rules=_x_log_rules("xlog1py", 1.0))
 
 # -- modified Bessel functions of orders 0 and 1 ------------------------------------------------
 # i0' = i1, i1' = i0 - i1/x (1/2 at 0); the exponentially scaled ones add -sign(x) times
