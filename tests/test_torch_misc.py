@@ -146,3 +146,39 @@ def test_memory_formats_are_accepted_checked_and_reported_truthfully():
     for L in (tg, torch):
         with pytest.raises(TypeError, match="must be torch.memory_format, not str"):
             L.ones(2).contiguous(memory_format="channels_last")
+
+
+def test_compiler_disable_is_a_graph_break_with_eagers_numbers():
+    calls = []
+
+    @tg.compiler.disable
+    def log_stats(t):
+        calls.append(tg.compiler.is_compiling())
+        return t * 2
+
+    tg.manual_seed(0)
+    model = tg.nn.Linear(3, 2)
+    x = tg.tensor(RNG.standard_normal((4, 3)).astype(np.float32))
+
+    def step(x):
+        return log_stats(model(x)).sum()
+    compiled = tg.compile(step)
+    values = [compiled(x).item() for _ in range(3)]
+    assert values == [step(x).item()] * 3
+    assert calls and not any(calls)           # always run outside a capture
+    assert any("torch.compiler.disable" in r for r in compiled.explain().break_reasons)
+    strict = tg.compile(step, fullgraph=True)
+    strict(x)
+    with pytest.raises(tg.TraceError, match="torch.compiler.disable"):
+        strict(x)
+
+
+def test_compiler_cpu_and_version_modules():
+    import tracegrad.compiler
+    import tracegrad.cpu
+    import tracegrad.version
+    assert tracegrad.compiler.is_compiling() is False
+    assert tracegrad.compiler.compile is tg.compile
+    assert tg.cpu.is_available() and tg.cpu.device_count() == 1
+    assert tg.version.cuda is None and tg.version.__version__ == tg.__version__
+    assert torch.version.cuda is None and torch.cpu.is_available()     # as torch's CPU build

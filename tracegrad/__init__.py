@@ -146,3 +146,12 @@ from .eager.torch_misc import FUNCTIONS as _MISC  # noqa: E402
 
 globals().update({k: v for k, v in _MISC.items() if k not in globals()})
 __all__ += [k for k in _MISC if k not in __all__]
+
+# torch.compiler, torch.cpu, torch.version (tracegrad/eager/torch_compiler.py)
+from .eager.torch_compiler import compiler, cpu, version  # noqa: E402
+
+version.__version__ = __version__
+for _m in (compiler, cpu, version):
+    __import__("sys").modules.setdefault(_m.__name__, _m)
+del _m
+__all__ += ["compiler", "cpu", "version"]
