@@ -11,11 +11,11 @@ from __future__ import annotations
 import tracegrad.eager as tg
 
 __all__ = [
-    "Constraint", "boolean", "dependent", "dependent_property", "greater_than",
+    "Constraint", "boolean", "cat", "dependent", "dependent_property", "greater_than",
     "greater_than_eq", "half_open_interval", "independent", "integer_interval", "interval",
-    "is_dependent", "less_than", "lower_cholesky", "lower_triangular", "nonnegative",
-    "nonnegative_integer", "one_hot", "positive", "positive_definite", "positive_integer",
-    "real", "real_vector", "simplex", "unit_interval",
+    "is_dependent", "less_than", "lower_cholesky", "lower_triangular", "multinomial",
+    "nonnegative", "nonnegative_integer", "one_hot", "positive", "positive_definite", "positive_integer",
+    "real", "real_vector", "simplex", "square", "stack", "symmetric", "unit_interval",
 ]
 
 
@@ -239,6 +239,83 @@ class _PositiveDefinite(Constraint):
         return symmetric & (tg.linalg.cholesky_ex(value).info == 0)
 
 
+class _Multinomial(Constraint):
+    """Nonnegative integer count vectors whose sum is at most ``upper_bound``."""
+
+    is_discrete = True
+    event_dim = 1
+
+    def __init__(self, upper_bound):
+        self.upper_bound = upper_bound
+
+    def check(self, x):
+        return (x >= 0).all(-1) & (x.sum(-1) <= self.upper_bound)
+
+
+class _Square(Constraint):
+    event_dim = 2
+
+    def check(self, value):
+        n, m = value.shape[-2], value.shape[-1]
+        return tg.full(tuple(value.shape[:-2]), n == m, dtype=tg.bool)
+
+
+class _Symmetric(_Square):
+    def check(self, value):
+        square = super().check(value)
+        if not bool(square.all()):
+            return square
+        flat = tuple(value.shape[:-2]) + (-1,)
+        return tg.isclose(value, value.mT, atol=1e-6).reshape(flat).all(-1)
+
+
+class _Cat(Constraint):
+    """Pieces of ``lengths`` along ``dim``, each in its own constraint."""
+
+    def __init__(self, cseq, dim=0, lengths=None):
+        self.cseq = list(cseq)
+        self.lengths = [1] * len(self.cseq) if lengths is None else list(lengths)
+        if len(self.lengths) != len(self.cseq):
+            raise ValueError("cat constraint: one length per constraint")
+        self.dim = dim
+
+    @property
+    def is_discrete(self):
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self):
+        return max(c.event_dim for c in self.cseq)
+
+    def check(self, value):
+        pieces, start = [], 0
+        for c, n in zip(self.cseq, self.lengths):
+            pieces.append(c.check(value.narrow(self.dim, start, n)))
+            start += n
+        return tg.cat(pieces, self.dim)
+
+
+class _Stack(Constraint):
+    """Slices along ``dim``, each in its own constraint."""
+
+    def __init__(self, cseq, dim=0):
+        self.cseq = list(cseq)
+        self.dim = dim
+
+    @property
+    def is_discrete(self):
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self):
+        dim = max(c.event_dim for c in self.cseq)
+        return dim + 1 if self.dim + dim < 0 else dim
+
+    def check(self, value):
+        return tg.stack([c.check(value.select(self.dim, i))
+                         for i, c in enumerate(self.cseq)], self.dim)
+
+
 dependent = _Dependent()
 boolean = _Boolean()
 one_hot = _OneHot()
@@ -260,3 +337,8 @@ lower_triangular = _LowerTriangular()
 lower_cholesky = _LowerCholesky()
 positive_definite = _PositiveDefinite()
 independent = _IndependentConstraint
+multinomial = _Multinomial
+square = _Square()
+symmetric = _Symmetric()
+cat = _Cat
+stack = _Stack
