@@ -6,15 +6,15 @@ import tracegrad.eager as tg
 from ..nn import functional as F
 from . import constraints
 from .distribution import (
-    Distribution,
     broadcast_all,
     lazy_property,
     logits_to_probs,
     probs_to_logits,
 )
+from .exp_family import ExponentialFamily
 
 
-class Bernoulli(Distribution):
+class Bernoulli(ExponentialFamily):
     """One coin flip, parameterised by ``probs`` (of 1) or ``logits`` (its log-odds), one
     of the two. Densities are computed from the logits (``x * l - softplus(l)``), which
     stays accurate for probabilities near 0 or 1; draws compare a uniform with

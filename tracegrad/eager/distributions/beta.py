@@ -7,10 +7,11 @@ import tracegrad.eager as tg
 
 from . import constraints
 from .dirichlet import Dirichlet
-from .distribution import Distribution, broadcast_all
+from .distribution import broadcast_all
+from .exp_family import ExponentialFamily
 
 
-class Beta(Distribution):
+class Beta(ExponentialFamily):
     """Beta distribution with ``concentration1`` (``a``, the exponent of ``x``) and
     ``concentration0`` (``b``, of ``1 - x``): density ``x^(a-1) (1-x)^(b-1) / B(a, b)``.
 

@@ -6,10 +6,10 @@ import tracegrad.eager as tg
 from ..nn import functional as F
 from . import constraints
 from ._sampling import dirichlet
-from .distribution import Distribution
+from .exp_family import ExponentialFamily
 
 
-class Dirichlet(Distribution):
+class Dirichlet(ExponentialFamily):
     """Dirichlet distribution with ``concentration`` ``alpha`` (last dimension: the ``K``
     components): density ``prod x_i^(alpha_i - 1) / B(alpha)`` on the simplex.
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 import tracegrad.eager as tg
 
 from . import constraints
-from .distribution import Distribution, broadcast_all
+from .distribution import broadcast_all
+from .exp_family import ExponentialFamily
 
 
-class Exponential(Distribution):
+class Exponential(ExponentialFamily):
     """Exponential distribution with ``rate`` (density ``rate * exp(-rate x)``, x >= 0).
 
     ``rsample`` is a unit-rate exponential draw (``Tensor.exponential_``) divided by

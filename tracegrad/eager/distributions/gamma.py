@@ -5,10 +5,11 @@ import tracegrad.eager as tg
 
 from . import constraints
 from ._sampling import standard_gamma_rsample
-from .distribution import Distribution, broadcast_all
+from .distribution import broadcast_all
+from .exp_family import ExponentialFamily
 
 
-class Gamma(Distribution):
+class Gamma(ExponentialFamily):
     """Gamma distribution with shape ``concentration`` and inverse scale ``rate``:
     density ``rate^a x^(a-1) exp(-rate x) / Gamma(a)`` on ``x > 0``.
 

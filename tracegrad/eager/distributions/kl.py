@@ -16,15 +16,25 @@ import tracegrad.eager as tg
 from ..nn import functional as F
 from .bernoulli import Bernoulli
 from .beta import Beta
+from .binomial import Binomial
 from .categorical import Categorical
+from .cauchy import Cauchy
 from .dirichlet import Dirichlet
+from .distribution import sum_rightmost
+from .exp_family import ExponentialFamily
 from .exponential import Exponential
 from .gamma import Gamma
+from .geometric import Geometric
+from .gumbel import Gumbel
+from .half_normal import HalfNormal
 from .independent import Independent
 from .laplace import Laplace
+from .lowrank_multivariate_normal import LowRankMultivariateNormal
 from .multivariate_normal import MultivariateNormal
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
+from .pareto import Pareto
+from .poisson import Poisson
 from .transformed_distribution import TransformedDistribution
 from .uniform import Uniform
 
@@ -157,6 +167,9 @@ def _kl_uniform_uniform(p, q):
 
 
 @register_kl(MultivariateNormal, MultivariateNormal)
+@register_kl(LowRankMultivariateNormal, LowRankMultivariateNormal)
+@register_kl(LowRankMultivariateNormal, MultivariateNormal)
+@register_kl(MultivariateNormal, LowRankMultivariateNormal)
 def _kl_mvn_mvn(p, q):
     if p.event_shape != q.event_shape:
         raise ValueError("KL-divergence between two Multivariate Normals with different "
@@ -256,3 +269,181 @@ def _kl_gamma_exponential(p, q):
 def _kl_real_line_to_bounded(p, q):
     # p puts mass on the whole real line; q does not
     return _infinite(p.loc, *(v for v in q.__dict__.values() if isinstance(v, tg.Tensor)))
+
+
+# -- families added later: same family ------------------------------------------------
+@register_kl(Poisson, Poisson)
+def _kl_poisson_poisson(p, q):
+    return tg.xlogy(p.rate, p.rate / q.rate) - p.rate + q.rate
+
+
+@register_kl(Binomial, Binomial)
+def _kl_binomial_binomial(p, q):
+    if bool((p.total_count < q.total_count).any()):
+        raise NotImplementedError("KL between Binomials where q.total_count > "
+                                  "p.total_count is not implemented")
+    n = p.total_count
+    lp, lq = p.logits, q.logits
+    per_trial = (p.probs * (F.softplus(-lq) - F.softplus(-lp))
+                 + (1 - p.probs) * (F.softplus(lq) - F.softplus(lp)))
+    kl = n * per_trial
+    return tg.where(p.total_count > q.total_count, tg.full_like(kl, math.inf), kl)
+
+
+@register_kl(Geometric, Geometric)
+def _kl_geometric_geometric(p, q):
+    # E_p log q(X) = log q + E[X] log(1 - q) with E[X] = 1/p - 1
+    return -p.entropy() - tg.log(q.probs) - (1 / p.probs - 1) * tg.log1p(-q.probs)
+
+
+@register_kl(Gumbel, Gumbel)
+def _kl_gumbel_gumbel(p, q):
+    # X = mu_p + beta_p G with G standard Gumbel: E G = gamma_E, E exp(-t G) = Gamma(1 + t)
+    ratio = p.scale / q.scale
+    shift = (p.loc - q.loc) / q.scale
+    return (tg.log(q.scale) - tg.log(p.scale) - 1 - _EULER_GAMMA + shift
+            + _EULER_GAMMA * ratio + tg.exp(-shift + tg.lgamma(1 + ratio)))
+
+
+@register_kl(HalfNormal, HalfNormal)
+def _kl_halfnormal_halfnormal(p, q):
+    return _kl_normal_normal(p.base_dist, q.base_dist)
+
+
+@register_kl(Pareto, Pareto)
+def _kl_pareto_pareto(p, q):
+    # E_p log X = log s_p + 1 / alpha_p; infinite unless p's support lies in q's
+    ap, aq, sp, sq = p.alpha, q.alpha, p.scale, q.scale
+    kl = tg.log(ap / aq) + aq * (tg.log(sp) - tg.log(sq)) - 1 + aq / ap
+    return tg.where(sp < sq, tg.full_like(kl, math.inf), kl)
+
+
+@register_kl(Cauchy, Cauchy)
+def _kl_cauchy_cauchy(p, q):
+    num = (p.scale + q.scale) ** 2 + (p.loc - q.loc) ** 2
+    return tg.log(num) - tg.log(4 * p.scale * q.scale)
+
+
+@register_kl(ExponentialFamily, ExponentialFamily)
+def _kl_expfamily_expfamily(p, q):
+    # the Bregman divergence of the log-normaliser between the natural parameters
+    if type(p) is not type(q):
+        raise NotImplementedError("The cross KL-divergence between different exponential "
+                                  "families cannot be computed using Bregman divergences")
+    eta_p = [e.detach().requires_grad_() for e in p._natural_params]
+    eta_q = q._natural_params
+    with tg.enable_grad():
+        f_p = p._log_normalizer(*eta_p)
+        grads = tg.autograd.grad(f_p.sum(), eta_p, create_graph=True)
+    result = q._log_normalizer(*eta_q) - f_p
+    for ep, eq, g in zip(eta_p, eta_q, grads):
+        result = result - sum_rightmost((eq - ep) * g, len(p.event_shape))
+    return result
+
+
+# -- families added later: across families --------------------------------------------
+@register_kl(Poisson, Bernoulli)
+@register_kl(Poisson, Binomial)
+def _kl_poisson_bounded(p, q):
+    return _infinite(p.rate)
+
+
+@register_kl(Bernoulli, Poisson)
+def _kl_bernoulli_poisson(p, q):
+    # Q(0) = e^-lambda, Q(1) = lambda e^-lambda
+    return -p.entropy() - (p.probs * tg.log(q.rate) - q.rate)
+
+
+@register_kl(Gumbel, Normal)
+def _kl_gumbel_normal(p, q):
+    return _to_normal(-p.entropy(), p.mean, p.variance, q)
+
+
+@register_kl(Pareto, Normal)
+def _kl_pareto_normal(p, q):
+    kl = _to_normal(-p.entropy(), p.mean, p.variance, q)
+    return tg.where(p.alpha <= 2, tg.full_like(kl, math.inf), kl)
+
+
+@register_kl(Normal, Gumbel)
+def _kl_normal_gumbel(p, q):
+    # E exp(-(X - m) / b) for X ~ N(mu, s^2) is exp(-(mu - m) / b + s^2 / 2b^2)
+    shift = (p.loc - q.loc) / q.scale
+    return (-p.entropy() + tg.log(q.scale) + shift
+            + tg.exp(-shift + 0.5 * (p.scale / q.scale) ** 2))
+
+
+@register_kl(Uniform, Gumbel)
+def _kl_uniform_gumbel(p, q):
+    # E exp(-(X - m) / b) over [lo, hi): b (e^-(lo - m)/b - e^-(hi - m)/b) / (hi - lo)
+    width = p.high - p.low
+    lo, hi = (p.low - q.loc) / q.scale, (p.high - q.loc) / q.scale
+    return (-p.entropy() + tg.log(q.scale) + (lo + hi) / 2
+            + q.scale * (tg.exp(-lo) - tg.exp(-hi)) / width)
+
+
+@register_kl(Exponential, Gumbel)
+def _kl_exponential_gumbel(p, q):
+    # E exp(-X / b) for X ~ Exp(lambda) is lambda / (lambda + 1 / b)
+    rate_b = p.rate * q.scale
+    return (-p.entropy() + tg.log(q.scale) + (1 / p.rate - q.loc) / q.scale
+            + tg.exp(q.loc / q.scale) * rate_b / (rate_b + 1))
+
+
+@register_kl(Gamma, Gumbel)
+def _kl_gamma_gumbel(p, q):
+    # E exp(-X / b) for X ~ Gamma(a, r) is (1 + 1 / (b r))^-a
+    a, r = p.concentration, p.rate
+    return (-p.entropy() + tg.log(q.scale) + (a / r - q.loc) / q.scale
+            + tg.exp(q.loc / q.scale - a * tg.log1p(1 / (q.scale * r))))
+
+
+@register_kl(Uniform, Pareto)
+def _kl_uniform_pareto(p, q):
+    # E_p log X over [lo, hi) is (hi log hi - lo log lo) / (hi - lo) - 1
+    width = p.high - p.low
+    e_log = (tg.xlogy(p.high, p.high) - tg.xlogy(p.low, p.low)) / width - 1
+    kl = (-p.entropy() - tg.log(q.alpha) - q.alpha * tg.log(q.scale)
+          + (q.alpha + 1) * e_log)
+    return tg.where(p.low < q.scale, tg.full_like(kl, math.inf), kl)
+
+
+@register_kl(Normal, Pareto)
+@register_kl(Laplace, Pareto)
+@register_kl(Gumbel, Pareto)
+@register_kl(Gumbel, Uniform)
+@register_kl(Gumbel, Exponential)
+@register_kl(Gumbel, Gamma)
+@register_kl(Gumbel, Beta)
+def _kl_real_line_to_bounded_2(p, q):
+    return _infinite(p.loc, *(v for v in q.__dict__.values() if isinstance(v, tg.Tensor)))
+
+
+@register_kl(Exponential, Pareto)
+@register_kl(Gamma, Pareto)
+@register_kl(Beta, Pareto)
+def _kl_from_zero_to_pareto(p, q):
+    # p puts mass near 0, below any Pareto scale
+    params = [v for v in p.__dict__.values() if isinstance(v, tg.Tensor)]
+    return _infinite(*params, q.scale)
+
+
+@register_kl(Pareto, Uniform)
+@register_kl(Pareto, Beta)
+def _kl_pareto_to_bounded(p, q):
+    return _infinite(p.scale, *(v for v in q.__dict__.values() if isinstance(v, tg.Tensor)))
+
+
+@register_kl(Pareto, Exponential)
+def _kl_pareto_exponential(p, q):
+    kl = -p.entropy() - tg.log(q.rate) + q.rate * p.mean
+    return tg.where(p.alpha <= 1, tg.full_like(kl, math.inf), kl)
+
+
+@register_kl(Pareto, Gamma)
+def _kl_pareto_gamma(p, q):
+    # E_p log X = log s + 1 / alpha
+    a, r = q.concentration, q.rate
+    e_log = tg.log(p.scale) + 1 / p.alpha
+    kl = (-p.entropy() - a * tg.log(r) + tg.lgamma(a) - (a - 1) * e_log + r * p.mean)
+    return tg.where(p.alpha <= 1, tg.full_like(kl, math.inf), kl)

@@ -6,12 +6,13 @@ import math
 import tracegrad.eager as tg
 
 from . import constraints
-from .distribution import Distribution, broadcast_all
+from .distribution import broadcast_all
+from .exp_family import ExponentialFamily
 
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 
 
-class Normal(Distribution):
+class Normal(ExponentialFamily):
     """Normal distribution with mean ``loc`` and standard deviation ``scale``.
 
     Draws are ``loc + scale * eps`` with ``eps`` from ``randn``, so they are

@@ -11,25 +11,21 @@ class Uniform(Distribution):
     """Uniform distribution on the half-open interval ``[low, high)``; draws are
     ``low + rand * (high - low)``."""
 
-    arg_constraints = {"low": constraints.dependent(is_discrete=False, event_dim=0),
-                       "high": constraints.dependent(is_discrete=False, event_dim=0)}
     has_rsample = True
     _params = {"low": 0, "high": 0}
 
     def __init__(self, low, high, validate_args=None):
         self.low, self.high = broadcast_all(low, high)
         super().__init__(self.low.shape, (), validate_args)
-        if self._validate_args:
-            bound = constraints.less_than(self.high)
-            if not bool(bound.check(self.low).all()):
-                raise ValueError(
-                    f"Expected parameter low ({type(self.low).__name__} of shape "
-                    f"{tuple(self.low.shape)}) of distribution {self!r} to satisfy the "
-                    f"constraint {bound!r}, but found invalid values:\n{self.low}")
+
+    @property
+    def arg_constraints(self):
+        return {"low": constraints.less_than(self.high),
+                "high": constraints.greater_than(self.low)}
 
     @constraints.dependent_property(is_discrete=False, event_dim=0)
     def support(self):
-        return constraints.half_open_interval(self.low, self.high)
+        return constraints.interval(self.low, self.high)
 
     @property
     def mean(self):

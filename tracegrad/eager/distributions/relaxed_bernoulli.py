@@ -1,0 +1,110 @@
+"""The relaxed (Concrete / Gumbel-sigmoid) Bernoulli distribution."""
+from __future__ import annotations
+
+import math
+
+import tracegrad.eager as tg
+
+from ..nn import functional as F
+from . import constraints
+from .distribution import (
+    Distribution,
+    broadcast_all,
+    clamp_probs,
+    lazy_property,
+    logits_to_probs,
+    probs_to_logits,
+)
+from .transformed_distribution import TransformedDistribution
+from .transforms import SigmoidTransform
+
+
+class LogitRelaxedBernoulli(Distribution):
+    """The logit of a relaxed Bernoulli draw: ``(logit(u) + logits) / temperature`` for a
+    uniform ``u`` (from ``rand``, clamped to ``[eps, 1 - eps]``), a logistic variable
+    centred on the log-odds and shrunk by ``temperature``."""
+
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    support = constraints.real
+    has_rsample = True
+    _params = {"probs": 0, "logits": 0}
+
+    def __init__(self, temperature, probs=None, logits=None, validate_args=None):
+        self.temperature = temperature
+        if (probs is None) == (logits is None):
+            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+        if probs is not None:
+            (self.probs,) = broadcast_all(probs)
+            shape = self.probs.shape
+        else:
+            (self.logits,) = broadcast_all(logits)
+            shape = self.logits.shape
+        super().__init__(shape, (), validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = super().expand(batch_shape)
+        new.temperature = self.temperature
+        return new
+
+    @lazy_property
+    def logits(self):
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self):
+        return logits_to_probs(self.logits, is_binary=True)
+
+    @property
+    def param_shape(self):
+        return self._batch_shape
+
+    def rsample(self, sample_shape=()):
+        shape = self._extended_shape(sample_shape)
+        p = clamp_probs(self.probs)
+        u = clamp_probs(tg.rand(shape, dtype=p.dtype))
+        return (tg.log(u) - tg.log1p(-u) + tg.log(p) - tg.log1p(-p)) / self.temperature
+
+    def log_prob(self, value):
+        value = self._checked(value)
+        logits, value = tg.broadcast_tensors(self.logits, value)
+        diff = logits - value * self.temperature
+        t = self.temperature
+        log_t = tg.log(t) if isinstance(t, tg.Tensor) else math.log(t)
+        return log_t + diff - 2 * F.softplus(diff)
+
+
+class RelaxedBernoulli(TransformedDistribution):
+    """A continuous relaxation of ``Bernoulli`` on ``[0, 1]``: the sigmoid of a
+    ``LogitRelaxedBernoulli`` draw. Low ``temperature`` pushes draws towards 0 and 1.
+    Draws (and ``rsample`` gradients) match PyTorch's for the same seed."""
+
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    support = constraints.unit_interval
+    has_rsample = True
+
+    def __init__(self, temperature, probs=None, logits=None, validate_args=None):
+        base = LogitRelaxedBernoulli(temperature, probs, logits, validate_args=validate_args)
+        super().__init__(base, SigmoidTransform(), validate_args=validate_args)
+
+    def _check_parameters(self):
+        pass                    # the base distribution has checked them
+
+    def expand(self, batch_shape, _instance=None):
+        new = type(self).__new__(type(self))
+        new.base_dist = self.base_dist.expand(batch_shape)
+        new.transforms = self.transforms
+        Distribution.__init__(new, batch_shape, (), validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @property
+    def temperature(self):
+        return self.base_dist.temperature
+
+    @property
+    def logits(self):
+        return self.base_dist.logits
+
+    @property
+    def probs(self):
+        return self.base_dist.probs

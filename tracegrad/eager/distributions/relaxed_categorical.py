@@ -1,0 +1,108 @@
+"""The relaxed (Concrete / Gumbel-softmax) one-hot categorical distribution."""
+from __future__ import annotations
+
+import math
+
+import tracegrad.eager as tg
+
+from . import constraints
+from .categorical import Categorical
+from .distribution import Distribution, clamp_probs
+from .transformed_distribution import TransformedDistribution
+from .transforms import ExpTransform
+
+
+class ExpRelaxedCategorical(Distribution):
+    """The logarithm of a relaxed one-hot categorical draw: ``log_softmax((logits + G) /
+    temperature)`` with ``G`` standard Gumbel noise ``-log(-log u)`` (``u`` from
+    ``rand``, clamped to ``[eps, 1 - eps]``). Its density is the ExpConcrete density of
+    Maddison, Mnih and Teh (2017)."""
+
+    arg_constraints = {"probs": constraints.simplex,
+                       "logits": constraints.independent(constraints.real, 1)}
+    support = constraints.real_vector
+    has_rsample = True
+
+    def __init__(self, temperature, probs=None, logits=None, validate_args=None):
+        self._categorical = Categorical(probs, logits, validate_args=validate_args)
+        self.temperature = temperature
+        batch = self._categorical.batch_shape
+        super().__init__(batch, self._categorical.param_shape[-1:], validate_args)
+
+    def _check_parameters(self):
+        pass                    # the inner Categorical has checked them
+
+    def expand(self, batch_shape, _instance=None):
+        new = type(self).__new__(type(self))
+        new.temperature = self.temperature
+        new._categorical = self._categorical.expand(batch_shape)
+        Distribution.__init__(new, batch_shape, self._event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @property
+    def probs(self):
+        return self._categorical.probs
+
+    @property
+    def logits(self):
+        return self._categorical.logits
+
+    @property
+    def param_shape(self):
+        return self._categorical.param_shape
+
+    def rsample(self, sample_shape=()):
+        shape = self._extended_shape(sample_shape)
+        u = clamp_probs(tg.rand(shape, dtype=self.logits.dtype))
+        gumbels = -tg.log(-tg.log(u))
+        scores = (self.logits + gumbels) / self.temperature
+        return scores - scores.logsumexp(-1, keepdim=True)
+
+    def log_prob(self, value):
+        value = self._checked(value)
+        k = self._event_shape[0]
+        t = self.temperature
+        log_t = tg.log(t) if isinstance(t, tg.Tensor) else math.log(t)
+        log_scale = math.lgamma(k) + (k - 1) * log_t
+        logits, value = tg.broadcast_tensors(self.logits, value)
+        score = logits - value * t
+        return (score - score.logsumexp(-1, keepdim=True)).sum(-1) + log_scale
+
+
+class RelaxedOneHotCategorical(TransformedDistribution):
+    """A continuous relaxation of ``OneHotCategorical`` on the simplex: ``softmax((logits
+    + G) / temperature)`` with Gumbel noise ``G``, the exponential of an
+    ``ExpRelaxedCategorical`` draw. Draws match PyTorch's for the same seed."""
+
+    arg_constraints = {"probs": constraints.simplex,
+                       "logits": constraints.independent(constraints.real, 1)}
+    support = constraints.simplex
+    has_rsample = True
+
+    def __init__(self, temperature, probs=None, logits=None, validate_args=None):
+        base = ExpRelaxedCategorical(temperature, probs, logits, validate_args=validate_args)
+        super().__init__(base, ExpTransform(), validate_args=validate_args)
+
+    def _check_parameters(self):
+        pass                    # the base distribution has checked them
+
+    def expand(self, batch_shape, _instance=None):
+        new = type(self).__new__(type(self))
+        new.base_dist = self.base_dist.expand(batch_shape)
+        new.transforms = self.transforms
+        Distribution.__init__(new, batch_shape, self._event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @property
+    def temperature(self):
+        return self.base_dist.temperature
+
+    @property
+    def logits(self):
+        return self.base_dist.logits
+
+    @property
+    def probs(self):
+        return self.base_dist.probs
