@@ -675,6 +675,13 @@ EXCLUDED.update(dict.fromkeys([*_LEGACY_LINALG, "addmm_", "addmv_", "addr_", "ad
 EXCLUDED.update(complex="tests/test_torch_complex.py (values, dtypes, gradients, errors)")
 EXCLUDED.update(dict.fromkeys(("quantile", "nanquantile"),
                               "tests/test_torch_misc.py (bit for bit, with gradients)"))
+# the smaller Tensor methods (eager/tensor_misc.py): memory, callables, legacy queries
+EXCLUDED.update(dict.fromkeys((
+    "apply_", "as_strided_", "conj_physical", "conj_physical_", "data_ptr", "dim_order",
+    "is_conj", "is_neg", "is_nonzero", "is_pinned", "is_same_size", "is_shared", "map2_",
+    "map_", "narrow_copy", "ndimension", "new_empty_strided", "pin_memory", "resize_",
+    "resize_as_", "resolve_conj", "resolve_neg", "storage_offset", "unsafe_split_with_sizes",
+    "prelu", "hardshrink"), "tests/test_tensor_methods_more.py"))
 
 
 def _universe():

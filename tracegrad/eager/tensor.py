@@ -27,7 +27,9 @@ class bodies (``def softmax`` is in reductions.py):
 - ``MathMethods`` (math_ops.py): ``erf``, ``lgamma``, ``xlogy``, ``hypot``, ``cummax``, ...;
 - ``ShapeExtraMethods`` (shape_extras.py): ``repeat_interleave``, ``tensor_split``,
   ``take``, ``index_put``, ``masked_scatter``, ``rot90``, ``unsqueeze_``, ...;
-- ``SamplingMethods`` (sampling_methods.py): ``bernoulli``, ``exponential_``, ``cauchy_``, ...
+- ``SamplingMethods`` (sampling_methods.py): ``bernoulli``, ``exponential_``, ``cauchy_``, ...;
+- ``MiscMethods`` (tensor_misc.py): ``storage_offset``, ``data_ptr``, ``resize_``,
+  ``apply_``/``map_``, ``prelu``, ``narrow_copy``, ``is_conj``, ``dim_order``, ...
 
 Nothing assigns methods onto ``Tensor`` after this class statement
 (``tests/test_eager_tensor_layout.py`` checks it).
@@ -70,6 +72,7 @@ from .tensor_base import (  # noqa: F401  (re-exported: the modules above import
     is_floating,
 )
 from .tensor_methods import MoreMethods
+from .tensor_misc import MiscMethods
 from .views import ViewMethods
 
 _COMPLEX_GRAD = ("complex tensors cannot require grad in tracegrad's eager autograd yet "
@@ -80,7 +83,8 @@ _COMPLEX_GRAD = ("complex tensors cannot require grad in tracegrad's eager autog
 
 class Tensor(ArithmeticMethods, ReductionMethods, ShapeMethods, ViewMethods, InplaceMethods,
              ConversionMethods, MoreMethods, IndexedMethods, LinalgMethods, MultinomialMethods,
-             InferenceMethods, MathMethods, ShapeExtraMethods, SamplingMethods, TensorBase):
+             InferenceMethods, MathMethods, ShapeExtraMethods, SamplingMethods, MiscMethods,
+             TensorBase):
     """A NumPy array with PyTorch's autograd semantics (``tg.tensor`` makes one).
 
     Operations on tensors that require grad are recorded; ``backward()`` runs the

@@ -225,7 +225,8 @@ def resolve_neg(input):  # noqa: A002
 
 
 def conj_physical(input):  # noqa: A002
-    return input.conj() if input.dtype.kind == "c" else input.clone()
+    """A conjugated copy of a complex tensor; a real tensor itself (as torch's)."""
+    return input.conj_physical()
 
 
 def _inplace_function(name):
