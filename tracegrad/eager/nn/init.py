@@ -13,11 +13,13 @@ import warnings
 import numpy as np
 
 from ..creation import generator as _seeded
+from ..creation import randperm
+from ..grad_mode import no_grad
 from ..random import draw_dtype
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_", "eye_",
            "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
-           "trunc_normal_", "orthogonal_", "dirac_"]
+           "trunc_normal_", "orthogonal_", "dirac_", "sparse_"]
 
 
 def _fill(tensor, values):
@@ -205,3 +207,49 @@ def dirac_(tensor, groups=1):
         for d in range(min_dim):
             values[(g * out_per_group + d, d) + centre] = 1
     return _fill(tensor, values)
+
+
+def sparse_(tensor, sparsity, std=0.01, generator=None):
+    """A 2-D tensor filled from N(0, std), then in each column ``ceil(sparsity * rows)``
+    entries zeroed, at the first rows of a ``randperm(rows)`` (drawn from the global
+    generator, as torch draws them whatever ``generator`` is): torch's draws."""
+    if tensor.ndimension() != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tensor.shape
+    num_zeros = math.ceil(sparsity * rows)
+    with no_grad():
+        tensor.normal_(0, std, generator=generator)
+        for col_idx in range(cols):
+            row_indices = randperm(rows)
+            zero_indices = row_indices[:num_zeros]
+            tensor[zero_indices, col_idx] = 0
+    return tensor
+
+
+# -- torch's deprecated names without the trailing underscore ---------------------------------
+def _make_deprecate(meth):
+    new_name = meth.__name__
+    old_name = new_name[:-1]
+
+    def deprecated_init(*args, **kwargs):
+        warnings.warn(f"`nn.init.{old_name}` is now deprecated in favor of "
+                      f"`nn.init.{new_name}`.", FutureWarning, stacklevel=2)
+        return meth(*args, **kwargs)
+
+    deprecated_init.__doc__ = (f"{old_name}(...): deprecated in favor of "
+                               f"``tg.nn.init.{new_name}``.")
+    deprecated_init.__name__ = deprecated_init.__qualname__ = old_name
+    return deprecated_init
+
+
+uniform = _make_deprecate(uniform_)
+normal = _make_deprecate(normal_)
+constant = _make_deprecate(constant_)
+eye = _make_deprecate(eye_)
+dirac = _make_deprecate(dirac_)
+xavier_uniform = _make_deprecate(xavier_uniform_)
+xavier_normal = _make_deprecate(xavier_normal_)
+kaiming_uniform = _make_deprecate(kaiming_uniform_)
+kaiming_normal = _make_deprecate(kaiming_normal_)
+orthogonal = _make_deprecate(orthogonal_)
+sparse = _make_deprecate(sparse_)
