@@ -534,4 +534,6 @@ def _quantile(x, q, dim, keepdim, interpolation, what, ignore_nan):
         result = result.squeeze(-1)                      # (q, rest...)
         if keepdim:
             result = result.unsqueeze(axis + 1) if x.dim() else result
-    return result if vector else result.reshape(tuple(result.shape[1:]))
+    result = result if vector else result.reshape(tuple(result.shape[1:]))
+    # (PyTorch's result is its in-place squeeze of the kept dimensions: SqueezeBackward4)
+    return call(lambda r: r, result, name="SqueezeBackward4")

@@ -198,11 +198,13 @@ class ShapeMethods:
         if dim is None:
             new = tuple(s for s in shape if s != 1)
         else:
-            dims = {d % builtins.max(len(shape), 1) for d in (dim if isinstance(dim, tuple) else (dim,))}
+            dims = {d % builtins.max(len(shape), 1)
+                    for d in (dim if isinstance(dim, (tuple, list)) else (dim,))}
             new = tuple(s for i, s in enumerate(shape) if not (i in dims and s == 1))
         t = _view(self, new)
         if t.grad_fn is not None and t.grad_fn._name == "ViewBackward0":
-            t.grad_fn._name = "SqueezeBackward0" if dim is None else "SqueezeBackward1"
+            t.grad_fn._name = "SqueezeBackward0" if dim is None else \
+                "SqueezeBackward2" if isinstance(dim, (tuple, list)) else "SqueezeBackward1"
         return t
 
     def unsqueeze(self, dim):
