@@ -251,8 +251,8 @@ class MiscMethods:
     def conj_physical_(self):
         if self.dtype.kind != "c":
             # torch's checks and version count of an in-place operation, on a real tensor
-            return self._inplace(lambda x: x, name="ConjPhysicalBackward0")
-        return self._inplace(np.conj, name="ConjPhysicalBackward0")
+            return self._inplace(lambda x: x, name="ConjPhysicalBackward1")
+        return self._inplace(np.conj, name="ConjPhysicalBackward1")
 
     # -- queries -----------------------------------------------------------------------------
     def is_nonzero(self):
