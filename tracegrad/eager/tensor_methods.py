@@ -21,9 +21,11 @@ from .arithmetic import _as_tensor, _check_broadcast, _elementwise, _err
 from .dispatch import call
 from .indexing import operand_key as _operand_key
 from .products import is_contiguous
+from .promotion import cast, result_type
 from .reductions import _cumulative, _scalar_dim
 from .reductions import wrap_dim as _dim
 from .shapes import _sizes
+from .tape import EagerTracer
 from .tensor_base import TensorBase, _scalar_name, default_dtype
 
 SortResult = namedtuple("sort", ["values", "indices"])
@@ -166,6 +168,16 @@ def _renamed(t, name):
 def where(condition, input, other, like=None):
     """``tg.where(condition, input, other)`` (``input.where(condition, other)``): ``like``
     makes the result when neither ``input`` nor ``other`` is a tensor."""
+    if isinstance(condition, TensorBase) and condition._tracer is not None and \
+            not isinstance(condition._tracer, EagerTracer):
+        # a condition a transform traces (vmap: one row per example) is an operand: its
+        # ``_data`` is one example's value, which the closure below would bake in
+        _check_broadcast(input, other)
+        _check_broadcast(condition, input)
+        _check_broadcast(condition, other)
+        dtype = result_type(input, other, default_float=default_dtype())
+        return call(lambda c, a, b: np.where(c, cast(a, dtype), cast(b, dtype)),
+                    condition, input, other, like=like)
     cond = condition._data if isinstance(condition, TensorBase) else np.asarray(condition)
     _check_broadcast(input, other)
     _check_broadcast(cond, input)

@@ -518,7 +518,8 @@ def _jacobian(func, argnums, has_aux, chunk_size, mode, randomness="error"):
         with _watched("jacrev" if mode == "rev" else "jacfwd", args), \
                 functional_derivative() if mode == "rev" else contextlib.nullcontext():
             res = _jacobians.jacobian(traced, picked, has_aux, mode=mode,
-                                      chunk_size=chunk_size)(*inner)
+                                      chunk_size=chunk_size,
+                                      _fwd_output_dtype=mode == "fwd")(*inner)
         if mode == "fwd" and _drew(mark) and randomness != "same":
             default_generator.set_state(saved)
             if randomness == "error":
@@ -528,7 +529,9 @@ def _jacobian(func, argnums, has_aux, chunk_size, mode, randomness="error"):
                                "numbers; pass randomness='same'")
         if mode == "fwd":
             # torch's forward mode: each block has its output's dtype (the tangents are
-            # cast with the primals), where reverse mode's has its input's
+            # cast with the primals), where reverse mode's has its input's (the core
+            # computes them so, _fwd_output_dtype above: a cast here after rounding to
+            # the input's dtype lost float64 digits; this only checks what is left)
             n_in = len(flatten(tuple(args[i] for i in nums))[0])
             jac = res[0] if has_aux else res
             leaves, tree = flatten(jac)

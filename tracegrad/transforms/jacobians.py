@@ -38,7 +38,7 @@ def jacobian(fun: None = None, argnums: ArgNums = 0, has_aux: bool = False,
 @_transform
 def jacobian(fun: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
              holomorphic: bool = False, *, mode: Literal["rev", "fwd"] = "rev",
-             chunk_size: int | None = None) -> Callable[P, Any]:
+             chunk_size: int | None = None, _fwd_output_dtype: bool = False) -> Callable[P, Any]:
     """The Jacobian: for each output leaf, an array of shape ``out.shape + arg.shape``.
 
     Usable as a decorator like ``grad``.
@@ -65,6 +65,8 @@ def jacobian(fun: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
             (forward mode, one column per input element).
         chunk_size: at most this many rows (``"rev"``) or columns (``"fwd"``) per
             batched run; ``None`` runs them all at once.
+        _fwd_output_dtype: (internal: torch.func's ``jacfwd``) forward mode's blocks in
+            their output's dtype, as the tangents are computed, instead of the input's.
 
     Returns:
         A function taking ``fun``'s arguments and returning the Jacobian, with the
@@ -93,7 +95,8 @@ def jacobian(fun: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
                                  f"{_fun_name(fun)} has dtype {dtype.name}{_at(src)}")
         _check_holomorphic(t, f"tg.jacobian(mode={mode!r})", holomorphic, src,
                            outputs=mode == "rev", inputs=mode == "fwd")
-        blocks = (_jacobian_rev if mode == "rev" else _jacobian_fwd)(t, chunk_size)
+        blocks = _jacobian_rev(t, chunk_size) if mode == "rev" else \
+            _jacobian_fwd(t, chunk_size, _fwd_output_dtype)
         jac = unflatten(t.out_tree, [t.unflatten_inputs(b, single) for b in blocks])
         if has_aux:
             outs = call(passes.prune(t.graph), t.eval_args, owned=True)
@@ -129,9 +132,12 @@ def _jacobian_rev(t, chunk_size):
     return per_output
 
 
-def _jacobian_fwd(t, chunk_size):
+def _jacobian_fwd(t, chunk_size, output_dtype=False):
     """Per output leaf, one block per input leaf: the tangent graph batched over the
-    one-hot tangents of every input element (the columns of the Jacobian)."""
+    one-hot tangents of every input element (the columns of the Jacobian). The blocks
+    have the input's dtype (a complex output's for real inputs), or with ``output_dtype``
+    the output's: the columns are computed in it, so a float64 output of a float32 input
+    must not be rounded to float32 on the way (torch's jacfwd is float64-exact there)."""
     n_fwd = len(t.graph.outputs)
     in_avals = _in_avals(t)
     sizes = [int(np.prod(s, dtype=np.int64)) for s, _ in in_avals]
@@ -157,7 +163,7 @@ def _jacobian_fwd(t, chunk_size):
         rows = np.transpose(np.reshape(col, (total, size)))
         per_output.append([
             np.reshape(rows[:, offsets[i]:offsets[i + 1]], tuple(shape) + s).astype(
-                out_dtype if out_dtype.kind == "c" else d)   # real inputs, complex outputs
+                out_dtype if output_dtype or out_dtype.kind == "c" else d)
             for i, (s, d) in enumerate(in_avals)])
     return per_output
 
