@@ -237,10 +237,9 @@ def full_like(t: Tensor, fill_value: float | bool, dtype: DTypeLike = None, requ
     return _finish(np.full(tuple(t.shape), fill_value, dt), requires_grad)
 
 
-def arange(start: float, end: float | None = None, step: float = 1, dtype: DTypeLike = None,
-           requires_grad: bool = False, device: Any = None) -> Tensor:
-    """``start, start + step, ...`` up to ``end`` (excluded); ``arange(end)`` counts from 0."""
-    _device(device)
+def _range_bounds(start, end, step):
+    """``(start, end)`` of ``arange``/``range`` (one argument: the end, from 0), with
+    PyTorch's checks."""
     if end is None:
         start, end = 0, start
     if step == 0:
@@ -249,6 +248,14 @@ def arange(start: float, end: float | None = None, step: float = 1, dtype: DType
         raise RuntimeError(f"unsupported range: {float(start):g} -> {float(end):g}")
     if step > 0 and end < start or step < 0 and end > start:
         raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    return start, end
+
+
+def arange(start: float, end: float | None = None, step: float = 1, dtype: DTypeLike = None,
+           requires_grad: bool = False, device: Any = None) -> Tensor:
+    """``start, start + step, ...`` up to ``end`` (excluded); ``arange(end)`` counts from 0."""
+    _device(device)
+    start, end = _range_bounds(start, end, step)
     arr = np.arange(start, end, step)
     if dtype is not None:
         arr = arr.astype(dtype)
@@ -355,14 +362,7 @@ def range_(start: float = 0, end: float | None = None, step: float = 1,
                   "torch.arange, which produces values in [start, end).", UserWarning,
                   stacklevel=2)
     _device(device)
-    if end is None:
-        start, end = 0, start
-    if step == 0:
-        raise RuntimeError("step must be nonzero")
-    if not all(np.isfinite(float(v)) for v in (start, end)):
-        raise RuntimeError(f"unsupported range: {float(start):g} -> {float(end):g}")
-    if step > 0 and end < start or step < 0 and end > start:
-        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+    start, end = _range_bounds(start, end, step)
     n = int(np.floor((float(end) - float(start)) / float(step))) + 1
     dt = _dtype(dtype)
     if dt.kind in "iu":

@@ -113,7 +113,9 @@ class ConstantPad3d(_ConstantPad):
     _dims = 3
 
 
-class ZeroPad1d(ConstantPad1d):
+class _ZeroPad:
+    """Zeros as the constant (ZeroPad1d, ZeroPad3d)."""
+
     def __init__(self, padding):
         super().__init__(padding, 0.0)
 
@@ -121,12 +123,12 @@ class ZeroPad1d(ConstantPad1d):
         return f"{self.padding}"
 
 
-class ZeroPad3d(ConstantPad3d):
-    def __init__(self, padding):
-        super().__init__(padding, 0.0)
+class ZeroPad1d(_ZeroPad, ConstantPad1d):
+    pass
 
-    def extra_repr(self):
-        return f"{self.padding}"
+
+class ZeroPad3d(_ZeroPad, ConstantPad3d):
+    pass
 
 
 class CircularPad1d(_PadNd):
