@@ -6,10 +6,11 @@ import tracegrad.eager as tg
 from . import constraints
 from .distribution import (
     Distribution,
-    broadcast_all,
+    batch_param_shape,
+    binary_logits,
+    binary_probs,
     lazy_property,
-    logits_to_probs,
-    probs_to_logits,
+    probs_or_logits,
 )
 
 
@@ -35,29 +36,12 @@ class Binomial(Distribution):
     _params = {"total_count": 0, "probs": 0, "logits": 0}
 
     def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            self.total_count, self.probs = broadcast_all(total_count, probs)
-            self.total_count = self.total_count.to(self.probs.dtype)
-            shape = self.probs.shape
-        else:
-            self.total_count, self.logits = broadcast_all(total_count, logits)
-            self.total_count = self.total_count.to(self.logits.dtype)
-            shape = self.logits.shape
-        super().__init__(shape, (), validate_args)
+        self.total_count, param = probs_or_logits(self, probs, logits, total_count)
+        super().__init__(param.shape, (), validate_args)
 
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self):
-        return self._batch_shape
+    logits = lazy_property(binary_logits)
+    probs = lazy_property(binary_probs)
+    param_shape = batch_param_shape
 
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self):

@@ -12,6 +12,7 @@ Failures raise ``ValueError`` with messages that start as PyTorch's do.
 from __future__ import annotations
 
 import numbers
+import operator
 
 import numpy as np
 
@@ -31,6 +32,9 @@ class lazy_property:
         self.fn = fn
         self.__doc__ = fn.__doc__
         self.name = fn.__name__
+
+    def __set_name__(self, owner, name):
+        self.name = name                # ``logits = lazy_property(binary_logits)``
 
     def __get__(self, obj, owner=None):
         if obj is None:
@@ -77,6 +81,40 @@ def logits_to_probs(logits, is_binary=False):
     """Probabilities from log-odds (``is_binary``: sigmoid) or unnormalised
     log-probabilities over the last dimension (softmax)."""
     return tg.sigmoid(logits) if is_binary else tg.softmax(logits, -1)
+
+
+def probs_or_logits(dist, probs, logits, *others):
+    """Store on ``dist`` whichever of ``probs`` and ``logits`` is given (exactly one must
+    be), broadcast with ``others``; the other one is then derived on first use (see
+    ``binary_logits``). Returns ``others`` cast to the parameter's dtype, then the
+    parameter."""
+    if (probs is None) == (logits is None):
+        raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+    name, value = ("probs", probs) if probs is not None else ("logits", logits)
+    *others, param = broadcast_all(*others, value)
+    setattr(dist, name, param)
+    return (*(o.to(param.dtype) for o in others), param)
+
+
+def binary_logits(dist):
+    """The log-odds of ``dist.probs``: ``logits = lazy_property(binary_logits)``."""
+    return probs_to_logits(dist.probs, is_binary=True)
+
+
+def binary_probs(dist):
+    """The probabilities of ``dist.logits`` (log-odds): ``probs =
+    lazy_property(binary_probs)``."""
+    return logits_to_probs(dist.logits, is_binary=True)
+
+
+def alias(path):
+    """A read-only property for the attribute at the dotted ``path`` (``alias("loc")``,
+    ``alias("_categorical.probs")``)."""
+    return property(operator.attrgetter(path), doc=f"``self.{path}``.")
+
+
+batch_param_shape = property(lambda dist: dist._batch_shape,
+                             doc="The shape of the parameter: the batch shape.")
 
 
 def sum_rightmost(x, n):
@@ -156,6 +194,16 @@ class Distribution:
             if name not in self._params and not isinstance(value, tg.Tensor) \
                     and name not in ("_batch_shape", "_event_shape"):
                 new.__dict__.setdefault(name, value)
+        return self._expanded(batch_shape, new)
+
+    def _expanded(self, batch_shape, new=None, **parts):
+        """``new`` (by default a bare instance of this class) given the attributes
+        ``parts``, this distribution's event shape and validation setting, and
+        ``batch_shape``, without checking its parameters again."""
+        if new is None:
+            new = type(self).__new__(type(self))
+        for name, value in parts.items():
+            setattr(new, name, value)
         Distribution.__init__(new, batch_shape, self._event_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new

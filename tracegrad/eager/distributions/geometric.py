@@ -7,10 +7,10 @@ from ..nn import functional as F
 from . import constraints
 from .distribution import (
     Distribution,
-    broadcast_all,
+    binary_logits,
+    binary_probs,
     lazy_property,
-    logits_to_probs,
-    probs_to_logits,
+    probs_or_logits,
 )
 
 
@@ -26,28 +26,16 @@ class Geometric(Distribution):
     _params = {"probs": 0, "logits": 0}
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            (self.probs,) = broadcast_all(probs)
-            shape = self.probs.shape
-        else:
-            (self.logits,) = broadcast_all(logits)
-            shape = self.logits.shape
-        super().__init__(shape, (), validate_args)
+        (param,) = probs_or_logits(self, probs, logits)
+        super().__init__(param.shape, (), validate_args)
         if self._validate_args and probs is not None and not bool((self.probs > 0).all()):
             raise ValueError(
                 f"Expected parameter probs ({type(self.probs).__name__} of shape "
                 f"{tuple(self.probs.shape)}) of distribution {self!r} to be positive but "
                 f"found invalid values:\n{self.probs}")
 
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
+    logits = lazy_property(binary_logits)
+    probs = lazy_property(binary_probs)
 
     @property
     def mean(self):

@@ -9,11 +9,12 @@ from ..nn import functional as F
 from . import constraints
 from .distribution import (
     Distribution,
-    broadcast_all,
+    batch_param_shape,
+    binary_logits,
+    binary_probs,
     clamp_probs,
     lazy_property,
-    logits_to_probs,
-    probs_to_logits,
+    probs_or_logits,
 )
 from .transformed_distribution import TransformedDistribution
 from .transforms import SigmoidTransform
@@ -31,32 +32,17 @@ class LogitRelaxedBernoulli(Distribution):
 
     def __init__(self, temperature, probs=None, logits=None, validate_args=None):
         self.temperature = temperature
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            (self.probs,) = broadcast_all(probs)
-            shape = self.probs.shape
-        else:
-            (self.logits,) = broadcast_all(logits)
-            shape = self.logits.shape
-        super().__init__(shape, (), validate_args)
+        (param,) = probs_or_logits(self, probs, logits)
+        super().__init__(param.shape, (), validate_args)
 
     def expand(self, batch_shape, _instance=None):
         new = super().expand(batch_shape)
         new.temperature = self.temperature
         return new
 
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self):
-        return self._batch_shape
+    logits = lazy_property(binary_logits)
+    probs = lazy_property(binary_probs)
+    param_shape = batch_param_shape
 
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
