@@ -8,7 +8,7 @@ import tracegrad.eager as tg
 from ..nn import functional as F
 from . import constraints
 from .categorical import Categorical
-from .distribution import Distribution
+from .distribution import Distribution, alias
 
 
 class Multinomial(Distribution):
@@ -34,28 +34,17 @@ class Multinomial(Distribution):
         pass                    # the inner Categorical has checked them
 
     def expand(self, batch_shape, _instance=None):
-        new = type(self).__new__(type(self))
-        new.total_count = self.total_count
-        new._categorical = self._categorical.expand(batch_shape)
-        Distribution.__init__(new, batch_shape, self._event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(
+            batch_shape, total_count=self.total_count,
+            _categorical=self._categorical.expand(batch_shape))
 
     @constraints.dependent_property(is_discrete=True, event_dim=1)
     def support(self):
         return constraints.multinomial(self.total_count)
 
-    @property
-    def probs(self):
-        return self._categorical.probs
-
-    @property
-    def logits(self):
-        return self._categorical.logits
-
-    @property
-    def param_shape(self):
-        return self._categorical.param_shape
+    probs = alias("_categorical.probs")
+    logits = alias("_categorical.logits")
+    param_shape = alias("_categorical.param_shape")
 
     @property
     def mean(self):

@@ -69,12 +69,8 @@ class MultivariateNormal(Distribution):
 
     def expand(self, batch_shape, _instance=None):
         k = self._event_shape[0]
-        new = type(self).__new__(type(self))
-        new.loc = self.loc.expand(tuple(batch_shape) + (k,))
-        new._scale_tril = self._scale_tril
-        Distribution.__init__(new, batch_shape, self._event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(batch_shape, loc=self.loc.expand(tuple(batch_shape) + (k,)),
+                              _scale_tril=self._scale_tril)
 
     def _full(self, m):
         k = self._event_shape[0]

@@ -6,7 +6,7 @@ import tracegrad.eager as tg
 from ..nn import functional as F
 from . import constraints
 from .categorical import Categorical
-from .distribution import Distribution
+from .distribution import Distribution, alias
 
 
 class OneHotCategorical(Distribution):
@@ -27,23 +27,12 @@ class OneHotCategorical(Distribution):
         pass                    # the inner Categorical has checked them
 
     def expand(self, batch_shape, _instance=None):
-        new = type(self).__new__(type(self))
-        new._categorical = self._categorical.expand(batch_shape)
-        Distribution.__init__(new, batch_shape, self._event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(
+            batch_shape, _categorical=self._categorical.expand(batch_shape))
 
-    @property
-    def probs(self):
-        return self._categorical.probs
-
-    @property
-    def logits(self):
-        return self._categorical.logits
-
-    @property
-    def param_shape(self):
-        return self._categorical.param_shape
+    probs = alias("_categorical.probs")
+    logits = alias("_categorical.logits")
+    param_shape = alias("_categorical.param_shape")
 
     @property
     def mean(self):

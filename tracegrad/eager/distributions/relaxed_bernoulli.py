@@ -9,6 +9,7 @@ from ..nn import functional as F
 from . import constraints
 from .distribution import (
     Distribution,
+    alias,
     batch_param_shape,
     binary_logits,
     binary_probs,
@@ -75,22 +76,6 @@ class RelaxedBernoulli(TransformedDistribution):
     def _check_parameters(self):
         pass                    # the base distribution has checked them
 
-    def expand(self, batch_shape, _instance=None):
-        new = type(self).__new__(type(self))
-        new.base_dist = self.base_dist.expand(batch_shape)
-        new.transforms = self.transforms
-        Distribution.__init__(new, batch_shape, (), validate_args=False)
-        new._validate_args = self._validate_args
-        return new
-
-    @property
-    def temperature(self):
-        return self.base_dist.temperature
-
-    @property
-    def logits(self):
-        return self.base_dist.logits
-
-    @property
-    def probs(self):
-        return self.base_dist.probs
+    temperature = alias("base_dist.temperature")
+    logits = alias("base_dist.logits")
+    probs = alias("base_dist.probs")

@@ -7,7 +7,7 @@ import tracegrad.eager as tg
 
 from . import constraints
 from .categorical import Categorical
-from .distribution import Distribution, clamp_probs
+from .distribution import Distribution, alias, clamp_probs
 from .transformed_distribution import TransformedDistribution
 from .transforms import ExpTransform
 
@@ -33,24 +33,13 @@ class ExpRelaxedCategorical(Distribution):
         pass                    # the inner Categorical has checked them
 
     def expand(self, batch_shape, _instance=None):
-        new = type(self).__new__(type(self))
-        new.temperature = self.temperature
-        new._categorical = self._categorical.expand(batch_shape)
-        Distribution.__init__(new, batch_shape, self._event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(
+            batch_shape, temperature=self.temperature,
+            _categorical=self._categorical.expand(batch_shape))
 
-    @property
-    def probs(self):
-        return self._categorical.probs
-
-    @property
-    def logits(self):
-        return self._categorical.logits
-
-    @property
-    def param_shape(self):
-        return self._categorical.param_shape
+    probs = alias("_categorical.probs")
+    logits = alias("_categorical.logits")
+    param_shape = alias("_categorical.param_shape")
 
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
@@ -87,22 +76,6 @@ class RelaxedOneHotCategorical(TransformedDistribution):
     def _check_parameters(self):
         pass                    # the base distribution has checked them
 
-    def expand(self, batch_shape, _instance=None):
-        new = type(self).__new__(type(self))
-        new.base_dist = self.base_dist.expand(batch_shape)
-        new.transforms = self.transforms
-        Distribution.__init__(new, batch_shape, self._event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
-
-    @property
-    def temperature(self):
-        return self.base_dist.temperature
-
-    @property
-    def logits(self):
-        return self.base_dist.logits
-
-    @property
-    def probs(self):
-        return self.base_dist.probs
+    temperature = alias("base_dist.temperature")
+    logits = alias("base_dist.logits")
+    probs = alias("base_dist.probs")

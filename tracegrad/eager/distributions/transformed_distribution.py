@@ -35,15 +35,12 @@ class TransformedDistribution(Distribution):
         super().__init__(shape[:cut], shape[cut:], validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = type(self).__new__(type(self)) if _instance is None else _instance
         extra = len(self._event_shape) - len(self.base_dist.event_shape)
         base_batch = tuple(batch_shape) + tuple(self._event_shape[:extra]) if extra > 0 \
             else tuple(batch_shape)
-        new.base_dist = self.base_dist.expand(base_batch)
-        new.transforms = self.transforms
-        Distribution.__init__(new, batch_shape, self._event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(batch_shape, _instance,
+                              base_dist=self.base_dist.expand(base_batch),
+                              transforms=self.transforms)
 
     @constraints.dependent_property
     def support(self):
