@@ -5,31 +5,17 @@ import math
 
 import tracegrad.eager as tg
 
-from . import constraints
-from .distribution import Distribution, broadcast_all
+from .distribution import Distribution, LocationScale
 
 
-class Cauchy(Distribution):
+class Cauchy(LocationScale, Distribution):
     """Cauchy distribution: density ``1 / (pi scale (1 + ((x - loc) / scale)^2))``. It has
     no mean (NaN) and infinite variance. ``rsample`` is ``loc + scale * eps`` with
     ``eps`` from ``Tensor.cauchy_`` (PyTorch's numbers for the same seed)."""
 
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-    _params = {"loc": 0, "scale": 0}
-
-    def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        super().__init__(self.loc.shape, (), validate_args)
-
     @property
     def mean(self):
         return tg.full(self._extended_shape(), math.nan, dtype=self.loc.dtype)
-
-    @property
-    def mode(self):
-        return self.loc
 
     @property
     def variance(self):

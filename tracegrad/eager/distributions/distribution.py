@@ -117,6 +117,24 @@ batch_param_shape = property(lambda dist: dist._batch_shape,
                              doc="The shape of the parameter: the batch shape.")
 
 
+class LocationScale:
+    """Mixin, listed before ``Distribution`` (or ``ExponentialFamily``) among the bases,
+    for the families on the real line with a real ``loc`` and a positive ``scale``,
+    broadcast together, and reparameterised draws; ``loc`` is the mode and (where the
+    family has one) the mean."""
+
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
+    has_rsample = True
+    _params = {"loc": 0, "scale": 0}
+
+    def __init__(self, loc, scale, validate_args=None):
+        self.loc, self.scale = broadcast_all(loc, scale)
+        super().__init__(self.loc.shape, (), validate_args)
+
+    mean = mode = alias("loc")
+
+
 def sum_rightmost(x, n):
     """``x`` summed over its last ``n`` dimensions."""
     return x.reshape(tuple(x.shape[:x.dim() - n]) + (-1,)).sum(-1) if n > 0 else x

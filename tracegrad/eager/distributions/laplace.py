@@ -5,32 +5,14 @@ import math
 
 import tracegrad.eager as tg
 
-from . import constraints
-from .distribution import Distribution, broadcast_all
+from .distribution import Distribution, LocationScale
 
 
-class Laplace(Distribution):
+class Laplace(LocationScale, Distribution):
     """Laplace distribution: density ``exp(-|x - loc| / scale) / (2 scale)``.
 
     ``rsample`` inverts the CDF at a uniform ``u`` in ``(-1, 1)`` (drawn with
     ``uniform_(eps - 1, 1)``, keeping ``log1p(-|u|)`` finite)."""
-
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-    _params = {"loc": 0, "scale": 0}
-
-    def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        super().__init__(self.loc.shape, (), validate_args)
-
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
 
     @property
     def variance(self):

@@ -5,35 +5,17 @@ import math
 
 import tracegrad.eager as tg
 
-from . import constraints
-from .distribution import broadcast_all
+from .distribution import LocationScale
 from .exp_family import ExponentialFamily
 
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 
 
-class Normal(ExponentialFamily):
+class Normal(LocationScale, ExponentialFamily):
     """Normal distribution with mean ``loc`` and standard deviation ``scale``.
 
     Draws are ``loc + scale * eps`` with ``eps`` from ``randn``, so they are
     reparameterised (``rsample``) and equal PyTorch's for the same seed."""
-
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-    _params = {"loc": 0, "scale": 0}
-
-    def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        super().__init__(self.loc.shape, (), validate_args)
-
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
 
     @property
     def stddev(self):
