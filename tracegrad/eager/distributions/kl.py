@@ -220,27 +220,12 @@ def _kl_normal_laplace(p, q):
 
 
 @register_kl(Laplace, Normal)
-def _kl_laplace_normal(p, q):
-    return _to_normal(-p.entropy(), p.loc, 2 * p.scale ** 2, q)
-
-
 @register_kl(Gamma, Normal)
-def _kl_gamma_normal(p, q):
-    return _to_normal(-p.entropy(), p.mean, p.variance, q)
-
-
 @register_kl(Beta, Normal)
-def _kl_beta_normal(p, q):
-    return _to_normal(-p.entropy(), p.mean, p.variance, q)
-
-
 @register_kl(Uniform, Normal)
-def _kl_uniform_normal(p, q):
-    return _to_normal(-p.entropy(), p.mean, p.variance, q)
-
-
 @register_kl(Exponential, Normal)
-def _kl_exponential_normal(p, q):
+@register_kl(Gumbel, Normal)
+def _kl_to_normal(p, q):
     return _to_normal(-p.entropy(), p.mean, p.variance, q)
 
 
@@ -283,10 +268,7 @@ def _kl_binomial_binomial(p, q):
         raise NotImplementedError("KL between Binomials where q.total_count > "
                                   "p.total_count is not implemented")
     n = p.total_count
-    lp, lq = p.logits, q.logits
-    per_trial = (p.probs * (F.softplus(-lq) - F.softplus(-lp))
-                 + (1 - p.probs) * (F.softplus(lq) - F.softplus(lp)))
-    kl = n * per_trial
+    kl = n * _kl_bernoulli_bernoulli(p, q)      # per trial
     return tg.where(p.total_count > q.total_count, tg.full_like(kl, math.inf), kl)
 
 
@@ -354,14 +336,9 @@ def _kl_bernoulli_poisson(p, q):
     return -p.entropy() - (p.probs * tg.log(q.rate) - q.rate)
 
 
-@register_kl(Gumbel, Normal)
-def _kl_gumbel_normal(p, q):
-    return _to_normal(-p.entropy(), p.mean, p.variance, q)
-
-
 @register_kl(Pareto, Normal)
 def _kl_pareto_normal(p, q):
-    kl = _to_normal(-p.entropy(), p.mean, p.variance, q)
+    kl = _kl_to_normal(p, q)
     return tg.where(p.alpha <= 2, tg.full_like(kl, math.inf), kl)
 
 
