@@ -6,7 +6,8 @@ import math
 import tracegrad.eager as tg
 
 from . import constraints
-from .distribution import Distribution, lazy_property
+from .distribution import Distribution, alias, lazy_property
+from .multivariate_normal import _batch_matrix, _full_scale_tril
 
 
 class LowRankMultivariateNormal(Distribution):
@@ -61,13 +62,7 @@ class LowRankMultivariateNormal(Distribution):
         new._validate_args = self._validate_args
         return new
 
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
+    mean = mode = alias("loc")
 
     @lazy_property
     def variance(self):
@@ -81,13 +76,8 @@ class LowRankMultivariateNormal(Distribution):
     def _scale_tril(self):
         return tg.linalg.cholesky(self._covariance)
 
-    def _full(self, m):
-        k = self._event_shape[0]
-        return m.expand(tuple(self._batch_shape) + (k, k))
-
-    @lazy_property
-    def scale_tril(self):
-        return self._full(self._scale_tril)
+    _full = _batch_matrix
+    scale_tril = lazy_property(_full_scale_tril)
 
     @lazy_property
     def covariance_matrix(self):

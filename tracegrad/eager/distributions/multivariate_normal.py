@@ -6,7 +6,7 @@ import math
 import tracegrad.eager as tg
 
 from . import constraints
-from .distribution import Distribution, lazy_property
+from .distribution import Distribution, alias, lazy_property
 
 
 def _tril_from_precision(precision):
@@ -19,6 +19,17 @@ def _tril_from_precision(precision):
     eye = tg.eye(precision.shape[-1], dtype=precision.dtype).expand(c.shape)
     c_inv = tg.linalg.solve_triangular(c, eye, upper=False)
     return c_inv.mT.flip(-2, -1)
+
+
+def _batch_matrix(dist, m):
+    """``m`` (a ``k x k`` matrix or a batch of them) expanded to ``dist``'s full batch
+    shape: what the matrix properties of the multivariate normals return."""
+    k = dist._event_shape[0]
+    return m.expand(tuple(dist._batch_shape) + (k, k))
+
+
+def _full_scale_tril(dist):
+    return _batch_matrix(dist, dist._scale_tril)
 
 
 class MultivariateNormal(Distribution):
@@ -72,13 +83,8 @@ class MultivariateNormal(Distribution):
         return self._expanded(batch_shape, loc=self.loc.expand(tuple(batch_shape) + (k,)),
                               _scale_tril=self._scale_tril)
 
-    def _full(self, m):
-        k = self._event_shape[0]
-        return m.expand(tuple(self._batch_shape) + (k, k))
-
-    @lazy_property
-    def scale_tril(self):
-        return self._full(self._scale_tril)
+    _full = _batch_matrix
+    scale_tril = lazy_property(_full_scale_tril)
 
     @lazy_property
     def covariance_matrix(self):
@@ -91,13 +97,7 @@ class MultivariateNormal(Distribution):
         inv = tg.linalg.solve_triangular(self._scale_tril, eye, upper=False)
         return self._full(inv.mT @ inv)
 
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
+    mean = mode = alias("loc")
 
     @property
     def variance(self):
