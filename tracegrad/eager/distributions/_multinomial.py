@@ -7,11 +7,11 @@ import tracegrad.eager as tg
 
 from ..nn import functional as F
 from . import constraints
-from .categorical import Categorical
-from .distribution import Distribution, alias
+from .categorical import OverCategorical
+from .distribution import Distribution
 
 
-class Multinomial(Distribution):
+class Multinomial(OverCategorical, Distribution):
     """The counts in each of ``K`` categories after ``total_count`` independent
     categorical draws with ``probs`` (or ``logits``) over the last dimension.
 
@@ -19,19 +19,12 @@ class Multinomial(Distribution):
     and counts them. ``log_prob`` does not need ``total_count``: it reads the number of
     trials off the value."""
 
-    arg_constraints = {"probs": constraints.simplex,
-                       "logits": constraints.independent(constraints.real, 1)}
 
     def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):
         if not isinstance(total_count, int):
             raise NotImplementedError("inhomogeneous total_count is not supported")
         self.total_count = total_count
-        self._categorical = Categorical(probs=probs, logits=logits, validate_args=validate_args)
-        batch = self._categorical.batch_shape
-        super().__init__(batch, self._categorical.param_shape[-1:], validate_args)
-
-    def _check_parameters(self):
-        pass                    # the inner Categorical has checked them
+        super().__init__(*self._set_categorical(probs, logits, validate_args), validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expanded(
@@ -41,10 +34,6 @@ class Multinomial(Distribution):
     @constraints.dependent_property(is_discrete=True, event_dim=1)
     def support(self):
         return constraints.multinomial(self.total_count)
-
-    probs = alias("_categorical.probs")
-    logits = alias("_categorical.logits")
-    param_shape = alias("_categorical.param_shape")
 
     @property
     def mean(self):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import tracegrad.eager as tg
 
 from . import constraints
-from .distribution import Distribution, lazy_property, probs_to_logits
+from .distribution import Distribution, alias, lazy_property, probs_to_logits
 
 
 class Categorical(Distribution):
@@ -88,3 +88,24 @@ class Categorical(Distribution):
             (self._num_events,) + (1,) * len(self._batch_shape))
         return values.expand((self._num_events,) + tuple(self._batch_shape)) if expand \
             else values
+
+
+class OverCategorical:
+    """Mixin, listed before ``Distribution`` among the bases, for the distributions built
+    on an inner ``Categorical`` over the last dimension of ``probs``/``logits``
+    (``self._categorical``), which checks and holds the parameters."""
+
+    arg_constraints = dict(Categorical.arg_constraints)
+
+    def _set_categorical(self, probs, logits, validate_args):
+        """Make the inner ``Categorical``; returns the batch shape and the event shape
+        ``(K,)``."""
+        self._categorical = Categorical(probs, logits, validate_args=validate_args)
+        return self._categorical.batch_shape, self._categorical.param_shape[-1:]
+
+    def _check_parameters(self):
+        pass                    # the inner Categorical has checked them
+
+    probs = alias("_categorical.probs")
+    logits = alias("_categorical.logits")
+    param_shape = alias("_categorical.param_shape")

@@ -5,34 +5,23 @@ import tracegrad.eager as tg
 
 from ..nn import functional as F
 from . import constraints
-from .categorical import Categorical
-from .distribution import Distribution, alias
+from .categorical import OverCategorical
+from .distribution import Distribution
 
 
-class OneHotCategorical(Distribution):
+class OneHotCategorical(OverCategorical, Distribution):
     """``Categorical`` whose values are one-hot vectors of length ``K`` (event shape
     ``(K,)``) instead of indices. Everything is delegated to an inner ``Categorical``."""
 
-    arg_constraints = {"probs": constraints.simplex,
-                       "logits": constraints.independent(constraints.real, 1)}
     support = constraints.one_hot
     has_enumerate_support = True
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        self._categorical = Categorical(probs, logits, validate_args=validate_args)
-        batch = self._categorical.batch_shape
-        super().__init__(batch, self._categorical.param_shape[-1:], validate_args)
-
-    def _check_parameters(self):
-        pass                    # the inner Categorical has checked them
+        super().__init__(*self._set_categorical(probs, logits, validate_args), validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expanded(
             batch_shape, _categorical=self._categorical.expand(batch_shape))
-
-    probs = alias("_categorical.probs")
-    logits = alias("_categorical.logits")
-    param_shape = alias("_categorical.param_shape")
 
     @property
     def mean(self):

@@ -6,40 +6,30 @@ import math
 import tracegrad.eager as tg
 
 from . import constraints
-from .categorical import Categorical
+from .categorical import OverCategorical
 from .distribution import Distribution, alias, clamp_probs
 from .transformed_distribution import TransformedDistribution
 from .transforms import ExpTransform
 
 
-class ExpRelaxedCategorical(Distribution):
+class ExpRelaxedCategorical(OverCategorical, Distribution):
     """The logarithm of a relaxed one-hot categorical draw: ``log_softmax((logits + G) /
     temperature)`` with ``G`` standard Gumbel noise ``-log(-log u)`` (``u`` from
     ``rand``, clamped to ``[eps, 1 - eps]``). Its density is the ExpConcrete density of
     Maddison, Mnih and Teh (2017)."""
 
-    arg_constraints = {"probs": constraints.simplex,
-                       "logits": constraints.independent(constraints.real, 1)}
     support = constraints.real_vector
     has_rsample = True
 
     def __init__(self, temperature, probs=None, logits=None, validate_args=None):
-        self._categorical = Categorical(probs, logits, validate_args=validate_args)
+        batch, event = self._set_categorical(probs, logits, validate_args)
         self.temperature = temperature
-        batch = self._categorical.batch_shape
-        super().__init__(batch, self._categorical.param_shape[-1:], validate_args)
-
-    def _check_parameters(self):
-        pass                    # the inner Categorical has checked them
+        super().__init__(batch, event, validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expanded(
             batch_shape, temperature=self.temperature,
             _categorical=self._categorical.expand(batch_shape))
-
-    probs = alias("_categorical.probs")
-    logits = alias("_categorical.logits")
-    param_shape = alias("_categorical.param_shape")
 
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
