@@ -313,6 +313,8 @@ ERRORS = {
     "embedding_bag first offset": lambda L: L.nn.functional.embedding_bag(
         L.tensor([1, 2]), L.ones(4, 2), L.tensor([1])),
     "adaptive_avg_pool3d 3-D": lambda L: L.nn.functional.adaptive_avg_pool3d(L.ones(2, 3, 4), 2),
+    "prelu channels of a 1-D input": lambda L: L.nn.functional.prelu(L.ones(3), L.ones(3)),
+    "hardshrink of integers": lambda L: L.nn.functional.hardshrink(L.ones(3, dtype=L.int64)),
 }
 
 
@@ -386,3 +388,17 @@ def test_a_square_with_other_uses_differentiates_as_a_compiled_step_does():
         grads.append(x.grad.numpy().copy())
     np.testing.assert_allclose(grads[1], grads[0], rtol=1e-6)
     np.testing.assert_array_equal(grads[2], grads[1])
+
+
+def test_functional_prelu_and_hardshrink_are_the_tensor_methods():
+    """F.prelu accepted per-channel slopes for a 1-D input (torch refuses) and F.hardshrink
+    gave -0.0 inside the band (torch: +0.0): both now are Tensor.prelu / hardshrink."""
+    data = np.array([-0.3, 0.2, 0.9, -0.0, -2.0])
+    out = []
+    for L in (tg, torch):
+        x = L.tensor(data)
+        out.append((L.nn.functional.hardshrink(x).numpy(), L.hardshrink(x, 0.25).numpy(),
+                    L.nn.functional.prelu(x, L.tensor([0.25], dtype=L.float64)).numpy()))
+    for a, b in zip(*out):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(np.signbit(a), np.signbit(b))

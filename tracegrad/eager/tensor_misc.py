@@ -334,9 +334,10 @@ class MiscMethods:
             if self.dim() == 0:
                 raise _err("Not allow zero-dim input tensor.")
             channels = self.shape[1] if self.dim() >= 2 else 1
-            if channels != n:
-                raise _err(f"Mismatch of parameter numbers and input channel size. Found "
-                           f"parameter numbers = {n} and channel size = {channels}.")
+            if channels != n:       # (torch's message as it is: nn.PReLU's test reads it)
+                raise RuntimeError(f"Mismatch of parameter numbers and input channel size. "
+                                   f"Found parameter numbers = {n} and channel size = "
+                                   f"{channels}.")
         shape = [1] * self.dim()
         if n != 1 and self.dim() >= 2:
             shape[1] = n

@@ -500,8 +500,7 @@ def tanhshrink(input):
 
 
 def hardshrink(input, lambd=0.5):
-    return call(lambda x: np.where((x > lambd) | (x < -lambd), x, x * 0.0), input,
-                name="HardshrinkBackward0")
+    return input.hardshrink(lambd)      # (tensor_misc.py: +0.0 inside the band, as torch)
 
 
 def softshrink(input, lambd=0.5):
@@ -548,23 +547,8 @@ def softmin(input, dim=None, dtype=None):
 
 def prelu(input, weight):
     """``max(0, x) + weight * min(0, x)``, one slope per channel (dimension 1) or one
-    for all."""
-    n = weight.numel()
-    if n != 1:
-        channels = input.shape[1] if input.dim() >= 2 else (input.shape[0] if input.dim() else 1)
-        if channels != n:
-            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found "
-                               f"parameter numbers = {n} and channel size = {channels}.")
-    shape = [1] * input.dim()
-    if n != 1 and input.dim() >= 2:
-        shape[1] = n
-    elif n != 1:
-        shape[0] = n
-
-    def fn(x, w):
-        w = np.reshape(w, tuple(shape)) if shape else np.reshape(w, ())
-        return np.where(x > 0, x, x * w)
-    return call(fn, input, weight, name="PreluKernelBackward0")
+    for all: ``Tensor.prelu`` (tensor_misc.py), with torch's checks."""
+    return input.prelu(weight)
 
 
 def threshold(input, threshold, value, inplace=False):
