@@ -193,43 +193,7 @@ def get_device(input):  # noqa: A002
     return -1
 
 
-def is_nonzero(input):  # noqa: A002
-    n = input.numel()
-    if n == 0:
-        raise _err("Boolean value of Tensor with no values is ambiguous")
-    if n > 1:
-        raise _err("Boolean value of Tensor with more than one value is ambiguous")
-    return bool(input._concrete("is_nonzero").reshape(()) != 0)
-
-
-def is_same_size(input, other):  # noqa: A002
-    return tuple(input.shape) == tuple(other.shape)
-
-
-def is_conj(input):  # noqa: A002
-    """False: tracegrad conjugates eagerly (no lazily conjugated views)."""
-    return False
-
-
-def is_neg(input):  # noqa: A002
-    """False: no lazily negated views."""
-    return False
-
-
-def resolve_conj(input):  # noqa: A002
-    return input
-
-
-def resolve_neg(input):  # noqa: A002
-    return input
-
-
-def conj_physical(input):  # noqa: A002
-    """A conjugated copy of a complex tensor; a real tensor itself (as torch's)."""
-    return input.conj_physical()
-
-
-def _inplace_function(name):
+def _tensor_method(name):
     def fn(input, *args, **kwargs):  # noqa: A002
         if not isinstance(input, TensorBase):
             raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
@@ -253,9 +217,12 @@ FUNCTIONS = {f.__name__: f for f in (
     is_deterministic_algorithms_warn_only_enabled, set_deterministic_debug_mode,
     get_deterministic_debug_mode, set_float32_matmul_precision, get_float32_matmul_precision,
     set_warn_always, is_warn_always_enabled, set_flush_denormal, is_anomaly_enabled,
-    is_anomaly_check_nan_enabled, set_anomaly_enabled, isin, asarray, typename, get_device,
-    is_nonzero, is_same_size, is_conj, is_neg, resolve_conj, resolve_neg, conj_physical)}
-FUNCTIONS.update({name: _inplace_function(name) for name in _INPLACE})
+    is_anomaly_check_nan_enabled, set_anomaly_enabled, isin, asarray, typename, get_device)}
+# torch.f(t, ...) is t.f(...) (tensor_misc.py holds is_nonzero, is_same_size, the
+# conjugate and negative bits; the rest are the in-place unary methods)
+FUNCTIONS.update({name: _tensor_method(name) for name in _INPLACE + (
+    "is_nonzero", "is_same_size", "is_conj", "is_neg", "resolve_conj", "resolve_neg",
+    "conj_physical")})
 FUNCTIONS.update(pi=pi, e=e, inf=inf, nan=nan, newaxis=newaxis, dtype=dtype,
                  default_generator=default_generator)
 FUNCTIONS.update(MEMORY_FORMATS)        # torch.channels_last & co. (memory_format.py)

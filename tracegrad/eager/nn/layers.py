@@ -433,9 +433,12 @@ class Conv1d(_Conv):
 
 
 class ConstantPad2d(Module):
+    _dims = 2       # (ConstantPad1d and ConstantPad3d: layers_more.py)
+
     def __init__(self, padding, value):
         super().__init__()
-        self.padding = (padding,) * 4 if isinstance(padding, int) else tuple(padding)
+        n = 2 * self._dims
+        self.padding = (padding,) * n if isinstance(padding, int) else tuple(padding)
         self.value = value
 
     def forward(self, input):

@@ -12,10 +12,13 @@ from ..grad_mode import no_grad
 from . import functional as F
 from . import init
 from .layers import (
+    AdaptiveAvgPool2d,
+    AdaptiveMaxPool2d,
     ConstantPad2d,
     Dropout,
     NLLLoss,
     Upsample,
+    ZeroPad2d,
     _ConvNd,
     _Loss,
     _PadNd,
@@ -95,40 +98,20 @@ class ChannelShuffle(Module):
 
 
 # -- padding ------------------------------------------------------------------------------------
-class _ConstantPad(ConstantPad2d):
-    _dims = 2
-
-    def __init__(self, padding, value):
-        Module.__init__(self)
-        n = 2 * self._dims
-        self.padding = (padding,) * n if isinstance(padding, int) else tuple(padding)
-        self.value = value
-
-
-class ConstantPad1d(_ConstantPad):
+class ConstantPad1d(ConstantPad2d):
     _dims = 1
 
 
-class ConstantPad3d(_ConstantPad):
+class ConstantPad3d(ConstantPad2d):
     _dims = 3
 
 
-class _ZeroPad:
-    """Zeros as the constant (ZeroPad1d, ZeroPad3d)."""
-
-    def __init__(self, padding):
-        super().__init__(padding, 0.0)
-
-    def extra_repr(self):
-        return f"{self.padding}"
+class ZeroPad1d(ZeroPad2d):
+    _dims = 1
 
 
-class ZeroPad1d(_ZeroPad, ConstantPad1d):
-    pass
-
-
-class ZeroPad3d(_ZeroPad, ConstantPad3d):
-    pass
+class ZeroPad3d(ZeroPad2d):
+    _dims = 3
 
 
 class CircularPad1d(_PadNd):
@@ -226,16 +209,9 @@ class MaxUnpool3d(_MaxUnpool):
     _fn = F.max_unpool3d
 
 
-class AdaptiveMaxPool1d(Module):
-    def __init__(self, output_size, return_indices=False):
-        super().__init__()
-        self.output_size, self.return_indices = output_size, return_indices
-
+class AdaptiveMaxPool1d(AdaptiveMaxPool2d):
     def forward(self, input):
         return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
-
-    def extra_repr(self):
-        return f"output_size={self.output_size}"
 
 
 class UpsamplingNearest2d(Upsample):
@@ -328,28 +304,14 @@ class EmbeddingBag(Module):
         return s
 
 
-class AdaptiveAvgPool3d(Module):
-    def __init__(self, output_size):
-        super().__init__()
-        self.output_size = output_size
-
+class AdaptiveAvgPool3d(AdaptiveAvgPool2d):
     def forward(self, input):
         return F.adaptive_avg_pool3d(input, self.output_size)
 
-    def extra_repr(self):
-        return f"output_size={self.output_size}"
 
-
-class AdaptiveMaxPool3d(Module):
-    def __init__(self, output_size, return_indices=False):
-        super().__init__()
-        self.output_size, self.return_indices = output_size, return_indices
-
+class AdaptiveMaxPool3d(AdaptiveMaxPool2d):
     def forward(self, input):
         return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
-
-    def extra_repr(self):
-        return f"output_size={self.output_size}"
 
 
 class Container(Module):
