@@ -373,12 +373,16 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
 
 
 # -- regularisation and reshaping ---------------------------------------------------------
+def _check_p(p):
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
 def dropout(input, p=0.5, training=True, inplace=False):
     """Inverted dropout: zero each element with probability ``p`` (mask drawn from the
     ``tg.manual_seed`` generator) and scale the rest by ``1 / (1 - p)``, so that the
     expected value is unchanged and evaluation needs no rescaling."""
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    _check_p(p)
     if not training or p == 0.0:
         return input
     keep = generator().bernoulli(tuple(input.shape), 1.0 - p)    # PyTorch's mask
@@ -571,8 +575,7 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
 
 # -- dropout variants --------------------------------------------------------------------
 def _feature_dropout(input, p, training, inplace, mask_shape):
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    _check_p(p)
     if not training or p == 0.0:
         return input
     keep = generator().bernoulli(mask_shape, 1.0 - p)     # PyTorch's mask
@@ -585,8 +588,7 @@ def _feature_dropout(input, p, training, inplace, mask_shape):
 def dropout2d(input, p=0.5, training=True, inplace=False):
     """Zero whole channels (dimension 1; a 3-D input is read as (N, C, L), PyTorch's
     historical behaviour, with its warning)."""
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    _check_p(p)
     nd = input.dim()
     if nd not in (3, 4):
         warnings.warn(f"dropout2d: Received a {nd}-D input to dropout2d, which is deprecated "
@@ -1090,11 +1092,6 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 # rounding)
 # -- dropouts ----------------------------------------------------------------------------------
 _ALPHA = 1.7580993408473766       # -SELU's negative saturation: scale * alpha
-
-
-def _check_p(p):
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
 def _alpha_noise(input, p, mask_shape, inplace):
